@@ -1,0 +1,1 @@
+"""Environments of membudget. Every id is registered in :mod:`membudget.envs.registration`."""

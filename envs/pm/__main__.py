@@ -1,0 +1,20 @@
+"""``python -m membudget.envs.pm calibrate``: the default world's statistics beside their targets."""
+
+import argparse
+
+from .calibration import report
+from .levels import DEV_SEEDS
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m membudget.envs.pm")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cal = sub.add_parser("calibrate", help="measured world statistics beside the PM-Bench/BudgetPM targets")
+    cal.add_argument("--first-seed", type=int, default=DEV_SEEDS[0])
+    cal.add_argument("--n-weeks", type=int, default=len(DEV_SEEDS))
+    args = parser.parse_args(argv)
+    print(report(range(args.first_seed, args.first_seed + args.n_weeks)))
+
+
+if __name__ == "__main__":
+    main()

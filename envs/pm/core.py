@@ -1,0 +1,453 @@
+"""Batched PM-week dynamics: the hard-cap executor, the controller, scoring and the observation features.
+
+:class:`PMWeekCore` holds ``n`` weeks side by side in padded numpy arrays and advances them with numba kernels.
+The single environment is a core of one week and the vector environment a core of ``num_envs`` weeks, so both
+run exactly the same code.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .world import KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, NEVER, POS, LURE, STALE, VISIBLE_OUTCOMES, Episode
+
+N_RESOURCE_FEATURES = 27
+N_BUDGET_FEATURES = 9
+
+RESOURCE_FEATURE_NAMES = (
+    "sin_time_of_day", "cos_time_of_day", "sin_weekday", "cos_weekday", "urgency", "signed_window_distance",
+    "abs_window_distance", "cost", "is_clock", "candidate_count", "open_count", "max_relevance",
+    "sum_relevance", "resolvability", "mean_priority", "max_priority", "max_miss_cost", "unknown_conditions",
+    "frac_time", "frac_channel", "frac_cross_day", "frac_revised", "age_since_query", "unchanged_count",
+    "ever_queried", "legacy_utility", "calibrated_utility",
+)
+BUDGET_FEATURE_NAMES = (
+    "target_fraction", "remaining_fraction", "progress", "remaining_horizon", "remaining_per_step",
+    "spend_minus_progress", "queries_last5", "queries_last10", "queries_prev",
+)
+assert len(RESOURCE_FEATURE_NAMES) == N_RESOURCE_FEATURES and len(BUDGET_FEATURE_NAMES) == N_BUDGET_FEATURES
+
+# Columns of the per-intention integer table.
+(F_RES, F_AF, F_AU, F_DS, F_DE, F_ON, F_DL, F_POL, F_KIND, F_PRIO, F_CROSS, F_REV, F_REG, F_DUE_END,
+ F_US) = range(15)
+N_FIELDS = 15
+
+# Intention status codes (0 = unresolved).
+S_OPEN, S_HIT, S_FALSE, S_LATE_MISS, S_LATE_EXEC, S_EXPIRED_NEG = range(6)
+
+# Skip reasons of the executor.
+SKIP_NAMES = ("non_candidate", "budget", "count_cap", "cost_cap")
+
+# Episode metrics vector.
+METRIC_NAMES = (
+    "set_f1", "tp", "fp", "fn", "on_time_recall", "realized_cost", "queries", "exhaustion_step",
+    "spend_q1", "spend_q2", "spend_q3", "spend_q4", "on_time_hit", "late_execution", "miss", "false_alarm",
+    "update_violation", "time_due", "time_hit", "channel_due", "channel_hit", "cross_day_due", "cross_day_hit",
+    "update_sensitive_due", "update_sensitive_hit",
+)
+M = {name: i for i, name in enumerate(METRIC_NAMES)}
+
+# Running counters per week.
+C_TP, C_FP, C_FN, C_COST, C_QUERIES, C_EXHAUST, C_LATE_EXEC, C_FALSE_ALARM, C_UPDATE_VIOL = range(9)
+N_COUNTERS = 9
+
+_HUGE = np.iinfo(np.int64).max // 4
+
+
+@numba.njit(cache=True, inline="always")
+def _f1(tp, fp, fn):
+    d = 2 * tp + fp + fn
+    return 0.0 if d == 0 else 2.0 * tp / d
+
+
+@numba.njit(cache=True)
+def _observe(rows, t_arr, horizon, n_int, table, status, miss_cost, costs, is_clock, max_cost, cal, hints, lookahead, last_q,
+             unchanged, budget, remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
+    """Pre-query features of each week in ``rows`` at its current step."""
+    n_res = costs.shape[1]
+    for k in range(rows.shape[0]):
+        n = rows[k]
+        t = t_arr[n]
+        T = horizon[n]
+        tc = min(t, T - 1)
+        cnt = np.zeros((n_res, 13))
+        best = np.full(n_res, T + 1.0)
+        for m in range(n_int[n]):
+            row = table[n, m]
+            if row[F_REG] == 0 or status[n, m] != S_OPEN or not (row[F_AF] <= t <= row[F_AU]):
+                continue
+            r = row[F_RES]
+            if r < 0:
+                continue
+            cnt[r, 0] += 1  # open
+            ds = row[F_DS]
+            de = row[F_DE]
+            if ds - lookahead[n] <= t <= de:
+                cnt[r, 1] += 1  # candidate
+            if ds <= t <= de:
+                cnt[r, 2] += 1  # declared window contains t
+            urg = 1.0 / (1.0 + max(0, de - t))
+            if urg > cnt[r, 3]:
+                cnt[r, 3] = urg
+            s = 0.0
+            if t < ds:
+                s = ds - t
+            elif t > de:
+                s = de - t
+            if abs(s) < abs(best[r]):
+                best[r] = s
+            cnt[r, 4] += row[F_PRIO]
+            if row[F_PRIO] > cnt[r, 5]:
+                cnt[r, 5] = row[F_PRIO]
+            if miss_cost[n, m] > cnt[r, 6]:
+                cnt[r, 6] = miss_cost[n, m]
+            if last_q[n, r] < row[F_AF]:
+                cnt[r, 7] += 1
+            if row[F_KIND] == KIND_TIME:
+                cnt[r, 8] += 1
+            elif row[F_KIND] == KIND_CHANNEL:
+                cnt[r, 9] += 1
+            cnt[r, 10] += row[F_CROSS]
+            cnt[r, 11] += row[F_REV]
+        out = res_out[k]
+        for r in range(n_res):
+            c = cnt[r]
+            n_open = c[0]
+            has = n_open > 0
+            hint = hints[n, t, r] if t < T else 0.0
+            out[r, 0] = cal[n, tc, 0]
+            out[r, 1] = cal[n, tc, 1]
+            out[r, 2] = cal[n, tc, 2]
+            out[r, 3] = cal[n, tc, 3]
+            out[r, 4] = c[3]
+            out[r, 5] = best[r] / T if has else 0.0
+            out[r, 6] = abs(best[r]) / T if has else 1.0
+            out[r, 7] = costs[n, r] / max_cost[n]
+            out[r, 8] = is_clock[n, r]
+            out[r, 9] = c[1] / (1.0 + c[1])
+            out[r, 10] = n_open / (1.0 + n_open)
+            out[r, 11] = hint
+            out[r, 12] = hint * c[1] / (1.0 + hint * c[1])
+            out[r, 13] = c[2] / n_open if has else 0.0
+            mean_prio = c[4] / n_open / 3.0 if has else 0.0
+            out[r, 14] = mean_prio
+            out[r, 15] = c[5] / 3.0
+            out[r, 16] = c[6] / 3.0
+            out[r, 17] = c[7] / (1.0 + c[7])
+            out[r, 18] = c[8] / n_open if has else 0.0
+            out[r, 19] = c[9] / n_open if has else 0.0
+            out[r, 20] = c[10] / n_open if has else 0.0
+            out[r, 21] = c[11] / n_open if has else 0.0
+            out[r, 22] = 1.0 if last_q[n, r] < 0 else min(1.0, (t - last_q[n, r]) / T)
+            out[r, 23] = unchanged[n, r] / (1.0 + unchanged[n, r])
+            out[r, 24] = 0.0 if last_q[n, r] < 0 else 1.0
+            out[r, 25] = hint * c[3]
+            out[r, 26] = hint * mean_prio * out[r, 13]
+            is_cand = 1 if (c[1] > 0 and t < T) else 0
+            mask_out[k, r] = is_cand
+            mask_state[n, r] = is_cand
+        # Budget features of BudgetPM appendix A.2, with one-indexed step t1.
+        t1 = min(t, T - 1) + 1
+        bf = bud_out[k]
+        prog = (t1 - 1) / max(1, T - 1)
+        left = T - t1 + 1
+        if budget[n] >= 0:
+            bf[0] = b_frac[n]
+            bf[1] = remaining[n] / budget[n]
+            bf[4] = remaining[n] / max(1, left)
+            bf[5] = (budget[n] - remaining[n]) / budget[n] - prog
+        else:
+            bf[0] = 1.0
+            bf[1] = 1.0
+            bf[4] = 1.0
+            bf[5] = -prog
+        bf[2] = prog
+        bf[3] = (T - t) / T
+        q5 = 0.0
+        q10 = 0.0
+        for j in range(max(0, t - 10), t):
+            q10 += q_hist[n, j]
+            if j >= t - 5:
+                q5 += q_hist[n, j]
+        bf[6] = q5 / 10.0
+        bf[7] = q10 / 20.0
+        bf[8] = q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
+
+
+@numba.njit(cache=True)
+def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, min_cost, mask_state, budget,
+          remaining, n_max, cost_cap, late_execute, vis_step, counters, q_hist, c_hist, last_q, unchanged,
+          selected_out, skipped_out, reward_out, events_out, metrics_out):
+    """Executor + controller + scoring for one step of each week in ``rows``; returns nothing, fills outputs."""
+    n_res = costs.shape[1]
+    order = np.empty(n_res, dtype=np.int64)
+    key = np.empty(n_res)
+    for k in range(rows.shape[0]):
+        n = rows[k]
+        t = t_arr[n]
+        T = horizon[n]
+        cnt = counters[n]
+        f1_before = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN])
+        # --- hard-cap executor (BudgetPM Algorithm 1) ---
+        n_prop = 0
+        for r in range(n_res):
+            selected_out[k, r] = 0
+            s = scores[k, r]
+            if s > 0.0:
+                key[r] = s / costs[n, r] if unequal[n] else s
+                # insertion by (key desc, cost asc, index asc)
+                j = n_prop
+                while j > 0:
+                    p = order[j - 1]
+                    if key[p] > key[r] or (key[p] == key[r] and costs[n, p] <= costs[n, r]):
+                        break
+                    order[j] = p
+                    j -= 1
+                order[j] = r
+                n_prop += 1
+        for j in range(4):
+            skipped_out[k, j] = 0
+        n_sel = 0
+        step_cost = 0
+        for j in range(n_prop):
+            r = order[j]
+            c = costs[n, r]
+            if mask_state[n, r] == 0:
+                skipped_out[k, 0] += 1
+            elif budget[n] >= 0 and c > remaining[n] - step_cost:
+                skipped_out[k, 1] += 1
+            elif n_max >= 0 and n_sel >= n_max:
+                skipped_out[k, 2] += 1
+            elif cost_cap >= 0 and step_cost + c > cost_cap:
+                skipped_out[k, 3] += 1
+            else:
+                selected_out[k, r] = 1
+                n_sel += 1
+                step_cost += c
+        # --- controller ---
+        ev = events_out[k]
+        for j in range(6):
+            ev[j] = 0
+        resolved_any = np.zeros(n_res, dtype=np.bool_)
+        for m in range(n_int[n]):
+            row = table[n, m]
+            r = row[F_RES]
+            if r < 0 or status[n, m] != S_OPEN or row[F_REG] == 0 or selected_out[k, r] == 0:
+                continue
+            if not (row[F_AF] <= t <= row[F_AU]) or row[F_ON] > t:
+                continue
+            resolved_any[r] = True
+            on_time = t <= row[F_DL]
+            if row[F_POL] == POS:
+                if on_time:
+                    status[n, m] = S_HIT
+                    cnt[C_TP] += 1
+                    ev[0] += 1
+                elif late_execute:
+                    status[n, m] = S_LATE_EXEC
+                    cnt[C_FP] += 1
+                    cnt[C_LATE_EXEC] += 1
+                    ev[3] += 1
+                else:
+                    status[n, m] = S_LATE_MISS
+                    ev[4] += 1
+            elif on_time:
+                status[n, m] = S_FALSE
+                cnt[C_FP] += 1
+                ev[1] += 1
+                if row[F_POL] == LURE:
+                    cnt[C_FALSE_ALARM] += 1
+                else:
+                    cnt[C_UPDATE_VIOL] += 1
+            else:
+                status[n, m] = S_EXPIRED_NEG
+                ev[5] += 1
+        for r in range(n_res):
+            if selected_out[k, r]:
+                last_q[n, r] = t
+                unchanged[n, r] = 0 if resolved_any[r] else unchanged[n, r] + 1
+        # Positives whose last on-time step is now and that were not executed on time are misses.
+        for m in range(n_int[n]):
+            row = table[n, m]
+            if row[F_POL] == POS and row[F_DUE_END] == t and status[n, m] != S_HIT:
+                cnt[C_FN] += 1
+                ev[2] += 1
+        cnt[C_TP] += vis_step[n, t, 0]
+        cnt[C_FP] += vis_step[n, t, 1]
+        cnt[C_FN] += vis_step[n, t, 2]
+        cnt[C_FALSE_ALARM] += vis_step[n, t, 1]
+        ev[0] += vis_step[n, t, 0]
+        ev[1] += vis_step[n, t, 1]
+        ev[2] += vis_step[n, t, 2]
+        # --- budget and history ---
+        if budget[n] >= 0:
+            remaining[n] -= step_cost
+            if cnt[C_EXHAUST] < 0 and remaining[n] < min_cost[n]:
+                cnt[C_EXHAUST] = t + 1
+        cnt[C_COST] += step_cost
+        cnt[C_QUERIES] += n_sel
+        q_hist[n, t] = n_sel
+        c_hist[n, t] = step_cost
+        reward_out[k] = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN]) - f1_before
+        t_arr[n] = t + 1
+        if t + 1 == T:
+            _metrics(n, T, n_int, table, status, counters, c_hist, metrics_out[k])
+
+
+@numba.njit(cache=True)
+def _metrics(n, T, n_int, table, status, counters, c_hist, out):
+    cnt = counters[n]
+    out[:] = 0.0
+    out[0] = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN])
+    out[1] = cnt[C_TP]
+    out[2] = cnt[C_FP]
+    out[3] = cnt[C_FN]
+    out[5] = cnt[C_COST]
+    out[6] = cnt[C_QUERIES]
+    out[7] = cnt[C_EXHAUST]
+    for t in range(T):
+        out[8 + min(3, (4 * t) // T)] += c_hist[n, t]
+    out[12] = cnt[C_TP]
+    out[13] = cnt[C_LATE_EXEC]
+    out[14] = cnt[C_FN]
+    out[15] = cnt[C_FALSE_ALARM]
+    out[16] = cnt[C_UPDATE_VIOL]
+    due = 0
+    hit = 0
+    for m in range(n_int[n]):
+        row = table[n, m]
+        if row[F_POL] != POS or row[F_DUE_END] < 0:
+            continue
+        h = 1 if status[n, m] == S_HIT else 0
+        due += 1
+        hit += h
+        base = 17 if row[F_KIND] == KIND_TIME else 19
+        out[base] += 1
+        out[base + 1] += h
+        if row[F_CROSS]:
+            out[21] += 1
+            out[22] += h
+        if row[F_US]:
+            out[23] += 1
+            out[24] += h
+    out[4] = hit / due if due > 0 else np.nan
+
+
+class PMWeekCore:
+    """``n`` PM weeks stepped together. All arrays are indexed by week slot first."""
+
+    def __init__(self, n: int, n_resources: int, *, budget, per_step_cap, per_step_cost_cap, late_policy,
+                 b_frac: float):
+        self.n = n
+        self.n_resources = n_resources
+        self.budget_value = -1 if budget is None else int(budget)
+        self.n_max = -1 if per_step_cap is None else int(per_step_cap)
+        self.cost_cap = -1 if per_step_cost_cap is None else int(per_step_cost_cap)
+        self.late_execute = late_policy == "execute"
+        self.t = np.zeros(n, dtype=np.int64)
+        self.horizon = np.ones(n, dtype=np.int64)
+        self.n_int = np.zeros(n, dtype=np.int64)
+        self.costs = np.ones((n, n_resources), dtype=np.int64)
+        self.is_clock = np.zeros((n, n_resources))
+        self.max_cost = np.ones(n)
+        self.min_cost = np.ones(n, dtype=np.int64)
+        self.unequal = np.zeros(n, dtype=np.bool_)
+        self.lookahead = np.zeros(n, dtype=np.int64)
+        self.budget = np.full(n, self.budget_value, dtype=np.int64)
+        self.remaining = np.zeros(n, dtype=np.int64)
+        self.b_frac = np.full(n, b_frac)
+        self.counters = np.zeros((n, N_COUNTERS), dtype=np.int64)
+        self.last_q = np.full((n, n_resources), -1, dtype=np.int64)
+        self.unchanged = np.zeros((n, n_resources), dtype=np.int64)
+        self.mask_state = np.zeros((n, n_resources), dtype=np.int8)
+        self.metrics = np.zeros((n, len(METRIC_NAMES)))
+        self.episodes: list[Episode | None] = [None] * n
+        self._alloc(1, 1)
+
+    def _alloc(self, max_t: int, max_int: int):
+        n, r = self.n, self.n_resources
+        self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int64)
+        self.miss_cost = np.zeros((n, max_int))
+        self.status = np.zeros((n, max_int), dtype=np.int8)
+        self.cal = np.zeros((n, max_t, 4))
+        self.hints = np.zeros((n, max_t, r))
+        self.vis_step = np.zeros((n, max_t, 3), dtype=np.int64)
+        self.q_hist = np.zeros((n, max_t), dtype=np.int64)
+        self.c_hist = np.zeros((n, max_t), dtype=np.int64)
+
+    def _grow(self, max_t: int, max_int: int):
+        old = {k: getattr(self, k) for k in ("table", "miss_cost", "status", "cal", "hints", "vis_step", "q_hist",
+                                              "c_hist")}
+        self._alloc(max(max_t, old["cal"].shape[1]), max(max_int, old["table"].shape[1]))
+        for k, v in old.items():
+            getattr(self, k)[tuple(slice(0, s) for s in v.shape)] = v
+
+    def load(self, i: int, ep: Episode, lookahead: int):
+        """Place episode ``ep`` into slot ``i`` and reset that slot's state."""
+        if ep.n_resources != self.n_resources:
+            raise ValueError(f"episode has {ep.n_resources} resources, environment expects {self.n_resources}")
+        hidden = np.flatnonzero(ep.kind != KIND_VISIBLE)
+        T = ep.horizon
+        if T > self.cal.shape[1] or hidden.size > self.table.shape[1]:
+            self._grow(T, hidden.size)
+        tab = self.table[i]
+        tab[:] = 0
+        k = hidden.size
+        on, dl = ep.onset[hidden], ep.deadline[hidden]
+        due_end = np.minimum(dl, T - 1)
+        for col, val in ((F_RES, ep.resource[hidden]), (F_AF, ep.active_from[hidden]),
+                         (F_AU, ep.active_until[hidden]), (F_DS, ep.declared_start[hidden]),
+                         (F_DE, ep.declared_end[hidden]), (F_ON, on), (F_DL, dl), (F_POL, ep.polarity[hidden]),
+                         (F_KIND, ep.kind[hidden]), (F_PRIO, ep.priority[hidden]),
+                         (F_CROSS, ep.cross_day[hidden]), (F_REV, ep.version[hidden] > 0),
+                         (F_REG, ep.registered[hidden]), (F_DUE_END, np.where(on <= due_end, due_end, -1)),
+                         (F_US, ep.update_sensitive[hidden])):
+            tab[:k, col] = val
+        self.miss_cost[i, :k] = ep.miss_cost[hidden]
+        self.status[i] = 0
+        self.n_int[i] = k
+        self.horizon[i] = T
+        self.t[i] = 0
+        self.costs[i] = ep.costs
+        self.is_clock[i] = [c == "clock" for c in ep.resource_classes]
+        self.max_cost[i] = ep.costs.max()
+        self.min_cost[i] = ep.costs.min()
+        self.unequal[i] = ep.costs.min() != ep.costs.max()
+        self.lookahead[i] = lookahead
+        self.remaining[i] = self.budget_value
+        self.counters[i] = 0
+        self.counters[i, C_EXHAUST] = -1
+        self.last_q[i] = -1
+        self.unchanged[i] = 0
+        self.q_hist[i] = 0
+        self.c_hist[i] = 0
+        tod = 2 * np.pi * ep.step_hour / 24.0
+        wd = 2 * np.pi * ep.weekday / 7.0
+        self.cal[i, :T] = np.stack([np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)], axis=1)
+        self.hints[i, :T] = ep.hints
+        vis = ep.kind == KIND_VISIBLE
+        self.vis_step[i] = 0
+        vo = ep.visible_outcome
+        for j, code in enumerate(("tp", "fp", "fn")):
+            sel = vis & (vo == VISIBLE_OUTCOMES.index(code))
+            step = ep.onset[sel] if code != "fn" else np.minimum(ep.deadline[sel], T - 1)
+            np.add.at(self.vis_step[i, :, j], step, 1)
+        self.episodes[i] = ep
+
+    def observe(self, rows, res_out, bud_out, mask_out):
+        _observe(rows, self.t, self.horizon, self.n_int, self.table, self.status, self.miss_cost, self.costs, self.is_clock, self.max_cost,
+                 self.cal, self.hints, self.lookahead, self.last_q, self.unchanged, self.budget, self.remaining,
+                 self.b_frac, self.q_hist, res_out, bud_out, mask_out, self.mask_state)
+
+    def step(self, rows, scores, selected_out, skipped_out, reward_out, events_out, metrics_out):
+        _step(rows, scores, self.t, self.horizon, self.n_int, self.table, self.status, self.costs, self.unequal,
+              self.min_cost, self.mask_state, self.budget, self.remaining, self.n_max, self.cost_cap,
+              self.late_execute, self.vis_step, self.counters, self.q_hist, self.c_hist, self.last_q,
+              self.unchanged, selected_out, skipped_out, reward_out, events_out, metrics_out)
+
+    def action_masks(self, i: int) -> np.ndarray:
+        """sb3-contrib's flat MultiBinary mask for slot ``i``: [bit0=0, bit0=1, bit1=0, bit1=1, ...]."""
+        out = np.ones(2 * self.n_resources, dtype=bool)
+        out[1::2] = self.mask_state[i].astype(bool)
+        return out

@@ -1,0 +1,270 @@
+"""``membudget/PMWeek-v0``: which external-state resources to check now for stored intentions."""
+
+from __future__ import annotations
+
+import numpy as np
+import gymnasium as gym
+from gymnasium import spaces
+
+from .core import (BUDGET_FEATURE_NAMES, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES,
+                   PMWeekCore, F_DUE_END, F_POL, S_OPEN)
+from .episode_io import validate_episode
+from .levels import resolve_budget
+from .world import KIND_VISIBLE, KINDS, POS, VISIBLE_OUTCOMES, Episode, WorldConfig, generate_episode
+
+ACTION_MODES = ("binary", "scores")
+LATE_POLICIES = ("expire", "execute")
+_EVENT_NAMES = ("tp", "fp", "fn", "late_execution", "late_miss", "expired_negative")
+_STATUS_EVENT = {1: "hit", 2: "false_execution", 3: "late_miss", 4: "late_execution", 5: "expired_negative"}
+
+
+def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world, action_mode):
+    """Validate constructor arguments shared by the single and the vector environment; returns the world."""
+    from .world import COST_PROFILES
+
+    world = WorldConfig() if world is None else world
+    if not isinstance(world, WorldConfig):
+        raise TypeError(f"world must be a WorldConfig, got {type(world).__name__}")
+    if cost_profile not in COST_PROFILES:
+        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    if late_policy not in LATE_POLICIES:
+        raise ValueError(f"late_policy must be one of {LATE_POLICIES}, got {late_policy!r}")
+    if action_mode not in ACTION_MODES:
+        raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
+    for name, v in (("per_step_cap", per_step_cap), ("per_step_cost_cap", per_step_cost_cap)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
+            raise ValueError(f"{name} must be a positive int or None, got {v!r}")
+    if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 0:
+        raise ValueError(f"load must be a non-negative int, got {load!r}")
+    return world
+
+
+def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode):
+    """Single-week observation and action spaces."""
+    low = np.zeros((n_res, N_RESOURCE_FEATURES), dtype=np.float32)
+    low[:, [0, 1, 2, 3, 5]] = -1.0
+    high = np.ones((n_res, N_RESOURCE_FEATURES), dtype=np.float32)
+    cap = n_res if per_step_cap is None else min(per_step_cap, n_res)
+    b_low = np.array([0, 0, 0, 0, 0, -1, 0, 0, 0], dtype=np.float32)
+    b_high = np.array([max(1.0, b_frac), 1, 1, 1, 1.0 if budget is None else max(1.0, budget), 1,
+                       cap * 5 / 10, cap * 10 / 20, cap / 2], dtype=np.float32)
+    obs = spaces.Dict({
+        "resources": spaces.Box(low, high, dtype=np.float32),
+        "budget": spaces.Box(b_low, b_high, dtype=np.float32),
+        "mask": spaces.MultiBinary(n_res),
+    })
+    if action_mode == "binary":
+        act = spaces.MultiBinary(n_res)
+    else:
+        act = spaces.Box(0.0, 1.0, (n_res,), dtype=np.float32)
+    return obs, act
+
+
+def action_to_scores(action, n_res: int, action_mode: str) -> np.ndarray:
+    """Priority scores (0 = not proposed) from a policy action; raises on anything malformed."""
+    a = np.asarray(action)
+    if a.shape != (n_res,):
+        raise ValueError(f"action must have shape ({n_res},), got {a.shape}")
+    if not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
+        raise TypeError(f"action must be numeric or bool, got dtype {a.dtype}")
+    s = a.astype(np.float64)
+    if action_mode == "binary":
+        if not np.all((s == 0.0) | (s == 1.0)):
+            raise ValueError(f"binary action values must be 0 or 1, got {a}")
+    elif not np.all((s >= 0.0) & (s <= 1.0)):
+        raise ValueError(f"score action values must lie in [0, 1] (0 = not proposed), got {a}")
+    return s
+
+
+def trigger_breakdown(metrics: np.ndarray, ep: Episode) -> dict:
+    """Due / on-time counts and recall per trigger type."""
+    out = {}
+    for name in ("time", "channel", "cross_day", "update_sensitive"):
+        due, hit = int(metrics[M[f"{name}_due"]]), int(metrics[M[f"{name}_hit"]])
+        out[name] = {"due": due, "hit": hit, "recall": hit / due if due else float("nan")}
+    vis = (ep.kind == KIND_VISIBLE) & (ep.polarity == POS)
+    due = int(np.sum(vis & (ep.onset <= ep.horizon - 1)))
+    hit = int(np.sum(vis & (ep.visible_outcome == VISIBLE_OUTCOMES.index("tp"))))
+    out["visible"] = {"due": due, "hit": hit, "recall": hit / due if due else float("nan")}
+    return out
+
+
+def episode_summary(metrics: np.ndarray, ep: Episode) -> dict:
+    """The end-of-episode ``info["episode"]`` dict of one week."""
+    breakdown = {f"{t}_{k}" for t in ("time", "channel", "cross_day", "update_sensitive") for k in ("due", "hit")}
+    out = {name: float(metrics[i]) for i, name in enumerate(METRIC_NAMES) if name not in breakdown}
+    for k in ("tp", "fp", "fn", "realized_cost", "queries", "on_time_hit", "late_execution", "miss",
+              "false_alarm", "update_violation"):
+        out[k] = int(out[k])
+    ex = int(metrics[M["exhaustion_step"]])
+    out["exhaustion_step"] = None if ex < 0 else ex
+    out["spend_per_quarter"] = [float(metrics[M[f"spend_q{q}"]]) for q in range(1, 5)]
+    for q in range(1, 5):
+        del out[f"spend_q{q}"]
+    out["per_trigger_type"] = trigger_breakdown(metrics, ep)
+    return out
+
+
+class PMWeekEnv(gym.Env):
+    """
+    ## Description
+
+    A budgeted prospective-memory week (BudgetPM, PM-Bench). An upstream memory system has stored intentions
+    ("release the order when the inspection passes"); each of the ``T`` steps (default 80 over 7 days) the agent
+    decides which of ``R`` external-state resources (default 11: a ``clock`` and ten channels such as
+    ``email``, ``shipment_status``) to query. A query of resource ``r`` at step ``t`` lets the controller resolve
+    every unresolved stored intention on ``r`` whose trigger has occurred: a positive intention on time is
+    executed (TP), one past its deadline is a miss (``late_policy="expire"``) or a late execution that also counts
+    as a false positive (``"execute"``), and a negative one — a look-alike *lure* or a *stale* version whose
+    update the compiler missed — is executed wrongly (FP) if still inside its deadline. Visible intentions need
+    no query; their outcomes are fixed at reset and enter Set F1. Queries cost budget; a hard-cap executor
+    (BudgetPM Algorithm 1) keeps every step feasible.
+
+    ## Action Space
+
+    ``action_mode="binary"`` (default): ``MultiBinary(R)``, the proposal set. ``action_mode="scores"``:
+    ``Box(0, 1, (R,), float32)``, a priority score per resource where 0 means "not proposed". The executor scans
+    proposals by score (score / cost when prices differ; ties to lower cost, then lower index), skips a proposal
+    that is not a candidate or that the remaining episode budget ``B``, the per-step count cap ``N_max`` or the
+    per-step cost cap ``L`` cannot afford, and keeps scanning. Actions of the wrong shape, dtype or range raise.
+
+    ## Observation Space
+
+    ``Dict`` with
+    - ``"resources"``: ``Box(R, 27)`` float32 pre-query features per resource (after BudgetPM appendix A.2):
+      sinusoidal time of day and weekday, urgency, signed/absolute distance to the nearest declared window, cost,
+      clock flag, candidate and open-intention counts, max/sum hint relevance, resolvability, mean/max priority,
+      max miss cost, unknown-condition count, trigger-type fractions, age and unchanged-count since the last
+      query, ever-queried flag and two utility combinations. Names in ``RESOURCE_FEATURE_NAMES``.
+    - ``"budget"``: ``Box(9,)`` float32, the nine budget features of appendix A.2 (target fraction, remaining/B,
+      progress, remaining horizon, remaining per step, spend minus progress, queries over the last 5 and 10
+      steps and the previous step). Names in ``BUDGET_FEATURE_NAMES``.
+    - ``"mask"``: ``MultiBinary(R)``, the candidate mask (a resource serving at least one active, unresolved
+      stored intention whose declared window, widened by a lookahead, contains ``t``).
+
+    ## Rewards
+
+    The change of the episode's running Set F1 = 2TP / (2TP + FP + FN), so the rewards of an episode sum to its
+    final Set F1. A positive counts as FN at the end of its last on-time step if it was not executed on time.
+
+    ## Starting State
+
+    ``reset(seed=s)`` draws week ``s`` (:func:`membudget.envs.pm.generate_episode`); everything in the week is
+    independent of the agent's actions. ``reset(options={"episode": ep})`` replays a given :class:`Episode`.
+
+    ## Episode End
+
+    Terminates after step ``T``; never truncates. The final ``info["episode"]`` holds Set F1, on-time recall,
+    realized cost, queries, exhaustion step, spend per quarter, the PM-Bench diagnostic counters and a
+    breakdown per trigger type.
+
+    ## Arguments
+
+    - ``budget``: episode budget ``B`` — an int, a level ``"B5"``...``"B80"`` (q% of the mean All-relevant cost
+      over development weeks 2000-2019 for this world and cost profile) or ``None`` for no budget. Default "B10".
+    - ``per_step_cap``: ``N_max``, queries per step (default 2; ``None`` for no cap).
+    - ``per_step_cost_cap``: ``L``, cost per step (default ``None``).
+    - ``cost_profile``: ``"unit"`` (default), ``"mild"`` or ``"skewed"`` (integer-scaled prices).
+    - ``late_policy``: ``"expire"`` (default) or ``"execute"`` (PM-Bench behaviour).
+    - ``load``: ``k`` extra hidden-channel trigger opportunities per day (paired with ``k=0``).
+    - ``world``: a :class:`WorldConfig`.
+    - ``action_mode``: ``"binary"`` or ``"scores"``.
+
+    ## Version History
+
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, budget="B10", per_step_cap=2, per_step_cost_cap=None, cost_profile="unit",
+                 late_policy="expire", load=0, world=None, action_mode="binary", render_mode=None):
+        self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load,
+                                     world, action_mode)
+        self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
+        self.per_step_cap, self.per_step_cost_cap = per_step_cap, per_step_cost_cap
+        self.cost_profile, self.late_policy, self.load, self.action_mode = cost_profile, late_policy, load, action_mode
+        self.render_mode = render_mode
+        n_res = len(self.world.resources)
+        self.observation_space, self.action_space = spaces_for(n_res, self.budget, self.target_fraction,
+                                                               per_step_cap, action_mode)
+        self._core = PMWeekCore(1, n_res, budget=self.budget, per_step_cap=per_step_cap,
+                                per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
+                                b_frac=self.target_fraction)
+        self._rows = np.zeros(1, dtype=np.int64)
+        self._res = np.zeros((1, n_res, N_RESOURCE_FEATURES), dtype=np.float32)
+        self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
+        self._mask = np.zeros((1, n_res), dtype=np.int8)
+        self._sel = np.zeros((1, n_res), dtype=np.int8)
+        self._skipped = np.zeros((1, len(SKIP_NAMES)), dtype=np.int64)
+        self._reward = np.zeros(1)
+        self._events = np.zeros((1, len(_EVENT_NAMES)), dtype=np.int64)
+        self._metrics = np.zeros((1, len(METRIC_NAMES)))
+        self.episode: Episode | None = None
+
+    def _obs(self):
+        self._core.observe(self._rows, self._res, self._bud, self._mask)
+        return {"resources": self._res[0].copy(), "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        options = options or {}
+        unknown = set(options) - {"episode"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: 'episode'")
+        if "episode" in options:
+            ep = options["episode"]
+            if not isinstance(ep, Episode):
+                raise TypeError(f"options['episode'] must be an Episode, got {type(ep).__name__}")
+            validate_episode(ep)
+        else:
+            ep = generate_episode(config=self.world, cost_profile=self.cost_profile, load=self.load,
+                                  rng=self.np_random)
+        self._core.load(0, ep, self.world.lookahead)
+        self.episode = ep
+        return self._obs(), {"remaining_budget": self.budget, "step": 0}
+
+    def step(self, action):
+        if self.episode is None:
+            raise RuntimeError("call reset() before step()")
+        core = self._core
+        if core.t[0] >= core.horizon[0]:
+            raise RuntimeError("the episode has terminated; call reset()")
+        scores = action_to_scores(action, core.n_resources, self.action_mode)[None, :]
+        t = int(core.t[0])
+        before = core.status[0, : core.n_int[0]].copy()
+        core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
+        terminated = bool(core.t[0] >= core.horizon[0])
+        ev = self._events[0]
+        info = {
+            "step": t,
+            "queried": np.flatnonzero(self._sel[0]),
+            "cost": int(core.c_hist[0, t]),
+            "remaining_budget": None if self.budget is None else int(core.remaining[0]),
+            "skipped": dict(zip(SKIP_NAMES, self._skipped[0].tolist())),
+            **dict(zip(_EVENT_NAMES, ev.tolist())),
+            "events": self._event_list(before, t) if ev.any() else [],
+        }
+        if terminated:
+            info["episode"] = episode_summary(self._metrics[0], self.episode)
+        return self._obs(), float(self._reward[0]), terminated, False, info
+
+    def _event_list(self, before, t):
+        """(intention id, event) pairs of this step's hidden-intention resolutions and misses."""
+        core, ids = self._core, self._hidden_ids()
+        k = core.n_int[0]
+        after = core.status[0, :k]
+        out = [(ids[m], _STATUS_EVENT[int(after[m])]) for m in np.flatnonzero(after != before)]
+        tab = core.table[0, :k]
+        missed = (tab[:, F_POL] == POS) & (tab[:, F_DUE_END] == t) & (after != 1)
+        out += [(ids[m], "miss") for m in np.flatnonzero(missed)]
+        return out
+
+    def _hidden_ids(self):
+        ep = self.episode
+        return [ep.ids[i] for i in np.flatnonzero(ep.kind != KIND_VISIBLE)]
+
+    def action_masks(self) -> np.ndarray:
+        """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form: ``[r0=0, r0=1, r1=0, r1=1, ...]``;
+        setting a bit to 1 is allowed only for current candidates."""
+        return self._core.action_masks(0)

@@ -1,0 +1,75 @@
+"""Budget levels B5...B80: q% of the mean All-relevant query cost over the development weeks (BudgetPM §4)."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+
+from .world import WorldConfig, generate_episode
+
+DEV_SEEDS = range(2000, 2020)
+LEVELS = (5, 10, 15, 20, 40, 60, 80)
+_LEVEL_RE = re.compile(r"^B(\d+)$")
+
+
+def all_relevant_costs(seeds, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0):
+    """Realised cost of the All-relevant reference (every candidate, every step, no caps) on each seed."""
+    from .core import PMWeekCore
+
+    config = config or WorldConfig()
+    seeds = list(seeds)
+    n, n_res = len(seeds), len(config.resources)
+    core = PMWeekCore(n, n_res, budget=None, per_step_cap=None, per_step_cost_cap=None, late_policy="expire",
+                      b_frac=1.0)
+    for i, s in enumerate(seeds):
+        core.load(i, generate_episode(s, config, cost_profile, load), config.lookahead)
+    rows = np.arange(n)
+    res = np.zeros((n, n_res, 27), dtype=np.float32)
+    bud = np.zeros((n, 9), dtype=np.float32)
+    mask = np.zeros((n, n_res), dtype=np.int8)
+    sel = np.zeros((n, n_res), dtype=np.int8)
+    skipped = np.zeros((n, 4), dtype=np.int64)
+    reward = np.zeros(n)
+    events = np.zeros((n, 6), dtype=np.int64)
+    metrics = np.zeros((n, core.metrics.shape[1]))
+    for _ in range(config.horizon):
+        core.observe(rows, res, bud, mask)
+        core.step(rows, mask.astype(np.float64), sel, skipped, reward, events, metrics)
+    return core.counters[:, 3].astype(np.float64), metrics
+
+
+@functools.lru_cache(maxsize=32)
+def mean_all_relevant_cost(config: WorldConfig | None = None, cost_profile: str = "unit") -> float:
+    """Mean All-relevant cost over development weeks 2000-2019 (load 0), in the profile's integer units."""
+    costs, _ = all_relevant_costs(DEV_SEEDS, config or WorldConfig(), cost_profile)
+    return float(costs.mean())
+
+
+def budget_levels(config: WorldConfig | None = None, cost_profile: str = "unit") -> dict:
+    """``{"B5": int, ..., "B80": int}`` for a world and cost profile."""
+    mean = mean_all_relevant_cost(config or WorldConfig(), cost_profile)
+    return {f"B{q}": int(round(q / 100.0 * mean)) for q in LEVELS}
+
+
+def resolve_budget(budget, config: WorldConfig, cost_profile: str):
+    """``(B, target_fraction)`` from an int, a level name such as ``"B10"`` or None (no episode budget)."""
+    if budget is None:
+        return None, 1.0
+    if isinstance(budget, str):
+        m = _LEVEL_RE.match(budget)
+        if not m:
+            raise ValueError(f"budget must be an int, None or a level like 'B10', got {budget!r}")
+        q = int(m.group(1))
+        if q <= 0:
+            raise ValueError(f"budget level must be positive, got {budget!r}")
+        value = int(round(q / 100.0 * mean_all_relevant_cost(config, cost_profile)))
+        if value <= 0:
+            raise ValueError(f"budget {budget!r} rounds to {value} <= 0 for this world")
+        return value, q / 100.0
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)):
+        raise TypeError(f"budget must be an int, None or a level like 'B10', got {budget!r}")
+    if budget <= 0:
+        raise ValueError(f"budget must be > 0, got {budget}")
+    return int(budget), int(budget) / mean_all_relevant_cost(config, cost_profile)

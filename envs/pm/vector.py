@@ -1,0 +1,153 @@
+"""Native batched ``PMWeek-v0``: ``num_envs`` weeks stepped together by the same kernels as the single env."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import batch_space
+
+try:  # gymnasium >= 1.1
+    from gymnasium.vector import AutoresetMode
+
+    _NEXT_STEP = AutoresetMode.NEXT_STEP
+except ImportError:  # pragma: no cover - gymnasium 1.0
+    _NEXT_STEP = "NextStep"
+
+from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
+from .env import action_to_scores, check_arguments, spaces_for
+from .levels import resolve_budget
+from .world import generate_episode
+
+
+class PMWeekVectorEnv(VectorEnv):
+    """``num_envs`` PM weeks in numpy, trajectory-for-trajectory equal to ``num_envs`` :class:`PMWeekEnv`.
+
+    ``reset(seed=s)`` seeds week ``i`` with ``s + i`` (a list of seeds is accepted too). Autoreset mode is
+    ``NEXT_STEP``: the step after a week terminates resets it (its action is ignored, reward 0) and returns the
+    first observation of the next week, drawn from that sub-environment's own generator, exactly as a single
+    environment's ``reset()`` without a seed would.
+
+    ``infos`` holds per-week arrays ``tp``, ``fp``, ``fn``, ``cost``, ``remaining_budget`` (-1 without a budget)
+    and, for weeks that terminated on this step, ``episode`` — a dict of metric arrays (``set_f1``,
+    ``on_time_recall``, ``realized_cost``, ...) with the boolean mask ``_episode``.
+    Arguments are those of :class:`PMWeekEnv` plus ``num_envs``.
+    """
+
+    metadata = {"render_modes": [], "autoreset_mode": _NEXT_STEP}
+
+    def __init__(self, num_envs: int = 1, budget="B10", per_step_cap=2, per_step_cost_cap=None,
+                 cost_profile="unit", late_policy="expire", load=0, world=None, action_mode="binary",
+                 render_mode=None):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load,
+                                     world, action_mode)
+        self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
+        self.cost_profile, self.load, self.action_mode = cost_profile, load, action_mode
+        self.render_mode = render_mode
+        self.num_envs = int(num_envs)
+        n, r = self.num_envs, len(self.world.resources)
+        self.single_observation_space, self.single_action_space = spaces_for(
+            r, self.budget, self.target_fraction, per_step_cap, action_mode)
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.action_space = batch_space(self.single_action_space, n)
+        self._core = PMWeekCore(n, r, budget=self.budget, per_step_cap=per_step_cap,
+                                per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
+                                b_frac=self.target_fraction)
+        self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
+        self._all = np.arange(n, dtype=np.int64)
+        self._res = np.zeros((n, r, N_RESOURCE_FEATURES), dtype=np.float32)
+        self._bud = np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32)
+        self._mask = np.zeros((n, r), dtype=np.int8)
+        self._sel = np.zeros((n, r), dtype=np.int8)
+        self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
+        self._reward = np.zeros(n)
+        self._events = np.zeros((n, 6), dtype=np.int64)
+        self._metrics = np.zeros((n, len(METRIC_NAMES)))
+        self._autoreset = np.zeros(n, dtype=bool)
+        self._started = False
+
+    def _new_week(self, i: int):
+        ep = generate_episode(config=self.world, cost_profile=self.cost_profile, load=self.load,
+                              rng=self._rngs[i])
+        self._core.load(i, ep, self.world.lookahead)
+
+    def _obs(self):
+        self._core.observe(self._all, self._res, self._bud, self._mask)
+        return {"resources": self._res.copy(), "budget": self._bud.copy(), "mask": self._mask.copy()}
+
+    def reset(self, *, seed=None, options=None):
+        options = dict(options or {})
+        reset_mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(f"unknown reset options {sorted(options)}; supported: 'reset_mask'")
+        n = self.num_envs
+        if reset_mask is None:
+            reset_mask = np.ones(n, dtype=bool)
+        else:
+            reset_mask = np.asarray(reset_mask)
+            if reset_mask.shape != (n,) or reset_mask.dtype != np.bool_:
+                raise ValueError(f"reset_mask must be a bool array of shape ({n},)")
+        if seed is None:
+            seeds = [None] * n
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"seed list must have {n} entries, got {len(seeds)}")
+        if not self._started and not reset_mask.all():
+            raise RuntimeError("the first reset must reset every sub-environment")
+        for i in np.flatnonzero(reset_mask):
+            if seeds[i] is not None or not self._started:
+                self._rngs[i], _ = seeding.np_random(seeds[i])
+            self._new_week(i)
+        self._started = True
+        self._autoreset[reset_mask] = False
+        return self._obs(), {}
+
+    def step(self, actions):
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        n, core = self.num_envs, self._core
+        actions = np.asarray(actions)
+        if actions.shape[:1] != (n,):
+            raise ValueError(f"actions must have a leading axis of {n}, got shape {actions.shape}")
+        resetting = np.flatnonzero(self._autoreset)
+        for i in resetting:
+            self._new_week(i)
+        stepping = np.flatnonzero(~self._autoreset).astype(np.int64)
+        scores = np.stack([action_to_scores(actions[i], core.n_resources, self.action_mode) for i in stepping]) \
+            if stepping.size else np.zeros((0, core.n_resources))
+        rewards = np.zeros(n)
+        terminated = np.zeros(n, dtype=bool)
+        sel = self._sel[: stepping.size]
+        skipped = self._skipped[: stepping.size]
+        reward = self._reward[: stepping.size]
+        events = self._events[: stepping.size]
+        metrics = self._metrics[: stepping.size]
+        t_before = core.t[stepping].copy()
+        core.step(stepping, scores, sel, skipped, reward, events, metrics)
+        rewards[stepping] = reward
+        done = core.t[stepping] >= core.horizon[stepping]
+        terminated[stepping] = done
+        infos = {
+            "tp": np.zeros(n, dtype=np.int64), "fp": np.zeros(n, dtype=np.int64),
+            "fn": np.zeros(n, dtype=np.int64), "cost": np.zeros(n, dtype=np.int64),
+            "remaining_budget": core.remaining.copy() if self.budget is not None else np.full(n, -1),
+        }
+        infos["tp"][stepping], infos["fp"][stepping], infos["fn"][stepping] = events[:, 0], events[:, 1], events[:, 2]
+        infos["cost"][stepping] = core.c_hist[stepping, t_before]
+        if done.any():
+            ep = {name: np.zeros(n) for name in METRIC_NAMES}
+            for j, name in enumerate(METRIC_NAMES):
+                ep[name][stepping[done]] = metrics[done, j]
+            infos["episode"] = ep
+            infos["_episode"] = terminated.copy()
+        self._autoreset = terminated
+        return self._obs(), rewards, terminated, np.zeros(n, dtype=bool), infos
+
+    def action_masks(self) -> np.ndarray:
+        """``(num_envs, 2R)`` masks in sb3-contrib's MultiBinary form (see :meth:`PMWeekEnv.action_masks`)."""
+        return np.stack([self._core.action_masks(i) for i in range(self.num_envs)])

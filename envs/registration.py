@@ -1,0 +1,14 @@
+"""All environment ids, registered in one place with string entry points."""
+
+import gymnasium as gym
+
+ENV_IDS = ("membudget/PMWeek-v0",)
+
+
+def register_envs() -> None:
+    if "membudget/PMWeek-v0" not in gym.registry:
+        gym.register(
+            id="membudget/PMWeek-v0",
+            entry_point="membudget.envs.pm.env:PMWeekEnv",
+            vector_entry_point="membudget.envs.pm.vector:PMWeekVectorEnv",
+        )
