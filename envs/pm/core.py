@@ -36,6 +36,9 @@ N_FIELDS = 15
 # Intention status codes (0 = unresolved).
 S_OPEN, S_HIT, S_FALSE, S_LATE_MISS, S_LATE_EXEC, S_EXPIRED_NEG = range(6)
 
+EV_MISS = 6
+EVENT_NAMES = ("", "hit", "false_execution", "late_miss", "late_execution", "expired_negative", "miss")
+
 # Skip reasons of the executor.
 SKIP_NAMES = ("non_candidate", "budget", "count_cap", "cost_cap")
 
@@ -178,7 +181,7 @@ def _observe(rows, t_arr, horizon, n_int, table, status, miss_cost, costs, is_cl
 @numba.njit(cache=True)
 def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, min_cost, mask_state, budget,
           remaining, n_max, cost_cap, late_execute, vis_step, counters, q_hist, c_hist, last_q, unchanged,
-          selected_out, skipped_out, reward_out, events_out, metrics_out):
+          selected_out, skipped_out, reward_out, events_out, ev_list, metrics_out):
     """Executor + controller + scoring for one step of each week in ``rows``; returns nothing, fills outputs."""
     n_res = costs.shape[1]
     order = np.empty(n_res, dtype=np.int64)
@@ -227,7 +230,7 @@ def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, mi
                 step_cost += c
         # --- controller ---
         ev = events_out[k]
-        for j in range(6):
+        for j in range(7):
             ev[j] = 0
         resolved_any = np.zeros(n_res, dtype=np.bool_)
         for m in range(n_int[n]):
@@ -239,6 +242,7 @@ def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, mi
                 continue
             resolved_any[r] = True
             on_time = t <= row[F_DL]
+            ev_list[n, ev[6], 0] = m
             if row[F_POL] == POS:
                 if on_time:
                     status[n, m] = S_HIT
@@ -263,6 +267,8 @@ def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, mi
             else:
                 status[n, m] = S_EXPIRED_NEG
                 ev[5] += 1
+            ev_list[n, ev[6], 1] = status[n, m]
+            ev[6] += 1
         for r in range(n_res):
             if selected_out[k, r]:
                 last_q[n, r] = t
@@ -273,6 +279,9 @@ def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, mi
             if row[F_POL] == POS and row[F_DUE_END] == t and status[n, m] != S_HIT:
                 cnt[C_FN] += 1
                 ev[2] += 1
+                ev_list[n, ev[6], 0] = m
+                ev_list[n, ev[6], 1] = EV_MISS
+                ev[6] += 1
         cnt[C_TP] += vis_step[n, t, 0]
         cnt[C_FP] += vis_step[n, t, 1]
         cnt[C_FN] += vis_step[n, t, 2]
@@ -375,10 +384,11 @@ class PMWeekCore:
         self.vis_step = np.zeros((n, max_t, 3), dtype=np.int64)
         self.q_hist = np.zeros((n, max_t), dtype=np.int64)
         self.c_hist = np.zeros((n, max_t), dtype=np.int64)
+        self.ev_list = np.zeros((n, max_int, 2), dtype=np.int64)
 
     def _grow(self, max_t: int, max_int: int):
         old = {k: getattr(self, k) for k in ("table", "miss_cost", "status", "cal", "hints", "vis_step", "q_hist",
-                                              "c_hist")}
+                                              "c_hist", "ev_list")}
         self._alloc(max(max_t, old["cal"].shape[1]), max(max_int, old["table"].shape[1]))
         for k, v in old.items():
             getattr(self, k)[tuple(slice(0, s) for s in v.shape)] = v
@@ -444,7 +454,11 @@ class PMWeekCore:
         _step(rows, scores, self.t, self.horizon, self.n_int, self.table, self.status, self.costs, self.unequal,
               self.min_cost, self.mask_state, self.budget, self.remaining, self.n_max, self.cost_cap,
               self.late_execute, self.vis_step, self.counters, self.q_hist, self.c_hist, self.last_q,
-              self.unchanged, selected_out, skipped_out, reward_out, events_out, metrics_out)
+              self.unchanged, selected_out, skipped_out, reward_out, events_out, self.ev_list, metrics_out)
+
+    def events(self, i: int, n_events: int):
+        """``(hidden intention index, event name)`` pairs of slot ``i``'s last step."""
+        return [(int(m), EVENT_NAMES[c]) for m, c in self.ev_list[i, :n_events].tolist()]
 
     def action_masks(self, i: int) -> np.ndarray:
         """sb3-contrib's flat MultiBinary mask for slot ``i``: [bit0=0, bit0=1, bit1=0, bit1=1, ...]."""

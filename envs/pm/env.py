@@ -6,22 +6,18 @@ import numpy as np
 import gymnasium as gym
 from gymnasium import spaces
 
-from .core import (BUDGET_FEATURE_NAMES, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES,
-                   PMWeekCore, F_DUE_END, F_POL, S_OPEN)
+from .core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .episode_io import validate_episode
 from .levels import resolve_budget
-from .world import KIND_VISIBLE, KINDS, POS, VISIBLE_OUTCOMES, Episode, WorldConfig, generate_episode
+from .world import COST_PROFILES, KIND_VISIBLE, POS, VISIBLE_OUTCOMES, Episode, WorldConfig, generate_episode
 
 ACTION_MODES = ("binary", "scores")
 LATE_POLICIES = ("expire", "execute")
 _EVENT_NAMES = ("tp", "fp", "fn", "late_execution", "late_miss", "expired_negative")
-_STATUS_EVENT = {1: "hit", 2: "false_execution", 3: "late_miss", 4: "late_execution", 5: "expired_negative"}
 
 
 def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world, action_mode):
     """Validate constructor arguments shared by the single and the vector environment; returns the world."""
-    from .world import COST_PROFILES
-
     world = WorldConfig() if world is None else world
     if not isinstance(world, WorldConfig):
         raise TypeError(f"world must be a WorldConfig, got {type(world).__name__}")
@@ -56,23 +52,23 @@ def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode):
     if action_mode == "binary":
         act = spaces.MultiBinary(n_res)
     else:
-        act = spaces.Box(0.0, 1.0, (n_res,), dtype=np.float32)
+        act = spaces.Box(-1.0, 1.0, (n_res,), dtype=np.float32)
     return obs, act
 
 
-def action_to_scores(action, n_res: int, action_mode: str) -> np.ndarray:
-    """Priority scores (0 = not proposed) from a policy action; raises on anything malformed."""
+def action_to_scores(action, shape: tuple, action_mode: str) -> np.ndarray:
+    """Priority scores (<= 0: not proposed) from a policy action of ``shape``; raises on anything malformed."""
     a = np.asarray(action)
-    if a.shape != (n_res,):
-        raise ValueError(f"action must have shape ({n_res},), got {a.shape}")
-    if not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
+    if a.shape != shape:
+        raise ValueError(f"action must have shape {shape}, got {a.shape}")
+    if a.dtype.kind not in "biuf":
         raise TypeError(f"action must be numeric or bool, got dtype {a.dtype}")
     s = a.astype(np.float64)
     if action_mode == "binary":
-        if not np.all((s == 0.0) | (s == 1.0)):
+        if not ((s == 0.0) | (s == 1.0)).all():
             raise ValueError(f"binary action values must be 0 or 1, got {a}")
-    elif not np.all((s >= 0.0) & (s <= 1.0)):
-        raise ValueError(f"score action values must lie in [0, 1] (0 = not proposed), got {a}")
+    elif not ((s >= -1.0) & (s <= 1.0)).all():
+        raise ValueError(f"score action values must lie in [-1, 1] (<= 0: not proposed), got {a}")
     return s
 
 
@@ -123,7 +119,8 @@ class PMWeekEnv(gym.Env):
     ## Action Space
 
     ``action_mode="binary"`` (default): ``MultiBinary(R)``, the proposal set. ``action_mode="scores"``:
-    ``Box(0, 1, (R,), float32)``, a priority score per resource where 0 means "not proposed". The executor scans
+    ``Box(-1, 1, (R,), float32)``, a priority score per resource; a score > 0 proposes the resource, a score
+    <= 0 abstains (a gate with threshold λ sends its score where it is >= λ and -1 elsewhere). The executor scans
     proposals by score (score / cost when prices differ; ties to lower cost, then lower index), skips a proposal
     that is not a candidate or that the remaining episode budget ``B``, the per-step count cap ``N_max`` or the
     per-step cost cap ``L`` cannot afford, and keeps scanning. Actions of the wrong shape, dtype or range raise.
@@ -191,6 +188,7 @@ class PMWeekEnv(gym.Env):
         self._core = PMWeekCore(1, n_res, budget=self.budget, per_step_cap=per_step_cap,
                                 per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
                                 b_frac=self.target_fraction)
+        self._action_shape = (n_res,)
         self._rows = np.zeros(1, dtype=np.int64)
         self._res = np.zeros((1, n_res, N_RESOURCE_FEATURES), dtype=np.float32)
         self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
@@ -198,7 +196,7 @@ class PMWeekEnv(gym.Env):
         self._sel = np.zeros((1, n_res), dtype=np.int8)
         self._skipped = np.zeros((1, len(SKIP_NAMES)), dtype=np.int64)
         self._reward = np.zeros(1)
-        self._events = np.zeros((1, len(_EVENT_NAMES)), dtype=np.int64)
+        self._events = np.zeros((1, len(_EVENT_NAMES) + 1), dtype=np.int64)
         self._metrics = np.zeros((1, len(METRIC_NAMES)))
         self.episode: Episode | None = None
 
@@ -222,6 +220,7 @@ class PMWeekEnv(gym.Env):
                                   rng=self.np_random)
         self._core.load(0, ep, self.world.lookahead)
         self.episode = ep
+        self._hidden_ids = [ep.ids[i] for i in np.flatnonzero(ep.kind != KIND_VISIBLE)]
         return self._obs(), {"remaining_budget": self.budget, "step": 0}
 
     def step(self, action):
@@ -230,9 +229,8 @@ class PMWeekEnv(gym.Env):
         core = self._core
         if core.t[0] >= core.horizon[0]:
             raise RuntimeError("the episode has terminated; call reset()")
-        scores = action_to_scores(action, core.n_resources, self.action_mode)[None, :]
+        scores = action_to_scores(action, self._action_shape, self.action_mode)[None, :]
         t = int(core.t[0])
-        before = core.status[0, : core.n_int[0]].copy()
         core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
         terminated = bool(core.t[0] >= core.horizon[0])
         ev = self._events[0]
@@ -242,27 +240,12 @@ class PMWeekEnv(gym.Env):
             "cost": int(core.c_hist[0, t]),
             "remaining_budget": None if self.budget is None else int(core.remaining[0]),
             "skipped": dict(zip(SKIP_NAMES, self._skipped[0].tolist())),
-            **dict(zip(_EVENT_NAMES, ev.tolist())),
-            "events": self._event_list(before, t) if ev.any() else [],
+            **dict(zip(_EVENT_NAMES, ev[:6].tolist())),
+            "events": [(self._hidden_ids[m], name) for m, name in core.events(0, ev[6])] if ev[6] else [],
         }
         if terminated:
             info["episode"] = episode_summary(self._metrics[0], self.episode)
         return self._obs(), float(self._reward[0]), terminated, False, info
-
-    def _event_list(self, before, t):
-        """(intention id, event) pairs of this step's hidden-intention resolutions and misses."""
-        core, ids = self._core, self._hidden_ids()
-        k = core.n_int[0]
-        after = core.status[0, :k]
-        out = [(ids[m], _STATUS_EVENT[int(after[m])]) for m in np.flatnonzero(after != before)]
-        tab = core.table[0, :k]
-        missed = (tab[:, F_POL] == POS) & (tab[:, F_DUE_END] == t) & (after != 1)
-        out += [(ids[m], "miss") for m in np.flatnonzero(missed)]
-        return out
-
-    def _hidden_ids(self):
-        ep = self.episode
-        return [ep.ids[i] for i in np.flatnonzero(ep.kind != KIND_VISIBLE)]
 
     def action_masks(self) -> np.ndarray:
         """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form: ``[r0=0, r0=1, r1=0, r1=1, ...]``;

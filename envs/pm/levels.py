@@ -32,7 +32,7 @@ def all_relevant_costs(seeds, config: WorldConfig | None = None, cost_profile: s
     sel = np.zeros((n, n_res), dtype=np.int8)
     skipped = np.zeros((n, 4), dtype=np.int64)
     reward = np.zeros(n)
-    events = np.zeros((n, 6), dtype=np.int64)
+    events = np.zeros((n, 7), dtype=np.int64)
     metrics = np.zeros((n, core.metrics.shape[1]))
     for _ in range(config.horizon):
         core.observe(rows, res, bud, mask)

@@ -63,7 +63,7 @@ class PMWeekVectorEnv(VectorEnv):
         self._sel = np.zeros((n, r), dtype=np.int8)
         self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
         self._reward = np.zeros(n)
-        self._events = np.zeros((n, 6), dtype=np.int64)
+        self._events = np.zeros((n, 7), dtype=np.int64)
         self._metrics = np.zeros((n, len(METRIC_NAMES)))
         self._autoreset = np.zeros(n, dtype=bool)
         self._started = False
@@ -111,15 +111,12 @@ class PMWeekVectorEnv(VectorEnv):
         if not self._started:
             raise RuntimeError("call reset() before step()")
         n, core = self.num_envs, self._core
-        actions = np.asarray(actions)
-        if actions.shape[:1] != (n,):
-            raise ValueError(f"actions must have a leading axis of {n}, got shape {actions.shape}")
+        scores = action_to_scores(actions, (n, core.n_resources), self.action_mode)
         resetting = np.flatnonzero(self._autoreset)
         for i in resetting:
             self._new_week(i)
         stepping = np.flatnonzero(~self._autoreset).astype(np.int64)
-        scores = np.stack([action_to_scores(actions[i], core.n_resources, self.action_mode) for i in stepping]) \
-            if stepping.size else np.zeros((0, core.n_resources))
+        scores = scores[stepping]
         rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
         sel = self._sel[: stepping.size]

@@ -179,26 +179,7 @@ class Episode:
 _INT_FIELDS = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
                "deadline", "polarity", "priority", "version", "visible_outcome")
 _BOOL_FIELDS = ("cross_day", "update_sensitive", "registered")
-
-
-class _Builder:
-    """Accumulates intentions during generation."""
-
-    def __init__(self):
-        self.rows = []
-
-    def add(self, **row) -> int:
-        self.rows.append(row)
-        return len(self.rows) - 1
-
-    def to_arrays(self) -> dict:
-        out = {"ids": tuple(r["id"] for r in self.rows)}
-        for f in _INT_FIELDS:
-            out[f] = np.array([r[f] for r in self.rows], dtype=np.int64)
-        for f in _BOOL_FIELDS:
-            out[f] = np.array([r[f] for r in self.rows], dtype=bool)
-        out["miss_cost"] = np.array([r["miss_cost"] for r in self.rows], dtype=np.float64)
-        return out
+_ALL_FIELDS = _INT_FIELDS + _BOOL_FIELDS + ("miss_cost",)
 
 
 def calendar(config: WorldConfig):
@@ -211,6 +192,82 @@ def calendar(config: WorldConfig):
     span = config.day_end_hour - config.day_start_hour
     step_hour = config.day_start_hour + span * within / np.maximum(np.repeat(per_day, per_day) - 1, 1)
     return step_day, step_hour, step_day % 7
+
+
+class _Draw:
+    """Vectorised draws of one block of intentions (all randomness from the episode's generator)."""
+
+    def __init__(self, rng, config, step_day, day_first, channels):
+        self.rng, self.c, self.step_day, self.day_first, self.channels = rng, config, step_day, day_first, channels
+        self.last = config.horizon - 1
+
+    def stated(self, ds):
+        """When the user states a task whose window starts at ``ds``: usually the same day, sometimes earlier."""
+        rng, n = self.rng, ds.size
+        day = self.step_day[ds]
+        cross = (day >= 1) & (rng.random(n) < self.c.p_cross_day)
+        first = self.day_first[np.maximum(0, day - 2)]
+        early = rng.integers(first, np.maximum(self.day_first[day], first + 1))
+        same = np.maximum(0, ds - rng.integers(1, 7, n))
+        return np.where(cross, early, same), cross
+
+    def block(self, kind, ds, de, onset, deadline, resource, polarity, p_unreg, outcome=None):
+        rng, n = self.rng, ds.size
+        af, cross = self.stated(ds)
+        return {
+            "kind": np.full(n, kind), "resource": resource, "active_from": af,
+            "active_until": np.minimum(self.last, de + self.c.ledger_expiry), "declared_start": ds,
+            "declared_end": de, "onset": onset, "deadline": deadline, "polarity": np.full(n, polarity),
+            "priority": rng.integers(1, 4, n), "version": np.zeros(n, dtype=np.int64),
+            "visible_outcome": np.zeros(n, dtype=np.int64) if outcome is None else outcome,
+            "cross_day": cross, "update_sensitive": np.zeros(n, dtype=bool),
+            "registered": rng.random(n) >= p_unreg, "miss_cost": rng.uniform(0.5, 3.0, n),
+        }
+
+    def time_window(self, ds):
+        g0, g1 = self.c.time_grace
+        return np.minimum(self.last, ds + self.rng.integers(g0, g1 + 1, ds.size))
+
+    def channel_window(self, n):
+        ds = self.rng.integers(0, max(1, self.c.horizon - 3), n)
+        w0, w1 = self.c.channel_window
+        return ds, np.minimum(self.last, ds + self.rng.integers(w0, w1 + 1, n))
+
+    def channel_trigger(self, ds, de, p_in):
+        rng, n = self.rng, ds.size
+        inside = rng.random(n) < p_in
+        onset = np.where(inside, rng.integers(ds, de + 1), de + rng.integers(1, 9, n))
+        s0, s1 = self.c.channel_slack
+        deadline = np.minimum(self.last, onset + rng.integers(s0, s1 + 1, n))
+        never = onset > self.last
+        return np.where(never, NEVER, onset), np.where(never, NEVER, deadline)
+
+    def time_tasks(self, n):
+        ds = self.rng.integers(0, self.c.horizon, n)
+        de = self.time_window(ds)
+        clock = np.full(n, [c for _, c in self.c.resources].index("clock"))
+        return self.block(KIND_TIME, ds, de, ds.copy(), de.copy(), clock, POS, self.c.p_unregistered)
+
+    def channel_tasks(self, n, polarity, p_in, p_unreg):
+        ds, de = self.channel_window(n)
+        onset, deadline = self.channel_trigger(ds, de, p_in)
+        res = self.channels[self.rng.integers(0, self.channels.size, n)]
+        return self.block(KIND_CHANNEL, ds, de, onset, deadline, res, polarity, p_unreg)
+
+    def visible(self, n, polarity):
+        rng = self.rng
+        onset = rng.integers(0, self.c.horizon, n)
+        deadline = np.minimum(self.last, onset + rng.integers(0, 3, n))
+        if polarity == POS:
+            outcome = np.where(rng.random(n) < self.c.p_visible_hit, 1, 2)  # tp / fn
+        else:
+            outcome = np.where(rng.random(n) < self.c.p_visible_false_alarm, 3, 4)  # fp / tn
+        return self.block(KIND_VISIBLE, onset, deadline, onset, deadline.copy(), np.full(n, -1), polarity, 0.0,
+                          outcome)
+
+
+def _concat(blocks):
+    return {f: np.concatenate([b[f] for b in blocks]) for f in _ALL_FIELDS}
 
 
 def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0,
@@ -226,152 +283,113 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    if not isinstance(load, (int, np.integer)) or load < 0:
+    if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 0:
         raise ValueError(f"load must be a non-negative int, got {load!r}")
-    costs = resource_costs([c for _, c in config.resources], cost_profile)
-    t_total = config.horizon
-    last = t_total - 1
+    classes = tuple(c for _, c in config.resources)
+    costs = resource_costs(classes, cost_profile)
+    last = config.horizon - 1
     step_day, step_hour, weekday = calendar(config)
     day_first = np.searchsorted(step_day, np.arange(config.n_days))
-    names = tuple(n for n, _ in config.resources)
-    classes = tuple(c for _, c in config.resources)
-    clock = classes.index("clock")
     channels = np.array([i for i, c in enumerate(classes) if c != "clock"])
-    b = _Builder()
-    counter = {"T": 0, "C": 0, "L": 0, "V": 0, "X": 0}
+    draw = _Draw(rng, config, step_day, day_first, channels)
+    n_time, n_chan, n_lure, n_upd, n_vis, n_vlure = rng.poisson(
+        [config.n_time, config.n_channel, config.n_channel_lures, config.n_updates, config.n_visible,
+         config.n_visible_lures])
+    a = _concat([draw.time_tasks(n_time),
+                 draw.channel_tasks(n_chan, POS, config.p_onset_in_window, config.p_unregistered),
+                 draw.channel_tasks(n_lure, LURE, config.p_lure_in_window, 0.0)])
+    prefix = ["T"] * n_time + ["C"] * n_chan + ["L"] * n_lure
+    a, updates, new_prefix = _apply_updates(draw, a, n_time + n_chan, n_upd, prefix)
+    vis = _concat([draw.visible(n_vis, POS), draw.visible(n_vlure, LURE)])
+    a = _concat([a, vis])
+    ids = _ids(new_prefix + ["V"] * (n_vis + n_vlure), a["version"], updates)
+    hints = _hints(rng, config, a, len(classes))
+    if load:  # drawn last, so the base week (and its hints) is the same for every load
+        extra = draw.channel_tasks(load * config.n_days, POS, 1.0, 0.0)
+        hints = np.clip(hints + _bumps(config, extra, len(classes)), 0.0, 1.0)
+        a = _concat([a, extra])
+        ids = ids + tuple(f"X{i + 1:03d}" for i in range(extra["kind"].size))
+    return Episode(horizon=config.horizon, step_day=step_day, step_hour=step_hour, weekday=weekday,
+                   resource_names=tuple(n for n, _ in config.resources), resource_classes=classes, costs=costs,
+                   cost_profile=cost_profile, ids=ids, hints=hints, updates=updates,
+                   meta={"seed": seed, "load": int(load)}, **a)
 
-    def new_id(prefix):
-        counter[prefix] += 1
-        return f"{prefix}{counter[prefix]:03d}"
 
-    def stated_step(ds):
-        """When the user states a task whose window starts at ``ds``: usually the same day, sometimes earlier."""
-        day = step_day[ds]
-        if day >= 1 and rng.random() < config.p_cross_day:
-            first = day_first[max(0, day - 2)]
-            return int(rng.integers(first, day_first[day])), True
-        return int(max(0, ds - rng.integers(1, 7))), False
-
-    def common(ds, de, cross, kind):
-        return dict(declared_start=ds, declared_end=de, cross_day=cross, priority=int(rng.integers(1, 4)),
-                    miss_cost=float(rng.uniform(0.5, 3.0)), kind=kind, update_sensitive=False, version=0,
-                    visible_outcome=0)
-
-    def channel_trigger(ds, de, p_in):
-        if rng.random() < p_in:
-            onset = int(rng.integers(ds, de + 1))
-        else:
-            onset = int(de + rng.integers(1, 9))
-        if onset > last:
-            return NEVER, NEVER
-        return onset, int(min(last, onset + rng.integers(config.channel_slack[0], config.channel_slack[1] + 1)))
-
-    def add_time_task(prefix="T"):
-        ds = int(rng.integers(0, t_total))
-        de = int(min(last, ds + rng.integers(config.time_grace[0], config.time_grace[1] + 1)))
-        af, cross = stated_step(ds)
-        return b.add(id=new_id(prefix), resource=clock, active_from=af,
-                     active_until=min(last, de + config.ledger_expiry), onset=ds, deadline=de, polarity=POS,
-                     registered=bool(rng.random() >= config.p_unregistered), **common(ds, de, cross, KIND_TIME))
-
-    def channel_window():
-        ds = int(rng.integers(0, max(1, t_total - 3)))
-        de = int(min(last, ds + rng.integers(config.channel_window[0], config.channel_window[1] + 1)))
-        return ds, de
-
-    def add_channel_task(prefix="C", polarity=POS, p_in=None, p_unreg=None):
-        ds, de = channel_window()
-        onset, deadline = channel_trigger(ds, de, config.p_onset_in_window if p_in is None else p_in)
-        af, cross = stated_step(ds)
-        p_unreg = config.p_unregistered if p_unreg is None else p_unreg
-        return b.add(id=new_id(prefix), resource=int(rng.choice(channels)), active_from=af,
-                     active_until=min(last, de + config.ledger_expiry), onset=onset, deadline=deadline,
-                     polarity=polarity, registered=bool(rng.random() >= p_unreg),
-                     **common(ds, de, cross, KIND_CHANNEL))
-
-    hidden = [add_time_task() for _ in range(rng.poisson(config.n_time))]
-    hidden += [add_channel_task() for _ in range(rng.poisson(config.n_channel))]
-    for _ in range(rng.poisson(config.n_channel_lures)):
-        add_channel_task("L", polarity=LURE, p_in=config.p_lure_in_window, p_unreg=0.0)
-
-    # Updates arrive strictly between a task's statement and its trigger, so its old version is never due.
+def _apply_updates(draw: _Draw, a: dict, n_tasks: int, n_upd: int, prefix: list):
+    """User updates. Each arrives strictly between a task's statement and its trigger, so the old version is
+    never due (a *stale* negative); a registered update removes it from the ledger, a missed one leaves it there.
+    Override / reschedule add a new positive version, stored only if the update was registered."""
+    rng, c, last = draw.rng, draw.c, draw.last
+    room = np.minimum(a["onset"][:n_tasks], last) - a["active_from"][:n_tasks]
+    pool = np.flatnonzero(a["registered"][:n_tasks] & (room >= 2))
+    n_upd = min(int(n_upd), pool.size)
+    targets = np.sort(rng.choice(pool, size=n_upd, replace=False)) if n_upd else np.zeros(0, dtype=np.int64)
+    u = rng.integers(a["active_from"][targets] + 1, np.minimum(a["onset"][targets], last) + 1)
+    kinds = rng.integers(0, 3, n_upd)
+    registered = rng.random(n_upd) < c.p_update_registered
+    a["polarity"][targets] = STALE
+    a["update_sensitive"][targets] = True
+    a["active_until"][targets] = np.where(registered, u - 1, a["active_until"][targets])
+    versioned = (kinds != 0) & (u < last)
+    old = targets[versioned]
+    uu = u[versioned]
+    ds = np.minimum(last, np.maximum(uu, a["declared_start"][old] + rng.integers(2, 13, old.size)))
+    is_time = a["kind"][old] == KIND_TIME
+    de_time = draw.time_window(ds)
+    w0, w1 = c.channel_window
+    de_chan = np.minimum(last, ds + rng.integers(w0, w1 + 1, old.size))
+    de = np.where(is_time, de_time, de_chan)
+    on_chan, dl_chan = draw.channel_trigger(ds, de, c.p_onset_in_window)
+    moved = draw.channels[rng.integers(0, draw.channels.size, old.size)]
+    res = np.where(is_time | (kinds[versioned] == 2), a["resource"][old], moved)
+    new = {
+        "kind": a["kind"][old], "resource": res, "active_from": uu,
+        "active_until": np.minimum(last, de + c.ledger_expiry), "declared_start": ds, "declared_end": de,
+        "onset": np.where(is_time, ds, on_chan), "deadline": np.where(is_time, de, dl_chan),
+        "polarity": np.full(old.size, POS), "priority": a["priority"][old], "version": a["version"][old] + 1,
+        "visible_outcome": np.zeros(old.size, dtype=np.int64), "cross_day": a["cross_day"][old],
+        "update_sensitive": np.ones(old.size, dtype=bool), "registered": registered[versioned],
+        "miss_cost": a["miss_cost"][old],
+    }
+    base_ids = _ids(prefix, a["version"], ())
     updates = []
-    updatable = [i for i in hidden if b.rows[i]["registered"]
-                 and min(b.rows[i]["onset"], last) - b.rows[i]["active_from"] >= 2]
-    n_upd = min(rng.poisson(config.n_updates), len(updatable))
-    for i in rng.choice(np.array(updatable, dtype=np.int64), size=n_upd, replace=False) if n_upd else []:
-        old = b.rows[int(i)]
-        u = int(rng.integers(old["active_from"] + 1, min(old["onset"], last) + 1))
-        kind = UPDATE_KINDS[int(rng.integers(0, 3))]
-        registered = bool(rng.random() < config.p_update_registered)
-        old["polarity"] = STALE
-        old["update_sensitive"] = True
-        if registered:
-            old["active_until"] = u - 1
-        new = None
-        if kind != "cancel" and u < last:
-            shift = int(rng.integers(2, 13))
-            ds = int(min(last, max(u, old["declared_start"] + shift)))
-            if old["kind"] == KIND_TIME:
-                de = int(min(last, ds + rng.integers(config.time_grace[0], config.time_grace[1] + 1)))
-                onset, deadline, res = ds, de, old["resource"]
-            else:
-                de = int(min(last, ds + rng.integers(config.channel_window[0], config.channel_window[1] + 1)))
-                onset, deadline = channel_trigger(ds, de, config.p_onset_in_window)
-                res = old["resource"] if kind == "reschedule" else int(rng.choice(channels))
-            nid = old["id"] + f"v{old['version'] + 2}"
-            b.add(id=nid, resource=res, active_from=u, active_until=min(last, de + config.ledger_expiry),
-                  onset=onset, deadline=deadline, polarity=POS, registered=registered, declared_start=ds,
-                  declared_end=de, cross_day=old["cross_day"], priority=old["priority"],
-                  miss_cost=old["miss_cost"], kind=old["kind"], update_sensitive=True,
-                  version=old["version"] + 1, visible_outcome=0)
-            new = nid
-        updates.append({"step": u, "kind": kind, "target": old["id"], "registered": registered, "new_id": new})
+    for k, target in enumerate(targets):
+        nid = f"{base_ids[target]}v2" if versioned[k] else None
+        updates.append({"step": int(u[k]), "kind": UPDATE_KINDS[kinds[k]], "target": base_ids[target],
+                        "registered": bool(registered[k]), "new_id": nid})
+    merged = _concat([a, new])
+    return merged, tuple(updates), prefix + [None] * int(versioned.sum())
 
-    def add_visible(polarity):
-        onset = int(rng.integers(0, t_total))
-        deadline = int(min(last, onset + rng.integers(0, 3)))
-        af, cross = stated_step(onset)
-        if polarity == POS:
-            outcome = "tp" if rng.random() < config.p_visible_hit else "fn"
-        else:
-            outcome = "fp" if rng.random() < config.p_visible_false_alarm else "tn"
-        row = common(onset, deadline, cross, KIND_VISIBLE)
-        row["visible_outcome"] = VISIBLE_OUTCOMES.index(outcome)
-        b.add(id=new_id("V"), resource=-1, active_from=af, active_until=min(last, deadline + config.ledger_expiry),
-              onset=onset, deadline=deadline, polarity=polarity, registered=True, **row)
 
-    for _ in range(rng.poisson(config.n_visible)):
-        add_visible(POS)
-    for _ in range(rng.poisson(config.n_visible_lures)):
-        add_visible(LURE)
+_ID_TABLE = {}
 
-    arrays = b.to_arrays()
-    hints = _hints(rng, config, arrays, len(names))
-    # Load is drawn last, so the base week (and its hints) is the same for every load.
-    if load:
-        before = len(b.rows)
-        for _ in range(load * config.n_days):
-            add_channel_task("X", p_in=1.0, p_unreg=0.0)
-        arrays = b.to_arrays()
-        extra = {k: (v[before:] if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
-        hints = np.clip(hints + _bumps(config, extra, len(names)), 0.0, 1.0)
-    return Episode(horizon=t_total, step_day=step_day, step_hour=step_hour, weekday=weekday,
-                   resource_names=names, resource_classes=classes, costs=costs, cost_profile=cost_profile,
-                   hints=hints, updates=tuple(updates), meta={"seed": seed, "load": int(load)}, **arrays)
+
+def _ids(prefix: list, version, updates) -> tuple:
+    """Ids ``T001``, ``C004``, ... numbered per prefix; new versions are named by the update that made them."""
+    counts = {}
+    out = []
+    new_ids = iter(u["new_id"] for u in updates if u["new_id"] is not None)
+    for p in prefix:
+        if p is None:
+            out.append(next(new_ids))
+            continue
+        k = counts.get(p, 0)
+        counts[p] = k + 1
+        table = _ID_TABLE.get(p)
+        if table is None or k >= len(table):
+            table = _ID_TABLE[p] = [f"{p}{i + 1:03d}" for i in range(max(1000, 2 * k))]
+        out.append(table[k])
+    return tuple(out)
 
 
 def _bumps(config: WorldConfig, a: dict, n_res: int) -> np.ndarray:
     """Retriever relevance rising towards each hidden trigger's onset (positives and look-alikes alike)."""
-    t = np.arange(config.horizon)[:, None]
-    out = np.zeros((config.horizon, n_res))
     hidden = (a["kind"] != KIND_VISIBLE) & (a["onset"] < NEVER)
-    for r in range(n_res):
-        on = a["onset"][hidden & (a["resource"] == r)]
-        if on.size:
-            d = t - on[None, :]
-            out[:, r] = np.sum(0.7 * np.exp(-0.5 * (d / config.hint_width) ** 2) * (d <= 1), axis=1)
-    return out
+    d = np.arange(config.horizon)[:, None] - a["onset"][hidden][None, :]
+    bump = 0.7 * np.exp(-0.5 * (d / config.hint_width) ** 2) * (d <= 1)
+    out = np.zeros((n_res, config.horizon))
+    np.add.at(out, a["resource"][hidden], bump.T)
+    return out.T
 
 
 def _hints(rng: np.random.Generator, config: WorldConfig, a: dict, n_res: int) -> np.ndarray:
