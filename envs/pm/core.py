@@ -252,6 +252,7 @@ def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, mi
                     status[n, m] = S_LATE_EXEC
                     cnt[C_FP] += 1
                     cnt[C_LATE_EXEC] += 1
+                    ev[1] += 1
                     ev[3] += 1
                 else:
                     status[n, m] = S_LATE_MISS
