@@ -10,8 +10,10 @@ of the visible intentions, and the retriever's hint signal. :func:`generate_epis
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 #: Onset/deadline value of a trigger that never holds inside the horizon (``null`` in episode files).
@@ -176,12 +178,6 @@ class Episode:
         return {k: int(np.sum(vo == VISIBLE_OUTCOMES.index(k))) for k in ("tp", "fp", "fn")}
 
 
-_INT_FIELDS = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
-               "deadline", "polarity", "priority", "version", "visible_outcome")
-_BOOL_FIELDS = ("cross_day", "update_sensitive", "registered")
-_ALL_FIELDS = _INT_FIELDS + _BOOL_FIELDS + ("miss_cost",)
-
-
 def calendar(config: WorldConfig):
     """Day index, hour of day and weekday (0 = Monday) of every step."""
     t_total, d = config.horizon, config.n_days
@@ -194,80 +190,202 @@ def calendar(config: WorldConfig):
     return step_day, step_hour, step_day % 7
 
 
-class _Draw:
-    """Vectorised draws of one block of intentions (all randomness from the episode's generator)."""
+# Columns of the integer table returned by the generator kernel.
+_GEN_INT = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
+            "deadline", "polarity", "priority", "version", "visible_outcome")
+_GEN_BOOL = ("cross_day", "update_sensitive", "registered")
 
-    def __init__(self, rng, config, step_day, day_first, channels):
-        self.rng, self.c, self.step_day, self.day_first, self.channels = rng, config, step_day, day_first, channels
-        self.last = config.horizon - 1
 
-    def stated(self, ds):
-        """When the user states a task whose window starts at ``ds``: usually the same day, sometimes earlier."""
-        rng, n = self.rng, ds.size
-        day = self.step_day[ds]
-        cross = (day >= 1) & (rng.random(n) < self.c.p_cross_day)
-        first = self.day_first[np.maximum(0, day - 2)]
-        early = rng.integers(first, np.maximum(self.day_first[day], first + 1))
-        same = np.maximum(0, ds - rng.integers(1, 7, n))
-        return np.where(cross, early, same), cross
+@numba.njit(cache=True)
+def _stated(rng, ds, step_day, day_first, p_cross):
+    """When the user states a task whose window starts at ``ds``: usually the same day, sometimes earlier."""
+    day = step_day[ds]
+    if day >= 1 and rng.random() < p_cross:
+        return rng.integers(day_first[max(0, day - 2)], day_first[day]), True
+    return max(0, ds - rng.integers(1, 7)), False
 
-    def block(self, kind, ds, de, onset, deadline, resource, polarity, p_unreg, outcome=None):
-        rng, n = self.rng, ds.size
-        af, cross = self.stated(ds)
-        return {
-            "kind": np.full(n, kind), "resource": resource, "active_from": af,
-            "active_until": np.minimum(self.last, de + self.c.ledger_expiry), "declared_start": ds,
-            "declared_end": de, "onset": onset, "deadline": deadline, "polarity": np.full(n, polarity),
-            "priority": rng.integers(1, 4, n), "version": np.zeros(n, dtype=np.int64),
-            "visible_outcome": np.zeros(n, dtype=np.int64) if outcome is None else outcome,
-            "cross_day": cross, "update_sensitive": np.zeros(n, dtype=bool),
-            "registered": rng.random(n) >= p_unreg, "miss_cost": rng.uniform(0.5, 3.0, n),
-        }
 
-    def time_window(self, ds):
-        g0, g1 = self.c.time_grace
-        return np.minimum(self.last, ds + self.rng.integers(g0, g1 + 1, ds.size))
+@numba.njit(cache=True)
+def _channel_trigger(rng, ds, de, p_in, last, s0, s1):
+    if rng.random() < p_in:
+        onset = rng.integers(ds, de + 1)
+    else:
+        onset = de + rng.integers(1, 9)
+    if onset > last:
+        return NEVER, NEVER
+    return onset, min(last, onset + rng.integers(s0, s1 + 1))
 
-    def channel_window(self, n):
-        ds = self.rng.integers(0, max(1, self.c.horizon - 3), n)
-        w0, w1 = self.c.channel_window
-        return ds, np.minimum(self.last, ds + self.rng.integers(w0, w1 + 1, n))
 
-    def channel_trigger(self, ds, de, p_in):
-        rng, n = self.rng, ds.size
-        inside = rng.random(n) < p_in
-        onset = np.where(inside, rng.integers(ds, de + 1), de + rng.integers(1, 9, n))
-        s0, s1 = self.c.channel_slack
-        deadline = np.minimum(self.last, onset + rng.integers(s0, s1 + 1, n))
-        never = onset > self.last
-        return np.where(never, NEVER, onset), np.where(never, NEVER, deadline)
-
-    def time_tasks(self, n):
-        ds = self.rng.integers(0, self.c.horizon, n)
-        de = self.time_window(ds)
-        clock = np.full(n, [c for _, c in self.c.resources].index("clock"))
-        return self.block(KIND_TIME, ds, de, ds.copy(), de.copy(), clock, POS, self.c.p_unregistered)
-
-    def channel_tasks(self, n, polarity, p_in, p_unreg):
-        ds, de = self.channel_window(n)
-        onset, deadline = self.channel_trigger(ds, de, p_in)
-        res = self.channels[self.rng.integers(0, self.channels.size, n)]
-        return self.block(KIND_CHANNEL, ds, de, onset, deadline, res, polarity, p_unreg)
-
-    def visible(self, n, polarity):
-        rng = self.rng
-        onset = rng.integers(0, self.c.horizon, n)
-        deadline = np.minimum(self.last, onset + rng.integers(0, 3, n))
-        if polarity == POS:
-            outcome = np.where(rng.random(n) < self.c.p_visible_hit, 1, 2)  # tp / fn
+@numba.njit(cache=True)
+def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs, ranges, expiry, hint_noise,
+               hint_width, load, n_days):
+    """Every random draw of a week, in a fixed order. Rows: time tasks, channel tasks, channel lures, new
+    versions made by updates, visible tasks, visible lures, load extras."""
+    last = T - 1
+    p_unreg, p_cross, p_in, p_lure_in, p_reg, p_hit, p_fa = probs
+    g0, g1, w0, w1, s0, s1 = ranges
+    n_time = rng.poisson(means[0])
+    n_chan = rng.poisson(means[1])
+    n_lure = rng.poisson(means[2])
+    n_upd = rng.poisson(means[3])
+    n_vis = rng.poisson(means[4])
+    n_vlure = rng.poisson(means[5])
+    n_load = load * n_days
+    n_max = n_time + n_chan + n_lure + n_upd + n_vis + n_vlure + n_load
+    I = np.zeros((n_max, 12), dtype=np.int64)
+    B = np.zeros((n_max, 3), dtype=np.bool_)
+    mc = np.zeros(n_max)
+    nch = channels.size
+    row = 0
+    for j in range(n_time + n_chan + n_lure):
+        kind = 0 if j < n_time else 1
+        if kind == 0:
+            ds = rng.integers(0, T)
+            de = min(last, ds + rng.integers(g0, g1 + 1))
+            onset, deadline, res = ds, de, clock
         else:
-            outcome = np.where(rng.random(n) < self.c.p_visible_false_alarm, 3, 4)  # fp / tn
-        return self.block(KIND_VISIBLE, onset, deadline, onset, deadline.copy(), np.full(n, -1), polarity, 0.0,
-                          outcome)
+            ds = rng.integers(0, max(1, T - 3))
+            de = min(last, ds + rng.integers(w0, w1 + 1))
+            onset, deadline = _channel_trigger(rng, ds, de, p_in if j < n_time + n_chan else p_lure_in, last, s0,
+                                               s1)
+            res = channels[rng.integers(0, nch)]
+        af, cross = _stated(rng, ds, step_day, day_first, p_cross)
+        lure = j >= n_time + n_chan
+        I[row] = (kind, res, af, min(last, de + expiry), ds, de, onset, deadline, 1 if lure else 0,
+                  rng.integers(1, 4), 0, 0)
+        mc[row] = rng.uniform(0.5, 3.0)
+        B[row, 0] = cross
+        B[row, 2] = lure or rng.random() >= p_unreg
+        row += 1
+    # Updates arrive strictly between a task's statement and its trigger, so the old version is never due.
+    n_tasks = n_time + n_chan
+    pool = np.empty(n_tasks, dtype=np.int64)
+    n_pool = 0
+    for i in range(n_tasks):
+        if B[i, 2] and min(I[i, 6], last) - I[i, 2] >= 2:
+            pool[n_pool] = i
+            n_pool += 1
+    n_upd = min(n_upd, n_pool)
+    for k in range(n_upd):  # partial Fisher-Yates: a uniform sample without replacement
+        j = k + rng.integers(0, n_pool - k)
+        pool[k], pool[j] = pool[j], pool[k]
+    targets = np.sort(pool[:n_upd])
+    U = np.full((n_upd, 5), -1, dtype=np.int64)
+    for k in range(n_upd):
+        i = targets[k]
+        u = rng.integers(I[i, 2] + 1, min(I[i, 6], last) + 1)
+        kind = rng.integers(0, 3)
+        registered = rng.random() < p_reg
+        I[i, 8] = 2
+        B[i, 1] = True
+        if registered:
+            I[i, 3] = u - 1
+        U[k, 0], U[k, 1], U[k, 2], U[k, 3] = u, kind, i, 1 if registered else 0
+        if kind != 0 and u < last:
+            ds = min(last, max(u, I[i, 4] + rng.integers(2, 13)))
+            if I[i, 0] == 0:
+                de = min(last, ds + rng.integers(g0, g1 + 1))
+                onset, deadline, res = ds, de, I[i, 1]
+            else:
+                de = min(last, ds + rng.integers(w0, w1 + 1))
+                onset, deadline = _channel_trigger(rng, ds, de, p_in, last, s0, s1)
+                res = I[i, 1] if kind == 2 else channels[rng.integers(0, nch)]
+            I[row] = (I[i, 0], res, u, min(last, de + expiry), ds, de, onset, deadline, 0, I[i, 9],
+                      I[i, 10] + 1, 0)
+            mc[row] = mc[i]
+            B[row, 0], B[row, 1], B[row, 2] = B[i, 0], True, registered
+            U[k, 4] = row
+            row += 1
+    n_new = row - n_tasks - n_lure
+    for j in range(n_vis + n_vlure):
+        lure = j >= n_vis
+        onset = rng.integers(0, T)
+        deadline = min(last, onset + rng.integers(0, 3))
+        af, cross = _stated(rng, onset, step_day, day_first, p_cross)
+        if lure:
+            outcome = 3 if rng.random() < p_fa else 4
+        else:
+            outcome = 1 if rng.random() < p_hit else 2
+        I[row] = (2, -1, af, min(last, deadline + expiry), onset, deadline, onset, deadline, 1 if lure else 0,
+                  rng.integers(1, 4), 0, outcome)
+        mc[row] = rng.uniform(0.5, 3.0)
+        B[row, 0], B[row, 2] = cross, True
+        row += 1
+    hints = np.empty((T, n_res))
+    for t in range(T):
+        for r in range(n_res):
+            hints[t, r] = 0.1 * rng.random() + rng.normal(0.0, hint_noise)
+    _add_bumps(hints, I, 0, row, hint_width)
+    _clip01(hints)
+    # Load is drawn last, so the base week (and its hints) is the same for every load.
+    base = row
+    for j in range(n_load):
+        ds = rng.integers(0, max(1, T - 3))
+        de = min(last, ds + rng.integers(w0, w1 + 1))
+        onset, deadline = _channel_trigger(rng, ds, de, 1.0, last, s0, s1)
+        res = channels[rng.integers(0, nch)]
+        af, cross = _stated(rng, ds, step_day, day_first, p_cross)
+        I[row] = (1, res, af, min(last, de + expiry), ds, de, onset, deadline, 0, rng.integers(1, 4), 0, 0)
+        mc[row] = rng.uniform(0.5, 3.0)
+        B[row, 0], B[row, 2] = cross, True
+        row += 1
+    if n_load:
+        _add_bumps(hints, I, base, row, hint_width)
+        _clip01(hints)
+    counts = np.array([n_time, n_chan, n_lure, n_new, n_vis + n_vlure, n_load])
+    return I[:row], B[:row], mc[:row], U, hints, counts
 
 
-def _concat(blocks):
-    return {f: np.concatenate([b[f] for b in blocks]) for f in _ALL_FIELDS}
+@numba.njit(cache=True)
+def _add_bumps(hints, I, lo, hi, width):
+    """Retriever relevance rising towards each hidden trigger's onset (positives and look-alikes alike)."""
+    T = hints.shape[0]
+    for i in range(lo, hi):
+        if I[i, 0] == 2 or I[i, 6] >= NEVER:
+            continue
+        for t in range(max(0, I[i, 6] - 6), min(T, I[i, 6] + 2)):
+            d = (t - I[i, 6]) / width
+            hints[t, I[i, 1]] += 0.7 * np.exp(-0.5 * d * d)
+
+
+@numba.njit(cache=True)
+def _clip01(x):
+    for t in range(x.shape[0]):
+        for r in range(x.shape[1]):
+            x[t, r] = min(1.0, max(0.0, x[t, r]))
+
+
+@functools.lru_cache(maxsize=64)
+def _world_constants(config: WorldConfig):
+    step_day, step_hour, weekday = calendar(config)
+    classes = tuple(c for _, c in config.resources)
+    costs = {p: resource_costs(classes, p) for p in COST_PROFILES}
+    for a in (step_day, step_hour, weekday, *costs.values()):
+        a.setflags(write=False)  # shared by every episode of this world
+    return dict(
+        step_day=step_day, step_hour=step_hour, weekday=weekday, classes=classes,
+        names=tuple(n for n, _ in config.resources),
+        day_first=np.searchsorted(step_day, np.arange(config.n_days)).astype(np.int64),
+        channels=np.array([i for i, c in enumerate(classes) if c != "clock"], dtype=np.int64),
+        clock=classes.index("clock"),
+        means=np.array([config.n_time, config.n_channel, config.n_channel_lures, config.n_updates,
+                        config.n_visible, config.n_visible_lures], dtype=np.float64),
+        probs=(config.p_unregistered, config.p_cross_day, config.p_onset_in_window, config.p_lure_in_window,
+               config.p_update_registered, config.p_visible_hit, config.p_visible_false_alarm),
+        ranges=(*config.time_grace, *config.channel_window, *config.channel_slack),
+        costs=costs,
+    )
+
+
+_ID_TABLE = {}
+
+
+def _numbered(prefix: str, n: int) -> list:
+    """``[prefix001, prefix002, ...]`` (cached)."""
+    table = _ID_TABLE.get(prefix)
+    if table is None or len(table) < n:
+        table = _ID_TABLE[prefix] = [f"{prefix}{i + 1:03d}" for i in range(max(1000, 2 * n))]
+    return table[:n]
 
 
 def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0,
@@ -279,123 +397,36 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
     is identical for every load (paired weeks).
     """
     config = config or WorldConfig()
+    if cost_profile not in COST_PROFILES:
+        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 0:
+        raise ValueError(f"load must be a non-negative int, got {load!r}")
     if rng is None:
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 0:
-        raise ValueError(f"load must be a non-negative int, got {load!r}")
-    classes = tuple(c for _, c in config.resources)
-    costs = resource_costs(classes, cost_profile)
-    last = config.horizon - 1
-    step_day, step_hour, weekday = calendar(config)
-    day_first = np.searchsorted(step_day, np.arange(config.n_days))
-    channels = np.array([i for i, c in enumerate(classes) if c != "clock"])
-    draw = _Draw(rng, config, step_day, day_first, channels)
-    n_time, n_chan, n_lure, n_upd, n_vis, n_vlure = rng.poisson(
-        [config.n_time, config.n_channel, config.n_channel_lures, config.n_updates, config.n_visible,
-         config.n_visible_lures])
-    a = _concat([draw.time_tasks(n_time),
-                 draw.channel_tasks(n_chan, POS, config.p_onset_in_window, config.p_unregistered),
-                 draw.channel_tasks(n_lure, LURE, config.p_lure_in_window, 0.0)])
-    prefix = ["T"] * n_time + ["C"] * n_chan + ["L"] * n_lure
-    a, updates, new_prefix = _apply_updates(draw, a, n_time + n_chan, n_upd, prefix)
-    vis = _concat([draw.visible(n_vis, POS), draw.visible(n_vlure, LURE)])
-    a = _concat([a, vis])
-    ids = _ids(new_prefix + ["V"] * (n_vis + n_vlure), a["version"], updates)
-    hints = _hints(rng, config, a, len(classes))
-    if load:  # drawn last, so the base week (and its hints) is the same for every load
-        extra = draw.channel_tasks(load * config.n_days, POS, 1.0, 0.0)
-        hints = np.clip(hints + _bumps(config, extra, len(classes)), 0.0, 1.0)
-        a = _concat([a, extra])
-        ids = ids + tuple(f"X{i + 1:03d}" for i in range(extra["kind"].size))
-    return Episode(horizon=config.horizon, step_day=step_day, step_hour=step_hour, weekday=weekday,
-                   resource_names=tuple(n for n, _ in config.resources), resource_classes=classes, costs=costs,
-                   cost_profile=cost_profile, ids=ids, hints=hints, updates=updates,
-                   meta={"seed": seed, "load": int(load)}, **a)
-
-
-def _apply_updates(draw: _Draw, a: dict, n_tasks: int, n_upd: int, prefix: list):
-    """User updates. Each arrives strictly between a task's statement and its trigger, so the old version is
-    never due (a *stale* negative); a registered update removes it from the ledger, a missed one leaves it there.
-    Override / reschedule add a new positive version, stored only if the update was registered."""
-    rng, c, last = draw.rng, draw.c, draw.last
-    room = np.minimum(a["onset"][:n_tasks], last) - a["active_from"][:n_tasks]
-    pool = np.flatnonzero(a["registered"][:n_tasks] & (room >= 2))
-    n_upd = min(int(n_upd), pool.size)
-    targets = np.sort(rng.choice(pool, size=n_upd, replace=False)) if n_upd else np.zeros(0, dtype=np.int64)
-    u = rng.integers(a["active_from"][targets] + 1, np.minimum(a["onset"][targets], last) + 1)
-    kinds = rng.integers(0, 3, n_upd)
-    registered = rng.random(n_upd) < c.p_update_registered
-    a["polarity"][targets] = STALE
-    a["update_sensitive"][targets] = True
-    a["active_until"][targets] = np.where(registered, u - 1, a["active_until"][targets])
-    versioned = (kinds != 0) & (u < last)
-    old = targets[versioned]
-    uu = u[versioned]
-    ds = np.minimum(last, np.maximum(uu, a["declared_start"][old] + rng.integers(2, 13, old.size)))
-    is_time = a["kind"][old] == KIND_TIME
-    de_time = draw.time_window(ds)
-    w0, w1 = c.channel_window
-    de_chan = np.minimum(last, ds + rng.integers(w0, w1 + 1, old.size))
-    de = np.where(is_time, de_time, de_chan)
-    on_chan, dl_chan = draw.channel_trigger(ds, de, c.p_onset_in_window)
-    moved = draw.channels[rng.integers(0, draw.channels.size, old.size)]
-    res = np.where(is_time | (kinds[versioned] == 2), a["resource"][old], moved)
-    new = {
-        "kind": a["kind"][old], "resource": res, "active_from": uu,
-        "active_until": np.minimum(last, de + c.ledger_expiry), "declared_start": ds, "declared_end": de,
-        "onset": np.where(is_time, ds, on_chan), "deadline": np.where(is_time, de, dl_chan),
-        "polarity": np.full(old.size, POS), "priority": a["priority"][old], "version": a["version"][old] + 1,
-        "visible_outcome": np.zeros(old.size, dtype=np.int64), "cross_day": a["cross_day"][old],
-        "update_sensitive": np.ones(old.size, dtype=bool), "registered": registered[versioned],
-        "miss_cost": a["miss_cost"][old],
-    }
-    base_ids = _ids(prefix, a["version"], ())
+    w = _world_constants(config)
+    I, B, mc, U, hints, counts = _draw_week(
+        rng, config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]),
+        w["means"], w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width,
+        int(load), config.n_days)
+    n_time, n_chan, n_lure, n_new, n_vis, n_load = counts.tolist()
+    ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
     updates = []
-    for k, target in enumerate(targets):
-        nid = f"{base_ids[target]}v2" if versioned[k] else None
-        updates.append({"step": int(u[k]), "kind": UPDATE_KINDS[kinds[k]], "target": base_ids[target],
-                        "registered": bool(registered[k]), "new_id": nid})
-    merged = _concat([a, new])
-    return merged, tuple(updates), prefix + [None] * int(versioned.sum())
-
-
-_ID_TABLE = {}
-
-
-def _ids(prefix: list, version, updates) -> tuple:
-    """Ids ``T001``, ``C004``, ... numbered per prefix; new versions are named by the update that made them."""
-    counts = {}
-    out = []
-    new_ids = iter(u["new_id"] for u in updates if u["new_id"] is not None)
-    for p in prefix:
-        if p is None:
-            out.append(next(new_ids))
-            continue
-        k = counts.get(p, 0)
-        counts[p] = k + 1
-        table = _ID_TABLE.get(p)
-        if table is None or k >= len(table):
-            table = _ID_TABLE[p] = [f"{p}{i + 1:03d}" for i in range(max(1000, 2 * k))]
-        out.append(table[k])
-    return tuple(out)
-
-
-def _bumps(config: WorldConfig, a: dict, n_res: int) -> np.ndarray:
-    """Retriever relevance rising towards each hidden trigger's onset (positives and look-alikes alike)."""
-    hidden = (a["kind"] != KIND_VISIBLE) & (a["onset"] < NEVER)
-    d = np.arange(config.horizon)[:, None] - a["onset"][hidden][None, :]
-    bump = 0.7 * np.exp(-0.5 * (d / config.hint_width) ** 2) * (d <= 1)
-    out = np.zeros((n_res, config.horizon))
-    np.add.at(out, a["resource"][hidden], bump.T)
-    return out.T
-
-
-def _hints(rng: np.random.Generator, config: WorldConfig, a: dict, n_res: int) -> np.ndarray:
-    noise = rng.normal(0.0, config.hint_noise, size=(config.horizon, n_res))
-    base = 0.1 * rng.random((config.horizon, n_res))
-    return np.clip(base + noise + _bumps(config, a, n_res), 0.0, 1.0)
+    for step, kind, target, registered, new in U.tolist():
+        new_id = None
+        if new >= 0:
+            new_id = ids[target] + "v2"
+            ids.append(new_id)
+        updates.append({"step": step, "kind": UPDATE_KINDS[kind], "target": ids[target],
+                        "registered": bool(registered), "new_id": new_id})
+    ids += _numbered("V", n_vis) + _numbered("X", n_load)
+    cols = {name: I[:, j] for j, name in enumerate(_GEN_INT)}
+    cols.update({name: B[:, j] for j, name in enumerate(_GEN_BOOL)})
+    return Episode(horizon=config.horizon, step_day=w["step_day"], step_hour=w["step_hour"], weekday=w["weekday"],
+                   resource_names=w["names"], resource_classes=w["classes"], costs=w["costs"][cost_profile],
+                   cost_profile=cost_profile, ids=tuple(ids), miss_cost=mc, hints=hints, updates=tuple(updates),
+                   meta={"seed": seed, "load": int(load)}, **cols)
 
 
 def replace(episode: Episode, **changes) -> Episode:
