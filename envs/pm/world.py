@@ -77,17 +77,17 @@ class WorldConfig:
     """Mean number of channel lures per week (a channel shows a look-alike state of a stored intention)."""
     n_updates: float = 11.0
     """Mean number of user updates (cancel / override / reschedule) per week."""
-    p_update_registered: float = 0.7
+    p_update_registered: float = 0.9
     """Probability that the compiler registers an update; a missed one leaves a stale version in the ledger."""
-    p_unregistered: float = 0.12
+    p_unregistered: float = 0.15
     """Probability that the compiler fails to store a hidden task at all (an unrecoverable miss)."""
     p_cross_day: float = 0.08
     """Probability that a task is stated on an earlier day than its window."""
-    p_onset_in_window: float = 0.8
+    p_onset_in_window: float = 0.65
     """Probability that a channel trigger occurs inside its declared window (else after it)."""
-    p_lure_in_window: float = 0.2
+    p_lure_in_window: float = 0.05
     """Probability that a channel lure's look-alike state shows inside its declared window."""
-    channel_window: tuple = (3, 12)
+    channel_window: tuple = (3, 10)
     """Range (inclusive) of declared-window lengths of channel tasks, in steps."""
     time_grace: tuple = (0, 2)
     """Range (inclusive) of steps a time-based task stays on time after its declared time."""
