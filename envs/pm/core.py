@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .world import KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, NEVER, POS, LURE, STALE, VISIBLE_OUTCOMES, Episode
+from .world import KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode
 
 N_RESOURCE_FEATURES = 27
 N_BUDGET_FEATURES = 9
@@ -65,8 +65,8 @@ def _f1(tp, fp, fn):
 
 
 @numba.njit(cache=True)
-def _observe(rows, t_arr, horizon, n_int, table, status, miss_cost, costs, is_clock, max_cost, cal, hints, lookahead, last_q,
-             unchanged, budget, remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
+def _observe(rows, t_arr, horizon, n_int, table, status, miss_cost, costs, is_clock, max_cost, cal, hints,
+             lookahead, last_q, unchanged, budget, remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
     """Pre-query features of each week in ``rows`` at its current step."""
     n_res = costs.shape[1]
     for k in range(rows.shape[0]):
@@ -344,6 +344,39 @@ def _metrics(n, T, n_int, table, status, counters, c_hist, out):
     out[4] = hit / due if due > 0 else np.nan
 
 
+@numba.njit(cache=True)
+def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, priority, cross, version, registered,
+               update_sensitive, miss, visible_outcome, step_hour, weekday, table, miss_cost, vis_step, cal):
+    """Copy an episode's hidden intentions into row ``i`` of the intention table, and its visible outcomes and
+    calendar features into the per-step arrays."""
+    table[i] = 0
+    vis_step[i] = 0
+    k = 0
+    for j in range(kind.size):
+        if kind[j] == KIND_VISIBLE:
+            code = visible_outcome[j]  # 1 tp, 2 fn, 3 fp, 4 tn
+            if code == 1:
+                vis_step[i, onset[j], 0] += 1
+            elif code == 3:
+                vis_step[i, onset[j], 1] += 1
+            elif code == 2:
+                vis_step[i, min(deadline[j], T - 1), 2] += 1
+            continue
+        row = table[i, k]
+        row[F_RES], row[F_AF], row[F_AU], row[F_DS], row[F_DE] = resource[j], af[j], au[j], ds[j], de[j]
+        row[F_ON], row[F_DL], row[F_POL], row[F_KIND], row[F_PRIO] = onset[j], deadline[j], polarity[j], kind[j], \
+            priority[j]
+        row[F_CROSS], row[F_REV], row[F_REG], row[F_US] = cross[j], version[j] > 0, registered[j], update_sensitive[j]
+        due_end = min(deadline[j], T - 1)
+        row[F_DUE_END] = due_end if onset[j] <= due_end else -1
+        miss_cost[i, k] = miss[j]
+        k += 1
+    for t in range(T):
+        tod = 2 * np.pi * step_hour[t] / 24.0
+        wd = 2 * np.pi * weekday[t] / 7.0
+        cal[i, t, 0], cal[i, t, 1], cal[i, t, 2], cal[i, t, 3] = np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)
+
+
 class PMWeekCore:
     """``n`` PM weeks stepped together. All arrays are indexed by week slot first."""
 
@@ -398,24 +431,14 @@ class PMWeekCore:
         """Place episode ``ep`` into slot ``i`` and reset that slot's state."""
         if ep.n_resources != self.n_resources:
             raise ValueError(f"episode has {ep.n_resources} resources, environment expects {self.n_resources}")
-        hidden = np.flatnonzero(ep.kind != KIND_VISIBLE)
         T = ep.horizon
-        if T > self.cal.shape[1] or hidden.size > self.table.shape[1]:
-            self._grow(T, hidden.size)
-        tab = self.table[i]
-        tab[:] = 0
-        k = hidden.size
-        on, dl = ep.onset[hidden], ep.deadline[hidden]
-        due_end = np.minimum(dl, T - 1)
-        for col, val in ((F_RES, ep.resource[hidden]), (F_AF, ep.active_from[hidden]),
-                         (F_AU, ep.active_until[hidden]), (F_DS, ep.declared_start[hidden]),
-                         (F_DE, ep.declared_end[hidden]), (F_ON, on), (F_DL, dl), (F_POL, ep.polarity[hidden]),
-                         (F_KIND, ep.kind[hidden]), (F_PRIO, ep.priority[hidden]),
-                         (F_CROSS, ep.cross_day[hidden]), (F_REV, ep.version[hidden] > 0),
-                         (F_REG, ep.registered[hidden]), (F_DUE_END, np.where(on <= due_end, due_end, -1)),
-                         (F_US, ep.update_sensitive[hidden])):
-            tab[:k, col] = val
-        self.miss_cost[i, :k] = ep.miss_cost[hidden]
+        k = int(np.count_nonzero(ep.kind != KIND_VISIBLE))
+        if T > self.cal.shape[1] or k > self.table.shape[1]:
+            self._grow(T, k)
+        _fill_slot(i, T, ep.kind, ep.resource, ep.active_from, ep.active_until, ep.declared_start, ep.declared_end,
+                   ep.onset, ep.deadline, ep.polarity, ep.priority, ep.cross_day, ep.version, ep.registered,
+                   ep.update_sensitive, ep.miss_cost, ep.visible_outcome, ep.step_hour, ep.weekday, self.table,
+                   self.miss_cost, self.vis_step, self.cal)
         self.status[i] = 0
         self.n_int[i] = k
         self.horizon[i] = T
@@ -433,22 +456,12 @@ class PMWeekCore:
         self.unchanged[i] = 0
         self.q_hist[i] = 0
         self.c_hist[i] = 0
-        tod = 2 * np.pi * ep.step_hour / 24.0
-        wd = 2 * np.pi * ep.weekday / 7.0
-        self.cal[i, :T] = np.stack([np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)], axis=1)
         self.hints[i, :T] = ep.hints
-        vis = ep.kind == KIND_VISIBLE
-        self.vis_step[i] = 0
-        vo = ep.visible_outcome
-        for j, code in enumerate(("tp", "fp", "fn")):
-            sel = vis & (vo == VISIBLE_OUTCOMES.index(code))
-            step = ep.onset[sel] if code != "fn" else np.minimum(ep.deadline[sel], T - 1)
-            np.add.at(self.vis_step[i, :, j], step, 1)
         self.episodes[i] = ep
 
     def observe(self, rows, res_out, bud_out, mask_out):
-        _observe(rows, self.t, self.horizon, self.n_int, self.table, self.status, self.miss_cost, self.costs, self.is_clock, self.max_cost,
-                 self.cal, self.hints, self.lookahead, self.last_q, self.unchanged, self.budget, self.remaining,
+        _observe(rows, self.t, self.horizon, self.n_int, self.table, self.status, self.miss_cost, self.costs,
+                 self.is_clock, self.max_cost, self.cal, self.hints, self.lookahead, self.last_q, self.unchanged, self.budget, self.remaining,
                  self.b_frac, self.q_hist, res_out, bud_out, mask_out, self.mask_state)
 
     def step(self, rows, scores, selected_out, skipped_out, reward_out, events_out, metrics_out):
