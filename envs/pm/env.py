@@ -181,6 +181,9 @@ class PMWeekEnv(gym.Env):
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
         self.per_step_cap, self.per_step_cost_cap = per_step_cap, per_step_cost_cap
         self.cost_profile, self.late_policy, self.load, self.action_mode = cost_profile, late_policy, load, action_mode
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} is not supported (supported: "
+                             f"{self.metadata['render_modes']})")
         self.render_mode = render_mode
         n_res = len(self.world.resources)
         self.observation_space, self.action_space = spaces_for(n_res, self.budget, self.target_fraction,
@@ -216,7 +219,7 @@ class PMWeekEnv(gym.Env):
                 raise TypeError(f"options['episode'] must be an Episode, got {type(ep).__name__}")
             validate_episode(ep)
         else:
-            ep = generate_episode(config=self.world, cost_profile=self.cost_profile, load=self.load,
+            ep = generate_episode(seed, config=self.world, cost_profile=self.cost_profile, load=self.load,
                                   rng=self.np_random)
         self._core.load(0, ep, self.world.lookahead)
         self.episode = ep

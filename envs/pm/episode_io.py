@@ -88,6 +88,21 @@ def _int(v, where):
     return int(v)
 
 
+def _array(values, dtype, where):
+    """A numeric array; integer fields must hold integers (a 2.5 is rejected, not truncated)."""
+    try:
+        a = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise EpisodeFormatError(f"{where}: not a numeric array ({e})") from None
+    if np.asarray(values).dtype == np.bool_:
+        raise EpisodeFormatError(f"{where}: expected numbers, got booleans")
+    if dtype is np.int64:
+        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+            raise EpisodeFormatError(f"{where}: expected integers")
+        return a.astype(np.int64)
+    return a
+
+
 def _choice(v, options, where):
     if v not in options:
         raise EpisodeFormatError(f"{where}: {v!r} is not one of {list(options)}")
@@ -156,17 +171,20 @@ def episode_from_dict(d: dict) -> Episode:
         ups.append({"step": _int(_need(u, "step", w), f"{w}.step"), "kind": _need(u, "kind", w),
                     "target": _need(u, "target", w), "registered": _need(u, "registered", w),
                     "new_id": _need(u, "new_id", w)})
-    try:
-        hints = np.asarray(_need(d, "hints", "episode"), dtype=np.float64)
-        day = np.asarray(_need(cal, "day", "calendar"), dtype=np.int64)
-        hour = np.asarray(_need(cal, "hour", "calendar"), dtype=np.float64)
-        weekday = np.asarray(_need(cal, "weekday", "calendar"), dtype=np.int64)
-    except (TypeError, ValueError) as e:
-        raise EpisodeFormatError(f"hints/calendar: not numeric arrays ({e})") from None
+        for k in ("target", "new_id"):
+            if not (isinstance(ups[-1][k], str) or (k == "new_id" and ups[-1][k] is None)):
+                raise EpisodeFormatError(f"{w}.{k}: expected an intention id (string), got {ups[-1][k]!r}")
+    meta = d.get("meta", {})
+    if not isinstance(meta, dict):
+        raise EpisodeFormatError(f"meta: expected a JSON object, got {meta!r}")
+    hints = _array(_need(d, "hints", "episode"), np.float64, "hints")
+    day = _array(_need(cal, "day", "calendar"), np.int64, "calendar.day")
+    hour = _array(_need(cal, "hour", "calendar"), np.float64, "calendar.hour")
+    weekday = _array(_need(cal, "weekday", "calendar"), np.int64, "calendar.weekday")
     ep = Episode(horizon=T, step_day=day, step_hour=hour, weekday=weekday, resource_names=names,
                  resource_classes=classes, costs=np.array(costs, dtype=np.int64),
                  cost_profile=str(d.get("cost_profile", "custom")), ids=tuple(ids),
-                 hints=hints, updates=tuple(ups), meta=dict(d.get("meta", {})),
+                 hints=hints, updates=tuple(ups), meta=dict(meta),
                  **{k: np.array(v, dtype=bool if k in ("registered", "cross_day", "update_sensitive") else
                                 (np.float64 if k == "miss_cost" else np.int64)).reshape(-1)
                     for k, v in cols.items()})
@@ -210,6 +228,8 @@ def validate_episode(ep: Episode) -> None:
         if kind == KIND_VISIBLE:
             if r != -1:
                 raise EpisodeFormatError(f"{w}.resource: visible intentions are not queried; must be null")
+            if ep.onset[i] >= NEVER:
+                raise EpisodeFormatError(f"{w}.onset: a visible intention needs the step of its cue")
             if VISIBLE_OUTCOMES[ep.visible_outcome[i]] == "none":
                 raise EpisodeFormatError(f"{w}.visible_outcome: a visible intention needs tp/fn/fp/tn")
             ok = ("tp", "fn") if ep.polarity[i] == 0 else ("fp", "tn")

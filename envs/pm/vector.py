@@ -45,6 +45,8 @@ class PMWeekVectorEnv(VectorEnv):
                                      world, action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
         self.cost_profile, self.load, self.action_mode = cost_profile, load, action_mode
+        if render_mode is not None:
+            raise ValueError(f"render_mode {render_mode!r} is not supported (no render modes)")
         self.render_mode = render_mode
         self.num_envs = int(num_envs)
         n, r = self.num_envs, len(self.world.resources)
@@ -68,8 +70,8 @@ class PMWeekVectorEnv(VectorEnv):
         self._autoreset = np.zeros(n, dtype=bool)
         self._started = False
 
-    def _new_week(self, i: int):
-        ep = generate_episode(config=self.world, cost_profile=self.cost_profile, load=self.load,
+    def _new_week(self, i: int, seed=None):
+        ep = generate_episode(seed, config=self.world, cost_profile=self.cost_profile, load=self.load,
                               rng=self._rngs[i])
         self._core.load(i, ep, self.world.lookahead)
 
@@ -94,7 +96,7 @@ class PMWeekVectorEnv(VectorEnv):
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             seeds = [int(seed) + i for i in range(n)]
         else:
-            seeds = list(seed)
+            seeds = [None if x is None else int(x) for x in seed]
             if len(seeds) != n:
                 raise ValueError(f"seed list must have {n} entries, got {len(seeds)}")
         if not self._started and not reset_mask.all():
@@ -102,7 +104,7 @@ class PMWeekVectorEnv(VectorEnv):
         for i in np.flatnonzero(reset_mask):
             if seeds[i] is not None or not self._started:
                 self._rngs[i], _ = seeding.np_random(seeds[i])
-            self._new_week(i)
+            self._new_week(i, seeds[i])
         self._started = True
         self._autoreset[reset_mask] = False
         return self._obs(), {}

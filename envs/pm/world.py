@@ -392,7 +392,8 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
                      *, rng: np.random.Generator | None = None) -> Episode:
     """The week that a ``PMWeek-v0`` environment with this seed and configuration plays.
 
-    Either ``seed`` (an int, seeded like ``env.reset(seed=seed)``) or an explicit ``rng`` is used. ``load`` adds
+    Draws come from ``rng`` when given (``seed`` is then only recorded in ``meta``), else from a generator seeded
+    like ``env.reset(seed=seed)``. ``load`` adds
     ``load`` extra hidden-channel trigger opportunities per day *after* the base week is drawn, so the base week
     is identical for every load (paired weeks).
     """

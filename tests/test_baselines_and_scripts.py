@@ -1,0 +1,265 @@
+"""Reference allocators (policy protocol), evaluate.py, train.py and the calibration command."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+import membudget  # noqa: F401
+from membudget.baselines import AllRelevant, RandomFeasible
+from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv, budget_levels
+from membudget.envs.pm.levels import all_relevant_costs
+
+R, T = 11, 80
+
+
+def _observations(env, n_steps=T, seed=0):
+    """Observations of one week under empty proposals (the candidate mask does not depend on the actions)."""
+    obs, _ = env.reset(seed=seed)
+    out = [obs]
+    for _ in range(n_steps - 1):
+        obs, *_ = env.step(np.zeros(env.action_space.shape, dtype=env.action_space.dtype))
+        out.append(obs)
+    return out
+
+
+@pytest.fixture(scope="module")
+def week_obs():
+    return _observations(PMWeekEnv(), seed=3)
+
+
+@pytest.fixture(scope="module")
+def batched_obs():
+    venv = PMWeekVectorEnv(num_envs=4)
+    obs, _ = venv.reset(seed=10)
+    out = [obs]
+    for _ in range(T - 1):
+        obs, *_ = venv.step(np.zeros((4, R), dtype=np.int8))
+        out.append(obs)
+    return out
+
+
+POLICIES = [
+    pytest.param(lambda: AllRelevant(), id="AllRelevant"),
+    pytest.param(lambda: RandomFeasible(per_step_cap=2, seed=0), id="RandomFeasible-cap2"),
+    pytest.param(lambda: RandomFeasible(per_step_cap=None, seed=0), id="RandomFeasible-nocap"),
+]
+
+
+@pytest.mark.parametrize("make_policy", POLICIES)
+def test_policy_protocol_single(make_policy, week_obs):
+    policy = make_policy()
+    space = PMWeekEnv().action_space
+    assert sum(o["mask"].any() for o in week_obs) > 10
+    for obs in week_obs:
+        action, state = policy.predict(obs)
+        assert isinstance(action, np.ndarray) and action.shape == (R,)
+        assert state is None
+        assert space.contains(action)
+        assert np.all(action <= obs["mask"]), "proposed a non-candidate"
+    token = object()
+    _, state = policy.predict(week_obs[0], state=token, episode_start=np.ones(1, bool), deterministic=False)
+    assert state is token
+
+
+@pytest.mark.parametrize("make_policy", POLICIES)
+def test_policy_protocol_batched(make_policy, batched_obs):
+    policy = make_policy()
+    space = PMWeekVectorEnv(num_envs=4).action_space
+    for obs in batched_obs:
+        action, state = policy.predict(obs, episode_start=np.zeros(4, dtype=bool))
+        assert isinstance(action, np.ndarray) and action.shape == (4, R)
+        assert state is None
+        assert space.contains(action)
+        assert np.all(action <= obs["mask"])
+
+
+def test_all_relevant_proposes_every_candidate(week_obs, batched_obs):
+    for obs in week_obs:
+        np.testing.assert_array_equal(AllRelevant().predict(obs)[0], obs["mask"])
+    for obs in batched_obs:
+        np.testing.assert_array_equal(AllRelevant().predict(obs)[0], obs["mask"])
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, None])
+def test_random_feasible_proposes_min_cap_candidates(cap, week_obs, batched_obs):
+    policy = RandomFeasible(per_step_cap=cap, seed=1)
+    for obs in week_obs + batched_obs:
+        action, _ = policy.predict(obs)
+        mask = np.atleast_2d(obs["mask"])
+        a = np.atleast_2d(action)
+        n_cand = mask.sum(axis=1)
+        expected = n_cand if cap is None else np.minimum(cap, n_cand)
+        np.testing.assert_array_equal(a.sum(axis=1), expected)
+        assert np.all(a <= mask)
+
+
+def test_random_feasible_is_reproducible(week_obs):
+    def actions(seed):
+        policy = RandomFeasible(per_step_cap=1, seed=seed)
+        return np.stack([policy.predict(o)[0] for o in week_obs])
+
+    np.testing.assert_array_equal(actions(5), actions(5))
+    assert not np.array_equal(actions(5), actions(6))
+
+
+def test_random_feasible_bad_input(week_obs):
+    with pytest.raises(ValueError, match="per_step_cap must be a positive int"):
+        RandomFeasible(per_step_cap=0).predict(week_obs[0])
+    with pytest.raises(ValueError, match="1 or 2 dimensions"):
+        RandomFeasible().predict({"mask": np.zeros((2, 2, R))})
+    with pytest.raises(ValueError, match="1 or 2 dimensions"):
+        AllRelevant().predict({"mask": np.zeros((2, 2, R))})
+
+
+@pytest.mark.parametrize("cost_profile", ["unit", "skewed"])
+def test_all_relevant_realises_the_reference_cost(cost_profile):
+    seeds = [2000, 2001, 2002, 4005]
+    env = PMWeekEnv(budget=None, per_step_cap=None, cost_profile=cost_profile)
+    policy = AllRelevant()
+    realised, f1 = [], []
+    for s in seeds:
+        obs, _ = env.reset(seed=s)
+        terminated = False
+        skipped = 0
+        while not terminated:
+            obs, _, terminated, _, info = env.step(policy.predict(obs)[0])
+            skipped += sum(info["skipped"].values())
+        assert skipped == 0, "without a budget or caps nothing All-relevant proposes is skipped"
+        realised.append(info["episode"]["realized_cost"])
+        f1.append(info["episode"]["set_f1"])
+    costs, metrics = all_relevant_costs(seeds, cost_profile=cost_profile)
+    np.testing.assert_array_equal(np.array(realised, dtype=np.float64), costs)
+    np.testing.assert_allclose(f1, metrics[:, 0], rtol=0, atol=1e-12)
+    assert min(realised) > 0
+
+
+# ----------------------------------------------------------------------------------------------- evaluate
+
+
+def test_evaluate_main(tmp_path, capsys):
+    from membudget import evaluate
+
+    argv = ["--n-weeks", "3", "--budgets", "B10", "--repetitions", "1", "--bootstrap", "200", "--out",
+            str(tmp_path)]
+    rows = evaluate.main(argv)
+    out = capsys.readouterr().out
+    assert "Set F1 [95% CI]" in out and "realized cost" in out
+    assert re.search(r"^AllRelevant\s+none\s+\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", out, re.M), out
+    assert re.search(r"^RandomFeasible\s+B10\s+\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", out, re.M), out
+    assert "weeks 6000-6002" in out
+
+    with open(tmp_path / "results.json") as f:
+        res = json.load(f)
+    assert {"config", "command", "versions", "rows"} <= res.keys()
+    cfg = res["config"]
+    assert cfg["n_weeks"] == 3 and cfg["budgets"] == ["B10"] and cfg["repetitions"] == 1
+    assert cfg["bootstrap"] == 200 and cfg["first_seed"] == 6000
+    assert res["command"].startswith("python -m membudget.evaluate ")
+    assert evaluate.parse_args(res["command"].split()[3:]) == evaluate.parse_args(argv)
+    import gymnasium
+
+    assert res["versions"]["numpy"] == np.__version__ and res["versions"]["gymnasium"] == gymnasium.__version__
+    assert res["versions"]["python"]
+    assert [(r["policy"], r["budget"]) for r in res["rows"]] == [("AllRelevant", "none"), ("RandomFeasible", "B10")]
+
+    # the numbers are those of the policies on weeks 6000-6002
+    all_rel = rows[0]
+    costs, metrics = all_relevant_costs(range(6000, 6003))
+    np.testing.assert_array_equal(all_rel["realized_cost"], costs)
+    np.testing.assert_allclose(all_rel["set_f1"], metrics[:, 0], atol=1e-12)
+    rnd = rows[1]
+    assert rnd["realized_cost"].shape == (3,)
+    assert np.all(rnd["realized_cost"] <= budget_levels()["B10"])
+    assert np.all(rnd["queries"] <= 2 * T)
+    np.testing.assert_allclose(res["rows"][1]["set_f1"], rnd["set_f1"])
+
+
+def test_bootstrap_ci_constant():
+    from membudget.evaluate import bootstrap_ci
+
+    mean, lo, hi = bootstrap_ci(np.full(25, 0.37), n_resamples=500)
+    assert mean == pytest.approx(0.37, abs=1e-12)
+    assert lo == hi == pytest.approx(0.37, abs=1e-12)
+
+
+@pytest.mark.parametrize("level, z", [(0.95, 1.959964), (0.90, 1.644854)])
+def test_bootstrap_ci_normal_approximation(level, z):
+    from membudget.evaluate import bootstrap_ci
+
+    rng = np.random.default_rng(12345)
+    x = rng.normal(2.0, 3.0, size=2000)
+    mean, lo, hi = bootstrap_ci(x, n_resamples=3000, seed=0, level=level)
+    assert mean == pytest.approx(x.mean(), abs=1e-12)
+    expected = z * x.std(ddof=1) / np.sqrt(x.size)
+    assert (hi - lo) / 2 == pytest.approx(expected, rel=0.12)
+    assert (lo + hi) / 2 == pytest.approx(mean, abs=0.2 * expected)
+    assert bootstrap_ci(x, n_resamples=3000, seed=0, level=level) == (mean, lo, hi)
+
+
+@pytest.mark.parametrize("bad", [[], np.zeros((3, 2))])
+def test_bootstrap_ci_bad_input(bad):
+    from membudget.evaluate import bootstrap_ci
+
+    with pytest.raises(ValueError, match="non-empty 1-D"):
+        bootstrap_ci(bad)
+
+
+# ---------------------------------------------------------------------------------------------- train
+
+
+def test_train_ppo_smoke(tmp_path, capsys):
+    from stable_baselines3 import PPO
+
+    from membudget import train
+
+    run_dir = train.main(["ppo", "--total-timesteps", "1024", "--n-steps", "256", "--eval-weeks", "2", "--out",
+                          str(tmp_path), "--progress-bar", "off"])
+    assert os.path.dirname(os.path.normpath(run_dir)) == str(tmp_path)
+    assert sorted(os.listdir(run_dir)) == ["config.json", "metrics.csv", "model.zip"]
+    with open(os.path.join(run_dir, "config.json")) as f:
+        cfg = json.load(f)
+    assert cfg["seed"] == 0 and cfg["config"]["total_timesteps"] == 1024 and cfg["config"]["n_steps"] == 256
+    assert isinstance(cfg["versions"], dict) and cfg["versions"]["stable-baselines3"]
+    assert cfg["command"].startswith("python -m membudget.train ppo")
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["seed"]) for r in rows] == [4000, 4001]
+    for r in rows:
+        assert 0.0 <= float(r["set_f1"]) <= 1.0
+        assert 0.0 <= float(r["realized_cost"]) <= budget_levels()["B10"]
+    assert "held-out Set F1" in capsys.readouterr().out
+
+    model = PPO.load(os.path.join(run_dir, "model.zip"), device="cpu")
+    assert model.num_timesteps >= 1024
+    env = PMWeekEnv()
+    obs, _ = env.reset(seed=4000)
+    action, _ = model.predict(obs, deterministic=True)
+    assert env.action_space.contains(np.asarray(action, dtype=np.int8))
+    env.step(action)  # the env accepts it as is
+    venv = PMWeekVectorEnv(num_envs=3)
+    vobs, _ = venv.reset(seed=0)
+    actions, _ = model.predict(vobs, deterministic=True)
+    assert venv.action_space.contains(np.asarray(actions, dtype=np.int8))
+
+
+# -------------------------------------------------------------------------------------------- calibrate
+
+
+def test_calibrate_command(capsys):
+    from membudget.envs.pm.__main__ import main
+
+    main(["calibrate", "--n-weeks", "3"])
+    out = capsys.readouterr().out
+    assert "seeds 2000-2002 (3 weeks)" in out
+    m = re.search(r"^all_relevant_cost\s+(\d+\.\d+)\s", out, re.M)
+    assert m, out
+    costs, _ = all_relevant_costs(range(2000, 2003))
+    assert float(m.group(1)) == pytest.approx(costs.mean(), abs=5e-4)
+    assert re.search(r"^steps\s+80\.000\s", out, re.M)
+    assert "budget levels (unit costs): B5=" in out
