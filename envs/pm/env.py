@@ -13,7 +13,6 @@ from .world import COST_PROFILES, KIND_VISIBLE, POS, VISIBLE_OUTCOMES, Episode, 
 
 ACTION_MODES = ("binary", "scores")
 LATE_POLICIES = ("expire", "execute")
-_EVENT_NAMES = ("tp", "fp", "fn", "late_execution", "late_miss", "expired_negative")
 
 
 def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world, action_mode):
@@ -65,9 +64,9 @@ def action_to_scores(action, shape: tuple, action_mode: str) -> np.ndarray:
         raise TypeError(f"action must be numeric or bool, got dtype {a.dtype}")
     s = a.astype(np.float64)
     if action_mode == "binary":
-        if not ((s == 0.0) | (s == 1.0)).all():
+        if (s * (1.0 - s)).any():  # zero exactly for 0 and 1; NaN counts as non-zero
             raise ValueError(f"binary action values must be 0 or 1, got {a}")
-    elif not ((s >= -1.0) & (s <= 1.0)).all():
+    elif not (np.abs(s) <= 1.0).all():
         raise ValueError(f"score action values must lie in [-1, 1] (<= 0: not proposed), got {a}")
     return s
 
@@ -199,7 +198,7 @@ class PMWeekEnv(gym.Env):
         self._sel = np.zeros((1, n_res), dtype=np.int8)
         self._skipped = np.zeros((1, len(SKIP_NAMES)), dtype=np.int64)
         self._reward = np.zeros(1)
-        self._events = np.zeros((1, len(_EVENT_NAMES) + 1), dtype=np.int64)
+        self._events = np.zeros((1, 7), dtype=np.int64)
         self._metrics = np.zeros((1, len(METRIC_NAMES)))
         self.episode: Episode | None = None
 
@@ -236,15 +235,17 @@ class PMWeekEnv(gym.Env):
         t = int(core.t[0])
         core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
         terminated = bool(core.t[0] >= core.horizon[0])
-        ev = self._events[0]
+        tp, fp, fn, late_exec, late_miss, expired, n_events = self._events[0].tolist()
+        s0, s1, s2, s3 = self._skipped[0].tolist()
         info = {
             "step": t,
-            "queried": np.flatnonzero(self._sel[0]),
+            "queried": self._sel[0].nonzero()[0],
             "cost": int(core.c_hist[0, t]),
             "remaining_budget": None if self.budget is None else int(core.remaining[0]),
-            "skipped": dict(zip(SKIP_NAMES, self._skipped[0].tolist())),
-            **dict(zip(_EVENT_NAMES, ev[:6].tolist())),
-            "events": [(self._hidden_ids[m], name) for m, name in core.events(0, ev[6])] if ev[6] else [],
+            "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
+            "tp": tp, "fp": fp, "fn": fn, "late_execution": late_exec, "late_miss": late_miss,
+            "expired_negative": expired,
+            "events": [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else [],
         }
         if terminated:
             info["episode"] = episode_summary(self._metrics[0], self.episode)
