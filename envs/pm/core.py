@@ -69,13 +69,16 @@ def _observe(rows, t_arr, horizon, n_int, table, status, miss_cost, costs, is_cl
              lookahead, last_q, unchanged, budget, remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
     """Pre-query features of each week in ``rows`` at its current step."""
     n_res = costs.shape[1]
+    cnt_all = np.zeros((n_res, 13))
+    best = np.empty(n_res)
     for k in range(rows.shape[0]):
         n = rows[k]
         t = t_arr[n]
         T = horizon[n]
         tc = min(t, T - 1)
-        cnt = np.zeros((n_res, 13))
-        best = np.full(n_res, T + 1.0)
+        cnt = cnt_all
+        cnt[:] = 0.0
+        best[:] = T + 1.0
         for m in range(n_int[n]):
             row = table[n, m]
             if row[F_REG] == 0 or status[n, m] != S_OPEN or not (row[F_AF] <= t <= row[F_AU]):
