@@ -1,1 +1,5 @@
+"""Teachers: oracles that see the frozen week and label data for imitation."""
 
+from .hindsight_dp import HindsightDP, Schedule
+
+__all__ = ["HindsightDP", "Schedule"]

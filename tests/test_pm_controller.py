@@ -234,3 +234,16 @@ def test_budget_features_follow_appendix_a2():
     assert b[1] == 0.5 and b[2] == pytest.approx(1 / (T - 1)) and b[3] == pytest.approx((T - 1) / T)
     assert b[4] == pytest.approx(2 / (T - 1)) and b[5] == pytest.approx(0.5 - 1 / (T - 1))
     assert b[6] == pytest.approx(2 / 10) and b[7] == pytest.approx(2 / 20) and b[8] == pytest.approx(2 / 2)
+
+
+def test_world_of_the_clock_alone():
+    world = WorldConfig(resources=(("clock", "clock"),), horizon=12, n_days=2)
+    env = PMWeekEnv(budget=3, world=world)
+    obs, _ = env.reset(seed=0)
+    assert obs["resources"].shape == (1, 27)
+    assert all(r == 0 for r in env.episode.resource[env.episode.kind != 2])
+    for _ in range(12):
+        obs, _, term, _, _ = env.step(obs["mask"])
+    assert term
+    with pytest.raises(ValueError, match="no channel"):
+        PMWeekEnv(budget=3, world=world, load=1).reset(seed=0)

@@ -72,4 +72,5 @@ def resolve_budget(budget, config: WorldConfig, cost_profile: str):
         raise TypeError(f"budget must be an int, None or a level like 'B10', got {budget!r}")
     if budget <= 0:
         raise ValueError(f"budget must be > 0, got {budget}")
-    return int(budget), int(budget) / mean_all_relevant_cost(config, cost_profile)
+    mean = mean_all_relevant_cost(config, cost_profile)
+    return int(budget), int(budget) / mean if mean > 0 else 1.0

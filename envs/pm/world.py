@@ -227,6 +227,9 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
     n_time = rng.poisson(means[0])
     n_chan = rng.poisson(means[1])
     n_lure = rng.poisson(means[2])
+    if channels.size == 0:  # a world of the clock alone
+        n_chan = 0
+        n_lure = 0
     n_upd = rng.poisson(means[3])
     n_vis = rng.poisson(means[4])
     n_vlure = rng.poisson(means[5])
@@ -402,11 +405,13 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
         raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
     if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 0:
         raise ValueError(f"load must be a non-negative int, got {load!r}")
+    w = _world_constants(config)
+    if load and w["channels"].size == 0:
+        raise ValueError("load adds channel triggers, but this world has no channel resources")
     if rng is None:
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    w = _world_constants(config)
     I, B, mc, U, hints, counts = _draw_week(
         rng, config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]),
         w["means"], w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width,

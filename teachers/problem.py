@@ -1,0 +1,106 @@
+"""A frozen PM week (or the rest of one) as the scheduling problem the teachers solve.
+
+Under PMWeek-v0's dynamics the effect of querying resource ``r`` at step ``q`` depends only on the previous query
+of ``r`` (at ``p``): it resolves exactly the registered intentions on ``r`` with ``p < start <= q <= active_until``,
+where ``start = max(active_from, onset)`` — everything that started earlier and is still active was resolved by
+the query at ``p``. Likewise ``r`` is a candidate at ``q`` after a query at ``p`` iff some registered intention on
+``r`` whose (widened) declared window and ledger period contain ``q`` has ``start > p``. So a schedule is one
+chain of query times per resource, and each link ``p -> q`` has a fixed (TP, FP) effect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from membudget.envs.pm.world import KIND_VISIBLE, NEVER, POS, VISIBLE_OUTCOMES, Episode
+
+
+@dataclass
+class Problem:
+    """Everything a teacher needs, from step ``t0`` on."""
+
+    horizon: int
+    costs: np.ndarray
+    t0: int
+    last_query: np.ndarray
+    """Per resource, the step of its last executed query before ``t0`` (-1: never)."""
+    budget_left: int | None
+    n_max: int | None
+    cost_cap: int | None
+    late_execute: bool
+    tp_fixed: int
+    """TP that no future query changes: visible hits plus hidden hits before ``t0``."""
+    fp_fixed: int
+    """FP that no future query changes: visible false alarms plus hidden false executions before ``t0``."""
+    due: int
+    """Positives that become due in the episode (visible and hidden, registered or not)."""
+    res: np.ndarray
+    start: np.ndarray
+    until: np.ndarray
+    deadline: np.ndarray
+    positive: np.ndarray
+    cand_lo: np.ndarray
+    cand_hi: np.ndarray
+
+    @property
+    def n_resources(self) -> int:
+        return self.costs.size
+
+    def f1(self, tp_future: int, fp_future: int) -> float:
+        tp, fp = self.tp_fixed + tp_future, self.fp_fixed + fp_future
+        fn = self.due - tp
+        d = 2 * tp + fp + fn
+        return 0.0 if d == 0 else 2.0 * tp / d
+
+    def counts(self, tp_future: int, fp_future: int):
+        tp = self.tp_fixed + tp_future
+        return tp, self.fp_fixed + fp_future, self.due - tp
+
+
+def due_positives(ep: Episode) -> np.ndarray:
+    """Mask of the positives that become due inside the horizon (onset <= min(deadline, T-1))."""
+    return (ep.polarity == POS) & (ep.onset <= np.minimum(ep.deadline, ep.horizon - 1))
+
+
+def problem_from_episode(ep: Episode, *, budget, per_step_cap, per_step_cost_cap, late_policy, lookahead,
+                         t0: int = 0, last_query=None, hidden_status=None) -> Problem:
+    """The problem of ``ep`` from step ``t0``. ``hidden_status`` (the environment's status codes of the hidden
+    intentions, 1 = hit, 2 = false execution, 4 = late execution) fixes what happened before ``t0``."""
+    vis = ep.kind == KIND_VISIBLE
+    hidden = np.flatnonzero(~vis)
+    tp_fixed = int(np.sum(vis & (ep.visible_outcome == VISIBLE_OUTCOMES.index("tp"))))
+    fp_fixed = int(np.sum(vis & (ep.visible_outcome == VISIBLE_OUTCOMES.index("fp"))))
+    if hidden_status is not None:
+        tp_fixed += int(np.sum(hidden_status == 1))
+        fp_fixed += int(np.sum((hidden_status == 2) | (hidden_status == 4)))
+    reg = hidden[ep.registered[hidden]]
+    start = np.where(ep.onset[reg] >= NEVER, NEVER, np.maximum(ep.active_from[reg], ep.onset[reg]))
+    return Problem(
+        horizon=ep.horizon, costs=np.asarray(ep.costs, dtype=np.int64), t0=int(t0),
+        last_query=np.full(ep.n_resources, -1, dtype=np.int64) if last_query is None
+        else np.asarray(last_query, dtype=np.int64),
+        budget_left=None if budget is None else int(budget), n_max=per_step_cap, cost_cap=per_step_cost_cap,
+        late_execute=late_policy == "execute", tp_fixed=tp_fixed, fp_fixed=fp_fixed,
+        due=int(np.sum(due_positives(ep))), res=ep.resource[reg].astype(np.int64), start=start.astype(np.int64),
+        until=ep.active_until[reg].astype(np.int64), deadline=ep.deadline[reg].astype(np.int64),
+        positive=ep.polarity[reg] == POS,
+        cand_lo=np.maximum(ep.active_from[reg], ep.declared_start[reg] - lookahead).astype(np.int64),
+        cand_hi=np.minimum(ep.active_until[reg], ep.declared_end[reg]).astype(np.int64),
+    )
+
+
+def problem_from_env(env) -> Problem:
+    """The rest of the week an environment is in (what DAgger queries). ``env`` is a ``PMWeekEnv`` (wrappers are
+    unwrapped) after ``reset``."""
+    env = env.unwrapped
+    core = env._core
+    if env.episode is None:
+        raise RuntimeError("call reset() before asking for a continuation")
+    ep = env.episode
+    k = int(core.n_int[0])
+    return problem_from_episode(
+        ep, budget=None if env.budget is None else int(core.remaining[0]), per_step_cap=env.per_step_cap,
+        per_step_cost_cap=env.per_step_cost_cap, late_policy=env.late_policy, lookahead=env.world.lookahead,
+        t0=int(core.t[0]), last_query=core.last_q[0].copy(), hidden_status=core.status[0, :k].copy())

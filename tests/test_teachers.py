@@ -1,0 +1,280 @@
+"""HindsightDP against exhaustive enumeration of every schedule on tiny weeks, and against the environment."""
+
+import functools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from membudget.envs.pm import PMWeekEnv, WorldConfig, episode_from_dict, generate_episode
+from membudget.envs.pm.episode_io import FORMAT
+from membudget.teachers import HindsightDP
+from membudget.teachers import hindsight_dp
+from membudget.teachers.problem import problem_from_episode
+
+CLASSES = ("clock", "snapshot", "delta")
+
+
+def tiny_episode(rng, T, R, costs):
+    """A random valid week with T steps, R resources (resource 0 is the clock)."""
+    names = ["clock", "a", "b"][:R]
+    rows = []
+    for i in range(int(rng.integers(1, 7))):
+        kind = "time" if R == 1 or rng.random() < 0.3 else "channel"
+        res = 0 if kind == "time" else int(rng.integers(1, R))
+        af = int(rng.integers(0, T))
+        au = int(rng.integers(af, T))
+        ds = int(rng.integers(0, T))
+        de = int(rng.integers(ds, T))
+        if rng.random() < 0.15:
+            onset = deadline = None
+        else:
+            onset = int(rng.integers(0, T))
+            deadline = int(rng.integers(onset, T))
+        rows.append(dict(id=f"I{i}", kind=kind, resource=names[res], active_from=af, active_until=au,
+                         declared_start=ds, declared_end=de, onset=onset, deadline=deadline,
+                         polarity=["positive", "positive", "lure", "stale"][int(rng.integers(0, 4))],
+                         registered=bool(rng.random() < 0.9), priority=1, miss_cost=1.0, cross_day=False,
+                         update_sensitive=False, version=0, visible_outcome="none"))
+    vis = {"tp": 0, "fp": 0, "fn": 0}
+    for j in range(int(rng.integers(0, 3))):
+        out = ["tp", "fn", "fp", "tn"][int(rng.integers(0, 4))]
+        vis[out] = vis.get(out, 0) + 1
+        on = int(rng.integers(0, T))
+        rows.append(dict(id=f"V{j}", kind="visible", resource=None, active_from=0, active_until=on,
+                         declared_start=on, declared_end=on, onset=on, deadline=on,
+                         polarity="positive" if out in ("tp", "fn") else "lure", registered=True, priority=1,
+                         miss_cost=1.0, cross_day=False, update_sensitive=False, version=0, visible_outcome=out))
+    vis.pop("tn", None)
+    return episode_from_dict({
+        "format": FORMAT, "horizon": T,
+        "calendar": {"day": [0] * T, "hour": [8.0] * T, "weekday": [0] * T}, "cost_profile": "custom",
+        "resources": [{"name": names[r], "class": CLASSES[min(r, 2)], "cost": int(costs[r])} for r in range(R)],
+        "intentions": rows, "updates": [], "visible_outcomes": vis, "hints": [[0.0] * R for _ in range(T)],
+        "meta": {},
+    })
+
+
+def enumerate_outcomes(ep, budget, n_max, cost_cap, late_execute, lookahead, prefix=()):
+    """Every reachable (TP, FP, FN, cost) of the week, by enumerating every per-step subset of candidates,
+    simulated directly from the rules of DESIGN §3 (independent of the environment and the DP). Steps covered
+    by ``prefix`` query exactly the given resources."""
+    T, R = ep.horizon, ep.n_resources
+    hid = [i for i in range(ep.n_intentions) if ep.kind[i] != 2]
+    vis_tp = int(sum((ep.kind == 2) & (ep.visible_outcome == 1)))
+    vis_fp = int(sum((ep.kind == 2) & (ep.visible_outcome == 3)))
+    vis_fn = int(sum((ep.kind == 2) & (ep.visible_outcome == 2)))
+    never = 1 << 30
+
+    def due(i):
+        return ep.polarity[i] == 0 and ep.onset[i] <= min(ep.deadline[i], T - 1)
+
+    def candidate(r, t, resolved):
+        return any(ep.registered[i] and ep.resource[i] == r and i not in resolved
+                   and ep.active_from[i] <= t <= ep.active_until[i]
+                   and ep.declared_start[i] - lookahead <= t <= ep.declared_end[i] for i in hid)
+
+    @functools.lru_cache(maxsize=None)
+    def rec(t, resolved, remaining):
+        if t == T:
+            return frozenset({(0, 0, 0)})
+        cands = [r for r in range(R) if candidate(r, t, resolved)]
+        if t < len(prefix):
+            subsets = [tuple(prefix[t])]
+        else:
+            subsets = []
+            for mask in range(1 << len(cands)):
+                s = tuple(c for j, c in enumerate(cands) if mask >> j & 1)
+                cost = sum(int(ep.costs[r]) for r in s)
+                if (n_max is not None and len(s) > n_max) or (cost_cap is not None and cost > cost_cap) \
+                        or (remaining is not None and cost > remaining):
+                    continue
+                subsets.append(s)
+        out = set()
+        for s in subsets:
+            tp = fp = 0
+            newly = set()
+            for i in hid:
+                if (ep.registered[i] and ep.resource[i] in s and i not in resolved
+                        and ep.active_from[i] <= t <= ep.active_until[i] and ep.onset[i] <= t < never):
+                    newly.add(i)
+                    on_time = t <= ep.deadline[i]
+                    if ep.polarity[i] == 0:
+                        tp += on_time
+                        fp += (not on_time) and late_execute
+                    else:
+                        fp += on_time
+            cost = sum(int(ep.costs[r]) for r in s)
+            rest = rec(t + 1, resolved | frozenset(newly), None if remaining is None else remaining - cost)
+            for a, b, c in rest:
+                out.add((tp + a, fp + b, cost + c))
+        return frozenset(out)
+
+    due_total = sum(due(i) for i in hid) + vis_tp + vis_fn
+    outcomes = set()
+    for tp, fp, cost in rec(0, frozenset(), budget):
+        tp_all = tp + vis_tp
+        outcomes.add((tp_all, fp + vis_fp, due_total - tp_all, cost))
+    return outcomes
+
+
+def best_f1(outcomes, cost=None):
+    vals = [Fraction(2 * tp, 2 * tp + fp + fn) if 2 * tp + fp + fn else Fraction(0)
+            for tp, fp, fn, c in outcomes if cost is None or c == cost]
+    return max(vals) if vals else None
+
+
+def replay(ep, schedule, world, **kw):
+    env = PMWeekEnv(world=world, **kw)
+    env.reset(options={"episode": ep})
+    plan = {}
+    for t, r in schedule:
+        plan.setdefault(t, []).append(r)
+    for t in range(ep.horizon):
+        a = np.zeros(ep.n_resources, dtype=np.int8)
+        a[plan.get(t, [])] = 1
+        _, _, _, _, info = env.step(a)
+        assert info["queried"].tolist() == sorted(plan.get(t, [])), "schedule not executable as planned"
+    return info["episode"]
+
+
+def instances(seed, n):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        T, R = int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        costs = np.ones(R, dtype=int) if rng.random() < 0.5 else rng.integers(1, 4, R)
+        n_max = [None, 1, 2, 3][int(rng.integers(0, 4))]
+        cost_cap = None if rng.random() < 0.7 else int(rng.integers(1, 5))
+        budget = None if rng.random() < 0.2 else int(rng.integers(1, 8))
+        yield (tiny_episode(rng, T, R, costs), dict(budget=budget, per_step_cap=n_max, per_step_cost_cap=cost_cap,
+               late_policy=["expire", "execute"][int(rng.integers(0, 2))], lookahead=int(rng.integers(0, 3))))
+
+
+def check_instance(ep, kw, solve=None):
+    """Mismatches between ``solve`` (default: HindsightDP) and enumeration on one week, every mode."""
+    solve = solve or (lambda ep, kw, exact=None: HindsightDP(**kw).solve(ep, exact_cost=exact))
+    outcomes = enumerate_outcomes(ep, kw["budget"], kw["per_step_cap"], kw["per_step_cost_cap"],
+                                  kw["late_policy"] == "execute", kw["lookahead"])
+    world = WorldConfig(horizon=ep.horizon, n_days=1, resources=tuple(zip(ep.resource_names, ep.resource_classes)),
+                        lookahead=kw["lookahead"])
+    env_kw = {k: v for k, v in kw.items() if k != "lookahead"}
+    bad = []
+    s = solve(ep, kw)
+    if Fraction(s.f1).limit_denominator(10 ** 6) != best_f1(outcomes) or (s.tp, s.fp, s.fn, s.cost) not in outcomes:
+        bad.append(("optimum", s, best_f1(outcomes)))
+    end = replay(ep, s.schedule, world, **env_kw)
+    if (end["tp"], end["fp"], end["fn"], end["realized_cost"]) != (s.tp, s.fp, s.fn, s.cost):
+        bad.append(("replay", s, end))
+    for c in sorted({o[3] for o in outcomes} | {max(o[3] for o in outcomes) + 1}):
+        s = solve(ep, kw, c)
+        want = best_f1(outcomes, c)
+        if (s is None) != (want is None) or (s is not None and (
+                Fraction(s.f1).limit_denominator(10 ** 6) != want or s.cost != c)):
+            bad.append(("exact_cost", c, s, want))
+    return bad
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_hindsight_dp_equals_enumeration_on_tiny_weeks(seed):
+    bad = []
+    for ep, kw in instances(seed, 45):
+        bad += check_instance(ep, kw)
+    assert not bad, bad[:3]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_continuation_equals_enumeration_from_mid_episode_states(seed):
+    rng = np.random.default_rng(100 + seed)
+    checked = 0
+    for ep, kw in instances(200 + seed, 40):
+        world = WorldConfig(horizon=ep.horizon, n_days=1,
+                            resources=tuple(zip(ep.resource_names, ep.resource_classes)), lookahead=kw["lookahead"])
+        env = PMWeekEnv(world=world, **{k: v for k, v in kw.items() if k != "lookahead"})
+        env.reset(options={"episode": ep})
+        t0 = int(rng.integers(0, ep.horizon))
+        prefix = []
+        for _ in range(t0):
+            _, _, _, _, info = env.step(rng.integers(0, 2, ep.n_resources))
+            prefix.append(tuple(info["queried"].tolist()))
+        s = HindsightDP.from_env(env).continuation(env)
+        outcomes = enumerate_outcomes(ep, kw["budget"], kw["per_step_cap"], kw["per_step_cost_cap"],
+                                      kw["late_policy"] == "execute", kw["lookahead"], prefix=prefix)
+        assert Fraction(s.f1).limit_denominator(10 ** 6) == best_f1(outcomes), (ep, kw, prefix)
+        assert all(t >= t0 for t, _ in s.schedule)
+        for t, r in s.schedule:  # the continuation plays out in the environment with the promised counts
+            pass
+        plan = {}
+        for t, r in s.schedule:
+            plan.setdefault(t, []).append(r)
+        for t in range(t0, ep.horizon):
+            a = np.zeros(ep.n_resources, dtype=np.int8)
+            a[plan.get(t, [])] = 1
+            _, _, _, _, info = env.step(a)
+            assert info["queried"].tolist() == sorted(plan.get(t, []))
+        end = info["episode"]
+        assert (end["tp"], end["fp"], end["fn"]) == (s.tp, s.fp, s.fn)
+        checked += 1
+    assert checked == 40
+
+
+def _single_pass(ep, kw, exact=None):
+    """Mutant: the first linear solve only (no Dinkelbach iterations)."""
+    prob = problem_from_episode(ep, **kw)
+    res = hindsight_dp._LinearSolver(prob).solve(2, 0, exact)
+    if res is None:
+        return None
+    _, plan, tp, fp, cost = res
+    return hindsight_dp.Schedule(sorted((t, r) for r, ts in plan.items() for t in ts), prob.f1(tp, fp),
+                                 *prob.counts(tp, fp), cost)
+
+
+def _mutant(change):
+    def solve(ep, kw, exact=None):
+        prob = problem_from_episode(ep, **kw)
+        change(prob)
+        return hindsight_dp.solve_problem(prob, exact)
+    return solve
+
+
+@pytest.mark.parametrize("name, solve", [
+    ("late charge dropped", _mutant(lambda p: setattr(p, "late_execute", False))),
+    ("per-step caps ignored", _mutant(lambda p: (setattr(p, "n_max", None), setattr(p, "cost_cap", None)))),
+    ("no Dinkelbach iterations", _single_pass),
+])
+def test_enumeration_check_catches_broken_solvers(name, solve):
+    failures = 0
+    for ep, kw in instances(0, 45):
+        try:
+            failures += bool(check_instance(ep, kw, solve))
+        except AssertionError:  # a schedule the executor cannot play as planned
+            failures += 1
+    assert failures > 0, f"the exactness check does not detect: {name}"
+
+
+@pytest.mark.parametrize("budget", [10, 21])
+def test_default_weeks_replay_exactly_and_beat_random_schedules(budget):
+    for seed in (9000, 9001):
+        ep = generate_episode(seed)
+        s = HindsightDP(budget=budget).solve(ep)
+        end = replay(ep, s.schedule, WorldConfig(), budget=budget)
+        assert (end["tp"], end["fp"], end["fn"], end["realized_cost"]) == (s.tp, s.fp, s.fn, s.cost)
+        assert s.cost <= budget
+        # no random feasible rollout beats the optimum
+        env = PMWeekEnv(budget=budget)
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            obs, _ = env.reset(options={"episode": ep})
+            done = False
+            while not done:
+                obs, _, done, _, info = env.step(obs["mask"] * rng.integers(0, 2, obs["mask"].size))
+            assert info["episode"]["set_f1"] <= s.f1 + 1e-12
+
+
+def test_bad_arguments_raise():
+    ep = generate_episode(1)
+    with pytest.raises(ValueError, match="budget"):
+        HindsightDP(budget=0).solve(ep)
+    with pytest.raises(ValueError, match="late_policy"):
+        HindsightDP(budget=5, late_policy="never").solve(ep)
+    with pytest.raises(TypeError, match="exact_cost"):
+        HindsightDP(budget=5).solve(ep, exact_cost=2.5)
