@@ -81,7 +81,7 @@ class WorldConfig:
     """Probability that the compiler registers an update; a missed one leaves a stale version in the ledger."""
     p_unregistered: float = 0.15
     """Probability that the compiler fails to store a hidden task at all (an unrecoverable miss)."""
-    p_cross_day: float = 0.08
+    p_cross_day: float = 0.12
     """Probability that a task is stated on an earlier day than its window."""
     p_onset_in_window: float = 0.65
     """Probability that a channel trigger occurs inside its declared window (else after it)."""
@@ -89,7 +89,7 @@ class WorldConfig:
     """Probability that a channel lure's look-alike state shows inside its declared window."""
     channel_window: tuple = (3, 10)
     """Range (inclusive) of declared-window lengths of channel tasks, in steps."""
-    time_grace: tuple = (0, 2)
+    time_grace: tuple = (0, 0)
     """Range (inclusive) of steps a time-based task stays on time after its declared time."""
     channel_slack: tuple = (1, 4)
     """Range (inclusive) of steps a channel trigger stays on time after its onset."""
