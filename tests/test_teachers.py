@@ -278,3 +278,26 @@ def test_bad_arguments_raise():
         HindsightDP(budget=5, late_policy="never").solve(ep)
     with pytest.raises(TypeError, match="exact_cost"):
         HindsightDP(budget=5).solve(ep, exact_cost=2.5)
+
+
+@pytest.mark.parametrize("seed, budget, cap, cost_cap, profile, late_policy, exact", [
+    (4000, 10, 2, None, "unit", "expire", None),
+    (4001, 21, 2, None, "unit", "execute", None),
+    (4002, 10, 1, None, "unit", "execute", None),
+    (4003, 21, 2, None, "unit", "expire", 15),
+    (4004, 60, 2, 8, "skewed", "expire", None),
+    (4005, 40, None, 5, "mild", "execute", None),
+])
+def test_hindsight_dp_equals_milp_on_default_size_weeks(seed, budget, cap, cost_cap, profile, late_policy, exact):
+    from membudget.teachers.milp import solve_milp
+
+    ep = generate_episode(seed, cost_profile=profile)
+    kw = dict(budget=budget, per_step_cap=cap, per_step_cost_cap=cost_cap, late_policy=late_policy, lookahead=2)
+    dp = HindsightDP(**kw).solve(ep, exact_cost=exact)
+    ref = solve_milp(problem_from_episode(ep, **kw), exact)
+    assert (dp is None) == (ref is None)
+    if dp is not None:
+        assert Fraction(2 * dp.tp, 2 * dp.tp + dp.fp + dp.fn) == Fraction(2 * ref.tp, 2 * ref.tp + ref.fp + ref.fn)
+        end = replay(ep, dp.schedule, WorldConfig(), budget=budget, per_step_cap=cap, per_step_cost_cap=cost_cap,
+                     late_policy=late_policy, cost_profile=profile)
+        assert (end["tp"], end["fp"], end["fn"], end["realized_cost"]) == (dp.tp, dp.fp, dp.fn, dp.cost)
