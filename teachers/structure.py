@@ -57,12 +57,12 @@ def open_after_exhaustion(ep, greedy, budget, lookahead=2):
     return out
 
 
-def report(n_resamples: int = 100_000) -> str:
+def report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: int = 240) -> str:
     from membudget.evaluate import bootstrap_ci
 
     levels = budget_levels()
-    boundary = [generate_episode(s) for s in range(9000, 9030)]
-    lines = ["Boundary weeks 9000-9029 (unit costs, N_max = 2, late policy expire)", "",
+    boundary = [generate_episode(s) for s in range(9000, 9000 + n_boundary)]
+    lines = [f"Boundary weeks 9000-{8999 + n_boundary} (unit costs, N_max = 2, late policy expire)", "",
              f"{'budget':>6} {'greedy F1':>10} {'published':>10} {'cost':>7} | {'DP - greedy at exact cost [95% CI]':<38}"
              f"{'published':>10} | open after exhaustion by quarter"]
     for name in ("B5", "B10", "B15", "B20"):
@@ -74,10 +74,10 @@ def report(n_resamples: int = 100_000) -> str:
         lines.append(f"{name:>6} {g.mean():>10.4f} {PUBLISHED_GREEDY[name]:>10.4f} "
                      f"{np.mean([r[2] for r in rows]):>7.2f} | {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]{'':<10}"
                      f"{PUBLISHED_HEADROOM[name]:>+10.5f} | {'/'.join(str(int(x)) for x in opened)}")
-    lines += ["", "Controlled load at B10, test weeks 21000-21239 (paired by base seed)", ""]
+    lines += ["", f"Controlled load at B10, test weeks 21000-{20999 + n_load} (paired by base seed)", ""]
     per_load = {}
     for k in (0, 3):
-        weeks = [generate_episode(s, load=k) for s in range(21000, 21240)]
+        weeks = [generate_episode(s, load=k) for s in range(21000, 21000 + n_load)]
         rows = headroom(weeks, levels["B10"])
         per_load[k] = np.array([r[1] - r[0] for r in rows])
         mean, lo, hi = bootstrap_ci(per_load[k], n_resamples)

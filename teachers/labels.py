@@ -1,0 +1,193 @@
+"""Imitation labels per (week, step, resource) and their compressed-npz datasets.
+
+Rows and the 27 resource features come from a **reference trajectory**: the All-relevant rollout of the week
+(every candidate queried every step, no budget, no caps — BudgetPM's full-subset collection trajectory). Each
+row is a candidate (step, resource) of that rollout, with the features the environment observed before the step.
+Labels:
+
+- ``outcome``: the singleton-versus-empty effect (BudgetPM eq. 2 with ``A_ref = ∅``): 1 iff querying that
+  resource alone at that state raises the running Set F1 after the step above querying nothing;
+- ``due``: 1 iff the resource is needed to resolve a trigger due now (a registered positive on it, unresolved in
+  the reference state, active and inside ``[onset, deadline]``);
+- ``myopic[b]`` / ``sequential[b]``: 1 iff (step, resource) is in the current-greedy / hindsight-DP schedule of
+  the week at budget ``b`` (schedules computed on the true dynamics from the start of the week). A teacher query
+  that is not a candidate of the reference state has no row; their number is kept in ``meta``.
+
+The nine budget features of a teacher's label rows are those its own rollout observed
+(``budget_features_myopic[b]``, ``budget_features_sequential[b]``), so a 36-feature gate sees the teacher's
+spending, not the reference's.
+
+npz schema (all arrays; ``B`` budgets, ``N`` rows)::
+
+    features            float32 (N, 27)   resource features, names in feature_names
+    week, step, resource int64 (N,)        seed of the week, step, resource index
+    outcome, due        int8 (N,)
+    budgets             int64 (B,)          budget values; budget_names str (B,)
+    myopic, sequential  int8 (B, N)
+    budget_features_myopic, budget_features_sequential  float32 (B, N, 9), names in budget_feature_names
+    meta                str                 JSON: world, cost profile, caps, late policy, seeds, counts
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, PMWeekEnv, WorldConfig, \
+    generate_episode
+from membudget.envs.pm.core import F_AF, F_AU, F_DL, F_ON, F_POL, F_REG, F_RES, S_OPEN
+from membudget.envs.pm.world import POS
+
+from .current_greedy import CurrentGreedy, _step_effects
+from .hindsight_dp import HindsightDP
+
+SCHEMA_VERSION = 1
+
+
+def _f1(tp, fp, fn):
+    d = 2 * tp + fp + fn
+    return 0.0 if d == 0 else 2 * tp / d
+
+
+def reference_rows(ep, world: WorldConfig, late_policy: str):
+    """(step, resource, features, outcome, due) of the All-relevant reference rollout of ``ep``."""
+    env = PMWeekEnv(budget=None, per_step_cap=None, late_policy=late_policy, world=world)
+    obs, _ = env.reset(options={"episode": ep})
+    core = env._core
+    out = []
+    for t in range(ep.horizon):
+        cands = np.flatnonzero(obs["mask"])
+        if cands.size:
+            dtp, dfp, dsaved, misses = _step_effects(core, 0)
+            tp0, fp0, fn0 = (int(core.counters[0, j]) for j in range(3))
+            vtp, vfp, vfn = (int(v) for v in core.vis_step[0, t])
+            empty = _f1(tp0 + vtp, fp0 + vfp, fn0 + vfn + misses)
+            k = int(core.n_int[0])
+            tab, st = core.table[0, :k], core.status[0, :k]
+            due = ((tab[:, F_POL] == POS) & (tab[:, F_REG] == 1) & (st == S_OPEN) & (tab[:, F_AF] <= t)
+                   & (t <= tab[:, F_AU]) & (tab[:, F_ON] <= t) & (t <= tab[:, F_DL]))
+            due_res = set(tab[due, F_RES].tolist())
+            for r in cands:
+                single = _f1(tp0 + vtp + dtp[r], fp0 + vfp + dfp[r], fn0 + vfn + misses - dsaved[r])
+                out.append((t, int(r), obs["resources"][r], int(single > empty), int(r in due_res)))
+        obs, _, _, _, _ = env.step(obs["mask"])
+    return out
+
+
+def teacher_rollout(ep, schedule, world, budget, per_step_cap, late_policy):
+    """Budget features observed before each step while playing ``schedule``; shape (T, 9)."""
+    env = PMWeekEnv(budget=budget, per_step_cap=per_step_cap, late_policy=late_policy, world=world)
+    obs, _ = env.reset(options={"episode": ep})
+    plan = {}
+    for t, r in schedule:
+        plan.setdefault(t, []).append(r)
+    feats = np.zeros((ep.horizon, len(BUDGET_FEATURE_NAMES)), dtype=np.float32)
+    for t in range(ep.horizon):
+        feats[t] = obs["budget"]
+        a = np.zeros(ep.n_resources, dtype=np.int8)
+        a[plan.get(t, [])] = 1
+        obs, _, _, _, info = env.step(a)
+        if info["queried"].tolist() != sorted(plan.get(t, [])):
+            raise RuntimeError(f"teacher schedule not executable at step {t}")
+    return feats
+
+
+@dataclass
+class LabelDataset:
+    """Label rows (see the module docstring for the fields)."""
+
+    features: np.ndarray
+    week: np.ndarray
+    step: np.ndarray
+    resource: np.ndarray
+    outcome: np.ndarray
+    due: np.ndarray
+    budgets: np.ndarray
+    budget_names: np.ndarray
+    myopic: np.ndarray
+    sequential: np.ndarray
+    budget_features_myopic: np.ndarray
+    budget_features_sequential: np.ndarray
+    meta: dict
+
+    def __len__(self):
+        return self.features.shape[0]
+
+    def save(self, path) -> None:
+        arrays = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "meta"}
+        np.savez_compressed(os.fspath(path), meta=np.array(json.dumps(self.meta)),
+                            feature_names=np.array(RESOURCE_FEATURE_NAMES),
+                            budget_feature_names=np.array(BUDGET_FEATURE_NAMES), **arrays)
+
+    @classmethod
+    def load(cls, path) -> "LabelDataset":
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            if meta.get("schema_version") != SCHEMA_VERSION:
+                raise ValueError(f"{path}: label schema {meta.get('schema_version')}, expected {SCHEMA_VERSION}")
+            return cls(meta=meta, **{f.name: z[f.name] for f in dataclasses.fields(cls) if f.name != "meta"})
+
+    def budget_index(self, budget) -> int:
+        names = self.budget_names.tolist()
+        if isinstance(budget, str):
+            if budget not in names:
+                raise KeyError(f"budget {budget!r} not in this dataset ({names})")
+            return names.index(budget)
+        idx = np.flatnonzero(self.budgets == budget)
+        if idx.size == 0:
+            raise KeyError(f"budget {budget!r} not in this dataset ({self.budgets.tolist()})")
+        return int(idx[0])
+
+
+def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: WorldConfig | None = None,
+                        cost_profile: str = "unit", per_step_cap=2, late_policy: str = "expire",
+                        load: int = 0) -> LabelDataset:
+    """Labels for the weeks ``seeds`` at each budget (level names or ints)."""
+    from membudget.envs.pm import budget_levels
+
+    world = world or WorldConfig()
+    levels = budget_levels(world, cost_profile)
+    values = [levels[b] if isinstance(b, str) else int(b) for b in budgets]
+    names = [b if isinstance(b, str) else f"B={b}" for b in budgets]
+    rows, week_of = [], []
+    myo = [[] for _ in values]
+    seq = [[] for _ in values]
+    bf_myo = [[] for _ in values]
+    bf_seq = [[] for _ in values]
+    outside = {"myopic": 0, "sequential": 0}
+    for seed in seeds:
+        ep = generate_episode(seed, world, cost_profile, load)
+        ref = reference_rows(ep, world, late_policy)
+        rows += ref
+        week_of += [seed] * len(ref)
+        keys = {(t, r) for t, r, *_ in ref}
+        for j, b in enumerate(values):
+            kw = dict(budget=b, per_step_cap=per_step_cap, late_policy=late_policy, lookahead=world.lookahead)
+            for name, teacher, lab, bf in (("myopic", CurrentGreedy(**kw), myo[j], bf_myo[j]),
+                                           ("sequential", HindsightDP(**kw), seq[j], bf_seq[j])):
+                sched = teacher.solve(ep).schedule
+                chosen = set(sched)
+                outside[name] += len(chosen - keys)
+                lab += [int((t, r) in chosen) for t, r, *_ in ref]
+                feats = teacher_rollout(ep, sched, world, b, per_step_cap, late_policy)
+                bf += [feats[t] for t, *_ in ref]
+    n = len(rows)
+    meta = {"schema_version": SCHEMA_VERSION, "reference": "all_relevant", "world": dataclasses.asdict(world),
+            "cost_profile": cost_profile, "per_step_cap": per_step_cap, "late_policy": late_policy, "load": load,
+            "seeds": [int(s) for s in seeds], "teacher_queries_outside_rows": outside}
+    stack = lambda xs: np.stack(xs).astype(np.float32) if xs else np.zeros((0, 9), np.float32)  # noqa: E731
+    return LabelDataset(
+        features=np.stack([r[2] for r in rows]).astype(np.float32) if n else np.zeros((0, 27), np.float32),
+        week=np.array(week_of, dtype=np.int64), step=np.array([r[0] for r in rows], dtype=np.int64),
+        resource=np.array([r[1] for r in rows], dtype=np.int64),
+        outcome=np.array([r[3] for r in rows], dtype=np.int8), due=np.array([r[4] for r in rows], dtype=np.int8),
+        budgets=np.array(values, dtype=np.int64), budget_names=np.array(names),
+        myopic=np.array(myo, dtype=np.int8).reshape(len(values), n),
+        sequential=np.array(seq, dtype=np.int8).reshape(len(values), n),
+        budget_features_myopic=np.stack([stack(x) for x in bf_myo]) if values else np.zeros((0, n, 9)),
+        budget_features_sequential=np.stack([stack(x) for x in bf_seq]) if values else np.zeros((0, n, 9)),
+        meta=meta)
