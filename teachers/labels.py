@@ -179,6 +179,7 @@ def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: Wo
     meta = {"schema_version": SCHEMA_VERSION, "reference": "all_relevant", "world": dataclasses.asdict(world),
             "cost_profile": cost_profile, "per_step_cap": per_step_cap, "late_policy": late_policy, "load": load,
             "seeds": [int(s) for s in seeds], "teacher_queries_outside_rows": outside}
+    meta = json.loads(json.dumps(meta))  # exactly what a saved file holds (tuples become lists)
     stack = lambda xs: np.stack(xs).astype(np.float32) if xs else np.zeros((0, 9), np.float32)  # noqa: E731
     return LabelDataset(
         features=np.stack([r[2] for r in rows]).astype(np.float32) if n else np.zeros((0, 27), np.float32),

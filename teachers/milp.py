@@ -27,7 +27,6 @@ def _linear(prob: Problem, w_tp: int, w_fp: int, exact_cost=None):
     zi = {(r, t): j for j, (r, t) in enumerate((r, t) for r in range(R) for t in steps)}
     n = len(zi)
     ui = {}
-    obj = []
     for i in range(prob.start.size):
         s = int(prob.start[i])
         for q in range(max(s, t0), min(int(prob.until[i]), T - 1) + 1):

@@ -1,0 +1,145 @@
+"""CurrentGreedy against step-by-step enumeration in the environment; label datasets; structural report."""
+
+import copy
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from membudget.envs.pm import PMWeekEnv, WorldConfig, generate_episode
+from membudget.teachers import CurrentGreedy, HindsightDP, LabelDataset, build_label_dataset
+from membudget.teachers.structure import headroom, report
+
+from pm_tiny import instances
+
+
+def _f1(tp, fp, fn):
+    return Fraction(2 * tp, 2 * tp + fp + fn) if 2 * tp + fp + fn else Fraction(0)
+
+
+def _world(ep, lookahead):
+    return WorldConfig(horizon=ep.horizon, n_days=1, resources=tuple(zip(ep.resource_names, ep.resource_classes)),
+                       lookahead=lookahead)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_current_greedy_takes_the_best_immediate_subset(seed):
+    """At every step the greedy subset is the best of every feasible subset of candidates, judged by stepping a
+    copy of the environment (running Set F1 after the step; ties to lower cost, fewer queries, lower indices)."""
+    for ep, kw in instances(500 + seed, 40):
+        lookahead = kw.pop("lookahead")
+        env = PMWeekEnv(world=_world(ep, lookahead), **kw)
+        env.reset(options={"episode": ep})
+        greedy = CurrentGreedy(lookahead=lookahead, **kw)
+        sched = greedy.solve(ep).schedule
+        counts = np.zeros(3, dtype=int)
+        for t in range(ep.horizon):
+            mask = env._core.mask_state[0].astype(bool)
+            cands = np.flatnonzero(mask)
+            best, best_key = None, None
+            for bits in range(1 << cands.size):
+                sub = [int(c) for j, c in enumerate(cands) if bits >> j & 1]
+                probe = copy.deepcopy(env)
+                a = np.zeros(ep.n_resources, dtype=np.int8)
+                a[sub] = 1
+                _, _, _, _, info = probe.step(a)
+                if sorted(info["queried"].tolist()) != sub:
+                    continue  # infeasible under the caps or the budget
+                c = counts + [info["tp"], info["fp"], info["fn"]]
+                key = (_f1(*c), -info["cost"], -len(sub))
+                if best_key is None or key > best_key:
+                    best, best_key = sub, key
+            chosen = sorted(r for s, r in sched if s == t)
+            probe_key = None
+            a = np.zeros(ep.n_resources, dtype=np.int8)
+            a[chosen] = 1
+            _, _, _, _, info = env.step(a)
+            probe_key = (_f1(*(counts + [info["tp"], info["fp"], info["fn"]])), -info["cost"], -len(chosen))
+            assert probe_key == best_key, (t, chosen, best)
+            counts += [info["tp"], info["fp"], info["fn"]]
+
+
+@pytest.mark.parametrize("budget", [10, 21])
+def test_exact_cost_dp_never_loses_to_greedy(budget):
+    weeks = [generate_episode(s) for s in range(9000, 9006)]
+    for g_f1, dp_f1, cost, sched in headroom(weeks, budget):
+        assert dp_f1 >= g_f1 - 1e-12 and cost <= budget
+        assert HindsightDP(budget=budget).solve(weeks[0]).f1 >= 0
+
+
+def test_greedy_act_matches_its_schedule():
+    ep = generate_episode(9000)
+    env = PMWeekEnv(budget=10)
+    env.reset(options={"episode": ep})
+    greedy = CurrentGreedy.from_env(env)
+    plan = greedy.solve(ep).schedule
+    played = []
+    for t in range(ep.horizon):
+        _, _, _, _, info = env.step(greedy.act(env))
+        played += [(t, int(r)) for r in info["queried"]]
+    assert played == plan
+
+
+@pytest.fixture(scope="module")
+def labels():
+    return build_label_dataset(range(2000, 2003), ["B5", "B10"])
+
+
+def test_label_rows_are_the_all_relevant_candidates(labels):
+    from membudget.envs.pm.levels import all_relevant_costs
+
+    costs, _ = all_relevant_costs(range(2000, 2003))
+    assert [int(np.sum(labels.week == s)) for s in range(2000, 2003)] == costs.astype(int).tolist()
+    assert labels.features.shape == (len(labels), 27) and labels.features.dtype == np.float32
+
+
+def test_outcome_labels_are_the_singleton_versus_empty_effect(labels):
+    ep = generate_episode(2000)
+    env = PMWeekEnv(budget=None, per_step_cap=None)
+    obs, _ = env.reset(options={"episode": ep})
+    rows = {(int(t), int(r)): int(o) for t, r, o, w in zip(labels.step, labels.resource, labels.outcome, labels.week)
+            if w == 2000}
+    checked = 0
+    for t in range(ep.horizon):
+        for r in np.flatnonzero(obs["mask"]):
+            single, empty = copy.deepcopy(env), copy.deepcopy(env)
+            a = np.zeros(11, dtype=np.int8)
+            a[r] = 1
+            gain = single.step(a)[1] - empty.step(np.zeros(11, dtype=np.int8))[1]
+            assert rows[(t, int(r))] == int(gain > 1e-12), (t, r)
+            checked += 1
+        obs, *_ = env.step(obs["mask"])
+    assert checked == len(rows)
+
+
+def test_teacher_labels_are_their_schedules(labels):
+    for j, b in enumerate(labels.budgets):
+        for seed in range(2000, 2003):
+            ep = generate_episode(seed)
+            rows = labels.week == seed
+            for name, teacher in (("myopic", CurrentGreedy(budget=int(b))), ("sequential", HindsightDP(budget=int(b)))):
+                sched = set(teacher.solve(ep).schedule)
+                lab = getattr(labels, name)[j][rows]
+                marked = {(int(t), int(r)) for t, r, y in zip(labels.step[rows], labels.resource[rows], lab) if y}
+                assert marked <= sched and len(sched - marked) <= labels.meta["teacher_queries_outside_rows"][name]
+        # the teacher's own budget features: full budget before its first step
+        first = labels.step == 0
+        if first.any():
+            assert np.all(labels.budget_features_sequential[j][first][:, 1] == 1.0)
+
+
+def test_label_dataset_round_trip(labels, tmp_path):
+    path = tmp_path / "labels.npz"
+    labels.save(path)
+    back = LabelDataset.load(path)
+    for f in ("features", "week", "step", "resource", "outcome", "due", "budgets", "myopic", "sequential",
+              "budget_features_myopic", "budget_features_sequential"):
+        np.testing.assert_array_equal(getattr(back, f), getattr(labels, f))
+    assert back.meta == labels.meta and back.budget_index("B10") == 1 and back.budget_index(int(labels.budgets[0])) == 0
+    with pytest.raises(KeyError):
+        back.budget_index("B80")
+
+
+def test_structure_report_runs_small():
+    text = report(n_resamples=200, n_boundary=3, n_load=4)
+    assert "B5" in text and "k=3 minus k=0" in text
