@@ -12,6 +12,7 @@ from membudget.envs.pm.core import (F_AF, F_AU, F_DL, F_DUE_END, F_ON, F_POL, F_
 from membudget.envs.pm.world import POS
 
 from .hindsight_dp import Schedule
+from .problem import PMTeacher
 
 
 def _step_effects(core: PMWeekCore, i: int):
@@ -60,29 +61,14 @@ def greedy_subset(core: PMWeekCore, i: int = 0) -> tuple:
     return best
 
 
-class CurrentGreedy:
+class CurrentGreedy(PMTeacher):
     """Future-blind oracle: at each step the feasible subset with the best immediate effect on Set F1, knowing
     the current step's outcomes only (privileged: it reads the week's hidden onsets of the current step).
     Arguments as for :class:`~membudget.teachers.HindsightDP`."""
 
-    def __init__(self, *, budget=None, per_step_cap=2, per_step_cost_cap=None, late_policy="expire", lookahead=2):
-        self.budget = budget
-        self.per_step_cap = per_step_cap
-        self.per_step_cost_cap = per_step_cost_cap
-        self.late_policy = late_policy
-        self.lookahead = lookahead
-
-    @classmethod
-    def from_env(cls, env) -> "CurrentGreedy":
-        e = env.unwrapped
-        return cls(budget=e.budget, per_step_cap=e.per_step_cap, per_step_cost_cap=e.per_step_cost_cap,
-                   late_policy=e.late_policy, lookahead=e.world.lookahead)
-
     def solve(self, episode) -> Schedule:
         """Play the whole week greedily; the schedule and its counts."""
-        from .hindsight_dp import HindsightDP
-
-        HindsightDP._check(self)
+        self._check()
         core = PMWeekCore(1, episode.n_resources, budget=self.budget, per_step_cap=self.per_step_cap,
                           per_step_cost_cap=self.per_step_cost_cap, late_policy=self.late_policy, b_frac=1.0)
         core.load(0, episode, self.lookahead)

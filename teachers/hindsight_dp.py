@@ -22,7 +22,7 @@ from fractions import Fraction
 import numba
 import numpy as np
 
-from .problem import Problem, problem_from_env, problem_from_episode
+from .problem import PMTeacher, Problem, problem_from_env, problem_from_episode
 
 NEG = -(1 << 60)
 
@@ -294,7 +294,7 @@ def solve_problem(prob: Problem, exact_cost=None) -> Schedule | None:
                     tp_future=tp, fp_future=fp)
 
 
-class HindsightDP:
+class HindsightDP(PMTeacher):
     """The hindsight teacher: the schedule that maximises episode Set F1 under the budget and per-step caps,
     seeing the whole frozen week — exact under PMWeek-v0's dynamics, for both late policies and any prices.
 
@@ -302,30 +302,6 @@ class HindsightDP:
     names with :func:`membudget.envs.pm.budget_levels`). ``lookahead`` must equal the world's
     (``WorldConfig.lookahead``) because it defines the candidates.
     """
-
-    def __init__(self, *, budget=None, per_step_cap=2, per_step_cost_cap=None, late_policy="expire", lookahead=2):
-        self.budget = budget
-        self.per_step_cap = per_step_cap
-        self.per_step_cost_cap = per_step_cost_cap
-        self.late_policy = late_policy
-        self.lookahead = lookahead
-
-    @classmethod
-    def from_env(cls, env) -> "HindsightDP":
-        """The teacher for an environment's budget, caps, late policy and world."""
-        e = env.unwrapped
-        return cls(budget=e.budget, per_step_cap=e.per_step_cap, per_step_cost_cap=e.per_step_cost_cap,
-                   late_policy=e.late_policy, lookahead=e.world.lookahead)
-
-    def _check(self):
-        for name in ("budget", "per_step_cap", "per_step_cost_cap"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
-                raise ValueError(f"{name} must be a positive int or None, got {v!r}")
-        if self.late_policy not in ("expire", "execute"):
-            raise ValueError(f"late_policy must be 'expire' or 'execute', got {self.late_policy!r}")
-        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, (int, np.integer)) or self.lookahead < 0:
-            raise ValueError(f"lookahead must be a non-negative int, got {self.lookahead!r}")
 
     def solve(self, episode, exact_cost=None) -> Schedule | None:
         """The optimal schedule of ``episode``; with ``exact_cost`` the optimum among schedules costing exactly

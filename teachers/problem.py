@@ -104,3 +104,31 @@ def problem_from_env(env) -> Problem:
         ep, budget=None if env.budget is None else int(core.remaining[0]), per_step_cap=env.per_step_cap,
         per_step_cost_cap=env.per_step_cost_cap, late_policy=env.late_policy, lookahead=env.world.lookahead,
         t0=int(core.t[0]), last_query=core.last_q[0].copy(), hidden_status=core.status[0, :k].copy())
+
+
+class PMTeacher:
+    """Shared arguments of the PM-week teachers (keyword-only, stored as given; checked when solving)."""
+
+    def __init__(self, *, budget=None, per_step_cap=2, per_step_cost_cap=None, late_policy="expire", lookahead=2):
+        self.budget = budget
+        self.per_step_cap = per_step_cap
+        self.per_step_cost_cap = per_step_cost_cap
+        self.late_policy = late_policy
+        self.lookahead = lookahead
+
+    @classmethod
+    def from_env(cls, env):
+        """The teacher for an environment's budget, caps, late policy and world."""
+        e = env.unwrapped
+        return cls(budget=e.budget, per_step_cap=e.per_step_cap, per_step_cost_cap=e.per_step_cost_cap,
+                   late_policy=e.late_policy, lookahead=e.world.lookahead)
+
+    def _check(self):
+        for name in ("budget", "per_step_cap", "per_step_cost_cap"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
+                raise ValueError(f"{name} must be a positive int or None, got {v!r}")
+        if self.late_policy not in ("expire", "execute"):
+            raise ValueError(f"late_policy must be 'expire' or 'execute', got {self.late_policy!r}")
+        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, (int, np.integer)) or self.lookahead < 0:
+            raise ValueError(f"lookahead must be a non-negative int, got {self.lookahead!r}")
