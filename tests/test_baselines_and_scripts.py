@@ -263,3 +263,18 @@ def test_calibrate_command(capsys):
     assert float(m.group(1)) == pytest.approx(costs.mean(), abs=5e-4)
     assert re.search(r"^steps\s+80\.000\s", out, re.M)
     assert "budget levels (unit costs): B5=" in out
+
+
+def test_only_the_membudget_namespace_is_installed():
+    """pyproject maps the root folders into membudget.*; nothing named envs/agents/... lands in site-packages."""
+    import os
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        tool = tomllib.load(f)["tool"]["setuptools"]
+    assert tool["package-dir"] == {"membudget": "."}
+    assert all(p == "membudget" or p.startswith("membudget.") for p in tool["packages"])
+    for sub in ("envs", "envs/pm", "agents", "teachers", "baselines", "bench"):
+        assert os.path.isfile(os.path.join(root, sub, "__init__.py"))
+        assert "membudget." + sub.replace("/", ".") in tool["packages"]
