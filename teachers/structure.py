@@ -63,8 +63,8 @@ def report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: int = 240) 
     levels = budget_levels()
     boundary = [generate_episode(s) for s in range(9000, 9000 + n_boundary)]
     lines = [f"Boundary weeks 9000-{8999 + n_boundary} (unit costs, N_max = 2, late policy expire)", "",
-             f"{'budget':>6} {'greedy F1':>10} {'published':>10} {'cost':>7} | {'DP - greedy at exact cost [95% CI]':<38}"
-             f"{'published':>10} | open after exhaustion by quarter"]
+             f"{'budget':>6} {'greedy F1':>10} {'published':>10} {'cost':>7} | "
+             f"{'DP - greedy at exact cost [95% CI]':<38}{'published':>10} | open after exhaustion by quarter"]
     for name in ("B5", "B10", "B15", "B20"):
         rows = headroom(boundary, levels[name])
         g = np.array([r[0] for r in rows])

@@ -464,8 +464,8 @@ class PMWeekCore:
 
     def observe(self, rows, res_out, bud_out, mask_out):
         _observe(rows, self.t, self.horizon, self.n_int, self.table, self.status, self.miss_cost, self.costs,
-                 self.is_clock, self.max_cost, self.cal, self.hints, self.lookahead, self.last_q, self.unchanged, self.budget, self.remaining,
-                 self.b_frac, self.q_hist, res_out, bud_out, mask_out, self.mask_state)
+                 self.is_clock, self.max_cost, self.cal, self.hints, self.lookahead, self.last_q, self.unchanged,
+                 self.budget, self.remaining, self.b_frac, self.q_hist, res_out, bud_out, mask_out, self.mask_state)
 
     def step(self, rows, scores, selected_out, skipped_out, reward_out, events_out, metrics_out):
         _step(rows, scores, self.t, self.horizon, self.n_int, self.table, self.status, self.costs, self.unequal,
