@@ -29,7 +29,7 @@ class EvalConfig:
     n_weeks: int = 30
     """Number of consecutive held-out weeks."""
     budgets: list = field(default_factory=lambda: ["B5", "B10", "B20", "B40", "B60", "B80"])
-    """Budget levels for the budgeted policies."""
+    """Budgets for the budgeted policies: levels (B5...B80), integers, or none."""
     per_step_cap: int = 2
     """Per-step query cap N_max of the budgeted policies."""
     cost_profile: str = "unit"
@@ -91,7 +91,8 @@ def run(cfg: EvalConfig) -> list[dict]:
     rows = [{"policy": "AllRelevant", "budget": "none",
              **rollout(AllRelevant(), seeds, budget=None, per_step_cap=None, **common)}]
     for b in cfg.budgets:
-        reps = [rollout(RandomFeasible(per_step_cap=cfg.per_step_cap, seed=r), seeds, budget=b,
+        budget = None if b == "none" else int(b) if str(b).isdigit() else b
+        reps = [rollout(RandomFeasible(per_step_cap=cfg.per_step_cap, seed=r), seeds, budget=budget,
                         per_step_cap=cfg.per_step_cap, **common) for r in range(cfg.repetitions)]
         rows.append({"policy": "RandomFeasible", "budget": b,
                      **{k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}})

@@ -78,9 +78,11 @@ def reference_rows(ep, world: WorldConfig, late_policy: str):
     return out
 
 
-def teacher_rollout(ep, schedule, world, budget, per_step_cap, late_policy):
-    """Budget features observed before each step while playing ``schedule``; shape (T, 9)."""
-    env = PMWeekEnv(budget=budget, per_step_cap=per_step_cap, late_policy=late_policy, world=world)
+def teacher_rollout(ep, schedule, world, budget, per_step_cap, late_policy, cost_profile="unit"):
+    """Budget features observed before each step while playing ``schedule`` in an environment configured with
+    ``budget`` (a level name or an int, as the deployed environment would be); shape (T, 9)."""
+    env = PMWeekEnv(budget=budget, per_step_cap=per_step_cap, late_policy=late_policy, world=world,
+                    cost_profile=cost_profile)
     obs, _ = env.reset(options={"episode": ep})
     plan = {}
     for t, r in schedule:
@@ -165,7 +167,7 @@ def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: Wo
         rows += ref
         week_of += [seed] * len(ref)
         keys = {(t, r) for t, r, *_ in ref}
-        for j, b in enumerate(values):
+        for j, (b, spec) in enumerate(zip(values, budgets)):
             kw = dict(budget=b, per_step_cap=per_step_cap, late_policy=late_policy, lookahead=world.lookahead)
             for name, teacher, lab, bf in (("myopic", CurrentGreedy(**kw), myo[j], bf_myo[j]),
                                            ("sequential", HindsightDP(**kw), seq[j], bf_seq[j])):
@@ -173,7 +175,7 @@ def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: Wo
                 chosen = set(sched)
                 outside[name] += len(chosen - keys)
                 lab += [int((t, r) in chosen) for t, r, *_ in ref]
-                feats = teacher_rollout(ep, sched, world, b, per_step_cap, late_policy)
+                feats = teacher_rollout(ep, sched, world, spec, per_step_cap, late_policy, cost_profile)
                 bf += [feats[t] for t, *_ in ref]
     n = len(rows)
     meta = {"schema_version": SCHEMA_VERSION, "reference": "all_relevant", "world": dataclasses.asdict(world),

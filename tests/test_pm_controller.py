@@ -247,3 +247,21 @@ def test_world_of_the_clock_alone():
     assert term
     with pytest.raises(ValueError, match="no channel"):
         PMWeekEnv(budget=3, world=world, load=1).reset(seed=0)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(n_time=-3.0), "n_time"), (dict(n_time=float("nan")), "n_time"),
+    (dict(channel_window=(10, 3)), "channel_window"), (dict(channel_slack=(4, 1)), "channel_slack"),
+    (dict(time_grace=(-3, -3)), "time_grace"), (dict(hint_width=0.0), "hint_width"),
+    (dict(ledger_expiry=-20), "ledger_expiry"), (dict(lookahead=-1), "lookahead"),
+    (dict(resources=(("clock", "clock"), ("a", "delta"), ("a", "snapshot"))), "unique"),
+])
+def test_world_config_rejects_impossible_values(kw, match):
+    with pytest.raises(ValueError, match=match):
+        WorldConfig(**kw)
+
+
+def test_world_config_accepts_lists_as_tuples():
+    w = WorldConfig(resources=[["clock", "clock"], ["a", "delta"]], channel_window=[3, 5], horizon=12, n_days=2)
+    assert w.resources == (("clock", "clock"), ("a", "delta")) and w.channel_window == (3, 5)
+    PMWeekEnv(budget="B10", world=w).reset(seed=0)

@@ -371,3 +371,25 @@ def test_reset_validates_a_given_episode():
     # the original is untouched by replace() and still plays
     env.reset(options={"episode": ep})
     assert env.episode is ep
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda ep: {"kind": np.append(ep.kind, 2)}, "intentions.kind"),
+    (lambda ep: {"registered": ep.registered[:3]}, "intentions.registered"),
+    (lambda ep: {"polarity": np.where(np.arange(ep.n_intentions) == 0, 7, ep.polarity)}, "intentions.polarity"),
+    (lambda ep: {"kind": np.where(np.arange(ep.n_intentions) == 0, -1, ep.kind)}, "intentions.kind"),
+    (lambda ep: {"costs": np.full(ep.n_resources, 0.5)}, "resources.cost"),
+    (lambda ep: {"onset": ep.onset.astype(float)}, "intentions.onset"),
+])
+def test_hand_built_episode_objects_are_validated_before_use(change, field):
+    from membudget.envs.pm import PMWeekEnv
+    from membudget.envs.pm.world import replace
+
+    ep = generate_episode(2000)
+    bad = replace(ep, **change(ep))
+    with pytest.raises(EpisodeFormatError, match=field.replace(".", r"\.")):
+        validate_episode(bad)
+    env = PMWeekEnv()
+    with pytest.raises(EpisodeFormatError):
+        env.reset(options={"episode": bad})
+    assert env.episode is None

@@ -143,3 +143,13 @@ def test_label_dataset_round_trip(labels, tmp_path):
 def test_structure_report_runs_small():
     text = report(n_resamples=200, n_boundary=3, n_load=4)
     assert "B5" in text and "k=3 minus k=0" in text
+
+
+def test_label_budget_features_match_the_deployed_environment():
+    from membudget.envs.pm import PMWeekEnv
+
+    ds = build_label_dataset([2000], ["B10"], cost_profile="skewed")
+    env = PMWeekEnv(budget="B10", cost_profile="skewed")
+    obs, _ = env.reset(seed=2000)
+    assert ds.budget_features_sequential[0][:, 0].tolist() == [obs["budget"][0]] * len(ds)
+    assert ds.budget_features_myopic[0][:, 0].tolist() == [obs["budget"][0]] * len(ds)

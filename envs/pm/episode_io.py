@@ -199,8 +199,24 @@ def episode_from_dict(d: dict) -> Episode:
 def validate_episode(ep: Episode) -> None:
     """Raise :class:`EpisodeFormatError` naming the first impossible field of ``ep``."""
     T, R = ep.horizon, ep.n_resources
-    if T < 1:
-        raise EpisodeFormatError(f"horizon: must be >= 1, got {T}")
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise EpisodeFormatError(f"horizon: must be an int >= 1, got {T!r}")
+    n = len(ep.ids)
+    kinds = {"b": "booleans", "i": "integers", "f": "numbers"}
+    for name, kind in (("kind", "i"), ("resource", "i"), ("active_from", "i"), ("active_until", "i"),
+                       ("declared_start", "i"), ("declared_end", "i"), ("onset", "i"), ("deadline", "i"),
+                       ("polarity", "i"), ("priority", "i"), ("version", "i"), ("visible_outcome", "i"),
+                       ("cross_day", "b"), ("update_sensitive", "b"), ("registered", "b"), ("miss_cost", "f")):
+        a = getattr(ep, name)
+        if not isinstance(a, np.ndarray) or a.shape != (n,):
+            raise EpisodeFormatError(f"intentions.{name}: expected an array of {n} entries (one per id), got "
+                                     f"{getattr(a, 'shape', type(a).__name__)}")
+        if a.dtype.kind not in (("i", "u") if kind == "i" else ("b",) if kind == "b" else ("i", "u", "f")):
+            raise EpisodeFormatError(f"intentions.{name}: expected {kinds[kind]}, got dtype {a.dtype}")
+    for name, codes in (("kind", KINDS), ("polarity", POLARITIES), ("visible_outcome", VISIBLE_OUTCOMES)):
+        a = getattr(ep, name)
+        if n and (a.min() < 0 or a.max() >= len(codes)):
+            raise EpisodeFormatError(f"intentions.{name}: codes must lie in 0..{len(codes) - 1} ({list(codes)})")
     for name in ("step_day", "step_hour", "weekday"):
         if getattr(ep, name).shape != (T,):
             raise EpisodeFormatError(f"calendar.{name}: expected {T} entries, got shape {getattr(ep, name).shape}")
@@ -212,8 +228,10 @@ def validate_episode(ep: Episode) -> None:
         raise EpisodeFormatError(f"resources: names must be unique, got {list(ep.resource_names)}")
     if list(ep.resource_classes).count("clock") != 1:
         raise EpisodeFormatError("resources: exactly one resource must have class 'clock'")
-    if ep.costs.shape != (R,) or np.any(ep.costs <= 0):
-        raise EpisodeFormatError(f"resources.cost: costs must be positive integers, got {ep.costs.tolist()}")
+    costs = np.asarray(ep.costs)
+    if costs.shape != (R,) or costs.dtype.kind not in "iuf" or np.any(costs <= 0) or np.any(costs != np.round(costs)):
+        raise EpisodeFormatError(f"resources.cost: costs must be positive integers (scale fractional prices, as "
+                                 f"the cost profiles do), got {costs.tolist()}")
     if ep.hints.shape != (T, R):
         raise EpisodeFormatError(f"hints: expected shape ({T}, {R}), got {ep.hints.shape}")
     if not np.all(np.isfinite(ep.hints)) or np.any((ep.hints < 0) | (ep.hints > 1)):

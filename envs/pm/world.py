@@ -107,6 +107,29 @@ class WorldConfig:
     """Width (steps) of the hint bump around a trigger's onset."""
 
     def __post_init__(self):
+        # tuples keep the config hashable (it keys cached per-world constants)
+        for name in ("resources", "channel_window", "time_grace", "channel_slack"):
+            value = getattr(self, name)
+            if isinstance(value, list):
+                value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+                object.__setattr__(self, name, value)
+        names = [n for n, _ in self.resources]
+        if len(set(names)) != len(names):
+            raise ValueError(f"resource names must be unique, got {names}")
+        for name in ("n_time", "n_channel", "n_visible", "n_visible_lures", "n_channel_lures", "n_updates",
+                     "hint_noise"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not (np.isfinite(self.hint_width) and self.hint_width > 0):
+            raise ValueError(f"hint_width must be > 0, got {self.hint_width!r}")
+        for name in ("channel_window", "time_grace", "channel_slack"):
+            lo, hi = getattr(self, name)
+            if not (0 <= lo <= hi):
+                raise ValueError(f"{name} must be a range (lo, hi) with 0 <= lo <= hi, got {(lo, hi)}")
+        for name in ("lookahead", "ledger_expiry"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.horizon < 1 or self.n_days < 1 or self.n_days > self.horizon:
             raise ValueError(f"need 1 <= n_days <= horizon, got horizon={self.horizon}, n_days={self.n_days}")
         classes = [c for _, c in self.resources]
