@@ -1,8 +1,14 @@
 """Evaluation protocol (DESIGN §5): policies on held-out weeks, paired by seed, with bootstrap 95% intervals.
 
-``python -m membudget.evaluate`` (or ``python evaluate.py``) runs the reference benchmark: All-relevant (no
-budget, no caps) and Random-feasible at B5...B80 on the confirmation weeks 6000-6029, and prints Set F1,
-on-time recall and realized cost per policy.
+``python -m membudget.evaluate --quick`` (the README's main job) fits every BudgetPM gate on the development
+weeks 2000-2019 and prints the headline table on the boundary weeks 9000-9029: Set F1 with the paired
+difference to a reference policy and its 95% interval, on-time recall, realized cost, exhaustion progress and
+spend per quarter. Without ``--quick`` any policies × budgets × seed range can be chosen, ``--sweep`` adds the
+cap sweep (20 caps from 5 to 210) of the natural schedules with the cost each needs to match a policy, and
+``--out DIR`` writes ``results.json``, ``results.md`` and ``frontiers.png``.
+
+``python -m membudget.evaluate report`` regenerates ``docs/reproduction.md``, every finding of BudgetPM
+re-measured in our world beside the published figure.
 """
 
 from __future__ import annotations
@@ -19,31 +25,38 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+SWEEP_CAPS = tuple(int(c) for c in np.round(np.linspace(5, 210, 20)))
+
 
 @dataclass
 class EvalConfig:
     """Configuration of one evaluation run (every field is a command-line flag of the same name)."""
 
-    first_seed: int = 6000
-    """First held-out week (BudgetPM confirmation weeks: 6000-6029)."""
+    quick: bool = False
+    """The README's main job: fit the gates, evaluate the headline policies at B5/B10/B20/B60 on 9000-9029."""
+    policies: list = field(default_factory=lambda: ["AllRelevant", "RandomFeasible", "Static", "Myopic",
+                                                    "Sequential", "DeadlineOutcome", "PacingLB"])
+    """Policies (names in membudget.agents.suite.POLICIES)."""
+    budgets: list = field(default_factory=lambda: ["B5", "B10", "B20", "B60"])
+    """Budgets: levels (B5...B80), integers, or none."""
+    first_seed: int = 9000
+    """First held-out week."""
     n_weeks: int = 30
     """Number of consecutive held-out weeks."""
-    budgets: list = field(default_factory=lambda: ["B5", "B10", "B20", "B40", "B60", "B80"])
-    """Budgets for the budgeted policies: levels (B5...B80), integers, or none."""
-    per_step_cap: int = 2
-    """Per-step query cap N_max of the budgeted policies."""
-    cost_profile: str = "unit"
-    """Cost profile (unit, mild, skewed)."""
-    late_policy: str = "expire"
-    """Late policy of the controller (expire, execute)."""
+    reference: str = "Static"
+    """Policy the paired differences are taken against."""
     load: int = 0
-    """Opportunity load k (extra hidden-channel triggers per day)."""
+    """Opportunity load k of the evaluation weeks."""
     repetitions: int = 3
-    """Repetitions of stochastic policies per week (their seeds 0..repetitions-1); results are averaged per week."""
-    bootstrap: int = 10000
-    """Bootstrap resamples over complete weeks for the 95% intervals (BudgetPM uses 100000)."""
+    """Seeds of stochastic policies (RandomFeasible) per week, averaged per week."""
+    bootstrap: int = 100_000
+    """Paired bootstrap resamples over complete weeks."""
+    sweep: bool = False
+    """Also sweep the natural schedules over 20 caps from 5 to 210 and report the cost to match each policy."""
     out: str = ""
-    """If set, a directory that receives results.json with the resolved config, command and package versions."""
+    """If set, a directory for results.json, results.md and frontiers.png (config, command, versions included)."""
+    progress_bar: str = "auto"
+    """on, off or auto (on when attached to a terminal)."""
 
 
 def rollout(policy, seeds, **env_kwargs) -> dict:
@@ -67,6 +80,9 @@ def rollout(policy, seeds, **env_kwargs) -> dict:
                 out.setdefault(k, np.zeros(len(seeds)))[first] = v[first]
             done |= info["_episode"]
     env.close()
+    horizon = env.world.horizon
+    ex = out["exhaustion_step"]
+    out["exhaustion_progress"] = np.where(ex > 0, ex / horizon, np.nan)
     return out
 
 
@@ -77,36 +93,139 @@ def bootstrap_ci(values, n_resamples: int = 10000, seed: int = 0, level: float =
     if x.ndim != 1 or x.size == 0:
         raise ValueError("values must be a non-empty 1-D array")
     rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(n_resamples, x.size))].mean(axis=1)
+    means = np.empty(n_resamples)
+    for lo in range(0, n_resamples, 10000):  # bounded memory for 100,000 resamples
+        hi = min(n_resamples, lo + 10000)
+        means[lo:hi] = x[rng.integers(0, x.size, size=(hi - lo, x.size))].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     return float(x.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1.0 - alpha))
 
 
-def run(cfg: EvalConfig) -> list[dict]:
-    """All-relevant and Random-feasible per budget; one row per (policy, budget) with per-week arrays."""
-    from membudget.baselines import AllRelevant, RandomFeasible
+def parse_budget(b):
+    if b is None or b == "none":
+        return None
+    return int(b) if str(b).isdigit() else b
 
-    seeds = range(cfg.first_seed, cfg.first_seed + cfg.n_weeks)
-    common = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy, load=cfg.load)
-    rows = [{"policy": "AllRelevant", "budget": "none",
-             **rollout(AllRelevant(), seeds, budget=None, per_step_cap=None, **common)}]
-    for b in cfg.budgets:
-        budget = None if b == "none" else int(b) if str(b).isdigit() else b
-        reps = [rollout(RandomFeasible(per_step_cap=cfg.per_step_cap, seed=r), seeds, budget=budget,
-                        per_step_cap=cfg.per_step_cap, **common) for r in range(cfg.repetitions)]
-        rows.append({"policy": "RandomFeasible", "budget": b,
-                     **{k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}})
+
+def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3):
+    """Per-week metrics of one policy at one budget (stochastic policies averaged over ``repetitions``)."""
+    reps = []
+    for r in range(repetitions if name == "RandomFeasible" else 1):
+        policy, kw = suite.policy(name, budget, seed=r)
+        env_kw = {"budget": budget, "per_step_cap": 2, "load": load, **kw}
+        reps.append(rollout(policy, seeds, **env_kw))
+    return {k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}
+
+
+def available(name, budget, suite) -> bool:
+    if name in ("Myopic", "Sequential"):
+        return any(k == (name.lower(), budget) for k in suite.temporal)
+    if name == "PacingLB":
+        return budget in suite.pacing_lb
+    return True
+
+
+def cost_to_match(sweep_rows, target_f1, target_recall):
+    """Smallest mean realized cost over the sweep whose mean Set F1 and on-time recall both reach the targets
+    (None if no cap does)."""
+    ok = [r["cost"] for r in sweep_rows if r["f1"] >= target_f1 and r["recall"] >= target_recall]
+    return min(ok) if ok else None
+
+
+def sweep(suite, name, seeds, caps=SWEEP_CAPS, load=0):
+    """Mean Set F1 / on-time recall / realized cost of a natural schedule at each cap."""
+    rows = []
+    for cap in caps:
+        res = evaluate_policy(suite, name, int(cap), seeds, load)
+        rows.append({"cap": int(cap), "f1": float(res["set_f1"].mean()),
+                     "recall": float(np.nanmean(res["on_time_recall"])), "cost": float(res["realized_cost"].mean())})
     return rows
 
 
-def format_table(rows, n_resamples: int) -> str:
-    head = f"{'policy':<16}{'budget':>7}  {'Set F1 [95% CI]':<24}{'on-time recall':>15}{'realized cost':>15}"
-    lines = [head, "-" * len(head)]
-    for row in rows:
-        f1, lo, hi = bootstrap_ci(row["set_f1"], n_resamples)
-        lines.append(f"{row['policy']:<16}{row['budget']:>7}  {f1:.3f} [{lo:.3f}, {hi:.3f}]{'':<4}"
-                     f"{np.nanmean(row['on_time_recall']):>15.3f}{row['realized_cost'].mean():>15.2f}")
+def run(cfg: EvalConfig, suite=None, progress=None):
+    from membudget.agents.suite import fit_suite
+
+    if cfg.quick:
+        cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
+                                  first_seed=9000, n_weeks=30, load=0, sweep=False)
+    say = progress or (lambda msg: None)
+    if suite is None:
+        suite = fit_suite(progress=lambda m: say(f"fit: {m}"))
+    seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
+    results = []
+    for b in map(parse_budget, cfg.budgets):
+        per = {}
+        for name in cfg.policies:
+            if available(name, b, suite):
+                say(f"evaluate {name} at {b}")
+                per[name] = evaluate_policy(suite, name, b, seeds, cfg.load, cfg.repetitions)
+        ref = per.get(cfg.reference)
+        for name, res in per.items():
+            row = {"budget": b, "policy": name, "set_f1": res["set_f1"],
+                   "on_time_recall": res["on_time_recall"], "realized_cost": res["realized_cost"],
+                   "exhaustion_progress": res["exhaustion_progress"],
+                   "spend_per_quarter": np.stack([res[f"spend_q{q}"] for q in range(1, 5)], axis=1)}
+            if ref is not None and name != cfg.reference:
+                row["diff_vs_reference"] = bootstrap_ci(res["set_f1"] - ref["set_f1"], cfg.bootstrap)
+            results.append(row)
+    sweeps = {}
+    if cfg.sweep:
+        for name in ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome"):
+            say(f"sweep {name}")
+            sweeps[name] = sweep(suite, name, seeds, load=cfg.load)
+    return results, sweeps
+
+
+def format_table(results, reference, sweeps=None) -> str:
+    head = (f"| budget | policy | Set F1 | vs {reference} [95% CI] | on-time recall | realized cost | "
+            f"exhausted (progress) | spend by quarter |")
+    lines = [head, "|" + "---|" * 8]
+    for r in results:
+        d = r.get("diff_vs_reference")
+        diff = f"{d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}]" if d else "reference" if r["policy"] == reference else ""
+        ex = r["exhaustion_progress"]
+        n_ex = int(np.sum(~np.isnan(ex)))
+        exs = f"{n_ex}/{ex.size} ({np.nanmean(ex):.3f})" if n_ex else f"0/{ex.size}"
+        q = "/".join(f"{v:.2f}" for v in r["spend_per_quarter"].mean(axis=0))
+        lines.append(f"| {r['budget']} | {r['policy']} | {r['set_f1'].mean():.4f} | {diff} | "
+                     f"{np.nanmean(r['on_time_recall']):.4f} | {r['realized_cost'].mean():.2f} | {exs} | {q} |")
+    if sweeps:
+        lines += ["", "Cost to match (smallest swept cost reaching both the policy's mean Set F1 and on-time recall):",
+                  "", "| budget | policy | cost | " + " | ".join(sweeps) + " |", "|" + "---|" * (3 + len(sweeps))]
+        for r in results:
+            cells = []
+            for name, rows in sweeps.items():
+                c = cost_to_match(rows, r["set_f1"].mean(), np.nanmean(r["on_time_recall"]))
+                cells.append("not reached" if c is None else f"{c:.1f} ({c / max(r['realized_cost'].mean(), 1e-9):.2f}x)")
+            lines.append(f"| {r['budget']} | {r['policy']} | {r['realized_cost'].mean():.2f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def plot_frontiers(sweeps, results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for name, rows in sweeps.items():
+        c = [r["cost"] for r in rows]
+        axes[0].plot(c, [r["f1"] for r in rows], marker=".", label=name)
+        axes[1].plot(c, [r["recall"] for r in rows], marker=".", label=name)
+    for r in results:
+        if r["policy"] in ("Sequential", "Myopic", "Static"):
+            for ax, key in ((axes[0], "set_f1"), (axes[1], "on_time_recall")):
+                ax.scatter([r["realized_cost"].mean()], [np.nanmean(r[key])], marker="x")
+                ax.annotate(f"{r['policy']} {r['budget']}", (r["realized_cost"].mean(), np.nanmean(r[key])),
+                            fontsize=7)
+    for ax, lab in zip(axes, ("Set F1", "on-time recall")):
+        ax.set_xlabel("realized observation cost")
+        ax.set_ylabel(lab)
+        ax.set_xscale("log")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def package_versions() -> dict:
@@ -122,34 +241,57 @@ def package_versions() -> dict:
     return out
 
 
+def _progress(enabled: str):
+    if enabled == "off" or (enabled == "auto" and not sys.stderr.isatty()):
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, bar_format="{desc} [{elapsed}]")
+    return lambda msg: (bar.set_description_str(msg), bar.refresh())
+
+
 def parse_args(argv=None) -> EvalConfig:
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in dataclasses.fields(EvalConfig):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        kw = {"nargs": "+", "type": str} if isinstance(default, list) else {"type": type(default)}
-        parser.add_argument(f"--{f.name.replace('_', '-')}", default=default, **kw)
+        flag = f"--{f.name.replace('_', '-')}"
+        if isinstance(default, bool):
+            parser.add_argument(flag, action="store_true")
+        elif isinstance(default, list):
+            parser.add_argument(flag, nargs="+", type=str, default=default)
+        else:
+            parser.add_argument(flag, type=type(default), default=default,
+                                choices=("on", "off", "auto") if f.name == "progress_bar" else None)
     return EvalConfig(**vars(parser.parse_args(argv)))
 
 
-def main(argv=None) -> list[dict]:
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["report"]:
+        from membudget.agents.report import main as report_main
+
+        return report_main(argv[1:])
     cfg = parse_args(argv)
     start = time.perf_counter()
-    rows = run(cfg)
-    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None
-                                                                                  else argv))
-    print(f"PMWeek-v0 reference benchmark: weeks {cfg.first_seed}-{cfg.first_seed + cfg.n_weeks - 1}, "
-          f"cost profile {cfg.cost_profile}, late policy {cfg.late_policy}, load {cfg.load}, "
-          f"N_max {cfg.per_step_cap} for budgeted rows, RandomFeasible averaged over {cfg.repetitions} seeds/week")
-    print(format_table(rows, cfg.bootstrap))
+    results, sweeps = run(cfg, progress=_progress(cfg.progress_bar))
+    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    text = (f"PMWeek-v0, weeks {cfg.first_seed}-{cfg.first_seed + cfg.n_weeks - 1}, unit prices, N_max 2, "
+            f"late policy expire, load {cfg.load}; gates fitted on development weeks 2000-2019; paired bootstrap "
+            f"with {cfg.bootstrap} resamples\n\n" + format_table(results, cfg.reference, sweeps))
+    print(text)
     print(f"\ncommand: {command.strip()}   ({time.perf_counter() - start:.1f} s)")
     if cfg.out:
         os.makedirs(cfg.out, exist_ok=True)
         with open(os.path.join(cfg.out, "results.json"), "w") as f:
             json.dump({"config": dataclasses.asdict(cfg), "command": command, "versions": package_versions(),
                        "rows": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
-                                for r in rows]}, f, indent=1)
-    return rows
+                                for r in results], "sweeps": sweeps}, f, indent=1)
+        with open(os.path.join(cfg.out, "results.md"), "w") as f:
+            f.write(text + f"\n\ncommand: `{command.strip()}`\n")
+        if sweeps:
+            plot_frontiers(sweeps, results, os.path.join(cfg.out, "frontiers.png"))
+    return results
 
 
 if __name__ == "__main__":

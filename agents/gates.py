@@ -1,0 +1,347 @@
+"""Distilled gates of BudgetPM (§3.4, appendix A.2): per-resource scorers plus thresholds, run in the environment
+with ``action_mode="scores"``.
+
+- :class:`StaticGate` — standardised, class-balanced logistic regression (C = 1, lbfgs) on the 27 resource
+  features; thresholds by target-count calibration on grouped out-of-fold scores (5 folds of whole weeks):
+  per budget, the threshold at which the mean number of rows per week scoring at least it equals the budget's
+  query count. Budgets below B20 reuse the B20 threshold. ``label="due"`` gives the Matched-Due control.
+- :class:`TemporalGate` — the same model on the 27 + 9 features (the teacher's own budget features), trained on
+  one budget's Myopic or Sequential labels; the threshold from 0.05 ... 0.95 (step 0.025) maximising mean
+  complete-week out-of-fold Set F1 in the environment, ties to lower realized cost, then the higher threshold.
+- :class:`BoostedGate` — a higher-capacity scorer (scikit-learn gradient boosting) on Outcome labels with the
+  Static calibration, to test whether capacity matters.
+
+Gates save to ``.npz`` files of plain arrays (scaler, coefficients or tree arrays, thresholds, config as JSON);
+``load`` never unpickles, so a downloaded gate cannot run code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+STATIC_BUDGETS = ("B20", "B40", "B60", "B80")
+THRESHOLD_GRID = np.round(np.arange(0.05, 0.95 + 1e-9, 0.025), 3)
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def week_folds(weeks: np.ndarray, n_folds: int = 5):
+    """Whole-week folds: ``[(train_mask, test_mask), ...]`` with weeks assigned round-robin in sorted order."""
+    uniq = np.unique(weeks)
+    if uniq.size < n_folds:
+        raise ValueError(f"need at least {n_folds} weeks for {n_folds} folds, got {uniq.size}")
+    fold_of = {w: i % n_folds for i, w in enumerate(uniq)}
+    f = np.array([fold_of[w] for w in weeks])
+    return [(f != k, f == k) for k in range(n_folds)]
+
+
+def target_count_threshold(scores: np.ndarray, weeks: np.ndarray, target: float) -> float:
+    """The largest threshold whose mean count of rows per week with ``score >= threshold`` reaches ``target``
+    (BudgetPM eq. 4); the lowest score if even every row falls short."""
+    n_weeks = np.unique(weeks).size
+    s = np.sort(scores)[::-1]
+    k = int(np.ceil(target * n_weeks))
+    if k <= 0:
+        return float(s[0]) + 1e-12
+    return float(s[min(k, s.size) - 1])
+
+
+class _Logistic:
+    """Standardised class-balanced logistic regression stored as plain arrays."""
+
+    @staticmethod
+    def fit(X, y, *, C, max_iter, tol, sample_weight=None):
+        from sklearn.linear_model import LogisticRegression
+
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+        scale[scale == 0] = 1.0
+        model = LogisticRegression(C=C, solver="lbfgs", class_weight="balanced", max_iter=max_iter, tol=tol)
+        model.fit((X - mean) / scale, y, sample_weight=sample_weight)
+        return mean, scale, model.coef_[0].copy(), float(model.intercept_[0])
+
+    @staticmethod
+    def score(X, mean, scale, coef, intercept):
+        return _sigmoid(((X - mean) / scale) @ coef + intercept)
+
+
+class _GatePolicy:
+    """Policy protocol shared by the gates: score every resource, propose candidates scoring >= threshold
+    (as their score; -1 elsewhere)."""
+
+    def _features(self, observation):
+        res = np.asarray(observation["resources"], dtype=np.float64)
+        single = res.ndim == 2
+        res = res[None] if single else res
+        if self.uses_budget_features:
+            bud = np.asarray(observation["budget"], dtype=np.float64)
+            bud = bud[None] if single else bud
+            X = np.concatenate([res, np.repeat(bud[:, None, :], res.shape[1], axis=1)], axis=2)
+        else:
+            X = res
+        return X, single
+
+    def action_for(self, observation, threshold: float):
+        self._check_fitted()
+        X, single = self._features(observation)
+        n, R, F = X.shape
+        s = self.score(X.reshape(n * R, F)).reshape(n, R)
+        mask = np.asarray(observation["mask"]).reshape(n, R).astype(bool)
+        action = np.where(mask & (s >= threshold), np.maximum(s, 1e-6), -1.0).astype(np.float32)
+        return action[0] if single else action
+
+    def _check_fitted(self):
+        if not hasattr(self, "thresholds_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
+
+
+class StaticGate(_GatePolicy):
+    """Outcome gate (``label="outcome"``) or the Matched-Due control (``label="due"``)."""
+
+    uses_budget_features = False
+
+    def __init__(self, *, label="outcome", budget="B20", C=1.0, max_iter=5000, tol=1e-4, n_folds=5,
+                 calibration_budgets=STATIC_BUDGETS):
+        self.label = label
+        self.budget = budget
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_folds = n_folds
+        self.calibration_budgets = calibration_budgets
+
+    def _fit_scorer(self, X, y):
+        self.mean_, self.scale_, self.coef_, self.intercept_ = _Logistic.fit(X, y, C=self.C, max_iter=self.max_iter,
+                                                                            tol=self.tol)
+
+    def score(self, X):
+        """Positive-label score in (0, 1) of each feature row (27 features)."""
+        return _Logistic.score(np.asarray(X, dtype=np.float64), self.mean_, self.scale_, self.coef_, self.intercept_)
+
+    def fit(self, dataset, levels: dict | None = None):
+        """Fit on ``dataset`` (a :class:`~membudget.teachers.LabelDataset`); ``levels`` maps budget names to query
+        counts (default: the budget levels of the dataset's world and cost profile)."""
+        if self.label not in ("outcome", "due"):
+            raise ValueError(f"label must be 'outcome' or 'due', got {self.label!r}")
+        levels = levels or _levels_of(dataset)
+        X, y, weeks = dataset.features.astype(np.float64), getattr(dataset, self.label), dataset.week
+        if y.min() == y.max():
+            raise ValueError(f"the {self.label!r} labels of this dataset have a single class")
+        oof = np.zeros(len(y))
+        for train, test in week_folds(weeks, self.n_folds):
+            self._fit_scorer(X[train], y[train])
+            oof[test] = self.score(X[test])
+        self.oof_scores_ = oof
+        self.thresholds_ = {}
+        for name in self.calibration_budgets:
+            self.thresholds_[name] = target_count_threshold(oof, weeks, levels[name])
+        self._fit_scorer(X, y)
+        return self
+
+    def threshold_for(self, budget) -> float:
+        """Calibrated threshold of a budget level; levels below the lowest calibrated one reuse its threshold."""
+        self._check_fitted()
+        if budget in self.thresholds_:
+            return self.thresholds_[budget]
+        lowest = min(self.thresholds_, key=lambda b: int(b[1:]))
+        if isinstance(budget, str) and budget.startswith("B") and int(budget[1:]) < int(lowest[1:]):
+            return self.thresholds_[lowest]
+        raise KeyError(f"no threshold for budget {budget!r}; calibrated: {sorted(self.thresholds_)}")
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return self.action_for(observation, self.threshold_for(self.budget)), state
+
+    def _arrays(self):
+        return {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_, "intercept": np.array(self.intercept_)}
+
+    def _set_arrays(self, z):
+        self.mean_, self.scale_, self.coef_, self.intercept_ = z["mean"], z["scale"], z["coef"], float(z["intercept"])
+
+    def _config(self):
+        return {"label": self.label, "budget": self.budget, "C": self.C, "max_iter": self.max_iter, "tol": self.tol,
+                "n_folds": self.n_folds, "calibration_budgets": list(self.calibration_budgets)}
+
+    def save(self, path):
+        """Plain-array ``.npz`` (no pickle)."""
+        self._check_fitted()
+        np.savez(os.fspath(path), kind=np.array(type(self).__name__), config=np.array(json.dumps(self._config())),
+                 thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
+
+    @classmethod
+    def load(cls, path):
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            if str(z["kind"]) != cls.__name__:
+                raise ValueError(f"{path} holds a {z['kind']}, not a {cls.__name__}")
+            cfg = json.loads(str(z["config"]))
+            if "calibration_budgets" in cfg:
+                cfg["calibration_budgets"] = tuple(cfg["calibration_budgets"])
+            gate = cls(**cfg)
+            gate._set_arrays(z)
+            gate.thresholds_ = json.loads(str(z["thresholds"]))
+        return gate
+
+
+class BoostedGate(StaticGate):
+    """Gradient-boosted trees (scikit-learn ``GradientBoostingClassifier``) on Outcome labels, with the Static
+    calibration; the trees are stored as plain arrays and evaluated without scikit-learn at prediction time."""
+
+    def __init__(self, *, label="outcome", budget="B20", n_estimators=100, max_depth=3, learning_rate=0.1,
+                 random_state=0, n_folds=5, calibration_budgets=STATIC_BUDGETS):
+        self.label = label
+        self.budget = budget
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.random_state = random_state
+        self.n_folds = n_folds
+        self.calibration_budgets = calibration_budgets
+
+    def _fit_scorer(self, X, y):
+        from sklearn.ensemble import GradientBoostingClassifier
+
+        m = GradientBoostingClassifier(n_estimators=self.n_estimators, max_depth=self.max_depth,
+                                       learning_rate=self.learning_rate, random_state=self.random_state)
+        m.fit(X, y)
+        trees = [est[0].tree_ for est in m.estimators_]
+        size = max(t.node_count for t in trees)
+
+        def pad(attr, fill):
+            out = np.full((len(trees), size), fill, dtype=np.float64 if attr in ("threshold", "value") else np.int64)
+            for i, t in enumerate(trees):
+                v = getattr(t, attr)
+                out[i, : t.node_count] = v[:, 0, 0] if attr == "value" else v
+            return out
+
+        self.left_, self.right_, self.feature_ = pad("children_left", -1), pad("children_right", -1), \
+            pad("feature", -2)
+        self.threshold_, self.value_ = pad("threshold", 0.0), pad("value", 0.0)
+        prior = m.init_.class_prior_[1] if hasattr(m.init_, "class_prior_") else y.mean()
+        self.init_ = float(np.log(prior / (1 - prior)))
+
+    def score(self, X):
+        X = np.asarray(X, dtype=np.float32).astype(np.float64)  # the trees split float32 features
+        raw = np.full(X.shape[0], self.init_)
+        rows = np.arange(X.shape[0])
+        for i in range(self.left_.shape[0]):
+            node = np.zeros(X.shape[0], dtype=np.int64)
+            for _ in range(self.max_depth + 1):
+                leaf = self.left_[i, node] == -1
+                if leaf.all():
+                    break
+                go_left = X[rows, np.maximum(self.feature_[i, node], 0)] <= self.threshold_[i, node]
+                node = np.where(leaf, node, np.where(go_left, self.left_[i, node], self.right_[i, node]))
+            raw += self.learning_rate * self.value_[i, node]
+        return _sigmoid(raw)
+
+    def _arrays(self):
+        return {"left": self.left_, "right": self.right_, "feature": self.feature_, "threshold": self.threshold_,
+                "value": self.value_, "init": np.array(self.init_)}
+
+    def _set_arrays(self, z):
+        self.left_, self.right_, self.feature_ = z["left"], z["right"], z["feature"]
+        self.threshold_, self.value_, self.init_ = z["threshold"], z["value"], float(z["init"])
+
+    def _config(self):
+        return {"label": self.label, "budget": self.budget, "n_estimators": self.n_estimators,
+                "max_depth": self.max_depth, "learning_rate": self.learning_rate, "random_state": self.random_state,
+                "n_folds": self.n_folds, "calibration_budgets": list(self.calibration_budgets)}
+
+
+class TemporalGate(StaticGate):
+    """Myopic (``teacher="myopic"``) or Sequential (``teacher="sequential"``) gate for one budget level."""
+
+    uses_budget_features = True
+
+    def __init__(self, *, teacher="sequential", budget="B10", per_step_cap=2, C=1.0, max_iter=4000, tol=1e-4,
+                 n_folds=5, grid=tuple(THRESHOLD_GRID)):
+        self.teacher = teacher
+        self.budget = budget
+        self.per_step_cap = per_step_cap
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_folds = n_folds
+        self.grid = grid
+
+    def fit(self, dataset, levels: dict | None = None):
+        """Fit on ``dataset``'s rows with this gate's teacher labels at ``budget``; select the threshold by
+        out-of-fold complete-week Set F1 in the environment."""
+        if self.teacher not in ("myopic", "sequential"):
+            raise ValueError(f"teacher must be 'myopic' or 'sequential', got {self.teacher!r}")
+        j = dataset.budget_index(self.budget)
+        y = getattr(dataset, self.teacher)[j]
+        X = np.concatenate([dataset.features, getattr(dataset, f"budget_features_{self.teacher}")[j]],
+                           axis=1).astype(np.float64)
+        if y.min() == y.max():
+            raise ValueError(f"the {self.teacher} labels at {self.budget} have a single class")
+        weeks = dataset.week
+        f1 = np.zeros((len(self.grid), np.unique(weeks).size))
+        cost = np.zeros_like(f1)
+        col = 0
+        for train, test in week_folds(weeks, self.n_folds):
+            self._fit_scorer(X[train], y[train])
+            self.thresholds_ = {}
+            test_weeks = np.unique(weeks[test])
+            for g, thr in enumerate(self.grid):
+                res = self._rollout(dataset, test_weeks, thr)
+                f1[g, col: col + test_weeks.size] = res["set_f1"]
+                cost[g, col: col + test_weeks.size] = res["realized_cost"]
+            col += test_weeks.size
+        mean_f1, mean_cost = f1.mean(axis=1), cost.mean(axis=1)
+        order = sorted(range(len(self.grid)), key=lambda g: (-round(mean_f1[g], 12), mean_cost[g], -self.grid[g]))
+        self.oof_set_f1_ = mean_f1
+        self._fit_scorer(X, y)
+        self.thresholds_ = {self.budget: float(self.grid[order[0]])}
+        return self
+
+    def _rollout(self, dataset, weeks, threshold):
+        from membudget.envs.pm import WorldConfig
+        from membudget.evaluate import rollout
+
+        meta = dataset.meta
+        world = _world_from_meta(meta)
+        policy = _FixedThreshold(self, threshold)
+        return rollout(policy, [int(w) for w in weeks], budget=self.budget, per_step_cap=self.per_step_cap,
+                       cost_profile=meta["cost_profile"], late_policy=meta["late_policy"], load=meta["load"],
+                       world=world if world != WorldConfig() else None, action_mode="scores")
+
+    def _config(self):
+        return {"teacher": self.teacher, "budget": self.budget, "per_step_cap": self.per_step_cap, "C": self.C,
+                "max_iter": self.max_iter, "tol": self.tol, "n_folds": self.n_folds, "grid": list(self.grid)}
+
+    @classmethod
+    def load(cls, path):
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            if str(z["kind"]) != cls.__name__:
+                raise ValueError(f"{path} holds a {z['kind']}, not a {cls.__name__}")
+            cfg = json.loads(str(z["config"]))
+            cfg["grid"] = tuple(cfg["grid"])
+            gate = cls(**cfg)
+            gate._set_arrays(z)
+            gate.thresholds_ = json.loads(str(z["thresholds"]))
+        return gate
+
+
+class _FixedThreshold:
+    def __init__(self, gate, threshold):
+        self.gate, self.threshold = gate, threshold
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return self.gate.action_for(observation, self.threshold), state
+
+
+def _world_from_meta(meta):
+    from membudget.envs.pm import WorldConfig
+
+    return WorldConfig(**meta["world"])
+
+
+def _levels_of(dataset):
+    from membudget.envs.pm import budget_levels
+
+    return budget_levels(_world_from_meta(dataset.meta), dataset.meta["cost_profile"])

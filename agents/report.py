@@ -1,0 +1,181 @@
+"""The BudgetPM reproduction report: every finding of seed 000 re-measured in our world beside the published figure.
+
+``python -m membudget.evaluate report [--out docs/reproduction.md]`` regenerates it (about two minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+PUBLISHED_SPEND = {  # BudgetPM appendix C.2, severe-scarcity weeks 8000-8029
+    ("Static", "B5"): "7.47/2.53/0.00/0.00", ("Myopic", "B5"): "5.67/3.70/0.13/0.50",
+    ("Sequential", "B5"): "3.70/5.30/1.00/0.00", ("Static", "B10"): "8.13/7.90/4.50/0.47",
+    ("Myopic", "B10"): "6.17/6.80/5.97/1.97", ("Sequential", "B10"): "5.43/6.43/5.67/3.13",
+}
+
+
+def _ci(x, n):
+    from membudget.evaluate import bootstrap_ci
+
+    m, lo, hi = bootstrap_ci(x, n)
+    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+
+
+def build(n_resamples: int = 100_000, progress=print) -> str:
+    from membudget.agents.suite import fit_suite
+    from membudget.evaluate import cost_to_match, evaluate_policy, sweep
+    from membudget.teachers.structure import report as structure_report
+
+    t0 = time.perf_counter()
+    suite = fit_suite(progress=lambda m: progress(f"fit: {m}"))
+    ev = {}
+
+    def get(name, budget, seeds, load=0):
+        key = (name, budget, seeds.start, seeds.stop, load)
+        if key not in ev:
+            ev[key] = evaluate_policy(suite, name, budget, list(seeds), load)
+        return ev[key]
+
+    analysis, severe, boundary = range(4000, 4030), range(8000, 8030), range(9000, 9030)
+    L = ["# BudgetPM reproduction report", "",
+         "Every comparison of BudgetPM (seed 000) re-measured on `membudget/PMWeek-v0` (unit prices, N_max = 2, "
+         "late policy expire). Gates are fitted on development weeks 2000-2019; intervals are paired bootstrap "
+         f"95% intervals over complete weeks ({n_resamples:,} resamples). Regenerate with "
+         "`python -m membudget.evaluate report`.", "",
+         f"Fitted: Static thresholds {', '.join(f'{b} {v:.4f}' for b, v in suite.static.thresholds_.items())}; "
+         f"Deadline+Backoff parameters (initial, factor, max) = {suite.backoff} (BudgetPM: (2, 1.5, 4)); "
+         f"Pacing-LB knots {suite.pacing_lb} (BudgetPM: 0.99 at B5, 0.925 at B10); Myopic / Sequential thresholds "
+         + ", ".join(f"{b} {suite.temporal[('myopic', b)].thresholds_[b]:.3f} / "
+                     f"{suite.temporal[('sequential', b)].thresholds_[b]:.3f}" for b in ("B5", "B10"))
+         + " (BudgetPM: B5 0.950 / 0.250, B10 0.850 / 0.875).", ""]
+
+    progress("1. Static against All-relevant")
+    L += ["## 1. Static keeps All-relevant quality with fewer queries (analysis weeks 4000-4029)", "",
+          "| budget | Static Set F1 | All-relevant Set F1 | share kept | queries saved | published |", "|---|---|---|---|---|---|"]
+    ar = get("AllRelevant", None, analysis)
+    for b in ("B60", "B80"):
+        st = get("Static", b, analysis)
+        L.append(f"| {b} | {st['set_f1'].mean():.4f} | {ar['set_f1'].mean():.4f} | "
+                 f"{100 * st['set_f1'].mean() / ar['set_f1'].mean():.1f}% | "
+                 f"{100 * (1 - st['realized_cost'].mean() / ar['realized_cost'].mean()):.1f}% | "
+                 "99.9-100% kept, 42-54% fewer |")
+
+    progress("2. Static against Matched-Due and the boosted scorer")
+    L += ["", "## 2. Outcome supervision and scorer capacity (analysis weeks 4000-4029)", "",
+          "| budget | Static F1 / cost | Matched-Due F1 / cost | Static - Due [95% CI] | Boosted F1 / cost | "
+          "Static - Boosted [95% CI] |", "|---|---|---|---|---|---|"]
+    for b in ("B20", "B40", "B60", "B80"):
+        st, du, bo = (get(n, b, analysis) for n in ("Static", "MatchedDue", "Boosted"))
+        L.append(f"| {b} | {st['set_f1'].mean():.4f} / {st['realized_cost'].mean():.1f} | "
+                 f"{du['set_f1'].mean():.4f} / {du['realized_cost'].mean():.1f} | "
+                 f"{_ci(st['set_f1'] - du['set_f1'], n_resamples)} | "
+                 f"{bo['set_f1'].mean():.4f} / {bo['realized_cost'].mean():.1f} | "
+                 f"{_ci(st['set_f1'] - bo['set_f1'], n_resamples)} |")
+    L += ["", "BudgetPM: at B20 Outcome reaches 0.760 with 5.76 fewer queries than Due and improves F1 at B40-B80; "
+          "LambdaMART / ensemble scorers give no consistent gain over the logistic gate."]
+
+    progress("3. Sequential against Myopic")
+    L += ["", "## 3. Future-aware supervision: Sequential - Myopic", "",
+          "| weeks | budget | Myopic F1 / cost | Sequential F1 / cost | Sequential - Myopic [95% CI] |",
+          "|---|---|---|---|---|"]
+    for seeds, label in ((severe, "8000-8029"), (boundary, "9000-9029")):
+        for b in ("B5", "B10", "B15", "B20"):
+            my, sq = get("Myopic", b, seeds), get("Sequential", b, seeds)
+            L.append(f"| {label} | {b} | {my['set_f1'].mean():.4f} / {my['realized_cost'].mean():.2f} | "
+                     f"{sq['set_f1'].mean():.4f} / {sq['realized_cost'].mean():.2f} | "
+                     f"{_ci(sq['set_f1'] - my['set_f1'], n_resamples)} |")
+    ident = []
+    for b in ("B15", "B20"):
+        m, s = suite.temporal[("myopic", b)], suite.temporal[("sequential", b)]
+        same = np.array_equal(m.coef_, s.coef_) and m.thresholds_[b] == s.thresholds_[b]
+        ident.append(f"{b}: {'identical' if same else 'not identical'}")
+    L += ["", f"Fitted Myopic and Sequential gates at B15/B20 — {'; '.join(ident)} (BudgetPM: identical, because "
+          "its two teachers agree on every development step at B15/B20; ours disagree on a few rows, see "
+          "`python -m membudget.teachers structure`)."]
+
+    progress("4. natural schedules")
+    L += ["", "## 4. Sequential against natural schedules", "",
+          "| weeks | budget | Sequential F1 / recall / cost | Sequential - Deadline-Outcome [95% CI] | "
+          "cost for Deadline-Outcome to match | cost for Periodic-Outcome to match |", "|---|---|---|---|---|---|"]
+    for seeds, label in ((severe, "8000-8029"), (boundary, "9000-9029")):
+        sw = {n: sweep(suite, n, list(seeds)) for n in ("DeadlineOutcome", "PeriodicOutcome")}
+        for b in ("B5", "B10"):
+            sq, dl = get("Sequential", b, seeds), get("DeadlineOutcome", b, seeds)
+            f1, rec, cost = sq["set_f1"].mean(), np.nanmean(sq["on_time_recall"]), sq["realized_cost"].mean()
+            cells = []
+            for n in ("DeadlineOutcome", "PeriodicOutcome"):
+                c = cost_to_match(sw[n], f1, rec)
+                cells.append("not reached up to cap 210" if c is None else f"{c:.1f} ({c / cost:.2f}x)")
+            L.append(f"| {label} | {b} | {f1:.4f} / {rec:.4f} / {cost:.2f} | "
+                     f"{_ci(sq['set_f1'] - dl['set_f1'], n_resamples)} | {cells[0]} | {cells[1]} |")
+    L += ["", "BudgetPM: Sequential exceeds the strongest natural schedule (Deadline-Outcome) by 1.92-2.58 Set F1 "
+          "points at B5/B10; Deadline-Outcome needs 1.19-1.50x and Periodic-Outcome 3.49-4.70x Sequential's "
+          "observations to match both its Set F1 and on-time recall."]
+    b5 = {n: get(n, "B5", severe)["set_f1"].mean() for n in ("PeriodicOutcome", "DeadlineOutcome",
+                                                             "DeadlineBackoffOutcome", "Pacing", "PacingLB")}
+    L += ["", "Natural schedules at B5 on 8000-8029 (Set F1): "
+          + ", ".join(f"{n} {v:.4f}" for n, v in b5.items()) + "."]
+
+    progress("5. spend profiles")
+    L += ["", "## 5. Spend profiles and exhaustion (severe-scarcity weeks 8000-8029)", "",
+          "| budget | policy | spend by quarter | published | exhausted weeks (mean progress) |", "|---|---|---|---|---|"]
+    for b in ("B5", "B10"):
+        for n in ("Static", "Myopic", "Sequential"):
+            r = get(n, b, severe)
+            q = "/".join(f"{r[f'spend_q{i}'].mean():.2f}" for i in range(1, 5))
+            ex = r["exhaustion_progress"]
+            k = int(np.sum(~np.isnan(ex)))
+            L.append(f"| {b} | {n} | {q} | {PUBLISHED_SPEND[(n, b)]} | {k}/30"
+                     + (f" ({np.nanmean(ex):.3f})" if k else "") + " |")
+    L += ["", "BudgetPM: Sequential moves mean cap exhaustion from 0.311 (Static) to 0.519 of the episode at B5; at "
+          "B10 Static exhausts in every week at 0.653, Sequential in 25/30 weeks at 0.862."]
+
+    progress("6. load intervention")
+    L += ["", "## 6. Opportunity-load intervention at B10 (test weeks 21000-21239, paired by base seed)", ""]
+    gains = {}
+    load_seeds = range(21000, 21240)
+    for k in (0, 3):
+        my, sq = get("Myopic", "B10", load_seeds, k), get("Sequential", "B10", load_seeds, k)
+        gains[k] = sq["set_f1"] - my["set_f1"]
+        L.append(f"- k={k}: Myopic {my['set_f1'].mean():.4f}, Sequential {sq['set_f1'].mean():.4f}; learned gain "
+                 f"Sequential - Myopic {_ci(gains[k], n_resamples)} (published {0.00407 if k == 0 else 0.00836:+.5f})")
+    L.append(f"- interaction (gain at k=3 minus gain at k=0): {_ci(gains[3] - gains[0], n_resamples)}")
+    L += ["", "Simplification: our Myopic / Sequential gates are fitted on k=0 development weeks only (BudgetPM pools "
+          "50 paired k=0/k=3 development weeks with reweighting)."]
+
+    progress("7. structural results")
+    L += ["", "## 7. Teachers: structural headroom", "", "```", structure_report(n_resamples).rstrip(), "```"]
+    L += ["", "## Where our world agrees and where it differs", "",
+          "- **Agrees:** Static keeps All-relevant Set F1 at B60/B80 with 41-54% fewer queries; Sequential beats "
+          "Myopic at B5/B10 on both disjoint week ranges and the difference is indistinguishable from 0 at B15/B20 "
+          "(the scarcity boundary); Sequential beats every natural schedule at B5/B10; the learned gain grows under "
+          "opportunity load; the greedy oracle's Set F1 is within 0.01 of the published values.",
+          "- **Outcome = Due.** On the All-relevant reference trajectory a query with a positive singleton effect is, "
+          "in our world, exactly one that resolves a trigger due now (channel lures rarely show inside their windows, "
+          "`p_lure_in_window` = 0.05), so the two label sets nearly coincide and Static equals Matched-Due; BudgetPM "
+          "finds Outcome better. A world where look-alike states overlap real triggers more often would separate them.",
+          "- **Larger gains from timing.** Exact-cost DP - greedy, Sequential - Myopic and Sequential - "
+          "Deadline-Outcome at B5/B10 are 1.5-3x the published values, and the natural schedules need more "
+          "observations to match Sequential. We have not isolated which property of the generator (window lengths, "
+          "lookahead, trigger density per channel) causes the extra headroom.",
+          "- **Teachers disagree slightly at B15/B20**, so our fitted Myopic and Sequential gates are not identical "
+          "there (their Set F1 differences are indistinguishable from 0).", "",
+          f"Generated in {time.perf_counter() - t0:.0f} s."]
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate report")
+    parser.add_argument("--out", default="docs/reproduction.md")
+    parser.add_argument("--resamples", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    text = build(args.resamples, progress=lambda m: print(m, flush=True))
+    import os
+
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(f"wrote {args.out}")

@@ -1,0 +1,138 @@
+"""BudgetPM's allocators assembled for evaluation: fit every gate on the development weeks once, then build any
+policy at any budget (with the environment arguments it needs)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from membudget.baselines import AllRelevant, RandomFeasible
+from membudget.baselines.schedules import (DeadlineBackoffOutcome, DeadlineOutcome, Pacing, PeriodicOutcome,
+                                           RelevanceGate)
+
+from .gates import THRESHOLD_GRID, BoostedGate, StaticGate, TemporalGate
+
+DEV_SEEDS = range(2000, 2020)
+ANALYSIS_SEEDS = range(4000, 4030)
+TEMPORAL_BUDGETS = ("B5", "B10", "B15", "B20")
+BACKOFF_GRID = tuple(itertools.product((1, 2), (1.5, 2.0), (4, 8)))
+POLICIES = ("AllRelevant", "RandomFeasible", "Relevance", "Static", "MatchedDue", "Boosted", "Myopic", "Sequential",
+            "PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome", "Pacing", "PacingLB")
+
+
+@dataclass
+class Suite:
+    """Fitted gates and selected schedule parameters."""
+
+    levels: dict
+    static: StaticGate
+    due: StaticGate
+    boosted: BoostedGate
+    relevance: RelevanceGate
+    temporal: dict = field(default_factory=dict)
+    """``{(teacher, budget): TemporalGate}``."""
+    backoff: tuple = (2, 1.5, 4)
+    pacing_lb: dict = field(default_factory=dict)
+    """``{budget: threshold}`` of Pacing-LB."""
+
+    def policy(self, name: str, budget, seed: int = 0):
+        """``(policy, env_kwargs)`` for ``name`` at ``budget`` (a level name, an int, or None)."""
+        cap = self.levels[budget] if isinstance(budget, str) else budget
+        scores = {"action_mode": "scores"}
+        if name == "AllRelevant":
+            return AllRelevant(), {"budget": None, "per_step_cap": None}
+        if name == "RandomFeasible":
+            return RandomFeasible(per_step_cap=2, seed=seed), {}
+        if name in ("Static", "MatchedDue", "Boosted", "Relevance"):
+            gate = {"Static": self.static, "MatchedDue": self.due, "Boosted": self.boosted,
+                    "Relevance": self.relevance}[name]
+            return _Bound(gate, budget), scores
+        if name in ("Myopic", "Sequential"):
+            return self.temporal[(name.lower(), budget)], scores
+        if name == "PeriodicOutcome":
+            return PeriodicOutcome(scorer=self.static, cap=cap), scores
+        if name == "DeadlineOutcome":
+            return DeadlineOutcome(scorer=self.static, cap=cap), scores
+        if name == "DeadlineBackoffOutcome":
+            i, f, m = self.backoff
+            return DeadlineBackoffOutcome(scorer=self.static, cap=cap, initial=i, factor=f, max_interval=m), scores
+        if name == "Pacing":
+            return Pacing(scorer=self.static, threshold=self.static.threshold_for("B20")), scores
+        if name == "PacingLB":
+            return Pacing(scorer=self.static, threshold=self.pacing_lb[budget]), scores
+        raise KeyError(f"unknown policy {name!r}; known: {POLICIES}")
+
+
+class _Bound:
+    """A Static-calibrated gate bound to one budget's threshold."""
+
+    def __init__(self, gate, budget):
+        self.gate, self.threshold = gate, gate.threshold_for(budget)
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return self.gate.action_for(observation, self.threshold), state
+
+
+def select_backoff(static, seeds=ANALYSIS_SEEDS, caps=(10, 21)):
+    """BudgetPM's rule: maximise mean Set F1 across caps 10 and 21 on the analysis weeks; ties to lower cost, then
+    simpler parameters (smaller initial interval, factor, max interval)."""
+    from membudget.evaluate import rollout
+
+    best = None
+    for params in BACKOFF_GRID:
+        i, f, m = params
+        f1s, costs = [], []
+        for cap in caps:
+            pol = DeadlineBackoffOutcome(scorer=static, cap=cap, initial=i, factor=f, max_interval=m)
+            res = rollout(pol, seeds, budget=cap, action_mode="scores")
+            f1s.append(res["set_f1"].mean())
+            costs.append(res["realized_cost"].mean())
+        key = (-round(float(np.mean(f1s)), 12), float(np.mean(costs)), params)
+        if best is None or key < best[0]:
+            best = (key, params)
+    return best[1]
+
+
+def select_pacing_threshold(static, budget, cap, seeds=DEV_SEEDS):
+    """Pacing-LB's low-budget knot: 0.05 ... 0.95, 0.975, 0.99 maximising mean week Set F1 on the development
+    weeks; ties to lower cost, then the higher threshold."""
+    from membudget.evaluate import rollout
+
+    grid = list(THRESHOLD_GRID) + [0.975, 0.99]
+    best = None
+    for thr in grid:
+        res = rollout(Pacing(scorer=static, threshold=thr), seeds, budget=cap, action_mode="scores")
+        key = (-round(float(res["set_f1"].mean()), 12), float(res["realized_cost"].mean()), -thr)
+        if best is None or key < best[0]:
+            best = (key, thr)
+    return float(best[1])
+
+
+def fit_suite(dev_seeds=DEV_SEEDS, temporal_budgets=TEMPORAL_BUDGETS, analysis_seeds=ANALYSIS_SEEDS,
+              progress=None) -> Suite:
+    """Fit every gate on the development weeks and select the schedule parameters (unit prices, N_max = 2)."""
+    from membudget.envs.pm import budget_levels
+    from membudget.teachers import build_label_dataset
+
+    levels = budget_levels()
+    step = progress or (lambda msg: None)
+    step("label dataset")
+    ds = build_label_dataset(dev_seeds, list(temporal_budgets))
+    step("Static / Matched-Due / Boosted / Relevance gates")
+    static = StaticGate().fit(ds, levels)
+    due = StaticGate(label="due").fit(ds, levels)
+    boosted = BoostedGate().fit(ds, levels)
+    relevance = RelevanceGate().fit(ds, levels)
+    suite = Suite(levels=levels, static=static, due=due, boosted=boosted, relevance=relevance)
+    for b in temporal_budgets:
+        for teacher in ("myopic", "sequential"):
+            step(f"{teacher} gate at {b}")
+            suite.temporal[(teacher, b)] = TemporalGate(teacher=teacher, budget=b).fit(ds, levels)
+    step("backoff parameters")
+    suite.backoff = select_backoff(static, analysis_seeds)
+    for b in ("B5", "B10"):
+        step(f"Pacing-LB knot at {b}")
+        suite.pacing_lb[b] = select_pacing_threshold(static, b, levels[b], dev_seeds)
+    return suite
