@@ -2,7 +2,7 @@
 
 import gymnasium as gym
 
-ENV_IDS = ("membudget/PMWeek-v0",)
+ENV_IDS = ("membudget/PMWeek-v0", "membudget/ReplayStream-v0")
 
 
 def register_envs() -> None:
@@ -11,4 +11,9 @@ def register_envs() -> None:
             id="membudget/PMWeek-v0",
             entry_point="membudget.envs.pm.env:PMWeekEnv",
             vector_entry_point="membudget.envs.pm.vector:PMWeekVectorEnv",
+        )
+    if "membudget/ReplayStream-v0" not in gym.registry:
+        gym.register(
+            id="membudget/ReplayStream-v0",
+            entry_point="membudget.envs.replay.env:ReplayStreamEnv",
         )

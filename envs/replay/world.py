@@ -1,0 +1,264 @@
+"""The task stream of ``membudget/ReplayStream-v0``: families, backbone profiles and the counterfactual table.
+
+A stream is a pure function of (family, profile, stream length, ``recent_k``, ``retrieve_k``, seed). Everything
+that depends on a policy's choices (running cost maximum, recent accuracy, the previous task's outcome) is kept
+out of it, so every policy faces the same tasks, the same memory bank and the same outcome of every task under
+every action (:class:`Stream`).
+
+Outcome model (per task ``t`` and action ``a`` = (memory mode, generation budget)):
+
+    logit p[t, a] = base(profile, family) - difficulty_t + tier_bonus(budget) - truncation(t, budget)
+                    + replay_gain(mode, replayed items)
+
+- the **memory bank** holds earlier tasks whose *reference session* succeeded (a Bernoulli of the task's
+  success probability under the profile's reference accuracy, independent of the policy) — the stand-in for
+  "successful sessions enter the bank" that keeps the counterfactual fixed; retrieval sees the 64 most recent;
+- **relevance** of a replayed task ``i`` to task ``t`` = 0.6 · Jaccard(skills) + 0.4 · [same schema / environment];
+- **replay gain** = G · best relevance − H · mean irrelevance (1 − relevance) − L · log2(1 + replay tokens / 4096):
+  full recent-k replays the ``recent_k`` latest bank entries verbatim (trimmed traces); compressed replays the
+  same entries at ``COMPRESSED_TOKENS`` of their tokens and keeps ``COMPRESSED_GAIN`` of the help (and half the
+  harm); retrieved replays the ``retrieve_k`` bank entries the retriever ranks highest (noisy relevance plus a
+  small recency bonus);
+- **generation budget**: the task needs ``need_t`` generation tokens; tier ``low``/``medium``/``high`` caps them
+  at 512/768/1024 and lets the model spend ``TIER_SPEND`` × ``need_t``; a truncated answer loses
+  ``TRUNCATION`` · (cut fraction) in logit; larger tiers add a profile-dependent reasoning bonus;
+- **correctness** ``correct[t, a] = u[t, a] < p[t, a]`` with ``u`` from a Gaussian copula (task-level factor with
+  correlation ``COPULA_RHO``), so outcomes are paired across actions; a failure is an *error* (format /
+  execution error rather than a wrong answer) with a probability that grows with the irrelevance of what was
+  replayed;
+- **tokens** = instruction + schema / environment context + replayed tokens + generated tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, logit
+from scipy.stats import norm
+
+FAMILIES = ("db", "os")
+PROFILES = ("strong", "mid", "weak")
+MODES = ("none", "full", "compressed", "retrieved")
+BUDGETS = ("low", "medium", "high")
+BUDGET_CAPS = np.array([512, 768, 1024])
+TIER_SPEND = np.array([1.0, 1.25, 1.5])
+ACTIONS = tuple((m, b) for m in MODES for b in BUDGETS)
+N_ACTIONS = len(ACTIONS)
+BANK_WINDOW = 64
+RECENT_KS = (1, 4, 8, 16)
+COMPRESSED_TOKENS = 0.3
+COMPRESSED_GAIN = 0.5
+TRUNCATION = 2.5
+COPULA_RHO = 0.7
+HELP_PER_ITEM = 0.8
+SC_MAX = 15
+SC_WRONG_ANSWERS = 3
+MAX_INSTRUCTION, MAX_CONTEXT = 1024, 2048
+
+# per family: skills, schemas (DB tables / OS environments), log-normal (median, sigma) of instruction, context,
+# needed generation and (trimmed) trajectory tokens, probability that a task repeats the previous schema
+FAMILY_PARAMS = {
+    "db": dict(n_skills=8, n_schemas=12, instruction=(110, 0.35), context=(420, 0.30), need=(230, 0.45),
+               trajectory=(650, 0.35), repeat_schema=0.3),
+    "os": dict(n_skills=10, n_schemas=8, instruction=(90, 0.40), context=(260, 0.35), need=(330, 0.55),
+               trajectory=(900, 0.40), repeat_schema=0.25),
+}
+
+# per (profile, family): target no-replay accuracy at the medium tier (base), reference accuracy feeding the bank,
+# replay help G, irrelevance harm H, long-context penalty L, reasoning bonus per tier step
+PROFILE_PARAMS = {
+    # no-replay already strong; replay adds 2-3 points at 5-6x cost (Qwen2.5-7B / GPT-4o mini on DB)
+    ("strong", "db"): dict(base=0.77, ref=0.80, G=0.55, H=0.25, L=0.03, tier=0.05),
+    ("strong", "os"): dict(base=0.60, ref=0.65, G=0.90, H=0.30, L=0.04, tier=0.10),
+    # in between (Qwen2.5-7B on OS: retrieved / full replay worth ~10 points)
+    ("mid", "db"): dict(base=0.52, ref=0.62, G=1.60, H=0.40, L=0.06, tier=0.10),
+    ("mid", "os"): dict(base=0.45, ref=0.55, G=1.50, H=0.40, L=0.06, tier=0.15),
+    # no-replay weak (~21%); retrieved replay lifts it to ~66% (Llama-3.1-8B on DB)
+    ("weak", "db"): dict(base=0.20, ref=0.55, G=5.20, H=0.50, L=0.10, tier=0.05),
+    ("weak", "os"): dict(base=0.21, ref=0.45, G=4.00, H=0.50, L=0.10, tier=0.10),
+}
+
+
+def action_index(mode: str, budget: str) -> int:
+    """Index in ``Discrete(12)`` of (memory mode, generation budget)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown memory mode {mode!r}; expected one of {MODES}")
+    if budget not in BUDGETS:
+        raise ValueError(f"unknown generation budget {budget!r}; expected one of {BUDGETS}")
+    return MODES.index(mode) * len(BUDGETS) + BUDGETS.index(budget)
+
+
+@dataclass
+class Stream:
+    """One task stream with its full counterfactual table (``T`` tasks, ``A = 12`` actions)."""
+
+    family: str
+    profile: str
+    recent_k: int
+    retrieve_k: int
+    instruction_tokens: np.ndarray  # (T,) int
+    context_tokens: np.ndarray      # (T,) int
+    n_skills: np.ndarray            # (T,) int
+    schema: np.ndarray              # (T,) int
+    difficulty: np.ndarray          # (T,)
+    need: np.ndarray                # (T,) int, generation tokens the task needs
+    in_bank: np.ndarray             # (T,) bool, reference session succeeded -> enters the bank after the task
+    bank_size: np.ndarray           # (T,) int, bank entries visible to retrieval before task t (<= 64)
+    retrieval_top: np.ndarray       # (T,) retriever score of the best bank entry (0 if the bank is empty)
+    retrieval_recent: np.ndarray    # (T,) mean retriever score of the recent_k latest entries (0 if empty)
+    schema_share: np.ndarray        # (T,) share of the visible bank with the task's schema
+    replay_tokens: np.ndarray       # (T, 4) int, replayed tokens per memory mode
+    prob: np.ndarray                # (T, A) success probability
+    correct: np.ndarray             # (T, A) bool
+    error: np.ndarray               # (T, A) bool, failure by format / execution error
+    tokens: np.ndarray              # (T, A) int, total tokens (prompt + generation)
+    generation_tokens: np.ndarray   # (T, A) int
+    sc_correct: np.ndarray          # (T, SC_MAX) bool, no-replay medium-tier samples (self-consistency)
+    sc_wrong: np.ndarray            # (T, SC_MAX) int, which of SC_WRONG_ANSWERS wrong answers a wrong sample gives
+    sc_tie: np.ndarray              # (T,) uniform breaking a vote tie
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.difficulty.shape[0])
+
+    def self_consistency(self, n: int):
+        """Plurality vote over ``n`` no-replay medium-tier samples per task: a wrong sample gives one of
+        ``SC_WRONG_ANSWERS`` wrong answers; the vote is correct when the correct answer has more votes than every
+        wrong one (a tie is broken by a fixed uniform). Cost: ``n`` × the single sample's tokens.
+        Returns ``(correct (T,) bool, tokens (T,) int)``."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= SC_MAX:
+            raise ValueError(f"n must be an int in [1, {SC_MAX}], got {n!r}")
+        ok = self.sc_correct[:, :n]
+        votes = ok.sum(axis=1)
+        wrong = np.stack([((self.sc_wrong[:, :n] == w) & ~ok).sum(axis=1) for w in range(SC_WRONG_ANSWERS)], 1)
+        top_wrong = wrong.max(axis=1)
+        n_top = (wrong == top_wrong[:, None]).sum(axis=1)
+        win = (votes > top_wrong) | ((votes == top_wrong) & (votes > 0) & (self.sc_tie * (n_top + 1) < 1.0))
+        a = action_index("none", "medium")
+        return win, n * self.tokens[:, a]
+
+    def oracle_actions(self) -> np.ndarray:
+        """Hindsight oracle: per task the cheapest action that is correct (the cheapest action if none is)."""
+        big = np.iinfo(np.int64).max // 4
+        masked = np.where(self.correct, self.tokens, big)
+        best = masked.argmin(axis=1)
+        none_ok = ~self.correct.any(axis=1)
+        best[none_ok] = self.tokens[none_ok].argmin(axis=1)
+        return best
+
+
+def _lognormal(rng, median_sigma, size, lo, hi):
+    median, sigma = median_sigma
+    return np.clip(np.round(median * np.exp(sigma * rng.standard_normal(size))), lo, hi).astype(np.int64)
+
+
+def check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k):
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; expected one of {PROFILES}")
+    for name, v, lo, hi in (("n_tasks", n_tasks, 1, 100_000), ("recent_k", recent_k, 1, BANK_WINDOW),
+                            ("retrieve_k", retrieve_k, 1, BANK_WINDOW)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+            raise ValueError(f"{name} must be an int in [{lo}, {hi}], got {v!r}")
+
+
+def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1,
+                    rng: np.random.Generator | None = None) -> Stream:
+    """Draw a stream. ``rng`` (the environment's ``np_random``) takes precedence over ``seed``.
+
+    The draws are ordered so that ``recent_k`` and ``retrieve_k`` change only the replay actions they govern:
+    tasks, bank, copula noise and self-consistency samples are identical across them for one seed."""
+    check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k)
+    rng = np.random.default_rng(seed) if rng is None else rng
+    fp, pp = FAMILY_PARAMS[family], PROFILE_PARAMS[(profile, family)]
+    T, S, A = n_tasks, fp["n_skills"], N_ACTIONS
+
+    # --- tasks -----------------------------------------------------------------------------------------------
+    skill_pop = rng.dirichlet(np.full(S, 0.8))
+    schema_pop = rng.dirichlet(np.full(fp["n_schemas"], 0.8))
+    n_sk = rng.integers(1, 4, size=T)
+    skills = np.zeros((T, S), dtype=bool)
+    for t in range(T):
+        skills[t, rng.choice(S, size=n_sk[t], replace=False, p=skill_pop)] = True
+    schema = rng.choice(fp["n_schemas"], size=T, p=schema_pop)
+    repeat = rng.random(T) < fp["repeat_schema"]
+    for t in range(1, T):
+        if repeat[t]:
+            schema[t] = schema[t - 1]
+    difficulty = 0.8 * rng.standard_normal(T)
+    instruction = _lognormal(rng, fp["instruction"], T, 16, MAX_INSTRUCTION)
+    context = _lognormal(rng, fp["context"], T, 32, MAX_CONTEXT)
+    need = _lognormal(rng, fp["need"], T, 32, 4096)
+    trajectory = _lognormal(rng, fp["trajectory"], T, 100, 4000)
+    in_bank = rng.random(T) < expit(logit(pp["ref"]) - difficulty)
+    retr_noise = 0.15 * rng.standard_normal((T, T)).astype(np.float32)  # retriever noise per (task, bank item)
+    z = rng.standard_normal(T)
+    e = rng.standard_normal((T, A))
+    err_u = rng.random((T, A))
+    sc_e = rng.standard_normal((T, SC_MAX))
+    sc_wrong = rng.integers(0, SC_WRONG_ANSWERS, size=(T, SC_MAX))
+    sc_tie = rng.random(T)
+
+    # --- relevance of the replayed items, per task -------------------------------------------------------------
+    inter = skills.astype(np.int32) @ skills.T.astype(np.int32)
+    union = n_sk[:, None] + n_sk[None, :] - inter
+    relevance = 0.6 * inter / union + 0.4 * (schema[:, None] == schema[None, :])
+    bank_size = np.zeros(T, dtype=np.int64)
+    top = np.zeros(T)
+    recent_score = np.zeros(T)
+    share = np.zeros(T)
+    # per mode: best relevance, mean irrelevance, replay tokens
+    best = np.zeros((T, 4))
+    irr = np.zeros((T, 4))
+    rtok = np.zeros((T, 4), dtype=np.int64)
+    bank_ids = np.flatnonzero(in_bank)
+    for t in range(T):
+        pool = bank_ids[bank_ids < t][-BANK_WINDOW:]
+        n = pool.size
+        bank_size[t] = n
+        if n == 0:
+            continue
+        rel = relevance[t, pool]
+        score = np.clip(rel + retr_noise[t, pool], 0.0, 1.0)
+        top[t] = score.max()
+        share[t] = np.mean(schema[pool] == schema[t])
+        recent = slice(max(0, n - recent_k), n)
+        recent_score[t] = score[recent].mean()
+        best[t, 1] = best[t, 2] = 1.0 - np.prod(1.0 - HELP_PER_ITEM * rel[recent] ** 2)
+        irr[t, 1] = irr[t, 2] = 1.0 - rel[recent].mean()
+        rtok[t, 1] = trajectory[pool[recent]].sum()
+        rtok[t, 2] = int(round(COMPRESSED_TOKENS * rtok[t, 1]))
+        rank = np.argsort(-(score + 0.05 * np.arange(n) / n), kind="stable")[:retrieve_k]
+        best[t, 3] = 1.0 - np.prod(1.0 - HELP_PER_ITEM * rel[rank] ** 2)
+        irr[t, 3] = 1.0 - rel[rank].mean()
+        rtok[t, 3] = trajectory[pool[rank]].sum()
+
+    # --- success probability, outcomes, tokens -----------------------------------------------------------------
+    gain = pp["G"] * best - pp["H"] * irr - pp["L"] * np.log2(1.0 + rtok / 4096.0)
+    gain[:, 0] = 0.0
+    gain[:, 2] = COMPRESSED_GAIN * (pp["G"] * best[:, 2]) - 0.5 * pp["H"] * irr[:, 2] \
+        - pp["L"] * np.log2(1.0 + rtok[:, 2] / 4096.0)
+    gain[bank_size == 0, 1:] = 0.0
+    spend = np.minimum(need[:, None] * TIER_SPEND[None, :], BUDGET_CAPS[None, :])        # (T, 3)
+    cut = np.clip(1.0 - BUDGET_CAPS[None, :] / (need[:, None] * TIER_SPEND[None, :]), 0.0, 1.0)
+    tier_term = pp["tier"] * np.arange(3)[None, :] * (1.0 + np.maximum(difficulty, 0.0))[:, None] \
+        - TRUNCATION * cut
+    lg = logit(pp["base"]) - difficulty[:, None, None] + gain[:, :, None] + tier_term[:, None, :]
+    prob = expit(lg).reshape(T, A)
+    u = norm.cdf(COPULA_RHO * z[:, None] + np.sqrt(1.0 - COPULA_RHO ** 2) * e)
+    correct = u < prob
+    irr_a = np.repeat(np.where(bank_size[:, None] > 0, irr, 0.0), 3, axis=1)
+    irr_a[:, :3] = 0.0
+    error = ~correct & (err_u < 0.3 + 0.4 * irr_a)
+    gen = np.tile(np.round(spend).astype(np.int64), (1, 4))
+    tokens = (instruction + context)[:, None] + np.repeat(rtok, 3, axis=1) + gen
+    a_sc = action_index("none", "medium")
+    sc_u = norm.cdf(COPULA_RHO * z[:, None] + np.sqrt(1.0 - COPULA_RHO ** 2) * sc_e)
+    sc_correct = sc_u < prob[:, a_sc][:, None]
+    return Stream(family=family, profile=profile, recent_k=int(recent_k), retrieve_k=int(retrieve_k),
+                  instruction_tokens=instruction, context_tokens=context, n_skills=n_sk, schema=schema,
+                  difficulty=difficulty, need=need, in_bank=in_bank, bank_size=bank_size, retrieval_top=top,
+                  retrieval_recent=recent_score, schema_share=share, replay_tokens=rtok, prob=prob,
+                  correct=correct, error=error, tokens=tokens, generation_tokens=gen, sc_correct=sc_correct, sc_wrong=sc_wrong, sc_tie=sc_tie)
