@@ -146,7 +146,17 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
     L += ["", "Simplification: our Myopic / Sequential gates are fitted on k=0 development weeks only (BudgetPM pools "
           "50 paired k=0/k=3 development weeks with reweighting)."]
 
-    progress("7. structural results")
+    progress("7. structural results and the time-trigger ablation")
+    from membudget.envs.pm import WorldConfig, generate_episode
+    from membudget.teachers.structure import headroom
+
+    weeks = [generate_episode(x) for x in boundary]
+    no_time = [generate_episode(x, WorldConfig(n_time=0.0)) for x in boundary]
+    base = {c: float(np.mean([d - g for g, d, _, _ in headroom(weeks, c)])) for c in (10, 21)}
+    abl = {c: float(np.mean([d - g for g, d, _, _ in headroom(no_time, c)])) for c in (10, 21)}
+    collisions = float(np.mean([sum(n * (n - 1) // 2 for n in np.bincount(
+        ep.declared_start[(ep.kind == 0) & ep.registered & (ep.polarity == 0)], minlength=ep.horizon))
+        for ep in weeks]))
     L += ["", "## 7. Teachers: structural headroom", "", "```", structure_report(n_resamples).rstrip(), "```"]
     L += ["", "## Where our world agrees and where it differs", "",
           "- **Agrees:** Static keeps All-relevant Set F1 at B60/B80 with 41-54% fewer queries; Sequential beats "
@@ -159,8 +169,11 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
           "finds Outcome better. A world where look-alike states overlap real triggers more often would separate them.",
           "- **Larger gains from timing.** Exact-cost DP - greedy, Sequential - Myopic and Sequential - "
           "Deadline-Outcome at B5/B10 are 1.5-3x the published values, and the natural schedules need more "
-          "observations to match Sequential. We have not isolated which property of the generator (window lengths, "
-          "lookahead, trigger density per channel) causes the extra headroom.",
+          f"observations to match Sequential. The cause is the clock: {collisions:.1f} pairs of time triggers per "
+          "week fall due on the same step, so one clock check executes two; the DP saves scarce budget for those "
+          "steps while the greedy oracle spends it on the first single triggers. Without time-based tasks "
+          f"(`WorldConfig(n_time=0)`, same weeks) the exact-cost DP - greedy headroom drops to {abl[10]:+.4f} at "
+          f"10 queries and {abl[21]:+.4f} at 21 (default world: {base[10]:+.4f} / {base[21]:+.4f}).",
           "- **Teachers disagree slightly at B15/B20**, so our fitted Myopic and Sequential gates are not identical "
           "there (their Set F1 differences are indistinguishable from 0).", "",
           f"Generated in {time.perf_counter() - t0:.0f} s."]
