@@ -17,6 +17,7 @@ Gates save to ``.npz`` files of plain arrays (scaler, coefficients or tree array
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 
@@ -162,15 +163,15 @@ class StaticGate(_GatePolicy):
     def _set_arrays(self, z):
         self.mean_, self.scale_, self.coef_, self.intercept_ = z["mean"], z["scale"], z["coef"], float(z["intercept"])
 
-    def _config(self):
-        return {"label": self.label, "budget": self.budget, "C": self.C, "max_iter": self.max_iter, "tol": self.tol,
-                "n_folds": self.n_folds, "calibration_budgets": list(self.calibration_budgets)}
+    def get_params(self) -> dict:
+        """The constructor arguments, as scikit-learn's ``get_params`` (read from ``__init__``'s signature)."""
+        return {p: getattr(self, p) for p in inspect.signature(type(self).__init__).parameters if p != "self"}
 
     def save(self, path):
         """Plain-array ``.npz`` (no pickle)."""
         self._check_fitted()
-        np.savez(os.fspath(path), kind=np.array(type(self).__name__), config=np.array(json.dumps(self._config())),
-                 thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
+        np.savez(os.fspath(path), kind=np.array(type(self).__name__),
+                 config=np.array(json.dumps(self.get_params())), thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
 
     @classmethod
     def load(cls, path):
@@ -178,8 +179,8 @@ class StaticGate(_GatePolicy):
             if str(z["kind"]) != cls.__name__:
                 raise ValueError(f"{path} holds a {z['kind']}, not a {cls.__name__}")
             cfg = json.loads(str(z["config"]))
-            if "calibration_budgets" in cfg:
-                cfg["calibration_budgets"] = tuple(cfg["calibration_budgets"])
+            defaults = inspect.signature(cls.__init__).parameters
+            cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) else v for k, v in cfg.items()}
             gate = cls(**cfg)
             gate._set_arrays(z)
             gate.thresholds_ = json.loads(str(z["thresholds"]))
@@ -246,10 +247,6 @@ class BoostedGate(StaticGate):
         self.left_, self.right_, self.feature_ = z["left"], z["right"], z["feature"]
         self.threshold_, self.value_, self.init_ = z["threshold"], z["value"], float(z["init"])
 
-    def _config(self):
-        return {"label": self.label, "budget": self.budget, "n_estimators": self.n_estimators,
-                "max_depth": self.max_depth, "learning_rate": self.learning_rate, "random_state": self.random_state,
-                "n_folds": self.n_folds, "calibration_budgets": list(self.calibration_budgets)}
 
 
 class TemporalGate(StaticGate):
@@ -309,22 +306,6 @@ class TemporalGate(StaticGate):
         return rollout(policy, [int(w) for w in weeks], budget=self.budget, per_step_cap=self.per_step_cap,
                        cost_profile=meta["cost_profile"], late_policy=meta["late_policy"], load=meta["load"],
                        world=world if world != WorldConfig() else None, action_mode="scores")
-
-    def _config(self):
-        return {"teacher": self.teacher, "budget": self.budget, "per_step_cap": self.per_step_cap, "C": self.C,
-                "max_iter": self.max_iter, "tol": self.tol, "n_folds": self.n_folds, "grid": list(self.grid)}
-
-    @classmethod
-    def load(cls, path):
-        with np.load(os.fspath(path), allow_pickle=False) as z:
-            if str(z["kind"]) != cls.__name__:
-                raise ValueError(f"{path} holds a {z['kind']}, not a {cls.__name__}")
-            cfg = json.loads(str(z["config"]))
-            cfg["grid"] = tuple(cfg["grid"])
-            gate = cls(**cfg)
-            gate._set_arrays(z)
-            gate.thresholds_ = json.loads(str(z["thresholds"]))
-        return gate
 
 
 class _FixedThreshold:

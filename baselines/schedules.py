@@ -194,6 +194,3 @@ class RelevanceGate(StaticGate):
 
     def _set_arrays(self, z):
         pass
-
-    def _config(self):
-        return {"budget": self.budget, "calibration_budgets": list(self.calibration_budgets)}
