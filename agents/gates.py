@@ -171,7 +171,8 @@ class StaticGate(_GatePolicy):
         """Plain-array ``.npz`` (no pickle)."""
         self._check_fitted()
         np.savez(os.fspath(path), kind=np.array(type(self).__name__),
-                 config=np.array(json.dumps(self.get_params())), thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
+                 config=np.array(json.dumps(self.get_params())),
+                 thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
 
     @classmethod
     def load(cls, path):
