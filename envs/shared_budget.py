@@ -1,0 +1,213 @@
+"""Several assistants, one observation quota: PM weeks sharing one hard-cap executor (PettingZoo).
+
+Module conventions of PettingZoo: :func:`parallel_env` (the native form), :func:`env` (AEC, through PettingZoo's
+``parallel_to_aec`` converter) and :class:`raw_env`.
+
+Each agent ``agent_i`` owns a PM week (its own intentions and resources; week seed ``seed + i``, so with one
+agent the trajectories equal ``PMWeek-v0``'s exactly) and proposes a score per resource each step, as
+``PMWeek-v0`` with ``action_mode="scores"`` (``Box(-1, 1, (R,))``, a score > 0 proposes). One shared executor
+scans every agent's proposals by score (score / cost when prices differ), ties to lower cost, then to a random
+agent order drawn each step (so no agent index is favoured), then to the lower resource index; it skips
+non-candidates and whatever the shared episode budget, the shared per-step count cap or the per-step cost cap
+cannot afford, and keeps scanning. With ``floor = k`` each agent's own ``k`` best proposals are scanned first
+(in the random agent order). Observations: the agent's own ``resources`` and ``mask``, the budget features of
+the *shared* budget (its own query counts in the last three), and ``others``: every other agent's queries over
+the last five steps / 10. Reward: the agent's own change of running Set F1, or the team mean with
+``cooperative=True``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from membudget.envs.pm.core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore
+from membudget.envs.pm.env import action_to_scores, check_arguments, episode_summary, spaces_for
+from membudget.envs.pm.levels import resolve_budget
+from membudget.envs.pm.world import generate_episode
+
+
+def parallel_env(**kwargs) -> "raw_env":
+    return raw_env(**kwargs)
+
+
+def env(**kwargs):
+    return parallel_to_aec(parallel_env(**kwargs))
+
+
+class raw_env(ParallelEnv):
+    """Arguments: ``n_agents`` (default 2); ``budget`` — the shared episode budget: an int, a level name
+    (``"B10"`` means the sum of the agents' B10 levels) or None; ``per_step_cap`` (shared, default 2 per agent:
+    ``2 * n_agents``) and ``per_step_cost_cap`` (shared); ``floor`` (default 0); ``cooperative`` (default False);
+    ``cost_profile``, ``late_policy``, ``load``, ``world`` as for ``PMWeek-v0``."""
+
+    metadata = {"name": "membudget_shared_budget_v0", "render_modes": [], "is_parallelizable": True}
+
+    def __init__(self, n_agents=2, budget="B10", per_step_cap="per_agent", per_step_cost_cap=None, floor=0,
+                 cooperative=False, cost_profile="unit", late_policy="expire", load=0, world=None,
+                 render_mode=None):
+        if isinstance(n_agents, bool) or not isinstance(n_agents, (int, np.integer)) or n_agents < 1:
+            raise ValueError(f"n_agents must be a positive int, got {n_agents!r}")
+        if per_step_cap == "per_agent":
+            per_step_cap = 2 * n_agents
+        self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world,
+                                     "scores")
+        if isinstance(floor, bool) or not isinstance(floor, (int, np.integer)) or floor < 0:
+            raise ValueError(f"floor must be a non-negative int, got {floor!r}")
+        if render_mode is not None:
+            raise ValueError(f"render_mode {render_mode!r} is not supported (no render modes)")
+        level, frac = resolve_budget(budget, self.world, cost_profile)
+        self.budget = None if level is None else level * (n_agents if isinstance(budget, str) else 1)
+        self.target_fraction = frac
+        self.n_agents, self.per_step_cap, self.per_step_cost_cap = int(n_agents), per_step_cap, per_step_cost_cap
+        self.floor, self.cooperative = int(floor), bool(cooperative)
+        self.cost_profile, self.late_policy, self.load, self.render_mode = cost_profile, late_policy, load, None
+        self.possible_agents = [f"agent_{i}" for i in range(self.n_agents)]
+        self.agents = []
+        R = len(self.world.resources)
+        obs_space, act_space = spaces_for(R, self.budget, frac, per_step_cap, "scores")
+        cap = R if per_step_cap is None else min(per_step_cap, R)
+        obs_space = spaces.Dict({**obs_space.spaces, "others": spaces.Box(
+            0.0, cap * 5 / 10, (self.n_agents - 1,), dtype=np.float32)})
+        self._obs_space, self._act_space = obs_space, act_space
+        # Slots of the core enforce nothing themselves: the shared executor below selects.
+        self._core = PMWeekCore(self.n_agents, R, budget=self.budget, per_step_cap=None, per_step_cost_cap=None,
+                                late_policy=late_policy, b_frac=frac)
+        self._rows = np.arange(self.n_agents, dtype=np.int64)
+        n = self.n_agents
+        self._res = np.zeros((n, R, N_RESOURCE_FEATURES), dtype=np.float32)
+        self._bud = np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32)
+        self._mask = np.zeros((n, R), dtype=np.int8)
+        self._sel = np.zeros((n, R), dtype=np.int8)
+        self._skipped = np.zeros((n, 4), dtype=np.int64)
+        self._reward = np.zeros(n)
+        self._events = np.zeros((n, 7), dtype=np.int64)
+        self._metrics = np.zeros((n, len(METRIC_NAMES)))
+        self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
+        self._tie_rng = np.random.default_rng()
+        self.episodes = [None] * n
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent):
+        return self._obs_space
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent):
+        return self._act_space
+
+    def reset(self, seed=None, options=None):
+        # ``options`` is accepted and unused: PettingZoo's parallel_api_test passes arbitrary options to reset.
+        if seed is not None:
+            self._rngs = [seeding.np_random(int(seed) + i)[0] for i in range(self.n_agents)]
+            self._tie_rng = np.random.default_rng([int(seed), 1 << 20])  # independent of the weeks
+        for i in range(self.n_agents):
+            ep = generate_episode(None if seed is None else int(seed) + i, config=self.world,
+                                  cost_profile=self.cost_profile, load=self.load, rng=self._rngs[i])
+            self._core.load(i, ep, self.world.lookahead)
+            self.episodes[i] = ep
+        self.remaining = self.budget
+        self.agents = list(self.possible_agents)
+        return self._observe(), {a: {} for a in self.agents}
+
+    def _observe(self):
+        core = self._core
+        if self.budget is not None:
+            core.remaining[:] = self.remaining
+        core.observe(self._rows, self._res, self._bud, self._mask)
+        t = int(core.t[0])
+        q5 = core.q_hist[:, max(0, t - 5): t].sum(axis=1) / 10.0
+        obs = {}
+        for i, a in enumerate(self.possible_agents):
+            obs[a] = {"resources": self._res[i].copy(), "budget": self._bud[i].copy(), "mask": self._mask[i].copy(),
+                      "others": np.delete(q5, i).astype(np.float32)}
+        return obs
+
+    def _execute(self, scores):
+        """The shared hard-cap executor; returns the (agent, resource) selections and the skip counts."""
+        core = self._core
+        costs = core.costs
+        unequal = costs.min() != costs.max()
+        rank = np.empty(self.n_agents, dtype=np.int64)
+        rank[self._tie_rng.permutation(self.n_agents)] = np.arange(self.n_agents)
+        props = [(-(s / costs[i, r] if unequal else s), int(costs[i, r]), int(rank[i]), r, i)
+                 for i in range(self.n_agents) for r, s in enumerate(scores[i]) if s > 0]
+        props.sort()
+        if self.floor:
+            first, rest, taken = [], [], {}
+            for p in sorted(props, key=lambda p: (p[2], p[:2], p[3])):
+                if taken.get(p[4], 0) < self.floor and core.mask_state[p[4], p[3]]:
+                    first.append(p)
+                    taken[p[4]] = taken.get(p[4], 0) + 1
+            chosen = set(first)
+            props = first + [p for p in props if p not in chosen]
+        skipped = np.zeros((self.n_agents, 4), dtype=np.int64)
+        selected, n_sel, cost = [], 0, 0
+        for _, c, _, r, i in props:
+            if not core.mask_state[i, r]:
+                skipped[i, 0] += 1
+            elif self.remaining is not None and c > self.remaining - cost:
+                skipped[i, 1] += 1
+            elif self.per_step_cap is not None and n_sel >= self.per_step_cap:
+                skipped[i, 2] += 1
+            elif self.per_step_cost_cap is not None and cost + c > self.per_step_cost_cap:
+                skipped[i, 3] += 1
+            else:
+                selected.append((i, r))
+                n_sel += 1
+                cost += c
+        return selected, skipped, cost
+
+    def step(self, actions):
+        if not self.agents:
+            raise RuntimeError("the episode has terminated; call reset()")
+        missing = set(self.agents) - set(actions)
+        if missing:
+            raise ValueError(f"actions missing for {sorted(missing)}")
+        core, R = self._core, self._core.n_resources
+        scores = np.stack([action_to_scores(actions[a], (R,), "scores") for a in self.possible_agents])
+        selected, skipped, cost = self._execute(scores)
+        chosen = np.zeros((self.n_agents, R))
+        for i, r in selected:
+            chosen[i, r] = 1.0
+        t = int(core.t[0])
+        core.step(self._rows, chosen, self._sel, self._skipped, self._reward, self._events, self._metrics)
+        if self.budget is not None:
+            self.remaining -= cost
+        done = bool(core.t[0] >= core.horizon[0])
+        rewards = self._reward.copy()
+        if self.cooperative:
+            rewards[:] = rewards.mean()
+        obs = self._observe()
+        infos = {}
+        for i, a in enumerate(self.possible_agents):
+            tp, fp, fn = self._events[i, :3].tolist()
+            infos[a] = {"queried": np.flatnonzero(self._sel[i]), "cost": int(core.c_hist[i, t]), "tp": tp,
+                        "fp": fp, "fn": fn, "remaining_budget": self.remaining,
+                        "skipped": dict(zip(("non_candidate", "budget", "count_cap", "cost_cap"),
+                                            skipped[i].tolist()))}
+            if done:
+                infos[a]["episode"] = episode_summary(self._metrics[i], self.episodes[i])
+        out_rewards = {a: float(rewards[i]) for i, a in enumerate(self.possible_agents)}
+        terms = {a: done for a in self.possible_agents}
+        truncs = {a: False for a in self.possible_agents}
+        if done:
+            self.agents = []
+        return obs, out_rewards, terms, truncs, infos
+
+    def state(self):
+        """Global state: every agent's observation arrays concatenated (resources, budget, mask)."""
+        return np.concatenate([self._res.ravel(), self._bud.ravel(), self._mask.ravel().astype(np.float32)])
+
+
+def jain_index(values) -> float:
+    """Jain's fairness index (Σx)² / (n Σx²) of non-negative values (1 = perfectly even)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0 or np.any(x < 0):
+        raise ValueError("Jain's index needs a non-empty array of non-negative values")
+    s2 = np.sum(x ** 2)
+    return 1.0 if s2 == 0 else float(np.sum(x) ** 2 / (x.size * s2))

@@ -1,0 +1,129 @@
+"""The PettingZoo shared-budget environment: PettingZoo's own tests, equality with PMWeek-v0 for one agent, the
+shared executor's invariants and fairness, bad arguments."""
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
+
+from membudget.envs import shared_budget
+from membudget.envs.pm import PMWeekEnv, budget_levels
+
+
+def test_pettingzoo_parallel_api():
+    parallel_api_test(shared_budget.parallel_env(n_agents=3), num_cycles=200)
+
+
+def test_pettingzoo_aec_api():
+    api_test(shared_budget.env(n_agents=2), num_cycles=200)
+
+
+def test_pettingzoo_seed_tests():
+    parallel_seed_test(lambda: shared_budget.parallel_env(n_agents=2), num_cycles=100)
+    seed_test(lambda: shared_budget.env(n_agents=2), num_cycles=100)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(budget="B5", cost_profile="skewed", late_policy="execute"),
+                                dict(budget=None, per_step_cost_cap=5, cost_profile="mild")])
+def test_one_agent_equals_pmweek(kw):
+    single = PMWeekEnv(action_mode="scores", **{k: v for k, v in kw.items()})
+    shared = shared_budget.parallel_env(n_agents=1, **kw)
+    o1, _ = single.reset(seed=77)
+    o2, _ = shared.reset(seed=77)
+    rng = np.random.default_rng(0)
+    for _ in range(80):
+        for k in ("resources", "budget", "mask"):
+            np.testing.assert_array_equal(o1[k], o2["agent_0"][k])
+        a = rng.uniform(-1, 1, 11).astype(np.float32)
+        o1, r1, t1, _, i1 = single.step(a)
+        o2, r2, t2, _, i2 = shared.step({"agent_0": a})
+        assert r1 == r2["agent_0"] and t1 == t2["agent_0"]
+        assert i1["queried"].tolist() == i2["agent_0"]["queried"].tolist()
+        assert i1["skipped"] == i2["agent_0"]["skipped"]
+    assert i1["episode"] == i2["agent_0"]["episode"]
+
+
+@pytest.mark.parametrize("n_agents", [2, 3, 5])
+def test_shared_budget_and_caps_are_never_exceeded(n_agents):
+    env = shared_budget.parallel_env(n_agents=n_agents, budget="B10", per_step_cap=3, per_step_cost_cap=6,
+                                     cost_profile="mild")
+    assert env.budget == n_agents * budget_levels(cost_profile="mild")["B10"]
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(1)
+    spent = 0
+    while env.agents:
+        acts = {a: np.where(obs[a]["mask"] > 0, rng.uniform(0, 1, 11), -1).astype(np.float32) for a in env.agents}
+        obs, _, _, _, infos = env.step(acts)
+        step_cost = sum(i["cost"] for i in infos.values())
+        assert sum(len(i["queried"]) for i in infos.values()) <= 3 and step_cost <= 6
+        spent += step_cost
+        assert spent <= env.budget and infos["agent_0"]["remaining_budget"] == env.budget - spent
+        for a in infos:
+            assert all(obs[a]["others"] >= 0)
+
+
+def test_ties_do_not_favour_an_agent_index():
+    wins = np.zeros(2)
+    for seed in range(40):
+        env = shared_budget.parallel_env(n_agents=2, budget=None, per_step_cap=1)
+        obs, _ = env.reset(seed=seed)
+        while env.agents:
+            both = all(obs[a]["mask"].any() for a in env.agents)
+            acts = {a: np.where(obs[a]["mask"] > 0, 0.5, -1).astype(np.float32) for a in env.agents}
+            obs, _, _, _, infos = env.step(acts)
+            if both:
+                wins += [len(infos["agent_0"]["queried"]), len(infos["agent_1"]["queried"])]
+    share = wins[0] / wins.sum()
+    assert wins.sum() > 200 and 0.42 < share < 0.58
+
+
+def test_floor_gives_every_proposing_agent_its_queries():
+    env = shared_budget.parallel_env(n_agents=3, budget=None, per_step_cap=3, floor=1)
+    obs, _ = env.reset(seed=2)
+    while env.agents:
+        # agent_0 bids high on everything, the others low: without a floor agent_0 would take the whole cap
+        acts = {a: np.where(obs[a]["mask"] > 0, 0.9 if a == "agent_0" else 0.1, -1).astype(np.float32)
+                for a in env.agents}
+        proposing = [a for a in env.agents if obs[a]["mask"].any()]
+        obs, _, _, _, infos = env.step(acts)
+        for a in proposing:
+            assert len(infos[a]["queried"]) >= 1
+
+
+def test_cooperative_reward_is_the_team_mean():
+    env = shared_budget.parallel_env(n_agents=3, cooperative=True)
+    obs, _ = env.reset(seed=4)
+    ind = shared_budget.parallel_env(n_agents=3)
+    ind.reset(seed=4)
+    rng = np.random.default_rng(3)
+    while env.agents:
+        acts = {a: rng.uniform(-1, 1, 11).astype(np.float32) for a in env.agents}
+        _, r, *_ = env.step(acts)
+        _, r_ind, *_ = ind.step(acts)
+        assert len(set(r.values())) == 1
+        assert r["agent_0"] == pytest.approx(np.mean(list(r_ind.values())))
+
+
+def test_jain_index_closed_form():
+    assert shared_budget.jain_index([1, 1, 1]) == 1.0
+    assert shared_budget.jain_index([1, 0, 0, 0]) == pytest.approx(0.25)
+    x = np.array([0.2, 0.5, 0.9])
+    assert shared_budget.jain_index(x) == pytest.approx(x.sum() ** 2 / (3 * (x ** 2).sum()))
+    with pytest.raises(ValueError):
+        shared_budget.jain_index([-1.0])
+
+
+@pytest.mark.parametrize("kw, match", [(dict(n_agents=0), "n_agents"), (dict(floor=-1), "floor"),
+                                       (dict(budget=0), "budget"), (dict(per_step_cap=0), "per_step_cap"),
+                                       (dict(cost_profile="gold"), "cost_profile")])
+def test_bad_arguments_raise(kw, match):
+    with pytest.raises(ValueError, match=match):
+        shared_budget.parallel_env(**kw)
+
+
+def test_bad_actions_raise():
+    env = shared_budget.parallel_env(n_agents=2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="missing"):
+        env.step({"agent_0": np.zeros(11, dtype=np.float32)})
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        env.step({"agent_0": np.full(11, 2.0), "agent_1": np.zeros(11)})
