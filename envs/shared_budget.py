@@ -191,7 +191,7 @@ class raw_env(ParallelEnv):
                         "skipped": dict(zip(("non_candidate", "budget", "count_cap", "cost_cap"),
                                             skipped[i].tolist()))}
             if done:
-                infos[a]["episode"] = episode_summary(self._metrics[i], self.episodes[i])
+                infos[a]["episode_metrics"] = episode_summary(self._metrics[i], self.episodes[i])
         out_rewards = {a: float(rewards[i]) for i, a in enumerate(self.possible_agents)}
         terms = {a: done for a in self.possible_agents}
         truncs = {a: False for a in self.possible_agents}
