@@ -127,3 +127,28 @@ def test_bad_actions_raise():
         env.step({"agent_0": np.zeros(11, dtype=np.float32)})
     with pytest.raises(ValueError, match=r"\[-1, 1\]"):
         env.step({"agent_0": np.full(11, 2.0), "agent_1": np.zeros(11)})
+
+
+def test_parallel_vec_env_follows_sb3_semantics():
+    from membudget.agents.multiagent import ParallelVecEnv
+
+    venv = ParallelVecEnv(n_copies=2, seed=3, n_agents=3)
+    obs = venv.reset()
+    assert venv.num_envs == 6 and obs["resources"].shape == (6, 11, 27) and obs["others"].shape == (6, 2)
+    for t in range(80):
+        venv.step_async(np.zeros((6, 11), dtype=np.float32))
+        obs, rewards, dones, infos = venv.step_wait()
+        assert rewards.shape == (6,) and dones.shape == (6,)
+        if t < 79:
+            assert not dones.any()
+    assert dones.all() and all("terminal_observation" in i and "episode" not in i for i in infos)
+    assert all(venv.observation_space[k].contains(obs[k][0]) for k in obs)  # already the next weeks
+
+
+def test_shared_ppo_trains_and_bounds_bracket():
+    from membudget.agents.multiagent import dp_bounds, play, train_shared_ppo
+
+    model = train_shared_ppo(2, "B10", total_timesteps=256, n_copies=1)
+    f1 = play(lambda a, o: model.predict(o, deterministic=True)[0], 2, "B10", bases=(6000,))
+    lo, hi = dp_bounds(2, "B10", bases=(6000, 6010))
+    assert f1.shape == (1, 2) and np.all(lo <= hi + 1e-12) and np.all(f1 <= hi[:1] + 1e-12)
