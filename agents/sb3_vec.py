@@ -1,0 +1,67 @@
+"""Stable-Baselines3 on the native batched ``PMWeek-v0``.
+
+SB3 cannot consume a Gymnasium ``VectorEnv``: it expects its own ``VecEnv`` with *same-step* autoreset (a finished
+sub-environment is reset inside ``step``, the returned observation is the next episode's first one and the final
+observation travels in ``infos[i]["terminal_observation"]``). :class:`PMWeekSB3VecEnv` adapts
+:class:`~membudget.envs.pm.PMWeekVectorEnv` (NEXT_STEP autoreset) to that contract; it produces exactly what SB3's
+``DummyVecEnv`` of single ``PMWeekEnv`` instances produces (tested), while stepping every week in one kernel call.
+``env_method("action_masks")`` serves sb3-contrib's ``MaskablePPO``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+
+from membudget.envs.pm import PMWeekVectorEnv
+
+
+class PMWeekSB3VecEnv(VecEnv):
+    """``num_envs`` PM weeks as an SB3 ``VecEnv``; keyword arguments are those of ``PMWeekEnv``."""
+
+    def __init__(self, num_envs: int = 8, **env_kwargs):
+        self.venv = PMWeekVectorEnv(num_envs=num_envs, **env_kwargs)
+        super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        self._actions = None
+
+    def reset(self):
+        seeds = [s for s in self._seeds] if any(s is not None for s in self._seeds) else None
+        obs, _ = self.venv.reset(seed=seeds)
+        self._reset_seeds()
+        return obs
+
+    def step_async(self, actions):
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        obs, rewards, terminated, truncated, info = self.venv.step(self._actions)
+        dones = terminated | truncated
+        infos = [{} for _ in range(self.num_envs)]
+        if dones.any():
+            metrics = info["episode"]
+            for i in np.flatnonzero(dones):
+                infos[i]["terminal_observation"] = {k: v[i].copy() for k, v in obs.items()}
+                infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+                infos[i]["episode_metrics"] = {k: float(v[i]) for k, v in metrics.items()}
+            fresh, _ = self.venv.reset(options={"reset_mask": dones})
+            for k in obs:
+                obs[k][dones] = fresh[k][dones]
+        return obs, rewards.astype(np.float32), dones, infos
+
+    def close(self):
+        self.venv.close()
+
+    def get_attr(self, attr_name, indices=None):
+        return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name, value, indices=None):
+        raise AttributeError("the sub-environments of a native vector env share their attributes")
+
+    def env_method(self, method_name, *args, indices=None, **kwargs):
+        if method_name == "action_masks":
+            masks = self.venv.action_masks()
+            return [masks[i] for i in self._get_indices(indices)]
+        raise AttributeError(f"{method_name!r} is not available per sub-environment of a native vector env")
+
+    def env_is_wrapped(self, wrapper_class, indices=None):
+        return [False for _ in self._get_indices(indices)]
