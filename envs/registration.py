@@ -2,7 +2,7 @@
 
 import gymnasium as gym
 
-ENV_IDS = ("membudget/PMWeek-v0", "membudget/ReplayStream-v0")
+ENV_IDS = ("membudget/PMWeek-v0", "membudget/ReplayStream-v0", "membudget/TierRouting-v0")
 
 
 def register_envs() -> None:
@@ -16,4 +16,9 @@ def register_envs() -> None:
         gym.register(
             id="membudget/ReplayStream-v0",
             entry_point="membudget.envs.replay.env:ReplayStreamEnv",
+        )
+    if "membudget/TierRouting-v0" not in gym.registry:
+        gym.register(
+            id="membudget/TierRouting-v0",
+            entry_point="membudget.envs.tiers.env:TierRoutingEnv",
         )

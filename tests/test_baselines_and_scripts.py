@@ -286,6 +286,6 @@ def test_only_the_membudget_namespace_is_installed():
         tool = tomllib.load(f)["tool"]["setuptools"]
     assert tool["package-dir"] == {"membudget": "."}
     assert all(p == "membudget" or p.startswith("membudget.") for p in tool["packages"])
-    for sub in ("envs", "envs/pm", "envs/replay", "agents", "teachers", "baselines", "bench"):
+    for sub in ("envs", "envs/pm", "envs/replay", "envs/tiers", "agents", "teachers", "baselines", "bench"):
         assert os.path.isfile(os.path.join(root, sub, "__init__.py"))
         assert "membudget." + sub.replace("/", ".") in tool["packages"]

@@ -1,0 +1,443 @@
+"""Train and evaluate PPO tier routers on ``membudget/TierRouting-v0`` (BudgetMem, seed 001 §5-6).
+
+- :func:`make_env`: the environment with seed 001's §5.5 reward (:class:`~membudget.envs.tiers.BudgetMemReward`,
+  ``use_beta=False`` for the β ablation, ``normalize=False`` for the static reward);
+- :func:`train_router`: SB3 PPO for one λ, or the λ-conditioned router (λ in the observation);
+- :func:`rollout`: any policy-protocol policy (SB3 models, baselines, the privileged oracle) on held-out queries,
+  stepped in lockstep (every query has exactly five steps) so SB3 models predict in batches;
+- :func:`evaluate`: every result of issue 6 — mean r_task and cost per λ with bootstrap intervals, the frontier
+  against all-LOW / all-MID / all-HIGH / random / the hindsight oracle for each tiering strategy, per-module tier
+  distributions per λ, the β ablation at λ = 0.3, transfer between backbones, the hard cap under learned policies;
+- :func:`format_results` and :func:`plot_frontier`; :func:`main` (``python -m membudget.envs.tiers results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+ENV_ID = "membudget/TierRouting-v0"
+LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
+HELD_OUT_FIRST_SEED = 50_000
+
+
+def make_env(*, strategy="capacity", population="locomo", backbone="llama", lam=0.0, lam_conditioned=False,
+             max_cost_per_query=None, normalize=True, use_beta=True, window=256, **env_kwargs):
+    """``TierRouting-v0`` with seed 001's §5.5 reward wrapper (``normalize=True``) or its static reward."""
+    import gymnasium as gym
+
+    import membudget  # noqa: F401  (registers the ids)
+    from membudget.envs.tiers import BudgetMemReward
+
+    env = gym.make(ENV_ID, strategy=strategy, population=population, backbone=backbone, lam=lam,
+                   lam_conditioned=lam_conditioned, max_cost_per_query=max_cost_per_query, **env_kwargs)
+    return BudgetMemReward(env, window=window, use_beta=use_beta) if normalize else env
+
+
+def train_router(*, lam=0.3, lam_conditioned=False, strategy="capacity", population="locomo", backbone="llama",
+                 use_beta=True, total_timesteps=20_000, seed=0, n_steps=500, batch_size=100, n_epochs=4,
+                 learning_rate=1e-3, ent_coef=0.01, max_cost_per_query=None, save_path=None):
+    """SB3 PPO (``MlpPolicy``, 64×64) on training queries drawn from ``reset(seed=seed)`` onwards (disjoint from
+    the held-out seeds ≥ 50,000 in practice: continuous draws), with the §5.5 reward. One episode = one query of
+    five steps; ``gamma = 1`` (the reward arrives at the end), 4 PPO epochs per update as in seed 001."""
+    import torch
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(1)
+    env = make_env(strategy=strategy, population=population, backbone=backbone, lam=lam,
+                   lam_conditioned=lam_conditioned, use_beta=use_beta, max_cost_per_query=max_cost_per_query)
+    model = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, gamma=1.0,
+                gae_lambda=1.0, learning_rate=learning_rate, ent_coef=ent_coef, seed=seed, device="cpu",
+                policy_kwargs={"net_arch": [64, 64]}, verbose=0)
+    model.learn(total_timesteps=total_timesteps)
+    if save_path:
+        model.save(save_path)
+    return model
+
+
+def _train_job(job):
+    name, kwargs, path = job
+    t0 = time.time()
+    train_router(save_path=path, **kwargs)
+    return name, path, time.time() - t0
+
+
+def train_many(jobs: dict, out_dir: str, workers: int = 2, reuse: bool = False) -> dict:
+    """Train ``{name: train_router kwargs}`` in ``workers`` processes (spawned, one torch thread each); returns
+    ``{name: PPO model}``. Models are saved as ``out_dir/<name>.zip``; ``reuse`` loads existing ones instead."""
+    from stable_baselines3 import PPO
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {n: os.path.join(out_dir, f"{n}.zip") for n in jobs}
+    todo = [(n, kw, paths[n]) for n, kw in jobs.items() if not (reuse and os.path.exists(paths[n]))]
+    if workers > 1 and len(todo) > 1:
+        import multiprocessing as mp
+
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
+            done = list(ex.map(_train_job, todo))
+    else:
+        done = [_train_job(j) for j in todo]
+    return {n: PPO.load(p, device="cpu") for n, p in paths.items()}
+
+
+def rollout(policy, seeds, *, privileged=False, lam=None, **env_kwargs) -> dict:
+    """Play ``policy`` once on each held-out query ``seeds`` (lockstep, batched ``predict`` unless ``privileged``:
+    then the policy is given each environment as ``policy.env`` and predicts one observation at a time).
+    λ-conditioned environments get ``lam`` through ``reset(options=...)``. Returns per-query ``r_task``, ``cost``,
+    applied ``tiers`` (n, 5), ``requested`` tiers and ``downgrades``."""
+    from membudget.envs.tiers import TierRoutingEnv
+
+    seeds = [int(s) for s in seeds]
+    envs = [TierRoutingEnv(**env_kwargs) for _ in seeds]
+    opts = {"lam": lam} if env_kwargs.get("lam_conditioned") else None
+    obs = np.stack([e.reset(seed=s, options=opts)[0] for e, s in zip(envs, seeds)])
+    n = len(seeds)
+    tiers, req = np.zeros((n, 5), dtype=np.int64), np.zeros((n, 5), dtype=np.int64)
+    r_task, cost, downgrades = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+    start = np.ones(n, dtype=bool)
+    for k in range(5):
+        if privileged:
+            acts = []
+            for e, o in zip(envs, obs):
+                policy.env = e
+                acts.append(int(np.asarray(policy.predict(o)[0]).reshape(())))
+            acts = np.asarray(acts)
+        else:
+            acts, _ = policy.predict(obs, episode_start=start, deterministic=True)
+            acts = np.asarray(acts).reshape(n)
+        start[:] = False
+        new = []
+        for i, (e, a) in enumerate(zip(envs, acts)):
+            o, _, term, _, info = e.step(int(a))
+            tiers[i, k], req[i, k] = info["tier"], info["requested_tier"]
+            new.append(o)
+            if term:
+                r_task[i], cost[i], downgrades[i] = info["r_task"], info["cost"], info["episode"]["downgrades"]
+        obs = np.stack(new)
+    return {"r_task": r_task, "cost": cost, "tiers": tiers, "requested": req, "downgrades": downgrades}
+
+
+def outcome_tables(seeds, **env_kwargs) -> list:
+    """``[(r_task (243,), cost (243,))]`` of the held-out queries (privileged; for the oracle)."""
+    from membudget.envs.tiers import TierRoutingEnv
+
+    env = TierRoutingEnv(**env_kwargs)
+    out = []
+    for s in seeds:
+        env.reset(seed=int(s))
+        r, c = env.outcome_table()
+        out.append((r.copy(), c.copy()))
+    return out
+
+
+def oracle_frontier(tables, cost_ref, n=60):
+    from membudget.teachers.tier_oracle import lagrangian_frontier
+
+    mus = np.concatenate([[0.0], np.logspace(-3, 3, n) / cost_ref])
+    return lagrangian_frontier(tables, mus)
+
+
+def summarize(run, n_resamples=10_000) -> dict:
+    from membudget.evaluate import bootstrap_ci
+
+    r = bootstrap_ci(run["r_task"], n_resamples=n_resamples)
+    c = bootstrap_ci(run["cost"], n_resamples=n_resamples)
+    dist = np.stack([(run["tiers"] == t).mean(axis=0) for t in range(3)], axis=1)  # (5 modules, 3 tiers)
+    return {"r_task": r, "cost": c, "tier_share": dist.tolist(), "low_share": float((run["tiers"] == 0).mean()),
+            "downgrades": int(run["downgrades"].sum())}
+
+
+def dominance(router_points, fixed_point) -> dict:
+    """Does the router's frontier dominate a fixed-tier policy? ``point``: some router point has ≥ quality at ≤
+    cost, one strictly better in quality; ``hull``: the upper hull of the router points (mixing two routers),
+    interpolated at the fixed policy's cost, has higher quality (``None`` when that cost lies outside the router's
+    cost range). ``gain``: the hull's quality minus the fixed policy's there."""
+    pts = np.asarray(router_points, float)
+    fc, fq = fixed_point
+    point = bool(np.any((pts[:, 0] <= fc) & (pts[:, 1] > fq)))
+    hull = _upper_hull(pts)
+    if hull[0, 0] <= fc <= hull[-1, 0]:
+        q = float(np.interp(fc, hull[:, 0], hull[:, 1]))
+        return {"point": point, "hull": bool(q > fq), "gain": q - fq}
+    return {"point": point, "hull": None, "gain": None}
+
+
+def _upper_hull(pts):
+    p = pts[np.lexsort((-pts[:, 1], pts[:, 0]))]
+    hull = []
+    for x in p:
+        if hull and x[1] <= hull[-1][1]:
+            continue
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (y2 - y1) * (x[0] - x1) <= (x[1] - y1) * (x2 - x1):
+                hull.pop()
+            else:
+                break
+        hull.append((x[0], x[1]))
+    return np.asarray(hull)
+
+
+@dataclass
+class ResultsConfig:
+    strategies: list = field(default_factory=lambda: ["implementation", "reasoning", "capacity"])
+    population: str = "locomo"
+    lambdas: list = field(default_factory=lambda: list(LAMBDAS))
+    per_lambda_strategy: str = "all"
+    """Strategy of the per-λ routers: one name or 'all'. The λ-conditioned router is trained for every strategy."""
+    timesteps: int = 20_000
+    conditioned_timesteps: int = 30_000
+    n_queries: int = 300
+    seed: int = 0
+    workers: int = 2
+    transfer_to: str = "qwen"
+    out: str = "runs/tiers"
+    n_resamples: int = 10_000
+    reuse: bool = False
+    """Load routers already saved in ``out`` instead of retraining them."""
+
+
+def evaluate(cfg: ResultsConfig, progress=print) -> dict:
+    from membudget.baselines.tiers import BASELINES, OracleTiers
+
+    t0 = time.time()
+    seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + cfg.n_queries)
+    per_lam = cfg.strategies if cfg.per_lambda_strategy == "all" else [cfg.per_lambda_strategy]
+    base = {"population": cfg.population, "seed": cfg.seed}
+    jobs = {}
+    for s in per_lam:
+        for lam in cfg.lambdas:
+            jobs[f"{s}-lam{lam}"] = dict(base, strategy=s, lam=lam, total_timesteps=cfg.timesteps)
+    for s in cfg.strategies:
+        jobs[f"{s}-conditioned"] = dict(base, strategy=s, lam_conditioned=True,
+                                        total_timesteps=cfg.conditioned_timesteps)
+    ab = per_lam[-1]
+    jobs[f"{ab}-lam0.3-nobeta"] = dict(base, strategy=ab, lam=0.3, use_beta=False, total_timesteps=cfg.timesteps)
+    # hard cap under a learned policy: a λ = 0 router trained with the cap in its observation
+    from membudget.envs.tiers import floor_cost_bound, reference_costs
+
+    hs = per_lam[0]
+    cap = max(floor_cost_bound(hs, cfg.population), reference_costs(hs, cfg.population)[1])
+    jobs[f"{hs}-lam0.0-cap"] = dict(base, strategy=hs, lam=0.0, max_cost_per_query=cap, total_timesteps=cfg.timesteps)
+    progress(f"training {len(jobs)} routers ({cfg.workers} workers) ...")
+    models = train_many(jobs, cfg.out, workers=cfg.workers, reuse=cfg.reuse)
+    train_s = time.time() - t0
+    progress(f"trained in {train_s:.0f} s; evaluating on {cfg.n_queries} held-out queries ...")
+    res = {"config": asdict(cfg), "strategies": {}, "train_seconds": train_s}
+    for s in cfg.strategies:
+        kw = {"strategy": s, "population": cfg.population}
+        from membudget.envs.tiers import reference_costs
+
+        cost_ref = reference_costs(s, cfg.population)[2]
+        row = {"fixed": {}, "routers": {}, "conditioned": {}}
+        for name, cls in BASELINES.items():
+            pol = cls(seed=0) if name == "random" else cls()
+            row["fixed"][name] = summarize(rollout(pol, seeds, **kw), cfg.n_resamples)
+        row["fixed"]["oracle (max r_task)"] = summarize(
+            rollout(OracleTiers(), seeds, privileged=True, **kw), cfg.n_resamples)
+        tables = outcome_tables(seeds, **kw)
+        row["oracle_frontier"] = oracle_frontier(tables, cost_ref).tolist()
+        if s in per_lam:
+            for lam in cfg.lambdas:
+                row["routers"][lam] = summarize(rollout(models[f"{s}-lam{lam}"], seeds, **kw), cfg.n_resamples)
+        for lam in cfg.lambdas:
+            row["conditioned"][lam] = summarize(rollout(models[f"{s}-conditioned"], seeds, lam=lam,
+                                                        lam_conditioned=True, **kw), cfg.n_resamples)
+        res["strategies"][s] = row
+    ab_kw = {"strategy": ab, "population": cfg.population}
+    res["beta_ablation"] = {
+        "strategy": ab,
+        "with_beta": res["strategies"][ab]["routers"].get(0.3),
+        "without_beta": summarize(rollout(models[f"{ab}-lam0.3-nobeta"], seeds, **ab_kw), cfg.n_resamples)}
+    # transfer: the llama-trained λ = 0.3 router on the other backbone, no retraining
+    tr = {}
+    for s in per_lam:
+        kw = {"strategy": s, "population": cfg.population, "backbone": cfg.transfer_to}
+        tr[s] = {"router (llama-trained, lam 0.3)": summarize(rollout(models[f"{s}-lam0.3"], seeds, **kw),
+                                                               cfg.n_resamples)}
+        for name in ("all-LOW", "all-MID", "all-HIGH"):
+            tr[s][name] = summarize(rollout(BASELINES[name](), seeds, **kw), cfg.n_resamples)
+        from membudget.envs.tiers import reference_costs
+
+        tr[s]["oracle_frontier"] = oracle_frontier(outcome_tables(seeds, **kw),
+                                                   reference_costs(s, cfg.population, cfg.transfer_to)[2]).tolist()
+    res["transfer"] = tr
+    run = rollout(models[f"{hs}-lam0.0-cap"], seeds, strategy=hs, population=cfg.population, max_cost_per_query=cap)
+    res["hard_cap"] = {"strategy": hs, "cap": cap, "max_cost": float(run["cost"].max()),
+                       "queries_downgraded": int((run["downgrades"] > 0).sum()), **summarize(run, cfg.n_resamples)}
+    res["seconds"] = time.time() - t0
+    return res
+
+
+def _router_points(row, use):
+    src = row["routers"] if use == "per-lambda" and row["routers"] else row["conditioned"]
+    return [(v["cost"][0], v["r_task"][0]) for v in src.values()]
+
+
+def goal_check(res) -> dict:
+    """Per strategy and router family: dominance of every fixed-tier policy, and the gap to the oracle at each
+    router point's mean cost."""
+    from membudget.teachers.tier_oracle import frontier_at
+
+    out = {}
+    for s, row in res["strategies"].items():
+        frontier = np.asarray(row["oracle_frontier"])
+        for fam in ("per-lambda", "conditioned"):
+            if fam == "per-lambda" and not row["routers"]:
+                continue
+            pts = _router_points(row, fam)
+            dom = {n: dominance(pts, (row["fixed"][n]["cost"][0], row["fixed"][n]["r_task"][0]))
+                   for n in ("all-LOW", "all-MID", "all-HIGH")}
+            gaps = [frontier_at(frontier, c) - q for c, q in pts]
+            out[(s, fam)] = {"dominance": dom, "oracle_gap": gaps}
+    return out
+
+
+def _fmt_ci(t, scale=1.0, digits=3):
+    m, lo, hi = (x * scale for x in t)
+    return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def format_results(res) -> str:
+    from membudget.envs.tiers import MODULES
+
+    cfg = res["config"]
+    L = [f"TierRouting-v0, population {cfg['population']}, {cfg['n_queries']} held-out queries (seeds "
+         f"{HELD_OUT_FIRST_SEED}..{HELD_OUT_FIRST_SEED + cfg['n_queries'] - 1}), backbone llama; PPO "
+         f"{cfg['timesteps']} steps per λ router, {cfg['conditioned_timesteps']} for the λ-conditioned router, "
+         f"training seed {cfg['seed']}; bootstrap 95% intervals ({cfg['n_resamples']} resamples); cost in m$ "
+         "(1e-3 dollars) per query", ""]
+    for s, row in res["strategies"].items():
+        L += [f"### {s} tiering", "", "| policy | λ | r_task [95% CI] | cost m$ [95% CI] | LOW share |",
+              "|---|---|---|---|---|"]
+        for n, v in row["fixed"].items():
+            L.append(f"| {n} | – | {_fmt_ci(v['r_task'])} | {_fmt_ci(v['cost'], 1e3, 4)} | {v['low_share']:.2f} |")
+        for fam, src in (("PPO router (one per λ)", row["routers"]), ("PPO λ-conditioned", row["conditioned"])):
+            for lam, v in src.items():
+                L.append(f"| {fam} | {lam} | {_fmt_ci(v['r_task'])} | {_fmt_ci(v['cost'], 1e3, 4)} | "
+                         f"{v['low_share']:.2f} |")
+        fr = np.asarray(row["oracle_frontier"])
+        picks = [fr[np.argmin(np.abs(fr[:, 1] - row['fixed'][n]['cost'][0]))] for n in ("all-LOW", "all-MID",
+                                                                                        "all-HIGH")]
+        L += ["", "hindsight-oracle frontier (set level, per-query argmax r_task − μ·cost) near the fixed tiers' "
+              "costs: " + ", ".join(f"{c * 1e3:.4f} m$ → {q:.3f}" for _, c, q in picks), ""]
+        if row["routers"]:
+            L += ["per-module tier distribution (LOW/MID/HIGH shares) of the per-λ routers:", "",
+                  "| λ | " + " | ".join(MODULES) + " |", "|---" * (len(MODULES) + 1) + "|"]
+            for lam, v in row["routers"].items():
+                L.append(f"| {lam} | " + " | ".join("/".join(f"{x:.2f}" for x in m) for m in v["tier_share"]) + " |")
+            L.append("")
+    L += ["### Goal: the router's frontier dominates every fixed-tier policy (higher r_task at ≤ cost)", "",
+          "| strategy | router | vs all-LOW | vs all-MID | vs all-HIGH | gap to oracle at the router's cost, per λ |",
+          "|---|---|---|---|---|---|"]
+    for (s, fam), g in goal_check(res).items():
+        cells = []
+        for n in ("all-LOW", "all-MID", "all-HIGH"):
+            d = g["dominance"][n]
+            gain = "outside range" if d["gain"] is None else f"{d['gain']:+.3f}"
+            cells.append(f"point {'yes' if d['point'] else 'no'}, hull {gain}")
+        L.append(f"| {s} | {fam} | " + " | ".join(cells) + " | " + ", ".join(f"{x:.3f}" for x in g["oracle_gap"])
+                 + " |")
+    ab = res["beta_ablation"]
+    L += ["", f"### β ablation at λ = 0.3 ({ab['strategy']})", "", "| router | r_task | cost m$ | LOW share |",
+          "|---|---|---|---|"]
+    for n in ("with_beta", "without_beta"):
+        v = ab[n]
+        if v:
+            L.append(f"| {n.replace('_', ' ')} | {_fmt_ci(v['r_task'])} | {_fmt_ci(v['cost'], 1e3, 4)} | "
+                     f"{v['low_share']:.2f} |")
+    L += ["", f"### Transfer to backbone {cfg['transfer_to']} without retraining", "",
+          "| strategy | policy | r_task | cost m$ | oracle at that cost |", "|---|---|---|---|---|"]
+    from membudget.teachers.tier_oracle import frontier_at
+
+    for s, t in res["transfer"].items():
+        fr = np.asarray(t["oracle_frontier"])
+        for n, v in t.items():
+            if n == "oracle_frontier":
+                continue
+            L.append(f"| {s} | {n} | {_fmt_ci(v['r_task'])} | {_fmt_ci(v['cost'], 1e3, 4)} | "
+                     f"{frontier_at(fr, v['cost'][0]):.3f} |")
+    h = res["hard_cap"]
+    L += ["", f"### Hard cap under a learned policy ({h['strategy']}, λ = 0 router trained with the cap, "
+          f"max_cost_per_query = "
+          f"{h['cap'] * 1e3:.4f} m$)", "",
+          f"max query cost {h['max_cost'] * 1e3:.4f} m$ (≤ cap: {h['max_cost'] <= h['cap'] + 1e-15}); "
+          f"{h['queries_downgraded']} of {cfg['n_queries']} queries had a downgrade; r_task {_fmt_ci(h['r_task'])}, "
+          f"cost {_fmt_ci(h['cost'], 1e3, 4)} m$", "",
+          f"training {res['train_seconds']:.0f} s, total {res['seconds']:.0f} s"]
+    return "\n".join(L)
+
+
+def plot_frontier(res, path) -> None:
+    """One panel per tiering strategy: mean cost (log) against mean r_task for the fixed tiers, random, the
+    oracle frontier and the routers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    strategies = list(res["strategies"])
+    fig, axes = plt.subplots(1, len(strategies), figsize=(5 * len(strategies), 4), squeeze=False)
+    for ax, s in zip(axes[0], strategies):
+        row = res["strategies"][s]
+        fr = np.asarray(row["oracle_frontier"])
+        ax.plot(fr[:, 1] * 1e3, fr[:, 2], "k-", lw=1, label="hindsight oracle")
+        for n, v in row["fixed"].items():
+            if n.startswith("oracle"):
+                continue
+            ax.plot(v["cost"][0] * 1e3, v["r_task"][0], "s", label=n)
+        for fam, src, m in (("router per λ", row["routers"], "o-"), ("λ-conditioned", row["conditioned"], "^--")):
+            if src:
+                pts = np.array([(v["cost"][0] * 1e3, v["r_task"][0]) for v in src.values()])
+                ax.plot(pts[:, 0], pts[:, 1], m, label=fam)
+        ax.set_xscale("log")
+        ax.set_title(f"{s} tiering")
+        ax.set_xlabel("mean cost per query (m$)")
+        ax.set_ylabel("mean r_task")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m membudget.envs.tiers results",
+                                description="Train the PPO tier routers and print BudgetMem's results.")
+    d = ResultsConfig()
+    p.add_argument("--quick", action="store_true", help="per-λ routers for capacity only, 200 queries")
+    p.add_argument("--strategies", nargs="+", default=d.strategies)
+    p.add_argument("--population", default=d.population)
+    p.add_argument("--per-lambda-strategy", default=d.per_lambda_strategy)
+    p.add_argument("--timesteps", type=int, default=d.timesteps)
+    p.add_argument("--conditioned-timesteps", type=int, default=d.conditioned_timesteps)
+    p.add_argument("--n-queries", type=int, default=d.n_queries)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--workers", type=int, default=d.workers)
+    p.add_argument("--out", default=d.out)
+    p.add_argument("--reuse", action="store_true", help="load routers already saved in --out")
+    a = p.parse_args(argv)
+    cfg = ResultsConfig(strategies=a.strategies, population=a.population, per_lambda_strategy=a.per_lambda_strategy,
+                        timesteps=a.timesteps, conditioned_timesteps=a.conditioned_timesteps,
+                        n_queries=a.n_queries, seed=a.seed, workers=a.workers, out=a.out, reuse=a.reuse)
+    if a.quick:
+        cfg.per_lambda_strategy, cfg.n_queries = "capacity", 200
+    res = evaluate(cfg)
+    text = format_results(res)
+    print(text)
+    os.makedirs(cfg.out, exist_ok=True)
+    plot_frontier(res, os.path.join(cfg.out, "frontier.png"))
+    with open(os.path.join(cfg.out, "results.md"), "w") as f:
+        f.write(text + "\n")
+    print(f"figure: {os.path.join(cfg.out, 'frontier.png')}")
+    return res
+
+
+__all__ = ["LAMBDAS", "ResultsConfig", "dominance", "evaluate", "format_results", "goal_check", "main",
+           "make_env", "oracle_frontier", "outcome_tables", "plot_frontier", "rollout", "summarize",
+           "train_router", "train_many"]

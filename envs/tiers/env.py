@@ -1,0 +1,293 @@
+"""``membudget/TierRouting-v0``: LOW / MID / HIGH compute tier for each memory-extraction module of one query."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+
+from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
+                    N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments, combo_index, floor_cost_bound,
+                    generate_query, outcomes, reference_costs)
+
+DEFAULT_LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
+QUERY_FEATURE_NAMES = tuple(f"cue_{t}" for t in ("single_hop", "multi_hop", "temporal", "open_domain",
+                                                  "knowledge_update", "comparison")) + (
+    "context_tokens", "chunk_tokens", "query_tokens", "retrieval_score")
+INPUT_FEATURE_NAMES = ("input_tokens", "entity_cue", "temporal_cue", "topic_cue", "upstream_quality", "spent")
+MODULE_FEATURE_NAMES = tuple(f"module_{m}" for m in MODULES)
+
+
+def feature_names(hard_budget: bool, lam_conditioned: bool) -> tuple:
+    """Names of the observation entries, in order."""
+    return (QUERY_FEATURE_NAMES + INPUT_FEATURE_NAMES + MODULE_FEATURE_NAMES
+            + (("remaining_budget",) if hard_budget else ()) + (("lambda",) if lam_conditioned else ()))
+
+
+def _number(name, v, *, positive=False):
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
+            or v < 0 or (positive and v == 0):
+        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {v!r}")
+    return float(v)
+
+
+class TierRoutingEnv(gym.Env):
+    """
+    ## Description
+
+    Query-aware budget routing of a runtime memory-extraction pipeline (BudgetMem, seed 001). An episode is one
+    user query over a long history: the top-5 retrieved chunks pass the fixed module pipeline
+    ``filter → entity, temporal, topic → summary`` and an answer model answers from the resulting compact memory.
+    Before each module runs, the router picks its compute tier LOW / MID / HIGH. Three tiering strategies
+    (``strategy``): ``implementation`` (rules → BERT-class model → LLM; the widest cost range), ``reasoning``
+    (direct → chain of thought → reflection with the same LLM; a narrow, expensive range) and ``capacity``
+    (small → medium → large model; the best quality at high budget). Query populations are named after seed 001's
+    datasets (``locomo``, ``longmemeval``, ``hotpotqa``: LoCoMo-, LongMemEval- and HotpotQA-like question-type mixes
+    and context lengths of 18K / 122K / 26K tokens). Every query has hidden per-module needs; the answer quality
+    ``r_task`` and the cost of all 3^5 tier combinations are drawn at reset (:mod:`membudget.envs.tiers.world`
+    documents the outcome model), so the counterfactual is fixed and the hindsight oracle
+    (:mod:`membudget.teachers.tier_oracle`) is exact.
+
+    ## Action Space
+
+    ``Discrete(3)``: 0 = LOW, 1 = MID, 2 = HIGH, the tier of the next module in the order filter, entity,
+    temporal, topic, summary. With ``max_cost_per_query`` the environment may apply a lower tier (see Rewards).
+
+    ## Observation Space
+
+    ``Box(0, 1, (21 [+1] [+1],), float32)`` (names from ``feature_names(hard_budget, lam_conditioned)``):
+    - query features (10): six noisy question-type cues, context length / 200K, chunk length / 1500, query
+      length / 64, retriever score of the top chunk (a noisy view of answerability);
+    - features of the current module's input, the intermediate result so far (6): its tokens / 7650; cues of the
+      entity / temporal / topic needs found in the filtered context (0 before the filter has run, less noisy after a
+      better filter); observed quality of the upstream result (0 at the filter; of the filtered context for the
+      extraction modules; of the three extraction results for the summary); dollars spent so far ``c`` as
+      ``c / (c + cost_ref)``;
+    - a one-hot module descriptor (5);
+    - with ``max_cost_per_query``: the remaining per-query budget / the cap;
+    - with ``lam_conditioned``: λ.
+
+    ## Rewards
+
+    0 after the first four modules; after the summary ``r_task + λ · r_cost`` with the static cost reward
+    ``r_cost = 1 − clip(c / cost_ref, 0, 1)`` (``cost_ref``: the mean all-HIGH cost of this strategy, population and
+    backbone over 256 reference queries). Seed 001's §5.5 reward — sliding-window Q5/Q95 cost normalisation and the
+    scale factor β — is the wrapper :class:`~membudget.envs.tiers.BudgetMemReward`, which replaces it.
+    Cost is tokens × price per tier, in dollars. With ``max_cost_per_query`` a requested tier whose cost, plus the
+    all-LOW cost of the modules still to run, exceeds the remaining budget is downgraded to the highest tier that
+    fits; the downgrade is reported in ``info["downgrade"]`` and counted in ``info["episode"]["downgrades"]``, and
+    no query ever costs more than its cap.
+
+    ## Starting State
+
+    ``reset(seed=s)`` draws query ``s`` (:func:`~membudget.envs.tiers.world.generate_query`; the latent query does
+    not depend on strategy or backbone, so they are paired by seed) and its outcome table. Options:
+    ``{"query": Query}`` replays a query; ``{"lam": x}`` sets λ of a λ-conditioned episode (otherwise drawn
+    uniformly from ``lam_values``).
+
+    ## Episode End
+
+    Terminates after the summary module (5 steps); never truncates. ``info`` per step: ``module``,
+    ``requested_tier``, ``tier``, ``downgrade`` (``None`` or ``{"module", "requested", "applied"}``),
+    ``module_cost``, ``spent``, ``lam``; at the end also ``r_task``, ``cost``, ``r_cost``, ``tiers`` and
+    ``info["episode"]`` with ``r_task``, ``cost``, ``tiers``, ``requested_tiers``, ``downgrades``, ``lam``,
+    ``return``.
+
+    ## Arguments
+
+    - ``strategy``: ``"implementation"`` (default), ``"reasoning"`` or ``"capacity"``.
+    - ``population``: ``"locomo"`` (default), ``"longmemeval"`` or ``"hotpotqa"``.
+    - ``backbone``: ``"llama"`` (default; LLaMA-3.3-70B family prices) or ``"qwen"`` (Qwen family: cheap input,
+      expensive output, different per-module strengths), for transfer without retraining.
+    - ``lam``: λ ≥ 0, the cost weight (default 0.0, performance first). Ignored when ``lam_conditioned``.
+    - ``lam_conditioned``: put λ in the observation and draw it per query from ``lam_values``.
+    - ``lam_values``: λ values of the conditioned variant (default 0, 0.1, 0.3, 0.5, 1.0).
+    - ``max_cost_per_query``: hard per-query budget in dollars, or ``None`` (default). Must be at least
+      ``floor_cost_bound(strategy, population, backbone)`` (the largest possible all-LOW cost) so every query is
+      feasible.
+    - ``noise``: standard deviation of the judge noise of ``r_task`` (default 0.04).
+
+    ## Version History
+
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, strategy="implementation", population="locomo", backbone="llama", lam=0.0,
+                 lam_conditioned=False, lam_values=DEFAULT_LAMBDAS, max_cost_per_query=None, noise=0.04,
+                 render_mode=None):
+        check_world_arguments(strategy, population, backbone, noise)
+        self.lam = _number("lam", lam)
+        if not isinstance(lam_conditioned, (bool, np.bool_)):
+            raise ValueError(f"lam_conditioned must be a bool, got {lam_conditioned!r}")
+        try:
+            values = tuple(_number("lam_values entry", v) for v in lam_values)
+        except TypeError:
+            raise ValueError(f"lam_values must be a non-empty sequence of numbers >= 0, got {lam_values!r}") from None
+        if not values:
+            raise ValueError("lam_values must be a non-empty sequence of numbers >= 0, got an empty one")
+        self.strategy, self.population, self.backbone, self.noise = strategy, population, backbone, float(noise)
+        self.lam_conditioned, self.lam_values = bool(lam_conditioned), values
+        self.floor_cost = floor_cost_bound(strategy, population, backbone)
+        if max_cost_per_query is not None:
+            max_cost_per_query = _number("max_cost_per_query", max_cost_per_query, positive=True)
+            if max_cost_per_query < self.floor_cost:
+                raise ValueError(f"max_cost_per_query={max_cost_per_query:.6g} is below the largest all-LOW cost "
+                                 f"of a {population} query under {strategy}/{backbone} ({self.floor_cost:.6g} $); "
+                                 "no tier choice could keep such a query within it")
+        self.max_cost_per_query = max_cost_per_query
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} is not supported (supported: "
+                             f"{self.metadata['render_modes']})")
+        self.render_mode = render_mode
+        self.cost_low, self.cost_mid, self.cost_ref = reference_costs(strategy, population, backbone)
+        self.feature_names = feature_names(max_cost_per_query is not None, self.lam_conditioned)
+        high = np.ones(len(self.feature_names), dtype=np.float32)
+        if self.lam_conditioned:
+            high[-1] = max(1.0, max(values))
+        self.observation_space = spaces.Box(np.zeros_like(high), high, dtype=np.float32)
+        self.action_space = spaces.Discrete(N_TIERS)
+        self.query: Query | None = None
+        self.outcomes: Outcomes | None = None
+        self._k = N_MODULES
+
+    # ------------------------------------------------------------------------------------------------ internals
+
+    def _obs(self) -> np.ndarray:
+        q, o, k = self.query, self.outcomes, min(self._k, N_MODULES - 1)
+        tiers = self._tiers
+        qf = [*q.type_cues, q.context_tokens / MAX_CONTEXT, q.chunk_tokens / MAX_CHUNK,
+              q.query_tokens / MAX_QUERY_TOKENS, q.retrieval_score]
+        if k == 0:
+            inp, cues, upstream = q.chunk_tokens * TOP_K + PROMPT_TOKENS, np.zeros(3), 0.0
+        else:
+            f = tiers[0]
+            inp = self._input_tokens(k, f)
+            cues = o.ext_cues[f]
+            upstream = o.filter_signal[f] if k < 4 else o.ext_signal[combo_index(tiers[:4])]
+        spent = self._spent / (self._spent + self.cost_ref)
+        onehot = np.eye(N_MODULES)[k]
+        x = [*qf, min(inp / MAX_INPUT, 1.0), *cues, upstream, spent, *onehot]
+        if self.max_cost_per_query is not None:
+            x.append(min(max(self.max_cost_per_query - self._spent, 0.0) / self.max_cost_per_query, 1.0))
+        if self.lam_conditioned:
+            x.append(self._lam)
+        return np.asarray(x, dtype=np.float32)
+
+    def _input_tokens(self, k, f):
+        q = self.query
+        keep = PROFILES[(self.strategy, self.backbone)].keep[f]
+        kept = min(keep * q.keep_jitter, 1.0) * TOP_K * q.chunk_tokens
+        if k < 4:
+            return kept + PROMPT_TOKENS
+        return 0.5 * kept + float((GEN_BASE[1:4] * q.gen_jitter[1:4]).sum()) + PROMPT_TOKENS
+
+    def _module_cost(self, k, f, a):
+        return float(self.outcomes.module_cost[f, k, a])
+
+    def _low_completion(self, k, f):
+        """All-LOW cost of the modules after ``k`` when the filter ran at tier ``f``."""
+        return float(sum(self.outcomes.module_cost[f, j, 0] for j in range(k + 1, N_MODULES)))
+
+    # ---------------------------------------------------------------------------------------------------- API
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"query", "lam"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; TierRouting-v0 takes 'query' and 'lam'")
+        if "query" in options:
+            q = options["query"]
+            if not isinstance(q, Query) or q.population != self.population:
+                raise ValueError(f"options['query'] must be a Query of population {self.population!r}")
+        else:
+            q = generate_query(self.np_random, self.population)
+        if "lam" in options:
+            if not self.lam_conditioned:
+                raise ValueError("options['lam'] needs lam_conditioned=True (set lam in the constructor instead)")
+            self._lam = _number("options['lam']", options["lam"])
+        elif self.lam_conditioned:
+            self._lam = float(self.lam_values[int(self.np_random.integers(len(self.lam_values)))])
+        else:
+            self._lam = self.lam
+        if self.lam_conditioned and self._lam > self.observation_space.high[-1]:
+            raise ValueError(f"options['lam']={self._lam} exceeds the observation bound "
+                             f"{self.observation_space.high[-1]} (max of lam_values, at least 1)")
+        self.query = q
+        self.outcomes = outcomes(q, self.strategy, self.backbone, self.noise)
+        self._k, self._spent, self._tiers, self._requested, self._downgrades = 0, 0.0, [], [], 0
+        return self._obs(), {"module": MODULES[0], "lam": self._lam}
+
+    def step(self, action):
+        if self.outcomes is None:
+            raise RuntimeError("call reset() before step()")
+        if self._k >= N_MODULES:
+            raise RuntimeError("the query has been answered; call reset()")
+        a = np.asarray(action)
+        if a.shape not in ((), (1,)) or a.dtype.kind not in "iu" or not 0 <= int(a.reshape(())) < N_TIERS:
+            raise ValueError(f"action must be an integer tier in [0, 3) (Discrete(3): LOW, MID, HIGH), got {action!r}")
+        k, req = self._k, int(a.reshape(()))
+        applied, downgrade = req, None
+        if self.max_cost_per_query is not None:
+            remaining = self.max_cost_per_query - self._spent
+            while applied > 0:
+                f = applied if k == 0 else self._tiers[0]
+                if self._module_cost(k, f, applied) + self._low_completion(k, f) <= remaining + 1e-15:
+                    break
+                applied -= 1
+            if applied != req:
+                downgrade = {"module": MODULES[k], "requested": TIERS[req], "applied": TIERS[applied]}
+                self._downgrades += 1
+        f = applied if k == 0 else self._tiers[0]
+        c = self._module_cost(k, f, applied)
+        self._spent += c
+        self._tiers.append(applied)
+        self._requested.append(req)
+        self._k += 1
+        terminated = self._k >= N_MODULES
+        info = {"module": MODULES[k], "requested_tier": req, "tier": applied, "downgrade": downgrade,
+                "module_cost": c, "spent": self._spent, "lam": self._lam}
+        reward = 0.0
+        if terminated:
+            idx = combo_index(self._tiers)
+            r_task, cost = float(self.outcomes.r_task[idx]), float(self.outcomes.cost[idx])
+            r_cost = 1.0 - min(max(cost / self.cost_ref, 0.0), 1.0)
+            reward = r_task + self._lam * r_cost
+            info.update(r_task=r_task, cost=cost, r_cost=r_cost, tiers=tuple(self._tiers))
+            info["episode"] = {"r_task": r_task, "cost": cost, "tiers": tuple(self._tiers),
+                               "requested_tiers": tuple(self._requested), "downgrades": self._downgrades,
+                               "lam": self._lam, "return": reward}
+        return self._obs(), reward, terminated, False, info
+
+    def outcome_table(self):
+        """``(r_task (243,), cost (243,))`` of the current query, combinations in ``COMBOS`` order; privileged
+        (for the hindsight oracle and analysis), never part of the observation."""
+        if self.outcomes is None:
+            raise RuntimeError("call reset() before outcome_table()")
+        return self.outcomes.r_task, self.outcomes.cost
+
+    @property
+    def module_index(self) -> int:
+        """Index of the module the next action is for (5 once the query is answered)."""
+        return self._k
+
+    @property
+    def tiers(self) -> tuple:
+        """Tiers applied so far in this query."""
+        return tuple(self._tiers)
+
+    @property
+    def current_lam(self) -> float:
+        return self._lam
+
+
+def query_for_seed(seed: int, population: str = "locomo") -> Query:
+    """The query ``reset(seed=seed)`` draws (a pure function of population and seed)."""
+    rng, _ = seeding.np_random(seed)
+    return generate_query(rng, population)
+
+
+__all__ = ["COMBOS", "DEFAULT_LAMBDAS", "TierRoutingEnv", "feature_names", "query_for_seed"]

@@ -1,0 +1,83 @@
+"""Seed 001 §5.5 reward normalisation for ``TierRouting-v0``, as a wrapper that can be switched off.
+
+``r = r_task + λ · β · r_cost`` at the end of the query, with
+``r_cost = 1 − clip((c − Q5) / (Q95 − Q5), 0, 1)`` (Q5 / Q95: 5th / 95th percentiles of the raw dollar costs of
+the last ``window`` queries, the current one included) and ``β = std(r_task) / (std(r_cost) + ε)`` over the last
+``window`` queries (population standard deviations, the current query included). ``use_beta=False`` is the β
+ablation (β = 1). While fewer than ``min_history`` queries have been seen β = 1 (the standard deviations are
+undefined or meaningless); when Q95 − Q5 ≤ ε every cost gets ``r_cost = 1``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import gymnasium as gym
+import numpy as np
+
+
+class CostNormalizer:
+    """The sliding-window statistics of §5.5, usable on any stream of (r_task, cost) pairs."""
+
+    def __init__(self, window: int = 256, use_beta: bool = True, eps: float = 1e-6, min_history: int = 2):
+        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 2:
+            raise ValueError(f"window must be an int >= 2, got {window!r}")
+        if isinstance(min_history, bool) or not isinstance(min_history, (int, np.integer)) \
+                or not 2 <= min_history <= window:
+            raise ValueError(f"min_history must be an int in [2, window], got {min_history!r}")
+        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not np.isfinite(eps) or eps <= 0:
+            raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+        if not isinstance(use_beta, (bool, np.bool_)):
+            raise ValueError(f"use_beta must be a bool, got {use_beta!r}")
+        self.window, self.use_beta, self.eps, self.min_history = int(window), bool(use_beta), float(eps), min_history
+        self.costs: deque = deque(maxlen=self.window)
+        self.r_task: deque = deque(maxlen=self.window)
+        self.r_cost: deque = deque(maxlen=self.window)
+
+    def quantiles(self) -> tuple:
+        c = np.asarray(self.costs, dtype=np.float64)
+        return float(np.quantile(c, 0.05)), float(np.quantile(c, 0.95))
+
+    def update(self, r_task: float, cost: float) -> dict:
+        """Push one query; returns ``{"r_cost", "beta", "q5", "q95"}`` for it."""
+        if not (np.isfinite(r_task) and np.isfinite(cost)) or cost < 0:
+            raise ValueError(f"r_task and cost must be finite and cost >= 0, got {r_task!r}, {cost!r}")
+        self.costs.append(float(cost))
+        q5, q95 = self.quantiles()
+        if q95 - q5 <= self.eps:
+            r_cost = 1.0
+        else:
+            r_cost = 1.0 - min(max((cost - q5) / (q95 - q5), 0.0), 1.0)
+        self.r_task.append(float(r_task))
+        self.r_cost.append(r_cost)
+        if not self.use_beta or len(self.r_task) < self.min_history:
+            beta = 1.0
+        else:
+            beta = float(np.std(self.r_task) / (np.std(self.r_cost) + self.eps))
+        return {"r_cost": r_cost, "beta": beta, "q5": q5, "q95": q95}
+
+    def reward(self, r_task: float, cost: float, lam: float) -> tuple:
+        """``(r_task + lam · β · r_cost, stats)`` after pushing the query."""
+        s = self.update(r_task, cost)
+        return r_task + lam * s["beta"] * s["r_cost"], s
+
+
+class BudgetMemReward(gym.Wrapper):
+    """Replace ``TierRouting-v0``'s static reward by seed 001's §5.5 reward (see the module docstring). λ is the
+    environment's (``info["lam"]``, so the λ-conditioned variant works unchanged). The normaliser's history lives
+    in the wrapper and persists across episodes (it is the point of a sliding window); ``info`` at the end of a
+    query gains ``normalized`` = ``{"r_cost", "beta", "q5", "q95"}``."""
+
+    def __init__(self, env, window: int = 256, use_beta: bool = True, eps: float = 1e-6, min_history: int = 2):
+        super().__init__(env)
+        self.normalizer = CostNormalizer(window=window, use_beta=use_beta, eps=eps, min_history=min_history)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated:
+            reward, stats = self.normalizer.reward(info["r_task"], info["cost"], info["lam"])
+            info = {**info, "normalized": stats}
+        return obs, float(reward), terminated, truncated, info
+
+
+__all__ = ["BudgetMemReward", "CostNormalizer"]
