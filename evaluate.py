@@ -9,6 +9,10 @@ cap sweep (20 caps from 5 to 210) of the natural schedules with the cost each ne
 
 ``python -m membudget.evaluate report`` regenerates ``docs/reproduction.md``, every finding of BudgetPM
 re-measured in our world beside the published figure.
+
+``python -m membudget.evaluate replay [...]`` runs LIMBO's comparison on ``ReplayStream-v0`` (every baseline,
+LinUCB, optionally PPO and the hindsight oracle per family × profile over seeds 42, 43, 44) and prints the results
+table; ``--out DIR`` writes ``results.json``, ``results.md`` and the cost–accuracy frontier ``replay_frontier.png``.
 """
 
 from __future__ import annotations
@@ -266,12 +270,100 @@ def parse_args(argv=None) -> EvalConfig:
     return EvalConfig(**vars(parser.parse_args(argv)))
 
 
+def plot_replay_frontier(rows, path):
+    """Cost–accuracy plane per (family, profile) of ReplayStream-v0: every agent's mean total tokens per stream
+    against its mean accuracy, the empirical Pareto frontier (oracle excluded) drawn as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from membudget.agents.replay_runner import pareto_front
+
+    settings = sorted({(r["family"], r["profile"]) for r in rows},
+                      key=lambda fp: (fp[0], ("strong", "mid", "weak").index(fp[1])))
+    ncol = min(3, len(settings))
+    nrow = -(-len(settings) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.6 * nrow), squeeze=False)
+    for ax, (family, profile) in zip(axes.flat, settings):
+        pts = {r["agent"]: (np.mean([run["total_tokens"] for run in r["runs"]]),
+                            np.mean([run["accuracy"] for run in r["runs"]]))
+               for r in rows if (r["family"], r["profile"]) == (family, profile)}
+        front = sorted((pts[n] for n in pareto_front({n: p for n, p in pts.items() if n != "oracle"})))
+        ax.plot([p[0] for p in front], [p[1] for p in front], color="0.7", zorder=0, label="frontier")
+        for name, (c, a) in pts.items():
+            marker = "*" if name == "linucb" else "D" if name == "oracle" else "o"
+            ax.scatter([c], [a], marker=marker, s=80 if name == "linucb" else 25, zorder=2)
+            ax.annotate(name, (c, a), fontsize=6, xytext=(3, 2), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_title(f"{family} × {profile}", fontsize=9)
+        ax.set_xlabel("total tokens per 500-task stream")
+        ax.set_ylabel("accuracy")
+    for ax in list(axes.flat)[len(settings):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def replay_main(argv=None):
+    """``python -m membudget.evaluate replay``: thin over :func:`membudget.agents.replay_runner.evaluate` and
+    :func:`~membudget.agents.replay_runner.format_results`."""
+    from membudget.agents.replay_runner import PAPER_SEEDS, SELECTED_ALPHA, evaluate, format_results, summarize
+
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay",
+                                     description="LIMBO's comparison on ReplayStream-v0: accuracy and total tokens "
+                                                 "of every agent per family x profile, with intervals")
+    parser.add_argument("--families", nargs="+", default=["db", "os"], choices=("db", "os"))
+    parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"], choices=("strong", "mid", "weak"))
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(PAPER_SEEDS))
+    parser.add_argument("--alpha", type=float, default=SELECTED_ALPHA,
+                        help="LinUCB exploration scale (default: chosen on development seeds 0-9)")
+    parser.add_argument("--l2-lambda", type=float, default=1.0)
+    parser.add_argument("--cost-weight", type=float, default=0.5)
+    parser.add_argument("--ppo-timesteps", type=int, default=0, help="train and add PPO (0: skip)")
+    parser.add_argument("--ppo-seed", type=int, default=0)
+    parser.add_argument("--bootstrap", type=int, default=10000)
+    parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
+    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
+    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    start = time.perf_counter()
+    rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
+                    cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed)
+    n_tasks = rows[0]["runs"][0]["tokens"].size
+    text = (f"ReplayStream-v0, seeds {args.seeds}, {n_tasks}-task streams, LinUCB alpha={args.alpha} "
+            f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
+            + format_results(rows, args.bootstrap))
+    print(text)
+    print(f"\ncommand: {command.strip()}   ({time.perf_counter() - start:.1f} s)")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        out_rows = []
+        for r in rows:
+            s = summarize(r, args.bootstrap)
+            out_rows.append({"family": r["family"], "profile": r["profile"], "agent": r["agent"],
+                             "accuracy": s["accuracy"], "total_tokens": s["total_tokens"],
+                             "seed_accuracy": s["seed_accuracy"],
+                             "seed_total_tokens": [run["total_tokens"] for run in r["runs"]],
+                             "seed_actions": [run["actions"].tolist() for run in r["runs"]]})
+        with open(os.path.join(args.out, "results.json"), "w") as f:
+            json.dump({"config": vars(args), "command": command, "versions": package_versions(),
+                       "seeds": args.seeds, "rows": out_rows}, f, indent=1)
+        with open(os.path.join(args.out, "results.md"), "w") as f:
+            f.write("```\n" + text + "\n```\n\ncommand: `" + command.strip() + "`\n")
+        plot_replay_frontier(rows, os.path.join(args.out, "replay_frontier.png"))
+    return rows
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["report"]:
         from membudget.agents.report import main as report_main
 
         return report_main(argv[1:])
+    if argv[:1] == ["replay"]:
+        return replay_main(argv[1:])
     cfg = parse_args(argv)
     start = time.perf_counter()
     results, sweeps = run(cfg, progress=_progress(cfg.progress_bar))

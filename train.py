@@ -2,6 +2,9 @@
 
 Subcommands:
 - ``ppo``: Stable-Baselines3 PPO (``MultiInputPolicy``) on ``membudget/PMWeek-v0``.
+- ``replay-ppo``: Stable-Baselines3 PPO (``MlpPolicy``) on ``membudget/ReplayStream-v0``
+  (:func:`membudget.agents.replay_runner.train_ppo`); metrics.csv holds accuracy, total tokens and mean reward
+  per evaluation stream (seeds 42, 43, 44 by default).
 
 Each run writes ``<out>/<name>/`` with ``config.json`` (resolved config, command, seed, package versions),
 ``model.zip`` and ``metrics.csv`` (Set F1 / on-time recall / realized cost on held-out weeks after training).
@@ -55,6 +58,71 @@ class PPOConfig:
     """Show a progress bar: on, off or auto (on when attached to a terminal)."""
 
 
+@dataclass
+class ReplayPPOConfig:
+    """PPO on ReplayStream-v0 (every field is a command-line flag of the same name)."""
+
+    family: str = "db"
+    """Task family (db, os)."""
+    profile: str = "mid"
+    """Backbone profile (strong, mid, weak)."""
+    total_timesteps: int = 20000
+    """Environment steps (tasks) to train for."""
+    seed: int = 0
+    """Seeds the policy and the training streams (reset(seed=seed) then unseeded resets)."""
+    n_tasks: int = 500
+    """Stream length."""
+    cost_weight: float = 0.5
+    """w in the reward correct - w * cost."""
+    n_steps: int = 500
+    """PPO rollout length per update."""
+    batch_size: int = 100
+    """PPO minibatch size."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    eval_seeds: str = "42,43,44"
+    """Comma-separated evaluation streams for metrics.csv (LIMBO's seeds)."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: replay-ppo-<family>-<profile>-seed<seed>)."""
+
+
+def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
+    """Train PPO on ReplayStream-v0, evaluate it on the evaluation streams and save; returns the run directory."""
+    from membudget.agents.replay_runner import run_policy, train_ppo as replay_train_ppo
+    from membudget.evaluate import package_versions
+
+    try:
+        eval_seeds = [int(x) for x in cfg.eval_seeds.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--eval-seeds must be comma-separated integers, got {cfg.eval_seeds!r}") from None
+    if not eval_seeds:
+        raise ValueError("--eval-seeds must name at least one seed")
+    env_kwargs = dict(n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
+    run_dir = os.path.join(cfg.out, cfg.name or f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, "config.json"), "w") as f:
+        json.dump({"subcommand": "replay-ppo", "config": dataclasses.asdict(cfg), "command": command,
+                   "seed": cfg.seed, "versions": package_versions()}, f, indent=1)
+    model = replay_train_ppo(family=cfg.family, profile=cfg.profile, total_timesteps=cfg.total_timesteps,
+                             seed=cfg.seed, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
+                             learning_rate=cfg.learning_rate, **env_kwargs)
+    model.save(os.path.join(run_dir, "model.zip"))
+    rows = []
+    for s in eval_seeds:
+        res = run_policy(model, family=cfg.family, profile=cfg.profile, seed=s, **env_kwargs)
+        rows.append((s, res["accuracy"], res["total_tokens"], res["mean_reward"]))
+    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["seed", "accuracy", "total_tokens", "mean_reward"])
+        w.writerows(rows)
+    print(f"{run_dir}: accuracy {np.mean([r[1] for r in rows]):.3f}, total tokens per stream "
+          f"{np.mean([r[2] for r in rows]) / 1e3:.1f}k, mean reward {np.mean([r[3] for r in rows]):.3f} "
+          f"(seeds {', '.join(map(str, eval_seeds))})")
+    return run_dir
+
+
 def _budget(value: str):
     return int(value) if value.lstrip("-").isdigit() else value
 
@@ -96,8 +164,10 @@ def train_ppo(cfg: PPOConfig, command: str = "") -> str:
 def _add_fields(parser, cls):
     for f in dataclasses.fields(cls):
         kw = {"type": type(f.default), "default": f.default, "help": (f.metadata or {}).get("help")}
-        if f.name == "progress_bar":
-            kw["choices"] = ("on", "off", "auto")
+        choices = {"progress_bar": ("on", "off", "auto"), "family": ("db", "os"),
+                   "profile": ("strong", "mid", "weak")}
+        if f.name in choices:
+            kw["choices"] = choices[f.name]
         parser.add_argument(f"--{f.name.replace('_', '-')}", **kw)
 
 
@@ -106,10 +176,14 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_fields(sub.add_parser("ppo", help="SB3 PPO on PMWeek-v0"), PPOConfig)
+    _add_fields(sub.add_parser("replay-ppo", help="SB3 PPO on ReplayStream-v0"), ReplayPPOConfig)
     args = vars(parser.parse_args(argv))
-    args.pop("command")
+    which = args.pop("command")
     argv = sys.argv[1:] if argv is None else argv
-    return train_ppo(PPOConfig(**args), "python -m membudget.train " + " ".join(shlex.quote(a) for a in argv))
+    command = "python -m membudget.train " + " ".join(shlex.quote(a) for a in argv)
+    if which == "replay-ppo":
+        return train_replay_ppo(ReplayPPOConfig(**args), command)
+    return train_ppo(PPOConfig(**args), command)
 
 
 if __name__ == "__main__":
