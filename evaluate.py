@@ -78,11 +78,11 @@ def rollout(policy, seeds, **env_kwargs) -> dict:
         action, state = policy.predict(obs, state=state, episode_start=episode_start, deterministic=True)
         obs, _, terminated, truncated, info = env.step(action)
         episode_start = terminated | truncated
-        if "episode" in info:
-            first = info["_episode"] & ~done
-            for k, v in info["episode"].items():
+        if "episode_metrics" in info:
+            first = info["_episode_metrics"] & ~done
+            for k, v in info["episode_metrics"].items():
                 out.setdefault(k, np.zeros(len(seeds)))[first] = v[first]
-            done |= info["_episode"]
+            done |= info["_episode_metrics"]
     env.close()
     horizon = env.world.horizon
     ex = out["exhaustion_step"]

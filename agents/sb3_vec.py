@@ -38,7 +38,7 @@ class PMWeekSB3VecEnv(VecEnv):
         dones = terminated | truncated
         infos = [{} for _ in range(self.num_envs)]
         if dones.any():
-            metrics = info["episode"]
+            metrics = info["episode_metrics"]
             for i in np.flatnonzero(dones):
                 infos[i]["terminal_observation"] = {k: v[i].copy() for k, v in obs.items()}
                 infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])

@@ -131,8 +131,8 @@ def test_all_relevant_realises_the_reference_cost(cost_profile):
             obs, _, terminated, _, info = env.step(policy.predict(obs)[0])
             skipped += sum(info["skipped"].values())
         assert skipped == 0, "without a budget or caps nothing All-relevant proposes is skipped"
-        realised.append(info["episode"]["realized_cost"])
-        f1.append(info["episode"]["set_f1"])
+        realised.append(info["episode_metrics"]["realized_cost"])
+        f1.append(info["episode_metrics"]["set_f1"])
     costs, metrics = all_relevant_costs(seeds, cost_profile=cost_profile)
     np.testing.assert_array_equal(np.array(realised, dtype=np.float64), costs)
     np.testing.assert_allclose(f1, metrics[:, 0], rtol=0, atol=1e-12)

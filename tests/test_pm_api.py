@@ -140,7 +140,7 @@ def test_same_seed_same_trajectory(action_mode, seed):
     assert len(s1) == len(s2) == T
     for k, (a, b) in enumerate(zip(s1, s2)):
         assert_same(list(a), list(b), f"step {k}")
-    assert "episode" in s1[-1][4]
+    assert "episode_metrics" in s1[-1][4]
 
 
 def test_different_seeds_different_weeks():
@@ -287,7 +287,7 @@ def test_mutating_an_observation_does_not_change_the_next():
 def test_rewards_sum_to_set_f1(seed, cost_profile, late_policy):
     env = PMWeekEnv(budget="B40", per_step_cap=3, cost_profile=cost_profile, late_policy=late_policy)
     _, _, steps = rollout(env, action_sequence(seed, "binary"), seed=100 + seed)
-    ep = steps[-1][4]["episode"]
+    ep = steps[-1][4]["episode_metrics"]
     total = sum(s[1] for s in steps)
     assert abs(total - ep["set_f1"]) <= 1e-9
     tp, fp, fn = ep["tp"], ep["fp"], ep["fn"]
@@ -346,11 +346,11 @@ def _vector_vs_single(venv, singles, action_mode, rng, n_steps, pending=None, st
                 if env.budget is not None:
                     assert vinfo["remaining_budget"][i] == info["remaining_budget"], where
             if terminated:
-                assert vinfo["_episode"][i]
+                assert vinfo["_episode_metrics"][i]
                 for key in EPISODE_KEYS:
-                    assert vinfo["episode"][key][i] == info["episode"][key], (where, key)
-            elif "_episode" in vinfo:
-                assert not vinfo["_episode"][i]
+                    assert vinfo["episode_metrics"][key][i] == info["episode_metrics"][key], (where, key)
+            elif "_episode_metrics" in vinfo:
+                assert not vinfo["_episode_metrics"][i]
     return pending, terminations, last
 
 
@@ -523,7 +523,7 @@ def test_executor_invariants(week, action_seed, budget, cap, cost_cap, cost_prof
         assert queried.tolist() == expected_sel
         assert info["skipped"] == expected_skip
         assert terminated == (t == T - 1)
-    assert info["episode"]["realized_cost"] == spent
+    assert info["episode_metrics"]["realized_cost"] == spent
 
 
 def test_proposing_a_non_candidate_is_counted_and_scanning_continues():

@@ -68,7 +68,7 @@ def test_on_time_query_is_a_true_positive():
     infos, rewards = play(env, {2: [1]}, 6)
     assert infos[2]["events"] == [("C1", "hit")] and infos[2]["tp"] == 1
     assert rewards[2] == 1.0 and sum(rewards) == 1.0
-    assert infos[-1]["episode"]["tp"] == 1 and infos[-1]["episode"]["fn"] == 0
+    assert infos[-1]["episode_metrics"]["tp"] == 1 and infos[-1]["episode_metrics"]["fn"] == 0
 
 
 def test_query_before_onset_resolves_nothing_and_counts_as_unchanged():
@@ -91,7 +91,7 @@ def test_late_query_of_a_positive(late_policy, fp):
     expected = "late_execution" if late_policy == "execute" else "late_miss"
     assert infos[4]["events"] == [("C1", expected)]
     assert infos[4]["fp"] == fp
-    end = infos[-1]["episode"]
+    end = infos[-1]["episode_metrics"]
     assert (end["tp"], end["fp"], end["fn"], end["late_execution"]) == (0, fp, 1, fp)
 
 
@@ -103,7 +103,7 @@ def test_negative_inside_its_deadline_is_a_false_positive(polarity, counter):
     infos, rewards = play(env, {0: [2], 2: [1]}, 6)
     assert infos[2]["events"] == [("L1", "false_execution")] and infos[2]["fp"] == 1
     assert rewards[2] == pytest.approx(f1(1, 1, 0) - f1(1, 0, 0))
-    assert infos[-1]["episode"][counter] == 1
+    assert infos[-1]["episode_metrics"][counter] == 1
 
 
 def test_negative_after_its_deadline_resolves_without_action():
@@ -123,7 +123,7 @@ def test_only_active_intentions_resolve():
     infos, _ = play(env, {0: [1], 1: [1], 4: [1]}, 6)
     assert all(not i["events"] or i["events"] == [("C1", "miss")] for i in infos)
     assert infos[0]["skipped"]["non_candidate"] == 1  # proposals on non-candidates are never queried
-    assert infos[-1]["episode"]["fn"] == 1
+    assert infos[-1]["episode_metrics"]["fn"] == 1
 
 
 def test_unregistered_positive_is_an_unavoidable_miss():
@@ -140,14 +140,14 @@ def test_one_query_resolves_every_triggered_intention_on_the_resource():
     env, _ = make_env(ep)
     infos, _ = play(env, {3: [1]}, 6)
     assert sorted(infos[3]["events"]) == [("C1", "hit"), ("C2", "hit"), ("L1", "false_execution")]
-    assert infos[-1]["episode"]["fn"] == 1  # C3 never queried after its onset
+    assert infos[-1]["episode_metrics"]["fn"] == 1  # C3 never queried after its onset
 
 
 def test_trigger_that_never_holds_is_not_due():
     ep = week([intention("C1", onset=None)])
     env, _ = make_env(ep)
     infos, rewards = play(env, {0: [1], 5: [1]}, 6)
-    end = infos[-1]["episode"]
+    end = infos[-1]["episode_metrics"]
     assert (end["tp"], end["fp"], end["fn"]) == (0, 0, 0) and sum(rewards) == 0.0
 
 
@@ -162,7 +162,7 @@ def test_visible_outcomes_enter_set_f1_at_their_steps():
     infos, rewards = play(env, {}, 6)
     assert [(i["tp"], i["fp"], i["fn"]) for i in infos] == [(0, 0, 0), (1, 0, 0), (0, 0, 0), (0, 0, 1),
                                                             (0, 1, 0), (0, 0, 0)]
-    assert sum(rewards) == pytest.approx(f1(1, 1, 1)) and infos[-1]["episode"]["false_alarm"] == 1
+    assert sum(rewards) == pytest.approx(f1(1, 1, 1)) and infos[-1]["episode_metrics"]["false_alarm"] == 1
 
 
 def test_positive_due_at_the_last_step_is_missed_at_the_end():

@@ -73,7 +73,7 @@ def test_save_load_round_trip_and_replay(tmp_path, seed, cost_profile, load, lat
     assert len(from_seed) == len(replayed) == T + 1
     for k, (a, b) in enumerate(zip(from_seed, replayed)):
         assert_same(list(a), list(b), f"step {k}")
-    assert from_seed[-1][4]["episode"]["queries"] > 0
+    assert from_seed[-1][4]["episode_metrics"]["queries"] > 0
 
 
 def test_replay_ignores_the_env_seed():

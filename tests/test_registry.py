@@ -69,3 +69,19 @@ def test_same_seed_same_trajectory_and_pickle_round_trip(env_id):
         assert _equal(x[0], y[0]) and x[1] == y[1] and x[2] == y[2]
         if x[2] or x[3]:
             break
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_episode_statistics_wrappers_coexist_with_our_metrics(env_id):
+    """Gymnasium's RecordEpisodeStatistics and SB3's Monitor own info["episode"]; our summaries live elsewhere."""
+    from stable_baselines3.common.monitor import Monitor
+
+    for wrap in (gym.wrappers.RecordEpisodeStatistics, Monitor):
+        env = wrap(gym.make(env_id))
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        done = False
+        while not done:
+            _, _, term, trunc, info = env.step(env.action_space.sample())
+            done = term or trunc
+        assert "episode" in info and "episode_metrics" in info

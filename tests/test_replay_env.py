@@ -59,7 +59,7 @@ def test_spaces_and_bounds_over_a_stream():
         total += r
         n += 1
     assert env.observation_space.contains(obs) and n == 500
-    assert info["episode"]["return"] == pytest.approx(total)
+    assert info["episode_metrics"]["return"] == pytest.approx(total)
 
 
 def test_same_seed_same_trajectory_and_different_seed_differs():

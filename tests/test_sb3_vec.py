@@ -33,7 +33,7 @@ def test_adapter_equals_dummy_vec_env(kw):
             ends += 1
             for k in o1:
                 np.testing.assert_array_equal(i1[j]["terminal_observation"][k], i2[j]["terminal_observation"][k])
-            assert i2[j]["episode_metrics"]["set_f1"] == pytest.approx(i1[j]["episode"]["set_f1"])
+            assert i2[j]["episode_metrics"]["set_f1"] == pytest.approx(i1[j]["episode_metrics"]["set_f1"])
     assert ends == 2 * n  # two weeks finished in every slot
 
 

@@ -39,7 +39,7 @@ def test_one_agent_equals_pmweek(kw):
         assert r1 == r2["agent_0"] and t1 == t2["agent_0"]
         assert i1["queried"].tolist() == i2["agent_0"]["queried"].tolist()
         assert i1["skipped"] == i2["agent_0"]["skipped"]
-    assert i1["episode"] == i2["agent_0"]["episode_metrics"]
+    assert i1["episode_metrics"] == i2["agent_0"]["episode_metrics"]
 
 
 @pytest.mark.parametrize("n_agents", [2, 3, 5])

@@ -92,7 +92,7 @@ def replay(ep, schedule, world, **kw):
         a[plan.get(t, [])] = 1
         _, _, _, _, info = env.step(a)
         assert info["queried"].tolist() == sorted(plan.get(t, [])), "schedule not executable as planned"
-    return info["episode"]
+    return info["episode_metrics"]
 
 
 def check_instance(ep, kw, solve=None):
@@ -156,7 +156,7 @@ def test_continuation_equals_enumeration_from_mid_episode_states(seed):
             a[plan.get(t, [])] = 1
             _, _, _, _, info = env.step(a)
             assert info["queried"].tolist() == sorted(plan.get(t, []))
-        end = info["episode"]
+        end = info["episode_metrics"]
         assert (end["tp"], end["fp"], end["fn"]) == (s.tp, s.fp, s.fn)
         checked += 1
     assert checked == 40
@@ -212,7 +212,7 @@ def test_default_weeks_replay_exactly_and_beat_random_schedules(budget):
             done = False
             while not done:
                 obs, _, done, _, info = env.step(obs["mask"] * rng.integers(0, 2, obs["mask"].size))
-            assert info["episode"]["set_f1"] <= s.f1 + 1e-12
+            assert info["episode_metrics"]["set_f1"] <= s.f1 + 1e-12
 
 
 def test_bad_arguments_raise():

@@ -138,8 +138,8 @@ def test_hard_cap_never_exceeded_under_random_policy(strategy):
             else:
                 assert info["tier"] == req
         assert info["cost"] <= cap + 1e-15
-        assert info["episode"]["downgrades"] == sum(a != b for a, b in zip(info["episode"]["tiers"],
-                                                                           info["episode"]["requested_tiers"]))
+        assert info["episode_metrics"]["downgrades"] == sum(a != b for a, b in zip(info["episode_metrics"]["tiers"],
+                                                                           info["episode_metrics"]["requested_tiers"]))
     assert n_down > 0  # the cap binds, and every downgrade is reported
 
 
@@ -151,7 +151,7 @@ def test_hard_cap_keeps_every_combination_within_cap_that_fits():
     fits = np.flatnonzero(cost <= 0.002)
     for i in fits[:: max(1, len(fits) // 15)]:
         info = play(env, 4, [int(t) for t in COMBOS[i]])[-1][3]
-        assert info["episode"]["downgrades"] == 0 and info["cost"] == pytest.approx(cost[i])
+        assert info["episode_metrics"]["downgrades"] == 0 and info["cost"] == pytest.approx(cost[i])
 
 
 @pytest.mark.parametrize("kwargs, match", [

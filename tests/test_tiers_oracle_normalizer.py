@@ -54,7 +54,7 @@ def test_oracle_policy_plays_its_combination_and_respects_env_cap():
         for _ in range(5):
             a, _ = oracle.predict(obs)
             obs, _, term, _, info = env.step(a)
-        assert info["episode"]["downgrades"] == 0 and info["cost"] <= 0.002
+        assert info["episode_metrics"]["downgrades"] == 0 and info["cost"] <= 0.002
         assert info["r_task"] == r[c <= 0.002 + 1e-15].max()
     with pytest.raises(ValueError, match="privileged"):
         OracleTiers().predict(obs)

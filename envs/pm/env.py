@@ -85,7 +85,7 @@ def trigger_breakdown(metrics: np.ndarray, ep: Episode) -> dict:
 
 
 def episode_summary(metrics: np.ndarray, ep: Episode) -> dict:
-    """The end-of-episode ``info["episode"]`` dict of one week."""
+    """The end-of-episode ``info["episode_metrics"]`` dict of one week."""
     breakdown = {f"{t}_{k}" for t in ("time", "channel", "cross_day", "update_sensitive") for k in ("due", "hit")}
     out = {name: float(metrics[i]) for i, name in enumerate(METRIC_NAMES) if name not in breakdown}
     for k in ("tp", "fp", "fn", "realized_cost", "queries", "on_time_hit", "late_execution", "miss",
@@ -150,7 +150,7 @@ class PMWeekEnv(gym.Env):
 
     ## Episode End
 
-    Terminates after step ``T``; never truncates. The final ``info["episode"]`` holds Set F1, on-time recall,
+    Terminates after step ``T``; never truncates. The final ``info["episode_metrics"]`` holds Set F1, on-time recall,
     realized cost, queries, exhaustion step, spend per quarter, the PM-Bench diagnostic counters and a
     breakdown per trigger type.
 
@@ -248,7 +248,7 @@ class PMWeekEnv(gym.Env):
             "events": [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else [],
         }
         if terminated:
-            info["episode"] = episode_summary(self._metrics[0], self.episode)
+            info["episode_metrics"] = episode_summary(self._metrics[0], self.episode)
         return self._obs(), float(self._reward[0]), terminated, False, info
 
     def action_masks(self) -> np.ndarray:

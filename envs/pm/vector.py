@@ -29,8 +29,9 @@ class PMWeekVectorEnv(VectorEnv):
     environment's ``reset()`` without a seed would.
 
     ``infos`` holds per-week arrays ``tp``, ``fp``, ``fn``, ``cost``, ``remaining_budget`` (-1 without a budget)
-    and, for weeks that terminated on this step, ``episode`` — a dict of metric arrays (``set_f1``,
-    ``on_time_recall``, ``realized_cost``, ...) with the boolean mask ``_episode``.
+    and, for weeks that terminated on this step, ``episode_metrics`` — a dict of metric arrays (``set_f1``,
+    ``on_time_recall``, ``realized_cost``, ...) with the boolean mask ``_episode_metrics`` (named so that
+    Gymnasium's ``RecordEpisodeStatistics``, which owns ``episode``, can wrap the environment).
     Arguments are those of :class:`PMWeekEnv` plus ``num_envs``.
     """
 
@@ -142,8 +143,8 @@ class PMWeekVectorEnv(VectorEnv):
             ep = {name: np.zeros(n) for name in METRIC_NAMES}
             for j, name in enumerate(METRIC_NAMES):
                 ep[name][stepping[done]] = metrics[done, j]
-            infos["episode"] = ep
-            infos["_episode"] = terminated.copy()
+            infos["episode_metrics"] = ep
+            infos["_episode_metrics"] = terminated.copy()
         self._autoreset = terminated
         return self._obs(), rewards, terminated, np.zeros(n, dtype=bool), infos
 

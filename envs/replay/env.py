@@ -72,7 +72,7 @@ class ReplayStreamEnv(gym.Env):
     Terminates after the last task; never truncates. The final observation repeats the last task's prompt and
     retrieval features with the runtime features updated. ``info`` per step: ``task``, ``action`` (mode, budget),
     ``correct``, ``error``, ``tokens``, ``prompt_tokens``, ``replay_tokens``, ``generation_tokens``, ``cost``
-    (normalised), ``running_max_tokens``; at the end ``info["episode"]`` adds ``accuracy``, ``total_tokens``,
+    (normalised), ``running_max_tokens``; at the end ``info["episode_metrics"]`` adds ``accuracy``, ``total_tokens``,
     ``n_tasks`` and ``return``.
 
     ## Arguments
@@ -169,7 +169,7 @@ class ReplayStreamEnv(gym.Env):
             "cost": cost, "running_max_tokens": self._running_max,
         }
         if terminated:
-            info["episode"] = {"accuracy": self._n_correct / self.n_tasks, "total_tokens": self._total_tokens,
+            info["episode_metrics"] = {"accuracy": self._n_correct / self.n_tasks, "total_tokens": self._total_tokens,
                                "n_tasks": self.n_tasks, "return": self._return}
         return self._obs(), reward, terminated, False, info
 

@@ -76,7 +76,7 @@ class TierRoutingEnv(gym.Env):
     scale factor β — is the wrapper :class:`~membudget.envs.tiers.BudgetMemReward`, which replaces it.
     Cost is tokens × price per tier, in dollars. With ``max_cost_per_query`` a requested tier whose cost, plus the
     all-LOW cost of the modules still to run, exceeds the remaining budget is downgraded to the highest tier that
-    fits; the downgrade is reported in ``info["downgrade"]`` and counted in ``info["episode"]["downgrades"]``, and
+    fits; the downgrade is reported in ``info["downgrade"]`` and counted in ``info["episode_metrics"]["downgrades"]``, and
     no query ever costs more than its cap.
 
     ## Starting State
@@ -91,7 +91,7 @@ class TierRoutingEnv(gym.Env):
     Terminates after the summary module (5 steps); never truncates. ``info`` per step: ``module``,
     ``requested_tier``, ``tier``, ``downgrade`` (``None`` or ``{"module", "requested", "applied"}``),
     ``module_cost``, ``spent``, ``lam``; at the end also ``r_task``, ``cost``, ``r_cost``, ``tiers`` and
-    ``info["episode"]`` with ``r_task``, ``cost``, ``tiers``, ``requested_tiers``, ``downgrades``, ``lam``,
+    ``info["episode_metrics"]`` with ``r_task``, ``cost``, ``tiers``, ``requested_tiers``, ``downgrades``, ``lam``,
     ``return``.
 
     ## Arguments
@@ -257,7 +257,7 @@ class TierRoutingEnv(gym.Env):
             r_cost = 1.0 - min(max(cost / self.cost_ref, 0.0), 1.0)
             reward = r_task + self._lam * r_cost
             info.update(r_task=r_task, cost=cost, r_cost=r_cost, tiers=tuple(self._tiers))
-            info["episode"] = {"r_task": r_task, "cost": cost, "tiers": tuple(self._tiers),
+            info["episode_metrics"] = {"r_task": r_task, "cost": cost, "tiers": tuple(self._tiers),
                                "requested_tiers": tuple(self._requested), "downgrades": self._downgrades,
                                "lam": self._lam, "return": reward}
         return self._obs(), reward, terminated, False, info
