@@ -13,6 +13,9 @@ re-measured in our world beside the published figure.
 ``python -m membudget.evaluate replay [...]`` runs LIMBO's comparison on ``ReplayStream-v0`` (every baseline,
 LinUCB, optionally PPO and the hindsight oracle per family × profile over seeds 42, 43, 44) and prints the results
 table; ``--out DIR`` writes ``results.json``, ``results.md`` and the cost–accuracy frontier ``replay_frontier.png``.
+
+``python -m membudget.evaluate shared-budget`` runs the shared-quota comparison (2, 3, 5 agents) and writes
+``docs/shared_budget.md``; ``python -m membudget.evaluate tiers`` trains and evaluates the BudgetMem tier routers.
 """
 
 from __future__ import annotations
@@ -364,6 +367,14 @@ def main(argv=None):
         return report_main(argv[1:])
     if argv[:1] == ["replay"]:
         return replay_main(argv[1:])
+    if argv[:1] == ["shared-budget"]:
+        from membudget.agents.multiagent import main as shared_main
+
+        return shared_main(argv[1:])
+    if argv[:1] == ["tiers"]:
+        from membudget.agents.tier_router import main as tiers_main
+
+        return tiers_main(argv[1:])
     cfg = parse_args(argv)
     start = time.perf_counter()
     results, sweeps = run(cfg, progress=_progress(cfg.progress_bar))
