@@ -413,7 +413,7 @@ class PMWeekCore:
 
     def _alloc(self, max_t: int, max_int: int):
         n, r = self.n, self.n_resources
-        self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int64)
+        self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int32)
         self.miss_cost = np.zeros((n, max_int))
         self.status = np.zeros((n, max_int), dtype=np.int8)
         self.cal = np.zeros((n, max_t, 4))
