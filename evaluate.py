@@ -14,6 +14,14 @@ re-measured in our world beside the published figure.
 LinUCB, optionally PPO and the hindsight oracle per family × profile over seeds 42, 43, 44) and prints the results
 table; ``--out DIR`` writes ``results.json``, ``results.md`` and the cost–accuracy frontier ``replay_frontier.png``.
 
+``--model PATH`` (or a policy named ``model:PATH``) evaluates a model trained by ``python -m membudget.train``
+(its run directory, an SB3 ``.zip`` or an imitation ``.npz``) like any other policy.
+
+``python -m membudget.evaluate rl-vs-distillation [--quick]`` trains PPO, MaskablePPO, budget-conditioned PPO, BC
+and DAgger and compares them with the hindsight DP, current-greedy and BudgetPM's gates at B5/B10/B20 on weeks
+8000-8029 and 9000-9029 (:mod:`membudget.agents.rl`); writes ``docs/rl_vs_distillation.md`` and the learning
+curves figure.
+
 ``python -m membudget.evaluate shared-budget`` runs the shared-quota comparison (2, 3, 5 agents) and writes
 ``docs/shared_budget.md``; ``python -m membudget.evaluate tiers`` trains and evaluates the BudgetMem tier routers.
 """
@@ -43,7 +51,10 @@ class EvalConfig:
     """The README's main job: fit the gates, evaluate the headline policies at B5/B10/B20/B60 on 9000-9029."""
     policies: list = field(default_factory=lambda: ["AllRelevant", "RandomFeasible", "Static", "Myopic",
                                                     "Sequential", "DeadlineOutcome", "PacingLB"])
-    """Policies (names in membudget.agents.suite.POLICIES)."""
+    """Policies (names in membudget.agents.suite.POLICIES, or model:PATH for a trained model)."""
+    model: list = field(default_factory=list)
+    """Trained models to evaluate as well (run directories of membudget.train, .zip or .npz files); each is added
+    to the policies as model:PATH."""
     budgets: list = field(default_factory=lambda: ["B5", "B10", "B20", "B60"])
     """Budgets: levels (B5...B80), integers, or none."""
     first_seed: int = 9000
@@ -118,13 +129,20 @@ def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3):
     """Per-week metrics of one policy at one budget (stochastic policies averaged over ``repetitions``)."""
     reps = []
     for r in range(repetitions if name == "RandomFeasible" else 1):
-        policy, kw = suite.policy(name, budget, seed=r)
+        if name.startswith("model:"):  # a trained model by path (membudget.agents.rl.load_policy)
+            from membudget.agents.rl import load_policy
+
+            policy, kw = load_policy(name[len("model:"):])
+        else:
+            policy, kw = suite.policy(name, budget, seed=r)
         env_kw = {"budget": budget, "per_step_cap": 2, "load": load, **kw}
         reps.append(rollout(policy, seeds, **env_kw))
     return {k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}
 
 
 def available(name, budget, suite) -> bool:
+    if name.startswith("model:"):
+        return True
     if name in ("Myopic", "Sequential"):
         return any(k == (name.lower(), budget) for k in suite.temporal)
     if name == "PacingLB":
@@ -156,6 +174,9 @@ def run(cfg: EvalConfig, suite=None, progress=None):
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
                                   first_seed=9000, n_weeks=30, load=0, sweep=False)
     say = progress or (lambda msg: None)
+    if cfg.model:
+        cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model
+                                                                      if f"model:{p}" not in cfg.policies])
     if suite is None:
         suite = fit_suite(progress=lambda m: say(f"fit: {m}"))
     seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
@@ -371,6 +392,10 @@ def main(argv=None):
         from membudget.agents.multiagent import main as shared_main
 
         return shared_main(argv[1:])
+    if argv[:1] == ["rl-vs-distillation"]:
+        from membudget.agents.rl import benchmark_main
+
+        return benchmark_main(argv[1:])
     if argv[:1] == ["tiers"]:
         from membudget.agents.tier_router import main as tiers_main
 

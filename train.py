@@ -1,13 +1,24 @@
 """Training entry point (``python -m membudget.train`` or ``python train.py``).
 
-Subcommands:
-- ``ppo``: Stable-Baselines3 PPO (``MultiInputPolicy``) on ``membudget/PMWeek-v0``.
+Subcommands (PMWeek-v0 learners: :mod:`membudget.agents.rl`, :mod:`membudget.agents.imitation`):
+- ``ppo``: Stable-Baselines3 PPO (``MultiInputPolicy``) at one budget, on the native vector env;
+- ``maskable-ppo``: sb3-contrib MaskablePPO (candidate mask) at one budget;
+- ``ppo-conditioned``: one PPO trained across B5/B10/B15/B20 at once (the target-fraction feature tells it the
+  budget);
+- ``bc`` / ``dagger``: the per-resource student imitating the hindsight DP (behaviour cloning / DAgger);
 - ``replay-ppo``: Stable-Baselines3 PPO (``MlpPolicy``) on ``membudget/ReplayStream-v0``
   (:func:`membudget.agents.replay_runner.train_ppo`); metrics.csv holds accuracy, total tokens and mean reward
   per evaluation stream (seeds 42, 43, 44 by default).
 
-Each run writes ``<out>/<name>/`` with ``config.json`` (resolved config, command, seed, package versions),
-``model.zip`` and ``metrics.csv`` (Set F1 / on-time recall / realized cost on held-out weeks after training).
+Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
+are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
+are an error. Files are parsed as data only (json / yaml.safe_load), never evaluated.
+
+Each PMWeek run writes ``<out>/<name>/`` with the model (``model.zip`` for SB3, ``model.npz`` for a student),
+``config.json`` (resolved config, command, seed, package versions), ``metrics.csv`` (Set F1 / on-time recall /
+realized cost per held-out week after training), and ``learning_curve.csv`` / ``learning_curve.png`` (env steps,
+training wall clock, mean Set F1 on validation weeks 4000-4009). ``python -m membudget.evaluate --model DIR``
+evaluates the result like any other policy.
 """
 
 from __future__ import annotations
@@ -26,12 +37,12 @@ import numpy as np
 
 @dataclass
 class PPOConfig:
-    """PPO on PMWeek-v0 (every field is a command-line flag of the same name)."""
+    """PPO / MaskablePPO on PMWeek-v0 at one budget (every field is a command-line flag of the same name)."""
 
     total_timesteps: int = 20000
     """Environment steps to train for."""
     seed: int = 0
-    """Seeds the policy, the training weeks (reset(seed=seed) then unseeded resets) and nothing else."""
+    """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
     budget: str = "B10"
     """Episode budget: a level (B5...B80) or an integer."""
     per_step_cap: int = 2
@@ -40,12 +51,28 @@ class PPOConfig:
     """Cost profile (unit, mild, skewed)."""
     late_policy: str = "expire"
     """Late policy of the controller (expire, execute)."""
-    n_steps: int = 512
-    """PPO rollout length per update."""
-    batch_size: int = 64
+    n_envs: int = 16
+    """Weeks stepped together in the native vector env."""
+    n_steps: int = 128
+    """PPO rollout length per environment per update."""
+    batch_size: int = 512
     """PPO minibatch size."""
+    n_epochs: int = 5
+    """PPO epochs per update."""
     learning_rate: float = 3e-4
     """Adam learning rate."""
+    gamma: float = 1.0
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    ent_coef: float = 0.0
+    """Entropy bonus."""
+    net_arch: str = "128,128"
+    """Hidden layer sizes of the policy and value networks, comma-separated."""
+    eval_every: int = 20000
+    """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
+    torch_threads: int = 1
+    """torch.set_num_threads for training (0: leave torch's default)."""
     eval_first_seed: int = 4000
     """First held-out week for the final evaluation (analysis weeks 4000-4029)."""
     eval_weeks: int = 30
@@ -53,9 +80,95 @@ class PPOConfig:
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
-    """Run directory name (default: ppo-<budget>-seed<seed>)."""
+    """Run directory name (default: <subcommand>-<budget>-seed<seed>)."""
     progress_bar: str = "auto"
     """Show a progress bar: on, off or auto (on when attached to a terminal)."""
+    learning_curve: str = "on"
+    """Write learning_curve.csv / learning_curve.png (on, off)."""
+
+
+@dataclass
+class ConditionedPPOConfig:
+    """One budget-conditioned PPO trained across several budgets at once (every field is a flag)."""
+
+    total_timesteps: int = 40000
+    """Environment steps to train for (over all budgets together)."""
+    seed: int = 0
+    """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
+    budgets: str = "B5,B10,B15,B20"
+    """Comma-separated budget levels trained at once (the target-fraction feature tells the policy which)."""
+    per_step_cap: int = 2
+    """Per-step query cap N_max."""
+    cost_profile: str = "unit"
+    """Cost profile (unit, mild, skewed)."""
+    late_policy: str = "expire"
+    """Late policy of the controller (expire, execute)."""
+    envs_per_budget: int = 8
+    """Weeks per budget stepped together."""
+    n_steps: int = 128
+    """PPO rollout length per environment per update."""
+    batch_size: int = 512
+    """PPO minibatch size."""
+    n_epochs: int = 5
+    """PPO epochs per update."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    gamma: float = 1.0
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    ent_coef: float = 0.0
+    """Entropy bonus."""
+    net_arch: str = "128,128"
+    """Hidden layer sizes, comma-separated."""
+    eval_every: int = 40000
+    """Learning-curve point every this many environment steps (validation weeks 4000-4009, every budget)."""
+    torch_threads: int = 1
+    """torch.set_num_threads for training (0: leave torch's default)."""
+    eval_first_seed: int = 4000
+    """First held-out week for the final evaluation."""
+    eval_weeks: int = 30
+    """Number of held-out weeks for the final evaluation (at every budget)."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: ppo-conditioned-seed<seed>)."""
+    progress_bar: str = "auto"
+    """Show a progress bar: on, off or auto."""
+    learning_curve: str = "on"
+    """Write learning_curve.csv / learning_curve.png (on, off)."""
+
+
+@dataclass
+class ImitationConfig:
+    """Behaviour cloning / DAgger from the hindsight DP (membudget.agents.imitation; every field is a flag)."""
+
+    budget: str = "B10"
+    """Budget level (B5...B80)."""
+    seed: int = 0
+    """Seeds the student's initialisation and minibatch order."""
+    train_first_seed: int = 2000
+    """First training week (development range 2000-3999)."""
+    train_weeks: int = 40
+    """Number of consecutive training weeks."""
+    epochs: int = 60
+    """Training epochs per fit."""
+    hidden: int = 64
+    """Hidden units of the per-resource student."""
+    iterations: int = 4
+    """DAgger iterations (dagger only)."""
+    eval_first_seed: int = 4000
+    """First held-out week for the final evaluation."""
+    eval_weeks: int = 30
+    """Number of held-out weeks for the final evaluation."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: <subcommand>-<budget>-seed<seed>)."""
+    progress_bar: str = "auto"
+    """Show a progress bar (tqdm): on, off or auto."""
+    learning_curve: str = "on"
+    """Write learning_curve.csv / learning_curve.png (on, off)."""
 
 
 @dataclass
@@ -127,55 +240,240 @@ def _budget(value: str):
     return int(value) if value.lstrip("-").isdigit() else value
 
 
-def train_ppo(cfg: PPOConfig, command: str = "") -> str:
-    """Train, evaluate and save; returns the run directory."""
-    import gymnasium as gym
-    from stable_baselines3 import PPO
+def _bar(setting: str) -> bool:
+    return sys.stderr.isatty() if setting == "auto" else setting == "on"
 
-    import membudget  # noqa: F401  (registers the ids)
-    from membudget.evaluate import package_versions, rollout
 
-    env_kwargs = dict(budget=_budget(cfg.budget), per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile,
-                      late_policy=cfg.late_policy)
-    run_dir = os.path.join(cfg.out, cfg.name or f"ppo-{cfg.budget}-seed{cfg.seed}")
+def _net_arch(text) -> tuple:
+    try:
+        arch = tuple(int(x) for x in str(text).split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--net-arch must be comma-separated integers, got {text!r}") from None
+    if not arch or min(arch) <= 0:
+        raise ValueError(f"--net-arch must name at least one positive layer size, got {text!r}")
+    return arch
+
+
+def _start_run(subcommand: str, cfg, command: str, default_name: str) -> str:
+    from membudget.evaluate import package_versions
+
+    run_dir = os.path.join(cfg.out, cfg.name or default_name)
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as f:
-        json.dump({"subcommand": "ppo", "config": dataclasses.asdict(cfg), "command": command, "seed": cfg.seed,
+        json.dump({"subcommand": subcommand, "config": dataclasses.asdict(cfg), "command": command, "seed": cfg.seed,
                    "versions": package_versions()}, f, indent=1)
-    env = gym.make("membudget/PMWeek-v0", **env_kwargs)
-    env.reset(seed=cfg.seed)
-    model = PPO("MultiInputPolicy", env, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
-                learning_rate=cfg.learning_rate, seed=cfg.seed, verbose=0, device="cpu")
-    bar = sys.stderr.isatty() if cfg.progress_bar == "auto" else cfg.progress_bar == "on"
-    model.learn(total_timesteps=cfg.total_timesteps, progress_bar=bar)
-    model.save(os.path.join(run_dir, "model.zip"))
-    res = rollout(model, range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks), **env_kwargs)
-    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["seed", "set_f1", "on_time_recall", "realized_cost"])
-        for i in range(cfg.eval_weeks):
-            w.writerow([cfg.eval_first_seed + i, res["set_f1"][i], res["on_time_recall"][i],
-                        res["realized_cost"][i]])
-    print(f"{run_dir}: held-out Set F1 {np.mean(res['set_f1']):.3f}, on-time recall "
-          f"{np.nanmean(res['on_time_recall']):.3f}, realized cost {np.mean(res['realized_cost']):.1f}")
     return run_dir
 
 
-def _add_fields(parser, cls):
+def _finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, policy, budgets, env_kwargs):
+    """Held-out metrics.csv, learning curves, a line on stdout; adds training totals to config.json."""
+    from membudget.evaluate import rollout
+
+    seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
+    rows, summary = [], []
+    for b in budgets:
+        res = rollout(policy, seeds, budget=_budget(b), per_step_cap=getattr(cfg, "per_step_cap", 2), **env_kwargs)
+        for i, s in enumerate(seeds):
+            rows.append([b, s, res["set_f1"][i], res["on_time_recall"][i], res["realized_cost"][i]])
+        summary.append(f"{b}: held-out Set F1 {np.mean(res['set_f1']):.3f}, on-time recall "
+                       f"{np.nanmean(res['on_time_recall']):.3f}, realized cost {np.mean(res['realized_cost']):.1f}")
+    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["budget", "seed", "set_f1", "on_time_recall", "realized_cost"])
+        w.writerows(rows)
+    if cfg.learning_curve == "on":
+        write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})")
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["training"] = {"wall_clock_s": float(train_seconds), "env_steps": int(env_steps)}
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{run_dir}: " + "; ".join(summary) + f" (training {train_seconds:.1f} s, {env_steps} env steps)")
+    return run_dir
+
+
+def write_learning_curve(history, run_dir, title=""):
+    """``learning_curve.csv`` (every key of the history rows) and ``learning_curve.png`` in ``run_dir``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(k for row in history for k in row))
+    with open(os.path.join(run_dir, "learning_curve.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(history)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    x = [r["env_steps"] for r in history]
+    per_budget = [k for k in keys if k.startswith("val_set_f1_")]
+    for k in per_budget if len(per_budget) > 1 else ["val_set_f1"]:
+        ax.plot(x, [r.get(k, np.nan) for r in history], marker="o", label=k.replace("val_set_f1_", "") or k)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("Set F1, validation weeks 4000-4009")
+    ax.set_title(title, fontsize=9)
+    if len(per_budget) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(run_dir, "learning_curve.png"), dpi=110)
+    plt.close(fig)
+
+
+def train_ppo(cfg: PPOConfig, command: str = "", algo: str = "ppo") -> str:
+    """Train PPO (``algo="ppo"``) or MaskablePPO (``"maskable_ppo"``) at one budget, evaluate and save; returns the
+    run directory."""
+    from membudget.agents.rl import as_policy, train_ppo_allocator
+
+    sub = "ppo" if algo == "ppo" else "maskable-ppo"
+    run_dir = _start_run(sub, cfg, command, f"{sub}-{cfg.budget}-seed{cfg.seed}")
+    env_kwargs = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
+    model, history = train_ppo_allocator(
+        _budget(cfg.budget), algo=algo, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs,
+        n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, learning_rate=cfg.learning_rate,
+        gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, net_arch=_net_arch(cfg.net_arch),
+        eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap, progress_bar=_bar(cfg.progress_bar),
+        torch_threads=cfg.torch_threads, **env_kwargs)
+    model.save(os.path.join(run_dir, "model.zip"))
+    return _finish_run(run_dir, sub, cfg, history, history[-1]["wall_clock"], model.num_timesteps, as_policy(model),
+                       [cfg.budget], env_kwargs)
+
+
+def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
+    """Train one budget-conditioned PPO across ``cfg.budgets``, evaluate at each budget and save."""
+    from membudget.agents.rl import train_conditioned_ppo
+
+    budgets = [b.strip() for b in cfg.budgets.split(",") if b.strip()]
+    if not budgets:
+        raise ValueError("--budgets must name at least one budget level")
+    run_dir = _start_run("ppo-conditioned", cfg, command, f"ppo-conditioned-seed{cfg.seed}")
+    env_kwargs = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
+    model, history = train_conditioned_ppo(
+        budgets, total_timesteps=cfg.total_timesteps, seed=cfg.seed, envs_per_budget=cfg.envs_per_budget,
+        n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, learning_rate=cfg.learning_rate,
+        gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, net_arch=_net_arch(cfg.net_arch),
+        eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap, progress_bar=_bar(cfg.progress_bar),
+        torch_threads=cfg.torch_threads, **env_kwargs)
+    model.save(os.path.join(run_dir, "model.zip"))
+    return _finish_run(run_dir, "ppo-conditioned", cfg, history, history[-1]["wall_clock"], model.num_timesteps,
+                       model, budgets, env_kwargs)
+
+
+def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc") -> str:
+    """Behaviour cloning (``method="bc"``) or DAgger (``"dagger"``) from the hindsight DP; returns the run
+    directory."""
+    from membudget.agents.imitation import fit_bc, fit_dagger
+
+    if method not in ("bc", "dagger"):
+        raise ValueError(f"method must be 'bc' or 'dagger', got {method!r}")
+    if cfg.train_weeks < 1:
+        raise ValueError("--train-weeks must be positive")
+    if cfg.train_first_seed < 2000 or cfg.train_first_seed + cfg.train_weeks > 4000:
+        raise ValueError("training weeks must lie in the development range 2000-3999")
+    run_dir = _start_run(method, cfg, command, f"{method}-{cfg.budget}-seed{cfg.seed}")
+    seeds = list(range(cfg.train_first_seed, cfg.train_first_seed + cfg.train_weeks))
+    bar = None
+    if _bar(cfg.progress_bar):
+        from tqdm import tqdm
+
+        bar = tqdm(total=1 if method == "bc" else cfg.iterations, desc=method)
+
+    def progress(msg):
+        if bar is not None:
+            bar.set_postfix_str(msg)
+            bar.update(1)
+
+    if method == "bc":
+        policy, history = fit_bc(seeds, cfg.budget, epochs=cfg.epochs, hidden=cfg.hidden, seed=cfg.seed,
+                                 progress=progress)
+    else:
+        policy, history = fit_dagger(seeds, cfg.budget, iterations=cfg.iterations, epochs=cfg.epochs,
+                                     hidden=cfg.hidden, seed=cfg.seed, progress=progress)
+    if bar is not None:
+        bar.close()
+    policy.save(os.path.join(run_dir, "model.npz"))
+    return _finish_run(run_dir, method, cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"], policy,
+                       [cfg.budget], {"action_mode": "scores"})
+
+
+CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"), "family": ("db", "os"),
+           "profile": ("strong", "mid", "weak")}
+
+
+def _add_fields(parser, cls, suppress=False, defaults=None):
+    defaults = defaults or {}
     for f in dataclasses.fields(cls):
-        kw = {"type": type(f.default), "default": f.default, "help": (f.metadata or {}).get("help")}
-        choices = {"progress_bar": ("on", "off", "auto"), "family": ("db", "os"),
-                   "profile": ("strong", "mid", "weak")}
-        if f.name in choices:
-            kw["choices"] = choices[f.name]
+        default = defaults.get(f.name, f.default)
+        kw = {"type": type(f.default), "default": argparse.SUPPRESS if suppress else default,
+              "help": f"(default: {default})"}
+        if f.name in CHOICES:
+            kw["choices"] = CHOICES[f.name]
         parser.add_argument(f"--{f.name.replace('_', '-')}", **kw)
+    if suppress:
+        parser.add_argument("--config", default=argparse.SUPPRESS,
+                            help="JSON or YAML file of flag values (flags on the command line override it)")
+
+
+def load_config_file(path: str) -> dict:
+    """Flag values from a JSON or YAML file (data only: json.load / yaml.safe_load); keys may use dashes."""
+    with open(path) as f:
+        text = f.read()
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover - PyYAML ships with most stacks
+            raise ImportError("reading a YAML config needs PyYAML (pip install pyyaml); or use JSON") from None
+        data = yaml.safe_load(text)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e}); YAML files must end in .yaml or .yml") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the config must be a mapping of flag names to values")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def resolve_config(cls, given: dict, file_values: dict, defaults=None, source="config"):
+    """Dataclass defaults < subcommand defaults < file < flags; file values are type-checked."""
+    values = {f.name: f.default for f in dataclasses.fields(cls)}
+    values.update(defaults or {})
+    types = {f.name: type(f.default) for f in dataclasses.fields(cls)}
+    unknown = sorted(set(file_values) - set(types))
+    if unknown:
+        raise ValueError(f"{source}: unknown keys {unknown}; known: {sorted(types)}")
+    for k, v in file_values.items():
+        t = types[k]
+        if t is str and isinstance(v, list):  # e.g. budgets: [B5, B10] or net_arch: [64, 64]
+            v = ",".join(str(x) for x in v)
+        if t is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if not isinstance(v, t) or isinstance(v, bool):
+            raise ValueError(f"{source}: {k} must be {t.__name__}, got {v!r}")
+        if k in CHOICES and v not in CHOICES[k]:
+            raise ValueError(f"{source}: {k} must be one of {CHOICES[k]}, got {v!r}")
+        values[k] = v
+    values.update(given)
+    return cls(**values)
+
+
+SUBCOMMANDS = {
+    "ppo": (PPOConfig, "SB3 PPO (MultiInputPolicy) on PMWeek-v0 at one budget", {}),
+    "maskable-ppo": (PPOConfig, "sb3-contrib MaskablePPO (candidate mask) on PMWeek-v0 at one budget", {}),
+    "ppo-conditioned": (ConditionedPPOConfig, "one budget-conditioned PPO across B5-B20", {}),
+    "bc": (ImitationConfig, "behaviour cloning of the hindsight DP", {"iterations": 0}),
+    "dagger": (ImitationConfig, "DAgger from the hindsight DP", {}),
+}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    _add_fields(sub.add_parser("ppo", help="SB3 PPO on PMWeek-v0"), PPOConfig)
+    for name, (cls, text, defaults) in SUBCOMMANDS.items():
+        _add_fields(sub.add_parser(name, help=text, description=text), cls, suppress=True, defaults=defaults)
     _add_fields(sub.add_parser("replay-ppo", help="SB3 PPO on ReplayStream-v0"), ReplayPPOConfig)
     args = vars(parser.parse_args(argv))
     which = args.pop("command")
@@ -183,8 +481,15 @@ def main(argv=None):
     command = "python -m membudget.train " + " ".join(shlex.quote(a) for a in argv)
     if which == "replay-ppo":
         return train_replay_ppo(ReplayPPOConfig(**args), command)
-    return train_ppo(PPOConfig(**args), command)
-
+    cls, _, defaults = SUBCOMMANDS[which]
+    config_path = args.pop("config", None)
+    file_values = load_config_file(config_path) if config_path else {}
+    cfg = resolve_config(cls, args, file_values, defaults, source=config_path or "config")
+    if which in ("ppo", "maskable-ppo"):
+        return train_ppo(cfg, command, algo="ppo" if which == "ppo" else "maskable_ppo")
+    if which == "ppo-conditioned":
+        return train_conditioned(cfg, command)
+    return train_imitation(cfg, command, method=which)
 
 if __name__ == "__main__":
     main()

@@ -232,7 +232,8 @@ def test_train_ppo_smoke(tmp_path, capsys):
     run_dir = train.main(["ppo", "--total-timesteps", "1024", "--n-steps", "256", "--eval-weeks", "2", "--out",
                           str(tmp_path), "--progress-bar", "off"])
     assert os.path.dirname(os.path.normpath(run_dir)) == str(tmp_path)
-    assert sorted(os.listdir(run_dir)) == ["config.json", "metrics.csv", "model.zip"]
+    assert sorted(os.listdir(run_dir)) == ["config.json", "learning_curve.csv", "learning_curve.png", "metrics.csv",
+                                           "model.zip"]
     with open(os.path.join(run_dir, "config.json")) as f:
         cfg = json.load(f)
     assert cfg["seed"] == 0 and cfg["config"]["total_timesteps"] == 1024 and cfg["config"]["n_steps"] == 256

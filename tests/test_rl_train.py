@@ -1,0 +1,119 @@
+"""train.py's PMWeek subcommands end to end at tiny scale; saved models load (also through evaluate.py) and act."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+from membudget import train
+from membudget.agents.rl import load_policy
+from membudget.envs.pm import PMWeekVectorEnv
+
+TINY_PPO = ["--total-timesteps", "256", "--n-envs", "4", "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1",
+            "--eval-every", "128", "--eval-weeks", "2", "--progress-bar", "off"]
+TINY_IMIT = ["--train-weeks", "2", "--epochs", "2", "--iterations", "1", "--eval-weeks", "2", "--progress-bar", "off"]
+
+
+def _check_run(run_dir, subcommand, model_file, budgets=("B10",)):
+    files = sorted(os.listdir(run_dir))
+    assert files == sorted(["config.json", "metrics.csv", "learning_curve.csv", "learning_curve.png", model_file])
+    with open(os.path.join(run_dir, "config.json")) as f:
+        meta = json.load(f)
+    assert meta["subcommand"] == subcommand and meta["seed"] == 0
+    assert meta["command"].startswith(f"python -m membudget.train {subcommand}")
+    assert meta["versions"]["torch"] and meta["training"]["env_steps"] > 0
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["budget"], int(r["seed"])) for r in rows] == [(b, s) for b in budgets for s in (4000, 4001)]
+    assert all(0.0 <= float(r["set_f1"]) <= 1.0 for r in rows)
+    with open(os.path.join(run_dir, "learning_curve.csv")) as f:
+        curve = list(csv.DictReader(f))
+    assert curve and {"env_steps", "wall_clock", "val_set_f1"} <= set(curve[0])
+    # the saved model loads by path and acts in the environment it was trained for
+    policy, kw = load_policy(run_dir)
+    env = PMWeekVectorEnv(num_envs=2, budget=budgets[0], **kw)
+    obs, _ = env.reset(seed=4000)
+    action, _ = policy.predict(obs, deterministic=True)
+    env.step(action)
+    return meta
+
+
+@pytest.mark.parametrize("sub", ["ppo", "maskable-ppo"])
+def test_ppo_subcommands(tmp_path, sub):
+    run_dir = train.main([sub, *TINY_PPO, "--learning-curve", "on", "--out", str(tmp_path)])
+    meta = _check_run(run_dir, sub, "model.zip")
+    assert os.path.basename(run_dir) == f"{sub}-B10-seed0" and meta["config"]["n_envs"] == 4
+
+
+def test_ppo_conditioned_subcommand(tmp_path):
+    run_dir = train.main(["ppo-conditioned", *TINY_PPO[:2], "--envs-per-budget", "2", "--n-steps", "32",
+                          "--batch-size", "64", "--n-epochs", "1", "--eval-weeks", "2", "--progress-bar", "off",
+                          "--budgets", "B5,B20", "--out", str(tmp_path)])
+    _check_run(run_dir, "ppo-conditioned", "model.zip", budgets=("B5", "B20"))
+
+
+@pytest.mark.parametrize("sub", ["bc", "dagger"])
+def test_imitation_subcommands(tmp_path, sub):
+    run_dir = train.main([sub, *TINY_IMIT, "--out", str(tmp_path)])
+    _check_run(run_dir, sub, "model.npz")
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_config_file_and_flag_override(tmp_path, fmt):
+    pytest.importorskip("yaml") if fmt == "yaml" else None
+    path = tmp_path / f"cfg.{fmt}"
+    if fmt == "json":
+        path.write_text(json.dumps({"total-timesteps": 128, "n_envs": 2, "n_steps": 32, "batch_size": 64,
+                                    "n_epochs": 1, "eval_weeks": 2, "budget": "B5", "seed": 3,
+                                    "progress_bar": "off", "learning_rate": 1}))
+    else:
+        path.write_text("total_timesteps: 128\nn_envs: 2\nn_steps: 32\nbatch_size: 64\nn_epochs: 1\n"
+                        "eval_weeks: 2\nbudget: B5\nseed: 3\nprogress_bar: 'off'\nnet_arch: [16, 16]\n")
+    run_dir = train.main(["ppo", "--config", str(path), "--budget", "B20", "--out", str(tmp_path)])
+    with open(os.path.join(run_dir, "config.json")) as f:
+        cfg = json.load(f)["config"]
+    assert cfg["budget"] == "B20"  # the flag overrides the file
+    assert cfg["seed"] == 3 and cfg["n_envs"] == 2 and cfg["total_timesteps"] == 128  # the file overrides defaults
+    assert os.path.basename(run_dir) == "ppo-B20-seed3"
+    if fmt == "json":
+        assert cfg["learning_rate"] == 1.0
+    else:
+        assert cfg["net_arch"] == "16,16"
+
+
+def test_config_file_errors(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"no_such_flag": 1}))
+    with pytest.raises(ValueError, match="unknown keys"):
+        train.main(["ppo", "--config", str(bad), "--out", str(tmp_path)])
+    bad.write_text(json.dumps({"total_timesteps": "many"}))
+    with pytest.raises(ValueError, match="total_timesteps must be int"):
+        train.main(["ppo", "--config", str(bad), "--out", str(tmp_path)])
+    bad.write_text("__import__('os')")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        train.main(["ppo", "--config", str(bad), "--out", str(tmp_path)])
+
+
+def test_same_seed_same_model(tmp_path):
+    dirs = [train.main(["ppo", *TINY_PPO, "--out", str(tmp_path / str(i))]) for i in range(2)]
+    rows = []
+    for d in dirs:
+        with open(os.path.join(d, "metrics.csv")) as f:
+            rows.append(f.read())
+    assert rows[0] == rows[1]
+
+
+def test_evaluate_loads_model_by_path(tmp_path, capsys):
+    from membudget import evaluate
+    from membudget.agents.suite import fit_suite
+
+    run_dir = train.main(["maskable-ppo", *TINY_PPO, "--out", str(tmp_path)])
+    cfg = evaluate.EvalConfig(policies=["Static"], budgets=["B10"], first_seed=8000, n_weeks=2, model=[run_dir],
+                              reference="Static", bootstrap=100)
+    suite = fit_suite(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
+    results, _ = evaluate.run(cfg, suite=suite)
+    names = [r["policy"] for r in results]
+    assert names == ["Static", f"model:{run_dir}"]
+    assert 0.0 <= results[1]["set_f1"].mean() <= 1.0 and "diff_vs_reference" in results[1]
