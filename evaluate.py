@@ -147,6 +147,8 @@ def available(name, budget, suite) -> bool:
         return any(k == (name.lower(), budget) for k in suite.temporal)
     if name == "PacingLB":
         return budget in suite.pacing_lb
+    if budget is None and name in ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome", "Pacing"):
+        return False  # a cadence needs a finite cap
     return True
 
 

@@ -44,9 +44,13 @@ class ParallelVecEnv(VecEnv):
         keys = self.observation_space.spaces
         return {k: np.stack([obs[a][k] for obs in per_copy for a in self.agents]) for k in keys}
 
+    def _week(self, i):
+        """Base seed of copy ``i``: always a development week (2000-3989), never an evaluation week."""
+        return 2000 + (self._seed + 10 * i) % 1990
+
     def reset(self):
-        obs = [e.reset(seed=self._seed + 1000 * i)[0] for i, e in enumerate(self.envs)]
-        self._seed += 1000 * len(self.envs)
+        obs = [e.reset(seed=self._week(i))[0] for i, e in enumerate(self.envs)]
+        self._seed += 10 * len(self.envs)
         return self._flat(obs)
 
     def step_async(self, actions):

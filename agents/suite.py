@@ -48,9 +48,11 @@ class Suite:
         if name in ("Static", "MatchedDue", "Boosted", "Relevance"):
             gate = {"Static": self.static, "MatchedDue": self.due, "Boosted": self.boosted,
                     "Relevance": self.relevance}[name]
-            return _Bound(gate, budget), scores
+            return _Bound(gate, self.nearest_level(budget)), scores
         if name in ("Myopic", "Sequential"):
             return self.temporal[(name.lower(), budget)], scores
+        if cap is None and name in ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome", "Pacing"):
+            raise ValueError(f"{name} spreads a finite cap over the episode; it needs a budget, got None")
         if name == "PeriodicOutcome":
             return PeriodicOutcome(scorer=self.static, cap=cap), scores
         if name == "DeadlineOutcome":
@@ -63,6 +65,16 @@ class Suite:
         if name == "PacingLB":
             return Pacing(scorer=self.static, threshold=self.pacing_lb[budget]), scores
         raise KeyError(f"unknown policy {name!r}; known: {POLICIES}")
+
+
+    def nearest_level(self, budget):
+        """The level whose thresholds a Static-calibrated gate uses at ``budget``: the level itself, the level
+        with the nearest query count for an int, and the largest calibrated level for no budget."""
+        if isinstance(budget, str):
+            return budget
+        if budget is None:
+            return max(self.static.thresholds_, key=lambda b: self.levels[b])
+        return min(self.levels, key=lambda b: (abs(self.levels[b] - budget), self.levels[b]))
 
 
 class _Bound:

@@ -10,7 +10,7 @@ scans every agent's proposals by score (score / cost when prices differ), ties t
 agent order drawn each step (so no agent index is favoured), then to the lower resource index; it skips
 non-candidates and whatever the shared episode budget, the shared per-step count cap or the per-step cost cap
 cannot afford, and keeps scanning. With ``floor = k`` each agent's own ``k`` best proposals are scanned first
-(in the random agent order). Observations: the agent's own ``resources`` and ``mask``, the budget features of
+(in the random agent order; ``k * n_agents`` may not exceed the per-step cap). Observations: the agent's own ``resources`` and ``mask``, the budget features of
 the *shared* budget (its own query counts in the last three), and ``others``: every other agent's queries over
 the last five steps / 10. Reward: the agent's own change of running Set F1, or the team mean with
 ``cooperative=True``.
@@ -59,10 +59,15 @@ class raw_env(ParallelEnv):
                                      "scores")
         if isinstance(floor, bool) or not isinstance(floor, (int, np.integer)) or floor < 0:
             raise ValueError(f"floor must be a non-negative int, got {floor!r}")
+        if floor and per_step_cap is not None and floor * n_agents > per_step_cap:
+            raise ValueError(f"floor {floor} for {n_agents} agents needs a per-step cap of at least "
+                             f"{floor * n_agents}, got {per_step_cap}")
         if render_mode is not None:
             raise ValueError(f"render_mode {render_mode!r} is not supported (no render modes)")
         level, frac = resolve_budget(budget, self.world, cost_profile)
         self.budget = None if level is None else level * (n_agents if isinstance(budget, str) else 1)
+        if not isinstance(budget, str) and budget is not None:
+            frac /= n_agents  # an int is the shared total: the target fraction is per agent
         self.target_fraction = frac
         self.n_agents, self.per_step_cap, self.per_step_cost_cap = int(n_agents), per_step_cap, per_step_cost_cap
         self.floor, self.cooperative = int(floor), bool(cooperative)
@@ -72,8 +77,9 @@ class raw_env(ParallelEnv):
         R = len(self.world.resources)
         obs_space, act_space = spaces_for(R, self.budget, frac, per_step_cap, "scores")
         cap = R if per_step_cap is None else min(per_step_cap, R)
+        # one zero entry for a single agent, so that the observation stays a non-empty array
         obs_space = spaces.Dict({**obs_space.spaces, "others": spaces.Box(
-            0.0, cap * 5 / 10, (self.n_agents - 1,), dtype=np.float32)})
+            0.0, cap * 5 / 10, (max(1, self.n_agents - 1),), dtype=np.float32)})
         self._obs_space, self._act_space = obs_space, act_space
         # Slots of the core enforce nothing themselves: the shared executor below selects.
         self._core = PMWeekCore(self.n_agents, R, budget=self.budget, per_step_cap=None, per_step_cost_cap=None,
@@ -124,7 +130,7 @@ class raw_env(ParallelEnv):
         obs = {}
         for i, a in enumerate(self.possible_agents):
             obs[a] = {"resources": self._res[i].copy(), "budget": self._bud[i].copy(), "mask": self._mask[i].copy(),
-                      "others": np.delete(q5, i).astype(np.float32)}
+                      "others": (np.delete(q5, i) if self.n_agents > 1 else np.zeros(1)).astype(np.float32)}
         return obs
 
     def _execute(self, scores):
@@ -138,7 +144,7 @@ class raw_env(ParallelEnv):
                  for i in range(self.n_agents) for r, s in enumerate(scores[i]) if s > 0]
         props.sort()
         if self.floor:
-            first, rest, taken = [], [], {}
+            first, taken = [], {}
             for p in sorted(props, key=lambda p: (p[2], p[:2], p[3])):
                 if taken.get(p[4], 0) < self.floor and core.mask_state[p[4], p[3]]:
                     first.append(p)

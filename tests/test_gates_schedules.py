@@ -207,3 +207,17 @@ def test_gates_work_on_real_weeks_better_than_random(static):
     assert res["set_f1"].mean() > rnd["set_f1"].mean()
     assert np.all(res["realized_cost"] <= budget_levels()["B20"])
     assert generate_episode(9000).horizon == 80
+
+
+def test_suite_policies_at_int_and_no_budget():
+    from membudget.agents.suite import fit_suite
+    from membudget.evaluate import available, evaluate_policy
+
+    suite = fit_suite(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
+    assert suite.nearest_level(21) == "B10" and suite.nearest_level(None) == "B80"
+    res = evaluate_policy(suite, "Static", 21, [9000, 9001])
+    assert np.all(res["realized_cost"] <= 21)
+    assert evaluate_policy(suite, "Static", None, [9000])["set_f1"].shape == (1,)
+    assert not available("DeadlineOutcome", None, suite) and not available("Sequential", 21, suite)
+    with pytest.raises(ValueError, match="needs a budget"):
+        suite.policy("PeriodicOutcome", None)

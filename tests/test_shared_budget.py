@@ -152,3 +152,29 @@ def test_shared_ppo_trains_and_bounds_bracket():
     f1 = play(lambda a, o: model.predict(o, deterministic=True)[0], 2, "B10", bases=(6000,))
     lo, hi = dp_bounds(2, "B10", bases=(6000, 6010))
     assert f1.shape == (1, 2) and np.all(lo <= hi + 1e-12) and np.all(f1 <= hi[:1] + 1e-12)
+
+
+def test_int_and_level_budgets_give_the_same_target_fraction():
+    a = shared_budget.parallel_env(n_agents=2, budget="B10")
+    b = shared_budget.parallel_env(n_agents=2, budget=a.budget)
+    oa, _ = a.reset(seed=1)
+    ob, _ = b.reset(seed=1)
+    assert a.budget == b.budget
+    assert oa["agent_0"]["budget"][0] == pytest.approx(ob["agent_0"]["budget"][0], rel=0.05)
+
+
+def test_impossible_floor_is_rejected_and_one_agent_observations_are_non_empty():
+    with pytest.raises(ValueError, match="floor"):
+        shared_budget.parallel_env(n_agents=2, per_step_cap=4, floor=5)
+    env = shared_budget.parallel_env(n_agents=1)
+    obs, _ = env.reset(seed=0)
+    assert obs["agent_0"]["others"].shape == (1,) and obs["agent_0"]["others"][0] == 0.0
+
+
+def test_shared_ppo_training_never_plays_evaluation_weeks():
+    from membudget.agents.multiagent import ParallelVecEnv
+
+    venv = ParallelVecEnv(n_copies=4, seed=2990, n_agents=2)
+    for _ in range(60):
+        assert all(2000 <= venv._week(i) <= 3989 for i in range(4))
+        venv._seed += 40
