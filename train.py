@@ -8,7 +8,10 @@ Subcommands (PMWeek-v0 learners: :mod:`membudget.agents.rl`, :mod:`membudget.age
 - ``bc`` / ``dagger``: the per-resource student imitating the hindsight DP (behaviour cloning / DAgger);
 - ``replay-ppo``: Stable-Baselines3 PPO (``MlpPolicy``) on ``membudget/ReplayStream-v0``
   (:func:`membudget.agents.replay_runner.train_ppo`); metrics.csv holds accuracy, total tokens and mean reward
-  per evaluation stream (seeds 42, 43, 44 by default).
+  per evaluation stream (seeds 42, 43, 44 by default);
+- ``tiers``: the PPO tier router on ``membudget/TierRouting-v0`` (:func:`membudget.agents.tier_router.train_router`:
+  one λ, or ``--lam-conditioned on``; optional behaviour-cloning warm start from the hindsight oracle, then PPO);
+  metrics.csv holds r_task, cost and the applied tiers per held-out query (seeds 50000 onwards).
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
@@ -73,10 +76,10 @@ class PPOConfig:
     """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
     torch_threads: int = 1
     """torch.set_num_threads for training (0: leave torch's default)."""
-    eval_first_seed: int = 4000
-    """First held-out week for the final evaluation (analysis weeks 4000-4029)."""
-    eval_weeks: int = 30
-    """Number of held-out weeks for the final evaluation."""
+    eval_first_seed: int = 4010
+    """First week of the final evaluation (weeks 4010-4029: after the validation weeks 4000-4009, never trained on)."""
+    eval_weeks: int = 20
+    """Number of weeks of the final evaluation."""
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
@@ -125,10 +128,10 @@ class ConditionedPPOConfig:
     """Learning-curve point every this many environment steps (validation weeks 4000-4009, every budget)."""
     torch_threads: int = 1
     """torch.set_num_threads for training (0: leave torch's default)."""
-    eval_first_seed: int = 4000
-    """First held-out week for the final evaluation."""
-    eval_weeks: int = 30
-    """Number of held-out weeks for the final evaluation (at every budget)."""
+    eval_first_seed: int = 4010
+    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
+    eval_weeks: int = 20
+    """Number of weeks of the final evaluation (at every budget)."""
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
@@ -157,10 +160,10 @@ class ImitationConfig:
     """Hidden units of the per-resource student."""
     iterations: int = 4
     """DAgger iterations (dagger only)."""
-    eval_first_seed: int = 4000
-    """First held-out week for the final evaluation."""
-    eval_weeks: int = 30
-    """Number of held-out weeks for the final evaluation."""
+    eval_first_seed: int = 4010
+    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
+    eval_weeks: int = 20
+    """Number of weeks of the final evaluation."""
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
@@ -236,7 +239,109 @@ def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
     return run_dir
 
 
+@dataclass
+class TiersConfig:
+    """PPO tier router on TierRouting-v0 (membudget.agents.tier_router.train_router; every field is a flag)."""
+
+    strategy: str = "capacity"
+    """Tiering strategy (implementation, reasoning, capacity)."""
+    population: str = "locomo"
+    """Query population (locomo, longmemeval, hotpotqa)."""
+    backbone: str = "llama"
+    """Price / capability family (llama, qwen)."""
+    lam: float = 0.3
+    """λ of seed 001's §5.5 reward r_task + λ·β·r_cost (ignored with --lam-conditioned on)."""
+    lam_conditioned: str = "off"
+    """on: one router for every λ (λ in the observation, drawn per query from 0, 0.1, 0.3, 0.5, 1.0)."""
+    use_beta: str = "on"
+    """off: the β ablation (β = 1 in the §5.5 reward)."""
+    max_cost_per_query: float = 0.0
+    """Hard per-query budget in dollars (0: none)."""
+    total_timesteps: int = 20000
+    """PPO environment steps (5 per query)."""
+    seed: int = 0
+    """Seeds the policy and the training queries (reset(seed=seed) then unseeded resets; BC queries from seed + 10000)."""
+    bc_queries: int = 3000
+    """Hindsight-oracle queries for the behaviour-cloning warm start of the actor before PPO (0: PPO from scratch)."""
+    bc_epochs: int = 30
+    """Epochs of the behaviour-cloning warm start."""
+    n_steps: int = 500
+    """PPO rollout length per update."""
+    batch_size: int = 100
+    """PPO minibatch size."""
+    n_epochs: int = 4
+    """PPO epochs per update."""
+    learning_rate: float = 1e-3
+    """Adam learning rate of PPO."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    net_arch: str = "64,64"
+    """Hidden layer sizes of the policy and value networks, comma-separated."""
+    normalize_reward: str = "off"
+    """on: SB3 VecNormalize of the reward during training (observations are already in [0, 1])."""
+    eval_first_seed: int = 50000
+    """First held-out query of the final evaluation (held-out queries start at 50000)."""
+    eval_queries: int = 300
+    """Number of held-out queries of the final evaluation."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: tiers-<strategy>-lam<lam>|conditioned-seed<seed>)."""
+
+
+def train_tiers(cfg: TiersConfig, command: str = "") -> str:
+    """Train one PPO tier router, evaluate it on the held-out queries and save; returns the run directory."""
+    from membudget.agents.tier_router import HELD_OUT_FIRST_SEED, rollout, train_router
+
+    if cfg.eval_queries < 1 or cfg.eval_first_seed < HELD_OUT_FIRST_SEED:
+        raise ValueError(f"--eval-queries must be positive and --eval-first-seed ≥ {HELD_OUT_FIRST_SEED} "
+                         "(the held-out queries)")
+    if cfg.bc_queries < 0 or cfg.total_timesteps < 0:
+        raise ValueError("--bc-queries and --total-timesteps must be ≥ 0")
+    conditioned = cfg.lam_conditioned == "on"
+    cap = cfg.max_cost_per_query or None
+    tag = "conditioned" if conditioned else f"lam{cfg.lam:g}"
+    run_dir = _start_run("tiers", cfg, command, f"tiers-{cfg.strategy}-{tag}-seed{cfg.seed}")
+    env_kwargs = dict(strategy=cfg.strategy, population=cfg.population, backbone=cfg.backbone,
+                      max_cost_per_query=cap)
+    model, info = train_router(lam=cfg.lam, lam_conditioned=conditioned, use_beta=cfg.use_beta == "on",
+                               total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_steps=cfg.n_steps,
+                               batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, learning_rate=cfg.learning_rate,
+                               ent_coef=cfg.ent_coef, bc_queries=cfg.bc_queries, bc_epochs=cfg.bc_epochs,
+                               normalize_reward=cfg.normalize_reward == "on", net_arch=_net_arch(cfg.net_arch),
+                               return_info=True, **env_kwargs)
+    model.save(os.path.join(run_dir, "model.zip"))
+    seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_queries)
+    lams = [0.0, 0.1, 0.3, 0.5, 1.0] if conditioned else [cfg.lam]
+    rows, summary = [], []
+    for lam in lams:
+        kw = dict(env_kwargs, lam_conditioned=True) if conditioned else env_kwargs
+        run = rollout(model, seeds, lam=lam if conditioned else None, **kw)
+        for i, s in enumerate(seeds):
+            rows.append([lam, s, run["r_task"][i], run["cost"][i], "".join(map(str, run["tiers"][i])),
+                         int(run["downgrades"][i])])
+        summary.append(f"λ {lam:g}: r_task {run['r_task'].mean():.3f}, cost {run['cost'].mean() * 1e3:.4f} m$, "
+                       f"LOW share {(run['tiers'] == 0).mean():.2f}")
+    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["lam", "seed", "r_task", "cost", "tiers", "downgrades"])
+        w.writerows(rows)
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["training"] = {"wall_clock_s": float(info["train_seconds"]), "env_steps": int(model.num_timesteps),
+                        **{k: v for k, v in info.items() if k != "train_seconds"}}
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{run_dir}: " + "; ".join(summary) + f" on held-out queries {seeds.start}-{seeds.stop - 1} "
+          f"(training {info['train_seconds']:.1f} s)")
+    return run_dir
+
+
 def _budget(value: str):
+    """A budget flag: ``none``, an integer or a level name such as ``B10``."""
+    if value == "none":
+        return None
     return int(value) if value.lstrip("-").isdigit() else value
 
 
@@ -343,7 +448,7 @@ def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
     """Train one budget-conditioned PPO across ``cfg.budgets``, evaluate at each budget and save."""
     from membudget.agents.rl import train_conditioned_ppo
 
-    budgets = [b.strip() for b in cfg.budgets.split(",") if b.strip()]
+    budgets = [_budget(b.strip()) for b in cfg.budgets.split(",") if b.strip()]
     if not budgets:
         raise ValueError("--budgets must name at least one budget level")
     run_dir = _start_run("ppo-conditioned", cfg, command, f"ppo-conditioned-seed{cfg.seed}")
@@ -384,10 +489,10 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
             bar.update(1)
 
     if method == "bc":
-        policy, history = fit_bc(seeds, cfg.budget, epochs=cfg.epochs, hidden=cfg.hidden, seed=cfg.seed,
+        policy, history = fit_bc(seeds, _budget(cfg.budget), epochs=cfg.epochs, hidden=cfg.hidden, seed=cfg.seed,
                                  progress=progress)
     else:
-        policy, history = fit_dagger(seeds, cfg.budget, iterations=cfg.iterations, epochs=cfg.epochs,
+        policy, history = fit_dagger(seeds, _budget(cfg.budget), iterations=cfg.iterations, epochs=cfg.epochs,
                                      hidden=cfg.hidden, seed=cfg.seed, progress=progress)
     if bar is not None:
         bar.close()
@@ -397,7 +502,9 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
 
 
 CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"), "family": ("db", "os"),
-           "profile": ("strong", "mid", "weak")}
+           "profile": ("strong", "mid", "weak"), "strategy": ("implementation", "reasoning", "capacity"),
+           "population": ("locomo", "longmemeval", "hotpotqa"), "backbone": ("llama", "qwen"),
+           "lam_conditioned": ("on", "off"), "use_beta": ("on", "off"), "normalize_reward": ("on", "off")}
 
 
 def _add_fields(parser, cls, suppress=False, defaults=None):
@@ -450,6 +557,13 @@ def resolve_config(cls, given: dict, file_values: dict, defaults=None, source="c
             v = ",".join(str(x) for x in v)
         if t is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
+        if t is float and isinstance(v, str):  # YAML 1.1 reads 1e-3 as a string
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+        if t is str and isinstance(v, int) and not isinstance(v, bool):  # e.g. budget: 42
+            v = str(v)
         if not isinstance(v, t) or isinstance(v, bool):
             raise ValueError(f"{source}: {k} must be {t.__name__}, got {v!r}")
         if k in CHOICES and v not in CHOICES[k]:
@@ -465,6 +579,7 @@ SUBCOMMANDS = {
     "ppo-conditioned": (ConditionedPPOConfig, "one budget-conditioned PPO across B5-B20", {}),
     "bc": (ImitationConfig, "behaviour cloning of the hindsight DP", {"iterations": 0}),
     "dagger": (ImitationConfig, "DAgger from the hindsight DP", {}),
+    "tiers": (TiersConfig, "SB3 PPO tier router on TierRouting-v0 (BC warm start from the hindsight oracle)", {}),
 }
 
 
@@ -489,6 +604,8 @@ def main(argv=None):
         return train_ppo(cfg, command, algo="ppo" if which == "ppo" else "maskable_ppo")
     if which == "ppo-conditioned":
         return train_conditioned(cfg, command)
+    if which == "tiers":
+        return train_tiers(cfg, command)
     return train_imitation(cfg, command, method=which)
 
 if __name__ == "__main__":

@@ -241,7 +241,7 @@ def test_train_ppo_smoke(tmp_path, capsys):
     assert cfg["command"].startswith("python -m membudget.train ppo")
     with open(os.path.join(run_dir, "metrics.csv")) as f:
         rows = list(csv.DictReader(f))
-    assert [int(r["seed"]) for r in rows] == [4000, 4001]
+    assert [int(r["seed"]) for r in rows] == [4010, 4011]
     for r in rows:
         assert 0.0 <= float(r["set_f1"]) <= 1.0
         assert 0.0 <= float(r["realized_cost"]) <= budget_levels()["B10"]

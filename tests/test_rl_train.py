@@ -26,7 +26,7 @@ def _check_run(run_dir, subcommand, model_file, budgets=("B10",)):
     assert meta["versions"]["torch"] and meta["training"]["env_steps"] > 0
     with open(os.path.join(run_dir, "metrics.csv")) as f:
         rows = list(csv.DictReader(f))
-    assert [(r["budget"], int(r["seed"])) for r in rows] == [(b, s) for b in budgets for s in (4000, 4001)]
+    assert [(r["budget"], int(r["seed"])) for r in rows] == [(b, s) for b in budgets for s in (4010, 4011)]
     assert all(0.0 <= float(r["set_f1"]) <= 1.0 for r in rows)
     with open(os.path.join(run_dir, "learning_curve.csv")) as f:
         curve = list(csv.DictReader(f))
@@ -117,3 +117,12 @@ def test_evaluate_loads_model_by_path(tmp_path, capsys):
     names = [r["policy"] for r in results]
     assert names == ["Static", f"model:{run_dir}"]
     assert 0.0 <= results[1]["set_f1"].mean() <= 1.0 and "diff_vs_reference" in results[1]
+
+
+def test_budget_flags_accept_levels_integers_and_none(tmp_path):
+    assert train._budget("B10") == "B10" and train._budget("21") == 21 and train._budget("none") is None
+    cfg = train.resolve_config(train.ImitationConfig, {}, {"budget": 21})
+    assert cfg.budget == "21"
+    run_dir = train.main(["bc", *TINY_IMIT, "--budget", "21", "--out", str(tmp_path)])
+    with open(os.path.join(run_dir, "config.json")) as f:
+        assert json.load(f)["config"]["budget"] == "21"
