@@ -39,23 +39,15 @@ import numpy as np
 
 
 @dataclass
-class PPOConfig:
-    """PPO / MaskablePPO on PMWeek-v0 at one budget (every field is a command-line flag of the same name)."""
+class _PPOSettings:
+    """Settings shared by the PPO subcommands (every field is a command-line flag of the same name)."""
 
-    total_timesteps: int = 20000
-    """Environment steps to train for."""
-    seed: int = 0
-    """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
-    budget: str = "B10"
-    """Episode budget: a level (B5...B80) or an integer."""
     per_step_cap: int = 2
     """Per-step query cap N_max."""
     cost_profile: str = "unit"
     """Cost profile (unit, mild, skewed)."""
     late_policy: str = "expire"
     """Late policy of the controller (expire, execute)."""
-    n_envs: int = 16
-    """Weeks stepped together in the native vector env."""
     n_steps: int = 128
     """PPO rollout length per environment per update."""
     batch_size: int = 512
@@ -72,14 +64,12 @@ class PPOConfig:
     """Entropy bonus."""
     net_arch: str = "128,128"
     """Hidden layer sizes of the policy and value networks, comma-separated."""
-    eval_every: int = 20000
-    """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
     torch_threads: int = 1
     """torch.set_num_threads for training (0: leave torch's default)."""
     eval_first_seed: int = 4010
-    """First week of the final evaluation (weeks 4010-4029: after the validation weeks 4000-4009, never trained on)."""
+    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
     eval_weeks: int = 20
-    """Number of weeks of the final evaluation."""
+    """Number of weeks of the final evaluation (at every budget)."""
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
@@ -91,8 +81,24 @@ class PPOConfig:
 
 
 @dataclass
-class ConditionedPPOConfig:
-    """One budget-conditioned PPO trained across several budgets at once (every field is a flag)."""
+class PPOConfig(_PPOSettings):
+    """PPO / MaskablePPO on PMWeek-v0 at one budget."""
+
+    total_timesteps: int = 20000
+    """Environment steps to train for."""
+    seed: int = 0
+    """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
+    budget: str = "B10"
+    """Episode budget: a level (B5...B80), an integer or none."""
+    n_envs: int = 16
+    """Weeks stepped together in the native vector env."""
+    eval_every: int = 20000
+    """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
+
+
+@dataclass
+class ConditionedPPOConfig(_PPOSettings):
+    """One budget-conditioned PPO trained across several budgets at once."""
 
     total_timesteps: int = 40000
     """Environment steps to train for (over all budgets together)."""
@@ -100,46 +106,10 @@ class ConditionedPPOConfig:
     """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
     budgets: str = "B5,B10,B15,B20"
     """Comma-separated budget levels trained at once (the target-fraction feature tells the policy which)."""
-    per_step_cap: int = 2
-    """Per-step query cap N_max."""
-    cost_profile: str = "unit"
-    """Cost profile (unit, mild, skewed)."""
-    late_policy: str = "expire"
-    """Late policy of the controller (expire, execute)."""
     envs_per_budget: int = 8
     """Weeks per budget stepped together."""
-    n_steps: int = 128
-    """PPO rollout length per environment per update."""
-    batch_size: int = 512
-    """PPO minibatch size."""
-    n_epochs: int = 5
-    """PPO epochs per update."""
-    learning_rate: float = 3e-4
-    """Adam learning rate."""
-    gamma: float = 1.0
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    ent_coef: float = 0.0
-    """Entropy bonus."""
-    net_arch: str = "128,128"
-    """Hidden layer sizes, comma-separated."""
     eval_every: int = 40000
     """Learning-curve point every this many environment steps (validation weeks 4000-4009, every budget)."""
-    torch_threads: int = 1
-    """torch.set_num_threads for training (0: leave torch's default)."""
-    eval_first_seed: int = 4010
-    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
-    eval_weeks: int = 20
-    """Number of weeks of the final evaluation (at every budget)."""
-    out: str = "runs"
-    """Parent directory of the run directory."""
-    name: str = ""
-    """Run directory name (default: ppo-conditioned-seed<seed>)."""
-    progress_bar: str = "auto"
-    """Show a progress bar: on, off or auto."""
-    learning_curve: str = "on"
-    """Write learning_curve.csv / learning_curve.png (on, off)."""
 
 
 @dataclass
