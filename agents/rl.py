@@ -68,24 +68,11 @@ class DevWeeksVecEnv(PMWeekSB3VecEnv):
         self._reset_seeds()
         return obs
 
-    def step_wait(self):
-        obs, rewards, terminated, truncated, info = self.venv.step(self._actions)
-        dones = terminated | truncated
-        infos = [{} for _ in range(self.num_envs)]
-        if dones.any():
-            metrics = info["episode_metrics"]
-            idx = np.flatnonzero(dones)
-            for i in idx:
-                infos[i]["terminal_observation"] = {k: v[i].copy() for k, v in obs.items()}
-                infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-                infos[i]["episode_metrics"] = {k: float(v[i]) for k, v in metrics.items()}
-            seeds = [None] * self.num_envs
-            for i, s in zip(idx, self._take(idx.size)):
-                seeds[i] = s
-            fresh, _ = self.venv.reset(seed=seeds, options={"reset_mask": dones})
-            for k in obs:
-                obs[k][dones] = fresh[k][dones]
-        return obs, rewards.astype(np.float32), dones, infos
+    def _autoreset_seeds(self, dones):
+        seeds = [None] * self.num_envs
+        for i, s in zip(np.flatnonzero(dones), self._take(int(dones.sum()))):
+            seeds[i] = s
+        return seeds
 
 
 def _union_space(space_list):

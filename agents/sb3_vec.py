@@ -43,10 +43,14 @@ class PMWeekSB3VecEnv(VecEnv):
                 infos[i]["terminal_observation"] = {k: v[i].copy() for k, v in obs.items()}
                 infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
                 infos[i]["episode_metrics"] = {k: float(v[i]) for k, v in metrics.items()}
-            fresh, _ = self.venv.reset(options={"reset_mask": dones})
+            fresh, _ = self.venv.reset(seed=self._autoreset_seeds(dones), options={"reset_mask": dones})
             for k in obs:
                 obs[k][dones] = fresh[k][dones]
         return obs, rewards.astype(np.float32), dones, infos
+
+    def _autoreset_seeds(self, dones):
+        """Seeds of the weeks that replace the finished ones (None: continue each slot's own generator)."""
+        return None
 
     def close(self):
         self.venv.close()

@@ -71,39 +71,33 @@ class PeriodicOutcome(_Scored):
         slots = uniform_slots(self.cap, self.horizon)
         t = np.minimum(_step_of(obs, self.horizon), self.horizon - 1)
         s = self._scores(obs)
-        mask = np.asarray(obs["mask"]).astype(bool)
-        act = np.stack([_top(s[i], mask[i], slots[t[i]]) for i in range(s.shape[0])])
+        allowed = self._allowed(obs, episode_start)
+        act = np.stack([_top(s[i], allowed[i], slots[t[i]]) for i in range(s.shape[0])])
+        act[self._checked_first(obs)] = 1.0
         return (act[0] if single else act), state
 
+    def _allowed(self, obs, episode_start):
+        """Resources the cadence slots may go to."""
+        return np.asarray(obs["mask"]).astype(bool)
 
-class DeadlineOutcome(_Scored):
+    def _checked_first(self, obs):
+        """Resources proposed at the top priority outside the cadence."""
+        return np.zeros(np.asarray(obs["mask"]).shape, dtype=bool)
+
+
+class DeadlineOutcome(PeriodicOutcome):
     """Periodic cadence for state channels, but the clock is checked (first) at every step at which one of its
     unresolved intentions is inside its declared window."""
 
-    def _clock_due(self, obs):
+    def _checked_first(self, obs):
         res = np.asarray(obs["resources"])
         clock = res[:, :, _F["is_clock"]] > 0.5
         in_window = res[:, :, _F["resolvability"]] > 0
         return clock & in_window & np.asarray(obs["mask"]).astype(bool)
 
-    def _channel_allowed(self, obs):
+    def _allowed(self, obs, episode_start):
         res = np.asarray(obs["resources"])
         return np.asarray(obs["mask"]).astype(bool) & (res[:, :, _F["is_clock"]] < 0.5)
-
-    def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        self._check()
-        obs, single = _batch(observation)
-        slots = uniform_slots(self.cap, self.horizon)
-        t = np.minimum(_step_of(obs, self.horizon), self.horizon - 1)
-        s = self._scores(obs)
-        clock = self._clock_due(obs)
-        allowed = self._channel_allowed(obs) & self._backoff_allows(obs, episode_start)
-        act = np.stack([_top(s[i], allowed[i], slots[t[i]]) for i in range(s.shape[0])])
-        act[clock] = 1.0  # clock first
-        return (act[0] if single else act), state
-
-    def _backoff_allows(self, obs, episode_start):
-        return np.ones(np.asarray(obs["mask"]).shape, dtype=bool)
 
 
 class DeadlineBackoffOutcome(DeadlineOutcome):
@@ -117,6 +111,9 @@ class DeadlineBackoffOutcome(DeadlineOutcome):
         self.initial = initial
         self.factor = factor
         self.max_interval = max_interval
+
+    def _allowed(self, obs, episode_start):
+        return super()._allowed(obs, episode_start) & self._backoff_allows(obs, episode_start)
 
     def _backoff_allows(self, obs, episode_start):
         res = np.asarray(obs["resources"])
