@@ -23,7 +23,9 @@ and DAgger and compares them with the hindsight DP, current-greedy and BudgetPM'
 curves figure.
 
 ``python -m membudget.evaluate shared-budget`` runs the shared-quota comparison (2, 3, 5 agents) and writes
-``docs/shared_budget.md``; ``python -m membudget.evaluate tiers`` trains and evaluates the BudgetMem tier routers.
+``docs/shared_budget.md``; ``python -m membudget.evaluate tiers`` trains and evaluates the BudgetMem tier routers;
+``python -m membudget.evaluate proactive [--ppo-timesteps N]`` runs seed 002's memory-layer comparison on
+``ProactiveStream-v0`` and writes ``docs/proactive_stream.md`` (:mod:`membudget.agents.proactive_runner`).
 """
 
 from __future__ import annotations
@@ -398,6 +400,10 @@ def main(argv=None):
         from membudget.agents.rl import benchmark_main
 
         return benchmark_main(argv[1:])
+    if argv[:1] == ["proactive"]:
+        from membudget.agents.proactive_runner import main as proactive_main
+
+        return proactive_main(argv[1:])
     if argv[:1] == ["tiers"]:
         from membudget.agents.tier_router import main as tiers_main
 

@@ -11,7 +11,10 @@ Subcommands (PMWeek-v0 learners: :mod:`membudget.agents.rl`, :mod:`membudget.age
   per evaluation stream (seeds 42, 43, 44 by default);
 - ``tiers``: the PPO tier router on ``membudget/TierRouting-v0`` (:func:`membudget.agents.tier_router.train_router`:
   one λ, or ``--lam-conditioned on``; optional behaviour-cloning warm start from the hindsight oracle, then PPO);
-  metrics.csv holds r_task, cost and the applied tiers per held-out query (seeds 50000 onwards).
+  metrics.csv holds r_task, cost and the applied tiers per held-out query (seeds 50000 onwards);
+- ``proactive-ppo``: Stable-Baselines3 PPO on ``membudget/ProactiveStream-v0`` choosing the memory depth and the
+  decision per event (:func:`membudget.agents.proactive_runner.train_ppo`); metrics.csv holds seed 002's metrics
+  and tokens per held-out stream (seeds 10000 onwards).
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
@@ -308,6 +311,78 @@ def train_tiers(cfg: TiersConfig, command: str = "") -> str:
     return run_dir
 
 
+@dataclass
+class ProactivePPOConfig:
+    """PPO on ProactiveStream-v0 (membudget.agents.proactive_runner.train_ppo; every field is a flag)."""
+
+    scope: str = "sports"
+    """Scope of the streams (sports, home, code)."""
+    memory: str = "full"
+    """Memory variant (full, no_replay_gate, no_validation)."""
+    total_timesteps: int = 200_000
+    """Environment steps (two per event: depth, then decision)."""
+    seed: int = 0
+    """Seeds the policy and the training streams (copy i starts at stream seed + i, then unseeded resets)."""
+    n_envs: int = 4
+    """Training environment copies (SB3 DummyVecEnv)."""
+    n_steps: int = 1024
+    """PPO rollout length per copy and update."""
+    batch_size: int = 256
+    """PPO minibatch size."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    gamma: float = 0.9
+    """Discount (rewards follow the decision that earns them within one or two steps)."""
+    net_arch: str = "64,64"
+    """Hidden layer sizes of the policy and value networks, comma-separated."""
+    intrusion_penalty: float = 0.5
+    """Reward of a false intervention is minus this."""
+    token_weight: float = 2e-6
+    """Reward per memory token loaded is minus this."""
+    eval_streams: int = 20
+    """Held-out streams (seeds 10000 onwards) of the final evaluation."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: proactive-ppo-<scope>-seed<seed>)."""
+
+
+def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:
+    """Train PPO on ProactiveStream-v0, evaluate it on held-out streams and save; returns the run directory."""
+    from membudget.agents.proactive_runner import HELD_OUT_FIRST_SEED, pooled, run_policy, train_ppo
+
+    if cfg.eval_streams < 1 or cfg.total_timesteps < 1:
+        raise ValueError("--eval-streams and --total-timesteps must be positive")
+    run_dir = _start_run("proactive-ppo", cfg, command, f"proactive-ppo-{cfg.scope}-seed{cfg.seed}")
+    env_kwargs = dict(memory=cfg.memory, intrusion_penalty=cfg.intrusion_penalty, token_weight=cfg.token_weight)
+    model = train_ppo(scope=cfg.scope, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs,
+                      n_steps=cfg.n_steps, batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
+                      ent_coef=cfg.ent_coef, gamma=cfg.gamma, net_arch=_net_arch(cfg.net_arch), **env_kwargs)
+    model.save(os.path.join(run_dir, "model.zip"))
+    runs = run_policy(model, cfg.scope, range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + cfg.eval_streams),
+                      **env_kwargs)
+    fields = ["seed", "tp", "fp", "fn", "tn", "relevance", "coverage", "effectiveness", "intrusion", "balance",
+              "frequency", "total_tokens", "n_events", "return"]
+    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        w.writerows([[r[k] for k in fields] for r in runs])
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["training"] = {"wall_clock_s": float(model.train_seconds), "env_steps": int(model.num_timesteps)}
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
+    m = pooled(runs)
+    print(f"{run_dir}: effectiveness {m['effectiveness']:.3f}, relevance {m['relevance']:.3f}, coverage "
+          f"{m['coverage']:.3f}, intrusion {m['intrusion']:.4f}, {m['tokens_per_event']:.0f} tokens per event on "
+          f"held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + cfg.eval_streams - 1} "
+          f"(training {model.train_seconds:.1f} s)")
+    return run_dir
+
+
 def _budget(value: str):
     """A budget flag: ``none``, an integer or a level name such as ``B10``."""
     if value == "none":
@@ -474,7 +549,8 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
 CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"), "family": ("db", "os"),
            "profile": ("strong", "mid", "weak"), "strategy": ("implementation", "reasoning", "capacity"),
            "population": ("locomo", "longmemeval", "hotpotqa"), "backbone": ("llama", "qwen"),
-           "lam_conditioned": ("on", "off"), "use_beta": ("on", "off"), "normalize_reward": ("on", "off")}
+           "lam_conditioned": ("on", "off"), "use_beta": ("on", "off"), "normalize_reward": ("on", "off"),
+           "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation")}
 
 
 def _add_fields(parser, cls, suppress=False, defaults=None):
@@ -550,6 +626,7 @@ SUBCOMMANDS = {
     "bc": (ImitationConfig, "behaviour cloning of the hindsight DP", {"iterations": 0}),
     "dagger": (ImitationConfig, "DAgger from the hindsight DP", {}),
     "tiers": (TiersConfig, "SB3 PPO tier router on TierRouting-v0 (BC warm start from the hindsight oracle)", {}),
+    "proactive-ppo": (ProactivePPOConfig, "SB3 PPO (memory depth and decision) on ProactiveStream-v0", {}),
 }
 
 
@@ -576,6 +653,8 @@ def main(argv=None):
         return train_conditioned(cfg, command)
     if which == "tiers":
         return train_tiers(cfg, command)
+    if which == "proactive-ppo":
+        return train_proactive_ppo(cfg, command)
     return train_imitation(cfg, command, method=which)
 
 if __name__ == "__main__":

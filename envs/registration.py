@@ -2,7 +2,8 @@
 
 import gymnasium as gym
 
-ENV_IDS = ("membudget/PMWeek-v0", "membudget/ReplayStream-v0", "membudget/TierRouting-v0")
+ENV_IDS = ("membudget/PMWeek-v0", "membudget/ReplayStream-v0", "membudget/TierRouting-v0",
+           "membudget/ProactiveStream-v0")
 
 
 def register_envs() -> None:
@@ -21,4 +22,9 @@ def register_envs() -> None:
         gym.register(
             id="membudget/TierRouting-v0",
             entry_point="membudget.envs.tiers.env:TierRoutingEnv",
+        )
+    if "membudget/ProactiveStream-v0" not in gym.registry:
+        gym.register(
+            id="membudget/ProactiveStream-v0",
+            entry_point="membudget.envs.proactive.env:ProactiveStreamEnv",
         )

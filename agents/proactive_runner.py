@@ -1,0 +1,264 @@
+"""Policies, PPO and the evaluation protocol on ``membudget/ProactiveStream-v0`` (ProactMem, seed 002).
+
+- :func:`run_policy`: one policy-protocol policy (a baseline of :mod:`membudget.baselines.proactive`, an SB3
+  model) over held-out streams.
+- :func:`train_ppo`: SB3 PPO choosing the depth and the decision.
+- :func:`evaluate`: every policy per scope on the held-out streams, with seed 002's metrics pooled over streams per
+  scope and over all scopes, 95% bootstrap intervals over streams, and paired differences for the paper's
+  memory-layer findings; :func:`format_results`, :func:`plot_ablation` and :func:`main`
+  (``python -m membudget.evaluate proactive``), which writes ``docs/proactive_stream.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+
+import numpy as np
+
+ENV_ID = "membudget/ProactiveStream-v0"
+SCOPE_NAMES = ("sports", "home", "code")
+HELD_OUT_FIRST_SEED = 10_000
+"""Held-out streams start here; training streams are drawn from seeds below it."""
+METRICS = ("relevance", "coverage", "effectiveness", "intrusion", "balance", "frequency")
+BASELINES = ("Never", "Always", "EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate",
+             "WithoutValidation")
+
+
+def make_env(scope="sports", **env_kwargs):
+    import gymnasium as gym
+
+    import membudget  # noqa: F401  (registers the ids)
+
+    return gym.make(ENV_ID, scope=scope, **env_kwargs)
+
+
+def _predict(policy, obs):
+    action, _ = policy.predict(obs, deterministic=True)
+    return int(np.asarray(action).reshape(-1)[0])
+
+
+def run_policy(policy, scope, seeds, **env_kwargs) -> list:
+    """Run ``policy`` on the streams ``seeds`` of ``scope``; one dict per stream: the episode metrics plus the share
+    of events at each realised depth."""
+    kwargs = dict(getattr(policy, "env_kwargs", {}) or {}, **env_kwargs)
+    env = make_env(scope, **kwargs)
+    runs = []
+    for seed in seeds:
+        obs, _ = env.reset(seed=int(seed))
+        depths = np.zeros(4)
+        while True:
+            obs, _, terminated, _, info = env.step(_predict(policy, obs))
+            if info["sub_step"] == "depth":
+                depths[info["depth"] + 1] += 1
+            if terminated:
+                break
+        m = dict(info["episode_metrics"])
+        m.update(seed=int(seed), depth_share=(depths / depths.sum()).tolist())
+        runs.append(m)
+    env.close()
+    return runs
+
+
+def pooled(runs) -> dict:
+    """Seed 002's metrics from confusion counts pooled over ``runs``, plus tokens per event."""
+    from membudget.envs.proactive.env import episode_metrics
+
+    counts = {k: int(sum(r[k] for r in runs)) for k in ("tp", "fp", "fn", "tn")}
+    out = episode_metrics(**counts)
+    out["tokens_per_event"] = sum(r["total_tokens"] for r in runs) / max(1, sum(r["n_events"] for r in runs))
+    return out
+
+
+def bootstrap(runs, n_resamples=2000, seed=0, other=None) -> dict:
+    """95% percentile intervals of every pooled metric over resampled streams; with ``other`` (runs of another
+    policy on the same streams, same order) the interval of the paired difference ``runs − other``."""
+    rng = np.random.default_rng(seed)
+    n = len(runs)
+    keys = METRICS + ("tokens_per_event",)
+    draws = {k: np.empty(n_resamples) for k in keys}
+    for b in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        m = pooled([runs[i] for i in idx])
+        if other is not None:
+            o = pooled([other[i] for i in idx])
+            m = {k: m[k] - o[k] for k in keys}
+        for k in keys:
+            draws[k][b] = m[k]
+    point = pooled(runs)
+    if other is not None:
+        ref = pooled(other)
+        point = {k: point[k] - ref[k] for k in keys}
+    return {k: (point[k], float(np.quantile(draws[k], 0.025)), float(np.quantile(draws[k], 0.975))) for k in keys}
+
+
+def train_ppo(*, scope="sports", total_timesteps=200_000, seed=0, n_envs=4, n_steps=1024, batch_size=256,
+              learning_rate=3e-4, ent_coef=0.01, gamma=0.9, net_arch=(64, 64), **env_kwargs):
+    """SB3 PPO on training streams (``reset(seed=seed + i)`` for copy ``i``, then unseeded resets,
+    all below :data:`HELD_OUT_FIRST_SEED`); returns the model with ``train_seconds`` set."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    if seed + n_envs > HELD_OUT_FIRST_SEED:
+        raise ValueError(f"training seeds {seed}..{seed + n_envs - 1} would reach the held-out streams")
+    vec = DummyVecEnv([lambda: make_env(scope, **env_kwargs) for _ in range(n_envs)])
+    vec.seed(seed)
+    model = PPO("MlpPolicy", vec, n_steps=n_steps, batch_size=batch_size, learning_rate=learning_rate,
+                        ent_coef=ent_coef, gamma=gamma, policy_kwargs={"net_arch": list(net_arch)}, seed=seed,
+                        verbose=0)
+    start = time.perf_counter()
+    model.learn(total_timesteps=total_timesteps)
+    model.train_seconds = time.perf_counter() - start
+    vec.close()
+    return model
+
+
+def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, progress=print) -> dict:
+    """Every baseline (and PPO when ``ppo_timesteps``) on streams ``HELD_OUT_FIRST_SEED ...`` of each scope.
+    Returns ``{scope: {policy: runs}}``."""
+    from membudget.baselines.proactive import POLICIES
+
+    seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + n_streams)
+    results = {}
+    for scope in scopes:
+        results[scope] = {}
+        for name in BASELINES:
+            start = time.perf_counter()
+            results[scope][name] = run_policy(POLICIES[name](), scope, seeds)
+            progress(f"{scope:6s} {name:18s} {time.perf_counter() - start:6.1f} s")
+        if ppo_timesteps:
+            model = train_ppo(scope=scope, total_timesteps=ppo_timesteps, seed=ppo_seed)
+            results[scope]["PPO"] = run_policy(model, scope, seeds)
+            progress(f"{scope:6s} PPO        trained {model.train_seconds:.0f} s on {ppo_timesteps} steps")
+    return results
+
+
+FINDINGS = (
+    ("trajectories raise effectiveness", "EventTrajectory", "EventOnly", "effectiveness", +1),
+    ("the full hierarchy raises effectiveness further", "FullHierarchy", "EventTrajectory", "effectiveness", +1),
+    ("the full hierarchy lowers intrusion", "FullHierarchy", "EventTrajectory", "intrusion", -1),
+)
+
+
+def findings(results, n_resamples=2000) -> list:
+    """The paper's memory-layer findings (seed 002 §5.4) checked per scope and pooled: rows of
+    ``(finding, scope, difference, lo, hi, agrees)``; *agrees* means the 95% interval of the paired difference
+    lies on the paper's side of 0."""
+    rows = []
+    for scope in [*results, "pooled"]:
+        res = _pooled_scopes(results) if scope == "pooled" else results[scope]
+        for text, a, b, metric, sign in FINDINGS:
+            d, lo, hi = bootstrap(res[a], n_resamples, other=res[b])[metric]
+            rows.append((text, scope, d, lo, hi, (lo > 0) if sign > 0 else (hi < 0)))
+        drop_replay = bootstrap(res["FullHierarchy"], n_resamples, other=res["WithoutReplayGate"])["effectiveness"]
+        drop_valid = bootstrap(res["FullHierarchy"], n_resamples, other=res["WithoutValidation"])["effectiveness"]
+        rows.append(("removing replay costs more effectiveness than removing validation", scope,
+                     drop_replay[0] - drop_valid[0], drop_replay[0], drop_valid[0], drop_replay[0] > drop_valid[0]))
+    return rows
+
+
+def _pooled_scopes(results) -> dict:
+    names = set.intersection(*(set(r) for r in results.values()))
+    return {n: [run for scope in results for run in results[scope][n]] for n in names}
+
+
+def format_results(results, n_resamples=2000) -> str:
+    lines = []
+    header = ("| policy | relevance | coverage | effectiveness (95% CI) | intrusion | balance | frequency | "
+              "tokens / event | depth share (none / ev / +tr / +rg) |")
+    for scope in [*results, "pooled"]:
+        res = _pooled_scopes(results) if scope == "pooled" else results[scope]
+        positives = sum(r["tp"] + r["fn"] for r in res["Never"])
+        events = sum(r["n_events"] for r in res["Never"])
+        n_streams = len(res["Never"])
+        lines += ["", f"**{scope}** — {n_streams} streams, {events} events, {positives} reference opportunities", "",
+                  header, "|" + "---|" * 9]
+        for name in [n for n in (*BASELINES, "PPO") if n in res]:
+            runs = res[name]
+            ci = bootstrap(runs, n_resamples)
+            share = np.mean([r["depth_share"] for r in runs], axis=0)
+            e = ci["effectiveness"]
+            lines.append(f"| {name} | {ci['relevance'][0]:.3f} | {ci['coverage'][0]:.3f} | "
+                         f"{e[0]:.3f} [{e[1]:.3f}, {e[2]:.3f}] | {ci['intrusion'][0]:.3f} | {ci['balance'][0]:.3f} | "
+                         f"{ci['frequency'][0]:.2f}× | {ci['tokens_per_event'][0]:.0f} | "
+                         + " / ".join(f"{x:.2f}" for x in share) + " |")
+    lines += ["", "Seed 002's memory-layer findings in our world (paired bootstrap over streams, 95%):", "",
+              "| finding | scope | difference [95% CI] | agrees |", "|---|---|---|---|"]
+    for text, scope, d, lo, hi, ok in findings(results, n_resamples):
+        if text.startswith("removing"):
+            lines.append(f"| {text} | {scope} | w/o replay −{d + hi:.3f}, w/o validation −{hi:.3f} "
+                         f"(point drops: {lo:+.3f} vs {hi:+.3f}) | {'yes' if ok else 'no'} |")
+        else:
+            lines.append(f"| {text} | {scope} | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] | {'yes' if ok else 'no'} |")
+    return "\n".join(lines)
+
+
+def plot_ablation(results, path) -> None:
+    """Seed 002 Figure 4 in our world: effectiveness and intrusion of the memory layers per scope."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ("EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate", "WithoutValidation")
+    labels = ("event-only", "event + trajectory", "ProactMem (full)", "w/o replay gate", "w/o validation")
+    scopes = [*results, "pooled"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    width = 0.8 / len(names)
+    for ax, metric in zip(axes, ("effectiveness", "intrusion")):
+        for k, (name, label) in enumerate(zip(names, labels)):
+            vals, errs = [], []
+            for scope in scopes:
+                res = _pooled_scopes(results) if scope == "pooled" else results[scope]
+                p, lo, hi = bootstrap(res[name], 500)[metric]
+                vals.append(p)
+                errs.append((p - lo, hi - p))
+            x = np.arange(len(scopes)) + (k - len(names) / 2 + 0.5) * width
+            ax.bar(x, vals, width, yerr=np.array(errs).T, capsize=2, label=label)
+        ax.set_xticks(np.arange(len(scopes)), scopes)
+        ax.set_title(metric)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("ProactiveStream-v0: memory-layer ablation (95% bootstrap over held-out streams)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    """``python -m membudget.evaluate proactive``."""
+    from membudget.evaluate import package_versions
+
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate proactive",
+                                     description="seed 002's comparison on ProactiveStream-v0")
+    parser.add_argument("--scopes", nargs="+", default=list(SCOPE_NAMES), choices=SCOPE_NAMES)
+    parser.add_argument("--streams", type=int, default=20, help="held-out streams per scope")
+    parser.add_argument("--ppo-timesteps", type=int, default=0, help="train and add PPO per scope (0: skip)")
+    parser.add_argument("--ppo-seed", type=int, default=0)
+    parser.add_argument("--bootstrap", type=int, default=2000)
+    parser.add_argument("--out", default="docs", help="directory for proactive_stream.md / .json / _ablation.png")
+    args = parser.parse_args(argv)
+    if args.streams < 2 or args.ppo_timesteps < 0 or args.bootstrap < 100:
+        parser.error("--streams must be ≥ 2, --ppo-timesteps ≥ 0 and --bootstrap ≥ 100")
+    argv = list(sys.argv[1:] if argv is None else ["proactive", *argv])
+    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    start = time.perf_counter()
+    results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed)
+    text = (f"ProactiveStream-v0, held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + args.streams - 1} "
+            f"per scope; metrics pooled over streams (seed 002 appendix B.4); intervals: 95% bootstrap over streams "
+            f"({args.bootstrap} resamples)\n" + format_results(results, args.bootstrap))
+    print(text)
+    print(f"\ncommand: {command}   ({time.perf_counter() - start:.1f} s)")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "proactive_stream.json"), "w") as f:
+            json.dump({"config": vars(args), "command": command, "versions": package_versions(),
+                       "results": results}, f, indent=1)
+        with open(os.path.join(args.out, "proactive_stream.md"), "w") as f:
+            f.write("# ProactiveStream-v0 results\n\n" + text + f"\n\n![memory-layer ablation](proactive_ablation.png)"
+                    f"\n\ncommand: `{command}`\n")
+        plot_ablation(results, os.path.join(args.out, "proactive_ablation.png"))
+    return results

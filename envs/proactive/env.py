@@ -1,0 +1,376 @@
+"""``membudget/ProactiveStream-v0``: how deep to consult memory, then intervene or abstain, per event (ProactMem)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .memory import memory_trace
+from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
+from .world import SCOPES, check_scope, evidence, feasible, generate_stream
+
+DEPTHS = ("events", "trajectories", "regularities")
+"""Memory depth actions: event memory only; + trajectory memory; + regularity memory (cumulative)."""
+MODES = ("abstain", "immediate", "scheduled")
+"""Decide actions."""
+MEMORY_VARIANTS = ("full", "no_replay_gate", "no_validation")
+MAX_KINDS, MAX_VALUES, N_BEHAVIOURS = 7, 6, 3
+USUAL_NOW, USUAL_BEFORE = 30, 120
+"""Minutes around now (a behaviour usually happens about now) and before now (it usually has happened by now)."""
+TOKEN_SCALE = 20_000.0
+
+
+def _names(prefix, n):
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+_REG_FIELDS = ("present", "confidence", "lift", "active", "deviated", "pending", "upcoming", "distance",
+               "behaviour0", "behaviour1", "behaviour2")
+FEATURE_NAMES = tuple(
+    ["phase", "scope_sports", "scope_home", "scope_code", "time_sin", "time_cos", "progress"]
+    + [f"weekday{i}" for i in range(7)]
+    + ["observed"] + _names("kind", MAX_KINDS) + _names("fact", MAX_FACTS) + _names("value", MAX_VALUES)
+    + ["evidence", "feasible"]
+    + ["tokens_events", "tokens_trajectories", "tokens_regularities", "budget_left"]
+    + ["intervened_today", "since_intervention", "duplicate"]
+    + ["loaded_events", "loaded_trajectories", "loaded_regularities"]
+    + ["ev_count"] + _names("ev_usual_now", N_BEHAVIOURS) + _names("ev_usual_before", N_BEHAVIOURS)
+    + _names("ev_today", N_BEHAVIOURS)
+    + ["tr_days", "tr_segments"] + _names("tr_usual_now", N_BEHAVIOURS) + _names("tr_usual_before", N_BEHAVIOURS)
+    + ["rg_eligible", "rg_actionable"] + [f"rg{k}_{f}" for k in range(3) for f in _REG_FIELDS]
+)
+N_FEATURES = len(FEATURE_NAMES)
+F = {name: i for i, name in enumerate(FEATURE_NAMES)}
+RETRIEVED = slice(F["loaded_events"], N_FEATURES)
+_EV = slice(F["ev_count"], F["tr_days"])
+_TR = slice(F["tr_days"], F["rg_eligible"])
+_RG = slice(F["rg_eligible"], N_FEATURES)
+
+
+def _share(day_times, tod, lo, hi):
+    """Share of days (each a sequence of times of day) with a time in [tod + lo, tod + hi]."""
+    if not day_times:
+        return 0.0
+    return sum(any(tod + lo <= x <= tod + hi for x in times) for times in day_times) / len(day_times)
+
+
+class ProactiveStreamEnv(gym.Env):
+    """
+    ## Description
+
+    A proactive assistant follows one isolated event stream — a HeartSteps-like participant (``sports``), a
+    CASAS-like home (``home``) or a GitHub repository (``code``) — and decides for every event whether to offer
+    assistance (ProactMem, seed 002). Its memory (:mod:`membudget.envs.proactive.memory`) holds three layers:
+    bounded event memory (72 h, at most 99 prior events), source-validated daily trajectories of the current weekly
+    cycle, and behavioural regularities assessed by historical replay and matched to the current conditions.
+    Consulting deeper layers costs tokens. Per event there are two sub-steps: choose the memory depth, then — with
+    what it retrieved in the observation — intervene or abstain. Intervention control (appendix B.3) turns an
+    intervention whose key repeats an earlier allowed one into an abstention. Streams, memory construction and the
+    reference labels (seed 002 eq. 9, :mod:`membudget.envs.proactive.world`) do not depend on the agent's actions;
+    labels are never part of the observation.
+
+    ## Action Space
+
+    ``Discrete(3)`` in both sub-steps. Sub-step ``depth`` (observation ``phase`` = 0): 0 events, 1 + trajectories,
+    2 + regularities. Sub-step ``decide`` (``phase`` = 1): 0 abstain, 1 intervene with an immediate service, 2
+    intervene with a scheduled service. Seed 002 scores immediate and scheduled services alike as *intervene* at
+    the decision event (§5.1); the mode is part of the intervention-control key (appendix B.3), so a scheduled
+    service does not duplicate an immediate one.
+
+    ## Observation Space
+
+    ``Box(0, 1, (N_FEATURES,), float32)``; names in ``FEATURE_NAMES``: the sub-step, the scope, time of day
+    (sin / cos scaled to [0, 1]), progress through the stream, weekday; the current event (observed flag, kind,
+    fact bits, numeric values, the scope's public evidence and feasibility predicates); the token cost of each depth
+    / 20,000 and the share of the token budget left; intervention-control state (an intervention allowed today,
+    minutes since the last / 1440, whether an immediate intervention now would be suppressed as a duplicate —
+    decide sub-step only); and, in the decide sub-step, what the consulted layers returned (zeros for layers not consulted):
+    event layer — events in context and, for each tracked behaviour, the share of the previous days in context on
+    which it happened about now (±30 min) and in the last two hours, and whether it happened today in the last two
+    hours; trajectory layer — days and segments of the cycle and the same two shares over its daily records;
+    regularity layer — eligible regularities, whether a matched active regularity is in an actionable occurrence
+    state, and the top-3 matches (confidence, lift / 3, active or weakening, occurrence state, distance / 240 min,
+    behaviour).
+
+    ## Rewards
+
+    Depth sub-step: ``−token_weight · tokens`` of the memory loaded. Decide sub-step: ``+1`` for an intervention on a
+    reference opportunity, ``−intrusion_penalty`` for one on a reference negative, 0 for an abstention (suppressed
+    duplicates are abstentions).
+
+    ## Starting State
+
+    ``reset(seed=s)`` draws stream ``s`` of the scope and builds its memory trace; ``options={"stream": Stream}``
+    replays a given stream instead.
+
+    ## Episode End
+
+    Terminates after the decision on the last event; never truncates. ``info`` per step: ``event``, ``sub_step``; after a
+    depth sub-step ``depth`` (realised, after a budget downgrade; −1: the current event alone), ``tokens``,
+    ``downgraded``; after a decide sub-step ``proposed``, ``mode``, ``service``, ``decision``, ``suppressed``,
+    ``label``; at the end
+    ``info["episode_metrics"]``: the confusion counts, relevance, coverage, effectiveness, intrusion, balance,
+    frequency, total tokens and return.
+
+    ## Arguments
+
+    - ``scope``: ``"sports"`` (default), ``"home"`` or ``"code"``.
+    - ``n_days``: stream length in days (default 56 / 28 / 70 by scope).
+    - ``memory``: ``"full"`` (default), ``"no_replay_gate"`` or ``"no_validation"`` (seed 002's Table 4 ablations).
+    - ``intrusion_penalty``: cost of a false intervention (0.5).
+    - ``token_weight``: reward per memory token (2e-6).
+    - ``token_budget``: optional episode token budget; a depth the remaining budget cannot pay is downgraded to the
+      deepest affordable one (to the current event alone, 0 tokens, when none is), so the budget is never exceeded.
+    - ``hallucination_rate``: error rate of the deterministic trajectory summariser (0.1).
+
+    ## Version History
+
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scope="sports", n_days=None, memory="full", intrusion_penalty=0.5, token_weight=2e-6,
+                 token_budget=None, hallucination_rate=0.1, render_mode=None):
+        self.scope_spec = check_scope(scope)
+        if memory not in MEMORY_VARIANTS:
+            raise ValueError(f"unknown memory variant {memory!r}; choose one of {MEMORY_VARIANTS}")
+        for name, value in (("intrusion_penalty", intrusion_penalty), ("token_weight", token_weight),
+                            ("hallucination_rate", hallucination_rate)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value) \
+                    or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if hallucination_rate > 1:
+            raise ValueError(f"hallucination_rate must lie in [0, 1], got {hallucination_rate!r}")
+        if token_budget is not None and (isinstance(token_budget, bool) or not isinstance(
+                token_budget, (int, np.integer)) or token_budget <= 0):
+            raise ValueError(f"token_budget must be a positive integer or None, got {token_budget!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} is not supported")
+        if n_days is not None:
+            generate_stream(0, scope=scope, n_days=n_days)   # validates n_days with the generator's message
+        self.scope, self.n_days, self.memory = scope, n_days, memory
+        self.intrusion_penalty, self.token_weight = float(intrusion_penalty), float(token_weight)
+        self.token_budget, self.hallucination_rate = token_budget, float(hallucination_rate)
+        self.render_mode = render_mode
+        self.action_space = spaces.Discrete(3)
+        self.observation_space = spaces.Box(0.0, 1.0, (N_FEATURES,), dtype=np.float32)
+        self.stream: Stream | None = None
+
+    # ------------------------------------------------------------------------------------------- precomputation
+
+    def _precompute(self):
+        """Everything that does not depend on the agent: per event the static features, what each depth retrieves
+        and costs, and the intervention-key parts."""
+        s, spec, trace = self.stream, self.scope_spec, self.trace
+        n = len(s)
+        tod = s.time % MINUTES_PER_DAY
+        day = s.time // MINUTES_PER_DAY
+        behaviours = spec.behaviour_ids
+        static = np.zeros((n, N_FEATURES), np.float32)
+        retrieved = np.zeros((3, n, N_FEATURES), np.float32)
+        tokens = np.zeros((n, 3), np.int64)
+        bits = (s.facts[:, None] >> np.arange(MAX_FACTS)) & 1
+        static[:, F["scope_" + s.scope]] = 1
+        angle = 2 * np.pi * tod / MINUTES_PER_DAY
+        static[:, F["time_sin"]], static[:, F["time_cos"]] = (np.sin(angle) + 1) / 2, (np.cos(angle) + 1) / 2
+        static[:, F["progress"]] = day / max(1, s.n_days)
+        static[np.arange(n), F["weekday0"] + day % 7] = 1
+        static[:, F["observed"]] = s.observed
+        static[np.arange(n), F["kind0"] + s.kind] = 1
+        static[:, F["fact0"]:F["fact0"] + MAX_FACTS] = bits
+        static[:, F["value0"]:F["value0"] + s.values.shape[1]] = s.values
+        self._evidence = np.array([evidence(s, t) for t in range(n)])
+        self._feasible = np.array([feasible(s, t) for t in range(n)])
+        static[:, F["evidence"]], static[:, F["feasible"]] = self._evidence >= 0, self._feasible
+        self._reg_ids = []
+        self._actionable_service = np.full(n, -1)
+        for t in range(n):
+            m, d, lo = int(tod[t]), int(day[t]), int(trace.event_lo[t])
+            # event layer: the previous days in context, and today
+            prior_days = {}
+            for i in range(lo, t):
+                prior_days.setdefault(int(day[i]), []).append(i)
+            today = prior_days.pop(d, []) + [t]
+            ev = [(t - lo) / 99]
+            per_day = [[[tod[i] for i in idx if bits[i, b]] for idx in prior_days.values()] for b in behaviours]
+            ev += [_share(pd, m, -USUAL_NOW, USUAL_NOW) for pd in per_day]
+            ev += [_share(pd, m, -USUAL_BEFORE, -1) for pd in per_day]
+            ev += [any(bits[i, b] and m - USUAL_BEFORE <= tod[i] <= m for i in today) for b in behaviours]
+            retrieved[:, t, _EV] = ev
+            # trajectory layer: the accepted daily records of the current cycle
+            records = trace.cycle_records[t]
+            rec_times = [[[x % MINUTES_PER_DAY for x in r.occurrences(b)] for r in records if r.segments]
+                         for b in behaviours]
+            tr = [len(records) / 7, min(1.0, int(trace.n_segments[t]) / 60)]
+            tr += [_share(rt, m, -USUAL_NOW, USUAL_NOW) for rt in rec_times]
+            tr += [_share(rt, m, -USUAL_BEFORE, -1) for rt in rec_times]
+            retrieved[1:, t, _TR] = tr
+            # regularity layer
+            matches = trace.matches[t]
+            rg = np.zeros(_RG.stop - _RG.start, np.float32)
+            rg[0] = min(1.0, int(trace.n_eligible[t]) / 20)
+            for k, mt in enumerate(matches):
+                o = 2 + k * len(_REG_FIELDS)
+                rg[o:o + 8] = (1, mt.confidence, min(1.0, mt.lift / 3), mt.state == "active",
+                               mt.occurrence == "deviated", mt.occurrence == "pending", mt.occurrence == "upcoming",
+                               min(1.0, mt.distance / 240))
+                rg[o + 8 + behaviours.index(mt.behaviour)] = 1
+            actionable = [mt for mt in matches if mt.state == "active" and mt.occurrence in spec.actionable]
+            rg[1] = bool(actionable)
+            if actionable:
+                self._actionable_service[t] = self._routine_service(actionable[0].behaviour)
+            retrieved[2, t, _RG] = rg
+            self._reg_ids.append(tuple(sorted(mt.rid for mt in matches)))
+            tokens[t, 0] = (t - lo) * spec.event_tokens
+            tokens[t, 1] = tokens[t, 0] + int(trace.n_segments[t]) * spec.segment_tokens
+            tokens[t, 2] = tokens[t, 1] + spec.matching_overhead_tokens + len(matches) * spec.regularity_tokens
+        retrieved[:, :, F["loaded_events"]] = 1
+        retrieved[1:, :, F["loaded_trajectories"]] = 1
+        retrieved[2, :, F["loaded_regularities"]] = 1
+        static[:, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
+        self._static, self._retrieved, self._tokens = static, retrieved, tokens
+        self._green_runs = np.cumsum([s.has(t, spec.fact("ci=success")) and s.has(t, spec.fact("branch=default"))
+                                      for t in range(n)]) if s.scope == "code" else None
+
+    def _routine_service(self, behaviour: int) -> int:
+        name = self.scope_spec.facts[behaviour]
+        if self.scope == "code":
+            return self.scope_spec.services.index("triage_help" if name == "response=maintainer" else "review_help")
+        return 0
+
+    # ------------------------------------------------------------------------------------ intervention control
+
+    def _proposal(self, t: int, depth: int, mode: int = 1) -> tuple:
+        """The service an intervention at event ``t`` proposes from the context of ``depth`` in ``mode`` (1
+        immediate, 2 scheduled), and its key (B.3)."""
+        s, spec = self.stream, self.scope_spec
+        routine_driven = depth == 2 and self._actionable_service[t] >= 0
+        if routine_driven:
+            service = int(self._actionable_service[t])
+        elif self._evidence[t] >= 0:
+            service = int(self._evidence[t])
+        else:
+            service = 0
+        reg_ids = self._reg_ids[t] if depth == 2 else ()
+        d = int(s.time[t] // MINUTES_PER_DAY)
+        if self.scope == "sports":
+            state = (d, s.has(t, spec.fact("available")), int(s.facts[t]) & sum(spec.bit(f) for f in spec.facts
+                                                                                  if f.startswith("activity=")))
+            return service, ("sports", state, service, mode, reg_ids)
+        if self.scope == "home":
+            rooms = sum(spec.bit(f) for f in spec.facts if f.startswith("room=") or f.startswith("motion="))
+            phase = 1
+            while phase < 3 and t - phase >= 0 and (int(s.facts[t - phase]) & rooms) == (int(s.facts[t]) & rooms) \
+                    and s.time[t - phase] // MINUTES_PER_DAY == d:
+                phase += 1
+            return service, ("home", (d, int(s.facts[t]) & rooms, phase), service, mode, reg_ids)
+        if routine_driven:
+            target, condition = ("regularity", reg_ids), d
+        elif service == spec.services.index("ci_fix_help"):
+            target, condition = ("object", int(s.object_id[t])), int(self._green_runs[t])
+        else:
+            target, condition = ("object", int(s.object_id[t])), 0
+        return service, ("code", target, service, mode, condition)
+
+    # ---------------------------------------------------------------------------------------------------- API
+
+    def _obs(self) -> np.ndarray:
+        t = min(self._t, len(self.stream) - 1)
+        obs = self._static[t].copy()
+        obs[F["budget_left"]] = 1.0 if self.token_budget is None else max(0.0, 1 - self._spent / self.token_budget)
+        d = int(self.stream.time[t] // MINUTES_PER_DAY)
+        obs[F["intervened_today"]] = self._last_day == d
+        obs[F["since_intervention"]] = 1.0 if self._last_time is None else min(
+            1.0, (self.stream.time[t] - self._last_time) / MINUTES_PER_DAY)
+        if self._phase == 1:
+            obs[F["phase"]] = 1
+            obs[RETRIEVED] = self._retrieved[self._depth, t, RETRIEVED] if self._depth >= 0 else 0
+            obs[F["duplicate"]] = self._proposal(t, self._depth)[1] in self._allowed
+        return obs
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        stream = options.pop("stream", None)
+        if options:
+            raise ValueError(f"unknown reset options {sorted(options)}; ProactiveStream-v0 takes 'stream'")
+        if stream is None:
+            stream = generate_stream(scope=self.scope, n_days=self.n_days, rng=self.np_random)
+        elif not isinstance(stream, Stream) or stream.scope != self.scope:
+            raise ValueError(f"options['stream'] must be a Stream of scope {self.scope!r}")
+        else:
+            stream.validate(self.scope_spec)
+        self.stream = stream
+        self.trace = memory_trace(stream, self.scope_spec, validate=self.memory != "no_validation",
+                                  replay_gate=self.memory != "no_replay_gate",
+                                  hallucination_rate=self.hallucination_rate,
+                                  seed=int(self.np_random.integers(2**31)))
+        self._precompute()
+        self._t, self._phase, self._depth = 0, 0, 0
+        self._spent, self._return = 0, 0.0
+        self._allowed: set = set()
+        self._last_day, self._last_time = None, None
+        self._counts = dict(tp=0, fp=0, fn=0, tn=0, suppressed=0)
+        return self._obs(), {"event": 0, "sub_step": "depth"}
+
+    def step(self, action):
+        if self.stream is None:
+            raise RuntimeError("call reset() before step()")
+        if self._t >= len(self.stream):
+            raise RuntimeError("the stream has ended; call reset()")
+        a = np.asarray(action)
+        if a.shape != () or a.dtype.kind not in "iu" or not 0 <= int(a) < 3:
+            raise ValueError(f"action must be an integer in [0, 3) (Discrete(3)), got {action!r}")
+        a, t = int(a), self._t
+        if self._phase == 0:
+            depth = a
+            cost = int(self._tokens[t, depth])
+            if self.token_budget is not None:
+                while depth >= 0 and self._spent + cost > self.token_budget:
+                    depth -= 1
+                    cost = int(self._tokens[t, depth]) if depth >= 0 else 0
+            self._spent += cost
+            self._depth, self._phase = depth, 1
+            reward = -self.token_weight * cost
+            self._return += reward
+            info = {"event": t, "sub_step": "depth", "depth": depth, "tokens": cost, "downgraded": depth != a}
+            return self._obs(), reward, False, False, info
+        service, key = self._proposal(t, self._depth, a)
+        suppressed = bool(a) and key in self._allowed
+        decision = bool(a) and not suppressed
+        label = int(self.stream.label[t])
+        if decision:
+            self._allowed.add(key)
+            self._last_day, self._last_time = int(self.stream.time[t] // MINUTES_PER_DAY), int(self.stream.time[t])
+        reward = (1.0 if label else -self.intrusion_penalty) if decision else 0.0
+        self._counts["tp" if decision and label else "fp" if decision else "fn" if label else "tn"] += 1
+        self._counts["suppressed"] += suppressed
+        self._return += reward
+        self._t, self._phase = t + 1, 0
+        terminated = self._t >= len(self.stream)
+        info = {"event": t, "sub_step": "decide", "proposed": bool(a), "mode": MODES[a], "decision": decision,
+                "suppressed": suppressed, "service": self.scope_spec.services[service], "label": label}
+        if terminated:
+            info["episode_metrics"] = dict(episode_metrics(**{k: self._counts[k] for k in ("tp", "fp", "fn", "tn")}),
+                                           suppressed=self._counts["suppressed"], total_tokens=self._spent,
+                                           n_events=len(self.stream), **{"return": self._return})
+        return self._obs(), reward, terminated, False, info
+
+    @property
+    def event_index(self) -> int:
+        """Index of the event the next action is for."""
+        return self._t
+
+
+def episode_metrics(tp: int, fp: int, fn: int, tn: int) -> dict:
+    """Seed 002's metrics (appendix B.4) from confusion counts; an empty denominator gives 0."""
+    div = lambda a, b: a / b if b else 0.0
+    return {"tp": tp, "fp": fp, "fn": fn, "tn": tn,
+            "relevance": div(tp, tp + fp), "coverage": div(tp, tp + fn), "effectiveness": div(2 * tp, 2 * tp + fp + fn),
+            "intrusion": div(fp, fp + tn), "balance": 0.5 * (div(tp, tp + fn) + div(tn, tn + fp)),
+            "frequency": div(tp + fp, tp + fn)}
+
+
+__all__ = ["DEPTHS", "FEATURE_NAMES", "MEMORY_VARIANTS", "MODES", "N_FEATURES", "ProactiveStreamEnv", "episode_metrics"]

@@ -1,0 +1,630 @@
+"""ProactMem's memory hierarchy (seed 002 §3.1–3.2, appendix B.1–B.2) as a deterministic library.
+
+Three layers are built from one :class:`~.schema.Stream`, processed chronologically:
+
+- **bounded event memory** ``S_t`` (eq. 4): the prior events at most ``Δ`` = 72 hours older than ``e_t``, at most
+  ``K − 1`` = 99 of them (:func:`event_window`);
+- **fact-validated temporal trajectory memory** ``W_t`` (eq. 5): at the end of each local day a summariser turns
+  the day's events into :class:`Segment` s with an interval, claimed facts and source citations; a validator keeps
+  only segments whose facts are supported by their cited events of that completed day (:func:`fact_consistent`).
+  The accepted segments of the current seven-record cycle form ``W_t`` (:class:`DailyRecord`);
+- **replay-assessed behavioural regularity memory** ``L_t`` (eq. 6): every seven completed records a proposer
+  suggests trigger → behaviour regularities (:func:`propose`), replay over the recorded days counts fulfilled and
+  violated days (:func:`replay`) and a candidate becomes *active* at ``n_f >= 3``, confidence ``>= 0.5`` and lift
+  ``>= 1.0`` (:func:`assess`); later days update admitted regularities online (:func:`observe`: active →
+  weakening → dormant → candidate, B.2).
+
+Retrieval ``R_t`` (eq. 7) matches the admitted regularities against the open day's events and keeps the top three
+upcoming, pending or deviated occurrences (:func:`occurrence_state`, :func:`select`).
+
+The two LLM calls of ProactMem (the daily summariser and the weekly proposer) are replaced by deterministic
+stand-ins: :func:`summarise_day` segments the day's observed events and injects LLM-like errors (an unsupported
+behaviour fact, a citation to another day) at a configurable rate from a seeded generator, so the validator has
+something to reject; :func:`propose` enumerates frequent trigger–behaviour pairs of the cycle. Memory construction
+never reads reference labels and never depends on an agent's actions, so an environment can precompute every
+layer's output for every event once per stream (:func:`memory_trace`).
+
+Times are absolute minutes since the stream's epoch (a Monday 00:00); a *time of day* (tod) is ``time % 1440``
+and day ``d`` has weekday ``d % 7`` (0 = Monday).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from .schema import ALL_DAYS, MINUTES_PER_DAY, WEEKEND, WORKDAYS, ScopeSpec, Stream
+
+EVENT_HORIZON = 72 * 60
+"""Δ of eq. 4: event memory keeps prior events at most 72 hours older than the current event."""
+EVENT_CAPACITY = 100
+"""K of eq. 4: the current event plus at most K − 1 = 99 prior events."""
+CYCLE_DAYS = 7
+"""Completed daily records per consolidation cycle (empty records count too, B.1)."""
+ACTIVATION_MIN_SUPPORT = 3
+"""A candidate needs at least this many fulfilled days ``n_f`` to become active."""
+ACTIVATION_MIN_CONFIDENCE = 0.5
+"""... and at least this replay confidence (eq. 6) ..."""
+ACTIVATION_MIN_LIFT = 1.0
+"""... and at least this lift (eq. 6)."""
+WEAKENING_VIOLATIONS = 2
+"""Consecutive violated days that move an active regularity to weakening (B.2)."""
+DORMANT_VIOLATIONS = 4
+"""Consecutive violated days that move an active or weakening regularity to dormant (B.2)."""
+TOP_K = 3
+"""Regularities retrieved per event (eq. 7)."""
+LIFECYCLE = ("candidate", "active", "weakening", "dormant")
+"""Lifecycle states of a regularity; the order of ``active`` before ``weakening`` is the retrieval priority."""
+OCCURRENCE = ("deviated", "pending", "upcoming", "fulfilled", "censored")
+"""Occurrence states of a matched regularity; the first three are retrievable, in this priority order."""
+ELIGIBLE = ("active", "weakening")
+"""Lifecycle states that are retrieved and updated online."""
+RETRIEVED = OCCURRENCE[:3]
+"""Occurrence states that retrieval admits (B.2)."""
+SEGMENT_GAP = 120
+"""Minutes between consecutive observed events beyond which the summariser starts a new segment."""
+PROPOSAL_REACH = 240
+"""Minutes after a trigger claim within which the proposer counts a behaviour claim as following it."""
+PROPOSAL_MIN_DAYS = 2
+"""Distinct days of a cycle a trigger → behaviour pair needs before the proposer suggests it."""
+PROPOSAL_GRID = 10
+"""Minutes of the proposer's time-of-day grid."""
+PROPOSAL_WIDTHS = (60, 120, 180)
+"""Window widths (minutes) the proposer searches for frequent behaviour times."""
+
+
+def _tod(time: int) -> int:
+    return time % MINUTES_PER_DAY
+
+
+def _any_within(times, lo: int, hi: int) -> bool:
+    return any(lo <= time <= hi for time in times)
+
+
+def event_window(time: np.ndarray, t: int, horizon: int = EVENT_HORIZON, capacity: int = EVENT_CAPACITY) -> int:
+    """Bounded event memory of eq. 4: the first index ``lo`` of ``S_t`` = events ``lo .. t − 1``.
+
+    ``S_t = Tail_{K−1}((e_i)_{i<t, 0 <= τ_t − τ_i <= Δ})``: the prior events at most ``horizon`` minutes older than
+    event ``t`` (an event exactly ``horizon`` older is kept), of which the ``capacity − 1`` most recent. ``time``
+    must be non-decreasing.
+    """
+    if horizon < 0 or capacity < 1:
+        raise ValueError(f"event_window needs horizon >= 0 and capacity >= 1, got {horizon} and {capacity}")
+    first_in_horizon = int(np.searchsorted(time, time[t] - horizon, side="left"))
+    return max(first_in_horizon, t - (capacity - 1))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One trajectory segment of a daily record: an interval, the facts ``F(d)`` it claims and its sources ``E(d)``."""
+
+    day: int
+    start: int
+    """Absolute minute the segment starts."""
+    end: int
+    """Absolute minute the segment ends."""
+    facts: int
+    """Bitmask of the claimed facts ``F(d)``."""
+    fact_times: tuple
+    """``((fact index, absolute minute), ...)``, by fact index: when each claimed fact happened."""
+    citations: tuple
+    """Indices of the cited source events ``E(d)`` in the stream."""
+
+
+def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeSpec, rng: np.random.Generator,
+                  hallucination_rate: float) -> list[Segment]:
+    """Deterministic stand-in for the LLM summariser of one completed local day.
+
+    Consecutive *observed* events among ``indices`` (the day's events, in time order) form one segment until an
+    event's behaviour facts (``spec.behaviour_ids``) differ from the previous observed event's or the gap between
+    them exceeds :data:`SEGMENT_GAP` minutes. A segment claims the union of its events' facts, each at the first
+    cited event that has it, spans its first to its last event and cites all of them.
+
+    LLM error model, per segment with four draws ``u = rng.random(4)`` (always drawn, so errors at a lower rate are
+    a subset of those at a higher one for the same seed): if ``u[0] < hallucination_rate`` the segment claims one
+    behaviour fact none of its events has (chosen by ``u[1]``, timed at the segment start); if
+    ``u[2] < hallucination_rate / 4`` it also cites an event of an earlier day (chosen by ``u[3]``), an unresolved
+    citation. Only earlier events are cited so that the summary of a day never depends on later events.
+    """
+    behaviour_mask = sum(1 << b for b in spec.behaviour_ids)
+    groups, previous = [], None
+    for i in indices:
+        if not stream.observed[i]:
+            continue
+        time, facts = int(stream.time[i]), int(stream.facts[i])
+        if previous is None or (facts ^ previous[1]) & behaviour_mask or time - previous[0] > SEGMENT_GAP:
+            groups.append([])
+        groups[-1].append(int(i))
+        previous = (time, facts)
+    earlier_events = min(indices) if len(indices) else 0
+    segments = []
+    for group in groups:
+        facts, fact_times = 0, {}
+        for i in group:
+            event_facts = int(stream.facts[i])
+            for fact in range(len(spec.facts)):
+                if (event_facts & ~facts) >> fact & 1:
+                    fact_times[fact] = int(stream.time[i])
+            facts |= event_facts
+        start, end, citations = int(stream.time[group[0]]), int(stream.time[group[-1]]), tuple(group)
+        u = rng.random(4)
+        if u[0] < hallucination_rate:
+            absent = [b for b in spec.behaviour_ids if not facts >> b & 1]
+            if absent:
+                invented = absent[int(u[1] * len(absent))]
+                facts |= 1 << invented
+                fact_times[invented] = start
+        if u[2] < hallucination_rate / 4 and earlier_events:
+            citations += (int(u[3] * earlier_events),)
+        segments.append(Segment(day, start, end, facts, tuple(sorted(fact_times.items())), citations))
+    return segments
+
+
+def fact_consistent(segment: Segment, stream: Stream, day_indices: Sequence[int]) -> bool:
+    """Source consistency of eq. 5: may the segment enter trajectory memory?
+
+    Accepts when the citations are non-empty, resolved (valid stream indices) and all among ``day_indices`` (the
+    events of the segment's completed day, ``E(d) ⊆ E_completed day``); the interval is exactly the span of the
+    cited events within the segment's day; every claimed fact is supported, ``F(d) ⊆ ∪_{e∈E(d)} F(e)``, and each
+    ``(fact, time)`` claim is the time of a cited event carrying that fact.
+    """
+    citations = segment.citations
+    if not citations or not all(0 <= c < len(stream) and c in day_indices for c in citations):
+        return False
+    times = [int(stream.time[c]) for c in citations]
+    support = 0
+    for c in citations:
+        support |= int(stream.facts[c])
+    if segment.facts & ~support:
+        return False
+    if (segment.start, segment.end) != (min(times), max(times)) or segment.start // MINUTES_PER_DAY != segment.day:
+        return False
+    timed = 0
+    for fact, time in segment.fact_times:
+        if not any(t == time and stream.has(c, fact) for c, t in zip(citations, times)):
+            return False
+        timed |= 1 << fact
+    return timed == segment.facts
+
+
+@dataclass
+class DailyRecord:
+    """One completed local day of trajectory memory (empty and unobservable days produce a record too, B.1)."""
+
+    day: int
+    segments: list
+    """The accepted segments (all of them when validation is off)."""
+    rejected: int
+    """Segments the validator dropped."""
+    gaps: tuple
+    """Absolute times of the day's unobserved events (censoring evidence for replay)."""
+    observed_times: tuple
+    """Absolute times of the day's observed events (observability evidence for the base rate)."""
+
+    def occurrences(self, fact: int) -> tuple:
+        """Sorted absolute times at which the accepted segments claim ``fact`` on this day."""
+        return tuple(sorted(time for seg in self.segments for f, time in seg.fact_times if f == fact))
+
+
+@dataclass
+class Regularity:
+    """A conditional behavioural regularity: on days in ``weekdays``, after the trigger fact ``g`` the behaviour
+    fact ``p`` follows within the time-of-day window ``[start, end]``."""
+
+    rid: int
+    trigger: int
+    behaviour: int
+    start: int
+    """First minute of day of the behaviour window."""
+    end: int
+    """Last minute of day of the behaviour window (a trigger counts only at or before it)."""
+    weekdays: int
+    """Bit ``w`` set: applies on weekday ``w`` (0 = Monday)."""
+    sources: tuple
+    """Days of the daily records that supported the proposal(s)."""
+    n_f: int = 0
+    """Fulfilled days: from replay, then online after admission."""
+    n_v: int = 0
+    """Violated days: from replay, then online after admission."""
+    base: float = 0.0
+    """Base rate of the behaviour in the window over observable applicable days (eq. 6), from the last replay."""
+    state: str = "candidate"
+    consecutive_violations: int = 0
+    admitted: bool = False
+
+    @property
+    def confidence(self) -> float:
+        """Replay confidence ``n_f / (n_f + n_v)`` (eq. 6, zero without evidence) until admission; afterwards the
+        support ratio smoothed with one initial success and failure, ``(n_f + 1) / (n_f + n_v + 2)`` (B.2)."""
+        if self.admitted:
+            return (self.n_f + 1) / (self.n_f + self.n_v + 2)
+        return self.n_f / (self.n_f + self.n_v) if self.n_f + self.n_v else 0.0
+
+    @property
+    def lift(self) -> float:
+        """``confidence / base`` (eq. 6); zero when the base rate is zero."""
+        return self.confidence / self.base if self.base else 0.0
+
+
+def day_outcome(reg: Regularity, record: DailyRecord) -> str:
+    """Replay outcome of one recorded day for a regularity (eq. 6, B.1).
+
+    ``inapplicable``: the weekday is not in the mask. ``untriggered``: no trigger claim at a time of day ``<= end``.
+    Otherwise, with ``τ_g`` the first such trigger claim: ``fulfilled`` when the behaviour is claimed at
+    ``τ_p >= τ_g`` with time of day in ``[start, end]``; ``censored`` when an unobserved event lies between ``τ_g``
+    and the window end (the behaviour may have happened unseen); ``violated`` otherwise.
+    """
+    if not reg.weekdays >> (record.day % 7) & 1:
+        return "inapplicable"
+    day_start = record.day * MINUTES_PER_DAY
+    window_start, window_end = day_start + reg.start, day_start + reg.end
+    triggers = [time for time in record.occurrences(reg.trigger) if time <= window_end]
+    if not triggers:
+        return "untriggered"
+    trigger = triggers[0]
+    if _any_within(record.occurrences(reg.behaviour), max(trigger, window_start), window_end):
+        return "fulfilled"
+    if _any_within(record.gaps, trigger, window_end):
+        return "censored"
+    return "violated"
+
+
+def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, float]:
+    """Historical replay of eq. 6 over ``records``: ``(n_f, n_v, base)``.
+
+    Each date counts at most once (its first record). ``base`` is the share of observable applicable days —
+    triggered or not; observable = at least one observed event and no unobserved one within the window — on which
+    the behaviour is claimed within the window; zero without observable days.
+    """
+    n_f = n_v = observable = with_behaviour = 0
+    seen = set()
+    for record in records:
+        if record.day in seen:
+            continue
+        seen.add(record.day)
+        outcome = day_outcome(reg, record)
+        if outcome == "inapplicable":
+            continue
+        n_f += outcome == "fulfilled"
+        n_v += outcome == "violated"
+        lo = record.day * MINUTES_PER_DAY + reg.start
+        hi = record.day * MINUTES_PER_DAY + reg.end
+        if _any_within(record.observed_times, lo, hi) and not _any_within(record.gaps, lo, hi):
+            observable += 1
+            with_behaviour += _any_within(record.occurrences(reg.behaviour), lo, hi)
+    return n_f, n_v, with_behaviour / observable if observable else 0.0
+
+
+def admit(reg: Regularity, n_f: int, n_v: int, base: float) -> None:
+    """Make a regularity active with the given evidence (replay counts, or none without the replay gate)."""
+    reg.n_f, reg.n_v, reg.base = n_f, n_v, base
+    reg.state, reg.admitted, reg.consecutive_violations = "active", True, 0
+
+
+def assess(reg: Regularity, records: Sequence[DailyRecord]) -> bool:
+    """Replay gate: replay a candidate over ``records``, store its counts and base rate, and admit it (→ active)
+    when ``n_f >= 3``, confidence ``>= 0.5`` and lift ``>= 1.0``. Returns whether it was admitted."""
+    reg.n_f, reg.n_v, reg.base = replay(reg, records)
+    if (reg.n_f >= ACTIVATION_MIN_SUPPORT and reg.confidence >= ACTIVATION_MIN_CONFIDENCE
+            and reg.lift >= ACTIVATION_MIN_LIFT):
+        admit(reg, reg.n_f, reg.n_v, reg.base)
+        return True
+    return False
+
+
+def observe(reg: Regularity, record: DailyRecord) -> str:
+    """Online lifecycle update of B.2 with one newly completed record; returns the day's outcome.
+
+    Only admitted regularities (active or weakening) learn online; candidates wait for replay and dormant ones for
+    readmission. Fulfilled: ``n_f + 1``, the violation streak resets and a weakening regularity becomes active
+    again at confidence ``>= 0.5``. Violated: ``n_v + 1``; a streak of :data:`WEAKENING_VIOLATIONS` makes it
+    weakening, one of :data:`DORMANT_VIOLATIONS` dormant. Censored, untriggered and inapplicable days change nothing.
+    """
+    outcome = day_outcome(reg, record)
+    if reg.state not in ELIGIBLE:
+        return outcome
+    if outcome == "fulfilled":
+        reg.n_f += 1
+        reg.consecutive_violations = 0
+        if reg.state == "weakening" and reg.confidence >= ACTIVATION_MIN_CONFIDENCE:
+            reg.state = "active"
+    elif outcome == "violated":
+        reg.n_v += 1
+        reg.consecutive_violations += 1
+        if reg.consecutive_violations >= DORMANT_VIOLATIONS:
+            reg.state = "dormant"
+        elif reg.consecutive_violations >= WEAKENING_VIOLATIONS:
+            reg.state = "weakening"
+    return outcome
+
+
+class Proposal(NamedTuple):
+    """A proposed regularity: ``(trigger, behaviour, start, end, weekdays, sources)``."""
+
+    trigger: int
+    behaviour: int
+    start: int
+    end: int
+    weekdays: int
+    sources: tuple
+
+
+def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PROPOSAL_MIN_DAYS) -> list[Proposal]:
+    """Deterministic stand-in for the LLM proposer: regularities from frequent trigger → behaviour pairs.
+
+    For each trigger ``g`` in ``spec.trigger_ids`` and behaviour ``p != g`` in ``spec.behaviour_ids``, the
+    candidate behaviour times are the ``p`` claims at or after a claim of ``g`` and at most
+    :data:`PROPOSAL_REACH` minutes later. The proposer looks for the time-of-day windows (widths in
+    :data:`PROPOSAL_WIDTHS`, on a 10-minute grid) in which such claims fall on the most distinct days — the
+    best-supported first, the narrowest on ties — and proposes each window whose claims span at least ``min_days``
+    days, removing its claims before looking for the next. A proposal's window spans its behaviour times widened
+    by ``spec.proposal_pad`` on each side (clipped to the day); its weekday mask is ``WORKDAYS`` when all its days
+    are Monday–Friday, ``WEEKEND`` when all are Saturday/Sunday and all days otherwise; its sources are its days.
+    """
+    if min_days < 1:
+        raise ValueError(f"min_days must be at least 1, got {min_days}")
+    proposals = []
+    n_bins = MINUTES_PER_DAY // PROPOSAL_GRID
+    for g in spec.trigger_ids:
+        for p in spec.behaviour_ids:
+            if g == p:
+                continue
+            points = []                                   # (record position, time of day)
+            for k, record in enumerate(records):
+                triggers = record.occurrences(g)
+                points += [(k, _tod(time)) for time in record.occurrences(p)
+                           if any(tg <= time <= tg + PROPOSAL_REACH for tg in triggers)]
+            while len({k for k, _ in points}) >= min_days:
+                presence = np.zeros((len(records), n_bins + 1), np.int64)
+                for k, tod in points:
+                    presence[k, tod // PROPOSAL_GRID + 1] = 1
+                cum = np.cumsum(presence, axis=1)
+                best = None
+                for width in PROPOSAL_WIDTHS:
+                    k_bins = width // PROPOSAL_GRID
+                    support = ((cum[:, k_bins:] - cum[:, :-k_bins]) > 0).sum(axis=0)
+                    first = int(np.argmax(support))
+                    if best is None or support[first] > best[0]:
+                        best = (int(support[first]), first * PROPOSAL_GRID, width)
+                n_days, lo, width = best
+                if n_days < min_days:
+                    break
+                inside = [(k, tod) for k, tod in points if lo <= tod < lo + width]
+                points = [pt for pt in points if not lo <= pt[1] < lo + width]
+                days = tuple(sorted({records[k].day for k, _ in inside}))
+                weekdays = {day % 7 for day in days}
+                mask = WORKDAYS if max(weekdays) < 5 else WEEKEND if min(weekdays) >= 5 else ALL_DAYS
+                tods = [tod for _, tod in inside]
+                proposals.append(Proposal(g, p, max(0, min(tods) - spec.proposal_pad),
+                                          min(MINUTES_PER_DAY - 1, max(tods) + spec.proposal_pad), mask, days))
+    return proposals
+
+
+def merge_proposal(regularities: list[Regularity], proposal: Proposal) -> Regularity:
+    """Add a proposal to the store without duplicating: an existing regularity with the same trigger, behaviour
+    and weekday mask and an overlapping window absorbs it (it takes the newer window — the latest cycle's evidence,
+    so a drifting routine is followed instead of widened without bound — and the sources are united); otherwise a
+    new candidate with the next id is appended. Returns the regularity concerned."""
+    for reg in regularities:
+        if ((reg.trigger, reg.behaviour, reg.weekdays) == (proposal.trigger, proposal.behaviour, proposal.weekdays)
+                and reg.start <= proposal.end and proposal.start <= reg.end):
+            reg.start, reg.end = proposal.start, proposal.end
+            reg.sources = tuple(sorted(set(reg.sources) | set(proposal.sources)))
+            return reg
+    reg = Regularity(len(regularities), *proposal)
+    regularities.append(reg)
+    return reg
+
+
+@dataclass(frozen=True)
+class Match:
+    """One retrieved regularity at one event (a snapshot; the regularity itself keeps changing)."""
+
+    rid: int
+    trigger: int
+    behaviour: int
+    start: int
+    end: int
+    confidence: float
+    lift: float
+    n_f: int
+    n_v: int
+    state: str
+    """``active`` or ``weakening``."""
+    occurrence: str
+    """``deviated``, ``pending`` or ``upcoming``."""
+    distance: int
+    """Minutes from the current time of day to the window (0 inside it, else to the nearest edge)."""
+
+
+def occurrence_state(reg: Regularity, now_tod: int, today_claims: Sequence[tuple], spec: ScopeSpec) -> str | None:
+    """Current matching of §3.2 / B.2 for one regularity at time of day ``now_tod``.
+
+    ``today_claims``: the open day's events so far, the current one included, in time order, as
+    ``(time of day, facts bitmask, observed)``. The caller checks the weekday. Returns ``None`` (not applicable)
+    outside ``[start − spec.lead, end + spec.grace]``. With ``τ_g`` the first observed trigger claim at a time of
+    day ``<= end``: the behaviour claimed in ``[max(τ_g, start), now]`` → ``fulfilled``; else an unobserved event
+    since ``τ_g`` → ``censored``; else past ``end`` → ``deviated``; else ``pending``. Without a trigger:
+    ``upcoming`` before ``end``, else ``None``.
+    """
+    if not reg.start - spec.lead <= now_tod <= reg.end + spec.grace:
+        return None
+    trigger_bit, behaviour_bit = 1 << reg.trigger, 1 << reg.behaviour
+    trigger = next((tod for tod, facts, observed in today_claims
+                    if observed and facts & trigger_bit and tod <= reg.end), None)
+    if trigger is None:
+        return "upcoming" if now_tod < reg.end else None
+    after = max(trigger, reg.start)
+    if any(observed and facts & behaviour_bit and after <= tod <= now_tod for tod, facts, observed in today_claims):
+        return "fulfilled"
+    if any(not observed and tod >= trigger for tod, _, observed in today_claims):
+        return "censored"
+    return "deviated" if now_tod > reg.end else "pending"
+
+
+def select(regularities: Sequence[Regularity], now: int, today_claims: Sequence[tuple], spec: ScopeSpec) -> list[Match]:
+    """Regularity retrieval ``R_t`` of eq. 7 at absolute time ``now``.
+
+    Eligible: active or weakening, weekday in the mask, occurrence deviated, pending or upcoming (fulfilled,
+    censored and inapplicable occurrences are excluded). Ranked by occurrence (deviated, pending, upcoming),
+    lifecycle (active before weakening), confidence (descending), distance to the window (ascending) and id; the
+    top :data:`TOP_K`.
+    """
+    now_tod, weekday = _tod(now), (now // MINUTES_PER_DAY) % 7
+    ranked = []
+    for reg in regularities:
+        if reg.state not in ELIGIBLE or not reg.weekdays >> weekday & 1:
+            continue
+        occurrence = occurrence_state(reg, now_tod, today_claims, spec)
+        if occurrence not in RETRIEVED:
+            continue
+        distance = max(reg.start - now_tod, now_tod - reg.end, 0)
+        confidence = reg.confidence
+        match = Match(reg.rid, reg.trigger, reg.behaviour, reg.start, reg.end, confidence, reg.lift, reg.n_f,
+                      reg.n_v, reg.state, occurrence, distance)
+        ranked.append(((OCCURRENCE.index(occurrence), LIFECYCLE.index(reg.state), -confidence, distance, reg.rid),
+                       match))
+    ranked.sort(key=lambda item: item[0])
+    return [match for _, match in ranked[:TOP_K]]
+
+
+@dataclass
+class MemoryTrace:
+    """What each memory layer returns at every event ``t`` of a stream (the state before committing ``t``)."""
+
+    event_lo: np.ndarray
+    """int64 ``(n,)``: ``S_t`` = events ``event_lo[t] .. t − 1`` (eq. 4)."""
+    cycle_records: list
+    """``W_t``: the accepted daily records of the current cycle, one tuple shared by all events between changes."""
+    matches: list
+    """``R_t``: tuple of at most :data:`TOP_K` :class:`Match` es."""
+    n_eligible: np.ndarray
+    """int64 ``(n,)``: active plus weakening regularities at ``t``."""
+    n_segments: np.ndarray
+    """int64 ``(n,)``: accepted segments in ``W_t``."""
+    records: list = field(default_factory=list)
+    """Every completed :class:`DailyRecord` (the stream's last, open day is never completed)."""
+    regularities: list = field(default_factory=list)
+    """The regularity store at the end of the stream."""
+    rejected: int = 0
+    """Segments the validator rejected over the stream."""
+
+
+class ProactiveMemory:
+    """ProactMem's memory for one stream, built chronologically (seed 002 §3.1–3.2, B.1–B.2).
+
+    Records start at the day of the stream's first event. For each event ``t`` (:meth:`trace`): when ``t`` opens a
+    later local day, every completed day since the last record — empty ones included — is summarised into a :class:`DailyRecord` (one generator,
+    ``np.random.default_rng(seed)``, for all days in order), its segments validated with :func:`fact_consistent`
+    (``validate=True``; rejected ones are dropped and counted) or kept unchecked (``validate=False``); the record
+    updates the admitted regularities online (:func:`observe`). Every :data:`CYCLE_DAYS` records, weekly
+    consolidation returns dormant regularities to candidate, merges the cycle's proposals into the store
+    (:func:`propose`, :func:`merge_proposal`), replays every candidate over the last ``replay_horizon_days``
+    records (:func:`assess`; the horizon is what lets a dormant regularity be re-tested on recent behaviour
+    rather than on the days that made it dormant) and resets the trajectory view ``W_t``. Then the layers are read
+    for ``t``: ``S_t`` (:func:`event_window`), ``W_t`` and ``R_t`` (:func:`select` on the open day's events with
+    ``t`` itself visible). ``t`` then stays in the open-day buffer.
+
+    ``replay_gate=False`` is the "w/o replay gate" ablation: after every completed day the records of the cycle so
+    far are proposed from and every proposal whose regularity is a candidate becomes active at once, without
+    replay or thresholds (no evidence: ``n_f = n_v = 0``). Proposals are still merged and admitted regularities
+    still follow the online lifecycle; weekly consolidation then only returns dormant ones to candidate and resets
+    ``W_t``.
+    """
+
+    def __init__(self, stream: Stream, spec: ScopeSpec, *, validate: bool = True, replay_gate: bool = True,
+                 hallucination_rate: float = 0.1, replay_horizon_days: int = 28, seed: int = 0):
+        if stream.scope != spec.name:
+            raise ValueError(f"stream {stream.stream_id} belongs to scope {stream.scope!r}, not {spec.name!r}")
+        stream.validate(spec)
+        if not 0.0 <= hallucination_rate <= 1.0:
+            raise ValueError(f"hallucination_rate must lie in [0, 1], got {hallucination_rate}")
+        if int(replay_horizon_days) != replay_horizon_days or replay_horizon_days < CYCLE_DAYS:
+            raise ValueError(f"replay_horizon_days must be an integer >= {CYCLE_DAYS} (one cycle), "
+                             f"got {replay_horizon_days}")
+        self.stream, self.spec = stream, spec
+        self.validate, self.replay_gate = bool(validate), bool(replay_gate)
+        self.hallucination_rate = float(hallucination_rate)
+        self.replay_horizon_days = int(replay_horizon_days)
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._records, self._cycle, self._regularities = [], [], []
+        self._rejected = 0
+        self._refresh_views()
+        self._trace = None
+
+    def trace(self) -> MemoryTrace:
+        """Run the whole stream once and return the per-event layer outputs (cached: later calls return it)."""
+        if self._trace is None:
+            self._trace = self._run()
+        return self._trace
+
+    def _run(self) -> MemoryTrace:
+        stream, spec = self.stream, self.spec
+        n = len(stream)
+        trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64), np.empty(n, np.int64))
+        times, facts, observed = stream.time.tolist(), stream.facts.tolist(), stream.observed.tolist()
+        open_day = times[0] // MINUTES_PER_DAY if n else 0
+        open_from, open_claims = 0, []
+        for t in range(n):
+            day = times[t] // MINUTES_PER_DAY
+            if day > open_day:
+                while open_day < day:
+                    self._complete_day(open_day, range(open_from, t))
+                    open_day, open_from = open_day + 1, t
+                open_claims = []
+            open_claims.append((times[t] % MINUTES_PER_DAY, facts[t], observed[t]))
+            trace.event_lo[t] = event_window(stream.time, t)
+            trace.cycle_records.append(self._cycle_view)
+            trace.matches.append(tuple(select(self._eligible, times[t], open_claims, spec)))
+            trace.n_eligible[t] = len(self._eligible)
+            trace.n_segments[t] = self._cycle_segments
+        trace.records, trace.regularities, trace.rejected = self._records, self._regularities, self._rejected
+        return trace
+
+    def _complete_day(self, day: int, indices: range) -> None:
+        stream = self.stream
+        segments = summarise_day(stream, day, indices, self.spec, self._rng, self.hallucination_rate)
+        accepted = [s for s in segments if fact_consistent(s, stream, indices)] if self.validate else segments
+        self._rejected += len(segments) - len(accepted)
+        times, observed = stream.time[indices.start:indices.stop], stream.observed[indices.start:indices.stop]
+        record = DailyRecord(day, accepted, len(segments) - len(accepted), tuple(times[~observed].tolist()),
+                             tuple(times[observed].tolist()))
+        self._records.append(record)
+        self._cycle.append(record)
+        for reg in self._eligible:
+            observe(reg, record)
+        if not self.replay_gate:
+            for proposal in propose(self._cycle, self.spec):
+                reg = merge_proposal(self._regularities, proposal)
+                if reg.state == "candidate":
+                    admit(reg, 0, 0, 0.0)
+        if len(self._cycle) == CYCLE_DAYS:
+            self._consolidate()
+        self._refresh_views()
+
+    def _consolidate(self) -> None:
+        for reg in self._regularities:
+            if reg.state == "dormant":
+                reg.state, reg.admitted = "candidate", False
+        if self.replay_gate:
+            for proposal in propose(self._cycle, self.spec):
+                merge_proposal(self._regularities, proposal)
+            horizon = self._records[-self.replay_horizon_days:]
+            for reg in self._regularities:
+                if reg.state == "candidate":
+                    assess(reg, horizon)
+        self._cycle = []
+
+    def _refresh_views(self) -> None:
+        """Per-day views shared by every event until the next completed day."""
+        self._cycle_view = tuple(self._cycle)
+        self._cycle_segments = sum(len(record.segments) for record in self._cycle)
+        self._eligible = [reg for reg in self._regularities if reg.state in ELIGIBLE]
+
+
+def memory_trace(stream: Stream, spec: ScopeSpec, **kwargs) -> MemoryTrace:
+    """``ProactiveMemory(stream, spec, **kwargs).trace()``."""
+    return ProactiveMemory(stream, spec, **kwargs).trace()

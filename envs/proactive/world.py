@@ -1,0 +1,516 @@
+"""Stream generators of ``ProactiveStream-v0`` (ProactMem, seed 002, §4 and appendix A) and their reference labels.
+
+No external data: each scope has a generative model shaped after the paper's source (HeartSteps for Sports, CASAS
+for Home, GH Archive for Code). A stream is driven by latent **routines** (:class:`~.schema.Routine`: a trigger
+fact, an expected behaviour within a time-of-day window, weekday restrictions, a skip probability and a span of days
+— routines start and stop, which is the drift the regularity lifecycle has to follow) and latent **needs** (whether
+an event that shows current evidence really is an opportunity). Everything is drawn from one generator, so a stream
+is a deterministic function of its seed.
+
+**Reference labels** follow seed 002 eq. 9, ``y_t = 1 ⟺ (A(e_t) ∨ B(e_t, H_<t)) ∧ N_t``:
+
+- *A — the current event supports it*: the scope's public :func:`evidence` predicate holds and the latent need is
+  present (Sports: a sedentary available moment in fair weather; Home: a second consecutive motionless daytime
+  segment at home; Code: a failing CI run on the default branch, or a bug report with reproduction steps).
+- *B — history supports it*: a routine in force has been triggered today and its behaviour has not happened —
+  Sports suggests the usual walk at the decision point inside the routine's window (``pending``), Home and Code check
+  in at the first event after the window closed without it (``deviated``, within the scope's grace) — and the
+  current event is feasible (:func:`feasible`).
+- *N — novelty*: only the first actionable event of an opportunity episode is labelled; later events of the same
+  episode (``Stream.episode``) are covered and labelled *abstain*. A-episodes: one per day (Sports), one per
+  motionless period (Home), a run of failing CI until a green one, or one issue (Code). B-episodes: one per
+  routine occurrence.
+
+Streams are fixed whatever the agent does (offline replay, as in the paper): an intervention does not change later
+events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .schema import ALL_DAYS, MINUTES_PER_DAY, WEEKEND, WORKDAYS, Routine, ScopeSpec, Stream
+
+SPORTS = ScopeSpec(
+    name="sports",
+    kinds=("decision_point",),
+    facts=("available",
+           "activity=still", "activity=walking", "activity=in_vehicle", "activity=on_bicycle",
+           "location=home", "location=work", "location=other",
+           "weather=clear", "weather=cloudy", "weather=rain", "weather=snow",
+           "steps=low", "steps=mid", "steps=high",
+           "slot=morning", "slot=midday", "slot=afternoon", "slot=evening", "slot=night"),
+    values=("steps_pre30", "steps_pre60", "temperature"),
+    triggers=("location=home", "location=work", "slot=morning", "slot=midday", "slot=evening"),
+    behaviours=("steps=high", "activity=walking", "activity=on_bicycle"),
+    actionable=("pending",),
+    services=("walk_suggestion", "activity_break"),
+    event_tokens=60, segment_tokens=45, regularity_tokens=70, matching_overhead_tokens=40,
+    lead=30, grace=30, proposal_pad=30,
+)
+
+HOME = ScopeSpec(
+    name="home",
+    kinds=("segment",),
+    facts=("room=bedroom", "room=bathroom", "room=kitchen", "room=living", "room=entry",
+           "door=front", "motion=none", "motion=low", "motion=high",
+           "part=night", "part=morning", "part=afternoon", "part=evening"),
+    values=("bedroom", "bathroom", "kitchen", "living", "entry", "total"),
+    triggers=("room=bathroom", "room=kitchen", "door=front"),
+    behaviours=("room=kitchen", "door=front", "room=bedroom"),
+    actionable=("deviated",),
+    services=("checkin_routine", "checkin_inactivity"),
+    event_tokens=110, segment_tokens=50, regularity_tokens=70, matching_overhead_tokens=40,
+    lead=30, grace=60, proposal_pad=25,
+)
+
+CODE = ScopeSpec(
+    name="code",
+    kinds=("push", "issue_opened", "issue_comment", "issue_closed", "pr_opened", "pr_review", "pr_merged"),
+    facts=("kind=push", "kind=issue_opened", "kind=issue_comment", "kind=issue_closed", "kind=pr_opened",
+           "kind=pr_review", "kind=pr_merged",
+           "actor=maintainer", "actor=contributor", "actor=bot",
+           "label=bug", "label=feature", "label=docs",
+           "ci=failure", "ci=success", "repro=yes", "branch=default", "response=maintainer"),
+    values=("text_length", "files_changed", "object_age"),
+    triggers=("kind=pr_opened", "kind=issue_opened", "kind=push"),
+    behaviours=("kind=pr_review", "response=maintainer", "kind=pr_merged"),
+    actionable=("deviated",),
+    services=("review_help", "triage_help", "ci_fix_help"),
+    event_tokens=140, segment_tokens=60, regularity_tokens=70, matching_overhead_tokens=40,
+    lead=30, grace=180, proposal_pad=30,
+)
+
+SCOPES = {s.name: s for s in (SPORTS, HOME, CODE)}
+DEFAULT_DAYS = {"sports": 56, "home": 28, "code": 70}
+"""Days per stream: enough weekly cycles for regularities to be proposed, admitted, drift and be readmitted."""
+
+
+def _bits(spec: ScopeSpec, names) -> int:
+    out = 0
+    for n in names:
+        out |= spec.bit(n)
+    return out
+
+
+class _Builder:
+    """Accumulates the events of one stream, then sorts them by (time, insertion order)."""
+
+    def __init__(self, spec: ScopeSpec):
+        self.spec = spec
+        self.rows = []
+
+    def add(self, time, facts=(), *, kind=0, observed=True, values=None, object_id=-1, need=False, a_key=None):
+        values = np.zeros(len(self.spec.values)) if values is None else np.clip(np.asarray(values, float), 0, 1)
+        self.rows.append((int(time), len(self.rows), int(kind), _bits(self.spec, facts) if observed else 0,
+                          bool(observed), values if observed else np.zeros_like(values), int(object_id),
+                          bool(need), a_key))
+
+    def arrays(self):
+        rows = sorted(self.rows, key=lambda r: (r[0], r[1]))
+        n = len(rows)
+        return dict(time=np.array([r[0] for r in rows], dtype=np.int64),
+                    kind=np.array([r[2] for r in rows], dtype=np.int64),
+                    facts=np.array([r[3] for r in rows], dtype=np.int64),
+                    observed=np.array([r[4] for r in rows], dtype=bool),
+                    values=np.array([r[5] for r in rows], dtype=np.float32).reshape(n, len(self.spec.values)),
+                    object_id=np.array([r[6] for r in rows], dtype=np.int64),
+                    need=np.array([r[7] for r in rows], dtype=bool),
+                    a_key=[r[8] for r in rows])
+
+
+def _has(facts, t, spec, name) -> bool:
+    return bool(int(facts[t]) & spec.bit(name))
+
+
+# ------------------------------------------------------------------------------------------ public predicates
+
+
+def feasible(stream: Stream, t: int) -> bool:
+    """Whether a history-supported (routine) service is feasible at event ``t`` from public fields alone (part of
+    every scope's task semantics: Sports — observed, available and fair weather; Home — observed with motion,
+    someone visibly at home; Code — always). Current-evidence services have their own conditions in
+    :func:`evidence`."""
+    spec, f = SCOPES[stream.scope], stream.facts
+    if not stream.observed[t]:
+        return False
+    if stream.scope == "sports":
+        return _has(f, t, spec, "available") and (_has(f, t, spec, "weather=clear") or _has(f, t, spec, "weather=cloudy"))
+    if stream.scope == "home":
+        return not _has(f, t, spec, "motion=none")
+    return True
+
+
+def evidence(stream: Stream, t: int) -> int:
+    """The service the current event (with the events just before it) supports on its own — seed 002's ``A`` —
+    as an index into the scope's services, or −1. Public: the same predicate the hand-written policies use."""
+    spec, f = SCOPES[stream.scope], stream.facts
+    if not stream.observed[t]:
+        return -1
+    if stream.scope == "sports":
+        ok = (feasible(stream, t) and _has(f, t, spec, "activity=still") and _has(f, t, spec, "steps=low")
+              and (_has(f, t, spec, "slot=midday") or _has(f, t, spec, "slot=afternoon")))
+        return spec.services.index("activity_break") if ok else -1
+    if stream.scope == "home":
+        tod = stream.minute_of_day(t)
+        if not (540 <= tod <= 1200 and t >= 1 and _has(f, t, spec, "motion=none")):
+            return -1
+        if not (stream.observed[t - 1] and _has(f, t - 1, spec, "motion=none")):
+            return -1
+        if any(_has(f, i, spec, "door=front") for i in range(max(0, t - 4), t + 1)):
+            return -1
+        return spec.services.index("checkin_inactivity")
+    if _has(f, t, spec, "kind=push") and _has(f, t, spec, "branch=default") and _has(f, t, spec, "ci=failure"):
+        return spec.services.index("ci_fix_help")
+    if _has(f, t, spec, "kind=issue_opened") and _has(f, t, spec, "label=bug") and _has(f, t, spec, "repro=yes"):
+        return spec.services.index("triage_help")
+    return -1
+
+
+# ------------------------------------------------------------------------------------------------ Sports
+
+_SLOT_TIMES = (480, 750, 930, 1110, 1260)
+_SLOTS = ("slot=morning", "slot=midday", "slot=afternoon", "slot=evening", "slot=night")
+_SPORTS_TEMPLATES = {  # trigger, behaviour, window, weekdays
+    "evening_walk": ("slot=evening", "steps=high", (1080, 1140)),
+    "lunch_walk": ("location=work", "steps=high", (720, 780)),
+    "weekend_ride": ("slot=morning", "activity=on_bicycle", (450, 510)),
+}
+
+
+def _draw_routines(rng, spec, templates, n_days, masks, skip, n_active, services):
+    """Draw ``n_active`` routines from the templates; with probability 1/2 one of them stops at a drift day and, with
+    probability 1/2 again, an unused template starts that day."""
+    names = list(templates)
+    order = rng.permutation(len(names))
+    chosen = [names[i] for i in order[:n_active]]
+    spare = [names[i] for i in order[n_active:]]
+    spans = {n: [0, n_days] for n in chosen}
+    if rng.random() < 0.5:
+        drift = int(rng.integers(n_days * 3 // 7, n_days * 5 // 7))
+        spans[chosen[int(rng.integers(len(chosen)))]][1] = drift
+        if spare and rng.random() < 0.5:
+            spans[spare[0]] = [drift, n_days]
+    routines = []
+    for name, (first, last) in spans.items():
+        trig, beh, (a, b) = templates[name]
+        routines.append(Routine(trigger=spec.fact(trig), behaviour=spec.fact(beh), start=a, end=b,
+                                weekdays=masks[name](rng), first_day=first, last_day=last, skip_prob=skip[name],
+                                service=spec.services.index(services[name])))
+    return routines
+
+
+def _routine_today(routines, day):
+    return [r for r in routines if r.first_day <= day < r.last_day and (r.weekdays >> (day % 7)) & 1]
+
+
+def _sports(rng, n_days):
+    spec = SPORTS
+    routines = _draw_routines(
+        rng, spec, _SPORTS_TEMPLATES, n_days,
+        masks={"evening_walk": lambda g: WORKDAYS if g.random() < 0.6 else ALL_DAYS,
+               "lunch_walk": lambda g: WORKDAYS, "weekend_ride": lambda g: WEEKEND},
+        skip={"evening_walk": 0.25, "lunch_walk": 0.25, "weekend_ride": 0.2}, n_active=2,
+        services=dict.fromkeys(_SPORTS_TEMPLATES, "walk_suggestion"))
+    works = rng.random() < 0.8
+    b = _Builder(spec)
+    for day in range(n_days):
+        wd = day % 7
+        weather = rng.choice(("weather=clear", "weather=cloudy", "weather=rain", "weather=snow"),
+                             p=(0.45, 0.3, 0.2, 0.05))
+        temp = rng.normal(18, 7)
+        due = {}
+        for r in _routine_today(routines, day):
+            skip_p = 0.85 if weather in ("weather=rain", "weather=snow") else r.skip_prob
+            due[int(np.searchsorted(_SLOT_TIMES, r.start))] = (r, rng.random() < skip_p)
+        for k, base in enumerate(_SLOT_TIMES):
+            time = day * MINUTES_PER_DAY + base + int(rng.integers(-15, 16))
+            at_work = works and wd < 5 and k in (1, 2) and rng.random() < 0.9
+            location = "location=work" if at_work else ("location=home" if k in (0, 3, 4) and rng.random() < 0.8
+                                                        else "location=other")
+            activity = rng.choice(("activity=still", "activity=walking", "activity=in_vehicle"), p=(0.8, 0.07, 0.13))
+            steps30 = float(rng.lognormal(4.0, 1.0))
+            if rng.random() < 0.08:
+                steps30 = float(rng.uniform(900, 2500))
+            if k in due and not due[k][1]:
+                r = due[k][0]
+                steps30 = float(rng.uniform(900, 2500))
+                if spec.facts[r.behaviour] == "activity=on_bicycle":
+                    activity = "activity=on_bicycle"
+                elif rng.random() < 0.6:
+                    activity = "activity=walking"
+                if not at_work:
+                    location = "location=other"
+            steps60 = steps30 + float(rng.lognormal(4.5, 1.0))
+            available = activity != "activity=in_vehicle" and rng.random() < 0.88
+            step_bucket = "steps=low" if steps30 < 150 else ("steps=mid" if steps30 < 900 else "steps=high")
+            facts = [activity, location, weather, step_bucket, _SLOTS[k]] + (["available"] if available else [])
+            need = bool(rng.random() < np.clip(0.85 - steps60 / 400, 0.15, 0.85))
+            b.add(time, facts, observed=rng.random() < 0.93, object_id=-1, need=need, a_key=("day", day),
+                  values=(steps30 / 2500, steps60 / 5000, (temp + 10) / 45))
+    return b, routines
+
+
+# -------------------------------------------------------------------------------------------------- Home
+
+_SEGMENT_ENDS = tuple(list(range(50, 1401, 50)) + [1440])
+_ROOMS = ("bedroom", "bathroom", "kitchen", "living", "entry")
+
+
+def _part(tod):
+    return "part=night" if tod < 360 or tod >= 1320 else (
+        "part=morning" if tod < 720 else ("part=afternoon" if tod < 1080 else "part=evening"))
+
+
+def _home(rng, n_days):
+    spec = HOME
+    wake = int(rng.integers(8, 10)) * 50               # usual wake segment end: 6:40 or 7:30
+    templates = {
+        "breakfast": ("room=bathroom", "room=kitchen", (wake, wake + 100)),
+        "dinner": ("door=front", "room=kitchen", (1050, 1150)),
+        "outing": ("room=kitchen", "door=front", (wake + 150, wake + 250)),
+    }
+    routines = _draw_routines(
+        rng, spec, templates, n_days,
+        masks={"breakfast": lambda g: WORKDAYS, "dinner": lambda g: ALL_DAYS, "outing": lambda g: WORKDAYS},
+        skip={"breakfast": 0.2, "dinner": 0.2, "outing": 0.3}, n_active=3,
+        services=dict.fromkeys(templates, "checkin_routine"))
+    b = _Builder(spec)
+    inactivity_id = 0
+    for day in range(n_days):
+        weekend = day % 7 >= 5
+        wake_t = wake - 50 + int(rng.integers(0, 3)) * 25 + (100 if weekend else 0)
+        sleep_t = int(rng.integers(1290, 1400))
+        rooms = [dict() for _ in _SEGMENT_ENDS]       # segment -> {room: count}
+        door = [False] * len(_SEGMENT_ENDS)
+        out = [False] * len(_SEGMENT_ENDS)
+        quiet = [None] * len(_SEGMENT_ENDS)           # inactivity period id, need
+        seg_of = lambda tod: int(np.searchsorted(_SEGMENT_ENDS, tod, side="left"))
+        for s, end in enumerate(_SEGMENT_ENDS):
+            start = end - (40 if end == 1440 else 50)
+            if end <= wake_t or start >= sleep_t:
+                if rng.random() < 0.5:
+                    rooms[s]["bedroom"] = int(rng.integers(1, 6))
+            else:
+                for room in rng.choice(_ROOMS, size=1 + int(rng.random() < 0.4), replace=False,
+                                       p=(0.12, 0.14, 0.04, 0.66, 0.04)):
+                    rooms[s][str(room)] = int(rng.integers(3, 30))
+        w = seg_of(wake_t)
+        rooms[w]["bedroom"] = rooms[w].get("bedroom", 0) + 4
+        rooms[w]["bathroom"] = rooms[w].get("bathroom", 0) + int(rng.integers(4, 15))
+        for r in _routine_today(routines, day):
+            segs = [s for s, end in enumerate(_SEGMENT_ENDS) if r.start < end <= r.end]
+            behaviour = spec.facts[r.behaviour]
+            # the behaviour never happens inside the window on a skip day
+            for s in segs:
+                if behaviour == "door=front":
+                    door[s] = False
+                else:
+                    rooms[s].pop(behaviour.split("=")[1], None)
+            trig = spec.facts[r.trigger]
+            t_seg = max(0, segs[0] - 1)
+            triggered = True
+            if trig == "door=front":                  # coming home: the routine follows only on days it happens
+                triggered = rng.random() < 0.7
+                door[t_seg] = door[t_seg] or triggered
+            elif not any(trig.split("=")[1] in rooms[s] for s in range(t_seg + 1)):
+                rooms[t_seg][trig.split("=")[1]] = int(rng.integers(3, 12))
+            if triggered and rng.random() >= r.skip_prob:
+                s = segs[int(rng.integers(len(segs)))]
+                if behaviour == "door=front":
+                    door[s] = True
+                    length = int(rng.integers(2, 5))
+                    for o in range(s + 1, min(s + 1 + length, len(out))):
+                        out[o] = True
+                    if s + 1 + length < len(door):
+                        door[s + 1 + length] = True
+                else:
+                    rooms[s][behaviour.split("=")[1]] = int(rng.integers(5, 30))
+        if rng.random() < 0.35:                       # a motionless daytime period at home
+            first = int(rng.integers(seg_of(600), seg_of(1080)))
+            need = bool(rng.random() < 0.55)
+            for s in range(first, min(first + int(rng.integers(2, 5)), len(rooms))):
+                if not out[s] and not door[s]:
+                    rooms[s] = {}
+                    quiet[s] = (inactivity_id, need)
+            inactivity_id += 1
+        for s, end in enumerate(_SEGMENT_ENDS):
+            counts = {} if out[s] else rooms[s]
+            total = sum(counts.values()) + (3 if door[s] else 0)
+            facts = [f"room={room}" for room in counts] + (["door=front"] if door[s] else [])
+            facts += ["motion=none" if total == 0 else ("motion=low" if total < 12 else "motion=high"), _part(end % 1440)]
+            values = [counts.get(room, 0) / 40 for room in _ROOMS] + [total / 120]
+            need, key = (quiet[s][1], ("quiet", quiet[s][0])) if quiet[s] else (False, None)
+            b.add(day * MINUTES_PER_DAY + end, facts, observed=rng.random() >= 0.03, values=values, need=need,
+                  a_key=key)
+    return b, routines
+
+
+# -------------------------------------------------------------------------------------------------- Code
+
+
+def _code(rng, n_days):
+    spec = CODE
+    templates = {
+        "same_day_review": ("kind=pr_opened", "kind=pr_review", (600, 1050)),
+        "morning_triage": ("kind=issue_opened", "response=maintainer", (540, 780)),
+        "afternoon_merge": ("kind=pr_review", "kind=pr_merged", (840, 1080)),
+    }
+    routines = _draw_routines(
+        rng, spec, templates, n_days, masks=dict.fromkeys(templates, lambda g: WORKDAYS),
+        skip=dict.fromkeys(templates, 0.35), n_active=2,
+        services={"same_day_review": "review_help", "morning_triage": "triage_help", "afternoon_merge": "review_help"})
+    b = _Builder(spec)
+    issues, prs, next_number = [], [], 1
+    ci_run = 0
+    opened_at = {}
+
+    def add(time, kind, facts, obj, need=False, a_key=None, text=0.0, files=0.0):
+        age = (time - opened_at.get(obj, time)) / (7 * MINUTES_PER_DAY)
+        b.add(time, [f"kind={kind}", *facts], kind=spec.kinds.index(kind), object_id=obj, need=need, a_key=a_key,
+              values=(text, files, age))
+
+    def actor(p_maintainer=0.35):
+        return rng.choice(("actor=maintainer", "actor=contributor", "actor=bot"), p=(p_maintainer, 0.9 - p_maintainer, 0.1))
+
+    for day in range(n_days):
+        workday = day % 7 < 5
+        base = day * MINUTES_PER_DAY
+        times = np.sort(np.clip(rng.normal(800, 200, size=rng.poisson(6.0 if workday else 1.5)), 0, 1439)).astype(int)
+        today = _routine_today(routines, day)
+        for tod in times:
+            kind = rng.choice(spec.kinds, p=(0.3, 0.1, 0.2, 0.05, 0.12, 0.13, 0.1))
+            time = base + int(tod)
+            if kind == "push":
+                default = rng.random() < 0.5
+                failing = rng.random() < 0.15
+                if default:
+                    ci_run += not failing
+                obj = 0 if default else -1
+                add(time, "push", ["branch=default"] * default + ["ci=failure" if failing else "ci=success", actor()],
+                    obj, need=bool(default and failing and rng.random() < 0.7),
+                    a_key=("ci", ci_run) if default else None, files=rng.random() * 0.4)
+            elif kind in ("issue_opened", "pr_opened"):
+                obj, next_number = next_number, next_number + 1
+                opened_at[obj] = time
+                (issues if kind == "issue_opened" else prs).append(obj)
+                facts = [str(rng.choice(("label=bug", "label=feature", "label=docs"), p=(0.5, 0.3, 0.2))), actor(0.2)]
+                if facts[0] == "label=bug" and rng.random() < 0.4:
+                    facts.append("repro=yes")
+                add(time, kind, facts, obj, need=bool(rng.random() < 0.8), a_key=("object", obj),
+                    text=rng.random() * 0.6)
+            else:
+                pool = issues if kind in ("issue_comment", "issue_closed") else prs
+                if not pool:
+                    continue
+                obj = int(pool[int(rng.integers(len(pool)))])
+                who = actor()
+                facts = [who] + (["response=maintainer"] if who == "actor=maintainer" and kind in (
+                    "issue_comment", "pr_review") else [])
+                add(time, str(kind), facts, obj, text=rng.random() * 0.5)
+                if kind in ("issue_closed", "pr_merged"):
+                    pool.remove(obj)
+            for r in today:                           # the routine's response to its trigger, unless skipped
+                if spec.facts[r.trigger] == f"kind={kind}" and tod <= r.end and rng.random() >= r.skip_prob:
+                    at = int(rng.integers(max(int(tod), r.start) + 20, r.end + 1)) if max(int(tod), r.start) + 20 <= r.end else r.end + 1
+                    if at <= r.end:
+                        _schedule_response(add, spec, r, base + at, obj, rng)
+    return b, routines
+
+
+def _schedule_response(add, spec, routine, time, obj, rng):
+    behaviour = spec.facts[routine.behaviour]
+    if behaviour == "kind=pr_review":
+        add(time, "pr_review", ["actor=maintainer", "response=maintainer"], obj, text=rng.random() * 0.5)
+    elif behaviour == "response=maintainer":
+        add(time, "issue_comment", ["actor=maintainer", "response=maintainer"], obj, text=rng.random() * 0.5)
+    else:
+        add(time, "pr_merged", ["actor=maintainer"], obj)
+
+
+_GENERATORS = {"sports": _sports, "home": _home, "code": _code}
+
+
+# ------------------------------------------------------------------------------------------------ labels
+
+
+def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
+    """Fill ``label``, ``support``, ``episode`` and ``service`` from the routines (B), the needs (A) and novelty."""
+    spec = SCOPES[stream.scope]
+    n = len(stream)
+    day_of = stream.time // MINUTES_PER_DAY
+    tod = stream.time % MINUTES_PER_DAY
+    first = np.searchsorted(day_of, np.arange(stream.n_days + 1))
+    episode_id = 0
+    for r in stream.routines:
+        for day in range(r.first_day, min(r.last_day, stream.n_days)):
+            if not (r.weekdays >> (day % 7)) & 1:
+                continue
+            idx = range(first[day], first[day + 1])
+            trig = [t for t in idx if stream.has(t, r.trigger) and tod[t] <= r.end]
+            if not trig:
+                continue
+            tg = trig[0]
+            def done(t):
+                return any(stream.has(i, r.behaviour) and r.start <= tod[i] <= r.end for i in range(tg, t + 1))
+
+            if "pending" in spec.actionable:
+                window = [t for t in idx if t >= tg and r.start - spec.lead <= tod[t] <= r.end]
+                candidates = [t for t in window if not done(t)]
+            else:
+                if done(first[day + 1] - 1):
+                    continue
+                close = day * MINUTES_PER_DAY + r.end
+                window = [t for t in range(tg, n) if close < stream.time[t] <= close + spec.grace]
+                candidates = window
+            hit = next((t for t in candidates if feasible(stream, t)), None)
+            if hit is None:
+                continue
+            for t in window:
+                if t >= hit and stream.episode[t] < 0:
+                    stream.episode[t], stream.service[t] = episode_id, r.service
+            stream.label[hit] = 1
+            stream.support[hit] |= 2
+            episode_id += 1
+    labelled_keys = {}
+    for t in range(n):
+        service = evidence(stream, t)
+        if service < 0 or not need[t] or a_keys[t] is None:
+            continue
+        key = a_keys[t]
+        if key in labelled_keys:
+            if stream.episode[t] < 0:
+                stream.episode[t], stream.service[t] = labelled_keys[key], service
+            continue
+        labelled_keys[key] = episode_id if stream.episode[t] < 0 else int(stream.episode[t])
+        if stream.episode[t] < 0:
+            stream.episode[t], stream.service[t] = episode_id, service
+            episode_id += 1
+        stream.label[t] = 1
+        stream.support[t] |= 1
+
+
+def check_scope(scope) -> ScopeSpec:
+    if scope not in SCOPES:
+        raise ValueError(f"unknown scope {scope!r}; choose one of {sorted(SCOPES)}")
+    return SCOPES[scope]
+
+
+def generate_stream(seed=None, *, scope="sports", n_days=None, rng: np.random.Generator | None = None) -> Stream:
+    """Draw one stream of ``scope`` (``sports``, ``home`` or ``code``) over ``n_days`` days (default
+    ``DEFAULT_DAYS[scope]``). ``rng`` (the environment's ``np_random``) takes precedence over ``seed``."""
+    spec = check_scope(scope)
+    n_days = DEFAULT_DAYS[scope] if n_days is None else n_days
+    if isinstance(n_days, bool) or not isinstance(n_days, (int, np.integer)) or n_days < 14:
+        raise ValueError(f"n_days must be an integer >= 14 (two weekly cycles), got {n_days!r}")
+    rng = np.random.default_rng(seed) if rng is None else rng
+    builder, routines = _GENERATORS[scope](rng, int(n_days))
+    a = builder.arrays()
+    n = a["time"].size
+    stream = Stream(scope=scope, stream_id=f"{scope}-{seed if seed is not None else 'rng'}", time=a["time"],
+                    kind=a["kind"], facts=a["facts"], observed=a["observed"], values=a["values"],
+                    object_id=a["object_id"], label=np.zeros(n, np.int64), support=np.zeros(n, np.int64),
+                    episode=np.full(n, -1, np.int64), service=np.full(n, -1, np.int64), routines=tuple(routines))
+    _label(stream, a["need"], a["a_key"])
+    stream.validate(spec)
+    return stream
