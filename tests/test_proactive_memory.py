@@ -124,7 +124,7 @@ def test_summarise_day_without_errors_reproduces_the_day():
     assert segments == [
         Segment(1, DAY + 420, DAY + 450, bit(WAKE), ((WAKE, DAY + 420),), (1, 2)),
         Segment(1, DAY + 1080, DAY + 1080, bit(HOME), ((HOME, DAY + 1080),), (3,)),
-        Segment(1, DAY + 1110, DAY + 1120, bit(WALK), ((WALK, DAY + 1110),), (4, 5)),
+        Segment(1, DAY + 1110, DAY + 1120, bit(WALK), ((WALK, DAY + 1110), (WALK, DAY + 1120)), (4, 5)),
         Segment(1, DAY + 1350, DAY + 1350, bit(TV), ((TV, DAY + 1350),), (7,)),
     ]
     assert all(fact_consistent(s, SUMMARY_STREAM, DAY1_INDICES) for s in segments)
@@ -158,6 +158,8 @@ def test_fact_consistent_rejects_each_violation_of_eq5():
         replace(walk, fact_times=()),  # a claimed fact without a time
     ]
     assert not any(fact_consistent(s, SUMMARY_STREAM, DAY1_INDICES) for s in bad)
+    # a citation outside the completed day's events, with the interval still the cited events' span
+    assert not fact_consistent(walk, SUMMARY_STREAM, [5, 6, 7])
     assert fact_consistent(walk, SUMMARY_STREAM, [4, 5])
 
 

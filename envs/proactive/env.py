@@ -8,7 +8,7 @@ from gymnasium import spaces
 
 from .memory import memory_trace
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
-from .world import SCOPES, check_scope, evidence, feasible, generate_stream
+from .world import DEFAULT_DAYS, SCOPES, check_scope, evidence, feasible, generate_stream
 
 DEPTHS = ("events", "trajectories", "regularities")
 """Memory depth actions: event memory only; + trajectory memory; + regularity memory (cumulative)."""
@@ -75,13 +75,14 @@ class ProactiveStreamEnv(gym.Env):
     ``Discrete(3)`` in both sub-steps. Sub-step ``depth`` (observation ``phase`` = 0): 0 events, 1 + trajectories,
     2 + regularities. Sub-step ``decide`` (``phase`` = 1): 0 abstain, 1 intervene with an immediate service, 2
     intervene with a scheduled service. Seed 002 scores immediate and scheduled services alike as *intervene* at
-    the decision event (§5.1); the mode is part of the intervention-control key (appendix B.3), so a scheduled
-    service does not duplicate an immediate one.
+    the decision event (§5.1). In Code the mode is part of the intervention-control key (appendix B.3: the most
+    recent allowed intervention's mode), so there a scheduled service does not repeat an immediate one; Sports and
+    Home keys do not contain it.
 
     ## Observation Space
 
     ``Box(0, 1, (N_FEATURES,), float32)``; names in ``FEATURE_NAMES``: the sub-step, the scope, time of day
-    (sin / cos scaled to [0, 1]), progress through the stream, weekday; the current event (observed flag, kind,
+    (sin / cos scaled to [0, 1]), progress through the stream (day / the configured ``n_days``), weekday; the current event (observed flag, kind,
     fact bits, numeric values, the scope's public evidence and feasibility predicates); the token cost of each depth
     / 20,000 and the share of the token budget left; intervention-control state (an intervention allowed today,
     minutes since the last / 1440, whether an immediate intervention now would be suppressed as a duplicate —
@@ -175,7 +176,7 @@ class ProactiveStreamEnv(gym.Env):
         static[:, F["scope_" + s.scope]] = 1
         angle = 2 * np.pi * tod / MINUTES_PER_DAY
         static[:, F["time_sin"]], static[:, F["time_cos"]] = (np.sin(angle) + 1) / 2, (np.cos(angle) + 1) / 2
-        static[:, F["progress"]] = day / max(1, s.n_days)
+        static[:, F["progress"]] = np.minimum(1.0, day / (self.n_days or DEFAULT_DAYS[self.scope]))
         static[np.arange(n), F["weekday0"] + day % 7] = 1
         static[:, F["observed"]] = s.observed
         static[np.arange(n), F["kind0"] + s.kind] = 1
@@ -258,14 +259,14 @@ class ProactiveStreamEnv(gym.Env):
         if self.scope == "sports":
             state = (d, s.has(t, spec.fact("available")), int(s.facts[t]) & sum(spec.bit(f) for f in spec.facts
                                                                                   if f.startswith("activity=")))
-            return service, ("sports", state, service, mode, reg_ids)
+            return service, ("sports", state, service, reg_ids)
         if self.scope == "home":
             rooms = sum(spec.bit(f) for f in spec.facts if f.startswith("room=") or f.startswith("motion="))
             phase = 1
             while phase < 3 and t - phase >= 0 and (int(s.facts[t - phase]) & rooms) == (int(s.facts[t]) & rooms) \
                     and s.time[t - phase] // MINUTES_PER_DAY == d:
                 phase += 1
-            return service, ("home", (d, int(s.facts[t]) & rooms, phase), service, mode, reg_ids)
+            return service, ("home", (d, int(s.facts[t]) & rooms, phase), service, reg_ids)
         if routine_driven:
             target, condition = ("regularity", reg_ids), d
         elif service == spec.services.index("ci_fix_help"):

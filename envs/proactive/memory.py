@@ -108,7 +108,8 @@ class Segment:
     facts: int
     """Bitmask of the claimed facts ``F(d)``."""
     fact_times: tuple
-    """``((fact index, absolute minute), ...)``, by fact index: when each claimed fact happened."""
+    """``((fact index, absolute minute), ...)`` sorted: every time a claimed fact happened (a fact carried by several
+    cited events is claimed at each of their times, so replay sees a later in-window occurrence too)."""
     citations: tuple
     """Indices of the cited source events ``E(d)`` in the stream."""
 
@@ -119,8 +120,8 @@ def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeS
 
     Consecutive *observed* events among ``indices`` (the day's events, in time order) form one segment until an
     event's behaviour facts (``spec.behaviour_ids``) differ from the previous observed event's or the gap between
-    them exceeds :data:`SEGMENT_GAP` minutes. A segment claims the union of its events' facts, each at the first
-    cited event that has it, spans its first to its last event and cites all of them.
+    them exceeds :data:`SEGMENT_GAP` minutes. A segment claims the union of its events' facts, each at the time of
+    every cited event that has it, spans its first to its last event and cites all of them.
 
     LLM error model, per segment with four draws ``u = rng.random(4)`` (always drawn, so errors at a lower rate are
     a subset of those at a higher one for the same seed): if ``u[0] < hallucination_rate`` the segment claims one
@@ -141,12 +142,10 @@ def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeS
     earlier_events = min(indices) if len(indices) else 0
     segments = []
     for group in groups:
-        facts, fact_times = 0, {}
+        facts, fact_times = 0, set()
         for i in group:
             event_facts = int(stream.facts[i])
-            for fact in range(len(spec.facts)):
-                if (event_facts & ~facts) >> fact & 1:
-                    fact_times[fact] = int(stream.time[i])
+            fact_times.update((fact, int(stream.time[i])) for fact in range(len(spec.facts)) if event_facts >> fact & 1)
             facts |= event_facts
         start, end, citations = int(stream.time[group[0]]), int(stream.time[group[-1]]), tuple(group)
         u = rng.random(4)
@@ -155,10 +154,10 @@ def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeS
             if absent:
                 invented = absent[int(u[1] * len(absent))]
                 facts |= 1 << invented
-                fact_times[invented] = start
+                fact_times.add((invented, start))
         if u[2] < hallucination_rate / 4 and earlier_events:
             citations += (int(u[3] * earlier_events),)
-        segments.append(Segment(day, start, end, facts, tuple(sorted(fact_times.items())), citations))
+        segments.append(Segment(day, start, end, facts, tuple(sorted(fact_times)), citations))
     return segments
 
 

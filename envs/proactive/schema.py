@@ -53,7 +53,10 @@ class ScopeSpec:
     lead: int
     """Lead of regularity matching in minutes (an occurrence is *upcoming* from ``start − lead``)."""
     grace: int
-    """Grace of regularity matching in minutes (a *deviated* occurrence stays applicable until ``end + grace``)."""
+    """Grace of regularity matching in minutes (a *deviated* occurrence stays applicable until ``end + grace``); the
+    reference labels use the same grace for a check-in after the window. Seed 002 uses 30 minutes; scopes whose
+    events are sparser widen it to the spacing of their events (Home 60: segments are 50 minutes apart, so with 30
+    the first segment after a window would never fall in the grace; Code 180: repository events come hours apart)."""
     proposal_pad: int
     """Minutes the deterministic proposer widens a proposed window on each side of the observed behaviour times."""
 

@@ -12,10 +12,11 @@ is a deterministic function of its seed.
 - *A — the current event supports it*: the scope's public :func:`evidence` predicate holds and the latent need is
   present (Sports: a sedentary available moment in fair weather; Home: a second consecutive motionless daytime
   segment at home; Code: a failing CI run on the default branch, or a bug report with reproduction steps).
-- *B — history supports it*: a routine in force has been triggered today and its behaviour has not happened —
-  Sports suggests the usual walk at the decision point inside the routine's window (``pending``), Home and Code check
-  in at the first event after the window closed without it (``deviated``, within the scope's grace) — and the
-  current event is feasible (:func:`feasible`).
+- *B — history supports it*: a routine in force has been triggered today and its behaviour has not happened (up to
+  and including the current event) — Sports suggests the usual walk at the decision point inside the routine's
+  window (``pending``), Home and Code check in at the first event after the window closed without it (``deviated``,
+  within the scope's grace: 30 minutes in seed 002, widened to the event spacing in Home (60) and Code (180), see
+  :attr:`~.schema.ScopeSpec.grace`) — and the current event is feasible (:func:`feasible`).
 - *N — novelty*: only the first actionable event of an opportunity episode is labelled; later events of the same
   episode (``Stream.episode``) are covered and labelled *abstain*. A-episodes: one per day (Sports), one per
   motionless period (Home), a run of failing CI until a green one, or one issue (Code). B-episodes: one per
@@ -451,18 +452,20 @@ def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
             if not trig:
                 continue
             tg = trig[0]
-            def done(t):
-                return any(stream.has(i, r.behaviour) and r.start <= tod[i] <= r.end for i in range(tg, t + 1))
+            def seen(t, until):
+                """The behaviour happened at or after the trigger, from the window's start up to ``until``."""
+                return any(stream.has(i, r.behaviour) and r.start <= tod[i] <= until for i in range(tg, t + 1))
 
             if "pending" in spec.actionable:
                 window = [t for t in idx if t >= tg and r.start - spec.lead <= tod[t] <= r.end]
-                candidates = [t for t in window if not done(t)]
             else:
-                if done(first[day + 1] - 1):
+                if seen(first[day + 1] - 1, r.end):
                     continue
                 close = day * MINUTES_PER_DAY + r.end
                 window = [t for t in range(tg, n) if close < stream.time[t] <= close + spec.grace]
-                candidates = window
+            # an event that shows the behaviour (late, for a deviation) offers no opportunity: the occurrence is
+            # fulfilled, as current matching sees it
+            candidates = [t for t in window if not seen(t, MINUTES_PER_DAY)]
             hit = next((t for t in candidates if feasible(stream, t)), None)
             if hit is None:
                 continue
@@ -478,16 +481,18 @@ def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
         if service < 0 or not need[t] or a_keys[t] is None:
             continue
         key = a_keys[t]
-        if key in labelled_keys:
-            if stream.episode[t] < 0:
+        if key in labelled_keys:                     # covered by an earlier window of the same A-episode
+            if stream.label[t] == 0:
                 stream.episode[t], stream.service[t] = labelled_keys[key], service
             continue
-        labelled_keys[key] = episode_id if stream.episode[t] < 0 else int(stream.episode[t])
-        if stream.episode[t] < 0:
-            stream.episode[t], stream.service[t] = episode_id, service
-            episode_id += 1
-        stream.label[t] = 1
         stream.support[t] |= 1
+        if stream.label[t]:                          # already the first window of a B-episode: one opportunity
+            labelled_keys[key] = int(stream.episode[t])
+            continue
+        labelled_keys[key] = episode_id
+        stream.episode[t], stream.service[t] = episode_id, service
+        stream.label[t] = 1
+        episode_id += 1
 
 
 def check_scope(scope) -> ScopeSpec:
