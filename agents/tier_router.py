@@ -7,7 +7,10 @@
   stepped in lockstep (every query has exactly five steps) so SB3 models predict in batches;
 - :func:`evaluate`: every result of issue 6 — mean r_task and cost per λ with bootstrap intervals, the frontier
   against all-LOW / all-MID / all-HIGH / random / the hindsight oracle for each tiering strategy, per-module tier
-  distributions per λ, the β ablation at λ = 0.3, transfer between backbones, the hard cap under learned policies;
+  distributions per λ, the budget-capped routers (λ = 0 under a per-query cap on a fixed grid of multiples of the
+  all-MID reference cost, :func:`cap_grid`) and the hard cap under them, the β ablation at λ = 0.3, transfer
+  between backbones;
+- :func:`goal_check`: the issue's dominance criterion for each router family and for their union;
 - :func:`format_results` and :func:`plot_frontier`; :func:`main` (``python -m membudget.envs.tiers results``).
 """
 
@@ -24,7 +27,11 @@ import numpy as np
 ENV_ID = "membudget/TierRouting-v0"
 LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 SWEEP_LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)   # the results' default: dense enough for a frontier
+CAP_MULTIPLES = (0.6, 0.8, 1.0, 1.25, 1.6)   # per-query caps of the capped routers, × the all-MID reference cost
 HELD_OUT_FIRST_SEED = 50_000
+FAMILIES = {"per-lambda": ("routers",), "conditioned": ("conditioned",), "capped": ("capped",),
+            "all routers": ("routers", "conditioned", "capped")}
+"""Router families of :func:`goal_check`: the result rows' router entries each family's frontier is built from."""
 
 
 def make_env(*, strategy="capacity", population="locomo", backbone="llama", lam=0.0, lam_conditioned=False,
@@ -267,12 +274,25 @@ def _upper_hull(pts):
     return np.asarray(hull)
 
 
+def cap_grid(strategy, population="locomo", multiples=CAP_MULTIPLES, backbone="llama") -> dict:
+    """``{multiple: per-query cap in dollars}``: each multiple of the mean all-MID cost of the reference queries
+    (:func:`~membudget.envs.tiers.reference_costs`: 256 queries of a fixed generator, seed 10**6, none of them
+    held out), skipping caps below :func:`~membudget.envs.tiers.floor_cost_bound` (the smallest admissible cap)."""
+    from membudget.envs.tiers import floor_cost_bound, reference_costs
+
+    mid, floor = reference_costs(strategy, population, backbone)[1], floor_cost_bound(strategy, population, backbone)
+    return {m: m * mid for m in multiples if m * mid >= floor}
+
+
 @dataclass
 class ResultsConfig:
     strategies: list = field(default_factory=lambda: ["implementation", "reasoning", "capacity"])
     population: str = "locomo"
     lambdas: list = field(default_factory=lambda: list(SWEEP_LAMBDAS))
     """λ of the per-λ routers (one PPO router each; 0.3 is needed by the β ablation and the transfer)."""
+    caps: list = field(default_factory=lambda: list(CAP_MULTIPLES))
+    """Per-query caps of the budget-capped routers as multiples of each strategy's all-MID reference cost
+    (:func:`cap_grid`): one λ = 0 router per admissible cap and strategy, trained with the cap in its observation."""
     per_lambda_strategy: str = "all"
     """Strategy of the per-λ routers: one name or 'all'. The λ-conditioned router is trained for every strategy."""
     timesteps: int = 20_000
@@ -291,7 +311,13 @@ class ResultsConfig:
 
 
 def evaluate(cfg: ResultsConfig, progress=print) -> dict:
+    """Train (or, with ``cfg.reuse``, load) every router of ``cfg`` and evaluate it on the held-out queries.
+    Returns ``{"config", "strategies", "beta_ablation", "transfer", "train_seconds", "seconds"}``; each strategy's
+    row holds :func:`summarize` results of the fixed tiers and the oracle (``"fixed"``), the per-λ routers
+    (``"routers"``, by λ), the λ-conditioned router (``"conditioned"``, by λ), the capped routers (``"capped"``, by
+    cap multiple, with ``cap``, ``max_cost`` and ``queries_downgraded``) and the oracle frontier."""
     from membudget.baselines.tiers import BASELINES, OracleTiers
+    from membudget.envs.tiers import reference_costs
 
     t0 = time.time()
     seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + cfg.n_queries)
@@ -301,17 +327,15 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
     for s in per_lam:
         for lam in cfg.lambdas:
             jobs[f"{s}-lam{lam}"] = dict(base, strategy=s, lam=lam, total_timesteps=cfg.timesteps)
+    caps = {s: cap_grid(s, cfg.population, cfg.caps) for s in cfg.strategies}
     for s in cfg.strategies:
         jobs[f"{s}-conditioned"] = dict(base, strategy=s, lam_conditioned=True,
                                         total_timesteps=cfg.conditioned_timesteps)
+        for m, cap in caps[s].items():
+            jobs[f"{s}-cap{m}"] = dict(base, strategy=s, lam=0.0, max_cost_per_query=cap,
+                                       total_timesteps=cfg.timesteps)
     ab = per_lam[-1]
     jobs[f"{ab}-lam0.3-nobeta"] = dict(base, strategy=ab, lam=0.3, use_beta=False, total_timesteps=cfg.timesteps)
-    # hard cap under a learned policy: a λ = 0 router trained with the cap in its observation
-    from membudget.envs.tiers import floor_cost_bound, reference_costs
-
-    hs = per_lam[0]
-    cap = max(floor_cost_bound(hs, cfg.population), reference_costs(hs, cfg.population)[1])
-    jobs[f"{hs}-lam0.0-cap"] = dict(base, strategy=hs, lam=0.0, max_cost_per_query=cap, total_timesteps=cfg.timesteps)
     progress(f"training {len(jobs)} routers ({cfg.workers} workers) ...")
     models = train_many(jobs, cfg.out, workers=cfg.workers, reuse=cfg.reuse)
     train_s = time.time() - t0
@@ -320,7 +344,7 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
     for s in cfg.strategies:
         kw = {"strategy": s, "population": cfg.population}
         cost_ref = reference_costs(s, cfg.population)[2]
-        row = {"fixed": {}, "routers": {}, "conditioned": {}}
+        row = {"fixed": {}, "routers": {}, "conditioned": {}, "capped": {}}
         for name, cls in BASELINES.items():
             pol = cls(seed=0) if name == "random" else cls()
             row["fixed"][name] = summarize(rollout(pol, seeds, **kw), cfg.n_resamples)
@@ -334,6 +358,11 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
         for lam in cfg.lambdas:
             row["conditioned"][lam] = summarize(rollout(models[f"{s}-conditioned"], seeds, lam=lam,
                                                         lam_conditioned=True, **kw), cfg.n_resamples)
+        for m, cap in caps[s].items():
+            run = rollout(models[f"{s}-cap{m}"], seeds, max_cost_per_query=cap, **kw)
+            row["capped"][m] = {"cap": cap, "max_cost": float(run["cost"].max()),
+                                "queries_downgraded": int((run["downgrades"] > 0).sum()),
+                                **summarize(run, cfg.n_resamples)}
         res["strategies"][s] = row
     ab_kw = {"strategy": ab, "population": cfg.population}
     res["beta_ablation"] = {
@@ -351,30 +380,28 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
         tr[s]["oracle_frontier"] = oracle_frontier(outcome_tables(seeds, **kw),
                                                    reference_costs(s, cfg.population, cfg.transfer_to)[2]).tolist()
     res["transfer"] = tr
-    run = rollout(models[f"{hs}-lam0.0-cap"], seeds, strategy=hs, population=cfg.population, max_cost_per_query=cap)
-    res["hard_cap"] = {"strategy": hs, "cap": cap, "max_cost": float(run["cost"].max()),
-                       "queries_downgraded": int((run["downgrades"] > 0).sum()), **summarize(run, cfg.n_resamples)}
     res["seconds"] = time.time() - t0
     return res
 
 
-def _router_points(row, use):
-    src = row["routers"] if use == "per-lambda" and row["routers"] else row["conditioned"]
-    return [(v["cost"][0], v["r_task"][0]) for v in src.values()]
+def _router_points(row, family):
+    return [(v["cost"][0], v["r_task"][0]) for key in FAMILIES[family] for v in row[key].values()]
 
 
 def goal_check(res) -> dict:
-    """Per strategy and router family: dominance of every fixed-tier policy, and the gap to the oracle at each
-    router point's mean cost."""
+    """Per strategy and router family (:data:`FAMILIES`: per-λ, λ-conditioned, capped, and all routers together,
+    whose frontier is the hull of every router point): dominance of every fixed-tier policy (:func:`dominance`),
+    whether the goal is met, and the gap to the oracle at each router point's mean cost and at each fixed tier's.
+    A family without routers for a strategy is left out."""
     from membudget.teachers.tier_oracle import frontier_at
 
     out = {}
     for s, row in res["strategies"].items():
         frontier = np.asarray(row["oracle_frontier"])
-        for fam in ("per-lambda", "conditioned"):
-            if fam == "per-lambda" and not row["routers"]:
-                continue
+        for fam in FAMILIES:
             pts = _router_points(row, fam)
+            if not pts:
+                continue
             dom = {n: dominance(pts, (row["fixed"][n]["cost"][0], row["fixed"][n]["r_task"][0]))
                    for n in ("all-LOW", "all-MID", "all-HIGH")}
             gaps = [frontier_at(frontier, c) - q for c, q in pts]
@@ -397,7 +424,9 @@ def format_results(res) -> str:
     cfg = res["config"]
     L = [f"TierRouting-v0, population {cfg['population']}, {cfg['n_queries']} held-out queries (seeds "
          f"{HELD_OUT_FIRST_SEED}..{HELD_OUT_FIRST_SEED + cfg['n_queries'] - 1}), backbone llama; PPO "
-         f"{cfg['timesteps']} steps per λ router, {cfg['conditioned_timesteps']} for the λ-conditioned router, "
+         f"{cfg['timesteps']} steps per λ router and per capped router (λ = 0, per-query cap = "
+         f"{', '.join(map(str, cfg['caps']))} × the strategy's all-MID reference cost; caps below the "
+         f"smallest admissible one skipped), {cfg['conditioned_timesteps']} for the λ-conditioned router, "
          f"training seed {cfg['seed']}; bootstrap 95% intervals ({cfg['n_resamples']} resamples); cost in m$ "
          "(1e-3 dollars) per query", ""]
     for s, row in res["strategies"].items():
@@ -409,6 +438,9 @@ def format_results(res) -> str:
             for lam, v in src.items():
                 L.append(f"| {fam} | {lam} | {_fmt_ci(v['r_task'])} | {_fmt_ci(v['cost'], 1e3, 4)} | "
                          f"{v['low_share']:.2f} |")
+        for m, v in row["capped"].items():
+            L.append(f"| PPO capped, cap {m} × all-MID ref = {v['cap'] * 1e3:.4f} m$ | 0.0 | {_fmt_ci(v['r_task'])} | "
+                     f"{_fmt_ci(v['cost'], 1e3, 4)} | {v['low_share']:.2f} |")
         fr = np.asarray(row["oracle_frontier"])
         picks = [fr[np.argmin(np.abs(fr[:, 1] - row['fixed'][n]['cost'][0]))] for n in ("all-LOW", "all-MID",
                                                                                         "all-HIGH")]
@@ -421,15 +453,16 @@ def format_results(res) -> str:
                 L.append(f"| {lam} | " + " | ".join("/".join(f"{x:.2f}" for x in m) for m in v["tier_share"]) + " |")
             L.append("")
     L += ["### Goal: the router's frontier dominates every fixed-tier policy (higher r_task at ≤ cost)", "",
-          "Frontier = upper concave hull of the router points (per-query mixing of two routers reaches its "
-          "segments), flat beyond the costliest point. Per fixed tier: frontier r_task minus the fixed tier's at the "
-          "fixed tier's mean cost (≥ 0: no fixed point lies above the frontier; > 0: strictly higher). Met = ≥ 0 "
-          "against all three and > 0 against all-MID (all-HIGH is every query's highest-expected-quality combination and, "
-          "under implementation and capacity, all-LOW its cheapest, so those can be matched, not beaten); single point = one router alone "
+          "Frontier = upper concave hull of the router points of one family (per-lambda, conditioned, capped) or "
+          "of all three together (all routers); per-query mixing of two routers reaches its segments; flat beyond "
+          "the costliest point. Per fixed tier: frontier r_task minus the fixed tier's at the fixed tier's mean cost "
+          "(≥ 0: no fixed point lies above the frontier; > 0: strictly higher). Met = ≥ 0 against all three and > 0 "
+          "against all-MID (all-HIGH is every query's highest-expected-quality combination and, under implementation "
+          "and capacity, all-LOW its cheapest, so those can be matched, not beaten); single point = one router alone "
           "beats it. Oracle gap: oracle frontier minus router frontier at each fixed tier's cost, and at each "
           "router point's own cost.", "",
-          "| strategy | router | vs all-LOW | vs all-MID | vs all-HIGH | met | oracle gap at LOW / MID / HIGH cost "
-          "| oracle gap at the router's cost, per λ |", "|---|---|---|---|---|---|---|---|"]
+          "| strategy | routers | vs all-LOW | vs all-MID | vs all-HIGH | met | oracle gap at LOW / MID / HIGH cost "
+          "| oracle gap at each router point's cost |", "|---|---|---|---|---|---|---|---|"]
     for (s, fam), g in goal_check(res).items():
         cells = []
         for n in ("all-LOW", "all-MID", "all-HIGH"):
@@ -458,20 +491,21 @@ def format_results(res) -> str:
                 continue
             L.append(f"| {s} | {n} | {_fmt_ci(v['r_task'])} | {_fmt_ci(v['cost'], 1e3, 4)} | "
                      f"{frontier_at(fr, v['cost'][0]):.3f} |")
-    h = res["hard_cap"]
-    L += ["", f"### Hard cap under a learned policy ({h['strategy']}, λ = 0 router trained with the cap, "
-          f"max_cost_per_query = "
-          f"{h['cap'] * 1e3:.4f} m$)", "",
-          f"max query cost {h['max_cost'] * 1e3:.4f} m$ (≤ cap: {h['max_cost'] <= h['cap'] + 1e-15}); "
-          f"{h['queries_downgraded']} of {cfg['n_queries']} queries had a downgrade; r_task {_fmt_ci(h['r_task'])}, "
-          f"cost {_fmt_ci(h['cost'], 1e3, 4)} m$", "",
-          f"training {res['train_seconds']:.0f} s, total {res['seconds']:.0f} s"]
+    L += ["", "### Hard cap under the capped routers (λ = 0, trained with the cap in their observation)", "",
+          "| strategy | cap (× all-MID ref) | cap m$ | max query cost m$ | ≤ cap | queries with a downgrade |",
+          "|---|---|---|---|---|---|"]
+    for s, row in res["strategies"].items():
+        for m, v in row["capped"].items():
+            L.append(f"| {s} | {m} | {v['cap'] * 1e3:.4f} | {v['max_cost'] * 1e3:.4f} | "
+                     f"{'yes' if v['max_cost'] <= v['cap'] + 1e-15 else 'NO'} | "
+                     f"{v['queries_downgraded']} of {cfg['n_queries']} |")
+    L += ["", f"training {res['train_seconds']:.0f} s, total {res['seconds']:.0f} s"]
     return "\n".join(L)
 
 
 def plot_frontier(res, path) -> None:
     """One panel per tiering strategy: mean cost (log) against mean r_task for the fixed tiers, random, the
-    oracle frontier and the routers."""
+    oracle frontier and the routers (per λ, λ-conditioned, capped)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -487,7 +521,8 @@ def plot_frontier(res, path) -> None:
             if n.startswith("oracle"):
                 continue
             ax.plot(v["cost"][0] * 1e3, v["r_task"][0], "s", label=n)
-        for fam, src, m in (("router per λ", row["routers"], "o-"), ("λ-conditioned", row["conditioned"], "^--")):
+        for fam, src, m in (("router per λ", row["routers"], "o-"), ("λ-conditioned", row["conditioned"], "^--"),
+                            ("capped (λ = 0)", row["capped"], "D:")):
             if src:
                 pts = np.array([(v["cost"][0] * 1e3, v["r_task"][0]) for v in src.values()])
                 ax.plot(pts[:, 0], pts[:, 1], m, label=fam)
@@ -511,6 +546,8 @@ def main(argv=None):
     p.add_argument("--population", default=d.population)
     p.add_argument("--per-lambda-strategy", default=d.per_lambda_strategy)
     p.add_argument("--lambdas", nargs="+", type=float, default=d.lambdas)
+    p.add_argument("--caps", nargs="+", type=float, default=d.caps,
+                   help="per-query caps of the capped routers, as multiples of the all-MID reference cost")
     p.add_argument("--bc-queries", type=int, default=d.bc_queries,
                    help="oracle queries for the behaviour-cloning warm start of each router (0: none)")
     p.add_argument("--timesteps", type=int, default=d.timesteps)
@@ -524,7 +561,7 @@ def main(argv=None):
     if 0.3 not in a.lambdas:
         p.error("--lambdas must include 0.3 (the β ablation and the transfer use the λ = 0.3 router)")
     cfg = ResultsConfig(strategies=a.strategies, population=a.population, per_lambda_strategy=a.per_lambda_strategy,
-                        lambdas=a.lambdas, bc_queries=a.bc_queries,
+                        lambdas=a.lambdas, caps=a.caps, bc_queries=a.bc_queries,
                         timesteps=a.timesteps, conditioned_timesteps=a.conditioned_timesteps,
                         n_queries=a.n_queries, seed=a.seed, workers=a.workers, out=a.out, reuse=a.reuse)
     if a.quick:
@@ -540,6 +577,7 @@ def main(argv=None):
     return res
 
 
-__all__ = ["LAMBDAS", "SWEEP_LAMBDAS", "ResultsConfig", "bc_warm_start", "dominance", "router_frontier_at", "evaluate", "format_results", "goal_check", "main",
-           "make_env", "oracle_frontier", "outcome_tables", "plot_frontier", "rollout", "summarize",
-           "train_router", "train_many"]
+__all__ = ["CAP_MULTIPLES", "FAMILIES", "LAMBDAS", "SWEEP_LAMBDAS", "ResultsConfig", "bc_warm_start", "cap_grid",
+           "dominance", "evaluate", "format_results", "goal_check", "main", "make_env", "oracle_frontier",
+           "outcome_tables", "plot_frontier", "rollout", "router_frontier_at", "summarize", "train_many",
+           "train_router"]

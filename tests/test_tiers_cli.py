@@ -1,5 +1,6 @@
-"""``python -m membudget.train tiers`` (the PPO tier router with its BC warm start) on a reduced setting, and the
-dominance criterion of the results."""
+"""``python -m membudget.train tiers`` (the PPO tier router with its BC warm start) and ``python -m
+membudget.envs.tiers results`` on a reduced setting, the cap grid of the capped routers, and the dominance criterion
+of the results per router family."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 from membudget import train
-from membudget.agents.tier_router import dominance, router_frontier_at
+from membudget.agents.tier_router import cap_grid, dominance, goal_check, router_frontier_at
+from membudget.envs.tiers import floor_cost_bound, reference_costs
 
 
 def test_train_tiers_writes_run_dir(tmp_path, capsys):
@@ -69,3 +71,45 @@ def test_dominance_interpretation():
     below = dominance(pts, (0.5, 0.3))
     assert not below["weak"] and below["gain"] is None
     assert not dominance(pts, (3.0, 0.71))["weak"]
+
+
+def test_cap_grid_multiples_of_all_mid_above_the_floor():
+    mid = reference_costs("capacity", "locomo")[1]
+    assert cap_grid("capacity", multiples=(0.6, 1.0, 1.6)) == pytest.approx({0.6: 0.6 * mid, 1.0: mid, 1.6: 1.6 * mid})
+    grid = cap_grid("reasoning", multiples=(0.6, 0.8, 1.0, 1.25, 1.6))   # reasoning's floor is above its all-MID cost
+    assert list(grid) == [1.25, 1.6] and min(grid.values()) >= floor_cost_bound("reasoning", "locomo")
+
+
+def _point(cost, r_task):
+    return {"cost": (cost, cost, cost), "r_task": (r_task, r_task, r_task)}
+
+
+def test_goal_check_per_family_and_union():
+    row = {"fixed": {"all-LOW": _point(1.0, 0.2), "all-MID": _point(2.0, 0.4), "all-HIGH": _point(4.0, 0.6)},
+           "routers": {0.0: _point(4.0, 0.6), 0.5: _point(3.0, 0.45), 1.0: _point(1.0, 0.2)},   # under all-MID
+           "conditioned": {},
+           "capped": {0.8: _point(1.6, 0.41), 1.25: _point(2.4, 0.5)},                        # beats all-MID only
+           "oracle_frontier": [[10.0, 1.0, 0.3], [1.0, 2.0, 0.55], [0.0, 4.0, 0.7]]}
+    g = goal_check({"strategies": {"capacity": row}})
+    assert set(g) == {("capacity", "per-lambda"), ("capacity", "capped"), ("capacity", "all routers")}
+    per_lambda = g[("capacity", "per-lambda")]
+    assert not per_lambda["met"] and not per_lambda["dominance"]["all-MID"]["weak"]
+    capped = g[("capacity", "capped")]
+    assert capped["dominance"]["all-MID"]["strict"] and not capped["met"]      # cannot reach all-LOW or all-HIGH
+    union = g[("capacity", "all routers")]
+    assert union["met"] and union["dominance"]["all-MID"]["gain"] == pytest.approx(0.055)
+    assert union["oracle_gap_at_fixed"]["all-MID"] == pytest.approx(0.55 - 0.455)
+    assert len(union["oracle_gap"]) == 5
+
+
+def test_results_command_with_capped_routers(tmp_path, capsys):
+    from membudget.envs.tiers.__main__ import main
+
+    res = main(["results", "--strategies", "capacity", "--lambdas", "0.3", "--caps", "0.6", "1.0", "--bc-queries",
+                "20", "--timesteps", "500", "--conditioned-timesteps", "500", "--n-queries", "20", "--workers", "1",
+                "--out", str(tmp_path)])
+    capped = res["strategies"]["capacity"]["capped"]
+    assert list(capped) == [0.6, 1.0] and all(v["max_cost"] <= v["cap"] + 1e-15 for v in capped.values())
+    assert (tmp_path / "capacity-cap0.6.zip").exists() and (tmp_path / "frontier.png").stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "| capacity | all routers |" in out and "PPO capped, cap 1.0 × all-MID ref" in out
