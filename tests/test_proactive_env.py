@@ -4,6 +4,7 @@ the stream generator's labels, the hand-written policies and the evaluation entr
 import dataclasses
 import re
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -59,6 +60,8 @@ def test_documented_spaces_match():
     doc = ProactiveStreamEnv.__doc__
     assert "``Discrete(3)``" in doc and "``Box(0, 1, (N_FEATURES,), float32)``" in doc
     assert len(set(FEATURE_NAMES)) == N_FEATURES
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert f"`Box(0, 1, ({N_FEATURES},), float32)`" in readme
 
 
 @pytest.mark.parametrize("kwargs", [dict(scope="home"), dict(scope="code", memory="no_replay_gate"),

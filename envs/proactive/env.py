@@ -187,6 +187,7 @@ class ProactiveStreamEnv(gym.Env):
         static[:, F["evidence"]], static[:, F["feasible"]] = self._evidence >= 0, self._feasible
         self._reg_ids = []
         self._actionable_service = np.full(n, -1)
+        cycle_times = {}
         for t in range(n):
             m, d, lo = int(tod[t]), int(day[t]), int(trace.event_lo[t])
             # event layer: the previous days in context, and today
@@ -202,8 +203,10 @@ class ProactiveStreamEnv(gym.Env):
             retrieved[:, t, _EV] = ev
             # trajectory layer: the accepted daily records of the current cycle
             records = trace.cycle_records[t]
-            rec_times = [[[x % MINUTES_PER_DAY for x in r.occurrences(b)] for r in records if r.segments]
-                         for b in behaviours]
+            if id(records) not in cycle_times:      # W_t changes once a day: one tuple shared by its events
+                cycle_times[id(records)] = [[[x % MINUTES_PER_DAY for x in r.occurrences(b)] for r in records
+                                             if r.segments] for b in behaviours]
+            rec_times = cycle_times[id(records)]
             tr = [len(records) / 7, min(1.0, int(trace.n_segments[t]) / 60)]
             tr += [_share(rt, m, -USUAL_NOW, USUAL_NOW) for rt in rec_times]
             tr += [_share(rt, m, -USUAL_BEFORE, -1) for rt in rec_times]
