@@ -58,7 +58,7 @@ HOME = ScopeSpec(
            "part=night", "part=morning", "part=afternoon", "part=evening"),
     values=("bedroom", "bathroom", "kitchen", "living", "entry", "total"),
     triggers=("room=bathroom", "room=kitchen", "door=front"),
-    behaviours=("room=kitchen", "door=front", "room=bedroom"),
+    behaviours=("room=kitchen", "door=front", "room=entry"),
     actionable=("deviated",),
     services=("checkin_routine", "checkin_inactivity"),
     event_tokens=110, segment_tokens=50, regularity_tokens=70, matching_overhead_tokens=40,
@@ -247,7 +247,7 @@ def _sports(rng, n_days):
             step_bucket = "steps=low" if steps30 < 150 else ("steps=mid" if steps30 < 900 else "steps=high")
             facts = [activity, location, weather, step_bucket, _SLOTS[k]] + (["available"] if available else [])
             need = bool(rng.random() < np.clip(0.85 - steps60 / 400, 0.15, 0.85))
-            b.add(time, facts, observed=rng.random() < 0.93, object_id=-1, need=need, a_key=("day", day),
+            b.add(time, facts, observed=rng.random() < 0.93, need=need, a_key=("day", day),
                   values=(steps30 / 2500, steps60 / 5000, (temp + 10) / 45))
     return b, routines
 
@@ -256,6 +256,11 @@ def _sports(rng, n_days):
 
 _SEGMENT_ENDS = tuple(list(range(50, 1401, 50)) + [1440])
 _ROOMS = ("bedroom", "bathroom", "kitchen", "living", "entry")
+
+
+def _segment_of(tod):
+    """Index of the segment whose interval ``(end − 50, end]`` contains the time of day."""
+    return int(np.searchsorted(_SEGMENT_ENDS, tod, side="left"))
 
 
 def _part(tod):
@@ -286,7 +291,6 @@ def _home(rng, n_days):
         door = [False] * len(_SEGMENT_ENDS)
         out = [False] * len(_SEGMENT_ENDS)
         quiet = [None] * len(_SEGMENT_ENDS)           # inactivity period id, need
-        seg_of = lambda tod: int(np.searchsorted(_SEGMENT_ENDS, tod, side="left"))
         for s, end in enumerate(_SEGMENT_ENDS):
             start = end - (40 if end == 1440 else 50)
             if end <= wake_t or start >= sleep_t:
@@ -296,7 +300,7 @@ def _home(rng, n_days):
                 for room in rng.choice(_ROOMS, size=1 + int(rng.random() < 0.4), replace=False,
                                        p=(0.12, 0.14, 0.04, 0.66, 0.04)):
                     rooms[s][str(room)] = int(rng.integers(3, 30))
-        w = seg_of(wake_t)
+        w = _segment_of(wake_t)
         rooms[w]["bedroom"] = rooms[w].get("bedroom", 0) + 4
         rooms[w]["bathroom"] = rooms[w].get("bathroom", 0) + int(rng.integers(4, 15))
         for r in _routine_today(routines, day):
@@ -328,7 +332,7 @@ def _home(rng, n_days):
                 else:
                     rooms[s][behaviour.split("=")[1]] = int(rng.integers(5, 30))
         if rng.random() < 0.35:                       # a motionless daytime period at home
-            first = int(rng.integers(seg_of(600), seg_of(1080)))
+            first = int(rng.integers(_segment_of(600), _segment_of(1080)))
             need = bool(rng.random() < 0.55)
             for s in range(first, min(first + int(rng.integers(2, 5)), len(rooms))):
                 if not out[s] and not door[s]:
