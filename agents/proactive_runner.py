@@ -101,8 +101,11 @@ def train_ppo(*, scope="sports", total_timesteps=200_000, seed=0, n_envs=4, n_st
     """SB3 PPO on training streams: copy ``i`` starts at stream ``seed + i`` (below :data:`HELD_OUT_FIRST_SEED`)
     and later resets continue its generator, so training never replays a held-out stream's seed; returns the model
     with ``train_seconds`` set."""
+    import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv
+
+    torch.set_num_threads(1)   # a 64-64 MLP: one thread is fastest, and several oversubscribe a shared machine
 
     if seed + n_envs > HELD_OUT_FIRST_SEED:
         raise ValueError(f"training seeds {seed}..{seed + n_envs - 1} would reach the held-out streams")
