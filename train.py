@@ -180,7 +180,6 @@ class ReplayPPOConfig:
 def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
     """Train PPO on ReplayStream-v0, evaluate it on the evaluation streams and save; returns the run directory."""
     from membudget.agents.replay_runner import run_policy, train_ppo as replay_train_ppo
-    from membudget.evaluate import package_versions
 
     try:
         eval_seeds = [int(x) for x in cfg.eval_seeds.split(",") if x.strip()]
@@ -189,11 +188,7 @@ def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
     if not eval_seeds:
         raise ValueError("--eval-seeds must name at least one seed")
     env_kwargs = dict(n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
-    run_dir = os.path.join(cfg.out, cfg.name or f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
-    os.makedirs(run_dir, exist_ok=True)
-    with open(os.path.join(run_dir, "config.json"), "w") as f:
-        json.dump({"subcommand": "replay-ppo", "config": dataclasses.asdict(cfg), "command": command,
-                   "seed": cfg.seed, "versions": package_versions()}, f, indent=1)
+    run_dir = _start_run("replay-ppo", cfg, command, f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
     model = replay_train_ppo(family=cfg.family, profile=cfg.profile, total_timesteps=cfg.total_timesteps,
                              seed=cfg.seed, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
                              learning_rate=cfg.learning_rate, **env_kwargs)
@@ -202,10 +197,7 @@ def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
     for s in eval_seeds:
         res = run_policy(model, family=cfg.family, profile=cfg.profile, seed=s, **env_kwargs)
         rows.append((s, res["accuracy"], res["total_tokens"], res["mean_reward"]))
-    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["seed", "accuracy", "total_tokens", "mean_reward"])
-        w.writerows(rows)
+    _write_metrics(run_dir, ["seed", "accuracy", "total_tokens", "mean_reward"], rows)
     print(f"{run_dir}: accuracy {np.mean([r[1] for r in rows]):.3f}, total tokens per stream "
           f"{np.mean([r[2] for r in rows]) / 1e3:.1f}k, mean reward {np.mean([r[3] for r in rows]):.3f} "
           f"(seeds {', '.join(map(str, eval_seeds))})")
@@ -295,17 +287,9 @@ def train_tiers(cfg: TiersConfig, command: str = "") -> str:
                          int(run["downgrades"][i])])
         summary.append(f"λ {lam:g}: r_task {run['r_task'].mean():.3f}, cost {run['cost'].mean() * 1e3:.4f} m$, "
                        f"LOW share {(run['tiers'] == 0).mean():.2f}")
-    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["lam", "seed", "r_task", "cost", "tiers", "downgrades"])
-        w.writerows(rows)
-    path = os.path.join(run_dir, "config.json")
-    with open(path) as f:
-        meta = json.load(f)
-    meta["training"] = {"wall_clock_s": float(info["train_seconds"]), "env_steps": int(model.num_timesteps),
-                        **{k: v for k, v in info.items() if k != "train_seconds"}}
-    with open(path, "w") as f:
-        json.dump(meta, f, indent=1)
+    _write_metrics(run_dir, ["lam", "seed", "r_task", "cost", "tiers", "downgrades"], rows)
+    _record_training(run_dir, info["train_seconds"], model.num_timesteps,
+                     **{k: v for k, v in info.items() if k != "train_seconds"})
     print(f"{run_dir}: " + "; ".join(summary) + f" on held-out queries {seeds.start}-{seeds.stop - 1} "
           f"(training {info['train_seconds']:.1f} s)")
     return run_dir
@@ -365,16 +349,8 @@ def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:
                       **env_kwargs)
     fields = ["seed", "tp", "fp", "fn", "tn", "relevance", "coverage", "effectiveness", "intrusion", "balance",
               "frequency", "total_tokens", "n_events", "return"]
-    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(fields)
-        w.writerows([[r[k] for k in fields] for r in runs])
-    path = os.path.join(run_dir, "config.json")
-    with open(path) as f:
-        meta = json.load(f)
-    meta["training"] = {"wall_clock_s": float(model.train_seconds), "env_steps": int(model.num_timesteps)}
-    with open(path, "w") as f:
-        json.dump(meta, f, indent=1)
+    _write_metrics(run_dir, fields, [[r[k] for k in fields] for r in runs])
+    _record_training(run_dir, model.train_seconds, model.num_timesteps)
     m = pooled(runs)
     print(f"{run_dir}: effectiveness {m['effectiveness']:.3f}, relevance {m['relevance']:.3f}, coverage "
           f"{m['coverage']:.3f}, intrusion {m['intrusion']:.4f}, {m['tokens_per_event']:.0f} tokens per event on "
@@ -415,6 +391,24 @@ def _start_run(subcommand: str, cfg, command: str, default_name: str) -> str:
     return run_dir
 
 
+def _write_metrics(run_dir, header, rows) -> None:
+    """``metrics.csv`` of a run directory: one header row, then ``rows``."""
+    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def _record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
+    """Add the training totals (and ``extra``) to the run's ``config.json`` written by :func:`_start_run`."""
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["training"] = {"wall_clock_s": float(wall_clock_s), "env_steps": int(env_steps), **extra}
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
+
+
 def _finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, policy, budgets, env_kwargs):
     """Held-out metrics.csv, learning curves, a line on stdout; adds training totals to config.json."""
     from membudget.evaluate import rollout
@@ -427,18 +421,10 @@ def _finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, pol
             rows.append([b, s, res["set_f1"][i], res["on_time_recall"][i], res["realized_cost"][i]])
         summary.append(f"{b}: held-out Set F1 {np.mean(res['set_f1']):.3f}, on-time recall "
                        f"{np.nanmean(res['on_time_recall']):.3f}, realized cost {np.mean(res['realized_cost']):.1f}")
-    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["budget", "seed", "set_f1", "on_time_recall", "realized_cost"])
-        w.writerows(rows)
+    _write_metrics(run_dir, ["budget", "seed", "set_f1", "on_time_recall", "realized_cost"], rows)
     if cfg.learning_curve == "on":
         write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})")
-    path = os.path.join(run_dir, "config.json")
-    with open(path) as f:
-        meta = json.load(f)
-    meta["training"] = {"wall_clock_s": float(train_seconds), "env_steps": int(env_steps)}
-    with open(path, "w") as f:
-        json.dump(meta, f, indent=1)
+    _record_training(run_dir, train_seconds, env_steps)
     print(f"{run_dir}: " + "; ".join(summary) + f" (training {train_seconds:.1f} s, {env_steps} env steps)")
     return run_dir
 

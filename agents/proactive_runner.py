@@ -5,7 +5,8 @@
 - :func:`train_ppo`: SB3 PPO choosing the depth and the decision.
 - :func:`evaluate`: every policy per scope on the held-out streams, with seed 002's metrics pooled over streams per
   scope and over all scopes, 95% bootstrap intervals over streams, and paired differences for the paper's
-  memory-layer findings; :func:`format_results`, :func:`plot_ablation` and :func:`main`
+  memory-layer findings; :func:`intervals` (computed once), :func:`format_results`, :func:`plot_ablation` and
+  :func:`main`
   (``python -m membudget.evaluate proactive``), which writes ``docs/proactive_stream.md``.
 """
 
@@ -155,8 +156,7 @@ def findings(results, n_resamples=2000) -> list:
     lies on the paper's side of 0. The replay-versus-validation finding is the difference of effectiveness
     *w/o validation − w/o replay gate* (positive when removing replay costs more)."""
     rows = []
-    for scope in [*results, "pooled"]:
-        res = _pooled_scopes(results) if scope == "pooled" else results[scope]
+    for scope, res in with_pooled(results).items():
         for text, a, b, metric, sign in FINDINGS:
             d, lo, hi = bootstrap(res[a], n_resamples, other=res[b])[metric]
             rows.append((text, scope, d, lo, hi, (lo > 0) if sign > 0 else (hi < 0)))
@@ -166,25 +166,31 @@ def findings(results, n_resamples=2000) -> list:
     return rows
 
 
-def _pooled_scopes(results) -> dict:
+def with_pooled(results) -> dict:
+    """``results`` plus a ``"pooled"`` scope holding every scope's streams of the policies they share."""
     names = set.intersection(*(set(r) for r in results.values()))
-    return {n: [run for scope in results for run in results[scope][n]] for n in names}
+    return {**results, "pooled": {n: [run for scope in results for run in results[scope][n]] for n in names}}
 
 
-def format_results(results, n_resamples=2000) -> str:
+def intervals(results, n_resamples=2000) -> dict:
+    """``{scope (and "pooled"): {policy: bootstrap(runs)}}``: every pooled metric with its 95% interval."""
+    return {scope: {name: bootstrap(runs, n_resamples) for name, runs in res.items()}
+            for scope, res in with_pooled(results).items()}
+
+
+def format_results(results, cis, n_resamples=2000) -> str:
+    """The per-scope and pooled tables (intervals ``cis`` from :func:`intervals`) and the findings."""
     lines = []
     header = ("| policy | relevance | coverage | effectiveness (95% CI) | intrusion | balance | frequency | "
               "tokens / event | depth share (none / ev / +tr / +rg) |")
-    for scope in [*results, "pooled"]:
-        res = _pooled_scopes(results) if scope == "pooled" else results[scope]
+    for scope, res in with_pooled(results).items():
         positives = sum(r["tp"] + r["fn"] for r in res["Never"])
         events = sum(r["n_events"] for r in res["Never"])
         n_streams = len(res["Never"])
         lines += ["", f"**{scope}** — {n_streams} streams, {events} events, {positives} reference opportunities", "",
                   header, "|" + "---|" * 9]
         for name in [n for n in (*BASELINES, "PPO") if n in res]:
-            runs = res[name]
-            ci = bootstrap(runs, n_resamples)
+            runs, ci = res[name], cis[scope][name]
             share = np.mean([r["depth_share"] for r in runs], axis=0)
             e = ci["effectiveness"]
             lines.append(f"| {name} | {ci['relevance'][0]:.3f} | {ci['coverage'][0]:.3f} | "
@@ -199,8 +205,9 @@ def format_results(results, n_resamples=2000) -> str:
     return "\n".join(lines)
 
 
-def plot_ablation(results, path) -> None:
-    """Seed 002 Figure 4 in our world: effectiveness and intrusion of the memory layers per scope."""
+def plot_ablation(cis, path) -> None:
+    """Seed 002 Figure 4 in our world: effectiveness and intrusion of the memory layers per scope (intervals ``cis``
+    from :func:`intervals`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -208,15 +215,14 @@ def plot_ablation(results, path) -> None:
 
     names = ("EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate", "WithoutValidation")
     labels = ("event-only", "event + trajectory", "ProactMem (full)", "w/o replay gate", "w/o validation")
-    scopes = [*results, "pooled"]
+    scopes = list(cis)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     width = 0.8 / len(names)
     for ax, metric in zip(axes, ("effectiveness", "intrusion")):
         for k, (name, label) in enumerate(zip(names, labels)):
             vals, errs = [], []
             for scope in scopes:
-                res = _pooled_scopes(results) if scope == "pooled" else results[scope]
-                p, lo, hi = bootstrap(res[name], 500)[metric]
+                p, lo, hi = cis[scope][name][metric]
                 vals.append(p)
                 errs.append((p - lo, hi - p))
             x = np.arange(len(scopes)) + (k - len(names) / 2 + 0.5) * width
@@ -249,9 +255,10 @@ def main(argv=None):
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
     results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed)
+    cis = intervals(results, args.bootstrap)
     text = (f"ProactiveStream-v0, held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + args.streams - 1} "
             f"per scope; metrics pooled over streams (seed 002 appendix B.4); intervals: 95% bootstrap over streams "
-            f"({args.bootstrap} resamples)\n" + format_results(results, args.bootstrap))
+            f"({args.bootstrap} resamples)\n" + format_results(results, cis, args.bootstrap))
     print(text)
     print(f"\ncommand: {command}   ({time.perf_counter() - start:.1f} s)")
     if args.out:
@@ -262,5 +269,5 @@ def main(argv=None):
         with open(os.path.join(args.out, "proactive_stream.md"), "w") as f:
             f.write("# ProactiveStream-v0 results\n\n" + text + f"\n\n![memory-layer ablation](proactive_ablation.png)"
                     f"\n\ncommand: `{command}`\n")
-        plot_ablation(results, os.path.join(args.out, "proactive_ablation.png"))
+        plot_ablation(cis, os.path.join(args.out, "proactive_ablation.png"))
     return results

@@ -2,29 +2,17 @@
 
 import gymnasium as gym
 
-ENV_IDS = ("membudget/PMWeek-v0", "membudget/ReplayStream-v0", "membudget/TierRouting-v0",
-           "membudget/ProactiveStream-v0")
+ENTRY_POINTS = {
+    "membudget/PMWeek-v0": ("membudget.envs.pm.env:PMWeekEnv", "membudget.envs.pm.vector:PMWeekVectorEnv"),
+    "membudget/ReplayStream-v0": ("membudget.envs.replay.env:ReplayStreamEnv", None),
+    "membudget/TierRouting-v0": ("membudget.envs.tiers.env:TierRoutingEnv", None),
+    "membudget/ProactiveStream-v0": ("membudget.envs.proactive.env:ProactiveStreamEnv", None),
+}
+"""``id: (entry point, native vector entry point or None)``."""
+ENV_IDS = tuple(ENTRY_POINTS)
 
 
 def register_envs() -> None:
-    if "membudget/PMWeek-v0" not in gym.registry:
-        gym.register(
-            id="membudget/PMWeek-v0",
-            entry_point="membudget.envs.pm.env:PMWeekEnv",
-            vector_entry_point="membudget.envs.pm.vector:PMWeekVectorEnv",
-        )
-    if "membudget/ReplayStream-v0" not in gym.registry:
-        gym.register(
-            id="membudget/ReplayStream-v0",
-            entry_point="membudget.envs.replay.env:ReplayStreamEnv",
-        )
-    if "membudget/TierRouting-v0" not in gym.registry:
-        gym.register(
-            id="membudget/TierRouting-v0",
-            entry_point="membudget.envs.tiers.env:TierRoutingEnv",
-        )
-    if "membudget/ProactiveStream-v0" not in gym.registry:
-        gym.register(
-            id="membudget/ProactiveStream-v0",
-            entry_point="membudget.envs.proactive.env:ProactiveStreamEnv",
-        )
+    for env_id, (entry_point, vector_entry_point) in ENTRY_POINTS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point)

@@ -187,7 +187,6 @@ class ProactiveStreamEnv(gym.Env):
         static[:, F["evidence"]], static[:, F["feasible"]] = self._evidence >= 0, self._feasible
         self._reg_ids = []
         self._actionable_service = np.full(n, -1)
-        cycle_times = {}
         for t in range(n):
             m, d, lo = int(tod[t]), int(day[t]), int(trace.event_lo[t])
             # event layer: the previous days in context, and today
@@ -203,10 +202,8 @@ class ProactiveStreamEnv(gym.Env):
             retrieved[:, t, _EV] = ev
             # trajectory layer: the accepted daily records of the current cycle
             records = trace.cycle_records[t]
-            if id(records) not in cycle_times:      # W_t changes once a day: one tuple shared by its events
-                cycle_times[id(records)] = [[[x % MINUTES_PER_DAY for x in r.occurrences(b)] for r in records
-                                             if r.segments] for b in behaviours]
-            rec_times = cycle_times[id(records)]
+            rec_times = [[[x % MINUTES_PER_DAY for x in r.occurrences(b)] for r in records if r.segments]
+                         for b in behaviours]
             tr = [len(records) / 7, min(1.0, int(trace.n_segments[t]) / 60)]
             tr += [_share(rt, m, -USUAL_NOW, USUAL_NOW) for rt in rec_times]
             tr += [_share(rt, m, -USUAL_BEFORE, -1) for rt in rec_times]
@@ -235,8 +232,27 @@ class ProactiveStreamEnv(gym.Env):
         retrieved[2, :, F["loaded_regularities"]] = 1
         static[:, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
         self._static, self._retrieved, self._tokens = static, retrieved, tokens
-        self._green_runs = np.cumsum([s.has(t, spec.fact("ci=success")) and s.has(t, spec.fact("branch=default"))
-                                      for t in range(n)]) if s.scope == "code" else None
+        self._key_state = self._episode_states()
+
+    def _episode_states(self) -> list:
+        """Per event, the scope's episode state in the intervention-control key (B.3): Sports — availability and
+        activity; Home — active rooms and motion with the phase (1, 2, 3+ consecutive same-day events alike); Code —
+        the CI failure run (green default-branch pushes so far)."""
+        s, spec = self.stream, self.scope_spec
+        facts = s.facts.astype(np.int64)
+        if self.scope == "code":
+            green = (facts & spec.bit("ci=success")).astype(bool) & (facts & spec.bit("branch=default")).astype(bool)
+            return np.cumsum(green).tolist()
+        prefixes = ("available", "activity=") if self.scope == "sports" else ("room=", "motion=")
+        state = (facts & sum(spec.bit(f) for f in spec.facts if f.startswith(prefixes))).tolist()
+        if self.scope == "sports":
+            return state
+        day = (s.time // MINUTES_PER_DAY).tolist()
+        phases = []
+        for t in range(len(s)):
+            same = t > 0 and state[t - 1] == state[t] and day[t - 1] == day[t]
+            phases.append(min(3, phases[-1] + 1) if same else 1)
+        return list(zip(state, phases))
 
     def _routine_service(self, behaviour: int) -> int:
         name = self.scope_spec.facts[behaviour]
@@ -246,37 +262,29 @@ class ProactiveStreamEnv(gym.Env):
 
     # ------------------------------------------------------------------------------------ intervention control
 
-    def _proposal(self, t: int, depth: int, mode: int = 1) -> tuple:
-        """The service an intervention at event ``t`` proposes from the context of ``depth`` in ``mode`` (1
-        immediate, 2 scheduled), and its key (B.3)."""
+    def _proposal(self, t: int, depth: int) -> tuple:
+        """The service an intervention at event ``t`` proposes from the context of ``depth``, and its key (B.3)
+        before the mode (:meth:`_key`)."""
         s, spec = self.stream, self.scope_spec
         routine_driven = depth == 2 and self._actionable_service[t] >= 0
-        if routine_driven:
-            service = int(self._actionable_service[t])
-        elif self._evidence[t] >= 0:
-            service = int(self._evidence[t])
-        else:
-            service = 0
+        service = int(self._actionable_service[t]) if routine_driven else max(0, int(self._evidence[t]))
         reg_ids = self._reg_ids[t] if depth == 2 else ()
         d = int(s.time[t] // MINUTES_PER_DAY)
-        if self.scope == "sports":
-            state = (d, s.has(t, spec.fact("available")), int(s.facts[t]) & sum(spec.bit(f) for f in spec.facts
-                                                                                  if f.startswith("activity=")))
-            return service, ("sports", state, service, reg_ids)
-        if self.scope == "home":
-            rooms = sum(spec.bit(f) for f in spec.facts if f.startswith("room=") or f.startswith("motion="))
-            phase = 1
-            while phase < 3 and t - phase >= 0 and (int(s.facts[t - phase]) & rooms) == (int(s.facts[t]) & rooms) \
-                    and s.time[t - phase] // MINUTES_PER_DAY == d:
-                phase += 1
-            return service, ("home", (d, int(s.facts[t]) & rooms, phase), service, reg_ids)
+        if self.scope != "code":
+            return service, (self.scope, d, self._key_state[t], service, reg_ids)
         if routine_driven:
             target, condition = ("regularity", reg_ids), d
         elif service == spec.services.index("ci_fix_help"):
-            target, condition = ("object", int(s.object_id[t])), int(self._green_runs[t])
+            target, condition = ("object", int(s.object_id[t])), self._key_state[t]
         else:
             target, condition = ("object", int(s.object_id[t])), 0
-        return service, ("code", target, service, mode, condition)
+        return service, ("code", target, service, condition)
+
+    def _key(self, mode: int) -> tuple:
+        """The current proposal's key for decide action ``mode`` (1 immediate, 2 scheduled): Code keys carry the
+        mode (the most recent allowed intervention's mode, B.3), Sports and Home keys do not."""
+        key = self._offer[1]
+        return key + (mode,) if self.scope == "code" else key
 
     # ---------------------------------------------------------------------------------------------------- API
 
@@ -291,7 +299,7 @@ class ProactiveStreamEnv(gym.Env):
         if self._phase == 1:
             obs[F["phase"]] = 1
             obs[RETRIEVED] = self._retrieved[self._depth, t, RETRIEVED] if self._depth >= 0 else 0
-            obs[F["duplicate"]] = self._proposal(t, self._depth)[1] in self._allowed
+            obs[F["duplicate"]] = self._key(1) in self._allowed
         return obs
 
     def reset(self, *, seed=None, options=None):
@@ -337,11 +345,12 @@ class ProactiveStreamEnv(gym.Env):
                     cost = int(self._tokens[t, depth]) if depth >= 0 else 0
             self._spent += cost
             self._depth, self._phase = depth, 1
+            self._offer = self._proposal(t, depth)
             reward = -self.token_weight * cost
             self._return += reward
             info = {"event": t, "sub_step": "depth", "depth": depth, "tokens": cost, "downgraded": depth != a}
             return self._obs(), reward, False, False, info
-        service, key = self._proposal(t, self._depth, a)
+        service, key = self._offer[0], self._key(a)
         suppressed = bool(a) and key in self._allowed
         decision = bool(a) and not suppressed
         label = int(self.stream.label[t])

@@ -31,6 +31,7 @@ and day ``d`` has weekday ``d % 7`` (0 = Monday).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -204,7 +205,17 @@ class DailyRecord:
 
     def occurrences(self, fact: int) -> tuple:
         """Sorted absolute times at which the accepted segments claim ``fact`` on this day."""
-        return tuple(sorted(time for seg in self.segments for f, time in seg.fact_times if f == fact))
+        return self._claims.get(fact, ())
+
+    @cached_property
+    def _claims(self) -> dict:
+        """``{fact: sorted claim times}``, built once: replay, proposals, online updates and the environment's
+        features all read the same record many times (a record does not change once built)."""
+        claims = {}
+        for seg in self.segments:
+            for f, time in seg.fact_times:
+                claims.setdefault(f, []).append(time)
+        return {f: tuple(sorted(times)) for f, times in claims.items()}
 
 
 @dataclass
