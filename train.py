@@ -227,7 +227,9 @@ class TiersConfig:
     seed: int = 0
     """Seeds the policy and the training queries (reset(seed=seed) then unseeded resets; BC queries from seed + 10000)."""
     bc_queries: int = 3000
-    """Hindsight-oracle queries for the behaviour-cloning warm start of the actor before PPO (0: PPO from scratch)."""
+    """Oracle queries for the behaviour-cloning warm start of the actor before PPO (0: PPO from scratch)."""
+    bc_teacher: str = "expected"
+    """Oracle of the warm start: expected (best combination before judge noise) or hindsight (after it)."""
     bc_epochs: int = 30
     """Epochs of the behaviour-cloning warm start."""
     n_steps: int = 500
@@ -273,6 +275,7 @@ def train_tiers(cfg: TiersConfig, command: str = "") -> str:
                                total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_steps=cfg.n_steps,
                                batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, learning_rate=cfg.learning_rate,
                                ent_coef=cfg.ent_coef, bc_queries=cfg.bc_queries, bc_epochs=cfg.bc_epochs,
+                               bc_teacher=cfg.bc_teacher,
                                normalize_reward=cfg.normalize_reward == "on", net_arch=_net_arch(cfg.net_arch),
                                return_info=True, **env_kwargs)
     model.save(os.path.join(run_dir, "model.zip"))
@@ -536,7 +539,8 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "profile": ("strong", "mid", "weak"), "strategy": ("implementation", "reasoning", "capacity"),
            "population": ("locomo", "longmemeval", "hotpotqa"), "backbone": ("llama", "qwen"),
            "lam_conditioned": ("on", "off"), "use_beta": ("on", "off"), "normalize_reward": ("on", "off"),
-           "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation")}
+           "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation"),
+           "bc_teacher": ("expected", "hindsight")}
 
 
 def _add_fields(parser, cls, suppress=False, defaults=None):

@@ -29,6 +29,7 @@ LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 SWEEP_LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)   # the results' default: dense enough for a frontier
 CAP_MULTIPLES = (0.6, 0.8, 1.0, 1.25, 1.6)   # per-query caps of the capped routers, × the all-MID reference cost
 HELD_OUT_FIRST_SEED = 50_000
+BC_TEACHERS = ("expected", "hindsight")
 FAMILIES = {"per-lambda": ("routers",), "conditioned": ("conditioned",), "capped": ("capped",),
             "all routers": ("routers", "conditioned", "capped")}
 """Router families of :func:`goal_check`: the result rows' router entries each family's frontier is built from."""
@@ -48,24 +49,29 @@ def make_env(*, strategy="capacity", population="locomo", backbone="llama", lam=
 
 
 def bc_warm_start(model, env, *, lam=None, n_queries=2000, epochs=30, batch_size=256, learning_rate=3e-3,
-                  seed=0, first_seed=None) -> dict:
+                  seed=0, first_seed=None, teacher="expected") -> dict:
     """Behaviour-cloning warm start of a PPO model's **actor** from the hindsight oracle
     (:func:`~membudget.teachers.tier_oracle.demonstrations`): cross-entropy of the oracle's tiers under the policy
     on ``n_queries`` training queries (seeds ``first_seed`` onwards, default ``seed``; the held-out seeds ≥ 50,000
     are never used). The oracle's objective is the static reward at ``lam`` (per-λ router), the query's own λ
-    (λ-conditioned environment, ``lam=None``), within the environment's hard cap if any. Only the actor
+    (λ-conditioned environment, ``lam=None``), within the environment's hard cap if any. ``teacher``:
+    ``"expected"`` ranks combinations by their answer probability before judge noise (it knows the query's needs
+    and hardness, not the noise), ``"hindsight"`` by the realised ``r_task`` (it also chases judge noise that no
+    observation reveals). Only the actor
     (``mlp_extractor.policy_net`` and ``action_net``) is trained; the critic is left to PPO. Returns
     ``{"bc_accuracy", "bc_samples"}``."""
     import torch
 
     from membudget.teachers.tier_oracle import demonstrations
 
+    if teacher not in BC_TEACHERS:
+        raise ValueError(f"teacher must be one of {BC_TEACHERS}, got {teacher!r}")
     first = seed if first_seed is None else first_seed
     if first + n_queries > HELD_OUT_FIRST_SEED:
         raise ValueError(f"BC queries {first}..{first + n_queries - 1} would overlap the held-out seeds "
                          f"≥ {HELD_OUT_FIRST_SEED}")
     objective = {} if getattr(env.unwrapped, "lam_conditioned", False) else {"lam": lam}
-    x, y = demonstrations(env, range(first, first + n_queries), **objective)
+    x, y = demonstrations(env, range(first, first + n_queries), expected=teacher == "expected", **objective)
     policy = model.policy
     params = list(policy.mlp_extractor.policy_net.parameters()) + list(policy.action_net.parameters())
     opt = torch.optim.Adam(params, lr=learning_rate)
@@ -89,13 +95,13 @@ def bc_warm_start(model, env, *, lam=None, n_queries=2000, epochs=30, batch_size
 def train_router(*, lam=0.3, lam_conditioned=False, strategy="capacity", population="locomo", backbone="llama",
                  use_beta=True, total_timesteps=20_000, seed=0, n_steps=500, batch_size=100, n_epochs=4,
                  learning_rate=1e-3, ent_coef=0.01, max_cost_per_query=None, save_path=None, bc_queries=0,
-                 bc_epochs=30, normalize_reward=False, net_arch=(64, 64), return_info=False):
+                 bc_epochs=30, bc_teacher="expected", normalize_reward=False, net_arch=(64, 64), return_info=False):
     """SB3 PPO (``MlpPolicy``, ``net_arch``) on training queries drawn from ``reset(seed=seed)`` onwards (disjoint
     from the held-out seeds ≥ 50,000 in practice: continuous draws), with the §5.5 reward. One episode = one query
     of five steps; ``gamma = 1`` (the reward arrives at the end), 4 PPO epochs per update as in seed 001.
 
-    ``bc_queries > 0``: before PPO, the actor is warm-started by behaviour cloning of the hindsight oracle on that
-    many training queries (:func:`bc_warm_start`, seeds ``seed + 10**4`` onwards); PPO then fine-tunes it on the
+    ``bc_queries > 0``: before PPO, the actor is warm-started by behaviour cloning of an oracle (``bc_teacher``) on
+    that many training queries (:func:`bc_warm_start`, seeds ``seed + 10**4`` onwards); PPO then fine-tunes it on the
     §5.5 reward (it is still a PPO router: the deployed policy is the fine-tuned actor). ``normalize_reward``:
     SB3 ``VecNormalize`` of the reward only (observations are already in [0, 1]; nothing to save for
     evaluation). ``return_info``: return ``(model, info)`` with BC accuracy and wall clock."""
@@ -121,7 +127,7 @@ def train_router(*, lam=0.3, lam_conditioned=False, strategy="capacity", populat
         demo_env = TierRoutingEnv(strategy=strategy, population=population, backbone=backbone, lam=lam,
                                   lam_conditioned=lam_conditioned, max_cost_per_query=max_cost_per_query)
         info.update(bc_warm_start(model, demo_env, lam=lam, n_queries=bc_queries, epochs=bc_epochs, seed=seed,
-                                  first_seed=seed + 10 ** 4))
+                                  first_seed=seed + 10 ** 4, teacher=bc_teacher))
     if total_timesteps:
         model.learn(total_timesteps=total_timesteps)
     info["train_seconds"] = time.time() - t0
@@ -193,24 +199,27 @@ def rollout(policy, seeds, *, privileged=False, lam=None, **env_kwargs) -> dict:
     return {"r_task": r_task, "cost": cost, "tiers": tiers, "requested": req, "downgrades": downgrades}
 
 
-def outcome_tables(seeds, **env_kwargs) -> list:
-    """``[(r_task (243,), cost (243,))]`` of the held-out queries (privileged; for the oracle)."""
+def outcome_tables(seeds, expected=False, **env_kwargs) -> list:
+    """``[(r_task (243,), cost (243,))]`` of the held-out queries (privileged; for the oracle); ``expected=True``:
+    the answer probability before judge noise in place of ``r_task``."""
     from membudget.envs.tiers import TierRoutingEnv
 
     env = TierRoutingEnv(**env_kwargs)
     out = []
     for s in seeds:
         env.reset(seed=int(s))
-        r, c = env.outcome_table()
+        r, c = env.outcome_table(expected=expected)
         out.append((r.copy(), c.copy()))
     return out
 
 
-def oracle_frontier(tables, cost_ref, n=60):
+def oracle_frontier(tables, cost_ref, n=60, rank=None):
+    """The set-level oracle frontier (:func:`~membudget.teachers.tier_oracle.lagrangian_frontier`) over a fixed
+    grid of multipliers; ``rank``: choose by these tables instead (the expected-quality oracle)."""
     from membudget.teachers.tier_oracle import lagrangian_frontier
 
     mus = np.concatenate([[0.0], np.logspace(-3, 3, n) / cost_ref])
-    return lagrangian_frontier(tables, mus)
+    return lagrangian_frontier(tables, mus, rank=rank)
 
 
 def summarize(run, n_resamples=10_000) -> dict:
@@ -220,7 +229,8 @@ def summarize(run, n_resamples=10_000) -> dict:
     c = bootstrap_ci(run["cost"], n_resamples=n_resamples)
     dist = np.stack([(run["tiers"] == t).mean(axis=0) for t in range(3)], axis=1)  # (5 modules, 3 tiers)
     return {"r_task": r, "cost": c, "tier_share": dist.tolist(), "low_share": float((run["tiers"] == 0).mean()),
-            "downgrades": int(run["downgrades"].sum())}
+            "downgrades": int(run["downgrades"].sum()),
+            "per_query": {"r_task": run["r_task"].tolist(), "cost": run["cost"].tolist()}}
 
 
 def router_frontier_at(router_points, cost):
@@ -259,19 +269,54 @@ def dominance(router_points, fixed_point) -> dict:
 
 
 def _upper_hull(pts):
-    p = pts[np.lexsort((-pts[:, 1], pts[:, 0]))]
+    return pts[_upper_hull_index(pts)]
+
+
+def _upper_hull_index(pts):
+    """Indices of the vertices of the upper concave hull of ``pts`` (n, 2), by increasing cost."""
+    order = np.lexsort((-pts[:, 1], pts[:, 0]))
     hull = []
-    for x in p:
-        if hull and x[1] <= hull[-1][1]:
+    for i in order:
+        if hull and pts[i, 1] <= pts[hull[-1], 1]:
             continue
         while len(hull) >= 2:
-            (x1, y1), (x2, y2) = hull[-2], hull[-1]
-            if (y2 - y1) * (x[0] - x1) <= (x[1] - y1) * (x2 - x1):
+            (x1, y1), (x2, y2) = pts[hull[-2]], pts[hull[-1]]
+            if (y2 - y1) * (pts[i, 0] - x1) <= (pts[i, 1] - y1) * (x2 - x1):
                 hull.pop()
             else:
                 break
-        hull.append((x[0], x[1]))
-    return np.asarray(hull)
+        hull.append(i)
+    return np.asarray(hull, dtype=np.int64)
+
+
+def frontier_mixture(router_points, cost):
+    """The query-by-query mixture that reaches the router frontier (:func:`router_frontier_at`) at ``cost``:
+    ``[(index into router_points, weight)]`` with one or two entries, or ``None`` below the cheapest point."""
+    pts = np.asarray(router_points, float)
+    idx = _upper_hull_index(pts)
+    h = pts[idx]
+    if cost < h[0, 0]:
+        return None
+    if cost >= h[-1, 0]:
+        return [(int(idx[-1]), 1.0)]
+    j = int(np.searchsorted(h[:, 0], cost, side="right")) - 1
+    w = float((h[j + 1, 0] - cost) / (h[j + 1, 0] - h[j, 0]))
+    return [(int(idx[j]), w), (int(idx[j + 1]), 1.0 - w)]
+
+
+def paired_gain(router_runs, fixed_run, n_resamples=10_000):
+    """Frontier minus a fixed tier at the fixed tier's mean cost, with a paired bootstrap 95% interval over the
+    queries: per query, the frontier mixture's r_task (weights fixed by the mean costs, :func:`frontier_mixture`)
+    minus the fixed tier's. ``router_runs`` / ``fixed_run``: :func:`summarize` results on the same queries.
+    ``None`` below the routers' cost range."""
+    from membudget.evaluate import bootstrap_ci
+
+    pts = [(v["cost"][0], v["r_task"][0]) for v in router_runs]
+    mix = frontier_mixture(pts, fixed_run["cost"][0])
+    if mix is None:
+        return None
+    q = sum(w * np.asarray(router_runs[i]["per_query"]["r_task"]) for i, w in mix)
+    return bootstrap_ci(q - np.asarray(fixed_run["per_query"]["r_task"]), n_resamples=n_resamples)
 
 
 def cap_grid(strategy, population="locomo", multiples=CAP_MULTIPLES, backbone="llama") -> dict:
@@ -298,6 +343,9 @@ class ResultsConfig:
     timesteps: int = 20_000
     conditioned_timesteps: int = 30_000
     n_queries: int = 300
+    eval_first_seed: int = HELD_OUT_FIRST_SEED
+    """First evaluation query. The held-out queries start at 50,000; development choices (teacher, λ grid) are made
+    on validation queries below it (e.g. 40,000), never on the held-out ones."""
     seed: int = 0
     workers: int = 2
     transfer_to: str = "qwen"
@@ -306,8 +354,10 @@ class ResultsConfig:
     reuse: bool = False
     """Load routers already saved in ``out`` instead of retraining them."""
     bc_queries: int = 3000
-    """Behaviour-cloning warm start of every router's actor from the hindsight oracle on this many training
-    queries before PPO fine-tuning (0: PPO from scratch)."""
+    """Behaviour-cloning warm start of every router's actor from an oracle on this many training queries before
+    PPO fine-tuning (0: PPO from scratch)."""
+    bc_teacher: str = "expected"
+    """The warm start's oracle (:func:`bc_warm_start`): ``expected`` or ``hindsight``."""
 
 
 def evaluate(cfg: ResultsConfig, progress=print) -> dict:
@@ -320,9 +370,10 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
     from membudget.envs.tiers import reference_costs
 
     t0 = time.time()
-    seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + cfg.n_queries)
+    seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.n_queries)
     per_lam = cfg.strategies if cfg.per_lambda_strategy == "all" else [cfg.per_lambda_strategy]
-    base = {"population": cfg.population, "seed": cfg.seed, "bc_queries": cfg.bc_queries}
+    base = {"population": cfg.population, "seed": cfg.seed, "bc_queries": cfg.bc_queries,
+            "bc_teacher": cfg.bc_teacher}
     jobs = {}
     for s in per_lam:
         for lam in cfg.lambdas:
@@ -352,6 +403,8 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
             rollout(OracleTiers(), seeds, privileged=True, **kw), cfg.n_resamples)
         tables = outcome_tables(seeds, **kw)
         row["oracle_frontier"] = oracle_frontier(tables, cost_ref).tolist()
+        row["expected_frontier"] = oracle_frontier(
+            tables, cost_ref, rank=[r for r, _ in outcome_tables(seeds, expected=True, **kw)]).tolist()
         if s in per_lam:
             for lam in cfg.lambdas:
                 row["routers"][lam] = summarize(rollout(models[f"{s}-lam{lam}"], seeds, **kw), cfg.n_resamples)
@@ -384,32 +437,42 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
     return res
 
 
-def _router_points(row, family):
-    return [(v["cost"][0], v["r_task"][0]) for key in FAMILIES[family] for v in row[key].values()]
+def _router_runs(row, family):
+    return [v for key in FAMILIES[family] for v in row[key].values()]
 
 
 def goal_check(res) -> dict:
     """Per strategy and router family (:data:`FAMILIES`: per-λ, λ-conditioned, capped, and all routers together,
     whose frontier is the hull of every router point): dominance of every fixed-tier policy (:func:`dominance`),
-    whether the goal is met, and the gap to the oracle at each router point's mean cost and at each fixed tier's.
-    A family without routers for a strategy is left out."""
+    whether the goal is met, each gain with its paired bootstrap interval (:func:`paired_gain`), the gap to the
+    hindsight oracle at each router point's mean cost and at each fixed
+    tier's, and the gap to the expected-quality oracle (it knows each query's needs and hardness, not the judge
+    noise) at each fixed tier's cost. A family without routers for a strategy is left out."""
     from membudget.teachers.tier_oracle import frontier_at
 
+    n_resamples = res.get("config", {}).get("n_resamples", 10_000)
     out = {}
     for s, row in res["strategies"].items():
         frontier = np.asarray(row["oracle_frontier"])
+        expected = np.asarray(row["expected_frontier"])
         for fam in FAMILIES:
-            pts = _router_points(row, fam)
-            if not pts:
+            runs = _router_runs(row, fam)
+            if not runs:
                 continue
+            pts = [(v["cost"][0], v["r_task"][0]) for v in runs]
             dom = {n: dominance(pts, (row["fixed"][n]["cost"][0], row["fixed"][n]["r_task"][0]))
                    for n in ("all-LOW", "all-MID", "all-HIGH")}
             gaps = [frontier_at(frontier, c) - q for c, q in pts]
             met = all(d["weak"] for d in dom.values()) and dom["all-MID"]["strict"]
             out[(s, fam)] = {"dominance": dom, "oracle_gap": gaps, "met": met,
+                             "gain_ci": {n: paired_gain(runs, row["fixed"][n], n_resamples)
+                                         for n in ("all-LOW", "all-MID", "all-HIGH")},
                              "oracle_gap_at_fixed": {n: frontier_at(frontier, row["fixed"][n]["cost"][0])
                                                      - router_frontier_at(pts, row["fixed"][n]["cost"][0])
-                                                     for n in ("all-LOW", "all-MID", "all-HIGH")}}
+                                                     for n in ("all-LOW", "all-MID", "all-HIGH")},
+                             "expected_gap_at_fixed": {n: frontier_at(expected, row["fixed"][n]["cost"][0])
+                                                       - router_frontier_at(pts, row["fixed"][n]["cost"][0])
+                                                       for n in ("all-LOW", "all-MID", "all-HIGH")}}
     return out
 
 
@@ -420,10 +483,14 @@ def _fmt_ci(t, scale=1.0, digits=3):
 
 def format_results(res) -> str:
     from membudget.envs.tiers import MODULES
+    from membudget.teachers.tier_oracle import frontier_at
 
     cfg = res["config"]
-    L = [f"TierRouting-v0, population {cfg['population']}, {cfg['n_queries']} held-out queries (seeds "
-         f"{HELD_OUT_FIRST_SEED}..{HELD_OUT_FIRST_SEED + cfg['n_queries'] - 1}), backbone llama; PPO "
+    first = cfg["eval_first_seed"]
+    kind = "held-out" if first >= HELD_OUT_FIRST_SEED else "validation"
+    L = [f"TierRouting-v0, population {cfg['population']}, {cfg['n_queries']} {kind} queries (seeds "
+         f"{first}..{first + cfg['n_queries'] - 1}), backbone llama; BC warm start from the {cfg['bc_teacher']} "
+         f"oracle on {cfg['bc_queries']} training queries, then PPO "
          f"{cfg['timesteps']} steps per λ router and per capped router (λ = 0, per-query cap = "
          f"{', '.join(map(str, cfg['caps']))} × the strategy's all-MID reference cost; caps below the "
          f"smallest admissible one skipped), {cfg['conditioned_timesteps']} for the λ-conditioned router, "
@@ -445,7 +512,12 @@ def format_results(res) -> str:
         picks = [fr[np.argmin(np.abs(fr[:, 1] - row['fixed'][n]['cost'][0]))] for n in ("all-LOW", "all-MID",
                                                                                         "all-HIGH")]
         L += ["", "hindsight-oracle frontier (set level, per-query argmax r_task − μ·cost) near the fixed tiers' "
-              "costs: " + ", ".join(f"{c * 1e3:.4f} m$ → {q:.3f}" for _, c, q in picks), ""]
+              "costs: " + ", ".join(f"{c * 1e3:.4f} m$ → {q:.3f}" for _, c, q in picks)]
+        ex = np.asarray(row["expected_frontier"])
+        L += ["expected-quality-oracle frontier (per-query argmax of r_task before judge noise − μ·cost) at the "
+              "fixed tiers' costs: " + ", ".join(f"{row['fixed'][n]['cost'][0] * 1e3:.4f} m$ → "
+                                          f"{frontier_at(ex, row['fixed'][n]['cost'][0]):.3f}"
+                                          for n in ("all-LOW", "all-MID", "all-HIGH")), ""]
         if row["routers"]:
             L += ["per-module tier distribution (LOW/MID/HIGH shares) of the per-λ routers:", "",
                   "| λ | " + " | ".join(MODULES) + " |", "|---" * (len(MODULES) + 1) + "|"]
@@ -456,21 +528,28 @@ def format_results(res) -> str:
           "Frontier = upper concave hull of the router points of one family (per-lambda, conditioned, capped) or "
           "of all three together (all routers); per-query mixing of two routers reaches its segments; flat beyond "
           "the costliest point. Per fixed tier: frontier r_task minus the fixed tier's at the fixed tier's mean cost "
-          "(≥ 0: no fixed point lies above the frontier; > 0: strictly higher). Met = ≥ 0 against all three and > 0 "
+          "(≥ 0: no fixed point lies above the frontier; > 0: strictly higher), against all-MID with a paired "
+          "bootstrap 95% interval over the queries (mixture weights fixed by the mean costs). Met = ≥ 0 against "
+          "all three and > 0 "
           "against all-MID (all-HIGH is every query's highest-expected-quality combination and, under implementation "
           "and capacity, all-LOW its cheapest, so those can be matched, not beaten); single point = one router alone "
-          "beats it. Oracle gap: oracle frontier minus router frontier at each fixed tier's cost, and at each "
-          "router point's own cost.", "",
+          "beats it. Oracle gap: hindsight-oracle frontier minus router frontier at each fixed tier's cost, and at "
+          "each router point's own cost; expected gap: the same against the expected-quality oracle, which knows "
+          "each query's needs and hardness but not the judge noise (no router observes either).", "",
           "| strategy | routers | vs all-LOW | vs all-MID | vs all-HIGH | met | oracle gap at LOW / MID / HIGH cost "
-          "| oracle gap at each router point's cost |", "|---|---|---|---|---|---|---|---|"]
+          "| expected gap at LOW / MID / HIGH cost | oracle gap at each router point's cost |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for (s, fam), g in goal_check(res).items():
         cells = []
         for n in ("all-LOW", "all-MID", "all-HIGH"):
-            d = g["dominance"][n]
+            d, ci = g["dominance"][n], g["gain_ci"][n]
             gain = "below range" if d["gain"] is None else f"{d['gain']:+.4f}"
+            if n == "all-MID" and ci is not None:
+                gain += f" [{ci[1]:+.4f}, {ci[2]:+.4f}]"
             cells.append(f"{gain}{' (single point)' if d['point'] else ''}")
-        og = " / ".join("–" if not np.isfinite(x) else f"{x:.3f}" for x in g["oracle_gap_at_fixed"].values())
-        L.append(f"| {s} | {fam} | " + " | ".join(cells) + f" | {'yes' if g['met'] else 'no'} | {og} | "
+        og, eg = (" / ".join("–" if not np.isfinite(x) else f"{x:.3f}" for x in g[k].values())
+                  for k in ("oracle_gap_at_fixed", "expected_gap_at_fixed"))
+        L.append(f"| {s} | {fam} | " + " | ".join(cells) + f" | {'yes' if g['met'] else 'no'} | {og} | {eg} | "
                  + ", ".join(f"{x:.3f}" for x in g["oracle_gap"]) + " |")
     ab = res["beta_ablation"]
     L += ["", f"### β ablation at λ = 0.3 ({ab['strategy']})", "", "| router | r_task | cost m$ | LOW share |",
@@ -482,8 +561,6 @@ def format_results(res) -> str:
                      f"{v['low_share']:.2f} |")
     L += ["", f"### Transfer to backbone {cfg['transfer_to']} without retraining", "",
           "| strategy | policy | r_task | cost m$ | oracle at that cost |", "|---|---|---|---|---|"]
-    from membudget.teachers.tier_oracle import frontier_at
-
     for s, t in res["transfer"].items():
         fr = np.asarray(t["oracle_frontier"])
         for n, v in t.items():
@@ -517,6 +594,8 @@ def plot_frontier(res, path) -> None:
         row = res["strategies"][s]
         fr = np.asarray(row["oracle_frontier"])
         ax.plot(fr[:, 1] * 1e3, fr[:, 2], "k-", lw=1, label="hindsight oracle")
+        ex = np.asarray(row["expected_frontier"])
+        ax.plot(ex[:, 1] * 1e3, ex[:, 2], "k--", lw=1, label="expected-quality oracle")
         for n, v in row["fixed"].items():
             if n.startswith("oracle"):
                 continue
@@ -550,9 +629,13 @@ def main(argv=None):
                    help="per-query caps of the capped routers, as multiples of the all-MID reference cost")
     p.add_argument("--bc-queries", type=int, default=d.bc_queries,
                    help="oracle queries for the behaviour-cloning warm start of each router (0: none)")
+    p.add_argument("--bc-teacher", choices=BC_TEACHERS, default=d.bc_teacher,
+                   help="oracle of the warm start: expected (before judge noise) or hindsight (after it)")
     p.add_argument("--timesteps", type=int, default=d.timesteps)
     p.add_argument("--conditioned-timesteps", type=int, default=d.conditioned_timesteps)
     p.add_argument("--n-queries", type=int, default=d.n_queries)
+    p.add_argument("--eval-first-seed", type=int, default=d.eval_first_seed,
+                   help="first evaluation query (held-out: ≥ 50000; validation below it)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--workers", type=int, default=d.workers)
     p.add_argument("--out", default=d.out)
@@ -561,9 +644,10 @@ def main(argv=None):
     if 0.3 not in a.lambdas:
         p.error("--lambdas must include 0.3 (the β ablation and the transfer use the λ = 0.3 router)")
     cfg = ResultsConfig(strategies=a.strategies, population=a.population, per_lambda_strategy=a.per_lambda_strategy,
-                        lambdas=a.lambdas, caps=a.caps, bc_queries=a.bc_queries,
+                        lambdas=a.lambdas, caps=a.caps, bc_queries=a.bc_queries, bc_teacher=a.bc_teacher,
                         timesteps=a.timesteps, conditioned_timesteps=a.conditioned_timesteps,
-                        n_queries=a.n_queries, seed=a.seed, workers=a.workers, out=a.out, reuse=a.reuse)
+                        n_queries=a.n_queries, eval_first_seed=a.eval_first_seed, seed=a.seed,
+                        workers=a.workers, out=a.out, reuse=a.reuse)
     if a.quick:
         cfg.per_lambda_strategy, cfg.n_queries = "capacity", 200
     res = evaluate(cfg)
@@ -577,7 +661,7 @@ def main(argv=None):
     return res
 
 
-__all__ = ["CAP_MULTIPLES", "FAMILIES", "LAMBDAS", "SWEEP_LAMBDAS", "ResultsConfig", "bc_warm_start", "cap_grid",
-           "dominance", "evaluate", "format_results", "goal_check", "main", "make_env", "oracle_frontier",
-           "outcome_tables", "plot_frontier", "rollout", "router_frontier_at", "summarize", "train_many",
-           "train_router"]
+__all__ = ["BC_TEACHERS", "CAP_MULTIPLES", "FAMILIES", "LAMBDAS", "SWEEP_LAMBDAS", "ResultsConfig", "bc_warm_start",
+           "cap_grid", "dominance", "evaluate", "format_results", "frontier_mixture", "goal_check", "main",
+           "make_env", "oracle_frontier", "outcome_tables", "paired_gain", "plot_frontier", "rollout",
+           "router_frontier_at", "summarize", "train_many", "train_router"]

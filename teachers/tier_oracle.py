@@ -57,17 +57,21 @@ def best_combination(r_task, cost, *, lam=None, cost_ref=None, cap=None, mu=None
     return int(best[np.argmin(c[best])])
 
 
-def lagrangian_frontier(tables, mus) -> np.ndarray:
+def lagrangian_frontier(tables, mus, rank=None) -> np.ndarray:
     """Set-level oracle frontier over many queries: for each multiplier ``mu`` every query takes its
     ``argmax r_task − mu · cost``; returns rows ``(mu, mean cost, mean r_task)``. These are the vertices of the
     upper concave hull of the achievable (mean cost, mean quality) pairs; linear interpolation between them is
-    achievable by mixing (:func:`frontier_at`)."""
+    achievable by mixing (:func:`frontier_at`). ``rank``: one (243,) array per query to choose by in place of its
+    ``r_task`` (e.g. ``outcome_table(expected=True)``'s, for the expected-quality oracle); the mean quality is still
+    the realised ``r_task``."""
     r = np.stack([np.asarray(t[0], float) for t in tables])
     c = np.stack([np.asarray(t[1], float) for t in tables])
+    by = r if rank is None else np.stack([np.asarray(x, float) for x in rank])
+    if by.shape != r.shape:
+        raise ValueError(f"rank must hold one ({N_COMBOS},) array per table, got shape {by.shape}")
     rows = []
     for mu in mus:
-        s = r - mu * c
-        idx = np.argmax(s - 1e-12 * c, axis=1)   # ties to the cheaper
+        idx = np.argmax(by - mu * c - 1e-12 * c, axis=1)   # ties to the cheaper
         pick = np.arange(len(r))
         rows.append((float(mu), float(c[pick, idx].mean()), float(r[pick, idx].mean())))
     return np.asarray(rows)
@@ -84,16 +88,19 @@ class HindsightTierOracle:
     """Policy-protocol teacher that plays the best combination of the current query. **Privileged**: it takes the
     environment (``env``, a ``TierRoutingEnv`` or a wrapper of one) and reads its outcome table; the objective is
     that of :func:`best_combination` (``lam`` uses ``env.cost_ref``; ``cap`` defaults to the environment's
-    ``max_cost_per_query``). A single, unbatched observation per call."""
+    ``max_cost_per_query``). ``expected=True`` ranks combinations by their answer probability before judge noise
+    (the *expected-quality oracle*: it knows the query's hidden needs and hardness but not the noise, which no
+    router can observe); the default ranks them by the realised ``r_task``. A single, unbatched observation per
+    call."""
 
-    def __init__(self, env=None, *, lam=None, mu=None, cap=None):
-        self.env, self.lam, self.mu, self.cap = env, lam, mu, cap
+    def __init__(self, env=None, *, lam=None, mu=None, cap=None, expected=False):
+        self.env, self.lam, self.mu, self.cap, self.expected = env, lam, mu, cap, expected
 
     def combination(self) -> tuple:
         if self.env is None:
             raise ValueError("HindsightTierOracle needs the environment (privileged): pass env=...")
         u = self.env.unwrapped
-        r, c = u.outcome_table()
+        r, c = u.outcome_table(expected=self.expected)
         cap = self.cap if self.cap is not None else u.max_cost_per_query
         lam = self.lam
         if lam is None and self.mu is None and u.lam_conditioned:
@@ -112,7 +119,8 @@ class HindsightTierOracle:
 
 def demonstrations(env, seeds, **objective) -> tuple:
     """Teacher data: ``(observations (n, d) float32, actions (n,) int64)`` from playing the oracle on the queries
-    ``seeds`` of ``env`` (5 steps per query), for behaviour cloning."""
+    ``seeds`` of ``env`` (5 steps per query), for behaviour cloning. ``objective``: the keyword arguments of
+    :class:`HindsightTierOracle` (``lam``, ``mu``, ``cap``, ``expected``)."""
     oracle = HindsightTierOracle(env, **objective)
     obs_l, act_l = [], []
     for s in seeds:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from membudget import train
-from membudget.agents.tier_router import cap_grid, dominance, goal_check, router_frontier_at
+from membudget.agents.tier_router import (cap_grid, dominance, frontier_mixture, goal_check, paired_gain,
+                                         router_frontier_at)
 from membudget.envs.tiers import floor_cost_bound, reference_costs
 
 
@@ -81,7 +82,8 @@ def test_cap_grid_multiples_of_all_mid_above_the_floor():
 
 
 def _point(cost, r_task):
-    return {"cost": (cost, cost, cost), "r_task": (r_task, r_task, r_task)}
+    return {"cost": (cost, cost, cost), "r_task": (r_task, r_task, r_task),
+            "per_query": {"cost": [cost] * 4, "r_task": [r_task] * 4}}
 
 
 def test_goal_check_per_family_and_union():
@@ -89,7 +91,8 @@ def test_goal_check_per_family_and_union():
            "routers": {0.0: _point(4.0, 0.6), 0.5: _point(3.0, 0.45), 1.0: _point(1.0, 0.2)},   # under all-MID
            "conditioned": {},
            "capped": {0.8: _point(1.6, 0.41), 1.25: _point(2.4, 0.5)},                        # beats all-MID only
-           "oracle_frontier": [[10.0, 1.0, 0.3], [1.0, 2.0, 0.55], [0.0, 4.0, 0.7]]}
+           "oracle_frontier": [[10.0, 1.0, 0.3], [1.0, 2.0, 0.55], [0.0, 4.0, 0.7]],
+           "expected_frontier": [[10.0, 1.0, 0.25], [1.0, 2.0, 0.5], [0.0, 4.0, 0.65]]}
     g = goal_check({"strategies": {"capacity": row}})
     assert set(g) == {("capacity", "per-lambda"), ("capacity", "capped"), ("capacity", "all routers")}
     per_lambda = g[("capacity", "per-lambda")]
@@ -99,7 +102,23 @@ def test_goal_check_per_family_and_union():
     union = g[("capacity", "all routers")]
     assert union["met"] and union["dominance"]["all-MID"]["gain"] == pytest.approx(0.055)
     assert union["oracle_gap_at_fixed"]["all-MID"] == pytest.approx(0.55 - 0.455)
+    assert union["expected_gap_at_fixed"]["all-MID"] == pytest.approx(0.5 - 0.455)
+    assert union["gain_ci"]["all-MID"] == pytest.approx((0.055, 0.055, 0.055))   # constant per query
+    assert per_lambda["gain_ci"]["all-LOW"] == pytest.approx((0.0, 0.0, 0.0))
     assert len(union["oracle_gap"]) == 5
+
+
+def test_frontier_mixture_and_paired_gain_closed_form():
+    pts = [(1.0, 0.5), (3.0, 0.7), (2.0, 0.55)]
+    assert frontier_mixture(pts, 0.5) is None and frontier_mixture(pts, 4.0) == [(1, 1.0)]
+    assert frontier_mixture(pts, 1.5) == [(0, pytest.approx(0.75)), (1, pytest.approx(0.25))]
+    a = {"cost": (1.0,), "r_task": (0.5,), "per_query": {"r_task": [0.4, 0.6]}}
+    b = {"cost": (3.0,), "r_task": (0.7,), "per_query": {"r_task": [0.9, 0.5]}}
+    fixed = {"cost": (1.5,), "r_task": (0.45,), "per_query": {"r_task": [0.5, 0.4]}}
+    # per query: 0.75 a + 0.25 b − fixed = (0.525 − 0.5, 0.575 − 0.4); two queries → the bootstrap means are the
+    # mean of the pair drawn twice: 0.025, 0.1 or 0.175
+    mean, lo, hi = paired_gain([a, b], fixed, n_resamples=2000)
+    assert mean == pytest.approx(0.1) and lo == pytest.approx(0.025) and hi == pytest.approx(0.175)
 
 
 def test_results_command_with_capped_routers(tmp_path, capsys):
@@ -107,9 +126,13 @@ def test_results_command_with_capped_routers(tmp_path, capsys):
 
     res = main(["results", "--strategies", "capacity", "--lambdas", "0.3", "--caps", "0.6", "1.0", "--bc-queries",
                 "20", "--timesteps", "500", "--conditioned-timesteps", "500", "--n-queries", "20", "--workers", "1",
-                "--out", str(tmp_path)])
+                "--eval-first-seed", "40000", "--out", str(tmp_path)])
     capped = res["strategies"]["capacity"]["capped"]
     assert list(capped) == [0.6, 1.0] and all(v["max_cost"] <= v["cap"] + 1e-15 for v in capped.values())
     assert (tmp_path / "capacity-cap0.6.zip").exists() and (tmp_path / "frontier.png").stat().st_size > 0
     out = capsys.readouterr().out
     assert "| capacity | all routers |" in out and "PPO capped, cap 1.0 × all-MID ref" in out
+    assert "20 validation queries (seeds 40000..40019)" in out and "expected-quality-oracle frontier" in out
+    ex = np.asarray(res["strategies"]["capacity"]["expected_frontier"])
+    hs = np.asarray(res["strategies"]["capacity"]["oracle_frontier"])
+    assert np.all(ex[:, 2] <= hs[:, 2] + 1e-12)     # same multipliers: choosing before the noise cannot beat hindsight

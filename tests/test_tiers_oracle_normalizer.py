@@ -8,8 +8,10 @@ import pytest
 
 from membudget.baselines.tiers import AllHigh, AllLow, FixedTier, OracleTiers, RandomTiers
 from membudget.envs.tiers import COMBOS, BudgetMemReward, CostNormalizer, TierRoutingEnv
-from membudget.teachers.tier_oracle import (best_combination, demonstrations, frontier_at, lagrangian_frontier,
-                                            pareto_front)
+from membudget.envs.tiers.env import query_for_seed
+from membudget.envs.tiers.world import combo_index, outcomes
+from membudget.teachers.tier_oracle import (HindsightTierOracle, best_combination, demonstrations, frontier_at,
+                                            lagrangian_frontier, pareto_front)
 
 
 def _brute_front(r, c):
@@ -73,6 +75,13 @@ def test_lagrangian_frontier_is_monotone_and_interpolates():
     assert fr[0, 2] == pytest.approx(np.mean([t[0].max() for t in tables]))
     mid = (fr[0, 1] + fr[-1, 1]) / 2
     assert fr[-1, 2] <= frontier_at(fr, mid) <= fr[0, 2]
+    # ranked by another table: the choices follow it, the quality stays the realised r_task
+    rank = [-c for _, c in tables]                                  # "cheapest is best": all-LOW everywhere
+    low = lagrangian_frontier(tables, [0.0], rank=rank)[0]
+    assert low[1] == pytest.approx(np.mean([c[0] for _, c in tables]))
+    assert low[2] == pytest.approx(np.mean([r[0] for r, _ in tables]))
+    with pytest.raises(ValueError, match="rank"):
+        lagrangian_frontier(tables, [0.0], rank=rank[:-1])
 
 
 def test_normalizer_quantiles_and_beta_on_known_stream():
@@ -152,3 +161,80 @@ def test_learned_router_never_exceeds_hard_cap():
     assert run["cost"].max() <= cap + 1e-15
     assert (run["tiers"] <= run["requested"]).all() and run["downgrades"].sum() == (run["tiers"]
                                                                                       != run["requested"]).sum()
+
+
+def test_expected_table_is_r_task_before_judge_noise():
+    for noise in (0.0, 0.04):
+        env = TierRoutingEnv(strategy="reasoning", noise=noise)
+        env.reset(seed=3)
+        p, c = env.outcome_table(expected=True)
+        r, c2 = env.outcome_table()
+        assert np.array_equal(c, c2)
+        assert np.array_equal(r, np.clip(p + noise * env.query.judge_noise, 0.0, 1.0))
+    env = TierRoutingEnv(strategy="capacity", noise=0.0)
+    for seed in range(5):
+        env.reset(seed=seed)
+        assert (HindsightTierOracle(env, lam=0.3, expected=True).combination()
+                == HindsightTierOracle(env, lam=0.3).combination())
+    X, y = demonstrations(TierRoutingEnv(strategy="capacity"), range(20), lam=0.0, expected=True)
+    assert set(y[4::5]) == {2}        # before noise, the summary's HIGH tier is always the best ending at λ = 0
+
+
+def _frontier_gain_over_all_mid(strategy, seeds, ranked_by):
+    """Realised mean r_task of the Lagrangian frontier of the combinations ranked by ``ranked_by(query, outcomes)``,
+    minus all-MID's, at all-MID's mean cost."""
+    from membudget.agents.tier_router import router_frontier_at
+
+    mid = combo_index([1] * 5)
+    R, C, M = [], [], []
+    for s in seeds:
+        q = query_for_seed(s)
+        o = outcomes(q, strategy)
+        R.append(o.r_task), C.append(o.cost), M.append(ranked_by(q, o))
+    R, C, M = np.array(R), np.array(C), np.array(M)
+    rows = np.arange(len(R))
+    pts = [(C[rows, i].mean(), R[rows, i].mean())
+           for mu in np.concatenate([[0.0], np.logspace(-3, 3, 60) / C[:, -1].mean()])
+           for i in [np.argmax(M - mu * C - 1e-12 * C, axis=1)]]
+    return router_frontier_at(pts, C[:, mid].mean()) - R[:, mid].mean()
+
+
+@pytest.mark.parametrize("strategy", ["implementation", "reasoning", "capacity"])
+def test_module_level_routing_pays_at_all_mid_cost(strategy):
+    """The world's premise (seed 001 §6.4), independent of any router: on training queries, routing each query by
+    its expected quality — knowing its needs and hardness, or only its question type — beats all-MID at all-MID's
+    mean cost."""
+    from dataclasses import replace
+
+    from membudget.envs.tiers.world import HARDNESS_RANGE, TYPE_HARDNESS, TYPE_NEEDS
+
+    def by_type(q, o):
+        typical = replace(q, needs=np.clip(TYPE_NEEDS[q.qtype], 0.02, 0.98),
+                          hardness=np.clip(TYPE_HARDNESS[q.qtype], *HARDNESS_RANGE))
+        return outcomes(typical, strategy).expected_r_task
+
+    seeds = range(200)
+    knows_needs = _frontier_gain_over_all_mid(strategy, seeds, lambda q, o: o.expected_r_task)
+    knows_type = _frontier_gain_over_all_mid(strategy, seeds, by_type)
+    assert knows_needs >= 0.015 and knows_type >= 0.01
+
+
+def test_hardness_scales_capability_in_closed_form():
+    from dataclasses import replace
+
+    from membudget.envs.tiers.world import PROFILES
+
+    q = query_for_seed(7)
+    cap = np.asarray(PROFILES[("capacity", "llama")].capability)
+    d = np.array([0.5, 0.9, 0.1, 0.3, 0.7])
+    tiers = (0, 1, 2, 1, 0)
+    for h in (np.full(5, 0.5), np.array([0.05, 1.5, 0.3, 0.9, 0.2])):
+        c = np.array([cap[k, a] ** (2 * h[k]) for k, a in enumerate(tiers)])
+        m_fil = 1 - d[0] * (1 - c[0])
+        m_ext = [1 - d[k] * (1 - c[k] * (0.6 + 0.4 * m_fil)) for k in (1, 2, 3)]
+        p = q.answerability * np.sqrt(m_fil) * np.prod(m_ext) * (1 - d[4] * (1 - c[4]))
+        o = outcomes(replace(q, needs=d, hardness=h), "capacity")
+        assert o.expected_r_task[combo_index(tiers)] == pytest.approx(p, rel=1e-12)
+    easy, hard = (outcomes(replace(q, needs=d, hardness=np.full(5, h)), "capacity").expected_r_task
+                  for h in (0.05, 1.5))
+    assert easy[0] / easy[-1] > 0.8 > 0.15 > hard[0] / hard[-1]     # all-LOW vs all-HIGH

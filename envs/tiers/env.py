@@ -44,10 +44,10 @@ class TierRoutingEnv(gym.Env):
     (direct → chain of thought → reflection with the same LLM; a narrow, expensive range) and ``capacity``
     (small → medium → large model; the best quality at high budget). Query populations are named after seed 001's
     datasets (``locomo``, ``longmemeval``, ``hotpotqa``: LoCoMo-, LongMemEval- and HotpotQA-like question-type mixes
-    and context lengths of 18K / 122K / 26K tokens). Every query has hidden per-module needs; the answer quality
-    ``r_task`` and the cost of all 3^5 tier combinations are drawn at reset (:mod:`membudget.envs.tiers.world`
-    documents the outcome model), so the counterfactual is fixed and the hindsight oracle
-    (:mod:`membudget.teachers.tier_oracle`) is exact.
+    and context lengths of 18K / 122K / 26K tokens). Every query has hidden per-module needs and hardness; the
+    answer quality ``r_task`` and the cost of all 3^5 tier combinations are drawn at reset
+    (:mod:`membudget.envs.tiers.world` documents the outcome model), so the counterfactual is fixed and the
+    hindsight oracle (:mod:`membudget.teachers.tier_oracle`) is exact.
 
     ## Action Space
 
@@ -110,7 +110,11 @@ class TierRoutingEnv(gym.Env):
 
     ## Version History
 
-    - v0: initial version.
+    - v0: initial version. Revised before the first release (0.1.0): per-module hidden hardness, sparse per-type
+      needs, and the implementation strategy's MID price 0.02 → 0.10 $/M tokens (Qwen: 0.05 in / 0.10 out). Under
+      the first profiles module-level routing was worth almost nothing at all-MID's cost — a policy knowing each
+      query's exact needs gained +0.003 / +0.008 / +0.017 r_task over all-MID (implementation / reasoning /
+      capacity) — so the world did not show seed 001's premise (§6.4) and no router could show it either.
     """
 
     metadata = {"render_modes": []}
@@ -262,12 +266,14 @@ class TierRoutingEnv(gym.Env):
                                "lam": self._lam, "return": reward}
         return self._obs(), reward, terminated, False, info
 
-    def outcome_table(self):
+    def outcome_table(self, expected=False):
         """``(r_task (243,), cost (243,))`` of the current query, combinations in ``COMBOS`` order; privileged
-        (for the hindsight oracle and analysis), never part of the observation."""
+        (for the hindsight oracle and analysis), never part of the observation. ``expected=True`` gives the answer
+        probability before judge noise in place of ``r_task`` (what knowing the query's needs and hardness, but
+        not the judge's noise, predicts)."""
         if self.outcomes is None:
             raise RuntimeError("call reset() before outcome_table()")
-        return self.outcomes.r_task, self.outcomes.cost
+        return (self.outcomes.expected_r_task if expected else self.outcomes.r_task), self.outcomes.cost
 
     @property
     def module_index(self) -> int:

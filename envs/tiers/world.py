@@ -5,18 +5,27 @@ or HIGH tier. Everything about a query — its hidden per-module needs, its toke
 each of the 3^5 tier combinations — is drawn at reset from the seed, so the answer quality ``r_task`` and the
 cost of *every* combination are fixed (the counterfactual is defined) before the router acts.
 
-Outcome model (all constants below; profiles are stylised, chosen to give the shapes seed 001 reports, not fitted):
+Outcome model (all constants below; profiles are stylised, chosen to give the shapes seed 001 reports, not fitted —
+including its premise that module-level routing pays, §6.4: a policy that knows each query's needs and hardness,
+or only its question type, beats all-MID at all-MID's mean cost; see the README's TierRouting section):
 
 - **Needs.** A query has a question type (population mix in ``POPULATIONS``); the type gives a mean need per
-  module (``TYPE_NEEDS``, e.g. a temporal question needs the temporal module), perturbed per query by
-  ``N(0, 0.15)`` and clipped to [0.02, 0.98]. The needs are hidden; the router sees noisy type cues and, once the
-  filter has run, noisy cues of the extraction needs in the filtered context (less noisy after a better filter).
-- **Quality.** With capability ``c[k, a]`` of module ``k`` at tier ``a`` (profile) and need ``d_k``:
+  module (``TYPE_NEEDS``: sparse, e.g. a temporal question needs the temporal module and hardly the entity one),
+  perturbed per query by ``N(0, 0.15)`` and clipped to [0.02, 0.98]. The needs are hidden; the router sees noisy
+  type cues and, once the filter has run, noisy cues of the extraction needs in the filtered context (less noisy
+  after a better filter).
+- **Hardness.** Each module of a query also has a hidden hardness ``h_k`` (``TYPE_HARDNESS`` by question type +
+  ``N(0, 0.15)``, clipped to [0.05, 1.5]): explicit patterns (a date, a named entity; low ``h``) that rules or a
+  direct answer already handle, or implicit relations, cross-passage ordering and multi-hop integration (high ``h``)
+  that need the top tier (seed 001 §5.3, §6.4). The query's capability of module ``k`` at tier ``a`` is
+  ``c[k, a] ** (2 h_k)``: the profile's ``c`` at ``h = 0.5``, every tier close to 1 on an easy module, the tier
+  gaps wider on a hard one.
+- **Quality.** With that capability ``c[k, a]`` and need ``d_k``:
   ``m_fil = 1 − d_fil (1 − c_fil)``; for entity / temporal / topic ``m_k = 1 − d_k (1 − c_k (0.6 + 0.4 m_fil))``
   (a poor filter hurts extraction); ``m_sum = 1 − d_sum (1 − c_sum)``;
   ``p = A · m_fil^0.5 · m_ent · m_tmp · m_top · m_sum`` with answerability ``A`` (can the top-5 chunks answer
   it at all; Beta, mean by population). ``r_task = clip(p + ε, 0, 1)`` with judge noise ``ε ~ N(0, noise)``
-  drawn once per (query, combination) at reset.
+  drawn once per (query, combination) at reset; ``p`` itself is ``Outcomes.expected_r_task`` (privileged).
 - **Cost** (dollars): each module reads its input plus a 150-token prompt and generates tokens;
   ``cost = in_mult · (input · price_in + generated · price_out) / 1e6`` at its tier's prices. The filter reads the
   top-5 chunks (chunk length by population) and keeps a tier-dependent share of them (a better filter keeps less,
@@ -46,13 +55,22 @@ BACKBONES = ("llama", "qwen")
 QUESTION_TYPES = ("single-hop", "multi-hop", "temporal", "open-domain", "knowledge-update", "comparison")
 N_TYPES = len(QUESTION_TYPES)
 #                       filter entity temporal topic summary
-TYPE_NEEDS = np.array([[0.50, 0.60, 0.10, 0.20, 0.30],    # single-hop
-                       [0.60, 0.75, 0.20, 0.40, 0.80],    # multi-hop
-                       [0.50, 0.30, 0.90, 0.20, 0.60],    # temporal
-                       [0.40, 0.30, 0.10, 0.80, 0.50],    # open-domain
-                       [0.60, 0.50, 0.70, 0.30, 0.70],    # knowledge-update
-                       [0.50, 0.80, 0.10, 0.30, 0.60]])   # comparison
+TYPE_NEEDS = np.array([[0.50, 0.80, 0.05, 0.10, 0.20],    # single-hop
+                       [0.60, 0.80, 0.10, 0.30, 0.90],    # multi-hop
+                       [0.50, 0.20, 0.95, 0.10, 0.50],    # temporal
+                       [0.30, 0.20, 0.05, 0.90, 0.40],    # open-domain
+                       [0.60, 0.40, 0.80, 0.20, 0.70],    # knowledge-update
+                       [0.50, 0.90, 0.05, 0.20, 0.60]])   # comparison
 NEED_SD = 0.15
+#                          filter entity temporal topic summary
+TYPE_HARDNESS = np.array([[0.10, 0.15, 0.10, 0.10, 0.15],    # single-hop: explicit patterns, rules suffice
+                          [0.50, 0.80, 0.30, 0.50, 1.00],    # multi-hop: implicit relations, integration
+                          [0.30, 0.20, 0.90, 0.20, 0.60],    # temporal: implicit ordering across passages
+                          [0.20, 0.20, 0.10, 0.50, 0.40],    # open-domain
+                          [0.50, 0.40, 0.90, 0.30, 0.80],    # knowledge-update: conflicting versions
+                          [0.40, 0.70, 0.10, 0.30, 0.60]])   # comparison
+HARDNESS_SD = 0.15
+HARDNESS_RANGE = (0.05, 1.5)
 
 
 @dataclass(frozen=True)
@@ -102,7 +120,7 @@ class TierProfile:
 # capacity: small → medium → large model of the backbone family; the best quality at high budget.
 PROFILES = {
     ("implementation", "llama"): TierProfile(
-        (0.002, 0.02, 0.88), (0.002, 0.02, 0.88), (1, 1, 1), (1, 1, 1), (0.70, 0.50, 0.35),
+        (0.002, 0.10, 0.88), (0.002, 0.10, 0.88), (1, 1, 1), (1, 1, 1), (0.70, 0.50, 0.35),
         ((0.45, 0.65, 0.80), (0.50, 0.68, 0.82), (0.55, 0.66, 0.80), (0.25, 0.60, 0.80), (0.20, 0.45, 0.80))),
     ("reasoning", "llama"): TierProfile(
         (0.88, 0.88, 0.88), (0.88, 0.88, 0.88), (1, 3, 5), (1, 1, 1.8), (0.50, 0.44, 0.40),
@@ -111,7 +129,7 @@ PROFILES = {
         (0.06, 0.18, 0.88), (0.06, 0.18, 0.88), (1, 1, 1), (1, 1, 1), (0.56, 0.46, 0.38),
         ((0.45, 0.64, 0.86), (0.48, 0.68, 0.88), (0.42, 0.64, 0.87), (0.50, 0.68, 0.86), (0.40, 0.62, 0.90))),
     ("implementation", "qwen"): TierProfile(
-        (0.002, 0.02, 0.15), (0.002, 0.02, 1.50), (1, 1, 1), (1, 1, 1), (0.70, 0.50, 0.35),
+        (0.002, 0.05, 0.15), (0.002, 0.10, 1.50), (1, 1, 1), (1, 1, 1), (0.70, 0.50, 0.35),
         ((0.45, 0.65, 0.82), (0.50, 0.68, 0.79), (0.55, 0.66, 0.84), (0.25, 0.60, 0.80), (0.20, 0.45, 0.82))),
     ("reasoning", "qwen"): TierProfile(
         (0.15, 0.15, 0.15), (1.50, 1.50, 1.50), (1, 3, 5), (1, 1, 1.8), (0.50, 0.44, 0.40),
@@ -152,6 +170,7 @@ class Query:
     cue_noise: np.ndarray          # (3 filter tiers, 3 extraction modules) standard normal
     quality_noise: np.ndarray      # (3 filter tiers + 81 (filter, entity, temporal, topic) prefixes) standard normal
     judge_noise: np.ndarray        # (243,) standard normal, one per tier combination
+    hardness: np.ndarray           # (5,) hidden per-module hardness in HARDNESS_RANGE (0.5: the profile's capability)
 
 
 def generate_query(rng: np.random.Generator, population: str = "locomo") -> Query:
@@ -169,7 +188,8 @@ def generate_query(rng: np.random.Generator, population: str = "locomo") -> Quer
     cues = np.clip(onehot * rng.uniform(0.4, 1.0) + rng.normal(0.0, 0.15, N_TYPES), 0.0, 1.0)
     return Query(population, qtype, needs, a, ctx, chunk, qtok, ret, cues,
                  float(rng.uniform(*JITTER)), rng.uniform(*JITTER, N_MODULES),
-                 rng.standard_normal((3, 3)), rng.standard_normal(3 + 81), rng.standard_normal(N_COMBOS))
+                 rng.standard_normal((3, 3)), rng.standard_normal(3 + 81), rng.standard_normal(N_COMBOS),
+                 np.clip(TYPE_HARDNESS[qtype] + rng.normal(0.0, HARDNESS_SD, N_MODULES), *HARDNESS_RANGE))
 
 
 def module_costs(chunk_tokens, keep_jitter, gen_jitter, profile: TierProfile) -> np.ndarray:
@@ -204,11 +224,12 @@ class Outcomes:
     ext_cues: np.ndarray           # (3 filter tiers, 3) cues of the extraction needs in the filtered context
     filter_signal: np.ndarray      # (3,) observed quality of the filtered context
     ext_signal: np.ndarray         # (81,) observed quality of the extraction results, by (f, e, t, p) prefix
+    expected_r_task: np.ndarray    # (243,) the answer probability p before judge noise (privileged)
 
 
 def outcomes(q: Query, strategy: str, backbone: str = "llama", noise: float = 0.04) -> Outcomes:
     profile = PROFILES[(strategy, backbone)]
-    cap = profile.arrays()[5]
+    cap = profile.arrays()[5] ** (2.0 * q.hardness[:, None])                      # (5, 3) this query's capability
     d = q.needs
     m_fil = 1.0 - d[0] * (1.0 - cap[0])                                           # (3,) by filter tier
     m_ext = 1.0 - d[1:4, None, None] * (1.0 - cap[1:4, None, :] * (0.6 + 0.4 * m_fil)[None, :, None])  # (3, f, a)
@@ -223,7 +244,7 @@ def outcomes(q: Query, strategy: str, backbone: str = "llama", noise: float = 0.
     pre = COMBOS[::3, :4]                                                         # the 81 (f, e, t, p) prefixes
     ext_mean = (m_ext[0, pre[:, 0], pre[:, 1]] + m_ext[1, pre[:, 0], pre[:, 2]] + m_ext[2, pre[:, 0], pre[:, 3]]) / 3
     ext_signal = np.clip(ext_mean + 0.1 * q.quality_noise[3:], 0.0, 1.0)
-    return Outcomes(r_task, combo_costs(mc), mc, ext_cues, filter_signal, ext_signal)
+    return Outcomes(r_task, combo_costs(mc), mc, ext_cues, filter_signal, ext_signal, prob)
 
 
 def combo_index(tiers) -> int:
