@@ -61,6 +61,13 @@ def test_train_tiers_bad_arguments(tmp_path):
         train.main(["tiers", "--config", str(bad), "--out", str(tmp_path)])
 
 
+def test_bc_teacher_must_be_known():
+    from membudget.agents.tier_router import train_router
+
+    with pytest.raises(ValueError, match="teacher must be one of"):
+        train_router(bc_queries=5, bc_teacher="oracle", total_timesteps=0)
+
+
 def test_dominance_interpretation():
     pts = [(1.0, 0.5), (3.0, 0.7), (2.0, 0.55)]          # (2, 0.55) lies under the hull: 0.6 there
     assert router_frontier_at(pts, 2.0) == pytest.approx(0.6)
