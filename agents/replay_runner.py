@@ -5,13 +5,11 @@
 - :func:`train_ppo`: SB3 PPO on training streams of the same family and profile;
 - :func:`evaluate`: every agent on every (family, profile) over seeds 42, 43, 44 (the paper's);
 - :func:`format_results`: the issue's table, LinUCB's action mix and UCB-bonus decay, and the comparison
-  with LIMBO's claims. ``python -m membudget.envs.replay results`` prints it.
+  with LIMBO's claims. ``python -m membudget.evaluate replay`` prints it.
 """
 
 from __future__ import annotations
 
-import argparse
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -260,29 +258,3 @@ def format_results(rows, n_resamples=10000) -> str:
                      f"{saving:>12.0f}%{'yes' if ok else 'no':>10}{'yes' if dom else 'no':>15}")
     return "\n".join(lines)
 
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.envs.replay results",
-                                     description="LIMBO results table on ReplayStream-v0")
-    parser.add_argument("--families", nargs="+", default=["db", "os"])
-    parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(PAPER_SEEDS))
-    parser.add_argument("--alpha", type=float, default=SELECTED_ALPHA,
-                        help="LinUCB exploration scale (default: chosen on development seeds 0-9 by select_alpha)")
-    parser.add_argument("--l2-lambda", type=float, default=1.0)
-    parser.add_argument("--cost-weight", type=float, default=0.5)
-    parser.add_argument("--ppo-timesteps", type=int, default=0, help="train and add PPO (0: skip)")
-    parser.add_argument("--bootstrap", type=int, default=10000)
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
-                    cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps)
-    print(f"ReplayStream-v0, seeds {args.seeds}, 500-task streams, LinUCB alpha={args.alpha} "
-          f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks")
-    print(format_results(rows, args.bootstrap))
-    print(f"\n({time.perf_counter() - start:.1f} s)")
-    return rows
-
-
-if __name__ == "__main__":
-    main()

@@ -12,6 +12,7 @@ import numpy as np
 
 from membudget.agents.gates import STATIC_BUDGETS, StaticGate, _levels_of, target_count_threshold
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
+from membudget.envs.validation import check_int
 
 _F = {n: i for i, n in enumerate(RESOURCE_FEATURE_NAMES)}
 _B = {n: i for i, n in enumerate(BUDGET_FEATURE_NAMES)}
@@ -48,8 +49,7 @@ class _Scored:
         return self.scorer.score(res.reshape(n * R, F)).reshape(n, R)
 
     def _check(self):
-        if isinstance(self.cap, bool) or not isinstance(self.cap, (int, np.integer)) or self.cap <= 0:
-            raise ValueError(f"cap must be a positive int, got {self.cap!r}")
+        check_int("cap", self.cap, 1)
 
 
 def _top(scores, allowed, k):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from membudget.envs.validation import check_int
 from membudget.teachers.tier_oracle import HindsightTierOracle
 
 
@@ -21,9 +22,7 @@ class FixedTier:
     """The same tier for every module of every query; single ``(d,)`` or batched ``(n, d)`` observations."""
 
     def __init__(self, tier: int):
-        if isinstance(tier, bool) or not isinstance(tier, (int, np.integer)) or not 0 <= tier < 3:
-            raise ValueError(f"tier must be 0 (LOW), 1 (MID) or 2 (HIGH), got {tier!r}")
-        self.tier = int(tier)
+        self.tier = check_int("tier", tier, 0, 2)      # 0 LOW, 1 MID, 2 HIGH
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         n = _n(observation)

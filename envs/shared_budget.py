@@ -30,6 +30,7 @@ from membudget.envs.pm.core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_F
 from membudget.envs.pm.env import action_to_scores, check_arguments, episode_summary, spaces_for
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import generate_episode
+from membudget.envs.validation import check_int
 
 
 def parallel_env(**kwargs) -> "raw_env":
@@ -51,14 +52,12 @@ class raw_env(ParallelEnv):
     def __init__(self, n_agents=2, budget="B10", per_step_cap="per_agent", per_step_cost_cap=None, floor=0,
                  cooperative=False, cost_profile="unit", late_policy="expire", load=0, world=None,
                  render_mode=None):
-        if isinstance(n_agents, bool) or not isinstance(n_agents, (int, np.integer)) or n_agents < 1:
-            raise ValueError(f"n_agents must be a positive int, got {n_agents!r}")
+        check_int("n_agents", n_agents, 1)
         if per_step_cap == "per_agent":
             per_step_cap = 2 * n_agents
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world,
                                      "scores")
-        if isinstance(floor, bool) or not isinstance(floor, (int, np.integer)) or floor < 0:
-            raise ValueError(f"floor must be a non-negative int, got {floor!r}")
+        check_int("floor", floor, 0)
         if floor and per_step_cap is not None and floor * n_agents > per_step_cap:
             raise ValueError(f"floor {floor} for {n_agents} agents needs a per-step cap of at least "
                              f"{floor * n_agents}, got {per_step_cap}")

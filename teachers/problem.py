@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.envs.pm.world import KIND_VISIBLE, NEVER, POS, VISIBLE_OUTCOMES, Episode
+from membudget.envs.validation import check_int
 
 
 @dataclass
@@ -125,10 +126,7 @@ class PMTeacher:
 
     def _check(self):
         for name in ("budget", "per_step_cap", "per_step_cost_cap"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
-                raise ValueError(f"{name} must be a positive int or None, got {v!r}")
+            check_int(name, getattr(self, name), 1, none_ok=True)
         if self.late_policy not in ("expire", "execute"):
             raise ValueError(f"late_policy must be 'expire' or 'execute', got {self.late_policy!r}")
-        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, (int, np.integer)) or self.lookahead < 0:
-            raise ValueError(f"lookahead must be a non-negative int, got {self.lookahead!r}")
+        check_int("lookahead", self.lookahead, 0)

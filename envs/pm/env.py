@@ -6,6 +6,7 @@ import numpy as np
 import gymnasium as gym
 from gymnasium import spaces
 
+from ..validation import check_int
 from .core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .episode_io import validate_episode
 from .levels import resolve_budget
@@ -26,11 +27,9 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
         raise ValueError(f"late_policy must be one of {LATE_POLICIES}, got {late_policy!r}")
     if action_mode not in ACTION_MODES:
         raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
-    for name, v in (("per_step_cap", per_step_cap), ("per_step_cost_cap", per_step_cost_cap)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0):
-            raise ValueError(f"{name} must be a positive int or None, got {v!r}")
-    if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 0:
-        raise ValueError(f"load must be a non-negative int, got {load!r}")
+    check_int("per_step_cap", per_step_cap, 1, none_ok=True)
+    check_int("per_step_cost_cap", per_step_cost_cap, 1, none_ok=True)
+    check_int("load", load, 0)
     return world
 
 

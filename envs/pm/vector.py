@@ -14,6 +14,7 @@ try:  # gymnasium >= 1.1
 except ImportError:  # pragma: no cover - gymnasium 1.0
     _NEXT_STEP = "NextStep"
 
+from ..validation import check_int
 from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .env import action_to_scores, check_arguments, spaces_for
 from .levels import resolve_budget
@@ -40,8 +41,7 @@ class PMWeekVectorEnv(VectorEnv):
     def __init__(self, num_envs: int = 1, budget="B10", per_step_cap=2, per_step_cost_cap=None,
                  cost_profile="unit", late_policy="expire", load=0, world=None, action_mode="binary",
                  render_mode=None):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        check_int("num_envs", num_envs, 1)
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load,
                                      world, action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)

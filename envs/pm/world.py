@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from ..validation import check_int
+
 #: Onset/deadline value of a trigger that never holds inside the horizon (``null`` in episode files).
 NEVER = 1 << 30
 
@@ -426,8 +428,7 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
     config = config or WorldConfig()
     if cost_profile not in COST_PROFILES:
         raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
-    if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 0:
-        raise ValueError(f"load must be a non-negative int, got {load!r}")
+    check_int("load", load, 0)
     w = _world_constants(config)
     if load and w["channels"].size == 0:
         raise ValueError("load adds channel triggers, but this world has no channel resources")

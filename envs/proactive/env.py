@@ -6,9 +6,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..validation import check_int, check_number
 from .memory import memory_trace
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
-from .world import DEFAULT_DAYS, SCOPES, check_scope, evidence, feasible, generate_stream
+from .world import DEFAULT_DAYS, check_scope, evidence, feasible, generate_stream
 
 DEPTHS = ("events", "trajectories", "regularities")
 """Memory depth actions: event memory only; + trajectory memory; + regularity memory (cumulative)."""
@@ -137,16 +138,10 @@ class ProactiveStreamEnv(gym.Env):
         self.scope_spec = check_scope(scope)
         if memory not in MEMORY_VARIANTS:
             raise ValueError(f"unknown memory variant {memory!r}; choose one of {MEMORY_VARIANTS}")
-        for name, value in (("intrusion_penalty", intrusion_penalty), ("token_weight", token_weight),
-                            ("hallucination_rate", hallucination_rate)):
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value) \
-                    or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if hallucination_rate > 1:
-            raise ValueError(f"hallucination_rate must lie in [0, 1], got {hallucination_rate!r}")
-        if token_budget is not None and (isinstance(token_budget, bool) or not isinstance(
-                token_budget, (int, np.integer)) or token_budget <= 0):
-            raise ValueError(f"token_budget must be a positive integer or None, got {token_budget!r}")
+        check_number("intrusion_penalty", intrusion_penalty, 0)
+        check_number("token_weight", token_weight, 0)
+        check_number("hallucination_rate", hallucination_rate, 0, 1)
+        check_int("token_budget", token_budget, 1, none_ok=True)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} is not supported")
         if n_days is not None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..validation import check_int
 from .schema import ALL_DAYS, MINUTES_PER_DAY, WEEKEND, WORKDAYS, Routine, ScopeSpec, Stream
 
 SPORTS = ScopeSpec(
@@ -510,10 +511,9 @@ def generate_stream(seed=None, *, scope="sports", n_days=None, rng: np.random.Ge
     ``DEFAULT_DAYS[scope]``). ``rng`` (the environment's ``np_random``) takes precedence over ``seed``."""
     spec = check_scope(scope)
     n_days = DEFAULT_DAYS[scope] if n_days is None else n_days
-    if isinstance(n_days, bool) or not isinstance(n_days, (int, np.integer)) or n_days < 14:
-        raise ValueError(f"n_days must be an integer >= 14 (two weekly cycles), got {n_days!r}")
+    n_days = check_int("n_days", n_days, 14)          # two weekly cycles at least
     rng = np.random.default_rng(seed) if rng is None else rng
-    builder, routines = _GENERATORS[scope](rng, int(n_days))
+    builder, routines = _GENERATORS[scope](rng, n_days)
     a = builder.arrays()
     n = a["time"].size
     stream = Stream(scope=scope, stream_id=f"{scope}-{seed if seed is not None else 'rng'}", time=a["time"],

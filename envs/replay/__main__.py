@@ -1,6 +1,7 @@
-"""``python -m membudget.envs.replay results [flags]``: LIMBO's results table on ReplayStream-v0
-(:func:`membudget.agents.replay_runner.main`); ``python -m membudget.envs.replay select-alpha``: LinUCB's alpha
-chosen on development seeds 0-9 (:func:`membudget.agents.replay_runner.select_alpha`)."""
+"""``python -m membudget.envs.replay results [flags]``: LIMBO's results table on ReplayStream-v0 (the same as
+``python -m membudget.evaluate replay``, :func:`membudget.evaluate.replay_main`);
+``python -m membudget.envs.replay select-alpha``: LinUCB's alpha chosen on development seeds 0-9
+(:func:`membudget.agents.replay_runner.select_alpha`)."""
 
 import sys
 
@@ -20,9 +21,9 @@ def main(argv=None):
         raise SystemExit("usage: python -m membudget.envs.replay results [--families ...] [--profiles ...] "
                          "[--seeds ...] [--ppo-timesteps N] (see --help after 'results') | "
                          "python -m membudget.envs.replay select-alpha")
-    from membudget.agents.replay_runner import main as results
+    from membudget.evaluate import replay_main
 
-    return results(argv[1:])
+    return replay_main(argv[1:])
 
 
 if __name__ == "__main__":

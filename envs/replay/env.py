@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..validation import check_number
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
 
@@ -95,9 +96,7 @@ class ReplayStreamEnv(gym.Env):
     def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1, cost_weight=0.5,
                  render_mode=None):
         check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k)
-        if isinstance(cost_weight, bool) or not isinstance(cost_weight, (int, float, np.floating, np.integer)) \
-                or not np.isfinite(cost_weight) or cost_weight < 0:
-            raise ValueError(f"cost_weight must be a finite number >= 0, got {cost_weight!r}")
+        check_number("cost_weight", cost_weight, 0)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} is not supported (supported: "
                              f"{self.metadata['render_modes']})")

@@ -53,6 +53,8 @@ import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
 
+from ..validation import check_int
+
 FAMILIES = ("db", "os")
 PROFILES = ("strong", "mid", "weak")
 MODES = ("none", "full", "compressed", "retrieved")
@@ -160,8 +162,7 @@ class Stream:
         ``SC_WRONG_ANSWERS`` wrong answers; the vote is correct when the correct answer has more votes than every
         wrong one (a tie is broken by a fixed uniform). Cost: ``n`` × the single sample's tokens.
         Returns ``(correct (T,) bool, tokens (T,) int)``."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= SC_MAX:
-            raise ValueError(f"n must be an int in [1, {SC_MAX}], got {n!r}")
+        check_int("n", n, 1, SC_MAX)
         ok = self.sc_correct[:, :n]
         votes = ok.sum(axis=1)
         wrong = np.stack([((self.sc_wrong[:, :n] == w) & ~ok).sum(axis=1) for w in range(SC_WRONG_ANSWERS)], 1)
@@ -191,10 +192,9 @@ def check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k):
         raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; expected one of {PROFILES}")
-    for name, v, lo, hi in (("n_tasks", n_tasks, 1, 100_000), ("recent_k", recent_k, 1, BANK_WINDOW),
-                            ("retrieve_k", retrieve_k, 1, BANK_WINDOW)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-            raise ValueError(f"{name} must be an int in [{lo}, {hi}], got {v!r}")
+    check_int("n_tasks", n_tasks, 1, 100_000)
+    check_int("recent_k", recent_k, 1, BANK_WINDOW)
+    check_int("retrieve_k", retrieve_k, 1, BANK_WINDOW)
 
 
 def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1,

@@ -7,9 +7,10 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
+from ..validation import check_number
 from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
-                    N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments, combo_index, floor_cost_bound,
-                    generate_query, outcomes, reference_costs)
+                    N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments,
+                    combo_index, floor_cost_bound, generate_query, outcomes, reference_costs)
 
 DEFAULT_LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 QUERY_FEATURE_NAMES = tuple(f"cue_{t}" for t in ("single_hop", "multi_hop", "temporal", "open_domain",
@@ -23,13 +24,6 @@ def feature_names(hard_budget: bool, lam_conditioned: bool) -> tuple:
     """Names of the observation entries, in order."""
     return (QUERY_FEATURE_NAMES + INPUT_FEATURE_NAMES + MODULE_FEATURE_NAMES
             + (("remaining_budget",) if hard_budget else ()) + (("lambda",) if lam_conditioned else ()))
-
-
-def _number(name, v, *, positive=False):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
-            or v < 0 or (positive and v == 0):
-        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {v!r}")
-    return float(v)
 
 
 class TierRoutingEnv(gym.Env):
@@ -123,11 +117,11 @@ class TierRoutingEnv(gym.Env):
                  lam_conditioned=False, lam_values=DEFAULT_LAMBDAS, max_cost_per_query=None, noise=0.04,
                  render_mode=None):
         check_world_arguments(strategy, population, backbone, noise)
-        self.lam = _number("lam", lam)
+        self.lam = check_number("lam", lam, 0)
         if not isinstance(lam_conditioned, (bool, np.bool_)):
             raise ValueError(f"lam_conditioned must be a bool, got {lam_conditioned!r}")
         try:
-            values = tuple(_number("lam_values entry", v) for v in lam_values)
+            values = tuple(check_number("lam_values entry", v, 0) for v in lam_values)
         except TypeError:
             raise ValueError(f"lam_values must be a non-empty sequence of numbers >= 0, got {lam_values!r}") from None
         if not values:
@@ -136,7 +130,7 @@ class TierRoutingEnv(gym.Env):
         self.lam_conditioned, self.lam_values = bool(lam_conditioned), values
         self.floor_cost = floor_cost_bound(strategy, population, backbone)
         if max_cost_per_query is not None:
-            max_cost_per_query = _number("max_cost_per_query", max_cost_per_query, positive=True)
+            max_cost_per_query = check_number("max_cost_per_query", max_cost_per_query, 0, low_open=True)
             if max_cost_per_query < self.floor_cost:
                 raise ValueError(f"max_cost_per_query={max_cost_per_query:.6g} is below the largest all-LOW cost "
                                  f"of a {population} query under {strategy}/{backbone} ({self.floor_cost:.6g} $); "
@@ -212,7 +206,7 @@ class TierRoutingEnv(gym.Env):
         if "lam" in options:
             if not self.lam_conditioned:
                 raise ValueError("options['lam'] needs lam_conditioned=True (set lam in the constructor instead)")
-            self._lam = _number("options['lam']", options["lam"])
+            self._lam = check_number("options['lam']", options["lam"], 0)
         elif self.lam_conditioned:
             self._lam = float(self.lam_values[int(self.np_random.integers(len(self.lam_values)))])
         else:

@@ -43,6 +43,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..validation import check_number
+
 MODULES = ("filter", "entity", "temporal", "topic", "summary")
 N_MODULES = len(MODULES)
 TIERS = ("LOW", "MID", "HIGH")
@@ -147,9 +149,7 @@ def check_world_arguments(strategy, population, backbone, noise):
         raise ValueError(f"unknown population {population!r}; expected one of {tuple(POPULATIONS)}")
     if backbone not in BACKBONES:
         raise ValueError(f"unknown backbone {backbone!r}; expected one of {BACKBONES}")
-    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(noise) or not 0 <= noise <= 0.5:
-        raise ValueError(f"noise must be a number in [0, 0.5], got {noise!r}")
+    check_number("noise", noise, 0, 0.5)
 
 
 @dataclass

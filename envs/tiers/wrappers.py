@@ -15,18 +15,16 @@ from collections import deque
 import gymnasium as gym
 import numpy as np
 
+from ..validation import check_int, check_number
+
 
 class CostNormalizer:
     """The sliding-window statistics of §5.5, usable on any stream of (r_task, cost) pairs."""
 
     def __init__(self, window: int = 256, use_beta: bool = True, eps: float = 1e-6, min_history: int = 2):
-        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 2:
-            raise ValueError(f"window must be an int >= 2, got {window!r}")
-        if isinstance(min_history, bool) or not isinstance(min_history, (int, np.integer)) \
-                or not 2 <= min_history <= window:
-            raise ValueError(f"min_history must be an int in [2, window], got {min_history!r}")
-        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not np.isfinite(eps) or eps <= 0:
-            raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+        check_int("window", window, 2)
+        check_int("min_history", min_history, 2, window)
+        check_number("eps", eps, 0, low_open=True)
         if not isinstance(use_beta, (bool, np.bool_)):
             raise ValueError(f"use_beta must be a bool, got {use_beta!r}")
         self.window, self.use_beta, self.eps, self.min_history = int(window), bool(use_beta), float(eps), min_history

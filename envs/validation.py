@@ -1,0 +1,46 @@
+"""Argument checks shared by the environments, baselines, teachers and agents: an integer or a finite real
+number within bounds, never a ``bool`` (``True`` is an ``int`` to Python), nothing silently clipped."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def _bounds(low, high, low_open=False, high_open=False) -> str:
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low}"
+    if high is not None:
+        return f" {'<' if high_open else '<='} {high}"
+    return ""
+
+
+def check_int(name, value, low=None, high=None, *, none_ok=False):
+    """``value`` as an ``int`` when it is an integer (Python or NumPy, not a bool) in ``[low, high]`` (either
+    bound optional); ``None`` passes when ``none_ok``. Otherwise ``ValueError`` naming ``name``."""
+    if value is None and none_ok:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or (low is not None and value < low) or (high is not None and value > high):
+        kind = {1: "a positive int", 0: "a non-negative int"}.get(low) if high is None else None
+        kind = kind or "an int" + _bounds(low, high)
+        raise ValueError(f"{name} must be {kind}{' or None' if none_ok else ''}, got {value!r}")
+    return int(value)
+
+
+def check_number(name, value, low=None, high=None, *, low_open=False, high_open=False, none_ok=False):
+    """``value`` as a ``float`` when it is a finite real number (not a bool) within the bounds (``low_open`` /
+    ``high_open``: strict); ``None`` passes when ``none_ok``. Otherwise ``ValueError`` naming ``name``."""
+    if value is None and none_ok:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+            or (low is not None and (value < low or (low_open and value == low))) \
+            or (high is not None and (value > high or (high_open and value == high))):
+        raise ValueError(f"{name} must be a finite number{_bounds(low, high, low_open, high_open)}"
+                         f"{' or None' if none_ok else ''}, got {value!r}")
+    return float(value)
+
+
+__all__ = ["check_int", "check_number"]

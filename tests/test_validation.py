@@ -1,0 +1,37 @@
+"""The shared argument checks of ``membudget.envs.validation``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from membudget.envs.validation import check_int, check_number
+
+
+def test_check_int_accepts_python_and_numpy_ints_within_bounds():
+    assert check_int("n", 3, 1) == 3 and type(check_int("n", np.int64(3), 1, 3)) is int
+    assert check_int("cap", None, 1, none_ok=True) is None
+    for bad, match in ((True, "n must be a positive int"), (2.0, "n must be a positive int"), (0, "positive int"),
+                       (None, "positive int, got None")):
+        with pytest.raises(ValueError, match=match):
+            check_int("n", bad, 1)
+    with pytest.raises(ValueError, match=r"k must be an int in \[1, 4\] or None, got 5"):
+        check_int("k", 5, 1, 4, none_ok=True)
+    with pytest.raises(ValueError, match="load must be a non-negative int"):
+        check_int("load", -1, 0)
+    with pytest.raises(ValueError, match="window must be an int >= 2"):
+        check_int("window", 1, 2)
+
+
+def test_check_number_rejects_bools_non_finite_and_out_of_bounds():
+    assert check_number("w", np.float32(0.5), 0) == 0.5 and type(check_number("w", 1, 0)) is float
+    assert check_number("w", 0, 0) == 0.0 and check_number("w", None, none_ok=True) is None
+    for bad in (True, float("nan"), float("inf"), "1", None):
+        with pytest.raises(ValueError, match="w must be a finite number"):
+            check_number("w", bad, 0)
+    with pytest.raises(ValueError, match="eps must be a finite number > 0"):
+        check_number("eps", 0.0, 0, low_open=True)
+    with pytest.raises(ValueError, match=r"noise must be a finite number in \[0, 0.5\], got 0.6"):
+        check_number("noise", 0.6, 0, 0.5)
+    with pytest.raises(ValueError, match=r"p must be a finite number in \[0, 1\)"):
+        check_number("p", 1.0, 0, 1, high_open=True)
