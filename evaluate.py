@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import os
 import platform
@@ -384,30 +385,20 @@ def replay_main(argv=None):
     return rows
 
 
+SUBCOMMANDS = {"report": "membudget.agents.report:main", "replay": ":replay_main",
+               "shared-budget": "membudget.agents.multiagent:main",
+               "rl-vs-distillation": "membudget.agents.rl:benchmark_main",
+               "proactive": "membudget.agents.proactive_runner:main", "tiers": "membudget.agents.tier_router:main"}
+"""``python -m membudget.evaluate <name> ...``: the entry point (``module:function``, imported on use; no module:
+this one) that takes the remaining arguments."""
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["report"]:
-        from membudget.agents.report import main as report_main
-
-        return report_main(argv[1:])
-    if argv[:1] == ["replay"]:
-        return replay_main(argv[1:])
-    if argv[:1] == ["shared-budget"]:
-        from membudget.agents.multiagent import main as shared_main
-
-        return shared_main(argv[1:])
-    if argv[:1] == ["rl-vs-distillation"]:
-        from membudget.agents.rl import benchmark_main
-
-        return benchmark_main(argv[1:])
-    if argv[:1] == ["proactive"]:
-        from membudget.agents.proactive_runner import main as proactive_main
-
-        return proactive_main(argv[1:])
-    if argv[:1] == ["tiers"]:
-        from membudget.agents.tier_router import main as tiers_main
-
-        return tiers_main(argv[1:])
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        module, function = SUBCOMMANDS[argv[0]].split(":")
+        entry = getattr(importlib.import_module(module), function) if module else globals()[function]
+        return entry(argv[1:])
     cfg = parse_args(argv)
     start = time.perf_counter()
     results, sweeps = run(cfg, progress=_progress(cfg.progress_bar))

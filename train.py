@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import json
 import os
 import shlex
@@ -610,21 +611,28 @@ def resolve_config(cls, given: dict, file_values: dict, defaults=None, source="c
 
 
 SUBCOMMANDS = {
-    "ppo": (PPOConfig, "SB3 PPO (MultiInputPolicy) on PMWeek-v0 at one budget", {}),
-    "maskable-ppo": (PPOConfig, "sb3-contrib MaskablePPO (candidate mask) on PMWeek-v0 at one budget", {}),
-    "ppo-conditioned": (ConditionedPPOConfig, "one budget-conditioned PPO across B5-B20", {}),
-    "bc": (ImitationConfig, "behaviour cloning of the hindsight DP", {"iterations": 0}),
-    "dagger": (ImitationConfig, "DAgger from the hindsight DP", {}),
-    "tiers": (TiersConfig, "SB3 PPO tier router on TierRouting-v0 (BC warm start from the hindsight oracle)", {}),
-    "proactive-ppo": (ProactivePPOConfig, "SB3 PPO (memory depth and decision) on ProactiveStream-v0", {}),
+    "ppo": (PPOConfig, "SB3 PPO (MultiInputPolicy) on PMWeek-v0 at one budget", {},
+            functools.partial(train_ppo, algo="ppo")),
+    "maskable-ppo": (PPOConfig, "sb3-contrib MaskablePPO (candidate mask) on PMWeek-v0 at one budget", {},
+                     functools.partial(train_ppo, algo="maskable_ppo")),
+    "ppo-conditioned": (ConditionedPPOConfig, "one budget-conditioned PPO across B5-B20", {}, train_conditioned),
+    "bc": (ImitationConfig, "behaviour cloning of the hindsight DP", {"iterations": 0},
+           functools.partial(train_imitation, method="bc")),
+    "dagger": (ImitationConfig, "DAgger from the hindsight DP", {},
+               functools.partial(train_imitation, method="dagger")),
+    "tiers": (TiersConfig, "SB3 PPO tier router on TierRouting-v0 (BC warm start from an oracle)", {}, train_tiers),
+    "proactive-ppo": (ProactivePPOConfig, "SB3 PPO (memory depth and decision) on ProactiveStream-v0", {},
+                      train_proactive_ppo),
 }
+"""``python -m membudget.train <name>``: (config class, help text, default overrides, ``runner(cfg, command)``);
+every field of the config is a flag and a key of ``--config FILE``."""
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (cls, text, defaults) in SUBCOMMANDS.items():
+    for name, (cls, text, defaults, _) in SUBCOMMANDS.items():
         _add_fields(sub.add_parser(name, help=text, description=text), cls, suppress=True, defaults=defaults)
     _add_fields(sub.add_parser("replay-ppo", help="SB3 PPO on ReplayStream-v0"), ReplayPPOConfig)
     args = vars(parser.parse_args(argv))
@@ -633,19 +641,10 @@ def main(argv=None):
     command = "python -m membudget.train " + " ".join(shlex.quote(a) for a in argv)
     if which == "replay-ppo":
         return train_replay_ppo(ReplayPPOConfig(**args), command)
-    cls, _, defaults = SUBCOMMANDS[which]
+    cls, _, defaults, runner = SUBCOMMANDS[which]
     config_path = args.pop("config", None)
     file_values = load_config_file(config_path) if config_path else {}
-    cfg = resolve_config(cls, args, file_values, defaults, source=config_path or "config")
-    if which in ("ppo", "maskable-ppo"):
-        return train_ppo(cfg, command, algo="ppo" if which == "ppo" else "maskable_ppo")
-    if which == "ppo-conditioned":
-        return train_conditioned(cfg, command)
-    if which == "tiers":
-        return train_tiers(cfg, command)
-    if which == "proactive-ppo":
-        return train_proactive_ppo(cfg, command)
-    return train_imitation(cfg, command, method=which)
+    return runner(resolve_config(cls, args, file_values, defaults, source=config_path or "config"), command)
 
 if __name__ == "__main__":
     main()
