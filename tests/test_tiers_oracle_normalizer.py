@@ -183,20 +183,18 @@ def test_expected_table_is_r_task_before_judge_noise():
 def _frontier_gain_over_all_mid(strategy, seeds, ranked_by):
     """Realised mean r_task of the Lagrangian frontier of the combinations ranked by ``ranked_by(query, outcomes)``,
     minus all-MID's, at all-MID's mean cost."""
-    from membudget.agents.tier_router import router_frontier_at
+    from membudget.agents.tier_router import oracle_frontier
 
     mid = combo_index([1] * 5)
-    R, C, M = [], [], []
+    tables, rank = [], []
     for s in seeds:
         q = query_for_seed(s)
         o = outcomes(q, strategy)
-        R.append(o.r_task), C.append(o.cost), M.append(ranked_by(q, o))
-    R, C, M = np.array(R), np.array(C), np.array(M)
-    rows = np.arange(len(R))
-    pts = [(C[rows, i].mean(), R[rows, i].mean())
-           for mu in np.concatenate([[0.0], np.logspace(-3, 3, 60) / C[:, -1].mean()])
-           for i in [np.argmax(M - mu * C - 1e-12 * C, axis=1)]]
-    return router_frontier_at(pts, C[:, mid].mean()) - R[:, mid].mean()
+        tables.append((o.r_task, o.cost))
+        rank.append(ranked_by(q, o))
+    mid_cost = np.mean([c[mid] for _, c in tables])
+    frontier = oracle_frontier(tables, np.mean([c[-1] for _, c in tables]), rank=rank)
+    return frontier_at(frontier, mid_cost) - np.mean([r[mid] for r, _ in tables])
 
 
 @pytest.mark.parametrize("strategy", ["implementation", "reasoning", "capacity"])
