@@ -21,16 +21,14 @@ directory of ``python -m membudget.train``) as a policy-protocol object with the
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv
 
-from membudget.agents.sb3_vec import PMWeekSB3VecEnv
+from membudget.agents.sb3_vec import NativeVecEnv, PMWeekSB3VecEnv
 
 TRAIN_SEEDS = range(2000, 4000)
 """Development weeks the learners train on (never 4000-4009 validation, never the held-out ranges)."""
@@ -91,7 +89,7 @@ def _union_space(space_list):
     return spaces.Dict(out)
 
 
-class ConcatBudgetVecEnv(VecEnv):
+class ConcatBudgetVecEnv(NativeVecEnv):
     """Several :class:`PMWeekSB3VecEnv` (one per budget) as one SB3 ``VecEnv``: slots ``[k*n, (k+1)*n)`` play
     budget ``budgets[k]``. ``slot_budgets`` lists each slot's budget level and ``slot_target_fractions`` the
     target fraction its observations carry in ``obs["budget"][:, 0]``. Keyword arguments go to every part."""
@@ -108,7 +106,6 @@ class ConcatBudgetVecEnv(VecEnv):
         super().__init__(envs_per_budget * len(self.parts), obs_space, self.parts[0].action_space)
         self.slot_budgets = [b for b in self.budgets for _ in range(envs_per_budget)]
         self.slot_target_fractions = np.repeat([p.venv.target_fraction for p in self.parts], envs_per_budget)
-        self._actions = None
 
     @staticmethod
     def _cat(obs_list):
@@ -116,9 +113,6 @@ class ConcatBudgetVecEnv(VecEnv):
 
     def reset(self):
         return self._cat([p.reset() for p in self.parts])
-
-    def step_async(self, actions):
-        self._actions = np.asarray(actions)
 
     def step_wait(self):
         obs, rews, dones, infos = [], [], [], []
@@ -136,17 +130,8 @@ class ConcatBudgetVecEnv(VecEnv):
             return [self.slot_budgets[i] for i in self._get_indices(indices)]
         return [getattr(self.parts[i // self.n_per].venv, attr_name) for i in self._get_indices(indices)]
 
-    def set_attr(self, attr_name, value, indices=None):
-        raise AttributeError("the sub-environments of a native vector env share their attributes")
-
-    def env_method(self, method_name, *args, indices=None, **kwargs):
-        if method_name == "action_masks":
-            masks = np.concatenate([np.stack(p.env_method("action_masks")) for p in self.parts])
-            return [masks[i] for i in self._get_indices(indices)]
-        raise AttributeError(f"{method_name!r} is not available per sub-environment of a native vector env")
-
-    def env_is_wrapped(self, wrapper_class, indices=None):
-        return [False for _ in self._get_indices(indices)]
+    def action_masks(self) -> np.ndarray:
+        return np.concatenate([p.action_masks() for p in self.parts])
 
 
 def masks_from_obs(obs) -> np.ndarray:

@@ -16,22 +16,44 @@ from stable_baselines3.common.vec_env import VecEnv
 from membudget.envs.pm import PMWeekVectorEnv
 
 
-class PMWeekSB3VecEnv(VecEnv):
+class NativeVecEnv(VecEnv):
+    """What SB3 ``VecEnv`` adapters of native vector envs share: actions are buffered by ``step_async``; the
+    sub-environments are slots of one batched environment, so they are never wrapped, share their attributes and
+    answer only ``env_method("action_masks")`` (from :meth:`action_masks`, ``(num_envs, ...)``)."""
+
+    _actions = None
+
+    def step_async(self, actions):
+        self._actions = np.asarray(actions)
+
+    def action_masks(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def set_attr(self, attr_name, value, indices=None):
+        raise AttributeError("the sub-environments of a native vector env share their attributes")
+
+    def env_method(self, method_name, *args, indices=None, **kwargs):
+        if method_name == "action_masks":
+            masks = self.action_masks()
+            return [masks[i] for i in self._get_indices(indices)]
+        raise AttributeError(f"{method_name!r} is not available per sub-environment of a native vector env")
+
+    def env_is_wrapped(self, wrapper_class, indices=None):
+        return [False for _ in self._get_indices(indices)]
+
+
+class PMWeekSB3VecEnv(NativeVecEnv):
     """``num_envs`` PM weeks as an SB3 ``VecEnv``; keyword arguments are those of ``PMWeekEnv``."""
 
     def __init__(self, num_envs: int = 8, **env_kwargs):
         self.venv = PMWeekVectorEnv(num_envs=num_envs, **env_kwargs)
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
-        self._actions = None
 
     def reset(self):
         seeds = [s for s in self._seeds] if any(s is not None for s in self._seeds) else None
         obs, _ = self.venv.reset(seed=seeds)
         self._reset_seeds()
         return obs
-
-    def step_async(self, actions):
-        self._actions = np.asarray(actions)
 
     def step_wait(self):
         obs, rewards, terminated, truncated, info = self.venv.step(self._actions)
@@ -58,14 +80,5 @@ class PMWeekSB3VecEnv(VecEnv):
     def get_attr(self, attr_name, indices=None):
         return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
 
-    def set_attr(self, attr_name, value, indices=None):
-        raise AttributeError("the sub-environments of a native vector env share their attributes")
-
-    def env_method(self, method_name, *args, indices=None, **kwargs):
-        if method_name == "action_masks":
-            masks = self.venv.action_masks()
-            return [masks[i] for i in self._get_indices(indices)]
-        raise AttributeError(f"{method_name!r} is not available per sub-environment of a native vector env")
-
-    def env_is_wrapped(self, wrapper_class, indices=None):
-        return [False for _ in self._get_indices(indices)]
+    def action_masks(self) -> np.ndarray:
+        return self.venv.action_masks()
