@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 MINUTES_PER_DAY = 1440
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 ALL_DAYS = 0b1111111
 WORKDAYS = 0b0011111
 WEEKEND = 0b1100000
