@@ -1,4 +1,5 @@
-"""Learned allocators: distilled gates (and, later, RL agents)."""
+"""Learned allocators and their fitting code: distilled gates, imitation students (BC / DAgger), PPO allocators and
+routers, LinUCB. Studies that compare them live in :mod:`membudget.studies`."""
 
 from .gates import BoostedGate, StaticGate, TemporalGate
 

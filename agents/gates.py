@@ -17,13 +17,11 @@ Gates save to ``.npz`` files of plain arrays (scaler, coefficients or tree array
 
 from __future__ import annotations
 
-import inspect
-import json
-import os
-
 import numpy as np
 
-STATIC_BUDGETS = ("B20", "B40", "B60", "B80")
+from membudget.baselines.thresholds import (STATIC_BUDGETS, ThresholdGate, levels_of, target_count_threshold,
+                                           world_from_meta)
+
 THRESHOLD_GRID = np.round(np.arange(0.05, 0.95 + 1e-9, 0.025), 3)
 
 
@@ -39,17 +37,6 @@ def week_folds(weeks: np.ndarray, n_folds: int = 5):
     fold_of = {w: i % n_folds for i, w in enumerate(uniq)}
     f = np.array([fold_of[w] for w in weeks])
     return [(f != k, f == k) for k in range(n_folds)]
-
-
-def target_count_threshold(scores: np.ndarray, weeks: np.ndarray, target: float) -> float:
-    """The largest threshold whose mean count of rows per week with ``score >= threshold`` reaches ``target``
-    (BudgetPM eq. 4); the lowest score if even every row falls short."""
-    n_weeks = np.unique(weeks).size
-    s = np.sort(scores)[::-1]
-    k = int(np.ceil(target * n_weeks))
-    if k <= 0:
-        return float(s[0]) + 1e-12
-    return float(s[min(k, s.size) - 1])
 
 
 class _Logistic:
@@ -71,37 +58,7 @@ class _Logistic:
         return _sigmoid(((X - mean) / scale) @ coef + intercept)
 
 
-class _GatePolicy:
-    """Policy protocol shared by the gates: score every resource, propose candidates scoring >= threshold
-    (as their score; -1 elsewhere)."""
-
-    def _features(self, observation):
-        res = np.asarray(observation["resources"], dtype=np.float64)
-        single = res.ndim == 2
-        res = res[None] if single else res
-        if self.uses_budget_features:
-            bud = np.asarray(observation["budget"], dtype=np.float64)
-            bud = bud[None] if single else bud
-            X = np.concatenate([res, np.repeat(bud[:, None, :], res.shape[1], axis=1)], axis=2)
-        else:
-            X = res
-        return X, single
-
-    def action_for(self, observation, threshold: float):
-        self._check_fitted()
-        X, single = self._features(observation)
-        n, R, F = X.shape
-        s = self.score(X.reshape(n * R, F)).reshape(n, R)
-        mask = np.asarray(observation["mask"]).reshape(n, R).astype(bool)
-        action = np.where(mask & (s >= threshold), np.maximum(s, 1e-6), -1.0).astype(np.float32)
-        return action[0] if single else action
-
-    def _check_fitted(self):
-        if not hasattr(self, "thresholds_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
-
-
-class StaticGate(_GatePolicy):
+class StaticGate(ThresholdGate):
     """Outcome gate (``label="outcome"``) or the Matched-Due control (``label="due"``)."""
 
     uses_budget_features = False
@@ -129,7 +86,7 @@ class StaticGate(_GatePolicy):
         counts (default: the budget levels of the dataset's world and cost profile)."""
         if self.label not in ("outcome", "due"):
             raise ValueError(f"label must be 'outcome' or 'due', got {self.label!r}")
-        levels = levels or _levels_of(dataset)
+        levels = levels or levels_of(dataset)
         X, y, weeks = dataset.features.astype(np.float64), getattr(dataset, self.label), dataset.week
         if y.min() == y.max():
             raise ValueError(f"the {self.label!r} labels of this dataset have a single class")
@@ -144,49 +101,11 @@ class StaticGate(_GatePolicy):
         self._fit_scorer(X, y)
         return self
 
-    def threshold_for(self, budget) -> float:
-        """Calibrated threshold of a budget level; levels below the lowest calibrated one reuse its threshold."""
-        self._check_fitted()
-        if budget in self.thresholds_:
-            return self.thresholds_[budget]
-        lowest = min(self.thresholds_, key=lambda b: int(b[1:]))
-        if isinstance(budget, str) and budget.startswith("B") and int(budget[1:]) < int(lowest[1:]):
-            return self.thresholds_[lowest]
-        raise KeyError(f"no threshold for budget {budget!r}; calibrated: {sorted(self.thresholds_)}")
-
-    def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        return self.action_for(observation, self.threshold_for(self.budget)), state
-
     def _arrays(self):
         return {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_, "intercept": np.array(self.intercept_)}
 
     def _set_arrays(self, z):
         self.mean_, self.scale_, self.coef_, self.intercept_ = z["mean"], z["scale"], z["coef"], float(z["intercept"])
-
-    def get_params(self) -> dict:
-        """The constructor arguments, as scikit-learn's ``get_params`` (read from ``__init__``'s signature)."""
-        return {p: getattr(self, p) for p in inspect.signature(type(self).__init__).parameters if p != "self"}
-
-    def save(self, path):
-        """Plain-array ``.npz`` (no pickle)."""
-        self._check_fitted()
-        np.savez(os.fspath(path), kind=np.array(type(self).__name__),
-                 config=np.array(json.dumps(self.get_params())),
-                 thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
-
-    @classmethod
-    def load(cls, path):
-        with np.load(os.fspath(path), allow_pickle=False) as z:
-            if str(z["kind"]) != cls.__name__:
-                raise ValueError(f"{path} holds a {z['kind']}, not a {cls.__name__}")
-            cfg = json.loads(str(z["config"]))
-            defaults = inspect.signature(cls.__init__).parameters
-            cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) else v for k, v in cfg.items()}
-            gate = cls(**cfg)
-            gate._set_arrays(z)
-            gate.thresholds_ = json.loads(str(z["thresholds"]))
-        return gate
-
 
 class BoostedGate(StaticGate):
     """Gradient-boosted trees (scikit-learn ``GradientBoostingClassifier``) on Outcome labels, with the Static
@@ -299,10 +218,10 @@ class TemporalGate(StaticGate):
 
     def _rollout(self, dataset, weeks, threshold):
         from membudget.envs.pm import WorldConfig
-        from membudget.evaluate import rollout
+        from membudget.envs.pm.rollout import rollout
 
         meta = dataset.meta
-        world = _world_from_meta(meta)
+        world = world_from_meta(meta)
         policy = _FixedThreshold(self, threshold)
         return rollout(policy, [int(w) for w in weeks], budget=self.budget, per_step_cap=self.per_step_cap,
                        cost_profile=meta["cost_profile"], late_policy=meta["late_policy"], load=meta["load"],
@@ -315,15 +234,3 @@ class _FixedThreshold:
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         return self.gate.action_for(observation, self.threshold), state
-
-
-def _world_from_meta(meta):
-    from membudget.envs.pm import WorldConfig
-
-    return WorldConfig(**meta["world"])
-
-
-def _levels_of(dataset):
-    from membudget.envs.pm import budget_levels
-
-    return budget_levels(_world_from_meta(dataset.meta), dataset.meta["cost_profile"])

@@ -140,7 +140,7 @@ def _fit(X, M, Y, *, hidden=64, epochs=60, lr=3e-3, seed=0, batch=512):
 
 
 def _validate(policy, budget, seeds=VALIDATION_SEEDS):
-    from membudget.evaluate import rollout
+    from membudget.envs.pm.rollout import rollout
 
     return float(rollout(policy, seeds, budget=budget, action_mode="scores")["set_f1"].mean())
 

@@ -15,7 +15,7 @@ scikit-learn conventions: the keyword-only ``__init__`` only stores its argument
 learned attributes end in ``_``. Both follow the policy protocol ``predict(observation, state=None,
 episode_start=None, deterministic=True) -> (action, state)`` for one observation ``(d,)`` or a batch ``(n, d)``;
 ``predict`` never learns — call ``update`` / ``partial_fit`` with the outcome (see
-:func:`membudget.agents.replay_runner.run_bandit` for the online loop).
+:func:`membudget.studies.limbo.run_bandit` for the online loop).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The fixed baselines choose one action for every task. Like LIMBO's baselines the
 generation tier (a 512-token response cap) unless told otherwise. A fixed-replay or retrieval baseline with a
 ``k`` other than the environment's default needs the environment built with that ``k``: its ``env_kwargs``
 attribute says how (``gym.make("membudget/ReplayStream-v0", **policy.env_kwargs)``);
-:func:`membudget.agents.replay_runner.run_policy` applies it.
+:func:`membudget.studies.limbo.run_policy` applies it.
 
 Privileged policies take the environment explicitly and say so: :class:`HindsightOracle` reads the current
 stream's counterfactual table, :class:`GroupSelfConsistency` scores the stream's self-consistency samples (an

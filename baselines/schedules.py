@@ -1,7 +1,7 @@
 """Natural monitoring schedules of BudgetPM (§4, appendix C.3.1-C.3.2) for ``PMWeek-v0`` in ``action_mode="scores"``.
 
 All of them use a frozen Static Outcome scorer (any object with ``score(X) -> (n,)`` over the 27 resource
-features, e.g. a fitted :class:`~membudget.agents.StaticGate`) and leave feasibility to the environment's
+features, e.g. a fitted :class:`~membudget.agents.StaticGate`, passed in) and leave feasibility to the environment's
 hard-cap executor. They read the step from the observation's progress feature, so they take the horizon ``T``.
 Stateful schedules keep one state per row of a batched observation and reset a row on ``episode_start``.
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from membudget.agents.gates import STATIC_BUDGETS, StaticGate, _levels_of, target_count_threshold
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
 from membudget.envs.validation import check_int
+
+from .thresholds import STATIC_BUDGETS, ThresholdGate, levels_of, target_count_threshold
 
 _F = {n: i for i, n in enumerate(RESOURCE_FEATURE_NAMES)}
 _B = {n: i for i, n in enumerate(BUDGET_FEATURE_NAMES)}
@@ -169,7 +170,7 @@ class Pacing:
         return (act[0] if single else act), state
 
 
-class RelevanceGate(StaticGate):
+class RelevanceGate(ThresholdGate):
     """Rank by the retriever's relevance (the hint) instead of a learned score, with Static's target-count
     threshold calibration (no fitting beyond the thresholds)."""
 
@@ -181,7 +182,7 @@ class RelevanceGate(StaticGate):
         return np.asarray(X, dtype=np.float64)[:, _F["max_relevance"]]
 
     def fit(self, dataset, levels=None):
-        levels = levels or _levels_of(dataset)
+        levels = levels or levels_of(dataset)
         s = self.score(dataset.features)
         self.thresholds_ = {b: target_count_threshold(s, dataset.week, levels[b]) for b in self.calibration_budgets}
         return self

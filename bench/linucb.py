@@ -18,7 +18,7 @@ import numpy as np
 
 def stream_data(seed=42, family="db", profile="mid", n_tasks=500):
     """Features of every task and the counterfactual (correct, normalised-by-max tokens) table of one stream."""
-    from membudget.agents.replay_runner import make_env
+    from membudget.agents.replay_ppo import make_env
 
     env = make_env(family, profile, n_tasks=n_tasks)
     obs, _ = env.reset(seed=seed)

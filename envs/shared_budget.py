@@ -1,19 +1,7 @@
 """Several assistants, one observation quota: PM weeks sharing one hard-cap executor (PettingZoo).
 
 Module conventions of PettingZoo: :func:`parallel_env` (the native form), :func:`env` (AEC, through PettingZoo's
-``parallel_to_aec`` converter) and :class:`raw_env`.
-
-Each agent ``agent_i`` owns a PM week (its own intentions and resources; week seed ``seed + i``, so with one
-agent the trajectories equal ``PMWeek-v0``'s exactly) and proposes a score per resource each step, as
-``PMWeek-v0`` with ``action_mode="scores"`` (``Box(-1, 1, (R,))``, a score > 0 proposes). One shared executor
-scans every agent's proposals by score (score / cost when prices differ), ties to lower cost, then to a random
-agent order drawn each step (so no agent index is favoured), then to the lower resource index; it skips
-non-candidates and whatever the shared episode budget, the shared per-step count cap or the per-step cost cap
-cannot afford, and keeps scanning. With ``floor = k`` each agent's own ``k`` best proposals are scanned first
-(in the random agent order; ``k * n_agents`` may not exceed the per-step cap). Observations: the agent's own ``resources`` and ``mask``, the budget features of
-the *shared* budget (its own query counts in the last three), and ``others``: every other agent's queries over
-the last five steps / 10. Reward: the agent's own change of running Set F1, or the team mean with
-``cooperative=True``.
+``parallel_to_aec`` converter) and :class:`raw_env`, documented there.
 """
 
 from __future__ import annotations
@@ -42,10 +30,57 @@ def env(**kwargs):
 
 
 class raw_env(ParallelEnv):
-    """Arguments: ``n_agents`` (default 2); ``budget`` — the shared episode budget: an int, a level name
-    (``"B10"`` means the sum of the agents' B10 levels) or None; ``per_step_cap`` (shared, default 2 per agent:
-    ``2 * n_agents``) and ``per_step_cost_cap`` (shared); ``floor`` (default 0); ``cooperative`` (default False);
-    ``cost_profile``, ``late_policy``, ``load``, ``world`` as for ``PMWeek-v0``."""
+    """
+    ## Description
+
+    Several assistants, one observation quota. Each agent ``agent_i`` owns a PM week (its own intentions and
+    resources; week seed ``seed + i``, so with one agent the trajectories equal ``PMWeek-v0``'s exactly) and
+    proposes a score per resource each step. One shared executor scans every agent's proposals by score (score /
+    cost when prices differ), ties to lower cost, then to a random agent order drawn each step (so no agent index
+    is favoured), then to the lower resource index; it skips non-candidates and whatever the shared episode
+    budget, the shared per-step count cap or the per-step cost cap cannot afford, and keeps scanning. With
+    ``floor = k`` each agent's own ``k`` best proposals are scanned first (in the random agent order;
+    ``k * n_agents`` may not exceed the per-step cap).
+
+    ## Action Space
+
+    Per agent ``Box(-1, 1, (R,), float32)``, as ``PMWeek-v0`` with ``action_mode="scores"``: a score > 0 proposes
+    the resource (``R`` = 11 resources by default).
+
+    ## Observation Space
+
+    Per agent a ``Dict``: the agent's own ``"resources"`` (``Box(R, 27)``) and ``"mask"`` (``MultiBinary(R)``),
+    ``"budget"`` (``Box(9,)``): the budget features of the *shared* budget (its own query counts in the last
+    three), and ``"others"`` (``Box(max(1, n_agents - 1),)``): every other agent's queries over the last five
+    steps / 10 (one zero entry for a single agent). ``state()`` concatenates every agent's resources, budget and
+    mask arrays.
+
+    ## Rewards
+
+    The agent's own change of running Set F1 (rewards sum to its episode Set F1), or the team mean with
+    ``cooperative=True``.
+
+    ## Starting State
+
+    ``reset(seed=s)`` draws agent ``i``'s week from seed ``s + i`` (and the executor's tie order from an
+    independent stream); the whole shared budget is available.
+
+    ## Episode End
+
+    All agents terminate together after the horizon ``T`` (80 steps by default); there is no truncation.
+    ``infos[agent]["episode_metrics"]`` then holds the agent's end-of-episode summary, as in ``PMWeek-v0``.
+
+    ## Arguments
+
+    ``n_agents`` (default 2); ``budget`` — the shared episode budget: an int, a level name (``"B10"`` means the
+    sum of the agents' B10 levels) or None; ``per_step_cap`` (shared, default 2 per agent: ``2 * n_agents``) and
+    ``per_step_cost_cap`` (shared); ``floor`` (default 0); ``cooperative`` (default False); ``cost_profile``,
+    ``late_policy``, ``load``, ``world`` as for ``PMWeek-v0``.
+
+    ## Version History
+
+    - v0: initial version.
+    """
 
     metadata = {"name": "membudget_shared_budget_v0", "render_modes": [], "is_parallelizable": True}
 

@@ -3,5 +3,6 @@
 from .current_greedy import CurrentGreedy
 from .hindsight_dp import HindsightDP, Schedule
 from .labels import LabelDataset, build_label_dataset
+from .policy import SchedulePolicy
 
-__all__ = ["CurrentGreedy", "HindsightDP", "LabelDataset", "Schedule", "build_label_dataset"]
+__all__ = ["CurrentGreedy", "HindsightDP", "LabelDataset", "Schedule", "SchedulePolicy", "build_label_dataset"]

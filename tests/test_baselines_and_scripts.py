@@ -144,16 +144,16 @@ def test_all_relevant_realises_the_reference_cost(cost_profile):
 
 @pytest.fixture(scope="module")
 def small_suite():
-    from membudget.agents.suite import fit_suite
+    from membudget.studies.suite import fit_suite
 
     return fit_suite(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
 
 
 def test_evaluate_main(tmp_path, capsys, monkeypatch, small_suite):
-    import membudget.agents.suite as suite_mod
+    import membudget.studies.budgetpm as budgetpm
     from membudget import evaluate
 
-    monkeypatch.setattr(suite_mod, "fit_suite", lambda **kw: small_suite)
+    monkeypatch.setattr(budgetpm, "fit_suite", lambda **kw: small_suite)
     argv = ["--policies", "AllRelevant", "RandomFeasible", "Static", "Sequential", "DeadlineOutcome", "--budgets",
             "B10", "--first-seed", "6000", "--n-weeks", "3", "--repetitions", "1", "--bootstrap", "200", "--sweep",
             "--out", str(tmp_path)]
@@ -165,7 +165,7 @@ def test_evaluate_main(tmp_path, capsys, monkeypatch, small_suite):
         res = json.load(f)
     assert {"config", "command", "versions", "rows", "sweeps"} <= res.keys()
     assert res["config"]["n_weeks"] == 3 and res["config"]["budgets"] == ["B10"] and res["config"]["sweep"] is True
-    assert evaluate.parse_args(res["command"].split()[3:]) == evaluate.parse_args(argv)
+    assert budgetpm.parse_args(res["command"].split()[3:]) == budgetpm.parse_args(argv)
     assert res["versions"]["numpy"] == np.__version__
     assert (tmp_path / "results.md").read_text().startswith("PMWeek-v0")
     assert (tmp_path / "frontiers.png").stat().st_size > 1000
@@ -181,10 +181,10 @@ def test_evaluate_main(tmp_path, capsys, monkeypatch, small_suite):
 
 
 def test_evaluate_quick_runs_end_to_end(capsys, monkeypatch, small_suite):
-    import membudget.agents.suite as suite_mod
+    import membudget.studies.budgetpm as budgetpm
     from membudget import evaluate
 
-    monkeypatch.setattr(suite_mod, "fit_suite", lambda **kw: small_suite)
+    monkeypatch.setattr(budgetpm, "fit_suite", lambda **kw: small_suite)
     rows = evaluate.main(["--quick", "--bootstrap", "200"])
     out = capsys.readouterr().out
     assert "weeks 9000-9029" in out and "| B60 | Static |" in out
@@ -192,7 +192,7 @@ def test_evaluate_quick_runs_end_to_end(capsys, monkeypatch, small_suite):
 
 
 def test_bootstrap_ci_constant():
-    from membudget.evaluate import bootstrap_ci
+    from membudget.studies.protocol import bootstrap_ci
 
     mean, lo, hi = bootstrap_ci(np.full(25, 0.37), n_resamples=500)
     assert mean == pytest.approx(0.37, abs=1e-12)
@@ -201,7 +201,7 @@ def test_bootstrap_ci_constant():
 
 @pytest.mark.parametrize("level, z", [(0.95, 1.959964), (0.90, 1.644854)])
 def test_bootstrap_ci_normal_approximation(level, z):
-    from membudget.evaluate import bootstrap_ci
+    from membudget.studies.protocol import bootstrap_ci
 
     rng = np.random.default_rng(12345)
     x = rng.normal(2.0, 3.0, size=2000)
@@ -215,7 +215,7 @@ def test_bootstrap_ci_normal_approximation(level, z):
 
 @pytest.mark.parametrize("bad", [[], np.zeros((3, 2))])
 def test_bootstrap_ci_bad_input(bad):
-    from membudget.evaluate import bootstrap_ci
+    from membudget.studies.protocol import bootstrap_ci
 
     with pytest.raises(ValueError, match="non-empty 1-D"):
         bootstrap_ci(bad)

@@ -8,7 +8,7 @@ from membudget.agents.gates import target_count_threshold, week_folds
 from membudget.baselines.schedules import (DeadlineBackoffOutcome, DeadlineOutcome, Pacing, PeriodicOutcome,
                                            RelevanceGate, uniform_slots)
 from membudget.envs.pm import RESOURCE_FEATURE_NAMES, PMWeekEnv, budget_levels, generate_episode
-from membudget.evaluate import bootstrap_ci
+from membudget.studies.protocol import bootstrap_ci
 from membudget.teachers import build_label_dataset
 
 F = {n: i for i, n in enumerate(RESOURCE_FEATURE_NAMES)}
@@ -195,7 +195,7 @@ def test_paired_bootstrap_recovers_a_known_difference():
 
 
 def test_gates_work_on_real_weeks_better_than_random(static):
-    from membudget.evaluate import rollout
+    from membudget.envs.pm.rollout import rollout
 
     seeds = range(9000, 9005)
     bound = static
@@ -210,8 +210,8 @@ def test_gates_work_on_real_weeks_better_than_random(static):
 
 
 def test_suite_policies_at_int_and_no_budget():
-    from membudget.agents.suite import fit_suite
-    from membudget.evaluate import available, evaluate_policy
+    from membudget.studies.suite import fit_suite
+    from membudget.studies.protocol import available, evaluate_policy
 
     suite = fit_suite(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
     assert suite.nearest_level(21) == "B10" and suite.nearest_level(None) == "B80"

@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 import membudget  # noqa: F401
-from membudget.agents.proactive_runner import bootstrap, pooled, run_policy
+from membudget.studies.proactmem import bootstrap, pooled, run_policy
 from membudget.baselines.proactive import POLICIES, Always, EventOnly, FullHierarchy, Never
 from membudget.envs.proactive import (DEPTHS, FEATURE_NAMES, N_FEATURES, SCOPES, ProactiveStreamEnv, Stream,
                                       episode_metrics, evidence, feasible, generate_stream)
@@ -58,10 +58,10 @@ def test_documented_spaces_match():
     assert env.action_space == gym.spaces.Discrete(3) and len(DEPTHS) == len(MODES) == 3
     assert env.observation_space.shape == (N_FEATURES,) == (len(FEATURE_NAMES),)
     doc = ProactiveStreamEnv.__doc__
-    assert "``Discrete(3)``" in doc and "``Box(0, 1, (N_FEATURES,), float32)``" in doc
+    assert "``Discrete(3)``" in doc and f"``Box(0, 1, ({N_FEATURES},), float32)``" in doc
     assert len(set(FEATURE_NAMES)) == N_FEATURES
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert f"`Box(0, 1, ({N_FEATURES},), float32)`" in readme
+    page = (Path(__file__).parents[1] / "docs" / "envs" / "proactive_stream.md").read_text()
+    assert f"`Box(0, 1, ({N_FEATURES},), float32)`" in page
 
 
 @pytest.mark.parametrize("kwargs", [dict(scope="home"), dict(scope="code", memory="no_replay_gate"),

@@ -62,12 +62,21 @@ def test_evaluate_replay_is_deterministic_and_rejects_bad_arguments(capsys):
         evaluate.main(["replay", "--profiles", "huge"])
 
 
-def test_evaluate_dispatch_keeps_default_and_report(monkeypatch):
+def test_evaluate_dispatch_keeps_default_and_subcommands(monkeypatch):
+    from membudget.studies import budgetpm, limbo
+
     calls = []
-    monkeypatch.setattr(evaluate, "replay_main", lambda argv: calls.append(("replay", argv)))
-    monkeypatch.setattr(evaluate, "parse_args", lambda argv: calls.append(("default", argv)) or (_ for _ in ()).throw(
+    monkeypatch.setattr(limbo, "replay_main", lambda argv: calls.append(("replay", argv)))
+    monkeypatch.setattr(budgetpm, "parse_args", lambda argv: calls.append(("default", argv)) or (_ for _ in ()).throw(
         RuntimeError("stop")))
     evaluate.main(["replay", "--seeds", "42"])
     with pytest.raises(RuntimeError, match="stop"):
         evaluate.main(["--quick"])
     assert calls == [("replay", ["--seeds", "42"]), ("default", ["--quick"])]
+
+
+@pytest.mark.parametrize("name", sorted(evaluate.SUBCOMMANDS))
+def test_every_evaluate_subcommand_resolves_and_has_help(name, capsys):
+    with pytest.raises(SystemExit) as e:
+        evaluate.main([name, "--help"])
+    assert e.value.code == 0 and f"python -m membudget.evaluate {name}" in capsys.readouterr().out

@@ -94,7 +94,7 @@ def test_counterfactual_is_fixed_whatever_the_policy():
 
 
 def test_oracle_matches_the_table_and_is_an_upper_bound():
-    from membudget.agents.replay_runner import run_policy
+    from membudget.studies.limbo import run_policy
 
     oracle = run_policy(HindsightOracle(None), seed=42, n_tasks=150)
     s = generate_stream(42, n_tasks=150)

@@ -110,7 +110,8 @@ def test_single_head_matches_mabwiser_choices():
 
 
 def test_online_bandit_run_and_ppo_complete():
-    from membudget.agents.replay_runner import run_bandit, run_policy, train_ppo
+    from membudget.agents.replay_ppo import train_ppo
+    from membudget.studies.limbo import run_bandit, run_policy
 
     res = run_bandit(LinUCB(), profile="weak", seed=42, n_tasks=100)
     assert res["actions"].shape == (100,) and np.isfinite(res["bonus"]).all()

@@ -106,22 +106,25 @@ def test_same_seed_same_model(tmp_path):
 
 
 def test_evaluate_loads_model_by_path(tmp_path, capsys):
-    from membudget import evaluate
-    from membudget.agents.suite import fit_suite
+    from membudget.studies import budgetpm
+    from membudget.studies.suite import fit_suite
 
     run_dir = train.main(["maskable-ppo", *TINY_PPO, "--out", str(tmp_path)])
-    cfg = evaluate.EvalConfig(policies=["Static"], budgets=["B10"], first_seed=8000, n_weeks=2, model=[run_dir],
+    cfg = budgetpm.EvalConfig(policies=["Static"], budgets=["B10"], first_seed=8000, n_weeks=2, model=[run_dir],
                               reference="Static", bootstrap=100)
     suite = fit_suite(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
-    results, _ = evaluate.run(cfg, suite=suite)
+    results, _ = budgetpm.run(cfg, suite=suite)
     names = [r["policy"] for r in results]
     assert names == ["Static", f"model:{run_dir}"]
     assert 0.0 <= results[1]["set_f1"].mean() <= 1.0 and "diff_vs_reference" in results[1]
 
 
 def test_budget_flags_accept_levels_integers_and_none(tmp_path):
-    assert train._budget("B10") == "B10" and train._budget("21") == 21 and train._budget("none") is None
-    cfg = train.resolve_config(train.ImitationConfig, {}, {"budget": 21})
+    from membudget.studies.rl_vs_distillation import ImitationConfig
+    from membudget.studies.runs import budget_flag, resolve_config
+
+    assert budget_flag("B10") == "B10" and budget_flag("21") == 21 and budget_flag("none") is None
+    cfg = resolve_config(ImitationConfig, {}, {"budget": 21})
     assert cfg.budget == "21"
     run_dir = train.main(["bc", *TINY_IMIT, "--budget", "21", "--out", str(tmp_path)])
     with open(os.path.join(run_dir, "config.json")) as f:

@@ -146,7 +146,8 @@ def test_parallel_vec_env_follows_sb3_semantics():
 
 
 def test_shared_ppo_trains_and_bounds_bracket():
-    from membudget.agents.multiagent import dp_bounds, play, train_shared_ppo
+    from membudget.agents.multiagent import train_shared_ppo
+    from membudget.studies.shared_quota import dp_bounds, play
 
     model = train_shared_ppo(2, "B10", total_timesteps=256, n_copies=1)
     f1 = play(lambda a, o: model.predict(o, deterministic=True)[0], 2, "B10", bases=(6000,))

@@ -8,7 +8,8 @@ import pytest
 
 from membudget.envs.pm import PMWeekEnv, WorldConfig, generate_episode
 from membudget.teachers import CurrentGreedy, HindsightDP, LabelDataset, build_label_dataset
-from membudget.teachers.structure import headroom, report
+from membudget.studies.budgetpm_reproduction import structure_report as report
+from membudget.teachers.structure import headroom
 
 from pm_tiny import instances
 

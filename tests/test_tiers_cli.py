@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from membudget import train
-from membudget.agents.tier_router import (cap_grid, dominance, frontier_mixture, goal_check, paired_gain,
+from membudget.studies.budgetmem import (cap_grid, dominance, frontier_mixture, goal_check, paired_gain,
                                          router_frontier_at)
 from membudget.envs.tiers import floor_cost_bound, reference_costs
 
@@ -129,9 +129,9 @@ def test_frontier_mixture_and_paired_gain_closed_form():
 
 
 def test_results_command_with_capped_routers(tmp_path, capsys):
-    from membudget.envs.tiers.__main__ import main
+    from membudget.evaluate import main
 
-    res = main(["results", "--strategies", "capacity", "--lambdas", "0.3", "--caps", "0.6", "1.0", "--bc-queries",
+    res = main(["tiers", "--strategies", "capacity", "--lambdas", "0.3", "--caps", "0.6", "1.0", "--bc-queries",
                 "20", "--timesteps", "500", "--conditioned-timesteps", "500", "--n-queries", "20", "--workers", "1",
                 "--eval-first-seed", "40000", "--out", str(tmp_path)])
     capped = res["strategies"]["capacity"]["capped"]

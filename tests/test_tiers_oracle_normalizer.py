@@ -152,7 +152,8 @@ def test_baselines_protocol():
 
 
 def test_learned_router_never_exceeds_hard_cap():
-    from membudget.agents.tier_router import rollout, train_router
+    from membudget.agents.tier_router import train_router
+    from membudget.studies.budgetmem import rollout
 
     cap = 0.0015
     model = train_router(lam=0.0, strategy="capacity", total_timesteps=1000, n_steps=250, batch_size=50,
@@ -183,7 +184,7 @@ def test_expected_table_is_r_task_before_judge_noise():
 def _frontier_gain_over_all_mid(strategy, seeds, ranked_by):
     """Realised mean r_task of the Lagrangian frontier of the combinations ranked by ``ranked_by(query, outcomes)``,
     minus all-MID's, at all-MID's mean cost."""
-    from membudget.agents.tier_router import oracle_frontier
+    from membudget.studies.budgetmem import oracle_frontier
 
     mid = combo_index([1] * 5)
     tables, rank = [], []

@@ -82,12 +82,13 @@ class ProactiveStreamEnv(gym.Env):
 
     ## Observation Space
 
-    ``Box(0, 1, (N_FEATURES,), float32)``; names in ``FEATURE_NAMES``: the sub-step, the scope, time of day
-    (sin / cos scaled to [0, 1]), progress through the stream (day / the configured ``n_days``), weekday; the current event (observed flag, kind,
-    fact bits, numeric values, the scope's public evidence and feasibility predicates); the token cost of each depth
-    / 20,000 and the share of the token budget left; intervention-control state (an intervention allowed today,
-    minutes since the last / 1440, whether an immediate intervention now would be suppressed as a duplicate —
-    decide sub-step only); and, in the decide sub-step, what the consulted layers returned (zeros for layers not consulted):
+    ``Box(0, 1, (125,), float32)`` (``N_FEATURES``); names in ``FEATURE_NAMES``: the sub-step, the scope, time of
+    day (sin / cos scaled to [0, 1]), progress through the stream (day / the configured ``n_days``), weekday; the
+    current event (observed flag, kind, fact bits, numeric values, the scope's public evidence and feasibility
+    predicates); the token cost of each depth / 20,000 and the share of the token budget left; intervention-control
+    state (an intervention allowed today, minutes since the last / 1440, whether an immediate intervention now would
+    be suppressed as a duplicate — decide sub-step only); and, in the decide sub-step, what the consulted layers
+    returned (zeros for layers not consulted):
     event layer — events in context and, for each tracked behaviour, the share of the previous days in context on
     which it happened about now (±30 min) and in the last two hours, and whether it happened today in the last two
     hours; trajectory layer — days and segments of the cycle and the same two shares over its daily records;

@@ -50,7 +50,8 @@ class TierRoutingEnv(gym.Env):
 
     ## Observation Space
 
-    ``Box(0, 1, (21 [+1] [+1],), float32)`` (names from ``feature_names(hard_budget, lam_conditioned)``):
+    ``Box(0, 1, (21,), float32)`` by default; one more feature with ``max_cost_per_query`` and one more with
+    ``lam_conditioned`` (names from ``feature_names(hard_budget, lam_conditioned)``):
     - query features (10): six noisy question-type cues, context length / 200K, chunk length / 1500, query
       length / 64, retriever score of the top chunk (a noisy view of answerability);
     - features of the current module's input, the intermediate result so far (6): its tokens / 7650; cues of the

@@ -7,7 +7,7 @@ cost of *every* combination are fixed (the counterfactual is defined) before the
 
 Outcome model (all constants below; profiles are stylised, chosen to give the shapes seed 001 reports, not fitted —
 including its premise that module-level routing pays, §6.4: a policy that knows each query's needs and hardness,
-or only its question type, beats all-MID at all-MID's mean cost; see the README's TierRouting section):
+or only its question type, beats all-MID at all-MID's mean cost; see docs/envs/tier_routing.md):
 
 - **Needs.** A query has a question type (population mix in ``POPULATIONS``); the type gives a mean need per
   module (``TYPE_NEEDS``: sparse, e.g. a temporal question needs the temporal module and hardly the entity one),

@@ -1,8 +1,8 @@
-"""Policies, PPO and the evaluation protocol on ``membudget/ProactiveStream-v0`` (ProactMem, seed 002).
+"""ProactMem's study on ``membudget/ProactiveStream-v0`` (seed 002): memory layers, baselines and PPO compared.
 
 - :func:`run_policy`: one policy-protocol policy (a baseline of :mod:`membudget.baselines.proactive`, an SB3
   model) over held-out streams.
-- :func:`train_ppo`: SB3 PPO choosing the depth and the decision.
+- PPO: :func:`membudget.agents.proactive_ppo.train_ppo`.
 - :func:`evaluate`: every policy per scope on the held-out streams, with seed 002's metrics pooled over streams per
   scope and over all scopes, 95% bootstrap intervals over streams, and paired differences for the paper's
   memory-layer findings; :func:`intervals` (computed once), :func:`format_results`, :func:`plot_ablation` and
@@ -19,23 +19,20 @@ import shlex
 import sys
 import time
 
+from dataclasses import dataclass
+
 import numpy as np
 
-ENV_ID = "membudget/ProactiveStream-v0"
+from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, make_env, train_ppo
+from membudget.baselines.proactive import POLICIES
+from membudget.envs.proactive.env import episode_metrics
+from membudget.studies.protocol import package_versions
+from membudget.studies.runs import TrainCommand, net_arch, record_training, start_run, write_metrics
+
 SCOPE_NAMES = ("sports", "home", "code")
-HELD_OUT_FIRST_SEED = 10_000
-"""Held-out streams start here; training streams are drawn from seeds below it."""
 METRICS = ("relevance", "coverage", "effectiveness", "intrusion", "balance", "frequency")
 BASELINES = ("Never", "Always", "EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate",
              "WithoutValidation")
-
-
-def make_env(scope="sports", **env_kwargs):
-    import gymnasium as gym
-
-    import membudget  # noqa: F401  (registers the ids)
-
-    return gym.make(ENV_ID, scope=scope, **env_kwargs)
 
 
 def _predict(policy, obs):
@@ -67,8 +64,6 @@ def run_policy(policy, scope, seeds, **env_kwargs) -> list:
 
 def pooled(runs) -> dict:
     """Seed 002's metrics from confusion counts pooled over ``runs``, plus tokens per event."""
-    from membudget.envs.proactive.env import episode_metrics
-
     counts = {k: int(sum(r[k] for r in runs)) for k in ("tp", "fp", "fn", "tn")}
     out = episode_metrics(**counts)
     out["tokens_per_event"] = sum(r["total_tokens"] for r in runs) / max(1, sum(r["n_events"] for r in runs))
@@ -97,36 +92,9 @@ def bootstrap(runs, n_resamples=2000, seed=0, other=None) -> dict:
     return {k: (point[k], float(np.quantile(draws[k], 0.025)), float(np.quantile(draws[k], 0.975))) for k in keys}
 
 
-def train_ppo(*, scope="sports", total_timesteps=200_000, seed=0, n_envs=4, n_steps=1024, batch_size=256,
-              learning_rate=3e-4, ent_coef=0.01, gamma=0.9, net_arch=(64, 64), **env_kwargs):
-    """SB3 PPO on training streams: copy ``i`` starts at stream ``seed + i`` (below :data:`HELD_OUT_FIRST_SEED`)
-    and later resets continue its generator, so training never replays a held-out stream's seed; returns the model
-    with ``train_seconds`` set."""
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    torch.set_num_threads(1)   # a 64-64 MLP: one thread is fastest, and several oversubscribe a shared machine
-
-    if seed + n_envs > HELD_OUT_FIRST_SEED:
-        raise ValueError(f"training seeds {seed}..{seed + n_envs - 1} would reach the held-out streams")
-    vec = DummyVecEnv([lambda: make_env(scope, **env_kwargs) for _ in range(n_envs)])
-    vec.seed(seed)
-    model = PPO("MlpPolicy", vec, n_steps=n_steps, batch_size=batch_size, learning_rate=learning_rate,
-                        ent_coef=ent_coef, gamma=gamma, policy_kwargs={"net_arch": list(net_arch)}, seed=seed,
-                        verbose=0)
-    start = time.perf_counter()
-    model.learn(total_timesteps=total_timesteps)
-    model.train_seconds = time.perf_counter() - start
-    vec.close()
-    return model
-
-
 def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, progress=print) -> dict:
     """Every baseline (and PPO when ``ppo_timesteps``) on streams ``HELD_OUT_FIRST_SEED ...`` of each scope.
     Returns ``{scope: {policy: runs}}``."""
-    from membudget.baselines.proactive import POLICIES
-
     seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + n_streams)
     results = {}
     for scope in scopes:
@@ -238,8 +206,6 @@ def plot_ablation(cis, path) -> None:
 
 def main(argv=None):
     """``python -m membudget.evaluate proactive``."""
-    from membudget.evaluate import package_versions
-
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate proactive",
                                      description="seed 002's comparison on ProactiveStream-v0")
     parser.add_argument("--scopes", nargs="+", default=list(SCOPE_NAMES), choices=SCOPE_NAMES)
@@ -271,3 +237,69 @@ def main(argv=None):
                     f"\n\ncommand: `{command}`\n")
         plot_ablation(cis, os.path.join(args.out, "proactive_ablation.png"))
     return results
+
+
+@dataclass
+class ProactivePPOConfig:
+    """PPO on ProactiveStream-v0 (membudget.agents.proactive_ppo.train_ppo; every field is a flag)."""
+
+    scope: str = "sports"
+    """Scope of the streams (sports, home, code)."""
+    memory: str = "full"
+    """Memory variant (full, no_replay_gate, no_validation)."""
+    total_timesteps: int = 200_000
+    """Environment steps (two per event: depth, then decision)."""
+    seed: int = 0
+    """Seeds the policy and the training streams (copy i starts at stream seed + i, then unseeded resets)."""
+    n_envs: int = 4
+    """Training environment copies (SB3 DummyVecEnv)."""
+    n_steps: int = 1024
+    """PPO rollout length per copy and update."""
+    batch_size: int = 256
+    """PPO minibatch size."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    gamma: float = 0.9
+    """Discount (rewards follow the decision that earns them within one or two steps)."""
+    net_arch: str = "64,64"
+    """Hidden layer sizes of the policy and value networks, comma-separated."""
+    intrusion_penalty: float = 0.5
+    """Reward of a false intervention is minus this."""
+    token_weight: float = 2e-6
+    """Reward per memory token loaded is minus this."""
+    eval_streams: int = 20
+    """Held-out streams (seeds 10000 onwards) of the final evaluation."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: proactive-ppo-<scope>-seed<seed>)."""
+
+
+def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:
+    """Train PPO on ProactiveStream-v0, evaluate it on held-out streams and save; returns the run directory."""
+    if cfg.eval_streams < 1 or cfg.total_timesteps < 1:
+        raise ValueError("--eval-streams and --total-timesteps must be positive")
+    run_dir = start_run("proactive-ppo", cfg, command, f"proactive-ppo-{cfg.scope}-seed{cfg.seed}")
+    env_kwargs = dict(memory=cfg.memory, intrusion_penalty=cfg.intrusion_penalty, token_weight=cfg.token_weight)
+    model = train_ppo(scope=cfg.scope, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs,
+                      n_steps=cfg.n_steps, batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
+                      ent_coef=cfg.ent_coef, gamma=cfg.gamma, net_arch=net_arch(cfg.net_arch), **env_kwargs)
+    model.save(os.path.join(run_dir, "model.zip"))
+    runs = run_policy(model, cfg.scope, range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + cfg.eval_streams),
+                      **env_kwargs)
+    fields = ["seed", "tp", "fp", "fn", "tn", "relevance", "coverage", "effectiveness", "intrusion", "balance",
+              "frequency", "total_tokens", "n_events", "return"]
+    write_metrics(run_dir, fields, [[r[k] for k in fields] for r in runs])
+    record_training(run_dir, model.train_seconds, model.num_timesteps)
+    m = pooled(runs)
+    print(f"{run_dir}: effectiveness {m['effectiveness']:.3f}, relevance {m['relevance']:.3f}, coverage "
+          f"{m['coverage']:.3f}, intrusion {m['intrusion']:.4f}, {m['tokens_per_event']:.0f} tokens per event on "
+          f"held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + cfg.eval_streams - 1} "
+          f"(training {model.train_seconds:.1f} s)")
+    return run_dir
+
+
+TRAIN_COMMANDS = {"proactive-ppo": TrainCommand(ProactivePPOConfig, "SB3 PPO (memory depth and decision) on "
+                                                                    "ProactiveStream-v0", train_proactive_ppo)}

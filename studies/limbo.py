@@ -1,8 +1,8 @@
-"""Run, train and evaluate allocators on ``membudget/ReplayStream-v0`` (LIMBO's protocol).
+"""LIMBO's study on ``membudget/ReplayStream-v0`` (seed 003): every baseline, LinUCB and PPO compared.
 
 - :func:`run_policy`: one stream (one seed) with any policy-protocol policy (baselines, the oracle, SB3 models);
 - :func:`run_bandit`: one stream with LIMBO's online loop (``select`` before the task, ``update`` after it);
-- :func:`train_ppo`: SB3 PPO on training streams of the same family and profile;
+- :func:`select_alpha`: LinUCB's alpha chosen on development streams;
 - :func:`evaluate`: every agent on every (family, profile) over seeds 42, 43, 44 (the paper's);
 - :func:`format_results`: the issue's table, LinUCB's action mix and UCB-bonus decay, and the comparison
   with LIMBO's claims. ``python -m membudget.evaluate replay`` prints it.
@@ -10,11 +10,23 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass
 
-import gymnasium as gym
 import numpy as np
 
-ENV_ID = "membudget/ReplayStream-v0"
+from membudget.agents.linucb import LinUCB
+from membudget.agents.replay_ppo import make_env, train_ppo
+from membudget.baselines.replay import HindsightOracle, reference_baselines
+from membudget.envs.replay.world import BUDGETS, MODES
+from membudget.studies.protocol import bootstrap_ci, package_versions
+from membudget.studies.runs import TrainCommand, start_run, write_metrics
+
 PAPER_SEEDS = (42, 43, 44)
 # LIMBO's "memory-augmented baselines" (replay, compression, retrieval); GSC is voting without memory and is
 # compared separately ("strictly dominates GSC"), as in the paper
@@ -22,12 +34,6 @@ MEMORY_BASELINES = ("fixed-k1", "fixed-k4", "fixed-k8", "fixed-k16", "compressed
                     "retrieved-k4")
 # LinUCB's alpha chosen by select_alpha() on development seeds 0-9 (highest mean reward over all six settings)
 SELECTED_ALPHA = 0.2
-
-
-def make_env(family="db", profile="mid", **env_kwargs):
-    import membudget  # noqa: F401  (registers the ids)
-
-    return gym.make(ENV_ID, family=family, profile=profile, **env_kwargs)
 
 
 def _result(actions, correct, tokens, bonus=None, rewards=None):
@@ -103,8 +109,6 @@ def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), prof
     overlap = set(seeds) & set(PAPER_SEEDS)
     if overlap:
         raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
-    from membudget.agents.linucb import LinUCB
-
     scores = {}
     for alpha in alphas:
         runs = [run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=f, profile=p,
@@ -116,28 +120,10 @@ def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), prof
     return best, scores
 
 
-def train_ppo(*, family="db", profile="mid", total_timesteps=20000, seed=0, n_steps=500, batch_size=100,
-              learning_rate=3e-4, **env_kwargs):
-    """SB3 PPO (``MlpPolicy``) trained on streams drawn from ``reset(seed=seed)`` onwards (then unseeded resets
-    continue the environment's generator, so training streams differ from the evaluation seeds' streams).
-    Returns the model; it follows the policy protocol (``run_policy(model, ...)``)."""
-    from stable_baselines3 import PPO
-
-    env = make_env(family, profile, **env_kwargs)
-    env.reset(seed=seed)
-    model = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=batch_size, learning_rate=learning_rate, seed=seed,
-                verbose=0, device="cpu")
-    model.learn(total_timesteps=total_timesteps)
-    return model
-
-
 def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, alpha=SELECTED_ALPHA,
              l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`)."""
-    from membudget.agents.linucb import LinUCB
-    from membudget.baselines.replay import HindsightOracle, reference_baselines
-
     rows = []
     for family in families:
         for profile in profiles:
@@ -164,8 +150,6 @@ def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PA
 def summarize(row, n_resamples=10000) -> dict:
     """Mean over seeds of accuracy and total tokens per stream, with 95% bootstrap intervals over the pooled tasks
     (``membudget.evaluate.bootstrap_ci``; total tokens = per-task mean × stream length)."""
-    from membudget.evaluate import bootstrap_ci
-
     correct = np.concatenate([r["correct"] for r in row["runs"]]).astype(float)
     tokens = np.concatenate([r["tokens"] for r in row["runs"]]).astype(float)
     n = row["runs"][0]["tokens"].size
@@ -187,8 +171,6 @@ def pareto_front(points: dict) -> set:
 def action_mix(runs, window=50, n_windows=10):
     """Share of each memory mode and of each budget tier per window of ``window`` tasks, mean over runs:
     ``(modes (n_windows, 4), budgets (n_windows, 3))``."""
-    from membudget.envs.replay.world import BUDGETS, MODES
-
     acts = np.stack([r["actions"][:window * n_windows] for r in runs]).reshape(len(runs), n_windows, window)
     modes = np.stack([(acts // len(BUDGETS) == m).mean(axis=(0, 2)) for m in range(len(MODES))], axis=1)
     budgets = np.stack([(acts % len(BUDGETS) == b).mean(axis=(0, 2)) for b in range(len(BUDGETS))], axis=1)
@@ -202,8 +184,6 @@ def bonus_decay(runs, window=50, n_windows=10):
 
 
 def format_results(rows, n_resamples=10000) -> str:
-    from membudget.envs.replay.world import MODES
-
     lines = []
     settings = sorted({(r["family"], r["profile"]) for r in rows}, key=lambda fp: (fp[0], "smw".index(fp[1][0])))
     claims = []
@@ -258,3 +238,155 @@ def format_results(rows, n_resamples=10000) -> str:
                      f"{saving:>12.0f}%{'yes' if ok else 'no':>10}{'yes' if dom else 'no':>15}")
     return "\n".join(lines)
 
+
+def plot_replay_frontier(rows, path):
+    """Cost–accuracy plane per (family, profile) of ReplayStream-v0: every agent's mean total tokens per stream
+    against its mean accuracy, the empirical Pareto frontier (oracle excluded) drawn as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = sorted({(r["family"], r["profile"]) for r in rows},
+                      key=lambda fp: (fp[0], ("strong", "mid", "weak").index(fp[1])))
+    ncol = min(3, len(settings))
+    nrow = -(-len(settings) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.6 * nrow), squeeze=False)
+    for ax, (family, profile) in zip(axes.flat, settings):
+        pts = {r["agent"]: (np.mean([run["total_tokens"] for run in r["runs"]]),
+                            np.mean([run["accuracy"] for run in r["runs"]]))
+               for r in rows if (r["family"], r["profile"]) == (family, profile)}
+        front = sorted((pts[n] for n in pareto_front({n: p for n, p in pts.items() if n != "oracle"})))
+        ax.plot([p[0] for p in front], [p[1] for p in front], color="0.7", zorder=0, label="frontier")
+        for name, (c, a) in pts.items():
+            marker = "*" if name == "linucb" else "D" if name == "oracle" else "o"
+            ax.scatter([c], [a], marker=marker, s=80 if name == "linucb" else 25, zorder=2)
+            ax.annotate(name, (c, a), fontsize=6, xytext=(3, 2), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_title(f"{family} × {profile}", fontsize=9)
+        ax.set_xlabel("total tokens per 500-task stream")
+        ax.set_ylabel("accuracy")
+    for ax in list(axes.flat)[len(settings):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def select_alpha_main(argv=None):
+    """``python -m membudget.evaluate replay-alpha``: LinUCB's alpha chosen on development seeds 0-9
+    (:func:`select_alpha`), with the score of every alpha of the grid."""
+    argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha",
+                            description=select_alpha.__doc__).parse_args(argv)
+    best, scores = select_alpha()
+    print("LinUCB alpha on development seeds 0-9, all six family x profile settings, 500-task streams")
+    print(f"{'alpha':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
+    for a, (r, acc, tok) in scores.items():
+        print(f"{a:>6.2f} {r:>12.4f} {acc:>9.3f} {tok:>12.0f}" + ("  <- selected" if a == best else ""))
+    return best
+
+
+def replay_main(argv=None):
+    """``python -m membudget.evaluate replay``: thin over :func:`evaluate` and
+    :func:`format_results`."""
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay",
+                                     description="LIMBO's comparison on ReplayStream-v0: accuracy and total tokens "
+                                                 "of every agent per family x profile, with intervals")
+    parser.add_argument("--families", nargs="+", default=["db", "os"], choices=("db", "os"))
+    parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"], choices=("strong", "mid", "weak"))
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(PAPER_SEEDS))
+    parser.add_argument("--alpha", type=float, default=SELECTED_ALPHA,
+                        help="LinUCB exploration scale (default: chosen on development seeds 0-9)")
+    parser.add_argument("--l2-lambda", type=float, default=1.0)
+    parser.add_argument("--cost-weight", type=float, default=0.5)
+    parser.add_argument("--ppo-timesteps", type=int, default=0, help="train and add PPO (0: skip)")
+    parser.add_argument("--ppo-seed", type=int, default=0)
+    parser.add_argument("--bootstrap", type=int, default=10000)
+    parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
+    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
+    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    start = time.perf_counter()
+    rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
+                    cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed)
+    n_tasks = rows[0]["runs"][0]["tokens"].size
+    text = (f"ReplayStream-v0, seeds {args.seeds}, {n_tasks}-task streams, LinUCB alpha={args.alpha} "
+            f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
+            + format_results(rows, args.bootstrap))
+    print(text)
+    print(f"\ncommand: {command.strip()}   ({time.perf_counter() - start:.1f} s)")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        out_rows = []
+        for r in rows:
+            s = summarize(r, args.bootstrap)
+            out_rows.append({"family": r["family"], "profile": r["profile"], "agent": r["agent"],
+                             "accuracy": s["accuracy"], "total_tokens": s["total_tokens"],
+                             "seed_accuracy": s["seed_accuracy"],
+                             "seed_total_tokens": [run["total_tokens"] for run in r["runs"]],
+                             "seed_actions": [run["actions"].tolist() for run in r["runs"]]})
+        with open(os.path.join(args.out, "results.json"), "w") as f:
+            json.dump({"config": vars(args), "command": command, "versions": package_versions(),
+                       "seeds": args.seeds, "rows": out_rows}, f, indent=1)
+        with open(os.path.join(args.out, "results.md"), "w") as f:
+            f.write("```\n" + text + "\n```\n\ncommand: `" + command.strip() + "`\n")
+        plot_replay_frontier(rows, os.path.join(args.out, "replay_frontier.png"))
+    return rows
+
+
+@dataclass
+class ReplayPPOConfig:
+    """PPO on ReplayStream-v0 (every field is a command-line flag of the same name)."""
+
+    family: str = "db"
+    """Task family (db, os)."""
+    profile: str = "mid"
+    """Backbone profile (strong, mid, weak)."""
+    total_timesteps: int = 20000
+    """Environment steps (tasks) to train for."""
+    seed: int = 0
+    """Seeds the policy and the training streams (reset(seed=seed) then unseeded resets)."""
+    n_tasks: int = 500
+    """Stream length."""
+    cost_weight: float = 0.5
+    """w in the reward correct - w * cost."""
+    n_steps: int = 500
+    """PPO rollout length per update."""
+    batch_size: int = 100
+    """PPO minibatch size."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    eval_seeds: str = "42,43,44"
+    """Comma-separated evaluation streams for metrics.csv (LIMBO's seeds)."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: replay-ppo-<family>-<profile>-seed<seed>)."""
+
+
+def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
+    """Train PPO on ReplayStream-v0, evaluate it on the evaluation streams and save; returns the run directory."""
+    try:
+        eval_seeds = [int(x) for x in cfg.eval_seeds.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--eval-seeds must be comma-separated integers, got {cfg.eval_seeds!r}") from None
+    if not eval_seeds:
+        raise ValueError("--eval-seeds must name at least one seed")
+    env_kwargs = dict(n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
+    run_dir = start_run("replay-ppo", cfg, command, f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
+    model = train_ppo(family=cfg.family, profile=cfg.profile, total_timesteps=cfg.total_timesteps,
+                             seed=cfg.seed, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
+                             learning_rate=cfg.learning_rate, **env_kwargs)
+    model.save(os.path.join(run_dir, "model.zip"))
+    rows = []
+    for s in eval_seeds:
+        res = run_policy(model, family=cfg.family, profile=cfg.profile, seed=s, **env_kwargs)
+        rows.append((s, res["accuracy"], res["total_tokens"], res["mean_reward"]))
+    write_metrics(run_dir, ["seed", "accuracy", "total_tokens", "mean_reward"], rows)
+    print(f"{run_dir}: accuracy {np.mean([r[1] for r in rows]):.3f}, total tokens per stream "
+          f"{np.mean([r[2] for r in rows]) / 1e3:.1f}k, mean reward {np.mean([r[3] for r in rows]):.3f} "
+          f"(seeds {', '.join(map(str, eval_seeds))})")
+    return run_dir
+
+
+TRAIN_COMMANDS = {"replay-ppo": TrainCommand(ReplayPPOConfig, "SB3 PPO on ReplayStream-v0", train_replay_ppo)}

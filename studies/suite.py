@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from membudget.agents.gates import THRESHOLD_GRID, BoostedGate, StaticGate, TemporalGate
 from membudget.baselines import AllRelevant, RandomFeasible
 from membudget.baselines.schedules import (DeadlineBackoffOutcome, DeadlineOutcome, Pacing, PeriodicOutcome,
                                            RelevanceGate)
-
-from .gates import THRESHOLD_GRID, BoostedGate, StaticGate, TemporalGate
+from membudget.envs.pm import budget_levels
+from membudget.envs.pm.rollout import rollout
+from membudget.teachers import build_label_dataset
 
 DEV_SEEDS = range(2000, 2020)
 ANALYSIS_SEEDS = range(4000, 4030)
@@ -90,8 +92,6 @@ class _Bound:
 def select_backoff(static, seeds=ANALYSIS_SEEDS, caps=(10, 21)):
     """BudgetPM's rule: maximise mean Set F1 across caps 10 and 21 on the analysis weeks; ties to lower cost, then
     simpler parameters (smaller initial interval, factor, max interval)."""
-    from membudget.evaluate import rollout
-
     best = None
     for params in BACKOFF_GRID:
         i, f, m = params
@@ -110,8 +110,6 @@ def select_backoff(static, seeds=ANALYSIS_SEEDS, caps=(10, 21)):
 def select_pacing_threshold(static, budget, cap, seeds=DEV_SEEDS):
     """Pacing-LB's low-budget knot: 0.05 ... 0.95, 0.975, 0.99 maximising mean week Set F1 on the development
     weeks; ties to lower cost, then the higher threshold."""
-    from membudget.evaluate import rollout
-
     grid = list(THRESHOLD_GRID) + [0.975, 0.99]
     best = None
     for thr in grid:
@@ -125,9 +123,6 @@ def select_pacing_threshold(static, budget, cap, seeds=DEV_SEEDS):
 def fit_suite(dev_seeds=DEV_SEEDS, temporal_budgets=TEMPORAL_BUDGETS, analysis_seeds=ANALYSIS_SEEDS,
               progress=None) -> Suite:
     """Fit every gate on the development weeks and select the schedule parameters (unit prices, N_max = 2)."""
-    from membudget.envs.pm import budget_levels
-    from membudget.teachers import build_label_dataset
-
     levels = budget_levels()
     step = progress or (lambda msg: None)
     step("label dataset")

@@ -1,14 +1,21 @@
 """The BudgetPM reproduction report: every finding of seed 000 re-measured in our world beside the published figure.
 
-``python -m membudget.evaluate report [--out docs/reproduction.md]`` regenerates it (about two minutes on 2 cores).
+``python -m membudget.evaluate report [--out docs/reproduction.md]`` regenerates it (about two minutes on 2 cores);
+``python -m membudget.evaluate structure`` prints its structural part alone (:func:`structure_report`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
+
+from membudget.envs.pm import WorldConfig, budget_levels, generate_episode
+from membudget.studies.protocol import bootstrap_ci, cost_to_match, evaluate_policy, sweep
+from membudget.studies.suite import fit_suite
+from membudget.teachers.structure import headroom, open_after_exhaustion
 
 PUBLISHED_SPEND = {  # BudgetPM appendix C.2, severe-scarcity weeks 8000-8029
     ("Static", "B5"): "7.47/2.53/0.00/0.00", ("Myopic", "B5"): "5.67/3.70/0.13/0.50",
@@ -16,19 +23,17 @@ PUBLISHED_SPEND = {  # BudgetPM appendix C.2, severe-scarcity weeks 8000-8029
     ("Myopic", "B10"): "6.17/6.80/5.97/1.97", ("Sequential", "B10"): "5.43/6.43/5.67/3.13",
 }
 
+PUBLISHED_GREEDY = {"B5": 0.6714, "B10": 0.7832, "B15": 0.8305, "B20": 0.8310}
+PUBLISHED_HEADROOM = {"B5": 0.00737, "B10": 0.00367, "B15": 0.0, "B20": 0.0}
+PUBLISHED_LOAD = {0: 0.0, 3: 0.0065}
+
 
 def _ci(x, n):
-    from membudget.evaluate import bootstrap_ci
-
     m, lo, hi = bootstrap_ci(x, n)
     return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]"
 
 
 def build(n_resamples: int = 100_000, progress=print) -> str:
-    from membudget.agents.suite import fit_suite
-    from membudget.evaluate import cost_to_match, evaluate_policy, sweep
-    from membudget.teachers.structure import report as structure_report
-
     t0 = time.perf_counter()
     suite = fit_suite(progress=lambda m: progress(f"fit: {m}"))
     ev = {}
@@ -94,7 +99,7 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
         ident.append(f"{b}: {'identical' if same else 'not identical'}")
     L += ["", f"Fitted Myopic and Sequential gates at B15/B20 — {'; '.join(ident)} (BudgetPM: identical, because "
           "its two teachers agree on every development step at B15/B20; ours disagree on a few rows, see "
-          "`python -m membudget.teachers structure`)."]
+          "`python -m membudget.evaluate structure`)."]
 
     progress("4. natural schedules")
     L += ["", "## 4. Sequential against natural schedules", "",
@@ -147,9 +152,6 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
           "50 paired k=0/k=3 development weeks with reweighting)."]
 
     progress("7. structural results and the time-trigger ablation")
-    from membudget.envs.pm import WorldConfig, generate_episode
-    from membudget.teachers.structure import headroom
-
     weeks = [generate_episode(x) for x in boundary]
     no_time = [generate_episode(x, WorldConfig(n_time=0.0)) for x in boundary]
     base = {c: float(np.mean([d - g for g, d, _, _ in headroom(weeks, c)])) for c in (10, 21)}
@@ -191,9 +193,58 @@ def main(argv=None):
     parser.add_argument("--resamples", type=int, default=100_000)
     args = parser.parse_args(argv)
     text = build(args.resamples, progress=lambda m: print(m, flush=True))
-    import os
-
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         f.write(text)
     print(f"wrote {args.out}")
+
+
+def structure_report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: int = 240) -> str:
+    """Structural results of BudgetPM appendix C.3.3 / C.4 on our world:
+
+    - current-greedy Set F1 at B5/B10/B15/B20 on the boundary weeks 9000-9029 beside the published values;
+    - exact-cost hindsight DP minus current-greedy at the greedy's realized cost, per budget, with paired bootstrap
+      95% intervals over complete weeks;
+    - the same at B10 for opportunity load k=0 and k=3 on the controlled-load test weeks 21000-21239 (paired by
+      base seed), and the k=3 minus k=0 difference;
+    - positive opportunities still open after the greedy oracle exhausts its cap, by episode quarter.
+    """
+    levels = budget_levels()
+    boundary = [generate_episode(s) for s in range(9000, 9000 + n_boundary)]
+    lines = [f"Boundary weeks 9000-{8999 + n_boundary} (unit costs, N_max = 2, late policy expire)", "",
+             f"{'budget':>6} {'greedy F1':>10} {'published':>10} {'cost':>7} | "
+             f"{'DP - greedy at exact cost [95% CI]':<38}{'published':>10} | open after exhaustion by quarter"]
+    for name in ("B5", "B10", "B15", "B20"):
+        rows = headroom(boundary, levels[name])
+        g = np.array([r[0] for r in rows])
+        diff = np.array([r[1] - r[0] for r in rows])
+        mean, lo, hi = bootstrap_ci(diff, n_resamples)
+        opened = sum(open_after_exhaustion(ep, r[3], levels[name]) for ep, r in zip(boundary, rows))
+        lines.append(f"{name:>6} {g.mean():>10.4f} {PUBLISHED_GREEDY[name]:>10.4f} "
+                     f"{np.mean([r[2] for r in rows]):>7.2f} | {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]{'':<10}"
+                     f"{PUBLISHED_HEADROOM[name]:>+10.5f} | {'/'.join(str(int(x)) for x in opened)}")
+    lines += ["", f"Controlled load at B10, test weeks 21000-{20999 + n_load} (paired by base seed)", ""]
+    per_load = {}
+    for k in (0, 3):
+        weeks = [generate_episode(s, load=k) for s in range(21000, 21000 + n_load)]
+        rows = headroom(weeks, levels["B10"])
+        per_load[k] = np.array([r[1] - r[0] for r in rows])
+        mean, lo, hi = bootstrap_ci(per_load[k], n_resamples)
+        lines.append(f"k={k}: DP - greedy at exact cost {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]   (published "
+                     f"{PUBLISHED_LOAD[k]:+.4f}); greedy F1 {np.mean([r[0] for r in rows]):.4f}")
+    mean, lo, hi = bootstrap_ci(per_load[3] - per_load[0], n_resamples)
+    lines.append(f"k=3 minus k=0: {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]")
+    return "\n".join(lines)
+
+
+def structure_main(argv=None):
+    """``python -m membudget.evaluate structure [--resamples N]``: :func:`structure_report` alone."""
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate structure",
+                                     description="greedy Set F1, exact-cost DP headroom, load intervention")
+    parser.add_argument("--resamples", type=int, default=100_000, help="paired bootstrap resamples")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    text = structure_report(args.resamples)
+    print(text)
+    print(f"\ncommand: python -m membudget.evaluate structure   ({time.perf_counter() - start:.1f} s)")
+    return text

@@ -1,0 +1,112 @@
+"""Threshold calibration for per-resource scorers on ``PMWeek-v0`` (BudgetPM §3.4, eq. 4): no learning, only
+thresholds. :class:`ThresholdGate` is the policy shared by every thresholded scorer — hand-written ones here
+(:class:`~membudget.baselines.schedules.RelevanceGate`) and the learned gates of :mod:`membudget.agents.gates`.
+
+Gates save to ``.npz`` files of plain arrays (fitted arrays, thresholds, config as JSON); ``load`` never unpickles,
+so a downloaded gate cannot run code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+
+import numpy as np
+
+from membudget.envs.pm import WorldConfig, budget_levels
+
+STATIC_BUDGETS = ("B20", "B40", "B60", "B80")
+"""Budget levels the Static calibration fits thresholds for; lower levels reuse the lowest one's."""
+
+
+def target_count_threshold(scores: np.ndarray, weeks: np.ndarray, target: float) -> float:
+    """The largest threshold whose mean count of rows per week with ``score >= threshold`` reaches ``target``
+    (BudgetPM eq. 4); the lowest score if even every row falls short."""
+    n_weeks = np.unique(weeks).size
+    s = np.sort(scores)[::-1]
+    k = int(np.ceil(target * n_weeks))
+    if k <= 0:
+        return float(s[0]) + 1e-12
+    return float(s[min(k, s.size) - 1])
+
+
+def world_from_meta(meta):
+    return WorldConfig(**meta["world"])
+
+
+def levels_of(dataset):
+    return budget_levels(world_from_meta(dataset.meta), dataset.meta["cost_profile"])
+
+
+class ThresholdGate:
+    """A per-resource scorer with calibrated thresholds, run in ``PMWeek-v0`` with ``action_mode="scores"``: score
+    every resource, propose candidates scoring >= threshold (as their score; -1 elsewhere).
+
+    Subclasses give ``score(X) -> (n,)`` over feature rows, ``fit`` (setting ``thresholds_``: budget name ->
+    threshold), ``_arrays`` / ``_set_arrays`` (their fitted arrays, saved as plain ``.npz`` entries) and
+    ``uses_budget_features`` (score the 27 resource features, or those plus the 9 budget features)."""
+
+    uses_budget_features = False
+
+    def _features(self, observation):
+        res = np.asarray(observation["resources"], dtype=np.float64)
+        single = res.ndim == 2
+        res = res[None] if single else res
+        if self.uses_budget_features:
+            bud = np.asarray(observation["budget"], dtype=np.float64)
+            bud = bud[None] if single else bud
+            X = np.concatenate([res, np.repeat(bud[:, None, :], res.shape[1], axis=1)], axis=2)
+        else:
+            X = res
+        return X, single
+
+    def action_for(self, observation, threshold: float):
+        self._check_fitted()
+        X, single = self._features(observation)
+        n, R, F = X.shape
+        s = self.score(X.reshape(n * R, F)).reshape(n, R)
+        mask = np.asarray(observation["mask"]).reshape(n, R).astype(bool)
+        action = np.where(mask & (s >= threshold), np.maximum(s, 1e-6), -1.0).astype(np.float32)
+        return action[0] if single else action
+
+    def _check_fitted(self):
+        if not hasattr(self, "thresholds_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
+
+    def threshold_for(self, budget) -> float:
+        """Calibrated threshold of a budget level; levels below the lowest calibrated one reuse its threshold."""
+        self._check_fitted()
+        if budget in self.thresholds_:
+            return self.thresholds_[budget]
+        lowest = min(self.thresholds_, key=lambda b: int(b[1:]))
+        if isinstance(budget, str) and budget.startswith("B") and int(budget[1:]) < int(lowest[1:]):
+            return self.thresholds_[lowest]
+        raise KeyError(f"no threshold for budget {budget!r}; calibrated: {sorted(self.thresholds_)}")
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return self.action_for(observation, self.threshold_for(self.budget)), state
+
+    def get_params(self) -> dict:
+        """The constructor arguments, as scikit-learn's ``get_params`` (read from ``__init__``'s signature)."""
+        return {p: getattr(self, p) for p in inspect.signature(type(self).__init__).parameters if p != "self"}
+
+    def save(self, path):
+        """Plain-array ``.npz`` (no pickle)."""
+        self._check_fitted()
+        np.savez(os.fspath(path), kind=np.array(type(self).__name__),
+                 config=np.array(json.dumps(self.get_params())),
+                 thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
+
+    @classmethod
+    def load(cls, path):
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            if str(z["kind"]) != cls.__name__:
+                raise ValueError(f"{path} holds a {z['kind']}, not a {cls.__name__}")
+            cfg = json.loads(str(z["config"]))
+            defaults = inspect.signature(cls.__init__).parameters
+            cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) else v for k, v in cfg.items()}
+            gate = cls(**cfg)
+            gate._set_arrays(z)
+            gate.thresholds_ = json.loads(str(z["thresholds"]))
+        return gate

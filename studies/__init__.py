@@ -1,0 +1,12 @@
+"""Studies: one module per paper study, each comparing the learned agents, baselines and teachers of the floors
+below on held-out data, with the evaluation protocol's primitives in :mod:`membudget.studies.protocol` and the
+training-run machinery in :mod:`membudget.studies.runs`.
+
+- :mod:`~membudget.studies.budgetpm` — BudgetPM's headline table on PMWeek-v0 (the README's main job);
+- :mod:`~membudget.studies.budgetpm_reproduction` — every BudgetPM finding re-measured;
+- :mod:`~membudget.studies.rl_vs_distillation` — PPO against BC / DAgger from the hindsight DP;
+- :mod:`~membudget.studies.limbo` — LIMBO on ReplayStream-v0;
+- :mod:`~membudget.studies.budgetmem` — BudgetMem's tier routers on TierRouting-v0;
+- :mod:`~membudget.studies.proactmem` — ProactMem's memory layers on ProactiveStream-v0;
+- :mod:`~membudget.studies.shared_quota` — several assistants sharing one observation quota.
+"""

@@ -1,0 +1,189 @@
+"""BudgetPM's headline comparison on ``PMWeek-v0`` (seed 000 §4; the README's main job).
+
+``python -m membudget.evaluate --quick`` fits every BudgetPM gate on the development weeks 2000-2019 and prints
+the headline table on the boundary weeks 9000-9029: Set F1 with the paired difference to a reference policy and
+its 95% interval, on-time recall, realized cost, exhaustion progress and spend per quarter. Without ``--quick``
+any policies × budgets × seed range can be chosen, ``--sweep`` adds the cap sweep (20 caps from 5 to 210) of the
+natural schedules with the cost each needs to match a policy, and ``--out DIR`` writes ``results.json``,
+``results.md`` and ``frontiers.png``. ``--model PATH`` (or a policy named ``model:PATH``) evaluates a model trained
+by ``python -m membudget.train`` (its run directory, an SB3 ``.zip`` or an imitation ``.npz``) like any other
+policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from membudget.studies.protocol import (available, bootstrap_ci, cost_to_match, evaluate_policy, package_versions,
+                                        parse_budget, progress_line, sweep)
+from membudget.studies.suite import fit_suite
+
+
+@dataclass
+class EvalConfig:
+    """Configuration of one evaluation run (every field is a command-line flag of the same name)."""
+
+    quick: bool = False
+    """The README's main job: fit the gates, evaluate the headline policies at B5/B10/B20/B60 on 9000-9029."""
+    policies: list = field(default_factory=lambda: ["AllRelevant", "RandomFeasible", "Static", "Myopic",
+                                                    "Sequential", "DeadlineOutcome", "PacingLB"])
+    """Policies (names in membudget.studies.suite.POLICIES, or model:PATH for a trained model)."""
+    model: list = field(default_factory=list)
+    """Trained models to evaluate as well (run directories of membudget.train, .zip or .npz files); each is added
+    to the policies as model:PATH."""
+    budgets: list = field(default_factory=lambda: ["B5", "B10", "B20", "B60"])
+    """Budgets: levels (B5...B80), integers, or none."""
+    first_seed: int = 9000
+    """First held-out week."""
+    n_weeks: int = 30
+    """Number of consecutive held-out weeks."""
+    reference: str = "Static"
+    """Policy the paired differences are taken against."""
+    load: int = 0
+    """Opportunity load k of the evaluation weeks."""
+    repetitions: int = 3
+    """Seeds of stochastic policies (RandomFeasible) per week, averaged per week."""
+    bootstrap: int = 100_000
+    """Paired bootstrap resamples over complete weeks."""
+    sweep: bool = False
+    """Also sweep the natural schedules over 20 caps from 5 to 210 and report the cost to match each policy."""
+    out: str = ""
+    """If set, a directory for results.json, results.md and frontiers.png (config, command, versions included)."""
+    progress_bar: str = "auto"
+    """on, off or auto (on when attached to a terminal)."""
+
+
+def run(cfg: EvalConfig, suite=None, progress=None):
+    if cfg.quick:
+        cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
+                                  first_seed=9000, n_weeks=30, load=0, sweep=False)
+    say = progress or (lambda msg: None)
+    if cfg.model:
+        cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model
+                                                                      if f"model:{p}" not in cfg.policies])
+    if suite is None:
+        suite = fit_suite(progress=lambda m: say(f"fit: {m}"))
+    seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
+    results = []
+    for b in map(parse_budget, cfg.budgets):
+        per = {}
+        for name in cfg.policies:
+            if available(name, b, suite):
+                say(f"evaluate {name} at {b}")
+                per[name] = evaluate_policy(suite, name, b, seeds, cfg.load, cfg.repetitions)
+        ref = per.get(cfg.reference)
+        for name, res in per.items():
+            row = {"budget": b, "policy": name, "set_f1": res["set_f1"],
+                   "on_time_recall": res["on_time_recall"], "realized_cost": res["realized_cost"],
+                   "exhaustion_progress": res["exhaustion_progress"],
+                   "spend_per_quarter": np.stack([res[f"spend_q{q}"] for q in range(1, 5)], axis=1)}
+            if ref is not None and name != cfg.reference:
+                row["diff_vs_reference"] = bootstrap_ci(res["set_f1"] - ref["set_f1"], cfg.bootstrap)
+            results.append(row)
+    sweeps = {}
+    if cfg.sweep:
+        for name in ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome"):
+            say(f"sweep {name}")
+            sweeps[name] = sweep(suite, name, seeds, load=cfg.load)
+    return results, sweeps
+
+
+def format_table(results, reference, sweeps=None) -> str:
+    head = (f"| budget | policy | Set F1 | vs {reference} [95% CI] | on-time recall | realized cost | "
+            f"exhausted (progress) | spend by quarter |")
+    lines = [head, "|" + "---|" * 8]
+    for r in results:
+        d = r.get("diff_vs_reference")
+        diff = f"{d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}]" if d else "reference" if r["policy"] == reference else ""
+        ex = r["exhaustion_progress"]
+        n_ex = int(np.sum(~np.isnan(ex)))
+        exs = f"{n_ex}/{ex.size} ({np.nanmean(ex):.3f})" if n_ex else f"0/{ex.size}"
+        q = "/".join(f"{v:.2f}" for v in r["spend_per_quarter"].mean(axis=0))
+        lines.append(f"| {r['budget']} | {r['policy']} | {r['set_f1'].mean():.4f} | {diff} | "
+                     f"{np.nanmean(r['on_time_recall']):.4f} | {r['realized_cost'].mean():.2f} | {exs} | {q} |")
+    if sweeps:
+        lines += ["", "Cost to match (smallest swept cost reaching both the policy's mean Set F1 and on-time recall):",
+                  "", "| budget | policy | cost | " + " | ".join(sweeps) + " |", "|" + "---|" * (3 + len(sweeps))]
+        for r in results:
+            cells = []
+            for name, rows in sweeps.items():
+                c = cost_to_match(rows, r["set_f1"].mean(), np.nanmean(r["on_time_recall"]))
+                cells.append("not reached" if c is None else f"{c:.1f} ({c / max(r['realized_cost'].mean(), 1e-9):.2f}x)")
+            lines.append(f"| {r['budget']} | {r['policy']} | {r['realized_cost'].mean():.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_frontiers(sweeps, results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for name, rows in sweeps.items():
+        c = [r["cost"] for r in rows]
+        axes[0].plot(c, [r["f1"] for r in rows], marker=".", label=name)
+        axes[1].plot(c, [r["recall"] for r in rows], marker=".", label=name)
+    for r in results:
+        if r["policy"] in ("Sequential", "Myopic", "Static"):
+            for ax, key in ((axes[0], "set_f1"), (axes[1], "on_time_recall")):
+                ax.scatter([r["realized_cost"].mean()], [np.nanmean(r[key])], marker="x")
+                ax.annotate(f"{r['policy']} {r['budget']}", (r["realized_cost"].mean(), np.nanmean(r[key])),
+                            fontsize=7)
+    for ax, lab in zip(axes, ("Set F1", "on-time recall")):
+        ax.set_xlabel("realized observation cost")
+        ax.set_ylabel(lab)
+        ax.set_xscale("log")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_args(argv=None) -> EvalConfig:
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    for f in dataclasses.fields(EvalConfig):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        flag = f"--{f.name.replace('_', '-')}"
+        if isinstance(default, bool):
+            parser.add_argument(flag, action="store_true")
+        elif isinstance(default, list):
+            parser.add_argument(flag, nargs="+", type=str, default=default)
+        else:
+            parser.add_argument(flag, type=type(default), default=default,
+                                choices=("on", "off", "auto") if f.name == "progress_bar" else None)
+    return EvalConfig(**vars(parser.parse_args(argv)))
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cfg = parse_args(argv)
+    start = time.perf_counter()
+    results, sweeps = run(cfg, progress=progress_line(cfg.progress_bar))
+    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    text = (f"PMWeek-v0, weeks {cfg.first_seed}-{cfg.first_seed + cfg.n_weeks - 1}, unit prices, N_max 2, "
+            f"late policy expire, load {cfg.load}; gates fitted on development weeks 2000-2019; paired bootstrap "
+            f"with {cfg.bootstrap} resamples\n\n" + format_table(results, cfg.reference, sweeps))
+    print(text)
+    print(f"\ncommand: {command.strip()}   ({time.perf_counter() - start:.1f} s)")
+    if cfg.out:
+        os.makedirs(cfg.out, exist_ok=True)
+        with open(os.path.join(cfg.out, "results.json"), "w") as f:
+            json.dump({"config": dataclasses.asdict(cfg), "command": command, "versions": package_versions(),
+                       "rows": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
+                                for r in results], "sweeps": sweeps}, f, indent=1)
+        with open(os.path.join(cfg.out, "results.md"), "w") as f:
+            f.write(text + f"\n\ncommand: `{command.strip()}`\n")
+        if sweeps:
+            plot_frontiers(sweeps, results, os.path.join(cfg.out, "frontiers.png"))
+    return results

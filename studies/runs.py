@@ -1,0 +1,206 @@
+"""Run directories and configurations of ``python -m membudget.train`` (CleanRL / RL Zoo style).
+
+Every training subcommand is a :class:`TrainCommand`: a typed config dataclass (one docstring per field; every
+field is a command-line flag and a key of ``--config FILE``) and a runner ``run(cfg, command) -> run directory``.
+A study registers its commands beside its own code; ``train.py`` only lists them.
+
+Each run directory keeps ``config.json`` (resolved config, command, seed, package versions, training totals),
+``metrics.csv`` and, for PMWeek learners, ``learning_curve.csv`` / ``learning_curve.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from membudget.envs.pm.rollout import rollout
+from membudget.studies.protocol import package_versions
+
+
+@dataclass(frozen=True)
+class TrainCommand:
+    """One ``python -m membudget.train`` subcommand."""
+
+    config: type
+    """The config dataclass; every field is a flag."""
+    help: str
+    """One line for ``--help``."""
+    run: Callable
+    """``run(cfg, command) -> run directory``."""
+    defaults: dict = field(default_factory=dict)
+    """Overrides of the config's defaults for this subcommand."""
+
+
+def budget_flag(value: str):
+    """A budget flag: ``none``, an integer or a level name such as ``B10``."""
+    if value == "none":
+        return None
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+def show_bar(setting: str) -> bool:
+    return sys.stderr.isatty() if setting == "auto" else setting == "on"
+
+
+def net_arch(text) -> tuple:
+    try:
+        arch = tuple(int(x) for x in str(text).split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--net-arch must be comma-separated integers, got {text!r}") from None
+    if not arch or min(arch) <= 0:
+        raise ValueError(f"--net-arch must name at least one positive layer size, got {text!r}")
+    return arch
+
+
+def start_run(subcommand: str, cfg, command: str, default_name: str) -> str:
+    run_dir = os.path.join(cfg.out, cfg.name or default_name)
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, "config.json"), "w") as f:
+        json.dump({"subcommand": subcommand, "config": dataclasses.asdict(cfg), "command": command, "seed": cfg.seed,
+                   "versions": package_versions()}, f, indent=1)
+    return run_dir
+
+
+def write_metrics(run_dir, header, rows) -> None:
+    """``metrics.csv`` of a run directory: one header row, then ``rows``."""
+    with open(os.path.join(run_dir, "metrics.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
+    """Add the training totals (and ``extra``) to the run's ``config.json`` written by :func:`_start_run`."""
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["training"] = {"wall_clock_s": float(wall_clock_s), "env_steps": int(env_steps), **extra}
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
+
+
+def finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, policy, budgets, env_kwargs):
+    """Held-out metrics.csv, learning curves, a line on stdout; adds training totals to config.json."""
+    seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
+    rows, summary = [], []
+    for b in budgets:
+        res = rollout(policy, seeds, budget=budget_flag(b), per_step_cap=getattr(cfg, "per_step_cap", 2), **env_kwargs)
+        for i, s in enumerate(seeds):
+            rows.append([b, s, res["set_f1"][i], res["on_time_recall"][i], res["realized_cost"][i]])
+        summary.append(f"{b}: held-out Set F1 {np.mean(res['set_f1']):.3f}, on-time recall "
+                       f"{np.nanmean(res['on_time_recall']):.3f}, realized cost {np.mean(res['realized_cost']):.1f}")
+    write_metrics(run_dir, ["budget", "seed", "set_f1", "on_time_recall", "realized_cost"], rows)
+    if cfg.learning_curve == "on":
+        write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})")
+    record_training(run_dir, train_seconds, env_steps)
+    print(f"{run_dir}: " + "; ".join(summary) + f" (training {train_seconds:.1f} s, {env_steps} env steps)")
+    return run_dir
+
+
+def write_learning_curve(history, run_dir, title=""):
+    """``learning_curve.csv`` (every key of the history rows) and ``learning_curve.png`` in ``run_dir``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(k for row in history for k in row))
+    with open(os.path.join(run_dir, "learning_curve.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(history)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    x = [r["env_steps"] for r in history]
+    per_budget = [k for k in keys if k.startswith("val_set_f1_")]
+    for k in per_budget if len(per_budget) > 1 else ["val_set_f1"]:
+        ax.plot(x, [r.get(k, np.nan) for r in history], marker="o", label=k.replace("val_set_f1_", "") or k)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("Set F1, validation weeks 4000-4009")
+    ax.set_title(title, fontsize=9)
+    if len(per_budget) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(run_dir, "learning_curve.png"), dpi=110)
+    plt.close(fig)
+
+
+CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"), "family": ("db", "os"),
+           "profile": ("strong", "mid", "weak"), "strategy": ("implementation", "reasoning", "capacity"),
+           "population": ("locomo", "longmemeval", "hotpotqa"), "backbone": ("llama", "qwen"),
+           "lam_conditioned": ("on", "off"), "use_beta": ("on", "off"), "normalize_reward": ("on", "off"),
+           "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation"),
+           "bc_teacher": ("expected", "hindsight")}
+
+
+def add_fields(parser, cls, suppress=False, defaults=None):
+    defaults = defaults or {}
+    for f in dataclasses.fields(cls):
+        default = defaults.get(f.name, f.default)
+        kw = {"type": type(f.default), "default": argparse.SUPPRESS if suppress else default,
+              "help": f"(default: {default})"}
+        if f.name in CHOICES:
+            kw["choices"] = CHOICES[f.name]
+        parser.add_argument(f"--{f.name.replace('_', '-')}", **kw)
+    if suppress:
+        parser.add_argument("--config", default=argparse.SUPPRESS,
+                            help="JSON or YAML file of flag values (flags on the command line override it)")
+
+
+def load_config_file(path: str) -> dict:
+    """Flag values from a JSON or YAML file (data only: json.load / yaml.safe_load); keys may use dashes."""
+    with open(path) as f:
+        text = f.read()
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover - PyYAML ships with most stacks
+            raise ImportError("reading a YAML config needs PyYAML (pip install pyyaml); or use JSON") from None
+        data = yaml.safe_load(text)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e}); YAML files must end in .yaml or .yml") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the config must be a mapping of flag names to values")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def resolve_config(cls, given: dict, file_values: dict, defaults=None, source="config"):
+    """Dataclass defaults < subcommand defaults < file < flags; file values are type-checked."""
+    values = {f.name: f.default for f in dataclasses.fields(cls)}
+    values.update(defaults or {})
+    types = {f.name: type(f.default) for f in dataclasses.fields(cls)}
+    unknown = sorted(set(file_values) - set(types))
+    if unknown:
+        raise ValueError(f"{source}: unknown keys {unknown}; known: {sorted(types)}")
+    for k, v in file_values.items():
+        t = types[k]
+        if t is str and isinstance(v, list):  # e.g. budgets: [B5, B10] or net_arch: [64, 64]
+            v = ",".join(str(x) for x in v)
+        if t is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if t is float and isinstance(v, str):  # YAML 1.1 reads 1e-3 as a string
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+        if t is str and isinstance(v, int) and not isinstance(v, bool):  # e.g. budget: 42
+            v = str(v)
+        if not isinstance(v, t) or isinstance(v, bool):
+            raise ValueError(f"{source}: {k} must be {t.__name__}, got {v!r}")
+        if k in CHOICES and v not in CHOICES[k]:
+            raise ValueError(f"{source}: {k} must be one of {CHOICES[k]}, got {v!r}")
+        values[k] = v
+    values.update(given)
+    return cls(**values)

@@ -1,0 +1,33 @@
+"""Teacher schedules played through the policy protocol."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class SchedulePolicy:
+    """Replays fixed per-week schedules (``[(step, resource), ...]``, one per week in rollout order) as a
+    binary-action policy: the hindsight DP and the current-greedy oracle evaluated through the same loop."""
+
+    def __init__(self, schedules, n_resources: int):
+        self.plans = []
+        for sched in schedules:
+            plan = {}
+            for t, r in sched:
+                plan.setdefault(int(t), []).append(int(r))
+            self.plans.append(plan)
+        self.n_resources = n_resources
+        self.t = 0
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        n = np.asarray(observation["mask"]).shape[0]
+        if n != len(self.plans):
+            raise ValueError(f"{len(self.plans)} schedules for a batch of {n} weeks")
+        if episode_start is not None and np.all(episode_start):
+            self.t = 0
+        a = np.zeros((n, self.n_resources), dtype=np.int8)
+        for i, plan in enumerate(self.plans):
+            for r in plan.get(self.t, ()):
+                a[i, r] = 1
+        self.t += 1
+        return a, state

@@ -1,0 +1,110 @@
+"""Documentation: every environment documents itself in Gymnasium's structure, the documented spaces are the real
+ones, every environment has a page that renders its docstring, and the site builds in strict mode."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import membudget  # noqa: F401
+from membudget.envs import shared_budget
+from membudget.envs.registration import ENTRY_POINTS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SECTIONS = ("Description", "Action Space", "Observation Space", "Rewards", "Starting State", "Episode End",
+            "Arguments", "Version History")
+PAGES = {"membudget/PMWeek-v0": "pm_week.md", "membudget/ReplayStream-v0": "replay_stream.md",
+         "membudget/TierRouting-v0": "tier_routing.md", "membudget/ProactiveStream-v0": "proactive_stream.md",
+         "shared_budget": "shared_budget.md"}
+CLASSES = {env_id: ep.split(":") for env_id, (ep, _) in ENTRY_POINTS.items()}
+CLASSES["shared_budget"] = ("membudget.envs.shared_budget", "raw_env")
+
+
+def _class(env_id):
+    import importlib
+
+    module, name = CLASSES[env_id]
+    return getattr(importlib.import_module(module), name)
+
+
+def _spaces(env_id):
+    if env_id == "shared_budget":
+        env = shared_budget.parallel_env()
+        return env.observation_space("agent_0"), env.action_space("agent_0"), len(env.world.resources)
+    env = gym.make(env_id).unwrapped
+    r = len(env.world.resources) if hasattr(env, "world") else None
+    return env.observation_space, env.action_space, r
+
+
+def _section(doc, name):
+    m = re.search(rf"^\s*## {name}\n(.*?)(?=^\s*## |\Z)", doc, re.M | re.S)
+    assert m, f"no '## {name}' section"
+    return m.group(1)
+
+
+def _documented(section, n_resources):
+    """The first ``...`` span of a section that names a space, with the symbol R replaced by its value."""
+    for span in re.findall(r"``([^`]+)``", section):
+        if re.match(r"(Box|Discrete|MultiBinary)\(", span):
+            return re.sub(r"\bR\b", str(n_resources), span)
+    raise AssertionError(f"no space stated in {section[:80]!r}")
+
+
+def _render(space):
+    """A space in the docstrings' notation: ``Discrete(n)``, ``MultiBinary(n)``, ``Box(low, high, shape, dtype)``."""
+    if isinstance(space, gym.spaces.Discrete):
+        return f"Discrete({space.n})"
+    if isinstance(space, gym.spaces.MultiBinary):
+        return f"MultiBinary({space.n})"
+    assert isinstance(space, gym.spaces.Box) and np.all(space.low == space.low.flat[0]) \
+        and np.all(space.high == space.high.flat[0])
+    return f"Box({space.low.flat[0]:g}, {space.high.flat[0]:g}, {space.shape}, {space.dtype})"
+
+
+def test_every_environment_is_documented():
+    assert set(PAGES) == set(ENTRY_POINTS) | {"shared_budget"}
+
+
+@pytest.mark.parametrize("env_id", sorted(PAGES))
+def test_docstring_has_gymnasium_sections_in_order(env_id):
+    doc = _class(env_id).__doc__
+    positions = [doc.find(f"## {s}\n") for s in SECTIONS]
+    assert all(p >= 0 for p in positions), [s for s, p in zip(SECTIONS, positions) if p < 0]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize("env_id", sorted(PAGES))
+def test_documented_spaces_are_the_real_ones(env_id):
+    doc = _class(env_id).__doc__
+    obs_space, act_space, n_res = _spaces(env_id)
+    assert _documented(_section(doc, "Action Space"), n_res) == _render(act_space)
+    if isinstance(obs_space, gym.spaces.Dict):  # PMWeek-v0 and the shared budget: every key named with its shape
+        obs = _section(doc, "Observation Space")
+        for key, sub in obs_space.spaces.items():
+            assert f'"{key}"' in obs, key
+        assert f"Box(R, {obs_space['resources'].shape[1]})" in obs
+        assert f"Box({obs_space['budget'].shape[0]},)" in obs
+    else:
+        assert _documented(_section(doc, "Observation Space"), n_res) == _render(obs_space)
+
+
+@pytest.mark.parametrize("env_id", sorted(PAGES))
+def test_each_page_renders_its_class_docstring(env_id):
+    with open(os.path.join(ROOT, "docs", "envs", PAGES[env_id])) as f:
+        page = f.read()
+    module, name = CLASSES[env_id]
+    assert f"::: {module}.{name}" in page
+
+
+def test_site_builds_in_strict_mode(tmp_path):
+    mkdocs = shutil.which("mkdocs", path=os.path.dirname(sys.executable)) or shutil.which("mkdocs")
+    assert mkdocs, "mkdocs is part of the test extra (pip install -e '.[test]')"
+    out = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "site" / "envs" / "pm_week" / "index.html").exists()
