@@ -211,16 +211,27 @@ class LearningCurveCallback(BaseCallback):
         return self.history[-1]["wall_clock"] if self.history else 0.0
 
 
-def _ppo_kwargs(algo, n_steps, batch_size, n_epochs, learning_rate, gamma, gae_lambda, ent_coef, net_arch, seed):
+POLICIES = ("per-resource", "mlp")
+"""Actor of the SB3 learners: the shared per-resource network (:mod:`membudget.agents.per_resource`, the class
+every PMWeek learner uses) or SB3's flat ``MultiInputPolicy`` MLP (the architecture ablation)."""
+
+
+def _ppo_kwargs(algo, n_steps, batch_size, n_epochs, learning_rate, gamma, gae_lambda, ent_coef, net_arch, seed,
+                policy="per-resource"):
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    arch = {"net_arch": list(net_arch)} if policy == "mlp" else {"critic_arch": tuple(net_arch)}
     return dict(n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, learning_rate=learning_rate, gamma=gamma,
-                gae_lambda=gae_lambda, ent_coef=ent_coef, seed=seed, verbose=0, device="cpu",
-                policy_kwargs={"net_arch": list(net_arch)})
+                gae_lambda=gae_lambda, ent_coef=ent_coef, seed=seed, verbose=0, device="cpu", policy_kwargs=arch,
+                policy=policy)
 
 
-def _learn(algo, venv, total_timesteps, callback, progress_bar, torch_threads, **kw):
+def _learn(algo, venv, total_timesteps, callback, progress_bar, torch_threads, policy="per-resource", **kw):
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import PPO
+
+    from membudget.agents.per_resource import MaskablePerResourceActorCriticPolicy, PerResourceActorCriticPolicy
 
     if algo not in ("ppo", "maskable_ppo"):
         raise ValueError(f"algo must be 'ppo' or 'maskable_ppo', got {algo!r}")
@@ -229,7 +240,8 @@ def _learn(algo, venv, total_timesteps, callback, progress_bar, torch_threads, *
     if torch_threads:
         torch.set_num_threads(int(torch_threads))
     cls = PPO if algo == "ppo" else MaskablePPO
-    model = cls("MultiInputPolicy", venv, **kw)
+    per_resource = MaskablePerResourceActorCriticPolicy if algo == "maskable_ppo" else PerResourceActorCriticPolicy
+    model = cls(per_resource if policy == "per-resource" else "MultiInputPolicy", venv, **kw)
     model.learn(total_timesteps=total_timesteps, callback=callback, progress_bar=bool(progress_bar))
     return model
 
@@ -239,15 +251,16 @@ def train_ppo_allocator(budget="B10", *, algo: str = "ppo", total_timesteps: int
                         learning_rate: float = 3e-4, gamma: float = 1.0, gae_lambda: float = 0.95,
                         ent_coef: float = 0.0, net_arch=(128, 128), eval_every: int = 20_000,
                         per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
-                        progress_bar: bool = False, torch_threads: int = 1):
+                        progress_bar: bool = False, torch_threads: int = 1, policy: str = "per-resource"):
     """Train PPO (``algo="ppo"``) or MaskablePPO (``"maskable_ppo"``) at one budget on development weeks;
-    returns ``(model, history)`` (the learning curve rows of :class:`LearningCurveCallback`)."""
+    returns ``(model, history)`` (the learning curve rows of :class:`LearningCurveCallback`). ``policy``: the
+    per-resource actor (default; ``net_arch`` is then the critic's) or SB3's flat MLP (:data:`POLICIES`)."""
     env_kwargs = dict(per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
     venv = DevWeeksVecEnv(n_envs, seed=seed, budget=budget, **env_kwargs)
     cb = LearningCurveCallback([budget], eval_every, env_kwargs=env_kwargs)
     model = _learn(algo, venv, total_timesteps, cb, progress_bar, torch_threads,
                    **_ppo_kwargs(algo, n_steps, batch_size, n_epochs, learning_rate, gamma, gae_lambda, ent_coef,
-                                 net_arch, seed))
+                                 net_arch, seed, policy))
     venv.close()
     return model, cb.history
 
@@ -257,7 +270,7 @@ def train_conditioned_ppo(budgets=CONDITIONED_BUDGETS, *, total_timesteps: int =
                           learning_rate: float = 3e-4, gamma: float = 1.0, gae_lambda: float = 0.95,
                           ent_coef: float = 0.0, net_arch=(128, 128), eval_every: int = 40_000,
                           per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
-                          progress_bar: bool = False, torch_threads: int = 1):
+                          progress_bar: bool = False, torch_threads: int = 1, policy: str = "per-resource"):
     """One budget-conditioned PPO trained across ``budgets`` at once (:class:`ConcatBudgetVecEnv`); returns
     ``(model, history)`` with validation Set F1 per budget and their mean."""
     env_kwargs = dict(per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
@@ -265,7 +278,7 @@ def train_conditioned_ppo(budgets=CONDITIONED_BUDGETS, *, total_timesteps: int =
     cb = LearningCurveCallback(budgets, eval_every, env_kwargs=env_kwargs)
     model = _learn("ppo", venv, total_timesteps, cb, progress_bar, torch_threads,
                    **_ppo_kwargs("ppo", n_steps, batch_size, n_epochs, learning_rate, gamma, gae_lambda, ent_coef,
-                                 net_arch, seed))
+                                 net_arch, seed, policy))
     venv.close()
     return model, cb.history
 
@@ -283,7 +296,7 @@ def load_policy(path: str):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no model at {path}")
     if path.endswith(".npz"):
-        from membudget.agents.imitation import StudentPolicy
+        from membudget.agents.per_resource import StudentPolicy
 
         return StudentPolicy.load(path), {"action_mode": "scores"}
     if not path.endswith(".zip"):
@@ -295,6 +308,6 @@ def load_policy(path: str):
 
     with zipfile.ZipFile(path) as z:
         data = z.read("data").decode() if "data" in z.namelist() else ""
-    if "sb3_contrib.common.maskable" in data:
+    if "sb3_contrib.common.maskable" in data or "MaskablePerResourceActorCriticPolicy" in data:
         return MaskedPolicy(MaskablePPO.load(path, device="cpu")), {"action_mode": "binary"}
     return PPO.load(path, device="cpu"), {"action_mode": "binary"}

@@ -41,10 +41,30 @@ def _check_run(run_dir, subcommand, model_file, budgets=("B10",)):
 
 
 @pytest.mark.parametrize("sub", ["ppo", "maskable-ppo"])
-def test_ppo_subcommands(tmp_path, sub):
-    run_dir = train.main([sub, *TINY_PPO, "--learning-curve", "on", "--out", str(tmp_path)])
+@pytest.mark.parametrize("policy", ["per-resource", "mlp"])
+def test_ppo_subcommands(tmp_path, sub, policy):
+    run_dir = train.main([sub, *TINY_PPO, "--policy", policy, "--learning-curve", "on", "--out", str(tmp_path)])
     meta = _check_run(run_dir, sub, "model.zip")
     assert os.path.basename(run_dir) == f"{sub}-B10-seed0" and meta["config"]["n_envs"] == 4
+    model = load_policy(run_dir)[0]
+    sb3 = getattr(model, "model", model)
+    assert type(sb3.policy).__name__.endswith("PerResourceActorCriticPolicy") == (policy == "per-resource")
+
+
+TINY_NATIVE = ["--total-timesteps", "640", "--n-envs", "4", "--n-minibatches", "2", "--eval-every", "320",
+               "--eval-weeks", "2", "--progress-bar", "off"]
+
+
+def test_ppo_native_and_distil_then_rl(tmp_path):
+    student_dir = train.main(["dagger", *TINY_IMIT, "--hidden", "16", "--out", str(tmp_path)])
+    run_dir = train.main(["ppo-native", *TINY_NATIVE, "--hidden", "16,16", "--init-from", student_dir,
+                          "--bc-coef", "0.5", "--bc-weeks", "2", "--out", str(tmp_path)])
+    meta = _check_run(run_dir, "ppo-native", "model.npz")
+    assert meta["config"]["init_from"] == student_dir
+    with open(os.path.join(run_dir, "learning_curve.csv")) as f:
+        assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [0, 320, 640]
+    with pytest.raises(SystemExit):
+        train.main(["ppo-native", "--critic-counts", "maybe", "--out", str(tmp_path)])
 
 
 def test_ppo_conditioned_subcommand(tmp_path):

@@ -394,6 +394,7 @@ class PMWeekCore:
         self.t = np.zeros(n, dtype=np.int64)
         self.horizon = np.ones(n, dtype=np.int64)
         self.n_int = np.zeros(n, dtype=np.int64)
+        self.n_total = np.ones(n, dtype=np.int64)
         self.costs = np.ones((n, n_resources), dtype=np.int64)
         self.is_clock = np.zeros((n, n_resources))
         self.max_cost = np.ones(n)
@@ -444,6 +445,7 @@ class PMWeekCore:
                    self.miss_cost, self.vis_step, self.cal)
         self.status[i] = 0
         self.n_int[i] = k
+        self.n_total[i] = max(1, ep.kind.size)
         self.horizon[i] = T
         self.t[i] = 0
         self.costs[i] = ep.costs
@@ -476,6 +478,11 @@ class PMWeekCore:
     def events(self, i: int, n_events: int):
         """``(hidden intention index, event name)`` pairs of slot ``i``'s last step."""
         return [(int(m), EVENT_NAMES[c]) for m, c in self.ev_list[i, :n_events].tolist()]
+
+    def running_counts(self, rows) -> np.ndarray:
+        """``(len(rows), 3)`` float32: the running TP, FP and FN of each week in ``rows``, each divided by the
+        week's number of intentions (so each lies in [0, 1]; Set F1 is invariant to the common scale)."""
+        return (self.counters[rows][:, [C_TP, C_FP, C_FN]] / self.n_total[rows][:, None]).astype(np.float32)
 
     def action_masks(self, i: int) -> np.ndarray:
         """sb3-contrib's flat MultiBinary mask for slot ``i``: [bit0=0, bit0=1, bit1=0, bit1=1, ...]."""

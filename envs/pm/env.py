@@ -33,8 +33,8 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
     return world
 
 
-def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode):
-    """Single-week observation and action spaces."""
+def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode, observe_counts=False):
+    """Single-week observation and action spaces (with ``observe_counts``: the ``"counts"`` key too)."""
     low = np.zeros((n_res, N_RESOURCE_FEATURES), dtype=np.float32)
     low[:, [0, 1, 2, 3, 5]] = -1.0
     high = np.ones((n_res, N_RESOURCE_FEATURES), dtype=np.float32)
@@ -42,11 +42,14 @@ def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode):
     b_low = np.array([0, 0, 0, 0, 0, -1, 0, 0, 0], dtype=np.float32)
     b_high = np.array([max(1.0, b_frac), 1, 1, 1, 1.0 if budget is None else max(1.0, budget), 1,
                        cap * 5 / 10, cap * 10 / 20, cap / 2], dtype=np.float32)
-    obs = spaces.Dict({
+    obs = {
         "resources": spaces.Box(low, high, dtype=np.float32),
         "budget": spaces.Box(b_low, b_high, dtype=np.float32),
         "mask": spaces.MultiBinary(n_res),
-    })
+    }
+    if observe_counts:
+        obs["counts"] = spaces.Box(0.0, 1.0, (3,), dtype=np.float32)
+    obs = spaces.Dict(obs)
     if action_mode == "binary":
         act = spaces.MultiBinary(n_res)
     else:
@@ -136,6 +139,9 @@ class PMWeekEnv(gym.Env):
       steps and the previous step). Names in ``BUDGET_FEATURE_NAMES``.
     - ``"mask"``: ``MultiBinary(R)``, the candidate mask (a resource serving at least one active, unresolved
       stored intention whose declared window, widened by a lookahead, contains ``t``).
+    - with ``observe_counts=True`` only (not in BudgetPM's observation): ``"counts"``: ``Box(0, 1, (3,))``, the
+      episode's running TP, FP and FN so far (visible outcomes included), each divided by the week's number of
+      intentions: the reward depends on them.
 
     ## Rewards
 
@@ -164,6 +170,7 @@ class PMWeekEnv(gym.Env):
     - ``load``: ``k`` extra hidden-channel trigger opportunities per day (paired with ``k=0``).
     - ``world``: a :class:`WorldConfig`.
     - ``action_mode``: ``"binary"`` or ``"scores"``.
+    - ``observe_counts``: add the running ``"counts"`` to the observation (default False).
 
     ## Version History
 
@@ -173,7 +180,8 @@ class PMWeekEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, budget="B10", per_step_cap=2, per_step_cost_cap=None, cost_profile="unit",
-                 late_policy="expire", load=0, world=None, action_mode="binary", render_mode=None):
+                 late_policy="expire", load=0, world=None, action_mode="binary", observe_counts=False,
+                 render_mode=None):
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load,
                                      world, action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
@@ -184,8 +192,9 @@ class PMWeekEnv(gym.Env):
                              f"{self.metadata['render_modes']})")
         self.render_mode = render_mode
         n_res = len(self.world.resources)
+        self.observe_counts = bool(observe_counts)
         self.observation_space, self.action_space = spaces_for(n_res, self.budget, self.target_fraction,
-                                                               per_step_cap, action_mode)
+                                                               per_step_cap, action_mode, self.observe_counts)
         self._core = PMWeekCore(1, n_res, budget=self.budget, per_step_cap=per_step_cap,
                                 per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
                                 b_frac=self.target_fraction)
@@ -203,7 +212,10 @@ class PMWeekEnv(gym.Env):
 
     def _obs(self):
         self._core.observe(self._rows, self._res, self._bud, self._mask)
-        return {"resources": self._res[0].copy(), "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
+        obs = {"resources": self._res[0].copy(), "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
+        if self.observe_counts:
+            obs["counts"] = self._core.running_counts(self._rows)[0]
+        return obs
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

@@ -40,7 +40,7 @@ class PMWeekVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int = 1, budget="B10", per_step_cap=2, per_step_cost_cap=None,
                  cost_profile="unit", late_policy="expire", load=0, world=None, action_mode="binary",
-                 render_mode=None):
+                 observe_counts=False, render_mode=None):
         check_int("num_envs", num_envs, 1)
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load,
                                      world, action_mode)
@@ -51,8 +51,9 @@ class PMWeekVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self.num_envs = int(num_envs)
         n, r = self.num_envs, len(self.world.resources)
+        self.observe_counts = bool(observe_counts)
         self.single_observation_space, self.single_action_space = spaces_for(
-            r, self.budget, self.target_fraction, per_step_cap, action_mode)
+            r, self.budget, self.target_fraction, per_step_cap, action_mode, self.observe_counts)
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
         self._core = PMWeekCore(n, r, budget=self.budget, per_step_cap=per_step_cap,
@@ -78,7 +79,10 @@ class PMWeekVectorEnv(VectorEnv):
 
     def _obs(self):
         self._core.observe(self._all, self._res, self._bud, self._mask)
-        return {"resources": self._res.copy(), "budget": self._bud.copy(), "mask": self._mask.copy()}
+        obs = {"resources": self._res.copy(), "budget": self._bud.copy(), "mask": self._mask.copy()}
+        if self.observe_counts:
+            obs["counts"] = self._core.running_counts(self._all)
+        return obs
 
     def reset(self, *, seed=None, options=None):
         options = dict(options or {})

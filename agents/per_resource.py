@@ -1,0 +1,213 @@
+"""One policy class for every learner on ``PMWeek-v0``: a permutation-equivariant per-resource network.
+
+:class:`PerResourceNet` applies one shared MLP to each resource's input — its 27 resource features, the 9 budget
+features and its candidate bit, as the observation gives them — and returns ``n_out`` values per resource. With
+``context=True`` the resources see each other DeepSets-style: the mean of the first hidden layer over the current
+candidates is appended to every resource's first hidden layer before the second. Permuting the resources permutes
+the outputs (tested), whatever the weights.
+
+The same class serves every learner, so that a comparison of learners compares learning signals, not
+architectures:
+
+- behaviour cloning and DAgger (:mod:`membudget.agents.imitation`) fit it to the hindsight DP's labels;
+- the PPO of :mod:`membudget.agents.ppo` trains it on the environment's reward (and can start from a student);
+- Stable-Baselines3 PPO and sb3-contrib MaskablePPO use it as their actor through
+  :class:`PerResourceActorCriticPolicy` and :class:`MaskablePerResourceActorCriticPolicy` (binary and scores
+  action modes; the critic stays SB3's MLP over the flattened observation).
+
+:class:`StudentPolicy` is the deployed form of any fitted network: in ``action_mode="scores"`` it proposes every
+candidate whose probability ``sigmoid(logit)`` reaches ``threshold`` (0.5), scored by that probability, and the
+environment's executor keeps the plan feasible. It saves to plain-array ``.npz`` files (never pickle).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import torch
+from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+from torch import nn
+
+from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
+
+N_INPUT = len(RESOURCE_FEATURE_NAMES) + len(BUDGET_FEATURE_NAMES) + 1
+"""Inputs per resource: its 27 features, the 9 budget features, its candidate bit."""
+
+
+class PerResourceNet(nn.Module):
+    """Shared per-resource MLP: ``(resources (n, R, 27), budget (n, 9), mask (n, R)) -> (n, R, n_out)``.
+
+    ``hidden``: layer widths (at least one); ``context``: append the candidates' mean first-layer activation to
+    every resource's first layer (the resources then see each other); ``n_out``: values per resource (1: a logit;
+    2: two logits, sb3-contrib's masked Bernoulli)."""
+
+    def __init__(self, hidden=(64, 64), context: bool = True, n_out: int = 1):
+        super().__init__()
+        hidden = tuple(int(h) for h in hidden)
+        if not hidden or min(hidden) < 1:
+            raise ValueError(f"hidden must name at least one positive layer width, got {hidden!r}")
+        if int(n_out) < 1:
+            raise ValueError(f"n_out must be positive, got {n_out!r}")
+        self.hidden, self.context, self.n_out = hidden, bool(context), int(n_out)
+        self.first = nn.Linear(N_INPUT, hidden[0])
+        widths = [hidden[0] * (2 if self.context else 1), *hidden[1:]]
+        self.rest = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.head = nn.Linear(widths[-1], self.n_out)
+
+    def forward(self, resources, budget, mask):
+        mask = mask.to(resources.dtype)
+        x = torch.cat([resources, budget.unsqueeze(-2).expand(*resources.shape[:-1], budget.shape[-1]),
+                       mask.unsqueeze(-1)], dim=-1)
+        h = torch.relu(self.first(x))
+        if self.context:
+            w = mask.unsqueeze(-1)
+            pooled = (h * w).sum(dim=-2, keepdim=True) / w.sum(dim=-2, keepdim=True).clamp(min=1.0)
+            h = torch.cat([h, pooled.expand_as(h)], dim=-1)
+        for layer in self.rest:
+            h = torch.relu(layer(h))
+        return self.head(h)
+
+    def config(self) -> dict:
+        return {"hidden": list(self.hidden), "context": self.context, "n_out": self.n_out}
+
+
+def obs_tensors(observation, dtype=torch.float32):
+    """``(resources, budget, mask)`` tensors of a single or batched observation (a leading batch axis is added to
+    a single one) and whether it was single."""
+    res = torch.as_tensor(np.asarray(observation["resources"]), dtype=dtype)
+    single = res.dim() == 2
+    bud = torch.as_tensor(np.asarray(observation["budget"]), dtype=dtype)
+    mask = torch.as_tensor(np.asarray(observation["mask"]), dtype=dtype)
+    if single:
+        res, bud, mask = res.unsqueeze(0), bud.unsqueeze(0), mask.unsqueeze(0)
+    return res, bud, mask, single
+
+
+class StudentPolicy:
+    """A fitted :class:`PerResourceNet` (``n_out=1``) following the policy protocol in ``action_mode="scores"``.
+
+    ``predict`` proposes every candidate with ``sigmoid(logit) >= threshold`` as its probability (-1 elsewhere).
+    ``config`` records how it was fitted (method, budget, weeks, ...)."""
+
+    def __init__(self, net: PerResourceNet, threshold: float = 0.5, config=None):
+        if net.n_out != 1:
+            raise ValueError(f"a student scores one logit per resource, got n_out={net.n_out}")
+        self.net = net.eval()
+        self.threshold = float(threshold)
+        self.config = dict(config or {})
+
+    def probabilities(self, observation) -> np.ndarray:
+        res, bud, mask, single = obs_tensors(observation)
+        with torch.no_grad():
+            p = torch.sigmoid(self.net(res, bud, mask)[..., 0]).numpy().astype(np.float64)
+        return p[0] if single else p
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        p = self.probabilities(observation)
+        mask = np.asarray(observation["mask"]).astype(bool)
+        action = np.where(mask & (p >= self.threshold), np.clip(p, 1e-6, 1.0), -1.0).astype(np.float32)
+        return action, state
+
+    def save(self, path):
+        """Plain-array ``.npz``: every parameter, the network's configuration, threshold and fit record."""
+        arrays = {f"param/{k}": v.detach().numpy() for k, v in self.net.state_dict().items()}
+        np.savez(os.fspath(path), net=np.array(json.dumps(self.net.config())), threshold=np.array(self.threshold),
+                 config=np.array(json.dumps(self.config)), **arrays)
+
+    @classmethod
+    def load(cls, path):
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            if "net" not in z.files:
+                raise ValueError(f"{path} is not a per-resource student (no network configuration)")
+            net = PerResourceNet(**json.loads(str(z["net"])))
+            state = {k[len("param/"):]: torch.as_tensor(z[k]) for k in z.files if k.startswith("param/")}
+            net.load_state_dict(state)
+            return cls(net, float(z["threshold"]), json.loads(str(z["config"])))
+
+
+# --------------------------------------------------------------------------------------------- Stable-Baselines3
+
+class _Split(nn.Module):
+    """SB3's ``mlp_extractor`` role: the actor is the per-resource network over the flattened observation (the
+    order of SB3's ``CombinedExtractor``: the Dict's keys sorted), the critic an MLP over the same features."""
+
+    def __init__(self, features_dim, n_resources, budget_offset, mask_offset, resources_offset, net, critic_arch):
+        super().__init__()
+        self.n_resources = n_resources
+        self.slices = (resources_offset, budget_offset, mask_offset)
+        self.net = net
+        layers, width = [], features_dim
+        for h in critic_arch:
+            layers += [nn.Linear(width, h), nn.Tanh()]
+            width = h
+        self.critic = nn.Sequential(*layers)
+        self.latent_dim_pi = n_resources * net.n_out
+        self.latent_dim_vf = width
+
+    def _unflatten(self, features):
+        r0, b0, m0 = self.slices
+        R = self.n_resources
+        res = features[:, r0:r0 + R * len(RESOURCE_FEATURE_NAMES)].reshape(-1, R, len(RESOURCE_FEATURE_NAMES))
+        return res, features[:, b0:b0 + len(BUDGET_FEATURE_NAMES)], features[:, m0:m0 + R]
+
+    def forward_actor(self, features):
+        return self.net(*self._unflatten(features)).reshape(features.shape[0], -1)
+
+    def forward_critic(self, features):
+        return self.critic(features)
+
+    def forward(self, features):
+        return self.forward_actor(features), self.forward_critic(features)
+
+
+class _PerResourceMixin:
+    """Shared by the SB3 and sb3-contrib policies: build :class:`_Split` instead of SB3's MLP extractor and use
+    its per-resource outputs directly as the action distribution's parameters (no dense layer across
+    resources, so the actor stays permutation-equivariant; in scores mode one log-std shared by every
+    resource)."""
+
+    _n_out = 1
+
+    def __init__(self, *args, hidden=(64, 64), context=True, critic_arch=(128, 128), **kwargs):
+        self._pr = dict(hidden=tuple(hidden), context=bool(context), critic_arch=tuple(critic_arch))
+        super().__init__(*args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        space = self.observation_space
+        offsets, at = {}, 0
+        for key, sub in space.spaces.items():  # CombinedExtractor flattens the keys in this order
+            offsets[key] = at
+            at += int(np.prod(sub.shape))
+        net = PerResourceNet(self._pr["hidden"], self._pr["context"], self._n_out)
+        self.mlp_extractor = _Split(self.features_dim, space["mask"].shape[0], offsets["budget"], offsets["mask"],
+                                    offsets["resources"], net, self._pr["critic_arch"])
+
+    def _build(self, lr_schedule) -> None:
+        super()._build(lr_schedule)
+        self.action_net = nn.Identity()
+        if hasattr(self, "log_std"):
+            self.log_std = nn.Parameter(torch.full((1,), float(self.log_std_init)))
+        head = self.mlp_extractor.net.head
+        nn.init.orthogonal_(head.weight, gain=0.01)
+        nn.init.zeros_(head.bias)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict:
+        data = super()._get_constructor_parameters()
+        data.update(hidden=self._pr["hidden"], context=self._pr["context"], critic_arch=self._pr["critic_arch"])
+        return data
+
+
+class PerResourceActorCriticPolicy(_PerResourceMixin, MultiInputActorCriticPolicy):
+    """SB3 ``PPO`` policy whose actor is :class:`PerResourceNet` (one logit per resource in binary mode, one mean
+    per resource in scores mode). Keyword arguments ``hidden``, ``context``, ``critic_arch``."""
+
+
+class MaskablePerResourceActorCriticPolicy(_PerResourceMixin, MaskableMultiInputActorCriticPolicy):
+    """sb3-contrib ``MaskablePPO`` policy whose actor is :class:`PerResourceNet` with two logits per resource
+    (sb3-contrib's masked Bernoulli)."""
+
+    _n_out = 2

@@ -1,0 +1,169 @@
+"""One policy class for every PMWeek learner: the per-resource network is permutation-equivariant, serves SB3 PPO /
+MaskablePPO and the native PPO, and the native PPO is reproducible, feasible and can start from a student."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from membudget.agents.per_resource import (MaskablePerResourceActorCriticPolicy, PerResourceActorCriticPolicy,
+                                           PerResourceNet, StudentPolicy)
+from membudget.agents.ppo import train_ppo
+from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
+
+PERM = np.random.default_rng(3).permutation(11)
+TINY = dict(total_timesteps=2 * 4 * 80, n_envs=4, n_minibatches=2, eval_every=0, eval_seeds=[4000])
+
+
+def _batch(seed=8000, n=3, steps=15):
+    env = PMWeekVectorEnv(num_envs=n, action_mode="scores")
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        obs, *_ = env.step(np.where(obs["mask"] > 0, rng.uniform(-1, 1, (n, 11)), -1).astype(np.float32))
+    return obs
+
+
+def _permuted(obs):
+    return {"resources": obs["resources"][:, PERM], "budget": obs["budget"], "mask": obs["mask"][:, PERM]}
+
+
+@pytest.mark.parametrize("context", [True, False])
+def test_net_permuting_resources_permutes_outputs(context):
+    torch.manual_seed(0)
+    net = PerResourceNet((16, 8), context=context, n_out=2)
+    obs = _batch()
+    t = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in obs.items()}
+    tp = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in _permuted(obs).items()}
+    out, out_p = net(t["resources"], t["budget"], t["mask"]), net(tp["resources"], tp["budget"], tp["mask"])
+    torch.testing.assert_close(out[:, PERM], out_p, rtol=1e-5, atol=1e-6)
+    assert out.shape == (3, 11, 2)
+
+
+def test_context_lets_resources_see_each_other():
+    torch.manual_seed(0)
+    obs = _batch()
+    res, bud, mask = (torch.as_tensor(obs[k], dtype=torch.float32) for k in ("resources", "budget", "mask"))
+    other = res.clone()
+    j = int(np.flatnonzero(obs["mask"][0])[0])
+    k = next(i for i in range(11) if i != j)
+    mask[0, j] = 1.0
+    other[0, j] += 1.0  # change one candidate's features only
+    for context, moves in ((True, True), (False, False)):
+        net = PerResourceNet((16, 8), context=context)
+        changed = not torch.allclose(net(res, bud, mask)[0, k], net(other, bud, mask)[0, k])
+        assert changed == moves
+
+
+def test_bad_net_arguments_are_refused():
+    with pytest.raises(ValueError, match="hidden"):
+        PerResourceNet(())
+    with pytest.raises(ValueError, match="n_out"):
+        PerResourceNet((8,), n_out=0)
+
+
+@pytest.mark.parametrize("algo,mode", [("ppo", "binary"), ("ppo", "scores"), ("maskable_ppo", "binary")])
+def test_sb3_policies_use_the_per_resource_actor(algo, mode, tmp_path):
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3 import PPO
+
+    from membudget.agents.rl import DevWeeksVecEnv
+
+    cls, pol = (PPO, PerResourceActorCriticPolicy) if algo == "ppo" else (MaskablePPO,
+                                                                          MaskablePerResourceActorCriticPolicy)
+    venv = DevWeeksVecEnv(4, seed=0, budget="B10", action_mode=mode)
+    model = cls(pol, venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu",
+                policy_kwargs=dict(hidden=(16, 16), critic_arch=(32,)))
+    model.learn(128)
+    assert isinstance(model.policy.action_net, torch.nn.Identity)
+    assert isinstance(model.policy.mlp_extractor.net, PerResourceNet)
+    obs = venv.reset()
+    o, _ = model.policy.obs_to_tensor(obs)
+    op, _ = model.policy.obs_to_tensor(_permuted(obs))
+
+    def params(o):  # SB3 reuses one distribution object: read its parameters before the next call
+        d = model.policy.get_distribution(o)
+        if algo == "maskable_ppo":
+            return torch.stack([x.logits for x in d.distributions], 1)
+        return d.distribution.probs if mode == "binary" else d.distribution.mean
+
+    torch.testing.assert_close(params(o)[:, PERM], params(op), rtol=1e-5, atol=1e-6)
+    if mode == "scores":
+        assert model.policy.log_std.shape == (1,)  # one standard deviation for every resource
+    model.save(tmp_path / "m.zip")
+    back = cls.load(tmp_path / "m.zip", device="cpu")
+    np.testing.assert_array_equal(back.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+
+
+def test_native_ppo_same_seed_same_policy_and_history():
+    a, ha = train_ppo("B10", seed=4, **TINY)
+    b, hb = train_ppo("B10", seed=4, **TINY)
+    obs = _batch()
+    np.testing.assert_array_equal(a.probabilities(obs), b.probabilities(obs))
+    assert [h["val_set_f1"] for h in ha] == [h["val_set_f1"] for h in hb]
+    assert [h["env_steps"] for h in ha] == [0, 640]
+    c, _ = train_ppo("B10", seed=5, **TINY)
+    assert not np.array_equal(a.probabilities(obs), c.probabilities(obs))
+
+
+def test_native_ppo_policy_acts_feasibly_and_round_trips(tmp_path):
+    policy, _ = train_ppo("B5", seed=0, **TINY)
+    env = PMWeekEnv(budget="B5", action_mode="scores")
+    obs, _ = env.reset(seed=8000)
+    done, spent = False, 0
+    while not done:
+        action, _ = policy.predict(obs)
+        assert np.all(action[obs["mask"] == 0] == -1.0)  # only candidates are proposed
+        obs, _, done, _, info = env.step(action)
+        spent += info["cost"]
+        assert len(info["queried"]) <= 2
+    assert spent == info["episode_metrics"]["realized_cost"] <= env.budget
+    policy.save(tmp_path / "p.npz")
+    np.testing.assert_array_equal(StudentPolicy.load(tmp_path / "p.npz").predict(obs)[0], policy.predict(obs)[0])
+
+
+def test_distil_then_rl_starts_from_the_student():
+    from membudget.agents.imitation import fit_bc
+
+    student, _ = fit_bc([2000, 2001], "B10", epochs=3, hidden=16)
+    policy, history = train_ppo("B10", seed=0, init=student.net, **dict(TINY, eval_seeds=[4000, 4001]))
+    from membudget.envs.pm.rollout import rollout
+
+    start = rollout(student, [4000, 4001], budget="B10", action_mode="scores")["set_f1"].mean()
+    assert history[0]["val_set_f1"] == pytest.approx(start)
+    assert policy.net is not student.net and policy.net.hidden == (16, 16)
+
+
+def test_native_ppo_refuses_bad_settings():
+    for bad in (dict(learning_rate=float("nan")), dict(gamma=5.0), dict(n_epochs=-5), dict(total_timesteps=0),
+                dict(clip_coef=0.0), dict(bc_coef=1.0)):
+        with pytest.raises(ValueError):
+            train_ppo("B10", **dict(TINY, **bad))
+
+
+def test_observe_counts_is_the_running_tp_fp_fn():
+    env = PMWeekEnv(budget="B10", observe_counts=True)
+    assert env.observation_space["counts"].shape == (3,)
+    obs, _ = env.reset(seed=9001)
+    assert "counts" not in PMWeekEnv().observation_space.spaces  # BudgetPM's observation by default
+    vec = PMWeekVectorEnv(num_envs=1, budget="B10", observe_counts=True)
+    vobs, _ = vec.reset(seed=9001)
+    done = False
+    while not done:
+        a = obs["mask"]
+        obs, _, done, _, info = env.step(a)
+        vobs, _, _, _, _ = vec.step(a[None])
+        np.testing.assert_array_equal(vobs["counts"][0], obs["counts"])
+    m = info["episode_metrics"]
+    n = env.episode.kind.size
+    np.testing.assert_allclose(obs["counts"], np.float32([m["tp"], m["fp"], m["fn"]]) / np.float32(n), rtol=1e-6)
+
+
+def test_observe_counts_passes_the_checkers():
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(gym.make("membudget/PMWeek-v0", observe_counts=True).unwrapped)
