@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import shlex
 import sys
@@ -479,6 +480,42 @@ def run_benchmark(quick: bool = False, progress=None, **overrides) -> dict:
             "seconds": time.perf_counter() - t_start}
 
 
+def _key(k):
+    return "|".join(map(str, k))
+
+
+def save_results(res, path) -> None:
+    """The results of :func:`run_benchmark` as JSON (per-week arrays as lists), so the page and figure can be
+    rendered again without training (``--render``)."""
+    def arrays(d):
+        return {m: np.asarray(v).tolist() for m, v in d.items()}
+
+    data = {"params": {k: (v if not isinstance(v, range) else list(v)) for k, v in res["params"].items()},
+            "quick": res["quick"], "budgets": res["budgets"], "seeds": res["seeds"],
+            "learner_seeds": res["learner_seeds"], "seconds": res["seconds"], "command": res.get("command", ""),
+            "per_week": {_key(k): arrays(v) for k, v in res["per_week"].items()},
+            "per_seed": {_key(k): [arrays(r) for r in v] for k, v in res["per_seed"].items()},
+            "training": {_key(k): v for k, v in res["training"].items()},
+            "curves": {_key(k): v for k, v in res["curves"].items()}}
+    with open(path, "w") as f:
+        json.dump(data, f, default=lambda o: list(o) if isinstance(o, (range, tuple)) else str(o))
+
+
+def load_results(path) -> dict:
+    """Inverse of :func:`save_results`."""
+    with open(path) as f:
+        data = json.load(f)
+
+    def arrays(d):
+        return {m: np.asarray(v, dtype=np.float64) for m, v in d.items()}
+
+    data["per_week"] = {tuple(k.split("|")): arrays(v) for k, v in data["per_week"].items()}
+    data["per_seed"] = {tuple(k.split("|")): [arrays(r) for r in v] for k, v in data["per_seed"].items()}
+    data["training"] = {tuple(k.split("|")): v for k, v in data["training"].items()}
+    data["curves"] = {tuple(k.split("|")): v for k, v in data["curves"].items()}
+    return data
+
+
 def mean_curve(histories, key="test_set_f1"):
     """``[(env_steps, mean over seeds)]`` at the checkpoints every seed's history has."""
     common = sorted(set.intersection(*({r["env_steps"] for r in h if key in r} for h in histories)))
@@ -561,6 +598,28 @@ def format_benchmark(res, command: str = "") -> str:
             x = steps_to_reach(res, m, b, target)
             cells.append("not reached" if x is None else f"{x:,}")
         L.append(f"| {m} | {b} | " + " | ".join(cells) + " |")
+    if ("PPO + counts critic", "B10") in res["curves"] and ("PPO", "B10") in res["curves"]:
+        counts = mean_curve(res["curves"][("PPO + counts critic", "B10")])[-1]
+        same = dict(mean_curve(res["curves"][("PPO", "B10")])).get(counts[0])
+        if same is not None:
+            L += ["", f"**The critic's view** (B10, seed means on held-out weeks, both at {counts[0]:,} env steps): "
+                  f"PPO {same:.4f}, PPO whose critic also reads the running TP / FP / FN {counts[1]:.4f} "
+                  f"({counts[1] - same:+.4f})."]
+    if ("B10", "PPO") in ps and ("B10", "Sequential") in pw:
+        per = [float(run["set_f1"].mean()) for run in ps[("B10", "PPO")]]
+        gap = np.mean(per) - pw[("B10", "Sequential")]["set_f1"].mean()
+        best = max(("BC", "DAgger"), key=lambda m: pw[("B10", m)]["set_f1"].mean()) if ("B10", "BC") in pw else None
+        L += ["", f"**What would change the conclusion.** At B10 PPO's mean over {len(per)} learner seeds lies "
+              f"{gap:+.4f} from Sequential; the learner seeds spread by {np.std(per):.4f} (s.d.) and the weeks' "
+              "paired interval above is the uncertainty from the week sample alone, so a difference smaller than "
+              "both is not a ranking. PPO's curve is still "
+              + ("rising" if len(mean_curve(res["curves"][("PPO", "B10")])) > 1 and
+                 mean_curve(res["curves"][("PPO", "B10")])[-1][1] > mean_curve(res["curves"][("PPO", "B10")])[-2][1]
+                 else "flat") + " at its last checkpoint, so a larger step budget could move it; the distilled "
+              f"students see {res['params']['imitation_weeks']} development weeks" + (f" (the best of them here: {best})" if best else "")
+              + " and would gain from more teacher-labelled weeks; every learner shares one network and one "
+              "observation, so a change of architecture or observation (e.g. the running counts) would have to be "
+              "given to all of them to keep the comparison fair."]
     g = goal_check(res)
     L += ["", "**Goals**", ""]
     for b in res["budgets"]:
@@ -633,19 +692,30 @@ def benchmark_main(argv=None):
     parser.add_argument("--out", default=None,
                         help="Markdown file (default docs/rl_vs_distillation.md; with --quick: none)")
     parser.add_argument("--progress-bar", choices=("on", "off", "auto"), default="auto")
+    parser.add_argument("--render", default=None, metavar="JSON",
+                        help="render the page and figure from saved results (rl_vs_distillation.json) instead of "
+                             "training")
     args = parser.parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else ["rl-vs-distillation", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
-    show = sys.stderr.isatty() if args.progress_bar == "auto" else args.progress_bar == "on"
-    say = (lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", file=sys.stderr, flush=True)) if show else None
-    overrides = {} if args.workers is None else {"workers": args.workers}
-    res = run_benchmark(quick=args.quick, progress=say, **overrides)
+    if args.render:
+        res = load_results(args.render)
+        command = res.get("command", command)
+    else:
+        show = sys.stderr.isatty() if args.progress_bar == "auto" else args.progress_bar == "on"
+        say = (lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", file=sys.stderr, flush=True)) if show else None
+        overrides = {} if args.workers is None else {"workers": args.workers}
+        res = run_benchmark(quick=args.quick, progress=say, **overrides)
+        res["command"] = command
     text = format_benchmark(res, command)
     print(text)
     out = args.out if args.out is not None else ("" if args.quick else "docs/rl_vs_distillation.md")
     if out:
-        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        folder = os.path.dirname(out) or "."
+        os.makedirs(folder, exist_ok=True)
         with open(out, "w") as f:
             f.write(text)
-        plot_curves(res, os.path.join(os.path.dirname(out) or ".", "rl_vs_distillation_curves.png"))
+        plot_curves(res, os.path.join(folder, "rl_vs_distillation_curves.png"))
+        if not args.render:
+            save_results(res, os.path.join(folder, "rl_vs_distillation.json"))
     return res
