@@ -7,8 +7,9 @@ keeps the plan feasible.
 
 - **BC** fits the student to the DP's schedules replayed on the training weeks (state = the observation before
   each step of the DP's own rollout, label = the resources the DP queries at that step).
-- **DAgger** then rolls out the student, labels every state it visits with the DP's optimal continuation from
-  that state (:func:`dagger_labels`: the resources the continuation queries now), aggregates and refits.
+- **DAgger** then rolls out the student in :class:`~membudget.wrappers.HindsightTeacher`, labels every state it
+  visits with the wrapper's ``info["teacher_action"]`` (the resources the DP's optimal continuation from that state
+  queries now), aggregates and refits.
 
 Only candidates enter the loss (the executor never queries a non-candidate); positives are weighted by the
 negative-to-positive ratio. Students save to plain-array ``.npz`` files, never pickle.
@@ -25,6 +26,7 @@ from membudget.agents.per_resource import PerResourceNet, StudentPolicy
 from membudget.envs.pm import PMWeekEnv
 from membudget.envs.pm.rollout import rollout
 from membudget.teachers import HindsightDP
+from membudget.wrappers import TEACHER_KEY, HindsightTeacher
 
 VALIDATION_SEEDS = tuple(range(4000, 4010))
 
@@ -74,15 +76,6 @@ def dp_demonstrations(seeds, budget, **env_kw) -> Demonstrations:
             _state(obs, y, out)
             obs, *_ = env.step(np.where(y > 0, 1.0, -1.0).astype(np.float32))
     return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
-
-
-def dagger_labels(env) -> np.ndarray:
-    """The DP teacher's label for the state ``env`` is in: which resources its optimal continuation queries now."""
-    e = env.unwrapped
-    y = np.zeros(e._core.n_resources, dtype=np.float32)
-    t = int(e._core.t[0])
-    y[[r for s, r in HindsightDP.from_env(e).continuation(e).schedule if s == t]] = 1.0
-    return y
 
 
 def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, lr=3e-3, seed=0, batch=256,
@@ -137,7 +130,8 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
                progress=None):
     """DAgger from the BC student: roll out the current student on the training weeks, label each visited state
     with the DP's optimal continuation, aggregate with everything so far, refit; ``(policy, history)``.
-    ``policy.config["teacher_calls"]`` counts the DP solves (one per week, one per labelled DAgger state)."""
+    ``policy.config["teacher_calls"]`` counts the DP solves (one per demonstration week; in the DAgger rollouts
+    one per week plus one per state the student reached off the teacher's plan)."""
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget)
     net = fit_net(demos, hidden=_hidden(hidden), context=context, epochs=epochs, seed=seed)
@@ -160,15 +154,15 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
     for it in range(iterations):
         out = {k: [] for k in ("resources", "budget", "mask", "labels")}
         for s in train_seeds:
-            env = _env(budget)
-            obs, _ = env.reset(seed=int(s))
+            env = HindsightTeacher(_env(budget))
+            obs, info = env.reset(seed=int(s))
             done = False
             while not done:
-                _state(obs, dagger_labels(env), out)
-                obs, _, done, _, _ = env.step(policy.predict(obs)[0])
+                _state(obs, (info[TEACHER_KEY] > 0).astype(np.float32), out)
+                obs, _, done, _, info = env.step(policy.predict(obs)[0])
+            calls += env.teacher_solves
         new = Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
         steps += len(new)
-        calls += len(new)
         parts.append(new)
         net = fit_net(Demonstrations.concatenate(parts), hidden=_hidden(hidden), context=context, epochs=epochs,
                       seed=seed + it + 1)

@@ -616,7 +616,8 @@ def format_benchmark(res, command: str = "") -> str:
               + ("rising" if len(mean_curve(res["curves"][("PPO", "B10")])) > 1 and
                  mean_curve(res["curves"][("PPO", "B10")])[-1][1] > mean_curve(res["curves"][("PPO", "B10")])[-2][1]
                  else "flat") + " at its last checkpoint, so a larger step budget could move it; the distilled "
-              f"students see {res['params']['imitation_weeks']} development weeks" + (f" (the best of them here: {best})" if best else "")
+              f"students see {res['params']['imitation_weeks']} development weeks"
+              + (f" (the best of them here: {best})" if best else "")
               + " and would gain from more teacher-labelled weeks; every learner shares one network and one "
               "observation, so a change of architecture or observation (e.g. the running counts) would have to be "
               "given to all of them to keep the comparison fair."]

@@ -314,7 +314,8 @@ class HindsightDP(PMTeacher):
                                     lookahead=self.lookahead)
         return solve_problem(prob, exact_cost)
 
-    def continuation(self, env) -> Schedule:
+    def continuation(self, env, slot: int = 0) -> Schedule:
         """The optimal continuation from the environment's current state (step, remaining budget, what is
-        already resolved, counts so far). Uses the environment's own budget, caps and late policy."""
-        return solve_problem(problem_from_env(env))
+        already resolved, counts so far); ``slot``: which week of a ``PMWeekVectorEnv``. Uses the environment's
+        own budget, caps and late policy."""
+        return solve_problem(problem_from_env(env, slot))

@@ -92,19 +92,21 @@ def problem_from_episode(ep: Episode, *, budget, per_step_cap, per_step_cost_cap
     )
 
 
-def problem_from_env(env) -> Problem:
-    """The rest of the week an environment is in (what DAgger queries). ``env`` is a ``PMWeekEnv`` (wrappers are
-    unwrapped) after ``reset``."""
+def problem_from_env(env, slot: int = 0) -> Problem:
+    """The rest of the week an environment is in (what DAgger queries). ``env`` is a ``PMWeekEnv`` or, with
+    ``slot``, a ``PMWeekVectorEnv`` (wrappers are unwrapped), after ``reset``."""
     env = env.unwrapped
     core = env._core
-    if env.episode is None:
+    ep = core.episodes[slot]
+    if ep is None:
         raise RuntimeError("call reset() before asking for a continuation")
-    ep = env.episode
-    k = int(core.n_int[0])
+    k = int(core.n_int[slot])
     return problem_from_episode(
-        ep, budget=None if env.budget is None else int(core.remaining[0]), per_step_cap=env.per_step_cap,
-        per_step_cost_cap=env.per_step_cost_cap, late_policy=env.late_policy, lookahead=env.world.lookahead,
-        t0=int(core.t[0]), last_query=core.last_q[0].copy(), hidden_status=core.status[0, :k].copy())
+        ep, budget=None if core.budget_value < 0 else int(core.remaining[slot]),
+        per_step_cap=None if core.n_max < 0 else core.n_max,
+        per_step_cost_cap=None if core.cost_cap < 0 else core.cost_cap,
+        late_policy="execute" if core.late_execute else "expire", lookahead=env.world.lookahead,
+        t0=int(core.t[slot]), last_query=core.last_q[slot].copy(), hidden_status=core.status[slot, :k].copy())
 
 
 class PMTeacher:

@@ -120,3 +120,7 @@ def test_benchmark_quick(tmp_path, capsys):
     steps = res["training"][("DAgger→PPO", "B10")]["env_steps"]
     assert steps == res["training"][("DAgger", "B10")]["env_steps"] + 640  # the student's steps are counted too
     assert "**Goals**" in capsys.readouterr().out
+    # the saved results render the same page again without training
+    again = tmp_path / "again.md"
+    evaluate.main(["rl-vs-distillation", "--render", str(tmp_path / "rl_vs_distillation.json"), "--out", str(again)])
+    assert again.read_text() == text

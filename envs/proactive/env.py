@@ -372,6 +372,11 @@ class ProactiveStreamEnv(gym.Env):
         """Index of the event the next action is for."""
         return self._t
 
+    @property
+    def phase(self) -> int:
+        """The sub-step the next action is for: 0 depth, 1 decide."""
+        return self._phase
+
 
 def episode_metrics(tp: int, fp: int, fn: int, tn: int) -> dict:
     """Seed 002's metrics (appendix B.4) from confusion counts; an empty denominator gives 0."""

@@ -1,0 +1,210 @@
+"""The hindsight teacher as a Gymnasium wrapper: ``info["teacher_action"]`` at reset and at every step.
+
+The label is the teacher's action for the state the agent is *in* — after any deviation, the optimum from where
+the agent actually is (DAgger's label) — in the wrapped environment's own action space (same shape and dtype), at
+every step, so vector environments batch it. At a terminal state, where no action is taken, it is the space's
+neutral action (zeros; ``-1`` scores in PMWeek-v0's scores mode). Teachers per environment:
+
+- ``PMWeek-v0``: the hindsight DP's optimal continuation from the visited state
+  (:meth:`~membudget.teachers.HindsightDP.continuation`; re-solved only when the agent left the teacher's plan —
+  on the plan, the plan's rest is the continuation), or with ``mode="plan"`` the DP's plan fixed at reset. The
+  action proposes exactly the resources the teacher queries now (binary mode: 1; scores mode: score 1, -1
+  elsewhere).
+- ``TierRouting-v0``: the hindsight oracle's tier for the current module (the best combination of the query under
+  the environment's objective and cap; ``expected=True``: the expected-quality oracle).
+- ``ReplayStream-v0``: the hindsight-best action of the current task (the cheapest correct one).
+- ``ProactiveStream-v0``: seed 002's reference decision (eq. 9): in the decide sub-step intervene now (1) when the
+  event is labelled positive, else abstain (0); in the depth sub-step the cheapest depth (0), since a teacher that
+  knows the label needs no memory.
+
+The shared-budget PettingZoo environment has no wrapper: the exact team optimum (a mean of per-agent Set F1, a sum
+of ratios under a joint budget) is not what the DP computes, so there is no exact per-agent teacher to expose.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
+from membudget.envs.proactive import ProactiveStreamEnv
+from membudget.envs.replay import ReplayStreamEnv
+from membudget.envs.tiers import TierRoutingEnv
+from membudget.teachers.hindsight_dp import solve_problem
+from membudget.teachers.problem import problem_from_env
+from membudget.teachers.tier_oracle import HindsightTierOracle
+
+TEACHER_KEY = "teacher_action"
+"""The ``info`` key the wrappers fill."""
+MODES = ("continuation", "plan")
+
+
+def _neutral(space):
+    if isinstance(space, gym.spaces.Box):
+        return np.full(space.shape, -1.0 if space.low.min() < 0 else 0.0, dtype=space.dtype)
+    return np.zeros(space.shape, dtype=space.dtype)
+
+
+class _PMPlan:
+    """The DP teacher of one PM week (one slot of a core): a plan ``{t: [resources]}`` kept while the agent
+    follows it, re-solved from the visited state when it does not (``continuation`` mode)."""
+
+    def __init__(self, env, slot: int, mode: str):
+        self.env, self.slot, self.mode = env, slot, mode
+        self.solves = 0
+
+    def solve(self):
+        """The DP continuation from the slot's current state (at reset: the whole week's optimum)."""
+        self.plan = {}
+        for t, r in solve_problem(problem_from_env(self.env, self.slot)).schedule:
+            self.plan.setdefault(int(t), []).append(int(r))
+        self.solves += 1
+
+    def after_step(self, t: int, queried) -> None:
+        if self.mode == "continuation" and sorted(int(r) for r in queried) != sorted(self.plan.get(t, [])):
+            self.solve()
+
+    def now(self) -> list:
+        return self.plan.get(int(self.env._core.t[self.slot]), [])
+
+
+def _pm_action(resources, space, action_mode):
+    if action_mode == "binary":
+        a = np.zeros(space.shape, dtype=space.dtype)
+        a[resources] = 1
+    else:
+        a = np.full(space.shape, -1.0, dtype=space.dtype)
+        a[resources] = 1.0
+    return a
+
+
+class HindsightTeacher(gym.Wrapper):
+    """Adds the hindsight teacher's action for the current state to ``info["teacher_action"]`` (see the module
+    documentation for the teacher of each environment).
+
+    ``mode`` (PMWeek-v0): ``"continuation"`` (default; the optimum from the visited state) or ``"plan"`` (the DP's
+    plan fixed at reset, whatever the agent does). ``expected`` (TierRouting-v0): the expected-quality oracle
+    instead of the hindsight one. ``teacher_solves`` counts the DP solves so far (PMWeek-v0)."""
+
+    def __init__(self, env: gym.Env, *, mode: str = "continuation", expected: bool = False):
+        super().__init__(env)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.mode, self.expected = mode, bool(expected)
+        base = env.unwrapped
+        if isinstance(base, PMWeekEnv):
+            self._kind = "pm"
+            self._pm = _PMPlan(base, 0, mode)
+        elif isinstance(base, TierRoutingEnv):
+            self._kind = "tiers"
+            self._oracle = HindsightTierOracle(env, expected=self.expected)
+        elif isinstance(base, ReplayStreamEnv):
+            self._kind = "replay"
+        elif isinstance(base, ProactiveStreamEnv):
+            self._kind = "proactive"
+        else:
+            raise TypeError(f"no hindsight teacher for {type(base).__name__}; supported: PMWeekEnv, TierRoutingEnv, "
+                            "ReplayStreamEnv, ProactiveStreamEnv")
+        self.teacher_action = _neutral(self.action_space)
+
+    @property
+    def teacher_solves(self) -> int:
+        return self._pm.solves if self._kind == "pm" else 0
+
+    def _label(self, terminal: bool):
+        base = self.env.unwrapped
+        if terminal:
+            return _neutral(self.action_space)
+        if self._kind == "pm":
+            return _pm_action(self._pm.now(), self.action_space, base.action_mode)
+        if self._kind == "tiers":
+            return np.int64(self._oracle.combination()[base.module_index])
+        if self._kind == "replay":
+            return np.int64(self._replay_best[base.task_index])
+        return np.int64(int(base.stream.label[base.event_index]) if base.phase == 1 else 0)
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        if self._kind == "pm":
+            self._pm.solve()
+        elif self._kind == "replay":
+            self._replay_best = self.env.unwrapped.stream.oracle_actions()
+        self.teacher_action = self._label(False)
+        info[TEACHER_KEY] = self.teacher_action
+        return obs, info
+
+    def step(self, action):
+        t = int(self.env.unwrapped._core.t[0]) if self._kind == "pm" else None
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self._kind == "pm" and not terminated:
+            self._pm.after_step(t, info["queried"])
+        self.teacher_action = self._label(terminated or truncated)
+        info[TEACHER_KEY] = self.teacher_action
+        return obs, reward, terminated, truncated, info
+
+
+class HindsightTeacherVector(gym.vector.VectorWrapper):
+    """The batched teacher of the native :class:`~membudget.envs.pm.PMWeekVectorEnv`: ``info["teacher_action"]``
+    of shape ``(num_envs, R)`` (with the ``_teacher_action`` mask Gymnasium's vector infos carry), the DP
+    continuation of every week from its visited state (``mode`` as in :class:`HindsightTeacher`). A week that
+    terminated gets the neutral action, and its replacement (the next-step autoreset) its new plan."""
+
+    def __init__(self, env: PMWeekVectorEnv, *, mode: str = "continuation"):
+        super().__init__(env)
+        base = env.unwrapped
+        if not isinstance(base, PMWeekVectorEnv):
+            raise TypeError(f"HindsightTeacherVector wraps a PMWeekVectorEnv, got {type(base).__name__}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
+        self._plans = [_PMPlan(base, i, mode) for i in range(base.num_envs)]
+        self.teacher_action = np.stack([_neutral(base.single_action_space)] * base.num_envs)
+
+    def _labels(self, done):
+        base = self.env.unwrapped
+        out = np.stack([_neutral(base.single_action_space) if d else
+                        _pm_action(p.now(), base.single_action_space, base.action_mode)
+                        for p, d in zip(self._plans, done)])
+        self.teacher_action = out
+        return out
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        for i, p in enumerate(self._plans):
+            if mask is None or mask[i]:
+                p.solve()
+        n = self.num_envs
+        info = dict(info, **{TEACHER_KEY: self._labels(np.zeros(n, dtype=bool)), f"_{TEACHER_KEY}": np.ones(n, bool)})
+        return obs, info
+
+    def step(self, actions):
+        base = self.env.unwrapped
+        t = base._core.t.copy()
+        resetting = base._autoreset.copy()
+        obs, rewards, terminated, truncated, info = self.env.step(actions)
+        sel = base._sel
+        stepping = np.flatnonzero(~resetting)
+        for k, i in enumerate(stepping):
+            if not terminated[i]:
+                self._plans[i].after_step(int(t[i]), np.flatnonzero(sel[k]))
+        for i in np.flatnonzero(resetting):
+            self._plans[i].solve()
+        n = self.num_envs
+        info = dict(info, **{TEACHER_KEY: self._labels(terminated | truncated), f"_{TEACHER_KEY}": np.ones(n, bool)})
+        return obs, rewards, terminated, truncated, info
+
+
+class TeacherPolicy:
+    """The teacher through the policy protocol: ``predict`` returns the wrapped environment's current
+    ``teacher_action`` (batched for :class:`HindsightTeacherVector`), so the teacher is evaluated, recorded and
+    cloned by the same loops as any policy. Privileged: it takes the wrapped environment."""
+
+    def __init__(self, env):
+        if not isinstance(env, (HindsightTeacher, HindsightTeacherVector)):
+            raise TypeError("TeacherPolicy reads a HindsightTeacher or HindsightTeacherVector wrapper; wrap the "
+                            "environment first")
+        self.env = env
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return self.env.teacher_action.copy(), state
