@@ -163,3 +163,14 @@ def test_the_docs_dagger_example_runs_against_the_wrapper_alone():
     out = subprocess.run([sys.executable, path, "--quick"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert re.search(r"Set F1 0\.\d{4}$", out.stdout.strip())
+
+
+def test_exact_cost_teacher_spends_exactly_that_and_reaches_its_optimum():
+    env = HindsightTeacher(PMWeekEnv(budget=None), exact_cost=12)
+    obs, info = env.reset(seed=9002)
+    best = HindsightDP(budget=None).solve(env.unwrapped.episode, exact_cost=12)
+    end = _follow(env, obs, info)
+    assert end["episode_metrics"]["realized_cost"] == 12
+    assert end["episode_metrics"]["set_f1"] == pytest.approx(best.f1, abs=1e-12)
+    with pytest.raises(ValueError, match="exact_cost"):
+        HindsightTeacher(gym.make("membudget/ReplayStream-v0"), exact_cost=3)

@@ -30,6 +30,7 @@ from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
 from membudget.envs.proactive import ProactiveStreamEnv
 from membudget.envs.replay import ReplayStreamEnv
 from membudget.envs.tiers import TierRoutingEnv
+from membudget.envs.validation import check_int
 from membudget.teachers.hindsight_dp import solve_problem
 from membudget.teachers.problem import problem_from_env
 from membudget.teachers.tier_oracle import HindsightTierOracle
@@ -47,16 +48,22 @@ def _neutral(space):
 
 class _PMPlan:
     """The DP teacher of one PM week (one slot of a core): a plan ``{t: [resources]}`` kept while the agent
-    follows it, re-solved from the visited state when it does not (``continuation`` mode)."""
+    follows it, re-solved from the visited state when it does not (``continuation`` mode). With ``exact_cost``
+    the plan is the optimum among schedules whose whole-week cost is exactly that (the continuation: exactly what
+    is left of it); an empty plan where none exists."""
 
-    def __init__(self, env, slot: int, mode: str):
-        self.env, self.slot, self.mode = env, slot, mode
+    def __init__(self, env, slot: int, mode: str, exact_cost=None):
+        self.env, self.slot, self.mode, self.exact_cost = env, slot, mode, exact_cost
         self.solves = 0
 
     def solve(self):
         """The DP continuation from the slot's current state (at reset: the whole week's optimum)."""
         self.plan = {}
-        for t, r in solve_problem(problem_from_env(self.env, self.slot)).schedule:
+        left = None
+        if self.exact_cost is not None:
+            left = self.exact_cost - int(self.env._core.c_hist[self.slot].sum())
+        schedule = solve_problem(problem_from_env(self.env, self.slot), left) if left is None or left >= 0 else None
+        for t, r in schedule.schedule if schedule is not None else ():
             self.plan.setdefault(int(t), []).append(int(r))
         self.solves += 1
 
@@ -83,18 +90,24 @@ class HindsightTeacher(gym.Wrapper):
     documentation for the teacher of each environment).
 
     ``mode`` (PMWeek-v0): ``"continuation"`` (default; the optimum from the visited state) or ``"plan"`` (the DP's
-    plan fixed at reset, whatever the agent does). ``expected`` (TierRouting-v0): the expected-quality oracle
-    instead of the hindsight one. ``teacher_solves`` counts the DP solves so far (PMWeek-v0)."""
+    plan fixed at reset, whatever the agent does); ``exact_cost`` (PMWeek-v0): the optimum among schedules whose
+    week costs exactly that much (BudgetPM's exact-cost teacher; no proposal where none is left). ``expected``
+    (TierRouting-v0): the expected-quality oracle instead of the hindsight one. ``teacher_solves`` counts the DP
+    solves so far (PMWeek-v0)."""
 
-    def __init__(self, env: gym.Env, *, mode: str = "continuation", expected: bool = False):
+    def __init__(self, env: gym.Env, *, mode: str = "continuation", expected: bool = False, exact_cost=None):
         super().__init__(env)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.mode, self.expected = mode, bool(expected)
         base = env.unwrapped
+        if exact_cost is not None:
+            check_int("exact_cost", exact_cost, 0)
+            if not isinstance(base, PMWeekEnv):
+                raise ValueError("exact_cost applies to PMWeek-v0 only")
         if isinstance(base, PMWeekEnv):
             self._kind = "pm"
-            self._pm = _PMPlan(base, 0, mode)
+            self._pm = _PMPlan(base, 0, mode, exact_cost)
         elif isinstance(base, TierRoutingEnv):
             self._kind = "tiers"
             self._oracle = HindsightTierOracle(env, expected=self.expected)
