@@ -85,7 +85,7 @@ def _pm_action(resources, space, action_mode):
     return a
 
 
-class HindsightTeacher(gym.Wrapper):
+class HindsightTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Adds the hindsight teacher's action for the current state to ``info["teacher_action"]`` (see the module
     documentation for the teacher of each environment).
 
@@ -96,7 +96,8 @@ class HindsightTeacher(gym.Wrapper):
     solves so far (PMWeek-v0)."""
 
     def __init__(self, env: gym.Env, *, mode: str = "continuation", expected: bool = False, exact_cost=None):
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, mode=mode, expected=expected, exact_cost=exact_cost)
+        gym.Wrapper.__init__(self, env)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.mode, self.expected = mode, bool(expected)
@@ -210,14 +211,18 @@ class HindsightTeacherVector(gym.vector.VectorWrapper):
 
 class TeacherPolicy:
     """The teacher through the policy protocol: ``predict`` returns the wrapped environment's current
-    ``teacher_action`` (batched for :class:`HindsightTeacherVector`), so the teacher is evaluated, recorded and
-    cloned by the same loops as any policy. Privileged: it takes the wrapped environment."""
+    ``teacher_action`` (batched for :class:`HindsightTeacherVector`), so the teacher is evaluated, recorded (e.g.
+    into a Minari dataset with ``minari.DataCollector``) and cloned by the same loops as any policy. Privileged:
+    it takes the wrapped environment (or any wrapper around a :class:`HindsightTeacher`)."""
 
     def __init__(self, env):
-        if not isinstance(env, (HindsightTeacher, HindsightTeacherVector)):
-            raise TypeError("TeacherPolicy reads a HindsightTeacher or HindsightTeacherVector wrapper; wrap the "
-                            "environment first")
-        self.env = env
+        teacher = env
+        while not isinstance(teacher, (HindsightTeacher, HindsightTeacherVector)):
+            if not hasattr(teacher, "env"):
+                raise TypeError("TeacherPolicy reads a HindsightTeacher or HindsightTeacherVector wrapper; wrap the "
+                                "environment first")
+            teacher = teacher.env
+        self.env = teacher
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         return self.env.teacher_action.copy(), state
