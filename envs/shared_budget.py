@@ -52,8 +52,8 @@ class raw_env(ParallelEnv):
     Per agent a ``Dict``: the agent's own ``"resources"`` (``Box(R, 27)``) and ``"mask"`` (``MultiBinary(R)``),
     ``"budget"`` (``Box(9,)``): the budget features of the *shared* budget (its own query counts in the last
     three), and ``"others"`` (``Box(max(1, n_agents - 1),)``): every other agent's queries over the last five
-    steps / 10 (one zero entry for a single agent). ``state()`` concatenates every agent's resources, budget and
-    mask arrays.
+    steps / 10 (one zero entry for a single agent). ``state()`` (``state_space``: a ``Box`` of
+    ``n_agents * (27 R + 9 + R)`` float32) concatenates every agent's resources, budget and mask arrays.
 
     ## Rewards
 
@@ -115,6 +115,10 @@ class raw_env(ParallelEnv):
         obs_space = spaces.Dict({**obs_space.spaces, "others": spaces.Box(
             0.0, cap * 5 / 10, (max(1, self.n_agents - 1),), dtype=np.float32)})
         self._obs_space, self._act_space = obs_space, act_space
+        res, bud = obs_space["resources"], obs_space["budget"]
+        low = np.concatenate([np.tile(res.low.ravel(), n_agents), np.tile(bud.low, n_agents), np.zeros(n_agents * R)])
+        high = np.concatenate([np.tile(res.high.ravel(), n_agents), np.tile(bud.high, n_agents), np.ones(n_agents * R)])
+        self.state_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
         # Slots of the core enforce nothing themselves: the shared executor below selects.
         self._core = PMWeekCore(self.n_agents, R, budget=self.budget, per_step_cap=None, per_step_cost_cap=None,
                                 late_policy=late_policy, b_frac=frac)
@@ -240,7 +244,8 @@ class raw_env(ParallelEnv):
         return obs, out_rewards, terms, truncs, infos
 
     def state(self):
-        """Global state: every agent's observation arrays concatenated (resources, budget, mask)."""
+        """Global state (``state_space``): every agent's resources, then every agent's budget features, then every
+        agent's mask, concatenated."""
         return np.concatenate([self._res.ravel(), self._bud.ravel(), self._mask.ravel().astype(np.float32)])
 
 

@@ -179,3 +179,16 @@ def test_shared_ppo_training_never_plays_evaluation_weeks():
     for _ in range(60):
         assert all(2000 <= venv._week(i) <= 3989 for i in range(4))
         venv._seed += 40
+
+
+def test_state_space_and_pettingzoo_state_test():
+    import warnings
+
+    from pettingzoo.test import state_test
+
+    env = shared_budget.parallel_env(n_agents=3)
+    env.reset(seed=6000)
+    assert env.state_space.contains(env.state()) and env.state_space.shape == (3 * (27 * 11 + 9 + 11),)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        state_test(shared_budget.env(n_agents=3), shared_budget.parallel_env(n_agents=3))
