@@ -18,6 +18,7 @@ from membudget.envs.pm.core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_F
 from membudget.envs.pm.env import action_to_scores, check_arguments, episode_summary, spaces_for
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import generate_episode
+from membudget.envs.rendering import RENDER_MODES, check_render_mode, render_text
 from membudget.envs.validation import check_int
 
 
@@ -82,7 +83,7 @@ class raw_env(ParallelEnv):
     - v0: initial version.
     """
 
-    metadata = {"name": "membudget_shared_budget_v0", "render_modes": [], "is_parallelizable": True}
+    metadata = {"name": "membudget_shared_budget_v0", "render_modes": list(RENDER_MODES), "is_parallelizable": True}
 
     def __init__(self, n_agents=2, budget="B10", per_step_cap="per_agent", per_step_cost_cap=None, floor=0,
                  cooperative=False, cost_profile="unit", late_policy="expire", load=0, world=None,
@@ -96,8 +97,7 @@ class raw_env(ParallelEnv):
         if floor and per_step_cap is not None and floor * n_agents > per_step_cap:
             raise ValueError(f"floor {floor} for {n_agents} agents needs a per-step cap of at least "
                              f"{floor * n_agents}, got {per_step_cap}")
-        if render_mode is not None:
-            raise ValueError(f"render_mode {render_mode!r} is not supported (no render modes)")
+        check_render_mode(render_mode, "the shared-budget environment")
         level, frac = resolve_budget(budget, self.world, cost_profile)
         self.budget = None if level is None else level * (n_agents if isinstance(budget, str) else 1)
         if not isinstance(budget, str) and budget is not None:
@@ -105,7 +105,7 @@ class raw_env(ParallelEnv):
         self.target_fraction = frac
         self.n_agents, self.per_step_cap, self.per_step_cost_cap = int(n_agents), per_step_cap, per_step_cost_cap
         self.floor, self.cooperative = int(floor), bool(cooperative)
-        self.cost_profile, self.late_policy, self.load, self.render_mode = cost_profile, late_policy, load, None
+        self.cost_profile, self.late_policy, self.load, self.render_mode = cost_profile, late_policy, load, render_mode
         self.possible_agents = [f"agent_{i}" for i in range(self.n_agents)]
         self.agents = []
         R = len(self.world.resources)
@@ -242,6 +242,21 @@ class raw_env(ParallelEnv):
         if done:
             self.agents = []
         return obs, out_rewards, terms, truncs, infos
+
+    def render(self):
+        """Every agent's week at the current step (``render_mode`` "ansi": the text; "human": printed)."""
+        return render_text(self.render_mode, self._text)
+
+    def _text(self) -> str:
+        core = self._core
+        budget = "none" if self.budget is None else f"{self.remaining}/{self.budget}"
+        lines = [f"shared budget, {self.n_agents} agents, step {int(core.t[0])}/{int(core.horizon[0])}, "
+                 f"shared budget left {budget}"]
+        for i, a in enumerate(self.possible_agents):
+            tp, fp, fn = (int(x) for x in core.counters[i, :3])
+            lines.append(f"  {a}: TP {tp} FP {fp} FN {fn}, candidates "
+                         f"{[name for r, (name, _) in enumerate(self.world.resources) if core.mask_state[i, r]]}")
+        return "\n".join(lines)
 
     def state(self):
         """Global state (``state_space``): every agent's resources, then every agent's budget features, then every

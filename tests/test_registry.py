@@ -85,3 +85,33 @@ def test_episode_statistics_wrappers_coexist_with_our_metrics(env_id):
             _, _, term, trunc, info = env.step(env.action_space.sample())
             done = term or trunc
         assert "episode" in info and "episode_metrics" in info
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_text_render_modes_and_unsupported_modes_warn(env_id, capsys):
+    env = gym.make(env_id, render_mode="ansi")
+    env.reset(seed=3)
+    first = env.render()
+    assert isinstance(first, str) and env_id.split("/")[1] in first
+    env.action_space.seed(3)
+    env.step(env.action_space.sample())
+    assert env.render() != first  # the text follows the state
+    human = gym.make(env_id, render_mode="human")
+    human.reset(seed=3)
+    assert human.render() is None and env_id.split("/")[1] in capsys.readouterr().out
+    with pytest.warns(UserWarning, match="rgb_array"):  # like Gymnasium: a warning, never an error
+        other = gym.make(env_id, render_mode="rgb_array")
+    other.reset(seed=3)
+    other.step(other.action_space.sample())
+    assert other.unwrapped.render() is None  # (Gymnasium's own checker asserts if render() is called through make)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_sb3_make_vec_env_with_its_default_render_mode(env_id):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        venv = make_vec_env(env_id, n_envs=2, seed=0)  # passes render_mode="rgb_array"
+    venv.reset()
+    venv.close()

@@ -192,3 +192,12 @@ def test_state_space_and_pettingzoo_state_test():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         state_test(shared_budget.env(n_agents=3), shared_budget.parallel_env(n_agents=3))
+
+
+def test_text_render_and_unsupported_mode_warns():
+    env = shared_budget.parallel_env(n_agents=2, render_mode="ansi")
+    env.reset(seed=6000)
+    text = env.render()
+    assert "agent_0" in text and "agent_1" in text and "step 0/80" in text
+    with pytest.warns(UserWarning, match="rgb_array"):
+        shared_budget.parallel_env(render_mode="rgb_array")

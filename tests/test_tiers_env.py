@@ -166,7 +166,6 @@ def test_hard_cap_keeps_every_combination_within_cap_that_fits():
     ({"max_cost_per_query": 0}, "max_cost_per_query must be"),
     ({"max_cost_per_query": 1e-7}, "below the largest all-LOW cost"),
     ({"noise": 2.0}, "noise must be"),
-    ({"render_mode": "human"}, "render_mode"),
 ])
 def test_bad_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):

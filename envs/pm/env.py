@@ -6,6 +6,7 @@ import numpy as np
 import gymnasium as gym
 from gymnasium import spaces
 
+from ..rendering import RENDER_MODES, check_render_mode, render_text
 from ..validation import check_int
 from .core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .episode_io import validate_episode
@@ -171,13 +172,15 @@ class PMWeekEnv(gym.Env):
     - ``world``: a :class:`WorldConfig`.
     - ``action_mode``: ``"binary"`` or ``"scores"``.
     - ``observe_counts``: add the running ``"counts"`` to the observation (default False).
+    - ``render_mode``: ``"ansi"`` (``render()`` returns the step, budget, counts and each resource's cost,
+      candidacy and last query as text), ``"human"`` (prints it) or None.
 
     ## Version History
 
     - v0: initial version.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def __init__(self, budget="B10", per_step_cap=2, per_step_cost_cap=None, cost_profile="unit",
                  late_policy="expire", load=0, world=None, action_mode="binary", observe_counts=False,
@@ -187,10 +190,7 @@ class PMWeekEnv(gym.Env):
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
         self.per_step_cap, self.per_step_cost_cap = per_step_cap, per_step_cost_cap
         self.cost_profile, self.late_policy, self.load, self.action_mode = cost_profile, late_policy, load, action_mode
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode {render_mode!r} is not supported (supported: "
-                             f"{self.metadata['render_modes']})")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, "PMWeek-v0")
         n_res = len(self.world.resources)
         self.observe_counts = bool(observe_counts)
         self.observation_space, self.action_space = spaces_for(n_res, self.budget, self.target_fraction,
@@ -261,6 +261,24 @@ class PMWeekEnv(gym.Env):
         if terminated:
             info["episode_metrics"] = episode_summary(self._metrics[0], self.episode)
         return self._obs(), float(self._reward[0]), terminated, False, info
+
+    def render(self):
+        """The week at the current step (``render_mode`` "ansi": the text; "human": printed)."""
+        return render_text(self.render_mode, self._text)
+
+    def _text(self) -> str:
+        if self.episode is None:
+            return "PMWeek-v0: call reset() first"
+        core = self._core
+        tp, fp, fn = (int(x) for x in core.counters[0, :3])
+        budget = "none" if self.budget is None else f"{int(core.remaining[0])}/{self.budget}"
+        lines = [f"PMWeek-v0 step {int(core.t[0])}/{int(core.horizon[0])}  budget left {budget}  "
+                 f"TP {tp} FP {fp} FN {fn}", f"{'resource':<22}{'cost':>5}{'candidate':>10}{'last query':>11}"]
+        for r, (name, _) in enumerate(self.world.resources):
+            last = int(core.last_q[0, r])
+            lines.append(f"{name:<22}{int(core.costs[0, r]):>5}{'yes' if core.mask_state[0, r] else '':>10}"
+                         f"{last if last >= 0 else '-':>11}")
+        return "\n".join(lines)
 
     def action_masks(self) -> np.ndarray:
         """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form: ``[r0=0, r0=1, r1=0, r1=1, ...]``;

@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..rendering import RENDER_MODES, check_render_mode, render_text
 from ..validation import check_int, check_number
 from .memory import memory_trace
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
@@ -132,7 +133,7 @@ class ProactiveStreamEnv(gym.Env):
     - v0: initial version.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def __init__(self, scope="sports", n_days=None, memory="full", intrusion_penalty=0.5, token_weight=2e-6,
                  token_budget=None, hallucination_rate=0.1, render_mode=None):
@@ -143,8 +144,7 @@ class ProactiveStreamEnv(gym.Env):
         check_number("token_weight", token_weight, 0)
         check_number("hallucination_rate", hallucination_rate, 0, 1)
         check_int("token_budget", token_budget, 1, none_ok=True)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode {render_mode!r} is not supported")
+        check_render_mode(render_mode, "ProactiveStream-v0")
         if n_days is not None:
             generate_stream(0, scope=scope, n_days=n_days)   # validates n_days with the generator's message
         self.scope, self.n_days, self.memory = scope, n_days, memory
@@ -371,6 +371,18 @@ class ProactiveStreamEnv(gym.Env):
     def event_index(self) -> int:
         """Index of the event the next action is for."""
         return self._t
+
+    def render(self):
+        """The stream at the current event (``render_mode`` "ansi": the text; "human": printed)."""
+        return render_text(self.render_mode, self._text)
+
+    def _text(self) -> str:
+        if self.stream is None:
+            return "ProactiveStream-v0: call reset() first"
+        c = self._counts
+        return (f"ProactiveStream-v0 ({self.scope}) event {self._t}/{len(self.stream)}  sub-step "
+                f"{'depth' if self._phase == 0 else 'decide'}  tokens spent {self._spent}  "
+                f"TP {c['tp']} FP {c['fp']} FN {c['fn']} TN {c['tn']} suppressed {c['suppressed']}")
 
     @property
     def phase(self) -> int:

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..rendering import RENDER_MODES, check_render_mode, render_text
 from ..validation import check_number
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
@@ -91,15 +92,13 @@ class ReplayStreamEnv(gym.Env):
     - v0: initial version.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1, cost_weight=0.5,
                  render_mode=None):
         check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k)
         check_number("cost_weight", cost_weight, 0)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode {render_mode!r} is not supported (supported: "
-                             f"{self.metadata['render_modes']})")
+        check_render_mode(render_mode, "ReplayStream-v0")
         self.family, self.profile, self.n_tasks = family, profile, int(n_tasks)
         self.recent_k, self.retrieve_k, self.cost_weight = int(recent_k), int(retrieve_k), float(cost_weight)
         self.render_mode = render_mode
@@ -178,6 +177,18 @@ class ReplayStreamEnv(gym.Env):
         if self.stream is None:
             raise RuntimeError("call reset() before outcome_table()")
         return self.stream.correct, self.stream.tokens
+
+    def render(self):
+        """The stream at the current task (``render_mode`` "ansi": the text; "human": printed)."""
+        return render_text(self.render_mode, self._text)
+
+    def _text(self) -> str:
+        if self.stream is None:
+            return "ReplayStream-v0: call reset() first"
+        acc = self._n_correct / self._t if self._t else 0.0
+        return (f"ReplayStream-v0 ({self.family}, {self.profile}) task {self._t}/{self.n_tasks}  accuracy so far "
+                f"{acc:.3f}  tokens so far {self._total_tokens}  previous task "
+                + ("-" if self._t == 0 else "correct" if self._prev_success else "wrong"))
 
     @property
     def task_index(self) -> int:

@@ -7,6 +7,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
+from ..rendering import RENDER_MODES, check_render_mode, render_text
 from ..validation import check_number
 from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
                     N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments,
@@ -112,7 +113,7 @@ class TierRoutingEnv(gym.Env):
       capacity) — so the world did not show seed 001's premise (§6.4) and no router could show it either.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def __init__(self, strategy="implementation", population="locomo", backbone="llama", lam=0.0,
                  lam_conditioned=False, lam_values=DEFAULT_LAMBDAS, max_cost_per_query=None, noise=0.04,
@@ -137,10 +138,7 @@ class TierRoutingEnv(gym.Env):
                                  f"of a {population} query under {strategy}/{backbone} ({self.floor_cost:.6g} $); "
                                  "no tier choice could keep such a query within it")
         self.max_cost_per_query = max_cost_per_query
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode {render_mode!r} is not supported (supported: "
-                             f"{self.metadata['render_modes']})")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, "TierRouting-v0")
         self.cost_low, self.cost_mid, self.cost_ref = reference_costs(strategy, population, backbone)
         self.feature_names = feature_names(max_cost_per_query is not None, self.lam_conditioned)
         high = np.ones(len(self.feature_names), dtype=np.float32)
@@ -269,6 +267,20 @@ class TierRoutingEnv(gym.Env):
         if self.outcomes is None:
             raise RuntimeError("call reset() before outcome_table()")
         return (self.outcomes.expected_r_task if expected else self.outcomes.r_task), self.outcomes.cost
+
+    def render(self):
+        """The query at the current module (``render_mode`` "ansi": the text; "human": printed)."""
+        return render_text(self.render_mode, self._text)
+
+    def _text(self) -> str:
+        if self.outcomes is None:
+            return "TierRouting-v0: call reset() first"
+        tier_names = ("LOW", "MID", "HIGH")
+        nxt = MODULES[self._k] if self._k < N_MODULES else "answered"
+        done = ", ".join(f"{m} {tier_names[t]}" for m, t in zip(MODULES, self._tiers)) or "none yet"
+        return (f"TierRouting-v0 ({self.strategy}, {self.population}, {self.backbone}, lambda {self._lam:g})  "
+                f"next module: {nxt}\n  tiers so far: {done}\n  spent {self._spent * 1e3:.4f} m$"
+                + ("" if self.max_cost_per_query is None else f" of {self.max_cost_per_query * 1e3:.4f} m$"))
 
     @property
     def module_index(self) -> int:
