@@ -27,3 +27,12 @@ def render_text(render_mode, text_fn):
     elif render_mode is None:
         gym.logger.warn("render() was called without a render_mode; pass render_mode='ansi' or 'human'")
     return None
+
+
+class TextRender:
+    """``render()`` from the environment's ``_text()`` (put it first among the bases so it overrides
+    ``gym.Env.render``)."""
+
+    def render(self):
+        """The current state as text (``render_mode="ansi"``) or printed (``"human"``)."""
+        return render_text(self.render_mode, self._text)

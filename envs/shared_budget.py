@@ -18,7 +18,7 @@ from membudget.envs.pm.core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_F
 from membudget.envs.pm.env import action_to_scores, check_arguments, episode_summary, spaces_for
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import generate_episode
-from membudget.envs.rendering import RENDER_MODES, check_render_mode, render_text
+from membudget.envs.rendering import RENDER_MODES, TextRender, check_render_mode
 from membudget.envs.validation import check_int
 
 
@@ -30,7 +30,7 @@ def env(**kwargs):
     return parallel_to_aec(parallel_env(**kwargs))
 
 
-class raw_env(ParallelEnv):
+class raw_env(TextRender, ParallelEnv):
     """
     ## Description
 
@@ -242,10 +242,6 @@ class raw_env(ParallelEnv):
         if done:
             self.agents = []
         return obs, out_rewards, terms, truncs, infos
-
-    def render(self):
-        """Every agent's week at the current step (``render_mode`` "ansi": the text; "human": printed)."""
-        return render_text(self.render_mode, self._text)
 
     def _text(self) -> str:
         core = self._core

@@ -33,8 +33,26 @@ from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
 
 
 @dataclass
-class _PPOSettings:
-    """Settings shared by the PPO subcommands (every field is a command-line flag of the same name)."""
+class _RunOutput:
+    """Settings every PMWeek training subcommand shares (every field is a command-line flag of the same name)."""
+
+    eval_first_seed: int = 4010
+    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
+    eval_weeks: int = 20
+    """Number of weeks of the final evaluation (at every budget)."""
+    out: str = "runs"
+    """Parent directory of the run directory."""
+    name: str = ""
+    """Run directory name (default: <subcommand>-<budget>-seed<seed>)."""
+    progress_bar: str = "auto"
+    """Show progress: on, off or auto (on when attached to a terminal)."""
+    learning_curve: str = "on"
+    """Write learning_curve.csv / learning_curve.png (on, off)."""
+
+
+@dataclass
+class _RunSettings(_RunOutput):
+    """The environment settings of the RL subcommands."""
 
     per_step_cap: int = 2
     """Per-step query cap N_max."""
@@ -42,6 +60,12 @@ class _PPOSettings:
     """Cost profile (unit, mild, skewed)."""
     late_policy: str = "expire"
     """Late policy of the controller (expire, execute)."""
+
+
+@dataclass
+class _PPOSettings(_RunSettings):
+    """Settings shared by the SB3 PPO subcommands."""
+
     n_steps: int = 128
     """PPO rollout length per environment per update."""
     batch_size: int = 512
@@ -63,18 +87,6 @@ class _PPOSettings:
     """Hidden layer sizes, comma-separated: the critic's (per-resource) or the policy and value networks' (mlp)."""
     torch_threads: int = 1
     """torch.set_num_threads for training (0: leave torch's default)."""
-    eval_first_seed: int = 4010
-    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
-    eval_weeks: int = 20
-    """Number of weeks of the final evaluation (at every budget)."""
-    out: str = "runs"
-    """Parent directory of the run directory."""
-    name: str = ""
-    """Run directory name (default: <subcommand>-<budget>-seed<seed>)."""
-    progress_bar: str = "auto"
-    """Show a progress bar: on, off or auto (on when attached to a terminal)."""
-    learning_curve: str = "on"
-    """Write learning_curve.csv / learning_curve.png (on, off)."""
 
 
 @dataclass
@@ -110,7 +122,7 @@ class ConditionedPPOConfig(_PPOSettings):
 
 
 @dataclass
-class ImitationConfig:
+class ImitationConfig(_RunOutput):
     """Behaviour cloning / DAgger from the hindsight DP (membudget.agents.imitation; every field is a flag)."""
 
     budget: str = "B10"
@@ -129,22 +141,10 @@ class ImitationConfig:
     """on: the resources see the candidates' mean first-layer activation (off: independent resources)."""
     iterations: int = 4
     """DAgger iterations (dagger only)."""
-    eval_first_seed: int = 4010
-    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
-    eval_weeks: int = 20
-    """Number of weeks of the final evaluation."""
-    out: str = "runs"
-    """Parent directory of the run directory."""
-    name: str = ""
-    """Run directory name (default: <subcommand>-<budget>-seed<seed>)."""
-    progress_bar: str = "auto"
-    """Show a progress bar (tqdm): on, off or auto."""
-    learning_curve: str = "on"
-    """Write learning_curve.csv / learning_curve.png (on, off)."""
 
 
 @dataclass
-class NativePPOConfig:
+class NativePPOConfig(_RunSettings):
     """PPO on the native vector env with the per-resource actor (membudget.agents.ppo; every field is a flag)."""
 
     budget: str = "B10"
@@ -187,24 +187,6 @@ class NativePPOConfig:
     """Development weeks whose DP schedules the behaviour-cloning loss uses (with bc_coef > 0)."""
     eval_every: int = 250_000
     """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
-    per_step_cap: int = 2
-    """Per-step query cap N_max."""
-    cost_profile: str = "unit"
-    """Cost profile (unit, mild, skewed)."""
-    late_policy: str = "expire"
-    """Late policy of the controller (expire, execute)."""
-    eval_first_seed: int = 4010
-    """First week of the final evaluation (after the validation weeks 4000-4009, never trained on)."""
-    eval_weeks: int = 20
-    """Number of weeks of the final evaluation."""
-    out: str = "runs"
-    """Parent directory of the run directory."""
-    name: str = ""
-    """Run directory name (default: ppo-native-<budget>-seed<seed>)."""
-    progress_bar: str = "auto"
-    """Print a line per learning-curve point: on, off or auto (on when attached to a terminal)."""
-    learning_curve: str = "on"
-    """Write learning_curve.csv / learning_curve.png (on, off)."""
 
 
 def train_native(cfg: NativePPOConfig, command: str = "") -> str:

@@ -6,7 +6,7 @@ import numpy as np
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..rendering import RENDER_MODES, check_render_mode, render_text
+from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int
 from .core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .episode_io import validate_episode
@@ -103,7 +103,7 @@ def episode_summary(metrics: np.ndarray, ep: Episode) -> dict:
     return out
 
 
-class PMWeekEnv(gym.Env):
+class PMWeekEnv(TextRender, gym.Env):
     """
     ## Description
 
@@ -261,10 +261,6 @@ class PMWeekEnv(gym.Env):
         if terminated:
             info["episode_metrics"] = episode_summary(self._metrics[0], self.episode)
         return self._obs(), float(self._reward[0]), terminated, False, info
-
-    def render(self):
-        """The week at the current step (``render_mode`` "ansi": the text; "human": printed)."""
-        return render_text(self.render_mode, self._text)
 
     def _text(self) -> str:
         if self.episode is None:

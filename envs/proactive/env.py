@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..rendering import RENDER_MODES, check_render_mode, render_text
+from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int, check_number
 from .memory import memory_trace
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
@@ -57,7 +57,7 @@ def _share(day_times, tod, lo, hi):
     return sum(any(tod + lo <= x <= tod + hi for x in times) for times in day_times) / len(day_times)
 
 
-class ProactiveStreamEnv(gym.Env):
+class ProactiveStreamEnv(TextRender, gym.Env):
     """
     ## Description
 
@@ -371,10 +371,6 @@ class ProactiveStreamEnv(gym.Env):
     def event_index(self) -> int:
         """Index of the event the next action is for."""
         return self._t
-
-    def render(self):
-        """The stream at the current event (``render_mode`` "ansi": the text; "human": printed)."""
-        return render_text(self.render_mode, self._text)
 
     def _text(self) -> str:
         if self.stream is None:

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..rendering import RENDER_MODES, check_render_mode, render_text
+from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_number
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
@@ -31,7 +31,7 @@ N_FEATURES = len(FEATURE_NAMES)
 RECENT_WINDOW = 10
 
 
-class ReplayStreamEnv(gym.Env):
+class ReplayStreamEnv(TextRender, gym.Env):
     """
     ## Description
 
@@ -177,10 +177,6 @@ class ReplayStreamEnv(gym.Env):
         if self.stream is None:
             raise RuntimeError("call reset() before outcome_table()")
         return self.stream.correct, self.stream.tokens
-
-    def render(self):
-        """The stream at the current task (``render_mode`` "ansi": the text; "human": printed)."""
-        return render_text(self.render_mode, self._text)
 
     def _text(self) -> str:
         if self.stream is None:

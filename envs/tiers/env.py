@@ -7,7 +7,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
-from ..rendering import RENDER_MODES, check_render_mode, render_text
+from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_number
 from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
                     N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments,
@@ -27,7 +27,7 @@ def feature_names(hard_budget: bool, lam_conditioned: bool) -> tuple:
             + (("remaining_budget",) if hard_budget else ()) + (("lambda",) if lam_conditioned else ()))
 
 
-class TierRoutingEnv(gym.Env):
+class TierRoutingEnv(TextRender, gym.Env):
     """
     ## Description
 
@@ -267,10 +267,6 @@ class TierRoutingEnv(gym.Env):
         if self.outcomes is None:
             raise RuntimeError("call reset() before outcome_table()")
         return (self.outcomes.expected_r_task if expected else self.outcomes.r_task), self.outcomes.cost
-
-    def render(self):
-        """The query at the current module (``render_mode`` "ansi": the text; "human": printed)."""
-        return render_text(self.render_mode, self._text)
 
     def _text(self) -> str:
         if self.outcomes is None:
