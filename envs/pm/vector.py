@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium.utils import seeding
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
-
-try:  # gymnasium >= 1.1
-    from gymnasium.vector import AutoresetMode
-
-    _NEXT_STEP = AutoresetMode.NEXT_STEP
-except ImportError:  # pragma: no cover - gymnasium 1.0
-    _NEXT_STEP = "NextStep"
 
 from ..validation import check_int
 from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
@@ -24,10 +17,14 @@ from .world import generate_episode
 class PMWeekVectorEnv(VectorEnv):
     """``num_envs`` PM weeks in numpy, trajectory-for-trajectory equal to ``num_envs`` :class:`PMWeekEnv`.
 
-    ``reset(seed=s)`` seeds week ``i`` with ``s + i`` (a list of seeds is accepted too). Autoreset mode is
-    ``NEXT_STEP``: the step after a week terminates resets it (its action is ignored, reward 0) and returns the
-    first observation of the next week, drawn from that sub-environment's own generator, exactly as a single
-    environment's ``reset()`` without a seed would.
+    ``reset(seed=s)`` seeds week ``i`` with ``s + i`` (a list of seeds is accepted too). ``autoreset_mode``
+    (Gymnasium's ``AutoresetMode``, default ``NEXT_STEP``): with ``NEXT_STEP`` the step after a week ends resets
+    it (its action is ignored, reward 0) and returns the first observation of the next week, drawn from that
+    sub-environment's own generator, exactly as a single environment's ``reset()`` without a seed would; with
+    ``SAME_STEP`` the ending step itself resets the week, returns the next week's first observation and puts the
+    final one in ``infos["final_obs"]`` (rows marked by ``infos["_final_obs"]``); with ``DISABLED`` a finished week
+    waits for ``reset(options={"reset_mask": ...})`` and stepping it raises. ``max_episode_steps`` truncates every
+    week after that many steps (as Gymnasium's ``TimeLimit`` on the single environment).
 
     ``infos`` holds per-week arrays ``tp``, ``fp``, ``fn``, ``cost``, ``remaining_budget`` (-1 without a budget)
     and, for weeks that terminated on this step, ``episode_metrics`` — a dict of metric arrays (``set_f1``,
@@ -36,12 +33,20 @@ class PMWeekVectorEnv(VectorEnv):
     Arguments are those of :class:`PMWeekEnv` plus ``num_envs``.
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": _NEXT_STEP}
+    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 1, budget="B10", per_step_cap=2, per_step_cost_cap=None,
                  cost_profile="unit", late_policy="expire", load=0, world=None, action_mode="binary",
-                 observe_counts=False, render_mode=None):
+                 observe_counts=False, autoreset_mode=AutoresetMode.NEXT_STEP, max_episode_steps=None,
+                 render_mode=None):
         check_int("num_envs", num_envs, 1)
+        try:
+            self.autoreset_mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got "
+                             f"{autoreset_mode!r}") from None
+        self.metadata = dict(self.metadata, autoreset_mode=self.autoreset_mode)
+        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1, none_ok=True)
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load,
                                      world, action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
@@ -118,6 +123,9 @@ class PMWeekVectorEnv(VectorEnv):
         if not self._started:
             raise RuntimeError("call reset() before step()")
         n, core = self.num_envs, self._core
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset.any():
+            raise RuntimeError(f"weeks {np.flatnonzero(self._autoreset).tolist()} have ended; with autoreset_mode "
+                               "DISABLED reset them with reset(options={'reset_mask': ...}) first")
         scores = action_to_scores(actions, (n, core.n_resources), self.action_mode)
         resetting = np.flatnonzero(self._autoreset)
         for i in resetting:
@@ -126,6 +134,7 @@ class PMWeekVectorEnv(VectorEnv):
         scores = scores[stepping]
         rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
         sel = self._sel[: stepping.size]
         skipped = self._skipped[: stepping.size]
         reward = self._reward[: stepping.size]
@@ -136,6 +145,8 @@ class PMWeekVectorEnv(VectorEnv):
         rewards[stepping] = reward
         done = core.t[stepping] >= core.horizon[stepping]
         terminated[stepping] = done
+        if self.max_episode_steps is not None:
+            truncated[stepping] = (core.t[stepping] >= self.max_episode_steps) & ~done
         infos = {
             "tp": np.zeros(n, dtype=np.int64), "fp": np.zeros(n, dtype=np.int64),
             "fn": np.zeros(n, dtype=np.int64), "cost": np.zeros(n, dtype=np.int64),
@@ -149,8 +160,17 @@ class PMWeekVectorEnv(VectorEnv):
                 ep[name][stepping[done]] = metrics[done, j]
             infos["episode_metrics"] = ep
             infos["_episode_metrics"] = terminated.copy()
-        self._autoreset = terminated
-        return self._obs(), rewards, terminated, np.zeros(n, dtype=bool), infos
+        ended = terminated | truncated
+        obs = self._obs()
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            if ended.any():
+                infos["final_obs"], infos["_final_obs"] = obs, ended
+                for i in np.flatnonzero(ended):
+                    self._new_week(i)
+                obs = self._obs()
+            ended = np.zeros(n, dtype=bool)
+        self._autoreset = ended
+        return obs, rewards, terminated, truncated, infos
 
     def action_masks(self) -> np.ndarray:
         """``(num_envs, 2R)`` masks in sb3-contrib's MultiBinary form (see :meth:`PMWeekEnv.action_masks`)."""

@@ -1,0 +1,97 @@
+"""The native vector env in every Gymnasium autoreset mode and with max_episode_steps: trajectory for trajectory
+equal to single environments stepped by Gymnasium's own rules (SyncVectorEnv's semantics, by hand)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import membudget  # noqa: F401
+from membudget.envs.pm import PMWeekVectorEnv
+
+N, STEPS = 3, 130
+
+
+def _actions(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 2, (N, 11)).astype(np.int8) for _ in range(STEPS)]
+
+
+def _singles(max_episode_steps=None):
+    return [gym.make("membudget/PMWeek-v0", max_episode_steps=max_episode_steps) for _ in range(N)]
+
+
+def _same(vobs, sobs, i):
+    return all(np.array_equal(vobs[k][i], sobs[k]) for k in sobs)
+
+
+@pytest.mark.parametrize("max_steps", [None, 37])
+def test_next_step_mode_equals_single_envs(max_steps):
+    venv = PMWeekVectorEnv(num_envs=N, max_episode_steps=max_steps)
+    assert venv.autoreset_mode == AutoresetMode.NEXT_STEP == venv.metadata["autoreset_mode"]
+    singles = _singles(max_steps)
+    vobs, _ = venv.reset(seed=100)
+    sobs = [e.reset(seed=100 + i)[0] for i, e in enumerate(singles)]
+    pending = np.zeros(N, dtype=bool)
+    for a in _actions():
+        vobs, vr, vt, vtr, _ = venv.step(a)
+        for i, e in enumerate(singles):
+            if pending[i]:
+                sobs[i], _ = e.reset()
+                r, t, tr = 0.0, False, False
+            else:
+                sobs[i], r, t, tr, _ = e.step(a[i])
+            assert _same(vobs, sobs[i], i) and vr[i] == r and vt[i] == t and vtr[i] == tr
+        pending = vt | vtr
+    if max_steps:
+        assert not venv.step(_actions()[0])[2].any()  # 37-step weeks never reach the horizon
+
+
+def test_same_step_mode_equals_single_envs_and_reports_final_obs():
+    venv = PMWeekVectorEnv(num_envs=N, autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=50)
+    singles = _singles(50)
+    vobs, _ = venv.reset(seed=100)
+    for i, e in enumerate(singles):
+        e.reset(seed=100 + i)
+    finals = 0
+    for a in _actions(1):
+        vobs, vr, vt, vtr, info = venv.step(a)
+        for i, e in enumerate(singles):
+            sobs, r, t, tr, _ = e.step(a[i])
+            assert vr[i] == r and vt[i] == t and vtr[i] == tr
+            if t or tr:
+                assert info["_final_obs"][i] and _same(info["final_obs"], sobs, i)
+                sobs, _ = e.reset()
+                finals += 1
+            assert _same(vobs, sobs, i)
+    assert finals == 2 * N
+
+
+def test_disabled_mode_waits_for_a_masked_reset():
+    venv = PMWeekVectorEnv(num_envs=2, autoreset_mode=AutoresetMode.DISABLED,
+                           max_episode_steps=3)
+    venv.reset(seed=0)
+    for _ in range(3):
+        _, _, _, trunc, _ = venv.step(np.zeros((2, 11), dtype=np.int8))
+    assert trunc.all()
+    with pytest.raises(RuntimeError, match="DISABLED"):
+        venv.step(np.zeros((2, 11), dtype=np.int8))
+    venv.reset(options={"reset_mask": np.array([True, True])})
+    venv.step(np.zeros((2, 11), dtype=np.int8))
+
+
+def test_bad_mode_and_max_steps_are_refused():
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        PMWeekVectorEnv(autoreset_mode="sometimes")
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="max_episode_steps"):
+            PMWeekVectorEnv(max_episode_steps=bad)
+
+
+def test_make_vec_forwards_max_episode_steps_to_the_native_env():
+    venv = gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                        max_episode_steps=5)
+    venv.reset(seed=0)
+    for _ in range(5):
+        _, _, _, trunc, _ = venv.step(np.zeros((2, 11), dtype=np.int8))
+    assert trunc.all()
