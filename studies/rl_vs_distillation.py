@@ -374,7 +374,10 @@ def _job(spec):
         policy, history = native_ppo(budget, seed=seed, eval_every=P["eval_every"], eval_seeds=P["val_seeds"],
                                      test_seeds=test, critic_counts=kind == "PPO + counts critic",
                                      init=_net_from(init) if init else None, **kw)
-        steps = history[-1]["env_steps"] + (init["env_steps"] if init else 0)
+        if init:  # distil-then-RL's curve starts where its student's training ended
+            for row in history:
+                row["env_steps"] += init["env_steps"]
+        steps = history[-1]["env_steps"]
         calls = init["teacher_calls"] if init else 0
         per_week = rollout(policy, test, budget=budget, per_step_cap=2, action_mode="scores")
         wall = history[-1]["wall_clock"]
@@ -637,7 +640,8 @@ def _ranges(seeds):
 
 def plot_curves(res, path):
     """Held-out Set F1 (seed mean) against environment steps (log axis) of every learner, one panel per budget,
-    with the hindsight DP, Sequential and Static as lines; BC / DAgger are points at their demonstration steps."""
+    with the hindsight DP, Sequential and Static as lines; BC / DAgger are points at their demonstration steps
+    (DAgger→PPO's curve starts at DAgger's point), a learner's untrained start is drawn at one step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -658,7 +662,7 @@ def plot_curves(res, path):
         ax.set_title(b)
         ax.set_xlabel("environment steps")
         ax.set_ylabel("held-out Set F1 (mean over learner seeds)")
-    axes[0][0].legend(fontsize=6)
+    max(axes[0], key=lambda ax: len(ax.get_legend_handles_labels()[0])).legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
