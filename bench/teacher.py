@@ -24,7 +24,7 @@ def run(weeks, follow: float, budget="B10"):
     plain, wrapped = PMWeekEnv(budget=budget, action_mode="scores"), HindsightTeacher(
         PMWeekEnv(budget=budget, action_mode="scores"))
     rng = np.random.default_rng(0)
-    t_plain, t_wrapped, solves = [], [], 0
+    t_plain, t_wrapped = [], []
     for w in weeks:
         t0 = time.perf_counter()
         obs, _ = plain.reset(seed=int(w))
@@ -46,8 +46,7 @@ def run(weeks, follow: float, budget="B10"):
             t2 = time.perf_counter()
             t_plain.append(t1 - t0)
             t_wrapped.append(t2 - t1)
-        solves += wrapped.teacher_solves
-    return np.array(t_plain), np.array(t_wrapped), solves / len(weeks)
+    return np.array(t_plain), np.array(t_wrapped), wrapped.teacher_solves / len(weeks)
 
 
 def main(argv=None):
