@@ -230,8 +230,8 @@ class raw_env(TextRender, ParallelEnv):
         infos = {}
         for i, a in enumerate(self.possible_agents):
             tp, fp, fn = self._events[i, :3].tolist()
-            infos[a] = {"queried": np.flatnonzero(self._sel[i]), "cost": int(core.c_hist[i, t]), "tp": tp,
-                        "fp": fp, "fn": fn, "remaining_budget": self.remaining,
+            infos[a] = {"queried": self._sel[i].astype(bool), "cost": int(core.c_hist[i, t]), "tp": tp,
+                        "fp": fp, "fn": fn, "remaining_budget": -1 if self.remaining is None else int(self.remaining),
                         "skipped": dict(zip(("non_candidate", "budget", "count_cap", "cost_cap"),
                                             skipped[i].tolist()))}
             if done:

@@ -93,7 +93,7 @@ def teacher_rollout(ep, schedule, world, budget, per_step_cap, late_policy, cost
         a = np.zeros(ep.n_resources, dtype=np.int8)
         a[plan.get(t, [])] = 1
         obs, _, _, _, info = env.step(a)
-        if info["queried"].tolist() != sorted(plan.get(t, [])):
+        if np.flatnonzero(info["queried"]).tolist() != sorted(plan.get(t, [])):
             raise RuntimeError(f"teacher schedule not executable at step {t}")
     return feats
 

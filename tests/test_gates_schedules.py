@@ -156,7 +156,7 @@ def test_deadline_outcome_checks_the_clock_inside_a_declared_window():
         in_window = obs["resources"][0, F["resolvability"]] > 0 and obs["mask"][0] == 1
         assert (a[0] > 0) == in_window
         obs, _, _, _, info = env.step(a)
-        if 0 in info["queried"]:
+        if 0 in np.flatnonzero(info["queried"]):
             clock_steps.append(t)
     # every registered time trigger is checked on its declared step
     time_tasks = (ep.kind == 0) & ep.registered & (ep.polarity == 0)

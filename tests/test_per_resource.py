@@ -116,7 +116,7 @@ def test_native_ppo_policy_acts_feasibly_and_round_trips(tmp_path):
         assert np.all(action[obs["mask"] == 0] == -1.0)  # only candidates are proposed
         obs, _, done, _, info = env.step(action)
         spent += info["cost"]
-        assert len(info["queried"]) <= 2
+        assert len(np.flatnonzero(info["queried"])) <= 2
     assert spent == info["episode_metrics"]["realized_cost"] <= env.budget
     policy.save(tmp_path / "p.npz")
     np.testing.assert_array_equal(StudentPolicy.load(tmp_path / "p.npz").predict(obs)[0], policy.predict(obs)[0])

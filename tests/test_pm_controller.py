@@ -52,7 +52,7 @@ def play(env, plan, horizon):
         a = np.zeros(len(RESOURCES), dtype=np.int8)
         a[list(plan.get(t, ()))] = 1
         _, r, term, _, info = env.step(a)
-        infos.append(info)
+        infos.append(dict(info, events=env.unwrapped.last_events))
         rewards.append(r)
     assert term
     return infos, rewards
@@ -76,7 +76,7 @@ def test_query_before_onset_resolves_nothing_and_counts_as_unchanged():
     env, _ = make_env(ep)
     env.step(np.array([0, 1, 0]))
     obs, _, _, _, info = env.step(np.array([0, 1, 0]))
-    assert info["events"] == [] and info["queried"].tolist() == [1]
+    assert env.unwrapped.last_events == [] and np.flatnonzero(info["queried"]).tolist() == [1]
     unchanged = obs["resources"][1, RESOURCE_FEATURE_NAMES.index("unchanged_count")]
     assert unchanged == pytest.approx(2 / 3)  # two unproductive queries, squashed n / (1 + n)
 
@@ -131,7 +131,7 @@ def test_unregistered_positive_is_an_unavoidable_miss():
     env, obs = make_env(ep)
     assert obs["mask"].sum() == 0
     infos, _ = play(env, {1: [1]}, 6)
-    assert infos[1]["queried"].size == 0 and infos[2]["fn"] == 1
+    assert np.flatnonzero(infos[1]["queried"]).size == 0 and infos[2]["fn"] == 1
 
 
 def test_one_query_resolves_every_triggered_intention_on_the_resource():
@@ -178,7 +178,7 @@ def test_executor_skips_the_unaffordable_and_keeps_scanning():
     # prices clock 1, a 2, b 4; budget 3: b (4) is skipped, then a (2) and clock (1) fit
     env, _ = make_env(week(rows, costs=(1, 2, 4)), budget=3)
     _, _, _, _, info = env.step(np.array([1, 1, 1]))
-    assert info["queried"].tolist() == [0, 1] and info["skipped"]["budget"] == 1
+    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped"]["budget"] == 1
     assert info["cost"] == 3 and info["remaining_budget"] == 0
 
 
@@ -187,11 +187,11 @@ def test_count_cap_and_cost_cap():
             intention("T1", kind="time", resource="clock", onset=0, deadline=5)]
     env, _ = make_env(week(rows), per_step_cap=2)
     _, _, _, _, info = env.step(np.array([1, 1, 1]))
-    assert info["queried"].tolist() == [0, 1] and info["skipped"]["count_cap"] == 1  # unit costs: index order
+    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped"]["count_cap"] == 1  # unit costs: index order
     env, _ = make_env(week(rows, costs=(1, 2, 4)), per_step_cost_cap=5)
     _, _, _, _, info = env.step(np.array([1, 1, 1]))
     # unequal prices: cheaper first (clock 1, a 2 -> 3), then b (4) would exceed L = 5
-    assert info["queried"].tolist() == [0, 1] and info["skipped"]["cost_cap"] == 1
+    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped"]["cost_cap"] == 1
 
 
 def test_scores_order_by_score_over_cost_with_ties_to_lower_cost_then_index():
@@ -201,15 +201,15 @@ def test_scores_order_by_score_over_cost_with_ties_to_lower_cost_then_index():
     env, _ = make_env(ep, per_step_cap=1, action_mode="scores")
     # score / cost: clock 0.2, a 0.3, b 0.2 -> a first
     _, _, _, _, info = env.step(np.array([0.2, 0.6, 0.8], dtype=np.float32))
-    assert info["queried"].tolist() == [1]
+    assert np.flatnonzero(info["queried"]).tolist() == [1]
     env, _ = make_env(ep, per_step_cap=1, action_mode="scores")
     # tie on score / cost (0.2 each for clock and b): lower cost wins
     _, _, _, _, info = env.step(np.array([0.2, -1.0, 0.8], dtype=np.float32))
-    assert info["queried"].tolist() == [0]
+    assert np.flatnonzero(info["queried"]).tolist() == [0]
     env, _ = make_env(week(rows), per_step_cap=1, action_mode="scores")
     # unit prices, equal scores: lower index wins; a score <= 0 is no proposal
     _, _, _, _, info = env.step(np.array([0.0, 0.5, 0.5], dtype=np.float32))
-    assert info["queried"].tolist() == [1]
+    assert np.flatnonzero(info["queried"]).tolist() == [1]
 
 
 def test_candidate_window_is_widened_by_the_lookahead():

@@ -31,7 +31,7 @@ def test_executed_actions_are_feasible(models, algo):
             proposed_non_candidates += int(np.sum(action.astype(bool) & ~obs["mask"].astype(bool)))
             mask = obs["mask"].astype(bool)
             obs, _, done, _, info = env.step(action)
-            q = np.asarray(info["queried"])
+            q = np.asarray(np.flatnonzero(info["queried"]))
             assert np.all(mask[q]), "queried a non-candidate"
             assert np.all(action[q] == 1), "queried a resource the policy did not propose"
             assert len(q) <= 2, "broke the per-step cap"

@@ -151,7 +151,7 @@ class HindsightTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
         t = int(self.env.unwrapped._core.t[0]) if self._kind == "pm" else None
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self._kind == "pm" and not terminated:
-            self._pm.after_step(t, info["queried"])
+            self._pm.after_step(t, np.flatnonzero(info["queried"]))
         self.teacher_action = self._label(terminated or truncated)
         info[TEACHER_KEY] = self.teacher_action
         return obs, reward, terminated, truncated, info

@@ -94,9 +94,8 @@ def episode_summary(metrics: np.ndarray, ep: Episode) -> dict:
     for k in ("tp", "fp", "fn", "realized_cost", "queries", "on_time_hit", "late_execution", "miss",
               "false_alarm", "update_violation"):
         out[k] = int(out[k])
-    ex = int(metrics[M["exhaustion_step"]])
-    out["exhaustion_step"] = None if ex < 0 else ex
-    out["spend_per_quarter"] = [float(metrics[M[f"spend_q{q}"]]) for q in range(1, 5)]
+    out["exhaustion_step"] = int(metrics[M["exhaustion_step"]])  # -1: the budget was never exhausted
+    out["spend_per_quarter"] = np.array([metrics[M[f"spend_q{q}"]] for q in range(1, 5)], dtype=np.float64)
     for q in range(1, 5):
         del out[f"spend_q{q}"]
     out["per_trigger_type"] = trigger_breakdown(metrics, ep)
@@ -157,8 +156,14 @@ class PMWeekEnv(TextRender, gym.Env):
     ## Episode End
 
     Terminates after step ``T``; never truncates. The final ``info["episode_metrics"]`` holds Set F1, on-time recall,
-    realized cost, queries, exhaustion step, spend per quarter, the PM-Bench diagnostic counters and a
-    breakdown per trigger type.
+    realized cost, queries, exhaustion step (-1: never exhausted), spend per quarter (an array of 4), the PM-Bench
+    diagnostic counters and a breakdown per trigger type — numbers only.
+
+    ``info`` at every step has the same keys, fixed shapes and numeric dtypes (so vector environments batch it):
+    ``step``; ``queried`` (a ``(R,)`` bool array of the resources queried at this step); ``cost``;
+    ``remaining_budget`` (-1 without a budget); ``skipped`` (proposals skipped as non-candidates or for the budget,
+    the count cap, the cost cap); ``tp``, ``fp``, ``fn``, ``late_execution``, ``late_miss``,
+    ``expired_negative`` (this step's events). Which intentions they were: ``env.unwrapped.last_events``.
 
     ## Arguments
 
@@ -177,7 +182,8 @@ class PMWeekEnv(TextRender, gym.Env):
 
     ## Version History
 
-    - v0: initial version.
+    - v0: initial version. Before 0.1.0 ``info["queried"]`` was an index array of varying length, ``remaining_budget``
+      and ``exhaustion_step`` could be None and ``info["events"]`` held the step's events (now ``last_events``).
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
@@ -234,7 +240,19 @@ class PMWeekEnv(TextRender, gym.Env):
         self._core.load(0, ep, self.world.lookahead)
         self.episode = ep
         self._hidden_ids = [ep.ids[i] for i in np.flatnonzero(ep.kind != KIND_VISIBLE)]
-        return self._obs(), {"remaining_budget": self.budget, "step": 0}
+        self.last_events = []
+        return self._obs(), self._info(0, np.zeros(len(self.world.resources), dtype=bool), 0, np.zeros(4, np.int64),
+                                       np.zeros(6, np.int64))
+
+    def _info(self, step, queried, cost, skipped, events) -> dict:
+        """The per-step info (the reset info has the same keys, with nothing queried)."""
+        s0, s1, s2, s3 = (int(x) for x in skipped)
+        tp, fp, fn, late_exec, late_miss, expired = (int(x) for x in events[:6])
+        return {"step": step, "queried": queried, "cost": cost,
+                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0]),
+                "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
+                "tp": tp, "fp": fp, "fn": fn, "late_execution": late_exec, "late_miss": late_miss,
+                "expired_negative": expired}
 
     def step(self, action):
         if self.episode is None:
@@ -246,18 +264,9 @@ class PMWeekEnv(TextRender, gym.Env):
         t = int(core.t[0])
         core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
         terminated = bool(core.t[0] >= core.horizon[0])
-        tp, fp, fn, late_exec, late_miss, expired, n_events = self._events[0].tolist()
-        s0, s1, s2, s3 = self._skipped[0].tolist()
-        info = {
-            "step": t,
-            "queried": self._sel[0].nonzero()[0],
-            "cost": int(core.c_hist[0, t]),
-            "remaining_budget": None if self.budget is None else int(core.remaining[0]),
-            "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
-            "tp": tp, "fp": fp, "fn": fn, "late_execution": late_exec, "late_miss": late_miss,
-            "expired_negative": expired,
-            "events": [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else [],
-        }
+        n_events = int(self._events[0, 6])
+        info = self._info(t, self._sel[0].astype(bool), int(core.c_hist[0, t]), self._skipped[0], self._events[0])
+        self.last_events = [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else []
         if terminated:
             info["episode_metrics"] = episode_summary(self._metrics[0], self.episode)
         return self._obs(), float(self._reward[0]), terminated, False, info

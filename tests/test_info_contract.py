@@ -1,0 +1,71 @@
+"""The info contract of PMWeek-v0 (and the shared-budget env): at every step the same keys with fixed shapes and
+numeric dtypes, so Gymnasium's vector environments batch it in every autoreset mode."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import membudget  # noqa: F401
+from membudget.envs import shared_budget
+
+
+def _signature(info):
+    """``{key: (shape, dtype kind)}`` of every (nested) entry; fails on anything that is not a number or array."""
+    out = {}
+    for k, v in info.items():
+        if isinstance(v, dict):
+            out.update({f"{k}.{kk}": vv for kk, vv in _signature(v).items()})
+        else:
+            a = np.asarray(v)
+            assert a.dtype.kind in "biuf", f"{k}: {v!r} is not numeric"
+            out[k] = (a.shape, a.dtype.kind)
+    return out
+
+
+def test_pmweek_step_infos_have_one_signature():
+    env = gym.make("membudget/PMWeek-v0", budget=None)
+    env.reset(seed=1)
+    env.action_space.seed(1)
+    sigs, done = set(), False
+    while not done:
+        _, _, done, _, info = env.step(env.action_space.sample())
+        metrics = info.pop("episode_metrics", None)
+        sigs.add(tuple(sorted(_signature(info).items())))
+    assert len(sigs) == 1
+    _signature(metrics)  # the end-of-episode summary is numeric too
+    assert metrics["exhaustion_step"] == -1 and metrics["spend_per_quarter"].shape == (4,)
+
+
+def test_shared_budget_infos_have_one_signature():
+    env = shared_budget.parallel_env(n_agents=2, budget=None)
+    env.reset(seed=2)
+    sigs = set()
+    while env.agents:
+        _, _, _, _, infos = env.step({a: env.action_space(a).sample() for a in env.agents})
+        for info in infos.values():
+            info.pop("episode_metrics", None)
+            sigs.add(tuple(sorted(_signature(info).items())))
+    assert len(sigs) == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async-fork", "async-spawn"])
+@pytest.mark.parametrize("autoreset", list(AutoresetMode))
+def test_pmweek_batches_in_gymnasium_vector_envs(mode, autoreset):
+    kind, _, context = mode.partition("-")
+    kwargs = {"autoreset_mode": autoreset}
+    if kind == "async":
+        kwargs["context"] = context
+    venv = gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode=kind, vector_kwargs=kwargs,
+                        max_episode_steps=30)
+    try:
+        venv.reset(seed=0)
+        for t in range(65):  # two truncations and their resets
+            _, _, term, trunc, info = venv.step(venv.action_space.sample())
+            assert info["queried"].shape == (2, 11) and info["queried"].dtype == bool
+            assert not term.any()
+            if autoreset == AutoresetMode.DISABLED and trunc.any():
+                venv.reset(options={"reset_mask": trunc})
+        assert trunc.sum() == 0 and t == 64
+    finally:
+        venv.close()
