@@ -93,7 +93,8 @@ def rollout(policy, seeds, *, privileged=False, lam=None, **env_kwargs) -> dict:
             tiers[i, k], req[i, k] = info["tier"], info["requested_tier"]
             new.append(o)
             if term:
-                r_task[i], cost[i], downgrades[i] = info["r_task"], info["cost"], info["episode_metrics"]["downgrades"]
+                m = info["episode_metrics"]
+                r_task[i], cost[i], downgrades[i] = m["r_task"], m["cost"], m["downgrades"]
         obs = np.stack(new)
     return {"r_task": r_task, "cost": cost, "tiers": tiers, "requested": req, "downgrades": downgrades}
 

@@ -51,7 +51,7 @@ def run_policy(policy, scope, seeds, **env_kwargs) -> list:
         depths = np.zeros(4)
         while True:
             obs, _, terminated, _, info = env.step(_predict(policy, obs))
-            if info["sub_step"] == "depth":
+            if info["sub_step"] == 0:
                 depths[info["depth"] + 1] += 1
             if terminated:
                 break

@@ -167,7 +167,7 @@ def test_rewards_tokens_and_intervention_control_on_a_hand_built_sports_stream()
     decide = infos[1::2]
     assert [i["suppressed"] for i in decide] == [False, True, True, False, False]
     assert [i["decision"] for i in decide] == [True, False, False, True, True]
-    assert [i["mode"] for i in decide] == ["immediate", "immediate", "scheduled", "immediate", "immediate"]
+    assert [MODES[i["mode"]] for i in decide] == ["immediate", "immediate", "scheduled", "immediate", "immediate"]
     assert [s[1] for s in steps[1::2]] == [1.0, 0.0, 0.0, 1.0, -0.5]
     # depth 0 loads the prior events in the 72-hour window, 60 tokens each
     tokens = [i["tokens"] for i in infos[0::2]]
@@ -191,8 +191,8 @@ def test_code_control_keys_on_object_and_failure_run():
     env = ProactiveStreamEnv(scope="code")
     steps = run_actions(env, [(0, 1)] * 4 + [(0, 2)], seed=0, options={"stream": stream})
     decide = [s[4] for s in steps[1::2]]
-    assert [i["service"] for i in decide] == ["ci_fix_help", "ci_fix_help", "review_help", "ci_fix_help",
-                                              "ci_fix_help"]
+    assert [env.scope_spec.services[i["service"]] for i in decide] == ["ci_fix_help", "ci_fix_help", "review_help",
+                                                                      "ci_fix_help", "ci_fix_help"]
     assert [i["suppressed"] for i in decide] == [False, True, False, False, False]
 
 

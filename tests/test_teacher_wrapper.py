@@ -97,7 +97,7 @@ def test_tier_teacher_reaches_the_oracle_combination(expected):
         obs, info = env.reset(seed=seed)
         best = HindsightTierOracle(env, lam=None, expected=expected).combination()
         info = _follow(env, obs, info)
-        assert tuple(info["tiers"]) == best
+        assert tuple(info["episode_metrics"]["tiers"]) == best
 
 
 def test_replay_and_proactive_teachers():

@@ -35,7 +35,7 @@ def test_oracle_equals_brute_force(strategy):
             env.reset(seed=seed)
             for a in tiers:
                 _, rew, _, _, info = env.step(int(a))
-            played.append((info["r_task"], info["cost"]))
+            played.append((info["episode_metrics"]["r_task"], info["episode_metrics"]["cost"]))
         pr, pc = np.array(played).T
         assert np.array_equal(pr, r) and np.allclose(pc, c, rtol=1e-12)
         for lam in (0.0, 0.3, 1.0):
@@ -56,8 +56,8 @@ def test_oracle_policy_plays_its_combination_and_respects_env_cap():
         for _ in range(5):
             a, _ = oracle.predict(obs)
             obs, _, term, _, info = env.step(a)
-        assert info["episode_metrics"]["downgrades"] == 0 and info["cost"] <= 0.002
-        assert info["r_task"] == r[c <= 0.002 + 1e-15].max()
+        assert info["episode_metrics"]["downgrades"] == 0 and info["episode_metrics"]["cost"] <= 0.002
+        assert info["episode_metrics"]["r_task"] == r[c <= 0.002 + 1e-15].max()
     with pytest.raises(ValueError, match="privileged"):
         OracleTiers().predict(obs)
     X, y = demonstrations(TierRoutingEnv(), range(3))
@@ -138,8 +138,8 @@ def test_wrapper_reward_uses_env_lambda():
         env.reset(seed=s, options={"lam": 0.5})
         for a in (s % 3, 1, 2, 0, 1):
             _, r, term, _, info = env.step(a)
-        st = info["normalized"]
-        assert r == pytest.approx(info["r_task"] + 0.5 * st["beta"] * st["r_cost"])
+        st = info["episode_metrics"]["normalized"]
+        assert r == pytest.approx(info["episode_metrics"]["r_task"] + 0.5 * st["beta"] * st["r_cost"])
 
 
 def test_baselines_protocol():

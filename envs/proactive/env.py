@@ -110,10 +110,12 @@ class ProactiveStreamEnv(TextRender, gym.Env):
 
     ## Episode End
 
-    Terminates after the decision on the last event; never truncates. ``info`` per step: ``event``, ``sub_step``; after a
-    depth sub-step ``depth`` (realised, after a budget downgrade; −1: the current event alone), ``tokens``,
-    ``downgraded``; after a decide sub-step ``proposed``, ``mode``, ``service``, ``decision``, ``suppressed``,
-    ``label``; at the end
+    Terminates after the decision on the last event; never truncates. ``info`` at reset and after either sub-step
+    has the same keys, fixed shapes and numeric dtypes: ``event``, ``sub_step`` (0 depth, 1 decide: the sub-step
+    just taken; 0 at reset), ``depth`` (realised, after a budget downgrade; −1: the current event alone), ``tokens``
+    (loaded by this depth sub-step; 0 after a decision), ``downgraded``; ``proposed``, ``mode`` (index in
+    ``MODES``), ``service`` (index in the scope's services), ``decision``, ``suppressed``, ``label`` (after a
+    decide sub-step; -1 / False after a depth sub-step); at the end
     ``info["episode_metrics"]``: the confusion counts, relevance, coverage, effectiveness, intrusion, balance,
     frequency, total tokens and return.
 
@@ -321,7 +323,14 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self._allowed: set = set()
         self._last_day, self._last_time = None, None
         self._counts = dict(tp=0, fp=0, fn=0, tn=0, suppressed=0)
-        return self._obs(), {"event": 0, "sub_step": "depth"}
+        return self._obs(), self._info(0, 0, -1, 0, False)
+
+    def _info(self, t, sub_step, depth, tokens, downgraded, proposed=False, mode=-1, decision=False,
+              suppressed=False, service=-1, label=-1) -> dict:
+        """The per-step info: the same keys after either sub-step (the other sub-step's entries neutral)."""
+        return {"event": t, "sub_step": sub_step, "depth": depth, "tokens": tokens, "downgraded": downgraded,
+                "proposed": proposed, "mode": mode, "decision": decision, "suppressed": suppressed,
+                "service": service, "label": label}
 
     def step(self, action):
         if self.stream is None:
@@ -344,8 +353,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             self._offer = self._proposal(t, depth)
             reward = -self.token_weight * cost
             self._return += reward
-            info = {"event": t, "sub_step": "depth", "depth": depth, "tokens": cost, "downgraded": depth != a}
-            return self._obs(), reward, False, False, info
+            return self._obs(), reward, False, False, self._info(t, 0, depth, cost, depth != a)
         service, key = self._offer[0], self._key(a)
         suppressed = bool(a) and key in self._allowed
         decision = bool(a) and not suppressed
@@ -359,8 +367,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self._return += reward
         self._t, self._phase = t + 1, 0
         terminated = self._t >= len(self.stream)
-        info = {"event": t, "sub_step": "decide", "proposed": bool(a), "mode": MODES[a], "decision": decision,
-                "suppressed": suppressed, "service": self.scope_spec.services[service], "label": label}
+        info = self._info(t, 1, self._depth, 0, False, bool(a), a, decision, suppressed, int(service), label)
         if terminated:
             info["episode_metrics"] = dict(episode_metrics(**{k: self._counts[k] for k in ("tp", "fp", "fn", "tn")}),
                                            suppressed=self._counts["suppressed"], total_tokens=self._spent,

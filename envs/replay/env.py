@@ -72,10 +72,11 @@ class ReplayStreamEnv(TextRender, gym.Env):
     ## Episode End
 
     Terminates after the last task; never truncates. The final observation repeats the last task's prompt and
-    retrieval features with the runtime features updated. ``info`` per step: ``task``, ``action`` (mode, budget),
-    ``correct``, ``error``, ``tokens``, ``prompt_tokens``, ``replay_tokens``, ``generation_tokens``, ``cost``
-    (normalised), ``running_max_tokens``; at the end ``info["episode_metrics"]`` adds ``accuracy``, ``total_tokens``,
-    ``n_tasks`` and ``return``.
+    retrieval features with the runtime features updated. ``info`` at reset and at every step has the same keys,
+    fixed shapes and numeric dtypes: ``task``, ``replay_mode`` and ``generation_budget`` (indices in ``MODES`` and
+    ``BUDGETS``; -1 at reset), ``correct``, ``error``, ``tokens``, ``prompt_tokens``, ``replay_tokens``,
+    ``generation_tokens``, ``cost`` (normalised), ``running_max_tokens``; at the end ``info["episode_metrics"]`` adds
+    ``accuracy``, ``total_tokens``, ``n_tasks`` and ``return``.
 
     ## Arguments
 
@@ -134,7 +135,14 @@ class ReplayStreamEnv(TextRender, gym.Env):
         self._prev_success = self._prev_error = False
         self._n_correct = self._total_tokens = 0
         self._return = 0.0
-        return self._obs(), {"task": 0}
+        return self._obs(), self._info(0, -1, False, False, 0, 0, 0, 0, 0.0)
+
+    def _info(self, task, a, correct, error, tokens, prompt, replay, generation, cost) -> dict:
+        """The per-step info (at reset: task 0, no action yet, -1)."""
+        return {"task": task, "replay_mode": -1 if a < 0 else a // len(BUDGETS),
+                "generation_budget": -1 if a < 0 else a % len(BUDGETS), "correct": correct, "error": error,
+                "tokens": tokens, "prompt_tokens": prompt, "replay_tokens": replay, "generation_tokens": generation,
+                "cost": cost, "running_max_tokens": self._running_max}
 
     def step(self, action):
         if self.stream is None:
@@ -160,12 +168,9 @@ class ReplayStreamEnv(TextRender, gym.Env):
         self._t += 1
         terminated = self._t >= self.n_tasks
         mode = a // len(BUDGETS)
-        info = {
-            "task": t, "action": ACTIONS[a], "correct": correct, "error": error, "tokens": tokens,
-            "prompt_tokens": int(s.instruction_tokens[t] + s.context_tokens[t] + s.replay_tokens[t, mode]),
-            "replay_tokens": int(s.replay_tokens[t, mode]), "generation_tokens": int(s.generation_tokens[t, a]),
-            "cost": cost, "running_max_tokens": self._running_max,
-        }
+        info = self._info(t, a, correct, error, tokens,
+                          int(s.instruction_tokens[t] + s.context_tokens[t] + s.replay_tokens[t, mode]),
+                          int(s.replay_tokens[t, mode]), int(s.generation_tokens[t, a]), cost)
         if terminated:
             info["episode_metrics"] = {"accuracy": self._n_correct / self.n_tasks, "total_tokens": self._total_tokens,
                                "n_tasks": self.n_tasks, "return": self._return}

@@ -72,8 +72,8 @@ class TierRoutingEnv(TextRender, gym.Env):
     scale factor β — is the wrapper :class:`~membudget.envs.tiers.BudgetMemReward`, which replaces it.
     Cost is tokens × price per tier, in dollars. With ``max_cost_per_query`` a requested tier whose cost, plus the
     all-LOW cost of the modules still to run, exceeds the remaining budget is downgraded to the highest tier that
-    fits; the downgrade is reported in ``info["downgrade"]`` and counted in ``info["episode_metrics"]["downgrades"]``, and
-    no query ever costs more than its cap.
+    fits; the downgrade shows in ``info["downgraded"]`` (``requested_tier`` against ``tier``) and is counted in
+    ``info["episode_metrics"]["downgrades"]``, and no query ever costs more than its cap.
 
     ## Starting State
 
@@ -84,11 +84,11 @@ class TierRoutingEnv(TextRender, gym.Env):
 
     ## Episode End
 
-    Terminates after the summary module (5 steps); never truncates. ``info`` per step: ``module``,
-    ``requested_tier``, ``tier``, ``downgrade`` (``None`` or ``{"module", "requested", "applied"}``),
-    ``module_cost``, ``spent``, ``lam``; at the end also ``r_task``, ``cost``, ``r_cost``, ``tiers`` and
-    ``info["episode_metrics"]`` with ``r_task``, ``cost``, ``tiers``, ``requested_tiers``, ``downgrades``, ``lam``,
-    ``return``.
+    Terminates after the summary module (5 steps); never truncates. ``info`` at reset and at every step has the same
+    keys, fixed shapes and numeric dtypes: ``module`` (index in ``MODULES`` of the module just routed; at reset 0),
+    ``requested_tier``, ``tier`` (-1 at reset), ``downgraded`` (bool), ``module_cost``, ``spent``, ``lam``. At the
+    end ``info["episode_metrics"]`` adds ``r_task``, ``cost``, ``r_cost``, ``tiers`` and ``requested_tiers`` (arrays
+    of 5), ``downgrades``, ``lam``, ``return``.
 
     ## Arguments
 
@@ -216,7 +216,12 @@ class TierRoutingEnv(TextRender, gym.Env):
         self.query = q
         self.outcomes = outcomes(q, self.strategy, self.backbone, self.noise)
         self._k, self._spent, self._tiers, self._requested, self._downgrades = 0, 0.0, [], [], 0
-        return self._obs(), {"module": MODULES[0], "lam": self._lam}
+        return self._obs(), self._info(0, -1, -1, False, 0.0)
+
+    def _info(self, module, requested, tier, downgraded, module_cost) -> dict:
+        """The per-step info (at reset: the first module, no tier yet, -1)."""
+        return {"module": module, "requested_tier": requested, "tier": tier, "downgraded": downgraded,
+                "module_cost": module_cost, "spent": self._spent, "lam": self._lam}
 
     def step(self, action):
         if self.outcomes is None:
@@ -227,7 +232,7 @@ class TierRoutingEnv(TextRender, gym.Env):
         if a.shape not in ((), (1,)) or a.dtype.kind not in "iu" or not 0 <= int(a.reshape(())) < N_TIERS:
             raise ValueError(f"action must be an integer tier in [0, 3) (Discrete(3): LOW, MID, HIGH), got {action!r}")
         k, req = self._k, int(a.reshape(()))
-        applied, downgrade = req, None
+        applied = req
         if self.max_cost_per_query is not None:
             remaining = self.max_cost_per_query - self._spent
             while applied > 0:
@@ -236,7 +241,6 @@ class TierRoutingEnv(TextRender, gym.Env):
                     break
                 applied -= 1
             if applied != req:
-                downgrade = {"module": MODULES[k], "requested": TIERS[req], "applied": TIERS[applied]}
                 self._downgrades += 1
         f = applied if k == 0 else self._tiers[0]
         c = self._module_cost(k, f, applied)
@@ -245,18 +249,17 @@ class TierRoutingEnv(TextRender, gym.Env):
         self._requested.append(req)
         self._k += 1
         terminated = self._k >= N_MODULES
-        info = {"module": MODULES[k], "requested_tier": req, "tier": applied, "downgrade": downgrade,
-                "module_cost": c, "spent": self._spent, "lam": self._lam}
+        info = self._info(k, req, applied, applied != req, c)
         reward = 0.0
         if terminated:
             idx = combo_index(self._tiers)
             r_task, cost = float(self.outcomes.r_task[idx]), float(self.outcomes.cost[idx])
             r_cost = 1.0 - min(max(cost / self.cost_ref, 0.0), 1.0)
             reward = r_task + self._lam * r_cost
-            info.update(r_task=r_task, cost=cost, r_cost=r_cost, tiers=tuple(self._tiers))
-            info["episode_metrics"] = {"r_task": r_task, "cost": cost, "tiers": tuple(self._tiers),
-                               "requested_tiers": tuple(self._requested), "downgrades": self._downgrades,
-                               "lam": self._lam, "return": reward}
+            info["episode_metrics"] = {"r_task": r_task, "cost": cost, "r_cost": r_cost,
+                                       "tiers": np.array(self._tiers, dtype=np.int64),
+                                       "requested_tiers": np.array(self._requested, dtype=np.int64),
+                                       "downgrades": self._downgrades, "lam": self._lam, "return": reward}
         return self._obs(), reward, terminated, False, info
 
     def outcome_table(self, expected=False):
@@ -271,9 +274,8 @@ class TierRoutingEnv(TextRender, gym.Env):
     def _text(self) -> str:
         if self.outcomes is None:
             return "TierRouting-v0: call reset() first"
-        tier_names = ("LOW", "MID", "HIGH")
         nxt = MODULES[self._k] if self._k < N_MODULES else "answered"
-        done = ", ".join(f"{m} {tier_names[t]}" for m, t in zip(MODULES, self._tiers)) or "none yet"
+        done = ", ".join(f"{m} {TIERS[t]}" for m, t in zip(MODULES, self._tiers)) or "none yet"
         return (f"TierRouting-v0 ({self.strategy}, {self.population}, {self.backbone}, lambda {self._lam:g})  "
                 f"next module: {nxt}\n  tiers so far: {done}\n  spent {self._spent * 1e3:.4f} m$"
                 + ("" if self.max_cost_per_query is None else f" of {self.max_cost_per_query * 1e3:.4f} m$"))

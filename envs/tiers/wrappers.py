@@ -63,8 +63,8 @@ class CostNormalizer:
 class BudgetMemReward(gym.Wrapper):
     """Replace ``TierRouting-v0``'s static reward by seed 001's §5.5 reward (see the module docstring). λ is the
     environment's (``info["lam"]``, so the λ-conditioned variant works unchanged). The normaliser's history lives
-    in the wrapper and persists across episodes (it is the point of a sliding window); ``info`` at the end of a
-    query gains ``normalized`` = ``{"r_cost", "beta", "q5", "q95"}``."""
+    in the wrapper and persists across episodes (it is the point of a sliding window); ``info["episode_metrics"]``
+    at the end of a query gains ``normalized`` = ``{"r_cost", "beta", "q5", "q95"}``."""
 
     def __init__(self, env, window: int = 256, use_beta: bool = True, eps: float = 1e-6, min_history: int = 2):
         super().__init__(env)
@@ -73,8 +73,9 @@ class BudgetMemReward(gym.Wrapper):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated:
-            reward, stats = self.normalizer.reward(info["r_task"], info["cost"], info["lam"])
-            info = {**info, "normalized": stats}
+            m = info["episode_metrics"]
+            reward, stats = self.normalizer.reward(m["r_task"], m["cost"], info["lam"])
+            info = {**info, "episode_metrics": {**m, "normalized": stats}}
         return obs, float(reward), terminated, truncated, info
 
 
