@@ -1,5 +1,6 @@
-"""``python -m membudget.teachers labels --out F.npz``: the imitation-label dataset (the structural results are
-``python -m membudget.evaluate structure``)."""
+"""``python -m membudget.teachers labels --out F.npz``: the imitation-label dataset;
+``python -m membudget.teachers export-minari --dataset-id ID``: the DP's demonstrations as a Minari dataset (the
+structural results are ``python -m membudget.evaluate structure``)."""
 
 import argparse
 import time
@@ -15,8 +16,22 @@ def main(argv=None):
     lab.add_argument("--first-seed", type=int, default=2000)
     lab.add_argument("--n-weeks", type=int, default=20)
     lab.add_argument("--budgets", nargs="+", default=["B5", "B10", "B15", "B20"])
+    mx = sub.add_parser("export-minari", help="the hindsight DP's demonstrations as a Minari dataset")
+    mx.add_argument("--dataset-id", required=True, help="e.g. membudget/pmweek-dp-B10-v0")
+    mx.add_argument("--first-seed", type=int, default=2000)
+    mx.add_argument("--n-weeks", type=int, default=20)
+    mx.add_argument("--budget", default="B10", help="a level (B5...B80), an integer or none")
     args = parser.parse_args(argv)
     start = time.perf_counter()
+    if args.command == "export-minari":
+        from .minari_export import export_dp_demonstrations
+
+        budget = None if args.budget == "none" else int(args.budget) if args.budget.isdigit() else args.budget
+        ds = export_dp_demonstrations(args.dataset_id, range(args.first_seed, args.first_seed + args.n_weeks),
+                                      budget=budget)
+        print(f"{args.dataset_id}: {ds.total_episodes} weeks, {ds.total_steps} steps "
+              f"({time.perf_counter() - start:.1f} s)")
+        return ds
     budgets = [int(b) if b.isdigit() else b for b in args.budgets]
     ds = build_label_dataset(range(args.first_seed, args.first_seed + args.n_weeks), budgets)
     ds.save(args.out)
