@@ -146,6 +146,7 @@ class raw_env(TextRender, ParallelEnv):
 
     def reset(self, seed=None, options=None):
         # ``options`` is accepted and unused: PettingZoo's parallel_api_test passes arbitrary options to reset.
+        seed = check_int("seed", seed, 0, none_ok=True)
         if seed is not None:
             self._rngs = [seeding.np_random(int(seed) + i)[0] for i in range(self.n_agents)]
             self._tie_rng = np.random.default_rng([int(seed), 1 << 20])  # independent of the weeks

@@ -95,3 +95,15 @@ def test_make_vec_forwards_max_episode_steps_to_the_native_env():
     for _ in range(5):
         _, _, _, trunc, _ = venv.step(np.zeros((2, 11), dtype=np.int8))
     assert trunc.all()
+
+
+@pytest.mark.parametrize("bad", [1.5, "7", True, -1, [1.5, 2.7], [1, "2", 3]])
+def test_seeds_are_refused_not_coerced(bad):
+    from membudget.envs import shared_budget
+
+    venv = PMWeekVectorEnv(num_envs=len(bad) if isinstance(bad, list) else 2)
+    with pytest.raises(ValueError, match="seed"):
+        venv.reset(seed=bad)
+    if not isinstance(bad, list):
+        with pytest.raises(ValueError, match="seed"):
+            shared_budget.parallel_env().reset(seed=bad)

@@ -104,11 +104,14 @@ class PMWeekVectorEnv(VectorEnv):
         if seed is None:
             seeds = [None] * n
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(n)]
+            seeds = [check_int("seed", seed, 0) + i for i in range(n)]
+        elif isinstance(seed, (list, tuple, np.ndarray)):
+            seeds = [None if x is None else check_int(f"seed[{i}]", x, 0) for i, x in enumerate(seed)]
         else:
-            seeds = [None if x is None else int(x) for x in seed]
-            if len(seeds) != n:
-                raise ValueError(f"seed list must have {n} entries, got {len(seeds)}")
+            raise ValueError(f"seed must be a non-negative int, a list of them (None entries allowed) or None, "
+                             f"got {seed!r}")
+        if len(seeds) != n:
+            raise ValueError(f"seed list must have {n} entries, got {len(seeds)}")
         if not self._started and not reset_mask.all():
             raise RuntimeError("the first reset must reset every sub-environment")
         for i in np.flatnonzero(reset_mask):
