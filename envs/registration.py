@@ -7,9 +7,12 @@ ENTRY_POINTS = {
     "membudget/ReplayStream-v0": ("membudget.envs.replay.env:ReplayStreamEnv", None),
     "membudget/TierRouting-v0": ("membudget.envs.tiers.env:TierRoutingEnv", None),
     "membudget/ProactiveStream-v0": ("membudget.envs.proactive.env:ProactiveStreamEnv", None),
+    "membudget/PMWeekFlat-v0": ("membudget.envs.pm.flat:make_flat", None),
 }
 """``id: (entry point, native vector entry point or None)``."""
 ENV_IDS = tuple(ENTRY_POINTS)
+VARIANTS = {"membudget/PMWeekFlat-v0": "membudget/PMWeek-v0"}
+"""Ids that wrap another id's environment (documented on its page): ``variant: base id``."""
 
 
 def register_envs() -> None:

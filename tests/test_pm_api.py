@@ -20,9 +20,10 @@ from membudget.envs.pm import (BUDGET_FEATURE_NAMES, COST_PROFILES, RESOURCE_FEA
                                PMWeekVectorEnv, episode_to_dict, generate_episode, validate_episode)
 from membudget.envs.pm.env import ACTION_MODES, LATE_POLICIES
 from membudget.envs.pm.world import DEFAULT_RESOURCES, KIND_CHANNEL, NEVER, POS
-from membudget.envs.registration import ENV_IDS
+from membudget.envs.registration import ENV_IDS, VARIANTS
 
-PM_IDS = tuple(i for i in ENV_IDS if i.startswith("membudget/PMWeek"))
+# the flat variant wraps the same env; tests/test_registry.py checks it
+PM_IDS = tuple(i for i in ENV_IDS if i.startswith("membudget/PMWeek") and i not in VARIANTS)
 
 ENV_ID = "membudget/PMWeek-v0"
 R = len(DEFAULT_RESOURCES)

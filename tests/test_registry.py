@@ -10,7 +10,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 import membudget  # noqa: F401
-from membudget.envs.registration import ENV_IDS
+from membudget.envs.registration import ENV_IDS, VARIANTS
 
 # SB3 recommends flat observations; PMWeek-v0 keeps its per-resource (R, 27) block on purpose (README).
 KNOWN_SB3_WARNINGS = ("unconventional shape",)
@@ -92,13 +92,14 @@ def test_text_render_modes_and_unsupported_modes_warn(env_id, capsys):
     env = gym.make(env_id, render_mode="ansi")
     env.reset(seed=3)
     first = env.render()
-    assert isinstance(first, str) and env_id.split("/")[1] in first
+    name = VARIANTS.get(env_id, env_id).split("/")[1]
+    assert isinstance(first, str) and name in first
     env.action_space.seed(3)
     env.step(env.action_space.sample())
     assert env.render() != first  # the text follows the state
     human = gym.make(env_id, render_mode="human")
     human.reset(seed=3)
-    assert human.render() is None and env_id.split("/")[1] in capsys.readouterr().out
+    assert human.render() is None and name in capsys.readouterr().out
     with pytest.warns(UserWarning, match="rgb_array"):  # like Gymnasium: a warning, never an error
         other = gym.make(env_id, render_mode="rgb_array")
     other.reset(seed=3)
@@ -115,3 +116,23 @@ def test_sb3_make_vec_env_with_its_default_render_mode(env_id):
         venv = make_vec_env(env_id, n_envs=2, seed=0)  # passes render_mode="rgb_array"
     venv.reset()
     venv.close()
+
+
+def test_flat_variant_is_pmweek_with_flat_spaces_and_trains_with_an_mlp():
+    from stable_baselines3 import PPO
+
+    flat, base = gym.make("membudget/PMWeekFlat-v0"), gym.make("membudget/PMWeek-v0")
+    fo, _ = flat.reset(seed=9)
+    bo, _ = base.reset(seed=9)
+    np.testing.assert_array_equal(fo, gym.spaces.flatten(base.observation_space, bo))
+    rng = np.random.default_rng(0)
+    for _ in range(80):
+        a = rng.integers(0, 2, 11)
+        fo, fr, ft, _, fi = flat.step(a)
+        bo, br, bt, _, bi = base.step(a.astype(np.int8))
+        assert fr == br and ft == bt and np.array_equal(fi["queried"], bi["queried"])
+    with pytest.raises(ValueError, match="integers in"):
+        flat.step(np.full(11, 2))
+    with pytest.raises(ValueError, match="action_mode"):
+        gym.make("membudget/PMWeekFlat-v0", action_mode="scores")
+    PPO("MlpPolicy", flat, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu").learn(128)
