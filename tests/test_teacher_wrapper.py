@@ -198,3 +198,19 @@ def test_teacher_rollouts_export_to_a_minari_dataset_that_recovers_the_environme
     assert isinstance(recovered, HindsightTeacher)
     _, info = recovered.reset(seed=8000)
     assert TEACHER_KEY in info
+
+
+def test_vector_teacher_in_same_step_mode_labels_the_new_week_at_once():
+    from gymnasium.vector import AutoresetMode
+
+    venv = HindsightTeacherVector(PMWeekVectorEnv(num_envs=2, budget="B5", action_mode="scores",
+                                                  autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=12))
+    single = HindsightTeacher(PMWeekEnv(budget="B5", action_mode="scores"))
+    _, info = venv.reset(seed=8000)
+    _, s_info = single.reset(seed=8000)
+    for step in range(30):
+        np.testing.assert_array_equal(info[TEACHER_KEY][0], s_info[TEACHER_KEY])
+        _, _, _, trunc, info = venv.step(np.stack([info[TEACHER_KEY][0], info[TEACHER_KEY][1]]))
+        s_info = single.step(s_info[TEACHER_KEY])[4]
+        if trunc[0]:
+            s_info = single.reset()[1]  # the vector env's slot 0 drew its next week from its own generator

@@ -160,8 +160,9 @@ class HindsightTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
 class HindsightTeacherVector(gym.vector.VectorWrapper):
     """The batched teacher of the native :class:`~membudget.envs.pm.PMWeekVectorEnv`: ``info["teacher_action"]``
     of shape ``(num_envs, R)`` (with the ``_teacher_action`` mask Gymnasium's vector infos carry), the DP
-    continuation of every week from its visited state (``mode`` as in :class:`HindsightTeacher`). A week that
-    terminated gets the neutral action, and its replacement (the next-step autoreset) its new plan."""
+    continuation of every week from its visited state (``mode`` as in :class:`HindsightTeacher`), in every
+    autoreset mode of the native env: a week that ended gets the neutral action and its replacement its new plan
+    (with ``SAME_STEP`` at once, the step's observation being the new week's)."""
 
     def __init__(self, env: PMWeekVectorEnv, *, mode: str = "continuation"):
         super().__init__(env)
@@ -197,15 +198,17 @@ class HindsightTeacherVector(gym.vector.VectorWrapper):
         t = base._core.t.copy()
         resetting = base._autoreset.copy()
         obs, rewards, terminated, truncated, info = self.env.step(actions)
-        sel = base._sel
+        ended = terminated | truncated
         stepping = np.flatnonzero(~resetting)
         for k, i in enumerate(stepping):
-            if not terminated[i]:
-                self._plans[i].after_step(int(t[i]), np.flatnonzero(sel[k]))
-        for i in np.flatnonzero(resetting):
-            self._plans[i].solve()
+            if not ended[i]:
+                self._plans[i].after_step(int(t[i]), np.flatnonzero(base._sel[k]))
+        same_step = base.autoreset_mode == gym.vector.AutoresetMode.SAME_STEP
+        for i in np.flatnonzero(resetting | (ended if same_step else False)):
+            self._plans[i].solve()  # a new week began in this step
         n = self.num_envs
-        info = dict(info, **{TEACHER_KEY: self._labels(terminated | truncated), f"_{TEACHER_KEY}": np.ones(n, bool)})
+        done = np.zeros(n, dtype=bool) if same_step else ended
+        info = dict(info, **{TEACHER_KEY: self._labels(done), f"_{TEACHER_KEY}": np.ones(n, bool)})
         return obs, rewards, terminated, truncated, info
 
 
