@@ -7,7 +7,8 @@ any policies × budgets × seed range can be chosen, ``--sweep`` adds the cap sw
 natural schedules with the cost each needs to match a policy, and ``--out DIR`` writes ``results.json``,
 ``results.md`` and ``frontiers.png``. ``--model PATH`` (or a policy named ``model:PATH``) evaluates a model trained
 by ``python -m membudget.train`` (its run directory, an SB3 ``.zip`` or an imitation ``.npz``) like any other
-policy.
+policy. Load only SB3 ``.zip`` models you trust: SB3 stores parts of a model with cloudpickle, and loading one runs
+code from the file; the package's own ``.npz`` models (students, gates) are plain arrays.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from membudget.agents.rl import load_policy
 from membudget.studies.protocol import (available, bootstrap_ci, cost_to_match, evaluate_policy, package_versions,
                                         parse_budget, progress_line, sweep)
-from membudget.studies.suite import fit_suite
+from membudget.studies.suite import POLICIES, fit_suite
 
 
 @dataclass
@@ -70,6 +72,11 @@ def run(cfg: EvalConfig, suite=None, progress=None):
     if cfg.model:
         cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model
                                                                       if f"model:{p}" not in cfg.policies])
+    for name in cfg.policies:  # checked before the gates are fitted (about a minute), not after
+        if name.startswith("model:"):
+            load_policy(name[len("model:"):])
+        elif name not in POLICIES:
+            raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")
     if suite is None:
         suite = fit_suite(progress=lambda m: say(f"fit: {m}"))
     seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))

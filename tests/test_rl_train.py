@@ -149,3 +149,14 @@ def test_budget_flags_accept_levels_integers_and_none(tmp_path):
     run_dir = train.main(["bc", *TINY_IMIT, "--budget", "21", "--out", str(tmp_path)])
     with open(os.path.join(run_dir, "config.json")) as f:
         assert json.load(f)["config"]["budget"] == "21"
+
+
+def test_evaluate_refuses_missing_models_and_unknown_policies_before_fitting(monkeypatch):
+    from membudget import evaluate
+    from membudget.studies import budgetpm
+
+    monkeypatch.setattr(budgetpm, "fit_suite", lambda **kw: pytest.fail("fitted before checking the inputs"))
+    with pytest.raises(FileNotFoundError, match="missing.zip"):
+        evaluate.main(["--model", "missing.zip", "--progress-bar", "off"])
+    with pytest.raises(ValueError, match="unknown policy 'Oracle'"):
+        evaluate.main(["--policies", "Oracle", "--progress-bar", "off"])
