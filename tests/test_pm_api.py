@@ -657,7 +657,7 @@ def test_bad_action_raises(action_mode, action, error, match):
     ({"per_step_cap": 0}, ValueError, r"per_step_cap must be a positive int"),
     ({"per_step_cap": 1.5}, ValueError, r"per_step_cap must be a positive int"),
     ({"per_step_cost_cap": -1}, ValueError, r"per_step_cost_cap must be a positive int"),
-    ({"load": -1}, ValueError, r"load must be a non-negative int"),
+    ({"load": -1}, ValueError, r"load must be an int in \[0, 100\]"),
     ({"world": {"horizon": 10}}, TypeError, r"world must be a WorldConfig"),
 ])
 def test_bad_arguments_raise(kwargs, error, match):

@@ -35,3 +35,22 @@ def test_check_number_rejects_bools_non_finite_and_out_of_bounds():
         check_number("noise", 0.6, 0, 0.5)
     with pytest.raises(ValueError, match=r"p must be a finite number in \[0, 1\)"):
         check_number("p", 1.0, 0, 1, high_open=True)
+
+
+@pytest.mark.parametrize("kwargs", [dict(horizon=80.5), dict(horizon=float("nan")), dict(horizon=True),
+                                    dict(n_time="26"), dict(n_time=float("inf")), dict(lookahead=1.5),
+                                    dict(channel_window=(3, 1.5)), dict(p_unregistered=float("nan")),
+                                    dict(day_end_hour=7.0), dict(horizon=10 ** 9)])
+def test_world_config_refuses_wrong_types_and_sizes(kwargs):
+    from membudget.envs.pm import WorldConfig
+
+    with pytest.raises(ValueError, match=next(iter(kwargs)).split("_")[0]):
+        WorldConfig(**kwargs)
+
+
+def test_load_is_bounded_on_every_path():
+    from membudget.envs.pm import PMWeekEnv, generate_episode
+
+    for make in (lambda: PMWeekEnv(load=10 ** 12), lambda: generate_episode(0, load=10 ** 12)):
+        with pytest.raises(ValueError, match="load"):
+            make()

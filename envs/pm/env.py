@@ -11,7 +11,8 @@ from ..validation import check_int
 from .core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .episode_io import validate_episode
 from .levels import resolve_budget
-from .world import COST_PROFILES, KIND_VISIBLE, POS, VISIBLE_OUTCOMES, Episode, WorldConfig, generate_episode
+from .world import (COST_PROFILES, KIND_VISIBLE, MAX_LOAD, POS, VISIBLE_OUTCOMES, Episode, WorldConfig,
+                    generate_episode)
 
 ACTION_MODES = ("binary", "scores")
 LATE_POLICIES = ("expire", "execute")
@@ -30,7 +31,7 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
         raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
     check_int("per_step_cap", per_step_cap, 1, none_ok=True)
     check_int("per_step_cost_cap", per_step_cost_cap, 1, none_ok=True)
-    check_int("load", load, 0)
+    check_int("load", load, 0, MAX_LOAD)
     return world
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from ..validation import check_int
+from ..validation import check_int, check_number
 
 #: Onset/deadline value of a trigger that never holds inside the horizon (``null`` in episode files).
 NEVER = 1 << 30
@@ -50,6 +50,14 @@ DEFAULT_RESOURCES = (
     ("approval_queue", "delta"),
     ("weather", "snapshot"),
 )
+
+
+MAX_HORIZON = 100_000
+"""Largest horizon a week may have (the kernels' tables hold step indices in int32)."""
+MAX_MEAN_COUNT = 10_000.0
+"""Largest mean number of intentions of one kind per week."""
+MAX_LOAD = 100
+"""Largest opportunity load k (extra hidden-channel trigger opportunities per day)."""
 
 
 @dataclass(frozen=True)
@@ -118,30 +126,28 @@ class WorldConfig:
         names = [n for n, _ in self.resources]
         if len(set(names)) != len(names):
             raise ValueError(f"resource names must be unique, got {names}")
-        for name in ("n_time", "n_channel", "n_visible", "n_visible_lures", "n_channel_lures", "n_updates",
-                     "hint_noise"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        if not (np.isfinite(self.hint_width) and self.hint_width > 0):
-            raise ValueError(f"hint_width must be > 0, got {self.hint_width!r}")
+        check_int("horizon", self.horizon, 1, MAX_HORIZON)
+        check_int("n_days", self.n_days, 1, self.horizon)
+        check_number("day_start_hour", self.day_start_hour, 0, 24, high_open=True)
+        check_number("day_end_hour", self.day_end_hour, self.day_start_hour, 24, high_open=True)
+        for name in ("n_time", "n_channel", "n_visible", "n_visible_lures", "n_channel_lures", "n_updates"):
+            check_number(name, getattr(self, name), 0, MAX_MEAN_COUNT)
+        check_number("hint_noise", self.hint_noise, 0, 10)
+        check_number("hint_width", self.hint_width, 0, MAX_HORIZON, low_open=True)
         for name in ("channel_window", "time_grace", "channel_slack"):
-            lo, hi = getattr(self, name)
-            if not (0 <= lo <= hi):
-                raise ValueError(f"{name} must be a range (lo, hi) with 0 <= lo <= hi, got {(lo, hi)}")
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or len(value) != 2:
+                raise ValueError(f"{name} must be a range (lo, hi), got {value!r}")
+            lo = check_int(f"{name}[0]", value[0], 0, MAX_HORIZON)
+            check_int(f"{name}[1]", value[1], lo, MAX_HORIZON)
         for name in ("lookahead", "ledger_expiry"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.horizon < 1 or self.n_days < 1 or self.n_days > self.horizon:
-            raise ValueError(f"need 1 <= n_days <= horizon, got horizon={self.horizon}, n_days={self.n_days}")
+            check_int(name, getattr(self, name), 0, MAX_HORIZON)
+        for name in ("p_update_registered", "p_unregistered", "p_cross_day", "p_onset_in_window",
+                     "p_lure_in_window", "p_visible_hit", "p_visible_false_alarm"):
+            check_number(name, getattr(self, name), 0, 1)
         classes = [c for _, c in self.resources]
         if classes.count("clock") != 1 or any(c not in RESOURCE_CLASSES for c in classes):
             raise ValueError(f"resources need exactly one 'clock' and classes in {RESOURCE_CLASSES}, got {classes}")
-        for name in ("p_update_registered", "p_unregistered", "p_cross_day", "p_onset_in_window",
-                     "p_lure_in_window", "p_visible_hit", "p_visible_false_alarm"):
-            p = getattr(self, name)
-            if not 0.0 <= p <= 1.0:
-                raise ValueError(f"{name} must be a probability, got {p}")
 
 
 def resource_costs(classes, cost_profile: str) -> np.ndarray:
@@ -428,7 +434,7 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
     config = config or WorldConfig()
     if cost_profile not in COST_PROFILES:
         raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
-    check_int("load", load, 0)
+    check_int("load", load, 0, MAX_LOAD)
     w = _world_constants(config)
     if load and w["channels"].size == 0:
         raise ValueError("load adds channel triggers, but this world has no channel resources")
