@@ -54,3 +54,65 @@ def test_load_is_bounded_on_every_path():
     for make in (lambda: PMWeekEnv(load=10 ** 12), lambda: generate_episode(0, load=10 ** 12)):
         with pytest.raises(ValueError, match="load"):
             make()
+
+
+def _resave(src, dst, **changes):
+    with np.load(src, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays.update(changes)
+    for k in [k for k, v in changes.items() if v is None]:
+        del arrays[k]
+    np.savez(dst, **arrays)
+
+
+def test_saved_students_are_validated_at_load(tmp_path):
+    from membudget.agents.imitation import fit_bc
+    from membudget.agents.per_resource import StudentPolicy
+
+    student, _ = fit_bc([2000], "B10", epochs=1, hidden=8)
+    good = tmp_path / "s.npz"
+    student.save(good)
+    w = "param/first.weight"
+    with np.load(good) as z:
+        shape = z[w].shape
+    cases = {"shape": {w: np.zeros((shape[0], shape[1] + 1), np.float32)},
+             "finite": {w: np.full(shape, np.nan, np.float32)},
+             "threshold": {"threshold": np.array(2.0)},
+             "parameters": {w: None}}
+    for match, change in cases.items():
+        bad = tmp_path / f"{match}.npz"
+        _resave(good, bad, **change)
+        with pytest.raises(ValueError, match=match):
+            StudentPolicy.load(bad)
+    (tmp_path / "cut.npz").write_bytes(good.read_bytes()[:200])
+    with pytest.raises(ValueError, match="cut.npz"):
+        StudentPolicy.load(tmp_path / "cut.npz")
+    assert np.array_equal(StudentPolicy.load(good).net.first.weight.detach().numpy(),
+                          student.net.first.weight.detach().numpy())
+
+
+def test_saved_gates_are_validated_at_load(tmp_path):
+    import json
+
+    from membudget.baselines.schedules import RelevanceGate
+    from membudget.teachers import build_label_dataset
+
+    gate = RelevanceGate().fit(build_label_dataset(range(2000, 2003), ["B20"]), levels={b: 5.0 for b in
+                                                                                       ("B20", "B40", "B60", "B80")})
+    good = tmp_path / "g.npz"
+    gate.save(good)
+    cases = {"finite number": {"thresholds": np.array(json.dumps({"B20": float("nan")}))},
+             "unknown keys": {"config": np.array(json.dumps({"budget": "B20", "color": "red"}))},
+             "not a RelevanceGate": {"kind": np.array("StaticGate")}}
+    for match, change in cases.items():
+        bad = tmp_path / "bad.npz"
+        _resave(good, bad, **change)
+        with pytest.raises(ValueError, match=match):
+            RelevanceGate.load(bad)
+
+
+def test_proactive_stream_length_is_bounded():
+    from membudget.envs.proactive import ProactiveStreamEnv
+
+    with pytest.raises(ValueError, match="n_days"):
+        ProactiveStreamEnv(n_days=100_000).reset(seed=0)

@@ -88,6 +88,9 @@ DEFAULT_DAYS = {"sports": 56, "home": 28, "code": 70}
 """Days per stream: enough weekly cycles for regularities to be proposed, admitted, drift and be readmitted."""
 
 
+MAX_DAYS = 730
+"""Longest stream (days): two years of events bound the memory trace built at reset."""
+
 def _bits(spec: ScopeSpec, names) -> int:
     out = 0
     for n in names:
@@ -511,7 +514,7 @@ def generate_stream(seed=None, *, scope="sports", n_days=None, rng: np.random.Ge
     ``DEFAULT_DAYS[scope]``). ``rng`` (the environment's ``np_random``) takes precedence over ``seed``."""
     spec = check_scope(scope)
     n_days = DEFAULT_DAYS[scope] if n_days is None else n_days
-    n_days = check_int("n_days", n_days, 14)          # two weekly cycles at least
+    n_days = check_int("n_days", n_days, 14, MAX_DAYS)  # two weekly cycles at least
     rng = np.random.default_rng(seed) if rng is None else rng
     builder, routines = _GENERATORS[scope](rng, n_days)
     a = builder.arrays()
