@@ -210,6 +210,9 @@ class raw_env(TextRender, ParallelEnv):
     def step(self, actions):
         if not self.agents:
             raise RuntimeError("the episode has terminated; call reset()")
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict {{agent: action}} (PettingZoo's parallel API), got "
+                            f"{type(actions).__name__}")
         missing = set(self.agents) - set(actions)
         if missing:
             raise ValueError(f"actions missing for {sorted(missing)}")

@@ -339,3 +339,8 @@ def test_evaluate_and_train_entry_points(tmp_path):
                           "--n-steps", "128", "--batch-size", "64", "--eval-streams", "1", "--out", str(tmp_path)])
     files = {p.name for p in (tmp_path / "proactive-ppo-code-seed0").iterdir()}
     assert run_dir.endswith("proactive-ppo-code-seed0") and {"model.zip", "config.json", "metrics.csv"} <= files
+
+
+def test_an_empty_stream_is_refused_with_a_clear_error():
+    with pytest.raises(ValueError, match="no events"):
+        ProactiveStreamEnv(scope="sports").reset(seed=0, options={"stream": hand_stream("sports", [])})

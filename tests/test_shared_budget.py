@@ -201,3 +201,10 @@ def test_text_render_and_unsupported_mode_warns():
     assert "agent_0" in text and "agent_1" in text and "step 0/80" in text
     with pytest.warns(UserWarning, match="rgb_array"):
         shared_budget.parallel_env(render_mode="rgb_array")
+
+
+def test_step_takes_a_dict_of_actions():
+    env = shared_budget.parallel_env(n_agents=2)
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="dict"):
+        env.step([np.zeros(11, np.float32), np.zeros(11, np.float32)])

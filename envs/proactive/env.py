@@ -312,6 +312,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             raise ValueError(f"options['stream'] must be a Stream of scope {self.scope!r}")
         else:
             stream.validate(self.scope_spec)
+            if len(stream) == 0:
+                raise ValueError("options['stream'] has no events; a stream needs at least one")
         self.stream = stream
         self.trace = memory_trace(stream, self.scope_spec, validate=self.memory != "no_validation",
                                   replay_gate=self.memory != "no_replay_gate",
