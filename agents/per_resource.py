@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 
 import numpy as np
 import torch
@@ -33,6 +32,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from torch import nn
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
+from membudget.envs.validation import reading_artefact
 
 N_INPUT = len(RESOURCE_FEATURE_NAMES) + len(BUDGET_FEATURE_NAMES) + 1
 """Inputs per resource: its 27 features, the 9 budget features, its candidate bit."""
@@ -122,28 +122,23 @@ class StudentPolicy:
     def load(cls, path):
         """A student saved by :meth:`save`; anything else (missing or misshaped parameters, non-finite values, a
         threshold outside (0, 1)) raises ``ValueError`` naming the file and the field."""
-        try:
-            with np.load(os.fspath(path), allow_pickle=False) as z:
-                if "net" not in z.files:
-                    raise ValueError("no network configuration: not a per-resource student")
-                net = PerResourceNet(**json.loads(str(z["net"])))
-                state = {k[len("param/"):]: torch.as_tensor(z[k]) for k in z.files if k.startswith("param/")}
-                expected = net.state_dict()
-                if set(state) != set(expected):
-                    raise ValueError(f"parameters {sorted(state)} do not match the network's {sorted(expected)}")
-                for k, v in state.items():
-                    if v.shape != expected[k].shape or not torch.isfinite(v).all():
-                        raise ValueError(f"parameter {k!r} must be a finite array of shape "
-                                         f"{tuple(expected[k].shape)}, got shape {tuple(v.shape)}")
-                net.load_state_dict(state)
-                threshold = float(z["threshold"])
-                if not 0.0 < threshold < 1.0:
-                    raise ValueError(f"threshold must lie in (0, 1), got {threshold}")
-                return cls(net, threshold, json.loads(str(z["config"])))
-        except (KeyError, OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, TypeError) as e:
-            raise ValueError(f"{path} is not a saved student: {type(e).__name__}: {e}") from None
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        with reading_artefact(path, "student"), np.load(os.fspath(path), allow_pickle=False) as z:
+            if "net" not in z.files:
+                raise ValueError("no network configuration: not a per-resource student")
+            net = PerResourceNet(**json.loads(str(z["net"])))
+            state = {k[len("param/"):]: torch.as_tensor(z[k]) for k in z.files if k.startswith("param/")}
+            expected = net.state_dict()
+            if set(state) != set(expected):
+                raise ValueError(f"parameters {sorted(state)} do not match the network's {sorted(expected)}")
+            for k, v in state.items():
+                if v.shape != expected[k].shape or not torch.isfinite(v).all():
+                    raise ValueError(f"parameter {k!r} must be a finite array of shape "
+                                     f"{tuple(expected[k].shape)}, got shape {tuple(v.shape)}")
+            net.load_state_dict(state)
+            threshold = float(z["threshold"])
+            if not 0.0 < threshold < 1.0:
+                raise ValueError(f"threshold must lie in (0, 1), got {threshold}")
+            return cls(net, threshold, json.loads(str(z["config"])))
 
 
 # --------------------------------------------------------------------------------------------- Stable-Baselines3

@@ -147,7 +147,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             with torch.no_grad():
                 logits = actor(res, bud, mask)[..., 0]
                 p = torch.sigmoid(logits)
-                prop = (torch.rand(p.shape, generator=None) < p).float() * mask
+                prop = (torch.rand(p.shape) < p).float() * mask
                 logp = _masked_log_prob(logits, mask, prop)
                 val = critic(_flat(res, bud, mask, counts))[:, 0]
             action = torch.where(prop > 0, p.clamp(min=1e-6), torch.full_like(p, -1.0)).numpy()

@@ -11,11 +11,11 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import zipfile
 
 import numpy as np
 
 from membudget.envs.pm import WorldConfig, budget_levels
+from membudget.envs.validation import reading_artefact
 
 STATIC_BUDGETS = ("B20", "B40", "B60", "B80")
 """Budget levels the Static calibration fits thresholds for; lower levels reuse the lowest one's."""
@@ -103,29 +103,24 @@ class ThresholdGate:
     def load(cls, path):
         """A gate saved by :meth:`save`; a file that is not one (wrong kind, unknown config keys, non-finite
         thresholds or arrays) raises ``ValueError`` naming the file and the field."""
-        try:
-            with np.load(os.fspath(path), allow_pickle=False) as z:
-                if "kind" not in z.files or str(z["kind"]) != cls.__name__:
-                    raise ValueError(f"holds a {z['kind'] if 'kind' in z.files else 'file without a kind'}, "
-                                     f"not a {cls.__name__}")
-                cfg = json.loads(str(z["config"]))
-                defaults = inspect.signature(cls.__init__).parameters
-                unknown = sorted(set(cfg) - set(defaults) - {"self"})
-                if unknown:
-                    raise ValueError(f"config has unknown keys {unknown}")
-                cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) else v for k, v in cfg.items()}
-                gate = cls(**cfg)
-                gate._set_arrays(z)
-                thresholds = json.loads(str(z["thresholds"]))
-                for budget, thr in thresholds.items():
-                    if not isinstance(thr, (int, float)) or not np.isfinite(thr):
-                        raise ValueError(f"threshold of {budget!r} must be a finite number, got {thr!r}")
-                for name, arr in gate._arrays().items():
-                    if not np.all(np.isfinite(np.asarray(arr, dtype=np.float64))):
-                        raise ValueError(f"array {name!r} has non-finite entries")
-                gate.thresholds_ = thresholds
-        except (KeyError, OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, TypeError) as e:
-            raise ValueError(f"{path} is not a saved {cls.__name__}: {type(e).__name__}: {e}") from None
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        with reading_artefact(path, cls.__name__), np.load(os.fspath(path), allow_pickle=False) as z:
+            if "kind" not in z.files or str(z["kind"]) != cls.__name__:
+                raise ValueError(f"holds a {z['kind'] if 'kind' in z.files else 'file without a kind'}, "
+                                 f"not a {cls.__name__}")
+            cfg = json.loads(str(z["config"]))
+            defaults = inspect.signature(cls.__init__).parameters
+            unknown = sorted(set(cfg) - set(defaults) - {"self"})
+            if unknown:
+                raise ValueError(f"config has unknown keys {unknown}")
+            cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) else v for k, v in cfg.items()}
+            gate = cls(**cfg)
+            gate._set_arrays(z)
+            thresholds = json.loads(str(z["thresholds"]))
+            for budget, thr in thresholds.items():
+                if not isinstance(thr, (int, float)) or not np.isfinite(thr):
+                    raise ValueError(f"threshold of {budget!r} must be a finite number, got {thr!r}")
+            for name, arr in gate._arrays().items():
+                if not np.all(np.isfinite(np.asarray(arr, dtype=np.float64))):
+                    raise ValueError(f"array {name!r} has non-finite entries")
+            gate.thresholds_ = thresholds
         return gate

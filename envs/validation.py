@@ -3,8 +3,11 @@ number within bounds, never a ``bool`` (``True`` is an ``int`` to Python), nothi
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import numbers
+import zipfile
 
 
 def _bounds(low, high, low_open=False, high_open=False) -> str:
@@ -43,4 +46,16 @@ def check_number(name, value, low=None, high=None, *, low_open=False, high_open=
     return float(value)
 
 
-__all__ = ["check_int", "check_number"]
+@contextlib.contextmanager
+def reading_artefact(path, what: str):
+    """Errors raised while reading a saved artefact become one ``ValueError`` naming the file: a file that is not
+    one (missing, truncated, wrong entries) or one whose check (raised as ``ValueError`` inside) failed."""
+    try:
+        yield
+    except (KeyError, OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, TypeError) as e:
+        raise ValueError(f"{path} is not a saved {what}: {type(e).__name__}: {e}") from None
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+__all__ = ["check_int", "check_number", "reading_artefact"]

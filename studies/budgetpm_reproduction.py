@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
 
 from membudget.envs.pm import WorldConfig, budget_levels, generate_episode
-from membudget.studies.protocol import bootstrap_ci, cost_to_match, evaluate_policy, sweep
+from membudget.studies.protocol import bootstrap_ci, cost_to_match, evaluate_policy, sweep, write_page
 from membudget.studies.suite import fit_suite
 from membudget.teachers.structure import headroom, open_after_exhaustion
 
@@ -193,9 +192,7 @@ def main(argv=None):
     parser.add_argument("--resamples", type=int, default=100_000)
     args = parser.parse_args(argv)
     text = build(args.resamples, progress=lambda m: print(m, flush=True))
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    write_page(args.out, text)
     print(f"wrote {args.out}")
 
 

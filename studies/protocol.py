@@ -4,6 +4,7 @@ and budget, the cap sweep of the natural schedules, package versions for run rec
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -101,5 +102,14 @@ def progress_line(enabled: str):
     return lambda msg: (bar.set_description_str(msg), bar.refresh())
 
 
+def write_page(path, text) -> str:
+    """Write a generated page (creating its folder); returns the folder."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return folder
+
+
 __all__ = ["SWEEP_CAPS", "available", "bootstrap_ci", "cost_to_match", "evaluate_policy", "package_versions",
-           "parse_budget", "progress_line", "rollout", "sweep"]
+           "parse_budget", "progress_line", "rollout", "sweep", "write_page"]

@@ -26,7 +26,7 @@ from membudget.agents.rl import (TRAIN_SEEDS, as_policy, train_conditioned_ppo,
                                  train_ppo_allocator)
 from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.pm.world import WorldConfig
-from membudget.studies.protocol import bootstrap_ci, evaluate_policy, rollout
+from membudget.studies.protocol import bootstrap_ci, evaluate_policy, rollout, write_page
 from membudget.studies.runs import TrainCommand, budget_flag, finish_run, net_arch, show_bar, start_run
 from membudget.studies.suite import fit_suite
 from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
@@ -340,20 +340,6 @@ def _paired(x, ref, n):
     return bootstrap_ci(d, n) if d.size else (float("nan"),) * 3
 
 
-def _net_arrays(policy):
-    return {"config": policy.net.config(), "state": {k: v.detach().numpy() for k, v in policy.net.state_dict().items()}}
-
-
-def _net_from(arrays):
-    import torch
-
-    from membudget.agents.per_resource import PerResourceNet
-
-    net = PerResourceNet(**arrays["config"])
-    net.load_state_dict({k: torch.as_tensor(v) for k, v in arrays["state"].items()})
-    return net
-
-
 def _job(spec):
     """One training run of the comparison (picklable, seeded by its own key; runs in a worker process):
     ``(kind, budget, seed, params, init)`` -> ``{per_week, history, training, net}``."""
@@ -373,7 +359,7 @@ def _job(spec):
             kw["total_timesteps"] = P["counts_steps"]
         policy, history = native_ppo(budget, seed=seed, eval_every=P["eval_every"], eval_seeds=P["val_seeds"],
                                      test_seeds=test, critic_counts=kind == "PPO + counts critic",
-                                     init=_net_from(init) if init else None, **kw)
+                                     init=init["net"] if init else None, **kw)
         if init:  # distil-then-RL's curve starts where its student's training ended
             for row in history:
                 row["env_steps"] += init["env_steps"]
@@ -387,7 +373,7 @@ def _job(spec):
         steps, calls, wall = history[-1]["env_steps"], policy.config["teacher_calls"], history[-1]["wall_clock"]
         per_week = rollout(policy, test, budget=budget, per_step_cap=2, action_mode="scores")
         history[-1]["test_set_f1"] = float(per_week["set_f1"].mean())
-        net = dict(_net_arrays(policy), env_steps=steps, teacher_calls=calls)
+        net = {"net": policy.net, "env_steps": steps, "teacher_calls": calls}  # torch modules pickle to workers
     else:
         model, history = train_ppo_allocator(budget, total_timesteps=P["sb3_steps"], seed=seed, eval_every=0,
                                              policy="mlp" if kind == "SB3 PPO, flat MLP" else "per-resource")
@@ -698,10 +684,7 @@ def benchmark_main(argv=None):
     print(text)
     out = args.out if args.out is not None else ("" if args.quick else "docs/rl_vs_distillation.md")
     if out:
-        folder = os.path.dirname(out) or "."
-        os.makedirs(folder, exist_ok=True)
-        with open(out, "w") as f:
-            f.write(text)
+        folder = write_page(out, text)
         plot_curves(res, os.path.join(folder, "rl_vs_distillation_curves.png"))
         if not args.render:
             save_results(res, os.path.join(folder, "rl_vs_distillation.json"))

@@ -24,7 +24,7 @@ from membudget.agents import StaticGate
 from membudget.agents.multiagent import train_shared_ppo
 from membudget.envs import shared_budget
 from membudget.envs.pm import budget_levels, generate_episode
-from membudget.studies.protocol import bootstrap_ci
+from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers import HindsightDP, build_label_dataset
 
 EVAL_BASES = tuple(range(6000, 6300, 10))  # base seed s plays weeks s .. s + n - 1: disjoint for n <= 10
@@ -108,11 +108,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     text = results(args.timesteps, progress=lambda m: print(m, flush=True))
     print(text)
-    import os
-
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    write_page(args.out, text)
 
 
 if __name__ == "__main__":
