@@ -645,8 +645,8 @@ def test_bad_action_raises(action_mode, action, error, match):
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"budget": 0}, ValueError, r"budget must be > 0"),
-    ({"budget": -3}, ValueError, r"budget must be > 0"),
+    ({"budget": 0}, ValueError, r"budget must be an int in 1\.\."),
+    ({"budget": -3}, ValueError, r"budget must be an int in 1\.\."),
     ({"budget": "B0"}, ValueError, r"budget level must be positive"),
     ({"budget": "X10"}, ValueError, r"level like 'B10'.*'X10'"),
     ({"budget": 10.5}, TypeError, r"budget must be an int"),
@@ -654,9 +654,9 @@ def test_bad_action_raises(action_mode, action, error, match):
     ({"cost_profile": "flat"}, ValueError, r"unknown cost_profile 'flat'"),
     ({"late_policy": "ignore"}, ValueError, r"late_policy must be one of"),
     ({"action_mode": "discrete"}, ValueError, r"action_mode must be one of"),
-    ({"per_step_cap": 0}, ValueError, r"per_step_cap must be a positive int"),
-    ({"per_step_cap": 1.5}, ValueError, r"per_step_cap must be a positive int"),
-    ({"per_step_cost_cap": -1}, ValueError, r"per_step_cost_cap must be a positive int"),
+    ({"per_step_cap": 0}, ValueError, r"per_step_cap must be an int in \[1, "),
+    ({"per_step_cap": 1.5}, ValueError, r"per_step_cap must be an int in \[1, "),
+    ({"per_step_cost_cap": -1}, ValueError, r"per_step_cost_cap must be an int in \[1, "),
     ({"load": -1}, ValueError, r"load must be an int in \[0, 100\]"),
     ({"world": {"horizon": 10}}, TypeError, r"world must be a WorldConfig"),
 ])

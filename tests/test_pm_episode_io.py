@@ -195,7 +195,7 @@ def _visible_outcome_of_hidden(d):
 
 def _hints_missing_step(d):
     d["hints"] = d["hints"][:-1]
-    return rf"hints: expected shape \({T}, 11\), got \({T - 1}, 11\)"
+    return rf"hints: expected .* array of shape \({T}, 11\), got .* shape \({T - 1}, 11\)"
 
 
 def _hints_ragged(d):
@@ -265,7 +265,7 @@ def _priority_not_int(d):
 
 def _cost_not_positive(d):
     d["resources"][1]["cost"] = 0
-    return r"resources\.cost: costs must be positive"
+    return r"resources\.cost: costs must be integers in 1\.\.1000000"
 
 
 def _two_clocks(d):
@@ -275,7 +275,7 @@ def _two_clocks(d):
 
 def _calendar_short(d):
     d["calendar"]["hour"] = d["calendar"]["hour"][:-2]
-    return r"calendar\.step_hour: expected 80 entries"
+    return r"calendar\.hour: expected .* shape \(80,\), got .* shape \(78,\)"
 
 
 MUTATIONS = [
@@ -345,7 +345,7 @@ def test_validator_rejects(base_dict, mutate, tmp_path):
 def test_invalid_json_file(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('{"format": "membudget.pm-episode/1", "horizon": 80,')
-    with pytest.raises(EpisodeFormatError, match=r"broken\.json: not valid JSON"):
+    with pytest.raises(EpisodeFormatError, match=r"broken\.json: not valid UTF-8 JSON"):
         load_episode(path)
 
 

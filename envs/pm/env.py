@@ -11,8 +11,8 @@ from ..validation import check_int
 from .core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .episode_io import validate_episode
 from .levels import resolve_budget
-from .world import (COST_PROFILES, KIND_VISIBLE, MAX_LOAD, POS, VISIBLE_OUTCOMES, Episode, WorldConfig,
-                    generate_episode)
+from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, POS, VISIBLE_OUTCOMES, Episode,
+                    WorldConfig, generate_episode)
 
 ACTION_MODES = ("binary", "scores")
 LATE_POLICIES = ("expire", "execute")
@@ -29,8 +29,8 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
         raise ValueError(f"late_policy must be one of {LATE_POLICIES}, got {late_policy!r}")
     if action_mode not in ACTION_MODES:
         raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
-    check_int("per_step_cap", per_step_cap, 1, none_ok=True)
-    check_int("per_step_cost_cap", per_step_cost_cap, 1, none_ok=True)
+    check_int("per_step_cap", per_step_cap, 1, MAX_RESOURCES, none_ok=True)
+    check_int("per_step_cost_cap", per_step_cost_cap, 1, MAX_BUDGET, none_ok=True)
     check_int("load", load, 0, MAX_LOAD)
     return world
 
@@ -61,7 +61,10 @@ def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode, observe_counts=
 
 def action_to_scores(action, shape: tuple, action_mode: str) -> np.ndarray:
     """Priority scores (<= 0: not proposed) from a policy action of ``shape``; raises on anything malformed."""
-    a = np.asarray(action)
+    try:
+        a = np.asarray(action)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"action must be an array of shape {shape}, got {type(action).__name__} ({e})") from None
     if a.shape != shape:
         raise ValueError(f"action must have shape {shape}, got {a.shape}")
     if a.dtype.kind not in "biuf":
@@ -225,7 +228,7 @@ class PMWeekEnv(TextRender, gym.Env):
         return obs
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
+        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
         options = options or {}
         unknown = set(options) - {"episode"}
         if unknown:

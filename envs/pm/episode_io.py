@@ -32,8 +32,8 @@ import os
 
 import numpy as np
 
-from .world import (KINDS, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, NEVER, POLARITIES, RESOURCE_CLASSES,
-                    UPDATE_KINDS, VISIBLE_OUTCOMES, Episode)
+from .world import (KINDS, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, MAX_COST, MAX_HORIZON, MAX_INTENTIONS,
+                    MAX_RESOURCES, NEVER, POLARITIES, RESOURCE_CLASSES, UPDATE_KINDS, VISIBLE_OUTCOMES, Episode)
 
 FORMAT = "membudget.pm-episode/1"
 
@@ -82,10 +82,28 @@ def _need(d: dict, key: str, where: str):
     return d[key]
 
 
+#: Integers in files must lie in +-2**53 (exact in a float); the range checks of :func:`validate_episode` are
+#: tighter still (steps inside the horizon, costs <= MAX_COST).
+_INT_LIMIT = 2**53
+
+
 def _int(v, where):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise EpisodeFormatError(f"{where}: expected an integer, got {v!r}")
+        raise EpisodeFormatError(f"{where}: expected an integer, got {_short(v)}")
+    if abs(int(v)) > _INT_LIMIT:
+        raise EpisodeFormatError(f"{where}: {_short(v)} is out of range (|value| <= 2**53; 'never' is null)")
     return int(v)
+
+
+def _str(v, where):
+    if not isinstance(v, str):
+        raise EpisodeFormatError(f"{where}: expected a string, got {_short(v)}")
+    return v
+
+
+def _short(v) -> str:
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10**30 else f"an integer of {len(str(abs(v)))} digits"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _array(values, dtype, where):
@@ -96,9 +114,11 @@ def _array(values, dtype, where):
         raise EpisodeFormatError(f"{where}: not a numeric array ({e})") from None
     if np.asarray(values).dtype == np.bool_:
         raise EpisodeFormatError(f"{where}: expected numbers, got booleans")
+    if not np.all(np.isfinite(a)):
+        raise EpisodeFormatError(f"{where}: values must be finite numbers (no NaN or Infinity)")
     if dtype is np.int64:
-        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise EpisodeFormatError(f"{where}: expected integers")
+        if np.any(a != np.round(a)) or np.any(np.abs(a) > _INT_LIMIT):
+            raise EpisodeFormatError(f"{where}: expected integers (|value| <= 2**53)")
         return a.astype(np.int64)
     return a
 
@@ -121,7 +141,7 @@ def episode_from_dict(d: dict) -> Episode:
     res = _need(d, "resources", "episode")
     if not isinstance(res, list) or not res:
         raise EpisodeFormatError("resources: expected a non-empty list")
-    names = tuple(str(_need(r, "name", f"resources[{j}]")) for j, r in enumerate(res))
+    names = tuple(_str(_need(r, "name", f"resources[{j}]"), f"resources[{j}].name") for j, r in enumerate(res))
     classes = tuple(_need(r, "class", f"resources[{j}]") for j, r in enumerate(res))
     for j, c in enumerate(classes):
         _choice(c, RESOURCE_CLASSES, f"resources[{j}].class")
@@ -135,7 +155,7 @@ def episode_from_dict(d: dict) -> Episode:
     ids = []
     for j, row in enumerate(rows):
         w = f"intentions[{j}]"
-        ids.append(str(_need(row, "id", w)))
+        ids.append(_str(_need(row, "id", w), f"{w}.id"))
         w = f"intentions[{j}] ({ids[-1]})"
         cols["kind"].append(_choice(_need(row, "kind", w), KINDS, f"{w}.kind"))
         r = _need(row, "resource", w)
@@ -149,7 +169,10 @@ def episode_from_dict(d: dict) -> Episode:
             cols[k].append(_int(_need(row, k, w), f"{w}.{k}"))
         for k in ("onset", "deadline"):
             v = _need(row, k, w)
-            cols[k].append(NEVER if v is None else _int(v, f"{w}.{k}"))
+            v = NEVER if v is None else _int(v, f"{w}.{k}")
+            if v == NEVER and row[k] is not None:
+                raise EpisodeFormatError(f"{w}.{k}: {v} is outside the horizon ('never' is null)")
+            cols[k].append(v)
         cols["polarity"].append(_choice(_need(row, "polarity", w), POLARITIES, f"{w}.polarity"))
         cols["visible_outcome"].append(_choice(_need(row, "visible_outcome", w), VISIBLE_OUTCOMES,
                                                f"{w}.visible_outcome"))
@@ -159,8 +182,8 @@ def episode_from_dict(d: dict) -> Episode:
                 raise EpisodeFormatError(f"{w}.{k}: expected true/false, got {v!r}")
             cols[k].append(v)
         mc = _need(row, "miss_cost", w)
-        if isinstance(mc, bool) or not isinstance(mc, (int, float)):
-            raise EpisodeFormatError(f"{w}.miss_cost: expected a number, got {mc!r}")
+        if isinstance(mc, bool) or not isinstance(mc, (int, float)) or not math.isfinite(mc):
+            raise EpisodeFormatError(f"{w}.miss_cost: expected a finite number, got {_short(mc)}")
         cols["miss_cost"].append(float(mc))
     updates = _need(d, "updates", "episode")
     if not isinstance(updates, list):
@@ -171,9 +194,6 @@ def episode_from_dict(d: dict) -> Episode:
         ups.append({"step": _int(_need(u, "step", w), f"{w}.step"), "kind": _need(u, "kind", w),
                     "target": _need(u, "target", w), "registered": _need(u, "registered", w),
                     "new_id": _need(u, "new_id", w)})
-        for k in ("target", "new_id"):
-            if not (isinstance(ups[-1][k], str) or (k == "new_id" and ups[-1][k] is None)):
-                raise EpisodeFormatError(f"{w}.{k}: expected an intention id (string), got {ups[-1][k]!r}")
     meta = d.get("meta", {})
     if not isinstance(meta, dict):
         raise EpisodeFormatError(f"meta: expected a JSON object, got {meta!r}")
@@ -183,7 +203,7 @@ def episode_from_dict(d: dict) -> Episode:
     weekday = _array(_need(cal, "weekday", "calendar"), np.int64, "calendar.weekday")
     ep = Episode(horizon=T, step_day=day, step_hour=hour, weekday=weekday, resource_names=names,
                  resource_classes=classes, costs=np.array(costs, dtype=np.int64),
-                 cost_profile=str(d.get("cost_profile", "custom")), ids=tuple(ids),
+                 cost_profile=_str(d.get("cost_profile", "custom"), "cost_profile"), ids=tuple(ids),
                  hints=hints, updates=tuple(ups), meta=dict(meta),
                  **{k: np.array(v, dtype=bool if k in ("registered", "cross_day", "update_sensitive") else
                                 (np.float64 if k == "miss_cost" else np.int64)).reshape(-1)
@@ -196,46 +216,81 @@ def episode_from_dict(d: dict) -> Episode:
     return ep
 
 
+_DTYPES = {"i": np.dtype(np.int64), "b": np.dtype(np.bool_), "f": np.dtype(np.float64)}
+_INTENTION_FIELDS = (("kind", "i"), ("resource", "i"), ("active_from", "i"), ("active_until", "i"),
+                     ("declared_start", "i"), ("declared_end", "i"), ("onset", "i"), ("deadline", "i"),
+                     ("polarity", "i"), ("priority", "i"), ("version", "i"), ("visible_outcome", "i"),
+                     ("cross_day", "b"), ("update_sensitive", "b"), ("registered", "b"), ("miss_cost", "f"))
+
+
+def _check_array(where, a, kind, shape):
+    """The kernels read these arrays as they are: exactly int64 / bool / float64 in native byte order."""
+    want = _DTYPES[kind]
+    if not isinstance(a, np.ndarray) or a.dtype != want or a.shape != shape:
+        got = f"a {a.dtype.str} array of shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
+        raise EpisodeFormatError(f"{where}: expected a native-byte-order {want} array of shape {shape}, got {got} "
+                                 f"(convert with np.asarray(x, dtype=np.{want}))")
+
+
+_UPDATE_KEYS = {"step", "kind", "target", "registered", "new_id"}
+
+
+def _check_names(where, names, options=None):
+    if not isinstance(names, tuple) or any(not isinstance(x, str) for x in names):
+        raise EpisodeFormatError(f"{where}: expected a tuple of strings, got {_short(names)}")
+    for x in names if options else ():
+        if x not in options:
+            raise EpisodeFormatError(f"{where}: {x!r} is not one of {list(options)}")
+
+
 def validate_episode(ep: Episode) -> None:
-    """Raise :class:`EpisodeFormatError` naming the first impossible field of ``ep``."""
-    T, R = ep.horizon, ep.n_resources
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-        raise EpisodeFormatError(f"horizon: must be an int >= 1, got {T!r}")
+    """Raise :class:`EpisodeFormatError` naming the first impossible field of ``ep``: types and dtypes (the
+    kernels' own: int64, bool, float64), shapes, ranges (steps inside the horizon, horizon <= MAX_HORIZON,
+    costs in 1..MAX_COST, at most MAX_RESOURCES resources and MAX_INTENTIONS intentions) and cross-field rules."""
+    if not isinstance(ep, Episode):
+        raise EpisodeFormatError(f"episode: expected an Episode, got {type(ep).__name__}")
+    T = ep.horizon
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 1 <= T <= MAX_HORIZON:
+        raise EpisodeFormatError(f"horizon: must be an int in 1..{MAX_HORIZON}, got {_short(T)}")
+    _check_names("resources.name", ep.resource_names)
+    _check_names("resources.class", ep.resource_classes, RESOURCE_CLASSES)
+    R = ep.n_resources
+    if not 1 <= R <= MAX_RESOURCES or len(ep.resource_classes) != R:
+        raise EpisodeFormatError(f"resources: expected 1..{MAX_RESOURCES} resources with one class each, got "
+                                 f"{R} names and {len(ep.resource_classes)} classes")
+    _check_names("intentions.id", ep.ids)
     n = len(ep.ids)
-    kinds = {"b": "booleans", "i": "integers", "f": "numbers"}
-    for name, kind in (("kind", "i"), ("resource", "i"), ("active_from", "i"), ("active_until", "i"),
-                       ("declared_start", "i"), ("declared_end", "i"), ("onset", "i"), ("deadline", "i"),
-                       ("polarity", "i"), ("priority", "i"), ("version", "i"), ("visible_outcome", "i"),
-                       ("cross_day", "b"), ("update_sensitive", "b"), ("registered", "b"), ("miss_cost", "f")):
-        a = getattr(ep, name)
-        if not isinstance(a, np.ndarray) or a.shape != (n,):
-            raise EpisodeFormatError(f"intentions.{name}: expected an array of {n} entries (one per id), got "
-                                     f"{getattr(a, 'shape', type(a).__name__)}")
-        if a.dtype.kind not in (("i", "u") if kind == "i" else ("b",) if kind == "b" else ("i", "u", "f")):
-            raise EpisodeFormatError(f"intentions.{name}: expected {kinds[kind]}, got dtype {a.dtype}")
+    if n > MAX_INTENTIONS:
+        raise EpisodeFormatError(f"intentions: at most {MAX_INTENTIONS} per week, got {n}")
+    for name, kind in _INTENTION_FIELDS:
+        _check_array(f"intentions.{name}", getattr(ep, name), kind, (n,))
     for name, codes in (("kind", KINDS), ("polarity", POLARITIES), ("visible_outcome", VISIBLE_OUTCOMES)):
         a = getattr(ep, name)
         if n and (a.min() < 0 or a.max() >= len(codes)):
             raise EpisodeFormatError(f"intentions.{name}: codes must lie in 0..{len(codes) - 1} ({list(codes)})")
-    for name in ("step_day", "step_hour", "weekday"):
-        if getattr(ep, name).shape != (T,):
-            raise EpisodeFormatError(f"calendar.{name}: expected {T} entries, got shape {getattr(ep, name).shape}")
-    if np.any(np.diff(ep.step_day) < 0):
-        raise EpisodeFormatError("calendar.day: days must not decrease")
+    for name, field, kind in (("step_day", "day", "i"), ("step_hour", "hour", "f"), ("weekday", "weekday", "i")):
+        _check_array(f"calendar.{field}", getattr(ep, name), kind, (T,))
+    if np.any(ep.step_day < 0) or np.any(ep.step_day > MAX_HORIZON) or np.any(np.diff(ep.step_day) < 0):
+        raise EpisodeFormatError(f"calendar.day: days must lie in 0..{MAX_HORIZON} and not decrease")
+    if not np.all(np.isfinite(ep.step_hour)) or np.any((ep.step_hour < 0) | (ep.step_hour >= 24)):
+        raise EpisodeFormatError("calendar.hour: hours must be finite and lie in [0, 24)")
     if np.any((ep.weekday < 0) | (ep.weekday > 6)):
         raise EpisodeFormatError("calendar.weekday: must lie in 0..6")
     if len(set(ep.resource_names)) != R:
         raise EpisodeFormatError(f"resources: names must be unique, got {list(ep.resource_names)}")
     if list(ep.resource_classes).count("clock") != 1:
         raise EpisodeFormatError("resources: exactly one resource must have class 'clock'")
-    costs = np.asarray(ep.costs)
-    if costs.shape != (R,) or costs.dtype.kind not in "iuf" or np.any(costs <= 0) or np.any(costs != np.round(costs)):
-        raise EpisodeFormatError(f"resources.cost: costs must be positive integers (scale fractional prices, as "
-                                 f"the cost profiles do), got {costs.tolist()}")
-    if ep.hints.shape != (T, R):
-        raise EpisodeFormatError(f"hints: expected shape ({T}, {R}), got {ep.hints.shape}")
+    _check_array("resources.cost", ep.costs, "i", (R,))
+    if np.any(ep.costs < 1) or np.any(ep.costs > MAX_COST):
+        raise EpisodeFormatError(f"resources.cost: costs must be integers in 1..{MAX_COST} (scale fractional "
+                                 f"prices, as the cost profiles do), got {_short(ep.costs.tolist())}")
+    _check_array("hints", ep.hints, "f", (T, R))
     if not np.all(np.isfinite(ep.hints)) or np.any((ep.hints < 0) | (ep.hints > 1)):
         raise EpisodeFormatError("hints: values must be finite and lie in [0, 1]")
+    if not isinstance(ep.cost_profile, str):
+        raise EpisodeFormatError(f"cost_profile: expected a string, got {_short(ep.cost_profile)}")
+    if not isinstance(ep.meta, dict):
+        raise EpisodeFormatError(f"meta: expected a dict, got {type(ep.meta).__name__}")
     if len(set(ep.ids)) != len(ep.ids):
         dup = sorted({i for i in ep.ids if ep.ids.count(i) > 1})
         raise EpisodeFormatError(f"intentions.id: duplicate ids {dup}")
@@ -246,7 +301,7 @@ def validate_episode(ep: Episode) -> None:
         if kind == KIND_VISIBLE:
             if r != -1:
                 raise EpisodeFormatError(f"{w}.resource: visible intentions are not queried; must be null")
-            if ep.onset[i] >= NEVER:
+            if ep.onset[i] == NEVER:
                 raise EpisodeFormatError(f"{w}.onset: a visible intention needs the step of its cue")
             if VISIBLE_OUTCOMES[ep.visible_outcome[i]] == "none":
                 raise EpisodeFormatError(f"{w}.visible_outcome: a visible intention needs tp/fn/fp/tn")
@@ -273,9 +328,13 @@ def validate_episode(ep: Episode) -> None:
         if ep.declared_end[i] < ep.declared_start[i]:
             raise EpisodeFormatError(f"{w}.declared_end: before declared_start")
         on, dl = ep.onset[i], ep.deadline[i]
-        if (on >= NEVER) != (dl >= NEVER):
+        for name, v in (("onset", on), ("deadline", dl)):
+            if v != NEVER and not 0 <= v < T:
+                raise EpisodeFormatError(f"{w}.{name}: {v} is outside the horizon 0..{T - 1} (never: null in files, "
+                                         f"NEVER in memory)")
+        if (on == NEVER) != (dl == NEVER):
             raise EpisodeFormatError(f"{w}.deadline: onset and deadline must both be null or both be set")
-        if on < NEVER:
+        if on != NEVER:
             if not 0 <= on < T:
                 raise EpisodeFormatError(f"{w}.onset: {on} is outside the horizon 0..{T - 1}")
             if not 0 <= dl < T:
@@ -288,9 +347,19 @@ def validate_episode(ep: Episode) -> None:
             raise EpisodeFormatError(f"{w}.miss_cost: must lie in [0, 3], got {ep.miss_cost[i]}")
         if ep.version[i] < 0:
             raise EpisodeFormatError(f"{w}.version: must be >= 0")
+    if not isinstance(ep.updates, tuple):
+        raise EpisodeFormatError(f"updates: expected a tuple of dicts, got {type(ep.updates).__name__}")
     id_set = set(ep.ids)
     for j, u in enumerate(ep.updates):
         w = f"updates[{j}]"
+        if not isinstance(u, dict) or set(u) != _UPDATE_KEYS:
+            raise EpisodeFormatError(f"{w}: expected a dict with exactly the keys {sorted(_UPDATE_KEYS)}, got "
+                                     f"{_short(u)}")
+        if isinstance(u["step"], bool) or not isinstance(u["step"], (int, np.integer)):
+            raise EpisodeFormatError(f"{w}.step: expected an integer, got {_short(u['step'])}")
+        for k in ("target", "new_id"):
+            if not (isinstance(u[k], str) or (k == "new_id" and u[k] is None)):
+                raise EpisodeFormatError(f"{w}.{k}: expected an intention id (string), got {_short(u[k])}")
         if u["kind"] not in UPDATE_KINDS:
             raise EpisodeFormatError(f"{w}.kind: {u['kind']!r} is not one of {list(UPDATE_KINDS)}")
         if u["target"] not in id_set:
@@ -316,9 +385,16 @@ def save_episode(ep: Episode, path) -> None:
 
 def load_episode(path) -> Episode:
     """Read and validate an episode file."""
-    with open(os.fspath(path)) as f:
+    with open(os.fspath(path), encoding="utf-8") as f:
         try:
             d = json.load(f)
-        except json.JSONDecodeError as e:
-            raise EpisodeFormatError(f"{path}: not valid JSON ({e})") from None
-    return episode_from_dict(d)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise EpisodeFormatError(f"{path}: not valid UTF-8 JSON ({e})") from None
+        except RecursionError:
+            raise EpisodeFormatError(f"{path}: JSON nested too deeply") from None
+        except ValueError as e:  # e.g. an integer literal past Python's digit limit
+            raise EpisodeFormatError(f"{path}: unreadable number ({e})") from None
+    try:
+        return episode_from_dict(d)
+    except EpisodeFormatError as e:
+        raise EpisodeFormatError(f"{path}: {e}") from None

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from .world import WorldConfig, generate_episode
+from .world import MAX_BUDGET, WorldConfig, generate_episode
 
 DEV_SEEDS = range(2000, 2020)
 LEVELS = (5, 10, 15, 20, 40, 60, 80)
@@ -70,7 +70,7 @@ def resolve_budget(budget, config: WorldConfig, cost_profile: str):
         return value, q / 100.0
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)):
         raise TypeError(f"budget must be an int, None or a level like 'B10', got {budget!r}")
-    if budget <= 0:
-        raise ValueError(f"budget must be > 0, got {budget}")
+    if not 0 < budget <= MAX_BUDGET:
+        raise ValueError(f"budget must be an int in 1..{MAX_BUDGET}, got {budget}")
     mean = mean_all_relevant_cost(config, cost_profile)
     return int(budget), int(budget) / mean if mean > 0 else 1.0

@@ -58,6 +58,15 @@ MAX_MEAN_COUNT = 10_000.0
 """Largest mean number of intentions of one kind per week."""
 MAX_LOAD = 100
 """Largest opportunity load k (extra hidden-channel trigger opportunities per day)."""
+MAX_RESOURCES = 1_000
+"""Most resources a week may have."""
+MAX_INTENTIONS = 1_000_000
+"""Most intentions a week may hold."""
+MAX_COST = 1_000_000
+"""Largest price of one query. With at most MAX_RESOURCES queries per step over MAX_HORIZON steps, no spend
+exceeds 1e14, far inside int64."""
+MAX_BUDGET = 10**12
+"""Largest episode budget (an int), so that budgets and spends add without overflow."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,11 @@ class WorldConfig:
             if isinstance(value, list):
                 value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
                 object.__setattr__(self, name, value)
+        if not isinstance(self.resources, tuple) or not 1 <= len(self.resources) <= MAX_RESOURCES or any(
+                not (isinstance(r, tuple) and len(r) == 2 and all(isinstance(x, str) for x in r))
+                for r in self.resources):
+            raise ValueError(f"resources must be 1..{MAX_RESOURCES} (name, class) pairs of strings, "
+                             f"got {self.resources!r}"[:300])
         names = [n for n, _ in self.resources]
         if len(set(names)) != len(names):
             raise ValueError(f"resource names must be unique, got {names}")
