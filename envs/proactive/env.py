@@ -301,7 +301,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         return obs
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
+        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
         options = dict(options or {})
         stream = options.pop("stream", None)
         if options:

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
-from ..validation import check_number
+from ..validation import check_int, check_number
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
 
@@ -123,7 +123,7 @@ class ReplayStreamEnv(TextRender, gym.Env):
     # ---------------------------------------------------------------------------------------------------- API
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
+        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
         if options:
             raise ValueError(f"unknown reset options {sorted(options)}; ReplayStream-v0 takes none")
         self.stream = generate_stream(family=self.family, profile=self.profile, n_tasks=self.n_tasks,

@@ -8,10 +8,10 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
-from ..validation import check_number
+from ..validation import check_int, check_number
 from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
                     N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments,
-                    combo_index, floor_cost_bound, generate_query, outcomes, reference_costs)
+                    combo_index, floor_cost_bound, generate_query, outcomes, reference_costs, validate_query)
 
 DEFAULT_LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 QUERY_FEATURE_NAMES = tuple(f"cue_{t}" for t in ("single_hop", "multi_hop", "temporal", "open_domain",
@@ -191,15 +191,14 @@ class TierRoutingEnv(TextRender, gym.Env):
     # ---------------------------------------------------------------------------------------------------- API
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
+        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
         options = dict(options or {})
         unknown = set(options) - {"query", "lam"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; TierRouting-v0 takes 'query' and 'lam'")
         if "query" in options:
             q = options["query"]
-            if not isinstance(q, Query) or q.population != self.population:
-                raise ValueError(f"options['query'] must be a Query of population {self.population!r}")
+            validate_query(q, self.population)
         else:
             q = generate_query(self.np_random, self.population)
         if "lam" in options:

@@ -43,7 +43,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..validation import check_number
+from ..validation import check_int, check_number
 
 MODULES = ("filter", "entity", "temporal", "topic", "summary")
 N_MODULES = len(MODULES)
@@ -190,6 +190,31 @@ def generate_query(rng: np.random.Generator, population: str = "locomo") -> Quer
                  float(rng.uniform(*JITTER)), rng.uniform(*JITTER, N_MODULES),
                  rng.standard_normal((3, 3)), rng.standard_normal(3 + 81), rng.standard_normal(N_COMBOS),
                  np.clip(TYPE_HARDNESS[qtype] + rng.normal(0.0, HARDNESS_SD, N_MODULES), *HARDNESS_RANGE))
+
+
+def validate_query(q: Query, population: str) -> None:
+    """Raise ``ValueError`` naming the first field of ``q`` outside the range :func:`generate_query` draws from
+    (a query given through ``reset(options={"query": q})`` must keep the observation inside its space)."""
+    if not isinstance(q, Query) or q.population != population:
+        raise ValueError(f"options['query'] must be a Query of population {population!r}")
+    pop = POPULATIONS[population]
+    check_int("query.qtype", q.qtype, 0, N_TYPES - 1)
+    check_int("query.context_tokens", q.context_tokens, 1000, MAX_CONTEXT)
+    check_int("query.chunk_tokens", q.chunk_tokens, pop.chunk_tokens[0], pop.chunk_tokens[1])
+    check_int("query.query_tokens", q.query_tokens, 8, MAX_QUERY_TOKENS)
+    check_number("query.answerability", q.answerability, 0, 1)
+    check_number("query.retrieval_score", q.retrieval_score, 0, 1)
+    check_number("query.keep_jitter", q.keep_jitter, *JITTER)
+    for name, shape, lo, hi in (("needs", (N_MODULES,), 0.02, 0.98), ("type_cues", (N_TYPES,), 0.0, 1.0),
+                                ("gen_jitter", (N_MODULES,), *JITTER), ("hardness", (N_MODULES,), *HARDNESS_RANGE),
+                                ("cue_noise", (3, 3), -np.inf, np.inf), ("quality_noise", (3 + 81,), -np.inf, np.inf),
+                                ("judge_noise", (N_COMBOS,), -np.inf, np.inf)):
+        a = getattr(q, name)
+        if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype.kind != "f":
+            raise ValueError(f"query.{name}: expected a float array of shape {shape}, got "
+                             f"{getattr(a, 'shape', type(a).__name__)}")
+        if not np.all(np.isfinite(a)) or np.any((a < lo) | (a > hi)):
+            raise ValueError(f"query.{name}: values must be finite{'' if np.isinf(hi) else f' and lie in [{lo}, {hi}]'}")
 
 
 def module_costs(chunk_tokens, keep_jitter, gen_jitter, profile: TierProfile) -> np.ndarray:
