@@ -21,8 +21,13 @@ import numpy as np
 
 from membudget.baselines.thresholds import (STATIC_BUDGETS, ThresholdGate, levels_of, target_count_threshold,
                                            world_from_meta)
+from membudget.envs.validation import check_int, check_number
 
 THRESHOLD_GRID = np.round(np.arange(0.05, 0.95 + 1e-9, 0.025), 3)
+
+
+MAX_TREE_DEPTH = 32
+"""Deepest tree a :class:`BoostedGate` fits or loads (its ``score`` walks at most this many levels)."""
 
 
 def _sigmoid(z):
@@ -107,6 +112,15 @@ class StaticGate(ThresholdGate):
     def _set_arrays(self, z):
         self.mean_, self.scale_, self.coef_, self.intercept_ = z["mean"], z["scale"], z["coef"], float(z["intercept"])
 
+    def _check_arrays(self):
+        for name in ("mean", "scale", "coef"):
+            a = getattr(self, name + "_")
+            if a.shape != (self.n_features,) or a.dtype.kind != "f":
+                raise ValueError(f"array {name!r} must be {self.n_features} floats (one per feature), got "
+                                 f"{a.dtype} {a.shape}")
+        if np.any(self.scale_ <= 0):
+            raise ValueError("array 'scale' must be positive")
+
 class BoostedGate(StaticGate):
     """Gradient-boosted trees (scikit-learn ``GradientBoostingClassifier``) on Outcome labels, with the Static
     calibration; the trees are stored as plain arrays and evaluated without scikit-learn at prediction time."""
@@ -166,6 +180,44 @@ class BoostedGate(StaticGate):
     def _set_arrays(self, z):
         self.left_, self.right_, self.feature_ = z["left"], z["right"], z["feature"]
         self.threshold_, self.value_, self.init_ = z["threshold"], z["value"], float(z["init"])
+
+    def _check_arrays(self):
+        """Trees as scikit-learn stores them: every child after its parent (so no path loops), both children or
+        none, split features in range, and no leaf deeper than ``max_depth`` (which bounds :meth:`score`)."""
+        check_int("max_depth", self.max_depth, 1, MAX_TREE_DEPTH)
+        check_number("learning_rate", self.learning_rate, 0, low_open=True)
+        shape = self.left_.shape
+        if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
+            raise ValueError(f"array 'left' must have shape (n_trees, n_nodes), got {shape}")
+        for name, kinds in (("left", "iu"), ("right", "iu"), ("feature", "iu"), ("threshold", "f"), ("value", "f")):
+            a = getattr(self, name + "_")
+            if a.shape != shape or a.dtype.kind not in kinds:
+                raise ValueError(f"array {name!r} must be {'integers' if kinds == 'iu' else 'floats'} of the trees' "
+                                 f"shape {shape}, got {a.dtype} {a.shape}")
+        node = np.arange(shape[1])
+        leaf = self.left_ == -1
+        if np.any(leaf != (self.right_ == -1)):
+            raise ValueError("arrays 'left'/'right': a node has exactly one child")
+        inner = ~leaf
+        for name in ("left", "right"):
+            child = getattr(self, name + "_")
+            if np.any(inner & ((child <= node) | (child >= shape[1]))):
+                raise ValueError(f"array {name!r}: a child must come after its parent and inside the tree")
+        if np.any(inner & ((self.feature_ < 0) | (self.feature_ >= self.n_features))):
+            raise ValueError(f"array 'feature': split features must lie in 0..{self.n_features - 1}")
+        tree, child = np.nonzero(inner)
+        children = np.concatenate([tree * shape[1] + self.left_[tree, child], tree * shape[1] + self.right_[tree, child]])
+        if np.unique(children).size != children.size:
+            raise ValueError("arrays 'left'/'right': a node has two parents")
+        frontier = np.arange(shape[0]) * shape[1]  # the roots, as flat (tree, node) indices
+        for depth in range(self.max_depth + 1):
+            frontier = frontier[inner.ravel()[frontier]]
+            if frontier.size == 0:
+                break
+            root = frontier // shape[1] * shape[1]
+            frontier = np.concatenate([root + self.left_.ravel()[frontier], root + self.right_.ravel()[frontier]])
+        else:
+            raise ValueError(f"trees are deeper than max_depth={self.max_depth}")
 
 
 

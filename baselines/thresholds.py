@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from membudget.envs.pm import WorldConfig, budget_levels
+from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, WorldConfig, budget_levels
 from membudget.envs.validation import reading_artefact
 
 STATIC_BUDGETS = ("B20", "B40", "B60", "B80")
@@ -71,6 +71,14 @@ class ThresholdGate:
         action = np.where(mask & (s >= threshold), np.maximum(s, 1e-6), -1.0).astype(np.float32)
         return action[0] if single else action
 
+    @property
+    def n_features(self) -> int:
+        """Width of the feature rows :meth:`score` takes."""
+        return len(RESOURCE_FEATURE_NAMES) + (len(BUDGET_FEATURE_NAMES) if self.uses_budget_features else 0)
+
+    def _check_arrays(self):
+        """Structural checks of loaded arrays (shapes, indices), beyond finiteness; ``ValueError`` naming one."""
+
     def _check_fitted(self):
         if not hasattr(self, "thresholds_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
@@ -122,5 +130,6 @@ class ThresholdGate:
             for name, arr in gate._arrays().items():
                 if not np.all(np.isfinite(np.asarray(arr, dtype=np.float64))):
                     raise ValueError(f"array {name!r} has non-finite entries")
+            gate._check_arrays()
             gate.thresholds_ = thresholds
         return gate
