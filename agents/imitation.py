@@ -25,6 +25,7 @@ import torch
 from membudget.agents.per_resource import PerResourceNet, StudentPolicy
 from membudget.envs.pm import PMWeekEnv
 from membudget.envs.pm.rollout import rollout
+from membudget.envs.validation import check_int, check_number
 from membudget.teachers import HindsightDP
 from membudget.wrappers import TEACHER_KEY, HindsightTeacher
 
@@ -82,6 +83,10 @@ def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, 
             init: PerResourceNet | None = None) -> PerResourceNet:
     """Fit a :class:`PerResourceNet` (or continue ``init``) to teacher labels by class-weighted binary
     cross-entropy on the candidates."""
+    check_int("epochs", epochs, 1)
+    check_int("batch", batch, 1)
+    check_number("lr", lr, 0, low_open=True)
+    check_int("seed", seed, 0)
     torch.manual_seed(seed)
     net = PerResourceNet(hidden, context) if init is None else init
     res, bud, mask, y = (torch.as_tensor(a) for a in demos.arrays())
@@ -132,6 +137,7 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
     with the DP's optimal continuation, aggregate with everything so far, refit; ``(policy, history)``.
     ``policy.config["teacher_calls"]`` counts the DP solves (one per demonstration week; in the DAgger rollouts
     one per week plus one per state the student reached off the teacher's plan)."""
+    check_int("iterations", iterations, 1)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget)
     net = fit_net(demos, hidden=_hidden(hidden), context=context, epochs=epochs, seed=seed)

@@ -32,10 +32,14 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from torch import nn
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
-from membudget.envs.validation import reading_artefact
+from membudget.envs.validation import check_int, reading_artefact
 
 N_INPUT = len(RESOURCE_FEATURE_NAMES) + len(BUDGET_FEATURE_NAMES) + 1
 """Inputs per resource: its 27 features, the 9 budget features, its candidate bit."""
+
+
+MAX_WIDTH = 4096
+"""Widest hidden layer a per-resource network may have."""
 
 
 class PerResourceNet(nn.Module):
@@ -47,11 +51,11 @@ class PerResourceNet(nn.Module):
 
     def __init__(self, hidden=(64, 64), context: bool = True, n_out: int = 1):
         super().__init__()
-        hidden = tuple(int(h) for h in hidden)
-        if not hidden or min(hidden) < 1:
-            raise ValueError(f"hidden must name at least one positive layer width, got {hidden!r}")
-        if int(n_out) < 1:
-            raise ValueError(f"n_out must be positive, got {n_out!r}")
+        hidden = tuple(hidden) if isinstance(hidden, (tuple, list)) else ()
+        if not hidden:
+            raise ValueError(f"hidden must name at least one layer width, got {hidden!r}")
+        hidden = tuple(check_int(f"hidden[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(hidden))
+        check_int("n_out", n_out, 1, 2)
         self.hidden, self.context, self.n_out = hidden, bool(context), int(n_out)
         self.first = nn.Linear(N_INPUT, hidden[0])
         widths = [hidden[0] * (2 if self.context else 1), *hidden[1:]]

@@ -28,8 +28,10 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
+from membudget.agents.per_resource import MAX_WIDTH
 from membudget.agents.sb3_vec import NativeVecEnv, PMWeekSB3VecEnv
 from membudget.envs.pm.rollout import rollout
+from membudget.envs.validation import check_int, check_number
 
 TRAIN_SEEDS = range(2000, 4000)
 """Development weeks the learners train on (never 4000-4009 validation, never the held-out ranges)."""
@@ -49,6 +51,8 @@ class DevWeeksVecEnv(PMWeekSB3VecEnv):
     :func:`week_order` ``(seed)``. Same-step autoreset and terminal observations as SB3 expects."""
 
     def __init__(self, num_envs: int = 8, seed: int = 0, train_seeds=TRAIN_SEEDS, **env_kwargs):
+        check_int("num_envs", num_envs, 1)
+        check_int("seed", seed, 0)
         super().__init__(num_envs, **env_kwargs)
         self.weeks = week_order(seed, train_seeds)
         if self.weeks.size < num_envs:
@@ -175,7 +179,7 @@ class LearningCurveCallback(BaseCallback):
 
     def __init__(self, budgets, eval_every: int = 10000, seeds=VALIDATION_SEEDS, env_kwargs=None):
         super().__init__()
-        self.budgets, self.eval_every, self.seeds = list(budgets), int(eval_every), list(seeds)
+        self.budgets, self.eval_every, self.seeds = list(budgets), check_int("eval_every", eval_every, 0), list(seeds)
         self.env_kwargs = dict(env_kwargs or {})
         self.history: list = []
         self._eval_time = 0.0
@@ -220,6 +224,16 @@ def _ppo_kwargs(algo, n_steps, batch_size, n_epochs, learning_rate, gamma, gae_l
                 policy="per-resource"):
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    for name, value in (("n_steps", n_steps), ("batch_size", batch_size), ("n_epochs", n_epochs)):
+        check_int(name, value, 1)
+    check_int("seed", seed, 0)
+    check_number("learning_rate", learning_rate, 0, low_open=True)
+    check_number("gamma", gamma, 0, 1)
+    check_number("gae_lambda", gae_lambda, 0, 1)
+    check_number("ent_coef", ent_coef, 0)
+    if not isinstance(net_arch, (tuple, list)) or not net_arch:
+        raise ValueError(f"net_arch must name at least one layer width, got {net_arch!r}")
+    net_arch = [check_int(f"net_arch[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(net_arch)]
     arch = {"net_arch": list(net_arch)} if policy == "mlp" else {"critic_arch": tuple(net_arch)}
     return dict(n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs, learning_rate=learning_rate, gamma=gamma,
                 gae_lambda=gae_lambda, ent_coef=ent_coef, seed=seed, verbose=0, device="cpu", policy_kwargs=arch,
@@ -235,8 +249,8 @@ def _learn(algo, venv, total_timesteps, callback, progress_bar, torch_threads, p
 
     if algo not in ("ppo", "maskable_ppo"):
         raise ValueError(f"algo must be 'ppo' or 'maskable_ppo', got {algo!r}")
-    if total_timesteps <= 0:
-        raise ValueError(f"total_timesteps must be positive, got {total_timesteps}")
+    check_int("total_timesteps", total_timesteps, 1)
+    check_int("torch_threads", torch_threads, 0)
     if torch_threads:
         torch.set_num_threads(int(torch_threads))
     cls = PPO if algo == "ppo" else MaskablePPO
