@@ -4,8 +4,11 @@ the field, or runs to a result inside the documented ranges. Regression cases fo
 accepted wrongly or failed obscurely, then hypothesis fuzzing (derandomized: the same examples on every run)."""
 
 import copy
+import importlib
+import inspect
 import json
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -375,3 +378,41 @@ def test_world_config_sizes_are_bounded_before_any_allocation():
         WorldConfig(resources=tuple((f"r{i}", "clock" if i == 0 else "delta") for i in range(2000)))
     with pytest.raises(ValueError, match="resources"):
         WorldConfig(resources=(("clock", "clock", "extra"),))
+
+
+ENV_IDS = sorted(i for i in gym.registry if i.startswith("membudget/"))
+JUNK = st.one_of(st.sampled_from([None, True, False, -1, 0, 1, 2, 1.5, float("nan"), float("inf"), 2**70, "x", "",
+                                  [], {}, (1, 2), object()]), st.integers(-10, 10**7), st.floats(-10, 10))
+
+
+def _constructor_parameters(env_id):
+    entry = gym.spec(env_id).entry_point
+    module, name = entry.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    return [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "render_mode")]
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@settings(FUZZ, max_examples=40)
+@given(data=st.data())
+def test_fuzzed_constructor_arguments_of_every_env_are_refused_or_work(env_id, data):
+    params = _constructor_parameters(env_id)
+    if not params:
+        return
+    name = data.draw(st.sampled_from(params))
+    value = data.draw(JUNK)
+    try:
+        env = gym.make(env_id, **{name: value})
+    except (ValueError, TypeError) as e:
+        event("refused")
+        assert name in str(e), f"{env_id}({name}={value!r}): {e}"
+        return
+    event("played")
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    for _ in range(3):
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs) and np.isfinite(reward)
+        if terminated or truncated:
+            break
+    env.close()
