@@ -181,7 +181,7 @@ def build_conversation_dataset(seeds, budgets=("B20", "B40", "B60", "B80"), *, w
         rows += ref
         week_of += [seed] * len(ref)
         for j, b in enumerate(values):
-            kw = dict(budget=b, per_step_cap=per_step_cap, false_fire_penalty=false_fire_penalty)
+            kw = {"budget": b, "per_step_cap": per_step_cap, "false_fire_penalty": false_fire_penalty}
             for name, teacher in (("myopic", ConversationGreedy(**kw)), ("sequential", ConversationOptimum(**kw))):
                 sched = teacher.solve(conv).schedule
                 chosen = set(sched)

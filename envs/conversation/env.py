@@ -19,9 +19,13 @@ from .world import (ACTIVATIONS, GOODAI_FEATURE_NAMES, MESSAGE_KINDS, PROSPECTIV
 
 FEATURE_NAMES = RESOURCE_FEATURE_NAMES + GOODAI_FEATURE_NAMES
 N_FEATURES = len(FEATURE_NAMES)
-CALENDAR_FEATURES = [RESOURCE_FEATURE_NAMES.index(n) for n in ("sin_time_of_day", "cos_time_of_day", "sin_weekday",
-                                                                 "cos_weekday")]
-"""Wall-clock calendar features, neutralised (0) for semantic resources: runner time is not task evidence."""
+NEUTRALISED = [RESOURCE_FEATURE_NAMES.index(n) for n in ("sin_time_of_day", "cos_time_of_day", "sin_weekday",
+                                                           "cos_weekday", "age_since_query", "unchanged_count",
+                                                           "ever_queried")]
+"""PMWeek-v0 features set to 0 for semantic resources: the wall-clock calendar (runner time is not task evidence,
+BudgetPM A.2) and the query history of the resource (the verifier's answers on earlier messages say nothing about
+the current one: every (message, memory) pair is its own check; on the All-semantic reference trajectory the
+history also differs systematically from any budgeted deployment)."""
 
 
 class Scorecard:
@@ -106,8 +110,9 @@ class ConversationPMEnv(TextRender, gym.Env):
     ## Observation Space
 
     ``Dict`` with
-    - ``"resources"``: ``Box(R, 34)`` float32: PMWeek-v0's 27 pre-query features (the calendar features
-      neutralised to 0; the hint is the pair's token similarity) followed by BudgetPM's 7 GoodAI features:
+    - ``"resources"``: ``Box(R, 34)`` float32: PMWeek-v0's 27 pre-query features (the calendar and
+      query-history features neutralised to 0, ``NEUTRALISED``; the hint is the pair's token similarity)
+      followed by BudgetPM's 7 GoodAI features:
       semantic-resource identity, semantic-trigger fraction, token and fuzzy similarity, memory age, repeat
       fraction, active-memory count. Names in ``FEATURE_NAMES``.
     - ``"budget"``: ``Box(9,)`` float32, PMWeek-v0's nine budget features.
@@ -185,7 +190,7 @@ class ConversationPMEnv(TextRender, gym.Env):
     def _obs(self):
         self._core.observe(self._rows, self._res, self._bud, self._mask)
         res = self._res[0]
-        res[:, CALENDAR_FEATURES] = 0.0
+        res[:, NEUTRALISED] = 0.0
         t = int(self._core.t[0])
         return {"resources": np.concatenate([res, self._goodai[t]], axis=1), "budget": self._bud[0].copy(),
                 "mask": self._mask[0].copy()}

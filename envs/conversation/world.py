@@ -65,14 +65,16 @@ class ConversationConfig:
     """Probability that an unrelated message shares a content word with a live condition (passes the gate)."""
     gate: float = 0.05
     """Similarity gate: a (message, memory) pair is a candidate when its similarity is at least this."""
-    p_miss_trigger: float = 0.08
+    p_miss_trigger: float = 0.03
     """Verifier error: P(answers "does not fire" | a trigger activation truly fires)."""
     p_miss_prospective: float = 0.01
     """Verifier error: P(answers "not the n-th reply" | it is)."""
     p_false_lure: float = 0.2
     """Verifier error: P(answers "fires" | the message is a lure of that memory)."""
     p_false: float = 0.02
-    """Verifier error: P(answers "fires" | any other candidate pair that does not fire)."""
+    """Verifier error: P(answers "fires" | a trigger-response pair that neither fires nor is a lure)."""
+    p_false_prospective: float = 0.003
+    """Verifier error: P(answers "this is the n-th reply" | it is another reply)."""
 
     def __post_init__(self):
         for name in ("ordinal", "quote_gap", "trigger_span"):
@@ -86,7 +88,8 @@ class ConversationConfig:
         _check_range("quote_gap", self.quote_gap, 1, MAX_HORIZON)
         _check_range("trigger_span", self.trigger_span, 4, MAX_HORIZON)
         check_number("lures", self.lures, 0, 100)
-        for name in ("p_other_test", "p_overlap", "p_miss_trigger", "p_miss_prospective", "p_false_lure", "p_false"):
+        for name in ("p_other_test", "p_overlap", "p_miss_trigger", "p_miss_prospective", "p_false_lure", "p_false",
+                     "p_false_prospective"):
             check_number(name, getattr(self, name), 0, 1)
         check_number("gate", self.gate, 0, 1, low_open=True)
 
@@ -262,7 +265,7 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
     rep = rng.uniform(0.0, 0.1, (T, R))
     for j in range(n_pm, R):
         for k, a in enumerate(fires[j]):  # paraphrased activations
-            tok[a, j] = rng.uniform(0.03, 0.6)
+            tok[a, j] = rng.uniform(0.04, 0.6)
             fuzzy[a, j] = 0.5 * tok[a, j] + rng.uniform(0.2, 0.5)
             rep[a, j] = rng.uniform(0.2, 0.7) if k else rng.uniform(0.0, 0.3)
         for t in np.flatnonzero(lure_of == j).tolist():
@@ -281,7 +284,8 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
     lure = np.zeros((T, R), dtype=bool)
     lure[np.flatnonzero(lure_of >= 0), lure_of[lure_of >= 0]] = True
     p_miss = np.where(np.arange(R) < n_pm, config.p_miss_prospective, config.p_miss_trigger)[None, :]
-    p_yes = np.where(truth, 1.0 - p_miss, np.where(lure, config.p_false_lure, config.p_false))
+    p_false = np.where(np.arange(R) < n_pm, config.p_false_prospective, config.p_false)[None, :]
+    p_yes = np.where(truth, 1.0 - p_miss, np.where(lure, config.p_false_lure, p_false))
     verifier = (cand & (rng.random((T, R)) < p_yes)).astype(np.int8)
     test_kind = np.array([PROSPECTIVE] * n_pm + [TRIGGER] * config.n_trigger, dtype=np.int64)
     message_test = np.where(lure_of >= 0, lure_of, owner)
