@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.envs.conversation import ConversationConfig, ConversationPMEnv, budget_levels, generate_conversation
-from membudget.envs.conversation.world import PROSPECTIVE, TRIGGER
+from membudget.envs.conversation.world import PROSPECTIVE, TRIGGER, world_for
 from membudget.envs.pm.core import S_FALSE, S_HIT
 from membudget.envs.pm.world import NEVER, POS
 from membudget.envs.validation import check_int, check_number
@@ -62,11 +62,15 @@ def _pair_codes(env: ConversationPMEnv) -> np.ndarray:
     return codes
 
 
-def replay(conv, schedule, *, budget, per_step_cap, false_fire_penalty=1.0, world=None):
+def _env(conv, **kwargs):
+    """An environment for ``conv`` (budget levels of the default world; teachers take integer budgets)."""
+    return ConversationPMEnv(world=world_for(conv), **kwargs)
+
+
+def replay(conv, schedule, *, budget, per_step_cap, false_fire_penalty=1.0):
     """Play ``schedule`` in the environment; ``(episode metrics, (T, 9) budget features seen before each step)``.
     Raises if the executor does not execute the schedule as given."""
-    env = ConversationPMEnv(budget=budget, per_step_cap=per_step_cap, false_fire_penalty=false_fire_penalty,
-                            world=world)
+    env = _env(conv, budget=budget, per_step_cap=per_step_cap, false_fire_penalty=false_fire_penalty)
     obs, _ = env.reset(options={"conversation": conv})
     plan = {}
     for t, r in schedule:
@@ -140,8 +144,8 @@ class ConversationGreedy(_Teacher):
 
     def solve(self, conv) -> ConversationSchedule:
         self._check()
-        env = ConversationPMEnv(budget=self.budget, per_step_cap=self.per_step_cap,
-                                false_fire_penalty=self.false_fire_penalty)
+        env = _env(conv, budget=self.budget, per_step_cap=self.per_step_cap,
+                   false_fire_penalty=self.false_fire_penalty)
         env.reset(options={"conversation": conv})
         schedule = []
         for t in range(conv.horizon):
@@ -152,7 +156,7 @@ class ConversationGreedy(_Teacher):
 
 def reference_rows(conv, false_fire_penalty=1.0):
     """(step, memory, features, outcome, due) of the All-semantic reference rollout of ``conv``."""
-    env = ConversationPMEnv(budget=None, per_step_cap=None, false_fire_penalty=false_fire_penalty)
+    env = _env(conv, budget=None, per_step_cap=None, false_fire_penalty=false_fire_penalty)
     obs, _ = env.reset(options={"conversation": conv})
     truth = conv.truth()
     out = []

@@ -171,6 +171,13 @@ class Conversation:
         return out
 
 
+def world_for(conv: "Conversation") -> ConversationConfig:
+    """The default configuration with ``conv``'s numbers of tests: its environment takes ``conv`` (budget levels
+    and the target fraction are those of that world's development conversations)."""
+    n_pm = int(np.sum(conv.test_kind == PROSPECTIVE))
+    return ConversationConfig(n_prospective=n_pm, n_trigger=conv.n_resources - n_pm)
+
+
 def _place(taken, target, T):
     """First free step at or after ``target`` (waits are minimum distances), marked taken; -1 past the horizon."""
     t = max(0, int(target))
