@@ -19,9 +19,8 @@ from .world import (ACTIVATIONS, GOODAI_FEATURE_NAMES, MESSAGE_KINDS, PROSPECTIV
 
 FEATURE_NAMES = RESOURCE_FEATURE_NAMES + GOODAI_FEATURE_NAMES
 N_FEATURES = len(FEATURE_NAMES)
-NEUTRALISED = [RESOURCE_FEATURE_NAMES.index(n) for n in ("sin_time_of_day", "cos_time_of_day", "sin_weekday",
-                                                           "cos_weekday", "age_since_query", "unchanged_count",
-                                                           "ever_queried")]
+NEUTRALISED = (slice(RESOURCE_FEATURE_NAMES.index("sin_time_of_day"), RESOURCE_FEATURE_NAMES.index("cos_weekday") + 1),
+               slice(RESOURCE_FEATURE_NAMES.index("age_since_query"), RESOURCE_FEATURE_NAMES.index("ever_queried") + 1))
 """PMWeek-v0 features set to 0 for semantic resources: the wall-clock calendar (runner time is not task evidence,
 BudgetPM A.2) and the query history of the resource (the verifier's answers on earlier messages say nothing about
 the current one: every (message, memory) pair is its own check; on the All-semantic reference trajectory the
@@ -189,11 +188,12 @@ class ConversationPMEnv(TextRender, gym.Env):
 
     def _obs(self):
         self._core.observe(self._rows, self._res, self._bud, self._mask)
-        res = self._res[0]
-        res[:, NEUTRALISED] = 0.0
-        t = int(self._core.t[0])
-        return {"resources": np.concatenate([res, self._goodai[t]], axis=1), "budget": self._bud[0].copy(),
-                "mask": self._mask[0].copy()}
+        res = np.empty((self._res.shape[1], N_FEATURES), dtype=np.float32)
+        res[:, :N_RESOURCE_FEATURES] = self._res[0]
+        for cols in NEUTRALISED:
+            res[:, cols] = 0.0
+        res[:, N_RESOURCE_FEATURES:] = self._goodai[self._core.t[0]]
+        return {"resources": res, "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -215,13 +215,14 @@ class ConversationPMEnv(TextRender, gym.Env):
         self._core.load(0, self.pm_episode, 0)
         self.conversation = conv
         self._goodai = conv.goodai_features()
-        self._truth = conv.truth().sum(axis=1)
+        self._truth = conv.truth().sum(axis=1).tolist()
+        self._test_of = self.pm_episode.resource.tolist()
         self.scorecard = Scorecard(conv.test_kind, self.false_fire_penalty)
         n_res = conv.n_resources
         return self._obs(), self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0)
 
     def _info(self, step, queried, cost, skipped, hits, false_fires, rejected, missed) -> dict:
-        s0, s1, s2, s3 = (int(x) for x in skipped)
+        s0, s1, s2, s3 = skipped.tolist()
         return {"step": step, "queried": queried, "cost": cost,
                 "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0]),
                 "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
@@ -236,20 +237,22 @@ class ConversationPMEnv(TextRender, gym.Env):
         scores = action_to_scores(action, (core.n_resources,), self.action_mode)[None, :]
         t = int(core.t[0])
         core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
-        reward = hits = false_fires = 0
-        for m, code in core.ev_list[0, : int(self._events[0, 6])].tolist():
-            if code in (S_HIT, S_FALSE):
-                delta = self.scorecard.apply(int(self.pm_episode.resource[m]), code)
-                reward += delta
-                hits += code == S_HIT and delta > 0
-                false_fires += code == S_FALSE
-        n_sel = int(self._sel[0].sum())
+        reward, hits, false_fires = 0.0, 0, 0
+        n_events = int(self._events[0, 6])
+        if n_events:
+            for m, code in core.ev_list[0, :n_events].tolist():
+                if code in (S_HIT, S_FALSE):
+                    delta = self.scorecard.apply(self._test_of[m], code)
+                    reward += delta
+                    hits += int(code == S_HIT and delta > 0)
+                    false_fires += int(code == S_FALSE)
+        n_sel = int(core.q_hist[0, t])
         terminated = bool(core.t[0] >= core.horizon[0])
-        info = self._info(t, self._sel[0].astype(bool), int(core.c_hist[0, t]), self._skipped[0], int(hits),
-                          int(false_fires), n_sel - int(hits) - int(false_fires), int(self._truth[t]) - int(hits))
+        info = self._info(t, self._sel[0].astype(bool), n_sel, self._skipped[0], hits, false_fires,
+                          n_sel - hits - false_fires, self._truth[t] - hits)
         if terminated:
             info["episode_metrics"] = self._summary()
-        return self._obs(), float(reward), terminated, False, info
+        return self._obs(), reward, terminated, False, info
 
     def _summary(self) -> dict:
         m = self._metrics[0]

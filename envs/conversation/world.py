@@ -61,7 +61,7 @@ class ConversationConfig:
     """Mean number of lures per trigger-response test: other lines lexically close to its condition."""
     p_other_test: float = 0.5
     """Probability that a free step carries another (unscored) test's line rather than trivia filler."""
-    p_overlap: float = 0.33
+    p_overlap: float = 0.26
     """Probability that an unrelated message shares a content word with a live condition (passes the gate)."""
     gate: float = 0.05
     """Similarity gate: a (message, memory) pair is a candidate when its similarity is at least this."""
@@ -201,13 +201,17 @@ def _schedule(rng, config: ConversationConfig):
     live = np.zeros((n_pm + n_tr, 2), dtype=np.int64)
     ordinal = np.zeros(n_pm + n_tr, dtype=np.int64)
     fires = [()] * (n_pm + n_tr)
+    g0, g1 = config.quote_gap
+    o0, o1 = config.ordinal
+    s0, s1 = config.trigger_span
     for j in rng.permutation(n_pm + n_tr).tolist():
         for _ in range(1000):
             trial = taken.copy()
+            u = rng.random(5)  # one call per try: scalar draws are slow
             if j < n_pm:
-                n = int(rng.integers(config.ordinal[0], config.ordinal[1] + 1))
-                gap = int(rng.integers(config.quote_gap[0], config.quote_gap[1] + 1))
-                q = _place(trial, rng.integers(0, max(1, T - gap - n)), T)
+                n = o0 + int(u[0] * (o1 - o0 + 1))
+                gap = g0 + int(u[1] * (g1 - g0 + 1))
+                q = _place(trial, int(u[2] * max(1, T - gap - n)), T)
                 i = _place(trial, q + gap, T) if q >= 0 else -1
                 due = i + n - 1
                 if i < 0 or due >= T:
@@ -216,14 +220,13 @@ def _schedule(rng, config: ConversationConfig):
                 reset = _place(trial, due + 1, T) if due + 1 < T else -1
                 stored[j], live[j], ordinal[j], fires[j] = q, (i, due), n, (due,)
             else:
-                span = int(rng.integers(config.trigger_span[0], config.trigger_span[1] + 1))
-                last = int(math.ceil(ACTIVATION_FRACTIONS[-1] * span))
-                s = _place(trial, rng.integers(0, max(1, T - last - 1)), T)
+                span = s0 + int(u[0] * (s1 - s0 + 1))
+                last = math.ceil(ACTIVATION_FRACTIONS[-1] * span)
+                s = _place(trial, int(u[1] * max(1, T - last - 1)), T)
                 acts = []
                 prev = s
-                for f in ACTIVATION_FRACTIONS:
-                    a = _place(trial, max(prev + 1, s + math.ceil(f * span) + rng.integers(0, 3)), T) \
-                        if prev >= 0 else -1
+                for f, v in zip(ACTIVATION_FRACTIONS, u[2:]):
+                    a = _place(trial, max(prev + 1, s + math.ceil(f * span) + int(3 * v)), T) if prev >= 0 else -1
                     acts.append(a)
                     prev = a
                 if min(acts) < 0 or s < 0:
@@ -260,40 +263,45 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
     is_live = (live[None, :, 0] <= np.arange(T)[:, None]) & (np.arange(T)[:, None] <= live[None, :, 1])
     # Lures: unscored lines lexically close to a live trigger condition, on free steps of its live period.
     lure_of = np.full(T, -1, dtype=np.int64)
+    n_lures = rng.poisson(config.lures, size=R - n_pm)
+    order = rng.random((R - n_pm, T))
     for j in range(n_pm, R):
-        spots = [t for t in range(live[j, 0], live[j, 1] + 1) if not taken[t] and lure_of[t] < 0]
-        k = min(len(spots), int(rng.poisson(config.lures)))
-        for t in rng.choice(spots, size=k, replace=False).tolist() if k else ():
-            kind[t], lure_of[t] = M_LURE, j
+        spots = np.flatnonzero(~taken[live[j, 0]: live[j, 1] + 1] & (lure_of[live[j, 0]: live[j, 1] + 1] < 0))
+        pick = spots[np.argsort(order[j - n_pm, spots], kind="stable")[: n_lures[j - n_pm]]] + live[j, 0]
+        kind[pick], lure_of[pick] = M_LURE, j
     # Similarities: what a cheap lexical matcher between the message and the stored condition sees.
-    tok = np.where(rng.random((T, R)) < config.p_overlap, rng.uniform(0.05, 0.15, (T, R)),
-                   rng.uniform(0.0, 0.05, (T, R)))
-    fuzzy = rng.uniform(0.05, 0.35, (T, R))
-    rep = rng.uniform(0.0, 0.1, (T, R))
-    for j in range(n_pm, R):
-        for k, a in enumerate(fires[j]):  # paraphrased activations
-            tok[a, j] = rng.uniform(0.04, 0.6)
-            fuzzy[a, j] = 0.5 * tok[a, j] + rng.uniform(0.2, 0.5)
-            rep[a, j] = rng.uniform(0.2, 0.7) if k else rng.uniform(0.0, 0.3)
-        for t in np.flatnonzero(lure_of == j).tolist():
-            tok[t, j] = rng.uniform(0.05, 0.45)
-            fuzzy[t, j] = 0.5 * tok[t, j] + rng.uniform(0.1, 0.45)
-            rep[t, j] = rng.uniform(0.0, 0.4)
-    for j in range(n_pm):  # a prospective memory is matched by the reply counter: proximity of k to n
-        k = np.arange(T) - live[j, 0] + 1
-        tok[:, j] = fuzzy[:, j] = 1.0 / (1.0 + np.abs(ordinal[j] - k))
-        rep[:, j] = 0.0
-    tok, fuzzy, rep = (np.where(is_live, np.clip(a, 0.0, 1.0), 0.0) for a in (tok, fuzzy, rep))
-    cand = is_live & (tok >= config.gate)
+    u = rng.random((5, T, R))
+    tok = np.where(u[0] < config.p_overlap, 0.05 + 0.1 * u[1], 0.05 * u[1])
+    fuzzy = 0.05 + 0.3 * u[2]
+    rep = 0.1 * u[3]
+    t_act = np.array(fires[n_pm:], dtype=np.int64).ravel()  # paraphrased activations, test by test
+    c_act = np.repeat(np.arange(n_pm, R), ACTIVATIONS)
+    t_lure = np.flatnonzero(lure_of >= 0)
+    c_lure = lure_of[t_lure]
+    v = rng.random((3, t_act.size + t_lure.size))
+    va, vl = v[:, : t_act.size], v[:, t_act.size:]
+    tok[t_act, c_act] = 0.04 + 0.56 * va[0]
+    fuzzy[t_act, c_act] = 0.5 * tok[t_act, c_act] + 0.2 + 0.3 * va[1]
+    rep[t_act, c_act] = np.where(np.arange(t_act.size) % ACTIVATIONS > 0, 0.2 + 0.5 * va[2], 0.3 * va[2])
+    tok[t_lure, c_lure] = 0.05 + 0.4 * vl[0]
+    fuzzy[t_lure, c_lure] = 0.5 * tok[t_lure, c_lure] + 0.1 + 0.35 * vl[1]
+    rep[t_lure, c_lure] = 0.4 * vl[2]
+    # a prospective memory is matched by the reply counter: proximity of the k-th reply to n
+    k = np.arange(T)[:, None] - live[None, :n_pm, 0] + 1
+    tok[:, :n_pm] = fuzzy[:, :n_pm] = 1.0 / (1.0 + np.abs(ordinal[None, :n_pm] - k))
+    rep[:, :n_pm] = 0.0
+    tok *= is_live
+    fuzzy *= is_live
+    rep *= is_live
     truth = np.zeros((T, R), dtype=bool)
-    for j, steps in enumerate(fires):
-        truth[list(steps), j] = True
+    truth[t_act, c_act] = True
+    truth[live[:n_pm, 1], np.arange(n_pm)] = True
     lure = np.zeros((T, R), dtype=bool)
-    lure[np.flatnonzero(lure_of >= 0), lure_of[lure_of >= 0]] = True
-    p_miss = np.where(np.arange(R) < n_pm, config.p_miss_prospective, config.p_miss_trigger)[None, :]
-    p_false = np.where(np.arange(R) < n_pm, config.p_false_prospective, config.p_false)[None, :]
-    p_yes = np.where(truth, 1.0 - p_miss, np.where(lure, config.p_false_lure, p_false))
-    verifier = (cand & (rng.random((T, R)) < p_yes)).astype(np.int8)
+    lure[t_lure, c_lure] = True
+    is_pm = np.arange(R) < n_pm
+    p_yes = np.where(truth, 1.0 - np.where(is_pm, config.p_miss_prospective, config.p_miss_trigger),
+                     np.where(lure, config.p_false_lure, np.where(is_pm, config.p_false_prospective, config.p_false)))
+    verifier = (is_live & (tok >= config.gate) & (u[4] < p_yes)).astype(np.int8)
     test_kind = np.array([PROSPECTIVE] * n_pm + [TRIGGER] * config.n_trigger, dtype=np.int64)
     message_test = np.where(lure_of >= 0, lure_of, owner)
     return Conversation(horizon=T, gate=config.gate, message_kind=kind, message_test=message_test,
