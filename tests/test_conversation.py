@@ -84,6 +84,7 @@ def test_a_lure_fire_costs_the_penalty_only_and_penalty_zero_is_the_benchmark_ru
         rewards, infos = play(conv, [(6, 1), *ALL_TRUE], budget=None, false_fire_penalty=penalty)
         m = infos[-1]["episode_metrics"]
         assert m["macro_accuracy"] == 1.0 and m["false_fires"] == 1 and m["score"] == pytest.approx(score)
+        assert rewards[6] == pytest.approx(-penalty / 6)
         assert infos[6]["false_fires"] == 1
 
 

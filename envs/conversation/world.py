@@ -171,7 +171,7 @@ class Conversation:
         return out
 
 
-def world_for(conv: "Conversation") -> ConversationConfig:
+def world_for(conv: Conversation) -> ConversationConfig:
     """The default configuration with ``conv``'s numbers of tests: its environment takes ``conv`` (budget levels
     and the target fraction are those of that world's development conversations)."""
     n_pm = int(np.sum(conv.test_kind == PROSPECTIVE))
