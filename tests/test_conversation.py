@@ -255,3 +255,28 @@ def test_copies_are_independent():
     other = copy.deepcopy(conv)
     other.verifier[:] = 0
     assert conv.verifier.any()
+
+
+class _Identity:
+    """A scorer whose score is the first feature."""
+
+    def score(self, X):
+        return np.asarray(X)[:, 0]
+
+
+def test_fraction_pacing_scales_the_target_fraction_by_the_pace_of_spending():
+    from membudget.baselines.schedules import FractionPacing
+
+    pacing = FractionPacing(scorer=_Identity(), fraction=0.6, thresholds={"B20": 0.8, "B40": 0.6, "B80": 0.2})
+    res = np.zeros((4, 34), dtype=np.float32)
+    res[:, 0] = [0.1, 0.45, 0.55, 0.9]
+
+    def act(remaining, horizon_left):
+        budget = np.zeros(9, dtype=np.float32)
+        budget[1], budget[3] = remaining, horizon_left
+        return pacing.predict({"resources": res, "budget": budget, "mask": np.ones(4, np.int8)})[0] > 0
+
+    assert act(1.0, 1.0).tolist() == [False, True, True, True]     # on pace: fraction 0.6, threshold 0.4
+    assert act(0.5, 1.0).tolist() == [False, False, False, True]   # behind: 0.3 -> threshold 0.7
+    assert act(1.0, 0.25).tolist() == [True, True, True, True]     # far ahead: fraction 1 proposes everything
+    assert not act(0.0, 0.5).any()                                 # nothing left: fraction 0 proposes nothing
