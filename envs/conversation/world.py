@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from ..pm.world import KIND_CHANNEL, LURE, NEVER, POS, Episode
@@ -61,7 +62,7 @@ class ConversationConfig:
     """Mean number of lures per trigger-response test: other lines lexically close to its condition."""
     p_other_test: float = 0.5
     """Probability that a free step carries another (unscored) test's line rather than trivia filler."""
-    p_overlap: float = 0.26
+    p_overlap: float = 0.28
     """Probability that an unrelated message shares a content word with a live condition (passes the gate)."""
     gate: float = 0.05
     """Similarity gate: a (message, memory) pair is a candidate when its similarity is at least this."""
@@ -178,9 +179,10 @@ def world_for(conv: Conversation) -> ConversationConfig:
     return ConversationConfig(n_prospective=n_pm, n_trigger=conv.n_resources - n_pm)
 
 
+@numba.njit(cache=True)
 def _place(taken, target, T):
     """First free step at or after ``target`` (waits are minimum distances), marked taken; -1 past the horizon."""
-    t = max(0, int(target))
+    t = max(0, target)
     while t < T and taken[t]:
         t += 1
     if t >= T:
@@ -189,25 +191,26 @@ def _place(taken, target, T):
     return t
 
 
-def _schedule(rng, config: ConversationConfig):
-    """Steps of every scripted line. Tests are placed one after another in a random order; a test that does not
-    fit is redrawn (bounded tries)."""
-    T = config.horizon
-    n_pm, n_tr = config.n_prospective, config.n_trigger
-    taken = np.zeros(T, dtype=bool)
+@numba.njit(cache=True)
+def _draw(rng, T, n_pm, n_tr, ranges, probs):
+    """Every random draw of a conversation, in a fixed order. Tests are placed one after another in a random order
+    (a test that does not fit is redrawn, at most 1000 times; ``ok`` is False if one never fits); then filler and
+    other tests' lines, lures, similarities and the verifier's answers."""
+    o0, o1, g0, g1, s0, s1 = ranges
+    p_other, lures, p_overlap, gate, miss_pm, miss_tr, false_lure, false_tr, false_pm = probs
+    R = n_pm + n_tr
+    taken = np.zeros(T, dtype=np.bool_)
     kind = np.full(T, M_FILLER, dtype=np.int64)
     owner = np.full(T, -1, dtype=np.int64)
-    stored = np.zeros(n_pm + n_tr, dtype=np.int64)
-    live = np.zeros((n_pm + n_tr, 2), dtype=np.int64)
-    ordinal = np.zeros(n_pm + n_tr, dtype=np.int64)
-    fires = [()] * (n_pm + n_tr)
-    g0, g1 = config.quote_gap
-    o0, o1 = config.ordinal
-    s0, s1 = config.trigger_span
-    for j in rng.permutation(n_pm + n_tr).tolist():
+    stored = np.zeros(R, dtype=np.int64)
+    live = np.zeros((R, 2), dtype=np.int64)
+    ordinal = np.zeros(R, dtype=np.int64)
+    fires = np.full((R, ACTIVATIONS), -1, dtype=np.int64)
+    for j in rng.permutation(R):
+        placed = False
         for _ in range(1000):
             trial = taken.copy()
-            u = rng.random(5)  # one call per try: scalar draws are slow
+            u = rng.random(5)
             if j < n_pm:
                 n = o0 + int(u[0] * (o1 - o0 + 1))
                 gap = g0 + int(u[1] * (g1 - g0 + 1))
@@ -216,33 +219,91 @@ def _schedule(rng, config: ConversationConfig):
                 due = i + n - 1
                 if i < 0 or due >= T:
                     continue
-                lines = ((q, M_QUOTE), (i, M_INSTRUCTION))
                 reset = _place(trial, due + 1, T) if due + 1 < T else -1
-                stored[j], live[j], ordinal[j], fires[j] = q, (i, due), n, (due,)
+                kind[q], kind[i], owner[q], owner[i] = M_QUOTE, M_INSTRUCTION, j, j
+                stored[j], live[j, 0], live[j, 1], ordinal[j], fires[j, 0] = q, i, due, n, due
             else:
                 span = s0 + int(u[0] * (s1 - s0 + 1))
-                last = math.ceil(ACTIVATION_FRACTIONS[-1] * span)
-                s = _place(trial, int(u[1] * max(1, T - last - 1)), T)
-                acts = []
+                s = _place(trial, int(u[1] * max(1, T - math.ceil(ACTIVATION_FRACTIONS[2] * span) - 1)), T)
                 prev = s
-                for f, v in zip(ACTIVATION_FRACTIONS, u[2:]):
-                    a = _place(trial, max(prev + 1, s + math.ceil(f * span) + int(3 * v)), T) if prev >= 0 else -1
-                    acts.append(a)
+                for k in range(ACTIVATIONS):
+                    a = -1
+                    if prev >= 0:
+                        a = _place(trial, max(prev + 1, s + math.ceil(ACTIVATION_FRACTIONS[k] * span)
+                                              + int(3 * u[2 + k])), T)
+                    fires[j, k] = a
                     prev = a
-                if min(acts) < 0 or s < 0:
+                if s < 0 or fires[j].min() < 0:
                     continue
-                lines = ((s, M_SETUP),) + tuple((a, M_TRIGGER) for a in acts)
-                reset = _place(trial, acts[-1] + 1, T)
-                stored[j], live[j], fires[j] = s, (s + 1, acts[-1]), tuple(acts)
+                reset = _place(trial, fires[j, 2] + 1, T)
+                kind[s], owner[s] = M_SETUP, j
+                for k in range(ACTIVATIONS):
+                    kind[fires[j, k]], owner[fires[j, k]] = M_TRIGGER, j
+                stored[j], live[j, 0], live[j, 1] = s, s + 1, fires[j, 2]
+            if reset >= 0:
+                kind[reset], owner[reset] = M_RESET, j
+            taken = trial
+            placed = True
             break
-        else:
-            raise RuntimeError(f"test {j} does not fit into a conversation of {T} messages; raise the horizon")
-        taken = trial
-        for t, k in lines:
-            kind[t], owner[t] = k, j
-        if reset >= 0:
-            kind[reset], owner[reset] = M_RESET, j
-    return taken, kind, owner, stored, live, ordinal, tuple(fires)
+        if not placed:
+            return False, kind, owner, stored, live, ordinal, fires, np.zeros((T, R)), np.zeros((T, R)), \
+                np.zeros((T, R)), np.zeros((T, R), dtype=np.int8)
+    for t in range(T):
+        if not taken[t]:
+            kind[t] = M_OTHER if rng.random() < p_other else M_FILLER
+    # Lures: unscored lines lexically close to a live trigger condition, on free steps of its live period.
+    lure = np.zeros((T, R), dtype=np.bool_)
+    spots = np.empty(T, dtype=np.int64)
+    for j in range(n_pm, R):
+        m = 0
+        for t in range(live[j, 0], live[j, 1] + 1):
+            if not taken[t] and kind[t] != M_LURE:
+                spots[m] = t
+                m += 1
+        k = min(m, rng.poisson(lures))
+        for c in range(k):  # partial Fisher-Yates: a uniform sample without replacement
+            x = c + rng.integers(0, m - c)
+            spots[c], spots[x] = spots[x], spots[c]
+            kind[spots[c]], owner[spots[c]] = M_LURE, j
+            lure[spots[c], j] = True
+    # Similarities (what a cheap lexical matcher sees) and the verifier's answers.
+    tok = np.zeros((T, R))
+    fuzzy = np.zeros((T, R))
+    rep = np.zeros((T, R))
+    verifier = np.zeros((T, R), dtype=np.int8)
+    for j in range(R):
+        pm = j < n_pm
+        for t in range(live[j, 0], live[j, 1] + 1):
+            u = rng.random(5)
+            truth = False
+            if pm:  # matched by the reply counter: proximity of the k-th reply to n
+                tok[t, j] = fuzzy[t, j] = 1.0 / (1.0 + abs(ordinal[j] - (t - live[j, 0] + 1)))
+                truth = t == fires[j, 0]
+                p_yes = (1.0 - miss_pm) if truth else false_pm
+            else:
+                act = -1
+                for k in range(ACTIVATIONS):
+                    if fires[j, k] == t:
+                        act = k
+                if act >= 0:  # a paraphrased activation
+                    truth = True
+                    tok[t, j] = 0.04 + 0.56 * u[0]
+                    fuzzy[t, j] = 0.5 * tok[t, j] + 0.2 + 0.3 * u[1]
+                    rep[t, j] = 0.2 + 0.5 * u[2] if act > 0 else 0.3 * u[2]
+                    p_yes = 1.0 - miss_tr
+                elif lure[t, j]:
+                    tok[t, j] = 0.05 + 0.4 * u[0]
+                    fuzzy[t, j] = 0.5 * tok[t, j] + 0.1 + 0.35 * u[1]
+                    rep[t, j] = 0.4 * u[2]
+                    p_yes = false_lure
+                else:
+                    tok[t, j] = 0.05 + 0.1 * u[0] if u[3] < p_overlap else 0.05 * u[0]
+                    fuzzy[t, j] = 0.05 + 0.3 * u[1]
+                    rep[t, j] = 0.1 * u[2]
+                    p_yes = false_tr
+            if tok[t, j] >= gate and u[4] < p_yes:
+                verifier[t, j] = 1
+    return True, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier
 
 
 def generate_conversation(seed=None, config: ConversationConfig | None = None, *,
@@ -255,59 +316,21 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    T, n_pm = config.horizon, config.n_prospective
-    R = n_pm + config.n_trigger
-    taken, kind, owner, stored, live, ordinal, fires = _schedule(rng, config)
-    free = np.flatnonzero(~taken)
-    kind[free] = np.where(rng.random(free.size) < config.p_other_test, M_OTHER, M_FILLER)
-    is_live = (live[None, :, 0] <= np.arange(T)[:, None]) & (np.arange(T)[:, None] <= live[None, :, 1])
-    # Lures: unscored lines lexically close to a live trigger condition, on free steps of its live period.
-    lure_of = np.full(T, -1, dtype=np.int64)
-    n_lures = rng.poisson(config.lures, size=R - n_pm)
-    order = rng.random((R - n_pm, T))
-    for j in range(n_pm, R):
-        spots = np.flatnonzero(~taken[live[j, 0]: live[j, 1] + 1] & (lure_of[live[j, 0]: live[j, 1] + 1] < 0))
-        pick = spots[np.argsort(order[j - n_pm, spots], kind="stable")[: n_lures[j - n_pm]]] + live[j, 0]
-        kind[pick], lure_of[pick] = M_LURE, j
-    # Similarities: what a cheap lexical matcher between the message and the stored condition sees.
-    u = rng.random((5, T, R))
-    tok = np.where(u[0] < config.p_overlap, 0.05 + 0.1 * u[1], 0.05 * u[1])
-    fuzzy = 0.05 + 0.3 * u[2]
-    rep = 0.1 * u[3]
-    t_act = np.array(fires[n_pm:], dtype=np.int64).ravel()  # paraphrased activations, test by test
-    c_act = np.repeat(np.arange(n_pm, R), ACTIVATIONS)
-    t_lure = np.flatnonzero(lure_of >= 0)
-    c_lure = lure_of[t_lure]
-    v = rng.random((3, t_act.size + t_lure.size))
-    va, vl = v[:, : t_act.size], v[:, t_act.size:]
-    tok[t_act, c_act] = 0.04 + 0.56 * va[0]
-    fuzzy[t_act, c_act] = 0.5 * tok[t_act, c_act] + 0.2 + 0.3 * va[1]
-    rep[t_act, c_act] = np.where(np.arange(t_act.size) % ACTIVATIONS > 0, 0.2 + 0.5 * va[2], 0.3 * va[2])
-    tok[t_lure, c_lure] = 0.05 + 0.4 * vl[0]
-    fuzzy[t_lure, c_lure] = 0.5 * tok[t_lure, c_lure] + 0.1 + 0.35 * vl[1]
-    rep[t_lure, c_lure] = 0.4 * vl[2]
-    # a prospective memory is matched by the reply counter: proximity of the k-th reply to n
-    k = np.arange(T)[:, None] - live[None, :n_pm, 0] + 1
-    tok[:, :n_pm] = fuzzy[:, :n_pm] = 1.0 / (1.0 + np.abs(ordinal[None, :n_pm] - k))
-    rep[:, :n_pm] = 0.0
-    tok *= is_live
-    fuzzy *= is_live
-    rep *= is_live
-    truth = np.zeros((T, R), dtype=bool)
-    truth[t_act, c_act] = True
-    truth[live[:n_pm, 1], np.arange(n_pm)] = True
-    lure = np.zeros((T, R), dtype=bool)
-    lure[t_lure, c_lure] = True
-    is_pm = np.arange(R) < n_pm
-    p_yes = np.where(truth, 1.0 - np.where(is_pm, config.p_miss_prospective, config.p_miss_trigger),
-                     np.where(lure, config.p_false_lure, np.where(is_pm, config.p_false_prospective, config.p_false)))
-    verifier = (is_live & (tok >= config.gate) & (u[4] < p_yes)).astype(np.int8)
-    test_kind = np.array([PROSPECTIVE] * n_pm + [TRIGGER] * config.n_trigger, dtype=np.int64)
-    message_test = np.where(lure_of >= 0, lure_of, owner)
-    return Conversation(horizon=T, gate=config.gate, message_kind=kind, message_test=message_test,
-                        test_ids=config.resources, test_kind=test_kind, stored=stored, live_from=live[:, 0].copy(),
-                        live_until=live[:, 1].copy(), ordinal=ordinal, fires=fires, token_similarity=tok,
-                        fuzzy_similarity=fuzzy, repeat_fraction=rep, verifier=verifier, meta={"seed": seed})
+    n_pm, n_tr = config.n_prospective, config.n_trigger
+    ranges = np.array([*config.ordinal, *config.quote_gap, *config.trigger_span], dtype=np.int64)
+    probs = np.array([config.p_other_test, config.lures, config.p_overlap, config.gate, config.p_miss_prospective,
+                      config.p_miss_trigger, config.p_false_lure, config.p_false, config.p_false_prospective])
+    ok, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier = _draw(
+        rng, config.horizon, n_pm, n_tr, ranges, probs)
+    if not ok:
+        raise RuntimeError(f"a test does not fit into a conversation of {config.horizon} messages; raise the horizon")
+    return Conversation(horizon=config.horizon, gate=config.gate, message_kind=kind, message_test=owner,
+                        test_ids=config.resources, test_kind=np.array([PROSPECTIVE] * n_pm + [TRIGGER] * n_tr),
+                        stored=stored, live_from=live[:, 0].copy(), live_until=live[:, 1].copy(), ordinal=ordinal,
+                        fires=tuple(tuple(int(t) for t in f[: 1 if j < n_pm else ACTIVATIONS])
+                                    for j, f in enumerate(fires.tolist())),
+                        token_similarity=tok, fuzzy_similarity=fuzzy, repeat_fraction=rep, verifier=verifier,
+                        meta={"seed": seed})
 
 
 def to_pm_episode(conv: Conversation) -> Episode:
