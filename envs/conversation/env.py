@@ -139,8 +139,8 @@ class ConversationPMEnv(TextRender, gym.Env):
 
     ``info`` at every step has the same keys, fixed shapes and numeric dtypes: ``step``; ``queried`` (``(R,)``
     bool); ``cost``; ``remaining_budget`` (-1 without a budget); ``skipped`` (non-candidate, budget, count cap,
-    cost cap); ``hits``, ``false_fires``, ``rejected`` (verified pairs the verifier declined) and ``missed`` (true
-    fires of this message left without a hit).
+    cost cap); ``hits`` (confirmed true fires), ``false_fires``, ``rejected`` (verified pairs the verifier
+    declined) and ``missed`` (true fires of this message left without a confirmed fire).
 
     ## Arguments
 
@@ -244,7 +244,7 @@ class ConversationPMEnv(TextRender, gym.Env):
                 if code in (S_HIT, S_FALSE):
                     delta = self.scorecard.apply(self._test_of[m], code)
                     reward += delta
-                    hits += int(code == S_HIT and delta > 0)
+                    hits += int(code == S_HIT)
                     false_fires += int(code == S_FALSE)
         n_sel = int(core.q_hist[0, t])
         terminated = bool(core.t[0] >= core.horizon[0])
