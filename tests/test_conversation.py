@@ -280,3 +280,13 @@ def test_fraction_pacing_scales_the_target_fraction_by_the_pace_of_spending():
     assert act(0.5, 1.0).tolist() == [False, False, False, True]   # behind: 0.3 -> threshold 0.7
     assert act(1.0, 0.25).tolist() == [True, True, True, True]     # far ahead: fraction 1 proposes everything
     assert not act(0.0, 0.5).any()                                 # nothing left: fraction 0 proposes nothing
+
+
+def test_default_world_is_calibrated_to_budgetpm_goodai_budgets():
+    from membudget.envs.conversation import budget_levels, mean_all_semantic_cost
+
+    levels = budget_levels()
+    assert [levels[b] for b in ("B20", "B40", "B60", "B80")] == [10, 21, 31, 41]  # BudgetPM §4 (mean 51.5)
+    assert mean_all_semantic_cost() == np.mean([generate_conversation(s).candidates().sum()
+                                                for s in range(2000, 2012)])
+    assert ConversationPMEnv(budget="B60").budget == 31
