@@ -290,3 +290,13 @@ def test_default_world_is_calibrated_to_budgetpm_goodai_budgets():
     assert mean_all_semantic_cost() == np.mean([generate_conversation(s).candidates().sum()
                                                 for s in range(2000, 2012)])
     assert ConversationPMEnv(budget="B60").budget == 31
+
+
+def test_interpolated_thresholds_are_linear_between_calibrated_budgets():
+    from types import SimpleNamespace
+
+    from membudget.studies.conversation import threshold
+
+    gate = SimpleNamespace(thresholds_={"B20": 0.8, "B40": 0.4, "B60": 0.1, "B80": 0.05})
+    assert threshold(gate, "B40") == 0.4
+    assert threshold(gate, "B30") == pytest.approx(0.6) and threshold(gate, "B70") == pytest.approx(0.075)
