@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "tiers": "membudget.studies.budgetmem:main",
     "proactive": "membudget.studies.proactmem:main",
     "shared-budget": "membudget.studies.shared_quota:main",
+    "conversation": "membudget.studies.conversation:main",
 }
 """``python -m membudget.evaluate <name> ...``: the entry point (``module:function``, imported on use) that takes
 the remaining arguments. A new study adds one line here."""

@@ -225,6 +225,8 @@ class TemporalGate(StaticGate):
     """Myopic (``teacher="myopic"``) or Sequential (``teacher="sequential"``) gate for one budget level."""
 
     uses_budget_features = True
+    quality = "set_f1"
+    """The end-of-episode metric the threshold selection maximises."""
 
     def __init__(self, *, teacher="sequential", budget="B10", per_step_cap=2, C=1.0, max_iter=4000, tol=1e-4,
                  n_folds=5, grid=tuple(THRESHOLD_GRID)):
@@ -258,7 +260,7 @@ class TemporalGate(StaticGate):
             test_weeks = np.unique(weeks[test])
             for g, thr in enumerate(self.grid):
                 res = self._rollout(dataset, test_weeks, thr)
-                f1[g, col: col + test_weeks.size] = res["set_f1"]
+                f1[g, col: col + test_weeks.size] = res[self.quality]
                 cost[g, col: col + test_weeks.size] = res["realized_cost"]
             col += test_weeks.size
         mean_f1, mean_cost = f1.mean(axis=1), cost.mean(axis=1)

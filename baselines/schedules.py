@@ -170,6 +170,34 @@ class Pacing:
         return (act[0] if single else act), state
 
 
+class FractionPacing:
+    """BudgetPM's remaining-budget pacing as specified for GoodAI (appendix B.6): the calibrated target fraction
+    ``fraction`` (0.6 at B60) scaled by ``(remaining budget / B) / (remaining horizon / T)``, clipped to [0, 1]
+    and looked up on the Static calibration curve ``thresholds`` (level name -> threshold, e.g. a fitted gate's
+    ``thresholds_``): linear in the fraction between calibrated levels, clamped to the lowest / highest level
+    outside them; a fraction of 0 proposes nothing and 1 every candidate (before the executor's caps)."""
+
+    def __init__(self, *, scorer, fraction: float, thresholds: dict):
+        self.scorer = scorer
+        self.fraction = fraction
+        self.thresholds = thresholds
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        obs, single = _batch(observation)
+        res = np.asarray(obs["resources"], dtype=np.float64)
+        n, R, F = res.shape
+        s = self.scorer.score(res.reshape(n * R, F)).reshape(n, R)
+        b = np.asarray(obs["budget"], dtype=np.float64)
+        rho = b[:, _B["remaining_fraction"]] / np.maximum(b[:, _B["remaining_horizon"]], 1e-9)
+        f = np.clip(self.fraction * rho, 0.0, 1.0)
+        levels = sorted(self.thresholds, key=lambda k: int(k[1:]))
+        thr = np.interp(f, [int(k[1:]) / 100.0 for k in levels], [self.thresholds[k] for k in levels])
+        thr = np.where(f <= 0.0, np.inf, np.where(f >= 1.0, -np.inf, thr))
+        mask = np.asarray(obs["mask"]).astype(bool)
+        act = np.where(mask & (s >= thr[:, None]), np.clip(s, 1e-6, 1.0), -1.0).astype(np.float32)
+        return (act[0] if single else act), state
+
+
 class RelevanceGate(ThresholdGate):
     """Rank by the retriever's relevance (the hint) instead of a learned score, with Static's target-count
     threshold calibration (no fitting beyond the thresholds)."""

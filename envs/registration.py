@@ -8,6 +8,7 @@ ENTRY_POINTS = {
     "membudget/TierRouting-v0": ("membudget.envs.tiers.env:TierRoutingEnv", None),
     "membudget/ProactiveStream-v0": ("membudget.envs.proactive.env:ProactiveStreamEnv", None),
     "membudget/PMWeekFlat-v0": ("membudget.envs.pm.flat:make_flat", None),
+    "membudget/ConversationPM-v0": ("membudget.envs.conversation.env:ConversationPMEnv", None),
 }
 """``id: (entry point, native vector entry point or None)``."""
 ENV_IDS = tuple(ENTRY_POINTS)

@@ -28,8 +28,9 @@ NEG = -(1 << 60)
 
 
 @numba.njit(cache=True)
-def _link_effects(T, start, until, deadline, positive, late_execute):
-    """``tp[p + 1, q]``, ``fp[p + 1, q]``: what a query at ``q`` resolves after the previous one at ``p``."""
+def _link_effects(T, start, until, deadline, positive, late_execute, weight):
+    """``tp[p + 1, q]``, ``fp[p + 1, q]``: what a query at ``q`` resolves after the previous one at ``p`` (TP
+    summed with the intentions' ``weight``)."""
     tp = np.zeros((T + 1, T), dtype=np.int64)
     fp = np.zeros((T + 1, T), dtype=np.int64)
     for i in range(start.size):
@@ -41,7 +42,7 @@ def _link_effects(T, start, until, deadline, positive, late_execute):
             if positive[i]:
                 if on_time:
                     for p in range(-1, s):
-                        tp[p + 1, q] += 1
+                        tp[p + 1, q] += weight[i]
                 elif late_execute:
                     for p in range(-1, s):
                         fp[p + 1, q] += 1
@@ -158,8 +159,9 @@ class _LinearSolver:
         budget = prob.budget_left
         for r in range(R):
             sel = prob.res == r
+            weight = np.ones(int(sel.sum()), dtype=np.int64) if prob.weight is None else prob.weight[sel]
             tp, fp = _link_effects(T, prob.start[sel], prob.until[sel], prob.deadline[sel], prob.positive[sel],
-                                   prob.late_execute)
+                                   prob.late_execute, weight.astype(np.int64))
             m = _latest_start(T, prob.start[sel], prob.cand_lo[sel], prob.cand_hi[sel])
             k = int(np.sum(m[prob.t0:] > -2))
             if budget is not None:

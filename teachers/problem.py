@@ -44,6 +44,8 @@ class Problem:
     positive: np.ndarray
     cand_lo: np.ndarray
     cand_hi: np.ndarray
+    weight: np.ndarray | None = None
+    """TP weight of each registered hidden intention in a linear objective (None: 1 each; Set F1 counts TP)."""
 
     @property
     def n_resources(self) -> int:

@@ -55,6 +55,12 @@ def budget_levels(config: WorldConfig | None = None, cost_profile: str = "unit")
 
 def resolve_budget(budget, config: WorldConfig, cost_profile: str):
     """``(B, target_fraction)`` from an int, a level name such as ``"B10"`` or None (no episode budget)."""
+    return resolve_budget_from_mean(budget, lambda: mean_all_relevant_cost(config, cost_profile))
+
+
+def resolve_budget_from_mean(budget, mean_cost):
+    """``(B, target_fraction)`` of a budget against a reference mean cost (``mean_cost()``, called only when
+    needed): an int, a level name ``"Bq"`` (round(q% of the mean)) or None (no episode budget)."""
     if budget is None:
         return None, 1.0
     if isinstance(budget, str):
@@ -64,7 +70,7 @@ def resolve_budget(budget, config: WorldConfig, cost_profile: str):
         q = int(m.group(1))
         if q <= 0:
             raise ValueError(f"budget level must be positive, got {budget!r}")
-        value = int(round(q / 100.0 * mean_all_relevant_cost(config, cost_profile)))
+        value = int(round(q / 100.0 * mean_cost()))
         if value <= 0:
             raise ValueError(f"budget {budget!r} rounds to {value} <= 0 for this world")
         return value, q / 100.0
@@ -72,5 +78,5 @@ def resolve_budget(budget, config: WorldConfig, cost_profile: str):
         raise TypeError(f"budget must be an int, None or a level like 'B10', got {budget!r}")
     if not 0 < budget <= MAX_BUDGET:
         raise ValueError(f"budget must be an int in 1..{MAX_BUDGET}, got {budget}")
-    mean = mean_all_relevant_cost(config, cost_profile)
+    mean = mean_cost()
     return int(budget), int(budget) / mean if mean > 0 else 1.0

@@ -1,0 +1,285 @@
+"""``membudget/ConversationPM-v0``: which stored memories to check the current user message against with a budgeted
+semantic verifier (BudgetPM's GoodAI LTM setting)."""
+
+from __future__ import annotations
+
+import numpy as np
+import gymnasium as gym
+from gymnasium import spaces
+
+from ..pm.core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, \
+    S_HIT, SKIP_NAMES, PMWeekCore
+from ..pm.env import ACTION_MODES, action_to_scores, spaces_for
+from ..rendering import RENDER_MODES, TextRender, check_render_mode
+from ..validation import check_int, check_number
+from .episode_io import validate_conversation
+from .levels import resolve_budget
+from .world import (ACTIVATIONS, GOODAI_FEATURE_NAMES, MESSAGE_KINDS, PROSPECTIVE, TEST_KINDS, Conversation,
+                    ConversationConfig, generate_conversation, to_pm_episode)
+
+FEATURE_NAMES = RESOURCE_FEATURE_NAMES + GOODAI_FEATURE_NAMES
+N_FEATURES = len(FEATURE_NAMES)
+NEUTRALISED = (slice(RESOURCE_FEATURE_NAMES.index("sin_time_of_day"), RESOURCE_FEATURE_NAMES.index("cos_weekday") + 1),
+               slice(RESOURCE_FEATURE_NAMES.index("age_since_query"), RESOURCE_FEATURE_NAMES.index("ever_queried") + 1))
+"""PMWeek-v0 features set to 0 for semantic resources: the wall-clock calendar (runner time is not task evidence,
+BudgetPM A.2) and the query history of the resource (the verifier's answers on earlier messages say nothing about
+the current one: every (message, memory) pair is its own check; on the All-semantic reference trajectory the
+history also differs systematically from any budgeted deployment)."""
+
+
+class Scorecard:
+    """GoodAI scoring of one conversation, step by step.
+
+    Prospective memory (a test per memory): 1 if the quote is in reply n and in no other counted reply (replies 1
+    .. n), else 0. Trigger response: hits / 3. Macro accuracy = mean of the two components' mean accuracies. Every
+    false fire (the memory executed on a message that does not fire it) costs ``false_fire_penalty`` times the
+    value of one trigger activation, and a false fire of a prospective memory before reply n also zeroes that
+    test (the benchmark's rule). Score = macro accuracy - penalties.
+    """
+
+    def __init__(self, test_kind: np.ndarray, false_fire_penalty: float):
+        self.is_pm = np.asarray(test_kind) == PROSPECTIVE
+        n_pm, n_tr = int(self.is_pm.sum()), int((~self.is_pm).sum())
+        self.weight = np.where(self.is_pm, 0.5 / n_pm, 0.5 / (ACTIVATIONS * n_tr))
+        self.penalty = false_fire_penalty * 0.5 / (ACTIVATIONS * n_tr)
+        self.hits = np.zeros(self.is_pm.size, dtype=np.int64)
+        self.spoiled = np.zeros(self.is_pm.size, dtype=bool)
+        self.false_fires = np.zeros(self.is_pm.size, dtype=np.int64)
+
+    def effect(self, test: int, code: int) -> float:
+        """Change of the score if memory ``test`` is executed with controller outcome ``code`` now."""
+        if code == S_HIT:
+            return 0.0 if self.is_pm[test] and self.spoiled[test] else float(self.weight[test])
+        return -self.penalty if code == S_FALSE else 0.0
+
+    def apply(self, test: int, code: int) -> float:
+        """Record the outcome; returns its change of the score."""
+        delta = self.effect(test, code)
+        if code == S_HIT and delta > 0:
+            self.hits[test] += 1
+        elif code == S_FALSE:
+            self.false_fires[test] += 1
+            if self.is_pm[test]:
+                self.spoiled[test] = True
+        return delta
+
+    def summary(self) -> dict:
+        pm = float(np.mean(self.hits[self.is_pm]))
+        tr = float(np.mean(self.hits[~self.is_pm] / ACTIVATIONS))
+        macro = 0.5 * (pm + tr)
+        ff = int(self.false_fires.sum())
+        return {"score": macro - self.penalty * ff, "macro_accuracy": macro, "pm_accuracy": pm, "tr_accuracy": tr,
+                "hits": int(self.hits.sum()), "false_fires": ff}
+
+
+def check_arguments(per_step_cap, false_fire_penalty, world, action_mode):
+    world = ConversationConfig() if world is None else world
+    if not isinstance(world, ConversationConfig):
+        raise TypeError(f"world must be a ConversationConfig, got {type(world).__name__}")
+    if action_mode not in ACTION_MODES:
+        raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
+    check_int("per_step_cap", per_step_cap, 1, none_ok=True)
+    check_number("false_fire_penalty", false_fire_penalty, 0, 100)
+    return world
+
+
+class ConversationPMEnv(TextRender, gym.Env):
+    """
+    ## Description
+
+    BudgetPM's second benchmark (GoodAI LTM: prospective memory and trigger response) as a budgeted decision
+    problem. One long user-agent conversation of ``T`` user messages (default 66, BudgetPM's development-median
+    horizon) interleaves prospective-memory tests (a quote, later an instruction to append it to the n-th reply,
+    n uniform in 2-8) and trigger-response tests (a condition stated abstractly, then 3 paraphrased activations
+    at >= 30 / 60 / 90 % of the test's span), with trivia filler, other tests' lines and lures (lines lexically
+    close to a stored condition) between them. Each test's memory is a queryable resource while it is live. A
+    (message, memory) pair whose cheap similarity passes the gate (0.05) is a candidate; verifying it costs 1
+    and reveals, with the verifier's stated error model, whether the message fires the memory, and the agent
+    acts on a memory only through a verified call: a confirmed true fire is a hit, a confirmed false one a false
+    fire. Budgets, the hard-cap executor and the controller are PMWeek-v0's (the conversation runs as a PM week
+    of verifier resources, :func:`membudget.envs.conversation.to_pm_episode`).
+
+    ## Action Space
+
+    ``action_mode="binary"`` (default): ``MultiBinary(R)``, the proposal set over the ``R`` memory slots (default
+    6: pm1-pm3, tr1-tr3). ``action_mode="scores"``: ``Box(-1, 1, (R,), float32)``, a priority score per memory
+    (> 0 proposes). The executor is PMWeek-v0's: proposals by score, non-candidates never verified, skipped when
+    the episode budget ``B`` or the per-step cap ``N_max`` cannot afford them. Malformed actions raise.
+
+    ## Observation Space
+
+    ``Dict`` with
+    - ``"resources"``: ``Box(R, 34)`` float32: PMWeek-v0's 27 pre-query features (the calendar and
+      query-history features neutralised to 0, ``NEUTRALISED``; the hint is the pair's token similarity)
+      followed by BudgetPM's 7 GoodAI features:
+      semantic-resource identity, semantic-trigger fraction, token and fuzzy similarity, memory age, repeat
+      fraction, active-memory count. Names in ``FEATURE_NAMES``.
+    - ``"budget"``: ``Box(9,)`` float32, PMWeek-v0's nine budget features.
+    - ``"mask"``: ``MultiBinary(R)``, the candidate mask (live memory, similarity >= gate).
+
+    ## Rewards
+
+    The change of the conversation's score, so that rewards sum to it: macro accuracy (the mean of
+    prospective-memory accuracy — quote in reply n and in no other counted reply — and trigger-response accuracy
+    — hits / 3) minus ``false_fire_penalty`` x (value of one activation) per false fire. The benchmark itself
+    does not penalise false fires; without the penalty, once verifying were free, firing on everything would be
+    optimal for trigger response.
+
+    ## Starting State
+
+    ``reset(seed=s)`` draws conversation ``s`` (:func:`membudget.envs.conversation.generate_conversation`),
+    independent of the agent's actions. ``reset(options={"conversation": c})`` replays a given
+    :class:`~membudget.envs.conversation.Conversation` (validated).
+
+    ## Episode End
+
+    Terminates after the ``T``-th message; never truncates. The final ``info["episode_metrics"]`` holds score,
+    macro accuracy, the two component accuracies, hits, false fires, queries, realized cost, candidates (the
+    All-semantic cost), exhaustion step (-1: never) and spend per quarter (an array of 4) — numbers only.
+
+    ``info`` at every step has the same keys, fixed shapes and numeric dtypes: ``step``; ``queried`` (``(R,)``
+    bool); ``cost``; ``remaining_budget`` (-1 without a budget); ``skipped`` (non-candidate, budget, count cap,
+    cost cap); ``hits`` (confirmed true fires), ``false_fires``, ``rejected`` (verified pairs the verifier
+    declined) and ``missed`` (true fires of this message left without a confirmed fire).
+
+    ## Arguments
+
+    - ``budget``: ``B`` — an int, a level ``"B20"``...``"B80"`` (q% of the mean All-semantic cost over development
+      conversations 2000-2011) or ``None``. Default ``"B60"``.
+    - ``per_step_cap``: ``N_max``, verifier calls per message (default 2; ``None`` for no cap).
+    - ``false_fire_penalty``: cost of a false fire in units of one activation's value (default 1.0; 0 gives the
+      benchmark's rule).
+    - ``world``: a :class:`~membudget.envs.conversation.ConversationConfig`.
+    - ``action_mode``: ``"binary"`` or ``"scores"``.
+    - ``render_mode``: ``"ansi"``, ``"human"`` or None.
+
+    ## Version History
+
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+
+    def __init__(self, budget="B60", per_step_cap=2, false_fire_penalty=1.0, world=None, action_mode="binary",
+                 render_mode=None):
+        self.world = check_arguments(per_step_cap, false_fire_penalty, world, action_mode)
+        self.budget, self.target_fraction = resolve_budget(budget, self.world)
+        self.per_step_cap, self.false_fire_penalty, self.action_mode = per_step_cap, false_fire_penalty, action_mode
+        self.render_mode = check_render_mode(render_mode, "ConversationPM-v0")
+        n_res = len(self.world.resources)
+        obs, self.action_space = spaces_for(n_res, self.budget, self.target_fraction, per_step_cap, action_mode)
+        box = obs["resources"]
+        low = np.concatenate([box.low, np.zeros((n_res, len(GOODAI_FEATURE_NAMES)), np.float32)], axis=1)
+        high = np.concatenate([box.high, np.ones((n_res, len(GOODAI_FEATURE_NAMES)), np.float32)], axis=1)
+        self.observation_space = spaces.Dict({"resources": spaces.Box(low, high, dtype=np.float32),
+                                              "budget": obs["budget"], "mask": obs["mask"]})
+        self._core = PMWeekCore(1, n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=None,
+                                late_policy="expire", b_frac=self.target_fraction)
+        self._rows = np.zeros(1, dtype=np.int64)
+        self._res = np.zeros((1, n_res, N_RESOURCE_FEATURES), dtype=np.float32)
+        self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
+        self._mask = np.zeros((1, n_res), dtype=np.int8)
+        self._sel = np.zeros((1, n_res), dtype=np.int8)
+        self._skipped = np.zeros((1, len(SKIP_NAMES)), dtype=np.int64)
+        self._reward = np.zeros(1)
+        self._events = np.zeros((1, 7), dtype=np.int64)
+        self._metrics = np.zeros((1, len(METRIC_NAMES)))
+        self.conversation: Conversation | None = None
+
+    def _obs(self):
+        self._core.observe(self._rows, self._res, self._bud, self._mask)
+        res = np.empty((self._res.shape[1], N_FEATURES), dtype=np.float32)
+        res[:, :N_RESOURCE_FEATURES] = self._res[0]
+        for cols in NEUTRALISED:
+            res[:, cols] = 0.0
+        res[:, N_RESOURCE_FEATURES:] = self._goodai[self._core.t[0]]
+        return {"resources": res, "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        options = options or {}
+        unknown = set(options) - {"conversation"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: 'conversation'")
+        if "conversation" in options:
+            conv = options["conversation"]
+            if not isinstance(conv, Conversation):
+                raise TypeError(f"options['conversation'] must be a Conversation, got {type(conv).__name__}")
+            validate_conversation(conv)
+            if conv.n_resources != len(self.world.resources):
+                raise ValueError(f"the conversation has {conv.n_resources} tests, this environment "
+                                 f"{len(self.world.resources)} memory slots")
+        else:
+            conv = generate_conversation(seed, self.world, rng=self.np_random)
+        self.pm_episode = to_pm_episode(conv)
+        self._core.load(0, self.pm_episode, 0)
+        self.conversation = conv
+        self._goodai = conv.goodai_features()
+        self._truth = conv.truth().sum(axis=1).tolist()
+        self._test_of = self.pm_episode.resource.tolist()
+        self.scorecard = Scorecard(conv.test_kind, self.false_fire_penalty)
+        n_res = conv.n_resources
+        return self._obs(), self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0)
+
+    def _info(self, step, queried, cost, skipped, hits, false_fires, rejected, missed) -> dict:
+        s0, s1, s2, s3 = skipped.tolist()
+        return {"step": step, "queried": queried, "cost": cost,
+                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0]),
+                "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
+                "hits": hits, "false_fires": false_fires, "rejected": rejected, "missed": missed}
+
+    def step(self, action):
+        if self.conversation is None:
+            raise RuntimeError("call reset() before step()")
+        core = self._core
+        if core.t[0] >= core.horizon[0]:
+            raise RuntimeError("the episode has terminated; call reset()")
+        scores = action_to_scores(action, (core.n_resources,), self.action_mode)[None, :]
+        t = int(core.t[0])
+        core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
+        reward, hits, false_fires = 0.0, 0, 0
+        n_events = int(self._events[0, 6])
+        if n_events:
+            for m, code in core.ev_list[0, :n_events].tolist():
+                if code in (S_HIT, S_FALSE):
+                    delta = self.scorecard.apply(self._test_of[m], code)
+                    reward += delta
+                    hits += int(code == S_HIT)
+                    false_fires += int(code == S_FALSE)
+        n_sel = int(core.q_hist[0, t])
+        terminated = bool(core.t[0] >= core.horizon[0])
+        info = self._info(t, self._sel[0].astype(bool), n_sel, self._skipped[0], hits, false_fires,
+                          n_sel - hits - false_fires, self._truth[t] - hits)
+        if terminated:
+            info["episode_metrics"] = self._summary()
+        return self._obs(), reward, terminated, False, info
+
+    def _summary(self) -> dict:
+        m = self._metrics[0]
+        out = self.scorecard.summary()
+        out.update(queries=int(m[M["queries"]]), realized_cost=int(m[M["realized_cost"]]),
+                   candidates=int(self.pm_episode.n_intentions), exhaustion_step=int(m[M["exhaustion_step"]]),
+                   spend_per_quarter=np.array([m[M[f"spend_q{q}"]] for q in range(1, 5)], dtype=np.float64))
+        return out
+
+    def _text(self) -> str:
+        if self.conversation is None:
+            return "ConversationPM-v0: call reset() first"
+        core, conv, card = self._core, self.conversation, self.scorecard
+        t = int(core.t[0])
+        budget = "none" if self.budget is None else f"{int(core.remaining[0])}/{self.budget}"
+        s = card.summary()
+        msg = "(end)" if t >= conv.horizon else MESSAGE_KINDS[conv.message_kind[t]]
+        lines = [(f"ConversationPM-v0 message {t}/{conv.horizon} ({msg})  budget left {budget}  "
+                  f"score {s['score']:.3f}  hits {s['hits']}  false fires {s['false_fires']}"),
+                 f"{'memory':<8}{'kind':<13}{'live':>10}{'candidate':>10}{'similarity':>11}{'hits':>5}"]
+        for r, name in enumerate(conv.test_ids):
+            sim = conv.token_similarity[t, r] if t < conv.horizon else 0.0
+            lines.append(f"{name:<8}{TEST_KINDS[conv.test_kind[r]]:<13}"
+                         f"{f'{conv.live_from[r]}-{conv.live_until[r]}':>10}{'yes' if core.mask_state[0, r] else '':>10}"
+                         f"{sim:>11.2f}{int(card.hits[r]):>5}")
+        return "\n".join(lines)
+
+    def action_masks(self) -> np.ndarray:
+        """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form (1-bits only for candidates)."""
+        return self._core.action_masks(0)

@@ -1,0 +1,265 @@
+"""BudgetPM's GoodAI comparison on ``ConversationPM-v0`` (seed 000, §5.2, appendices B.4-B.7).
+
+``python -m membudget.evaluate conversation`` builds the labels of the 12 development conversations 2000-2011,
+fits the gates (Static and the Due gate: standardised class-balanced logistic regression, target-count
+thresholds on 4 whole-conversation out-of-fold folds; Similarity: the token similarity with the same calibration;
+Myopic / Sequential: the 36-feature gates on the current-greedy / hindsight-optimum labels), evaluates every
+policy at B20-B80 and the interpolation budgets B30/B50/B70 (linear threshold interpolation) on the analysis
+conversations 4000-4029, and writes ``docs/conversation.md``: macro accuracy with the paired bootstrap difference
+to Static, component accuracies, verifier queries and false fires, and the reproduction targets beside BudgetPM's
+published GoodAI figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from membudget.agents.gates import StaticGate, TemporalGate
+from membudget.baselines.pm import AllRelevant, RandomFeasible
+from membudget.baselines.schedules import FractionPacing, RelevanceGate
+from membudget.envs.conversation import DEV_SEEDS, budget_levels, generate_conversation, mean_all_semantic_cost
+from membudget.envs.conversation.rollout import rollout
+from membudget.studies.protocol import bootstrap_ci, write_page
+from membudget.teachers.conversation import ConversationGreedy, ConversationOptimum, build_conversation_dataset
+
+ANALYSIS_SEEDS = range(4000, 4030)
+CALIBRATED = ("B20", "B40", "B60", "B80")
+INTERPOLATED = ("B30", "B50", "B70")
+N_FOLDS = 4
+PACING_HORIZON = 66
+"""BudgetPM's development-median GoodAI horizon; the conversations have exactly this many messages, so Pacing's
+remaining-horizon feature is the true one."""
+GATES = ("Similarity", "DueGate", "Static", "Pacing", "Myopic", "Sequential")
+
+
+class AtThreshold:
+    """A fitted per-resource gate run at a given threshold (policy protocol, ``action_mode="scores"``)."""
+
+    def __init__(self, gate, threshold):
+        self.gate, self.threshold = gate, threshold
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return self.gate.action_for(observation, self.threshold), state
+
+
+class ConversationTemporalGate(TemporalGate):
+    """Myopic / Sequential gate whose threshold is selected by out-of-fold conversation score."""
+
+    quality = "score"
+
+    def _rollout(self, dataset, weeks, threshold):
+        return rollout(AtThreshold(self, threshold), [int(w) for w in weeks], budget=self.budget,
+                       per_step_cap=self.per_step_cap, action_mode="scores")
+
+
+def threshold(gate, budget: str) -> float:
+    """A calibrated threshold, or the linear interpolation (in q) between the two calibrated neighbours."""
+    if budget in gate.thresholds_:
+        return gate.thresholds_[budget]
+    qs = sorted(int(b[1:]) for b in gate.thresholds_)
+    q = int(budget[1:])
+    return float(np.interp(q, qs, [gate.thresholds_[f"B{k}"] for k in qs]))
+
+
+def fit_gates(dataset, levels, progress=print):
+    gates = {"Static": StaticGate(n_folds=N_FOLDS).fit(dataset, levels),
+             "DueGate": StaticGate(label="due", n_folds=N_FOLDS).fit(dataset, levels),
+             "Similarity": RelevanceGate().fit(dataset, levels)}
+    for teacher in ("myopic", "sequential"):
+        for b in CALIBRATED:
+            progress(f"fitting {teacher} gate at {b}")
+            gates[(teacher, b)] = ConversationTemporalGate(teacher=teacher, budget=b, n_folds=N_FOLDS).fit(dataset)
+    return gates
+
+
+def policy(name, budget, gates, seed=0):
+    """``(policy, env kwargs)`` of a policy name at a budget level."""
+    if name == "AllSemantic":
+        return AllRelevant(), {"budget": None, "per_step_cap": None}
+    if name == "RandomFeasible":
+        return RandomFeasible(per_step_cap=2, seed=seed), {"budget": budget}
+    if name == "Pacing":
+        return FractionPacing(scorer=gates["Static"], fraction=int(budget[1:]) / 100.0,
+                              thresholds=gates["Static"].thresholds_), {"budget": budget, "action_mode": "scores"}
+    if name in ("Myopic", "Sequential"):
+        gate = gates[(name.lower(), budget)]
+        return AtThreshold(gate, gate.thresholds_[budget]), {"budget": budget, "action_mode": "scores"}
+    gate = gates[name]
+    return AtThreshold(gate, threshold(gate, budget)), {"budget": budget, "action_mode": "scores"}
+
+
+def teacher_metrics(teacher_cls, budget, seeds):
+    out = {"macro_accuracy": [], "score": [], "queries": []}
+    convs = [generate_conversation(s) for s in seeds]
+    for c in convs:
+        s = teacher_cls(budget=budget).solve(c)
+        out["macro_accuracy"].append(s.macro_accuracy)
+        out["score"].append(s.score)
+        out["queries"].append(s.cost)
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def results(n_resamples=100_000, progress=print):
+    start = time.time()
+    levels = budget_levels()
+    progress("labels of the development conversations")
+    data = build_conversation_dataset(DEV_SEEDS, CALIBRATED)
+    gates = fit_gates(data, levels, progress)
+    seeds = list(ANALYSIS_SEEDS)
+    res = {}
+    progress("evaluating")
+    res[("AllSemantic", None)] = _run("AllSemantic", "B60", gates, seeds)
+    for b in CALIBRATED + INTERPOLATED:
+        names = ("RandomFeasible", "Similarity", "DueGate", "Static", "Pacing", "CurrentGreedy", "HindsightOptimum")
+        if b in CALIBRATED:
+            names += ("Myopic", "Sequential")
+        for name in names:
+            res[(name, b)] = _run(name, b, gates, seeds)
+    return render(res, data, levels, gates, n_resamples, time.time() - start)
+
+
+def _run(name, budget, gates, seeds):
+    """Per-conversation metrics of one policy at one budget (RandomFeasible: the mean of 3 seeds)."""
+    if name in ("HindsightOptimum", "CurrentGreedy"):
+        cls = ConversationOptimum if name == "HindsightOptimum" else ConversationGreedy
+        return teacher_metrics(cls, budget_levels()[budget], seeds)
+    reps = []
+    for r in range(3 if name == "RandomFeasible" else 1):
+        p, kw = policy(name, budget, gates, seed=r)
+        reps.append(rollout(p, seeds, **kw))
+    return {k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}
+
+
+def _fmt(x, d=3):
+    return f"{x:.{d}f}"
+
+
+def render(res, data, levels, gates, n_resamples, seconds) -> str:
+    static = {b: res[("Static", b)] for b in CALIBRATED + INTERPOLATED}
+    intro = ("Generated by `python -m membudget.evaluate conversation` (the environment: "
+             "[ConversationPM-v0](envs/conversation.md)). Gates fitted on the 12 development conversations "
+             f"2000-2011 ({len(data)} candidate rows, 4 whole-conversation folds); evaluation on the analysis "
+             f"conversations 4000-4029; paired bootstrap over conversations with {n_resamples} resamples. "
+             f"Budgets: {', '.join(f'{k} = {v}' for k, v in levels.items())} verifier calls "
+             f"(q% of the mean All-semantic cost, {mean_all_semantic_cost():.2f}). "
+             "Per-step cap 2, false-fire penalty 1 activation. HindsightOptimum and CurrentGreedy are privileged "
+             "teachers (they read the verifier's answers), shown as references; 'exhausted' counts the "
+             "conversations whose budget ran out.")
+    header = ("| budget | policy | macro accuracy | vs Static [95% CI] | PM accuracy | TR accuracy | queries | "
+              "false fires | score | exhausted |")
+    lines = ["# ConversationPM-v0: BudgetPM's GoodAI comparison", "", intro, "", header,
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    a = res[("AllSemantic", None)]
+    lines.append(f"| none | AllSemantic | {_fmt(a['macro_accuracy'].mean(), 4)} | | "
+                 f"{_fmt(a['pm_accuracy'].mean())} | {_fmt(a['tr_accuracy'].mean())} | {_fmt(a['queries'].mean(), 2)} "
+                 f"| {_fmt(a['false_fires'].mean(), 2)} | {_fmt(a['score'].mean(), 4)} | |")
+    for b in CALIBRATED + INTERPOLATED:
+        for (name, bb), r in res.items():
+            if bb != b:
+                continue
+            if name == "Static":
+                diff = "reference"
+            else:
+                m, lo, hi = bootstrap_ci(r["macro_accuracy"] - static[b]["macro_accuracy"], n_resamples)
+                diff = f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+            comp = (f"{_fmt(r['pm_accuracy'].mean())} | {_fmt(r['tr_accuracy'].mean())} | "
+                    if "pm_accuracy" in r else "| | ")
+            ff = _fmt(r["false_fires"].mean(), 2) if "false_fires" in r else ""
+            ex = f"{int(np.sum(r['exhaustion_step'] >= 0))}/{r['score'].size}" if "exhaustion_step" in r else ""
+            lines.append(f"| {b} | {name} | {_fmt(r['macro_accuracy'].mean(), 4)} | {diff} | {comp}"
+                         f"{_fmt(r['queries'].mean(), 2)} | {ff} | {_fmt(r['score'].mean(), 4)} | {ex} |")
+    thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
+    lines += ["", *reproduction(res, data, levels), "", f"Thresholds (Static): {thresholds}.",
+              "", f"command: python -m membudget.evaluate conversation   ({seconds:.0f} s)", ""]
+    return "\n".join(lines)
+
+
+def reproduction(res, data, levels):
+    def mean(name, b, key="macro_accuracy"):
+        return float(res[(name, b)][key].mean())
+
+    def near(x, target, tol=0.02):
+        return "met" if abs(x - target) <= tol else "not met"
+
+    rows = []
+    for b, target in (("B60", 0.946), ("B80", 0.951)):
+        x = mean("Static", b)
+        rows.append((f"Static macro accuracy at {b}", f"{target:.3f}", f"{x:.4f}", near(x, target)))
+    for b, pts, fewer in (("B60", 1.33, 0.24), ("B80", 1.67, 0.44)):
+        d = 100 * (mean("Static", b) - mean("DueGate", b))
+        q = mean("DueGate", b, "queries") - mean("Static", b, "queries")
+        ok = "met" if d > 0 and q > 0 else "not met"
+        rows.append((f"Static - Due gate at {b}: points / fewer queries", f"+{pts:.2f} / {fewer:.2f}",
+                     f"{d:+.2f} / {q:.2f}", f"{ok} (sign)"))
+    for b, target in (("B60", 0.967), ("B80", 0.971)):
+        x = mean("Pacing", b)
+        extra = mean("Pacing", b, "queries") - mean("Static", b, "queries")
+        ok = "met" if x > mean("Static", b) and extra < 0.5 and abs(x - target) <= 0.02 else "not met"
+        rows.append((f"Pacing at {b}: accuracy / extra queries", f"{target:.3f} / < 0.5", f"{x:.4f} / {extra:+.2f}",
+                     ok))
+    for b, target in (("B30", 0.904), ("B50", 0.956), ("B70", 0.953)):
+        x = mean("Static", b)
+        rows.append((f"Static macro accuracy at {b} (interpolated threshold)", f"{target:.3f}", f"{x:.4f}",
+                     near(x, target)))
+    best = max(("Similarity", "DueGate"), key=lambda n: mean(n, "B70"))
+    lead = mean("Static", "B70") - mean(best, "B70")
+    fewer = mean(best, "B70", "queries") - mean("Static", "B70", "queries")
+    rows.append(("Static lead at B70 over the best other gate / fewer queries", "0.012 / 0.53",
+                 f"{lead:+.4f} ({best}) / {fewer:.2f}", "met (sign)" if lead > 0 and fewer > 0 else "not met"))
+    for key, target in (("pm_accuracy", 0.99), ("tr_accuracy", 0.90)):
+        x = mean("Static", "B60", key)
+        rows.append((f"Static {key.replace('_', ' ')} at B60", f"{target:.2f}", f"{x:.4f}", near(x, target)))
+    rows.append(("candidate rows over 12 development conversations", "670", f"{len(data)}",
+                 "met" if abs(len(data) - 670) <= 0.1 * 670 else "not met"))
+    rows.append(("budgets B20/B40/B60/B80", "10/21/31/41", "/".join(str(levels[b]) for b in CALIBRATED),
+                 "met" if [levels[b] for b in CALIBRATED] == [10, 21, 31, 41] else "not met"))
+    rule = ("Accuracies count as met within 0.02 of the published figure; differences (marked 'sign') as met "
+            "when they have the published direction.")
+    out = ["## Reproduction of BudgetPM's GoodAI figures", "", rule, "", "| target | BudgetPM | ours | |",
+           "|---|---|---|---|"]
+    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+
+    def exhausted(name, b):
+        return int(np.sum(res[(name, b)]["exhaustion_step"] >= 0))
+
+    differ = int(np.sum(data.outcome != data.due))
+    out += ["", "Where our world differs, and why:", "",
+            f"- Static's target-count thresholds spend the cap on average, so with the conversation-to-conversation "
+            f"spread of candidates the cap runs out in {exhausted('Static', 'B60')}/30 conversations at B60 and "
+            f"{exhausted('Static', 'B80')}/30 at B80, before the last quotes and activations (many fall late: a "
+            f"quote's n-th reply ends its test). Its prospective-memory accuracy at B60 is "
+            f"{mean('Static', 'B60', 'pm_accuracy'):.3f}, not 0.99. Pacing, which slows down when spending runs "
+            f"ahead of the horizon, exhausts in {exhausted('Pacing', 'B60')}/30 and recovers "
+            f"{mean('Pacing', 'B60') - mean('Static', 'B60'):+.3f} at B60 with "
+            f"{mean('Pacing', 'B60', 'queries') - mean('Static', 'B60', 'queries'):+.2f} queries.",
+            f"- The Outcome and Due labels differ on {differ} of {len(data)} development rows only (true fires the "
+            "verifier declines, quotes spoiled by an earlier false fire): the verifier's error rates here are small "
+            "and the agent acts only through verified calls, so the two gates are trained on almost the same "
+            f"target and their gap ({100 * (mean('Static', 'B60') - mean('DueGate', 'B60')):+.2f} points at B60) "
+            "reflects fitted coefficients and thresholds, not supervision. BudgetPM's LLM verifier, its frozen "
+            "base responses and its task-specific Due gate (own training and calibration recipe) are not modelled.",
+            f"- The privileged hindsight optimum reaches {mean('HindsightOptimum', 'B60'):.3f} with "
+            f"{mean('HindsightOptimum', 'B60', 'queries'):.1f} queries (the verifier's misses bound it), and Myopic /"
+            f" Sequential, whose thresholds maximise out-of-fold score, stop at about "
+            f"{mean('Myopic', 'B60', 'queries'):.0f} queries and reach {mean('Myopic', 'B60'):.3f} at B60. "
+            f"Hindsight optimum minus current-greedy: {mean('HindsightOptimum', 'B20') - mean('CurrentGreedy', 'B20'):+.4f}"
+            f" at B20, {mean('HindsightOptimum', 'B40') - mean('CurrentGreedy', 'B40'):+.4f} at B40 (temporal "
+            "allocation matters only at the tightest budget)."]
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate conversation")
+    parser.add_argument("--resamples", type=int, default=100_000)
+    parser.add_argument("--out", default="docs/conversation.md")
+    args = parser.parse_args(argv)
+    text = results(args.resamples, progress=lambda m: print(m, flush=True))
+    print(text)
+    write_page(args.out, text)
+
+
+if __name__ == "__main__":
+    main()

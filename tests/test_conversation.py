@@ -1,0 +1,302 @@
+"""ConversationPM-v0: exact scores of small hand-built conversations (the prospective-memory rule, trigger hits / 3,
+the false-fire penalty), the caps, conversation files and their validator, bad arguments, and the teachers (the
+hindsight optimum against enumeration, current-greedy, the leave-one-out labels)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+import membudget  # noqa: F401
+from membudget.envs.conversation import (Conversation, ConversationConfig, ConversationPMEnv, conversation_from_dict,
+                                         conversation_to_dict, generate_conversation, load_conversation,
+                                         save_conversation, validate_conversation)
+from membudget.envs.conversation.world import MESSAGE_KINDS
+from membudget.envs.pm import EpisodeFormatError
+from membudget.teachers.conversation import (ConversationGreedy, ConversationOptimum, reference_rows, replay)
+
+T = 12
+
+
+def tiny(verifier_pairs, candidate_pairs=()):
+    """One prospective test (pm1: live 2..5, n = 4, fires at 5) and one trigger test (tr1: live 2..10, fires at
+    4, 7, 10). Candidates: the true fires, (3, pm1), (6, tr1) (a lure) plus ``candidate_pairs``; the verifier says
+    "fires" on ``verifier_pairs``."""
+    tok = np.zeros((T, 2))
+    tok[2:6, 0] = 0.01  # live, below the gate
+    for t, r in [(3, 0), (5, 0), (4, 1), (7, 1), (10, 1), (6, 1), *candidate_pairs]:
+        tok[t, r] = 0.5
+    ver = np.zeros((T, 2), dtype=np.int8)
+    for t, r in verifier_pairs:
+        ver[t, r] = 1
+    kinds = np.zeros(T, dtype=np.int64)
+    return Conversation(horizon=T, gate=0.05, message_kind=kinds, message_test=np.full(T, -1),
+                        test_ids=("pm1", "tr1"), test_kind=np.array([0, 1]), stored=np.array([0, 1]),
+                        live_from=np.array([2, 2]), live_until=np.array([5, 10]), ordinal=np.array([4, 0]),
+                        fires=((5,), (4, 7, 10)), token_similarity=tok, fuzzy_similarity=tok.copy(),
+                        repeat_fraction=np.zeros((T, 2)), verifier=ver)
+
+
+def play(conv, queries, **kw):
+    env = ConversationPMEnv(world=ConversationConfig(n_prospective=1, n_trigger=1), **kw)
+    env.reset(options={"conversation": conv})
+    rewards, infos = [], []
+    for t in range(T):
+        a = np.zeros(2, dtype=np.int8)
+        a[[r for s, r in queries if s == t]] = 1
+        _, reward, term, _, info = env.step(a)
+        rewards.append(reward)
+        infos.append(info)
+    assert term
+    return rewards, infos
+
+
+ALL_TRUE = [(5, 0), (4, 1), (7, 1), (10, 1)]
+
+
+def test_hits_score_the_goodai_rules_and_rewards_sum_to_the_score():
+    conv = tiny(verifier_pairs=[(5, 0), (4, 1), (7, 1)])  # the verifier misses activation 3
+    rewards, infos = play(conv, ALL_TRUE, budget=None)
+    m = infos[-1]["episode_metrics"]
+    assert m["pm_accuracy"] == 1.0 and m["tr_accuracy"] == pytest.approx(2 / 3)
+    assert m["macro_accuracy"] == pytest.approx(0.5 + 1 / 3) and m["score"] == pytest.approx(0.5 + 1 / 3)
+    assert rewards[5] == pytest.approx(0.5) and rewards[4] == pytest.approx(1 / 6) and rewards[10] == 0.0
+    assert sum(rewards) == pytest.approx(m["score"])
+    assert infos[10]["rejected"] == 1 and infos[10]["missed"] == 1 and infos[4]["hits"] == 1
+
+
+def test_an_early_prospective_fire_zeroes_the_test_and_costs_the_penalty():
+    conv = tiny(verifier_pairs=[(3, 0), (5, 0), (4, 1), (7, 1), (10, 1)])
+    rewards, infos = play(conv, [(3, 0), *ALL_TRUE], budget=None, false_fire_penalty=2.0)
+    m = infos[-1]["episode_metrics"]
+    assert m["pm_accuracy"] == 0.0 and m["tr_accuracy"] == 1.0 and m["false_fires"] == 1
+    assert rewards[3] == pytest.approx(-2 * 0.5 / 3) and rewards[5] == 0.0  # the quote in reply 4 no longer counts
+    assert m["score"] == pytest.approx(0.5 - 1 / 3) and sum(rewards) == pytest.approx(m["score"])
+
+
+def test_a_lure_fire_costs_the_penalty_only_and_penalty_zero_is_the_benchmark_rule():
+    conv = tiny(verifier_pairs=[(6, 1), (5, 0), (4, 1), (7, 1), (10, 1)])
+    for penalty, score in ((1.0, 1.0 - 1 / 6), (0.0, 1.0)):
+        rewards, infos = play(conv, [(6, 1), *ALL_TRUE], budget=None, false_fire_penalty=penalty)
+        m = infos[-1]["episode_metrics"]
+        assert m["macro_accuracy"] == 1.0 and m["false_fires"] == 1 and m["score"] == pytest.approx(score)
+        assert rewards[6] == pytest.approx(-penalty / 6)
+        assert infos[6]["false_fires"] == 1
+
+
+def test_non_candidates_are_never_verified_and_caps_hold():
+    conv = tiny(verifier_pairs=[(5, 0), (4, 1), (7, 1), (10, 1)], candidate_pairs=[(4, 0)])
+    _, infos = play(conv, [(2, 0), (2, 1), (4, 0), (4, 1), (5, 0), (7, 1), (10, 1)], budget=3, per_step_cap=1)
+    assert not infos[2]["queried"].any() and infos[2]["skipped"]["non_candidate"] == 2
+    assert infos[4]["queried"].sum() == 1 and infos[4]["skipped"]["count_cap"] == 1
+    assert sum(int(i["cost"]) for i in infos) == 3 and infos[10]["skipped"]["budget"] == 1
+
+
+@pytest.mark.parametrize("seed", [4000, 4001])
+def test_budget_and_per_step_cap_are_never_exceeded_on_random_proposals(seed):
+    env = ConversationPMEnv(budget="B40", per_step_cap=2)
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    spent, done = 0, False
+    while not done:
+        mask = obs["mask"].astype(bool)
+        obs, _, done, _, info = env.step(rng.integers(0, 2, 6).astype(np.int8))
+        assert info["queried"].sum() <= 2 and not (info["queried"] & ~mask).any()
+        spent += info["cost"]
+        assert info["remaining_budget"] == env.budget - spent >= 0
+    assert info["episode_metrics"]["realized_cost"] == spent <= env.budget == 21
+
+
+def test_conversation_files_round_trip_and_replay_exactly(tmp_path):
+    conv = generate_conversation(4000)
+    path = tmp_path / "c.json"
+    save_conversation(conv, path)
+    back = load_conversation(path)
+    assert conversation_to_dict(back) == json.loads(path.read_text())
+    a, b = ConversationPMEnv(), ConversationPMEnv()
+    oa, _ = a.reset(seed=4000)
+    ob, _ = b.reset(options={"conversation": back})
+    for _ in range(conv.horizon):
+        for k in oa:
+            np.testing.assert_array_equal(oa[k], ob[k])
+        oa, ra, *_ = a.step(oa["mask"])
+        ob, rb, *_ = b.step(ob["mask"])
+        assert ra == rb
+
+
+def test_generated_conversations_follow_the_goodai_schedule():
+    cfg = ConversationConfig()
+    lures = 0
+    for seed in range(2000, 2012):
+        conv = generate_conversation(seed, cfg)
+        validate_conversation(conv)
+        for j in range(conv.n_resources):
+            if conv.test_kind[j] == 0:
+                assert 2 <= conv.ordinal[j] <= 8 and conv.message_kind[conv.live_from[j]] == \
+                    MESSAGE_KINDS.index("pm_instruction")
+            else:
+                assert len(conv.fires[j]) == 3 and conv.message_kind[conv.stored[j]] == MESSAGE_KINDS.index("tr_setup")
+                sims = conv.token_similarity[list(conv.fires[j]), j]
+                assert len(set(sims.tolist())) == 3  # paraphrased: no two activations look alike to a string cache
+        lures += int(np.sum(conv.message_kind == MESSAGE_KINDS.index("tr_lure")))
+    assert lures >= 12
+
+
+def _bad(mutate):
+    d = conversation_to_dict(generate_conversation(4000))
+    mutate(d)
+    return d
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d.update(format="x"), "format"),
+    (lambda d: d.update(horizon=10 ** 30), "horizon"),
+    (lambda d: d.update(horizon=True), "horizon"),
+    (lambda d: d.update(gate=float("nan")), "gate"),
+    (lambda d: d.pop("verifier"), "verifier"),
+    (lambda d: d["token_similarity"][0].__setitem__(0, float("nan")), "token_similarity[0][0]"),
+    (lambda d: d["fuzzy_similarity"][0].__setitem__(0, 2.0), "fuzzy_similarity[0][0]"),
+    (lambda d: d["verifier"][0].__setitem__(0, 2), "verifier[0][0]"),
+    (lambda d: d["messages"][0].update(kind="joke"), "messages[0].kind"),
+    (lambda d: d["messages"][0].update(test="nobody"), "messages[0].test"),
+    (lambda d: d["tests"][0].update(live_from=10 ** 20), "tests[0] (pm1).live_from"),
+    (lambda d: d["tests"][0].update(ordinal=None), "tests[0] (pm1).ordinal"),
+    (lambda d: d["tests"][0].update(fires=[d["tests"][0]["fires"][0] - 1]), "tests[0] (pm1).fires"),
+    (lambda d: d["tests"][3].update(fires=d["tests"][3]["fires"][:2]), "tests[3] (tr1).fires"),
+    (lambda d: d["tests"][3].update(kind="joke"), "tests[3] (tr1).kind"),
+    (lambda d: d["tests"][1].update(id="pm1"), "tests.id"),
+])
+def test_the_validator_names_the_offending_field(mutate, field):
+    with pytest.raises(EpisodeFormatError, match=field.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        conversation_from_dict(_bad(mutate))
+
+
+def test_the_verifier_answers_only_candidates():
+    conv = generate_conversation(4000)
+    conv.verifier[0, :] = 1
+    with pytest.raises(EpisodeFormatError, match="verifier"):
+        validate_conversation(conv)
+    with pytest.raises(EpisodeFormatError):
+        ConversationPMEnv().reset(options={"conversation": conv})
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"budget": 0}, ValueError), ({"budget": "B0"}, ValueError), ({"budget": 2.5}, TypeError),
+    ({"per_step_cap": 0}, ValueError), ({"false_fire_penalty": float("nan")}, ValueError),
+    ({"action_mode": "x"}, ValueError), ({"world": {}}, TypeError),
+])
+def test_bad_arguments_raise(kwargs, error):
+    with pytest.raises(error):
+        ConversationPMEnv(**kwargs)
+
+
+def test_bad_config_actions_and_calls_raise():
+    for kw in ({"horizon": 1.5}, {"ordinal": (3, 2)}, {"p_false": 1.5}, {"gate": 0.0}, {"n_trigger": 0}):
+        with pytest.raises(ValueError):
+            ConversationConfig(**kw)
+    env = ConversationPMEnv()
+    with pytest.raises(RuntimeError):
+        env.step(np.zeros(6))
+    env.reset(seed=0)
+    for bad in (np.zeros(5), np.full(6, 0.5), np.array(["a"] * 6)):
+        with pytest.raises((ValueError, TypeError)):
+            env.step(bad)
+    with pytest.raises(ValueError):
+        env.reset(options={"episode": None})
+    with pytest.raises(TypeError):
+        env.reset(options={"conversation": {}})
+
+
+def _enumerate_best(conv, budget, cap, penalty):
+    cands = [tuple(p) for p in np.argwhere(conv.candidates()).tolist()]
+    best = -np.inf
+    for k in range(min(budget, len(cands)) + 1):
+        for sub in itertools.combinations(cands, k):
+            steps = [t for t, _ in sub]
+            if max((steps.count(t) for t in steps), default=0) > cap:
+                continue
+            m, _ = replay(conv, sub, budget=budget, per_step_cap=cap, false_fire_penalty=penalty)
+            best = max(best, m["score"])
+    return best
+
+
+@pytest.mark.parametrize("budget, cap, penalty", [(2, 1, 1.0), (3, 1, 0.0), (4, 2, 1.0)])
+def test_hindsight_optimum_equals_enumeration_and_beats_greedy(budget, cap, penalty):
+    conv = tiny(verifier_pairs=[(3, 0), (5, 0), (4, 1), (7, 1), (6, 1)], candidate_pairs=[(5, 1)])
+    opt = ConversationOptimum(budget=budget, per_step_cap=cap, false_fire_penalty=penalty).solve(conv)
+    greedy = ConversationGreedy(budget=budget, per_step_cap=cap, false_fire_penalty=penalty).solve(conv)
+    assert opt.score == pytest.approx(_enumerate_best(conv, budget, cap, penalty))
+    assert opt.score >= greedy.score - 1e-12 and opt.cost <= budget
+
+
+def test_greedy_spends_on_the_first_fires_and_the_optimum_saves_for_the_quote():
+    conv = tiny(verifier_pairs=[(5, 0), (4, 1), (7, 1), (10, 1)])
+    greedy = ConversationGreedy(budget=1, per_step_cap=1).solve(conv)
+    opt = ConversationOptimum(budget=1, per_step_cap=1).solve(conv)
+    assert greedy.schedule == [(4, 1)] and greedy.score == pytest.approx(1 / 6)
+    assert opt.schedule == [(5, 0)] and opt.score == pytest.approx(0.5)
+
+
+def test_leave_one_out_outcome_and_due_labels():
+    conv = tiny(verifier_pairs=[(3, 0), (5, 0), (4, 1), (6, 1), (10, 1)])
+    rows = {(t, r): (out, due) for t, r, _, out, due in reference_rows(conv)}
+    assert set(rows) == {tuple(p) for p in np.argwhere(conv.candidates()).tolist()}
+    # (5, pm1): a confirmed quote, but the reference already fired it at (3, pm1), so deleting it changes nothing
+    assert rows[(5, 0)] == (0, 1) and rows[(3, 0)] == (0, 0)
+    assert rows[(4, 1)] == (1, 1) and rows[(7, 1)] == (0, 1) and rows[(6, 1)] == (0, 0) and rows[(10, 1)] == (1, 1)
+
+
+def test_copies_are_independent():
+    conv = generate_conversation(1)
+    other = copy.deepcopy(conv)
+    other.verifier[:] = 0
+    assert conv.verifier.any()
+
+
+class _Identity:
+    """A scorer whose score is the first feature."""
+
+    def score(self, X):
+        return np.asarray(X)[:, 0]
+
+
+def test_fraction_pacing_scales_the_target_fraction_by_the_pace_of_spending():
+    from membudget.baselines.schedules import FractionPacing
+
+    pacing = FractionPacing(scorer=_Identity(), fraction=0.6, thresholds={"B20": 0.8, "B40": 0.6, "B80": 0.2})
+    res = np.zeros((4, 34), dtype=np.float32)
+    res[:, 0] = [0.1, 0.45, 0.55, 0.9]
+
+    def act(remaining, horizon_left):
+        budget = np.zeros(9, dtype=np.float32)
+        budget[1], budget[3] = remaining, horizon_left
+        return pacing.predict({"resources": res, "budget": budget, "mask": np.ones(4, np.int8)})[0] > 0
+
+    assert act(1.0, 1.0).tolist() == [False, True, True, True]     # on pace: fraction 0.6, threshold 0.4
+    assert act(0.5, 1.0).tolist() == [False, False, False, True]   # behind: 0.3 -> threshold 0.7
+    assert act(1.0, 0.25).tolist() == [True, True, True, True]     # far ahead: fraction 1 proposes everything
+    assert not act(0.0, 0.5).any()                                 # nothing left: fraction 0 proposes nothing
+
+
+def test_default_world_is_calibrated_to_budgetpm_goodai_budgets():
+    from membudget.envs.conversation import budget_levels, mean_all_semantic_cost
+
+    levels = budget_levels()
+    assert [levels[b] for b in ("B20", "B40", "B60", "B80")] == [10, 21, 31, 41]  # BudgetPM §4 (mean 51.5)
+    assert mean_all_semantic_cost() == np.mean([generate_conversation(s).candidates().sum()
+                                                for s in range(2000, 2012)])
+    assert ConversationPMEnv(budget="B60").budget == 31
+
+
+def test_interpolated_thresholds_are_linear_between_calibrated_budgets():
+    from types import SimpleNamespace
+
+    from membudget.studies.conversation import threshold
+
+    gate = SimpleNamespace(thresholds_={"B20": 0.8, "B40": 0.4, "B60": 0.1, "B80": 0.05})
+    assert threshold(gate, "B40") == 0.4
+    assert threshold(gate, "B30") == pytest.approx(0.6) and threshold(gate, "B70") == pytest.approx(0.075)
