@@ -91,6 +91,34 @@ DEFAULT_DAYS = {"sports": 56, "home": 28, "code": 70}
 MAX_DAYS = 730
 """Longest stream (days): two years of events bound the memory trace built at reset."""
 
+class _Choice:
+    """``rng.choice(options, p=p)`` for a fixed ``p``: the same single uniform draw mapped through the same
+    cumulative distribution (``p.cumsum()`` normalised by its last entry), without ``choice``'s per-call checks."""
+
+    def __init__(self, options, p):
+        self.options = tuple(options)
+        self.p = np.asarray(p, dtype=np.float64)
+        self.cdf = np.cumsum(self.p)
+        self.cdf /= self.cdf[-1]
+
+    def __call__(self, rng: np.random.Generator):
+        return self.options[int(self.cdf.searchsorted(rng.random(), side="right"))]
+
+    def distinct(self, rng: np.random.Generator, size: int) -> list:
+        """``rng.choice(options, size=size, replace=False, p=p)``: draw ``size − found`` uniforms, keep the new
+        options in draw order, zero the found ones' probability and repeat until ``size`` are found."""
+        p, found = self.p.copy(), []
+        while len(found) < size:
+            x = rng.random(size - len(found))
+            p[found] = 0
+            cdf = np.cumsum(p)
+            cdf /= cdf[-1]
+            for i in cdf.searchsorted(x, side="right").tolist():
+                if i not in found:
+                    found.append(i)
+        return [self.options[i] for i in found]
+
+
 def _bits(spec: ScopeSpec, names) -> int:
     out = 0
     for n in names:
@@ -124,8 +152,41 @@ class _Builder:
                     a_key=[r[8] for r in rows])
 
 
-def _has(facts, t, spec, name) -> bool:
-    return bool(int(facts[t]) & spec.bit(name))
+def _feasible(spec: ScopeSpec, facts: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """:func:`feasible` for every row of the arrays."""
+    def has(name):
+        return (facts & spec.bit(name)) != 0
+
+    if spec.name == "sports":
+        return observed & has("available") & (has("weather=clear") | has("weather=cloudy"))
+    if spec.name == "home":
+        return observed & ~has("motion=none")
+    return observed.copy()
+
+
+def _evidence(spec: ScopeSpec, time: np.ndarray, facts: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """:func:`evidence` for every row of the arrays (Home looks back at most four rows, within the arrays)."""
+    def has(name):
+        return (facts & spec.bit(name)) != 0
+
+    out = np.full(facts.shape, -1, np.int64)
+    if spec.name == "sports":
+        ok = (_feasible(spec, facts, observed) & has("activity=still") & has("steps=low")
+              & (has("slot=midday") | has("slot=afternoon")))
+        out[ok] = spec.services.index("activity_break")
+    elif spec.name == "home":
+        tod = time % MINUTES_PER_DAY
+        still = observed & has("motion=none")
+        door = np.concatenate(([0], np.cumsum(has("door=front"))))
+        door_recent = door[1:] - door[np.maximum(0, np.arange(facts.size) - 4)] > 0   # rows t − 4 .. t
+        ok = still & (540 <= tod) & (tod <= 1200) & np.concatenate(([False], still[:-1])) & ~door_recent
+        out[ok] = spec.services.index("checkin_inactivity")
+    else:
+        out[observed & has("kind=issue_opened") & has("label=bug") & has("repro=yes")] = spec.services.index(
+            "triage_help")
+        out[observed & has("kind=push") & has("branch=default") & has("ci=failure")] = spec.services.index(
+            "ci_fix_help")
+    return out
 
 
 # ------------------------------------------------------------------------------------------ public predicates
@@ -135,47 +196,38 @@ def feasible(stream: Stream, t: int) -> bool:
     """Whether a history-supported (routine) service is feasible at event ``t`` from public fields alone (part of
     every scope's task semantics: Sports — observed, available and fair weather; Home — observed with motion,
     someone visibly at home; Code — always). Current-evidence services have their own conditions in
-    :func:`evidence`."""
-    spec, f = SCOPES[stream.scope], stream.facts
-    if not stream.observed[t]:
-        return False
-    if stream.scope == "sports":
-        return _has(f, t, spec, "available") and (_has(f, t, spec, "weather=clear") or _has(f, t, spec, "weather=cloudy"))
-    if stream.scope == "home":
-        return not _has(f, t, spec, "motion=none")
-    return True
+    :func:`evidence`. :func:`feasible_all` gives every event's at once."""
+    return bool(_feasible(SCOPES[stream.scope], stream.facts[t:t + 1], stream.observed[t:t + 1])[0])
 
 
 def evidence(stream: Stream, t: int) -> int:
     """The service the current event (with the events just before it) supports on its own — seed 002's ``A`` —
-    as an index into the scope's services, or −1. Public: the same predicate the hand-written policies use."""
-    spec, f = SCOPES[stream.scope], stream.facts
-    if not stream.observed[t]:
-        return -1
-    if stream.scope == "sports":
-        ok = (feasible(stream, t) and _has(f, t, spec, "activity=still") and _has(f, t, spec, "steps=low")
-              and (_has(f, t, spec, "slot=midday") or _has(f, t, spec, "slot=afternoon")))
-        return spec.services.index("activity_break") if ok else -1
-    if stream.scope == "home":
-        tod = stream.minute_of_day(t)
-        if not (540 <= tod <= 1200 and t >= 1 and _has(f, t, spec, "motion=none")):
-            return -1
-        if not (stream.observed[t - 1] and _has(f, t - 1, spec, "motion=none")):
-            return -1
-        if any(_has(f, i, spec, "door=front") for i in range(max(0, t - 4), t + 1)):
-            return -1
-        return spec.services.index("checkin_inactivity")
-    if _has(f, t, spec, "kind=push") and _has(f, t, spec, "branch=default") and _has(f, t, spec, "ci=failure"):
-        return spec.services.index("ci_fix_help")
-    if _has(f, t, spec, "kind=issue_opened") and _has(f, t, spec, "label=bug") and _has(f, t, spec, "repro=yes"):
-        return spec.services.index("triage_help")
-    return -1
+    as an index into the scope's services, or −1. Public: the same predicate the hand-written policies use.
+    Sports: observed, feasible, still, low steps at midday or in the afternoon (``activity_break``); Home: a
+    second consecutive observed motionless segment between 9:00 and 20:00 without the front door in the last
+    five events (``checkin_inactivity``); Code: a failing CI run on the default branch (``ci_fix_help``), else a
+    bug report with reproduction steps (``triage_help``). :func:`evidence_all` gives every event's at once."""
+    lo = max(0, t - 4)
+    return int(_evidence(SCOPES[stream.scope], stream.time[lo:t + 1], stream.facts[lo:t + 1],
+                         stream.observed[lo:t + 1])[-1])
+
+
+def feasible_all(stream: Stream) -> np.ndarray:
+    """:func:`feasible` of every event, a bool array."""
+    return _feasible(SCOPES[stream.scope], stream.facts, stream.observed)
+
+
+def evidence_all(stream: Stream) -> np.ndarray:
+    """:func:`evidence` of every event, an int64 array."""
+    return _evidence(SCOPES[stream.scope], stream.time, stream.facts, stream.observed)
 
 
 # ------------------------------------------------------------------------------------------------ Sports
 
 _SLOT_TIMES = (480, 750, 930, 1110, 1260)
 _SLOTS = ("slot=morning", "slot=midday", "slot=afternoon", "slot=evening", "slot=night")
+_WEATHER = _Choice(("weather=clear", "weather=cloudy", "weather=rain", "weather=snow"), (0.45, 0.3, 0.2, 0.05))
+_ACTIVITY = _Choice(("activity=still", "activity=walking", "activity=in_vehicle"), (0.8, 0.07, 0.13))
 _SPORTS_TEMPLATES = {  # trigger, behaviour, window, weekdays
     "evening_walk": ("slot=evening", "steps=high", (1080, 1140)),
     "lunch_walk": ("location=work", "steps=high", (720, 780)),
@@ -221,8 +273,7 @@ def _sports(rng, n_days):
     b = _Builder(spec)
     for day in range(n_days):
         wd = day % 7
-        weather = rng.choice(("weather=clear", "weather=cloudy", "weather=rain", "weather=snow"),
-                             p=(0.45, 0.3, 0.2, 0.05))
+        weather = _WEATHER(rng)
         temp = rng.normal(18, 7)
         due = {}
         for r in _routine_today(routines, day):
@@ -233,7 +284,7 @@ def _sports(rng, n_days):
             at_work = works and wd < 5 and k in (1, 2) and rng.random() < 0.9
             location = "location=work" if at_work else ("location=home" if k in (0, 3, 4) and rng.random() < 0.8
                                                         else "location=other")
-            activity = rng.choice(("activity=still", "activity=walking", "activity=in_vehicle"), p=(0.8, 0.07, 0.13))
+            activity = _ACTIVITY(rng)
             steps30 = float(rng.lognormal(4.0, 1.0))
             if rng.random() < 0.08:
                 steps30 = float(rng.uniform(900, 2500))
@@ -260,6 +311,7 @@ def _sports(rng, n_days):
 
 _SEGMENT_ENDS = tuple(list(range(50, 1401, 50)) + [1440])
 _ROOMS = ("bedroom", "bathroom", "kitchen", "living", "entry")
+_ROOM = _Choice(_ROOMS, (0.12, 0.14, 0.04, 0.66, 0.04))
 
 
 def _segment_of(tod):
@@ -301,8 +353,7 @@ def _home(rng, n_days):
                 if rng.random() < 0.5:
                     rooms[s]["bedroom"] = int(rng.integers(1, 6))
             else:
-                for room in rng.choice(_ROOMS, size=1 + int(rng.random() < 0.4), replace=False,
-                                       p=(0.12, 0.14, 0.04, 0.66, 0.04)):
+                for room in _ROOM.distinct(rng, 1 + int(rng.random() < 0.4)):
                     rooms[s][str(room)] = int(rng.integers(3, 30))
         w = _segment_of(wake_t)
         rooms[w]["bedroom"] = rooms[w].get("bedroom", 0) + 4
@@ -358,6 +409,11 @@ def _home(rng, n_days):
 # -------------------------------------------------------------------------------------------------- Code
 
 
+_KIND = _Choice(CODE.kinds, (0.3, 0.1, 0.2, 0.05, 0.12, 0.13, 0.1))
+_LABEL = _Choice(("label=bug", "label=feature", "label=docs"), (0.5, 0.3, 0.2))
+_ACTORS = {p: _Choice(("actor=maintainer", "actor=contributor", "actor=bot"), (p, 0.9 - p, 0.1)) for p in (0.35, 0.2)}
+
+
 def _code(rng, n_days):
     spec = CODE
     templates = {
@@ -380,7 +436,7 @@ def _code(rng, n_days):
               values=(text, files, age))
 
     def actor(p_maintainer=0.35):
-        return rng.choice(("actor=maintainer", "actor=contributor", "actor=bot"), p=(p_maintainer, 0.9 - p_maintainer, 0.1))
+        return _ACTORS[p_maintainer](rng)
 
     for day in range(n_days):
         workday = day % 7 < 5
@@ -388,7 +444,7 @@ def _code(rng, n_days):
         times = np.sort(np.clip(rng.normal(800, 200, size=rng.poisson(6.0 if workday else 1.5)), 0, 1439)).astype(int)
         today = _routine_today(routines, day)
         for tod in times:
-            kind = rng.choice(spec.kinds, p=(0.3, 0.1, 0.2, 0.05, 0.12, 0.13, 0.1))
+            kind = _KIND(rng)
             time = base + int(tod)
             if kind == "push":
                 default = rng.random() < 0.5
@@ -403,7 +459,7 @@ def _code(rng, n_days):
                 obj, next_number = next_number, next_number + 1
                 opened_at[obj] = time
                 (issues if kind == "issue_opened" else prs).append(obj)
-                facts = [str(rng.choice(("label=bug", "label=feature", "label=docs"), p=(0.5, 0.3, 0.2))), actor(0.2)]
+                facts = [_LABEL(rng), actor(0.2)]
                 if facts[0] == "label=bug" and rng.random() < 0.4:
                     facts.append("repro=yes")
                 add(time, kind, facts, obj, need=bool(rng.random() < 0.8), a_key=("object", obj),
@@ -412,13 +468,14 @@ def _code(rng, n_days):
                 pool = issues if kind in ("issue_comment", "issue_closed") else prs
                 if not pool:
                     continue
-                obj = int(pool[int(rng.integers(len(pool)))])
+                position = int(rng.integers(len(pool)))
+                obj = int(pool[position])
                 who = actor()
                 facts = [who] + (["response=maintainer"] if who == "actor=maintainer" and kind in (
                     "issue_comment", "pr_review") else [])
                 add(time, str(kind), facts, obj, text=rng.random() * 0.5)
                 if kind in ("issue_closed", "pr_merged"):
-                    pool.remove(obj)
+                    pool.pop(position)
             for r in today:                           # the routine's response to its trigger, unless skipped
                 if spec.facts[r.trigger] == f"kind={kind}" and tod <= r.end and rng.random() >= r.skip_prob:
                     at = int(rng.integers(max(int(tod), r.start) + 20, r.end + 1)) if max(int(tod), r.start) + 20 <= r.end else r.end + 1
@@ -446,10 +503,10 @@ _GENERATORS = {"sports": _sports, "home": _home, "code": _code}
 def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
     """Fill ``label``, ``support``, ``episode`` and ``service`` from the routines (B), the needs (A) and novelty."""
     spec = SCOPES[stream.scope]
-    n = len(stream)
     day_of = stream.time // MINUTES_PER_DAY
     tod = stream.time % MINUTES_PER_DAY
     first = np.searchsorted(day_of, np.arange(stream.n_days + 1))
+    can = feasible_all(stream)
     episode_id = 0
     for r in stream.routines:
         for day in range(r.first_day, min(r.last_day, stream.n_days)):
@@ -470,11 +527,12 @@ def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
                 if seen(first[day + 1] - 1, r.end):
                     continue
                 close = day * MINUTES_PER_DAY + r.end
-                window = [t for t in range(tg, n) if close < stream.time[t] <= close + spec.grace]
+                window = range(max(tg, int(np.searchsorted(stream.time, close, side="right"))),
+                               int(np.searchsorted(stream.time, close + spec.grace, side="right")))
             # an event that shows the behaviour (late, for a deviation) offers no opportunity: the occurrence is
             # fulfilled, as current matching sees it
             candidates = [t for t in window if not seen(t, MINUTES_PER_DAY)]
-            hit = next((t for t in candidates if feasible(stream, t)), None)
+            hit = next((t for t in candidates if can[t]), None)
             if hit is None:
                 continue
             for t in window:
@@ -484,9 +542,10 @@ def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
             stream.support[hit] |= 2
             episode_id += 1
     labelled_keys = {}
-    for t in range(n):
-        service = evidence(stream, t)
-        if service < 0 or not need[t] or a_keys[t] is None:
+    services = evidence_all(stream)
+    for t in np.flatnonzero((services >= 0) & need).tolist():
+        service = int(services[t])
+        if a_keys[t] is None:
             continue
         key = a_keys[t]
         if key in labelled_keys:                     # covered by an earlier window of the same A-episode
