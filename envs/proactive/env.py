@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import numba
 import numpy as np
 from gymnasium import spaces
 
@@ -10,7 +11,7 @@ from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int, check_number
 from .memory import memory_trace
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
-from .world import DEFAULT_DAYS, check_scope, evidence, feasible, generate_stream
+from .world import DEFAULT_DAYS, check_scope, evidence_all, feasible_all, generate_stream
 
 DEPTHS = ("events", "trajectories", "regularities")
 """Memory depth actions: event memory only; + trajectory memory; + regularity memory (cumulative)."""
@@ -50,11 +51,65 @@ _TR = slice(F["tr_days"], F["rg_eligible"])
 _RG = slice(F["rg_eligible"], N_FEATURES)
 
 
-def _share(day_times, tod, lo, hi):
-    """Share of days (each a sequence of times of day) with a time in [tod + lo, tod + hi]."""
-    if not day_times:
-        return 0.0
-    return sum(any(tod + lo <= x <= tod + hi for x in times) for times in day_times) / len(day_times)
+@numba.njit(cache=True)
+def _event_layer(tod, day, behaviour_bits, event_lo, out):
+    """Event-layer features of every event ``t`` into ``out[t]``: context size / 99, then per behaviour the share of
+    the previous days in the context (``event_lo[t] .. t − 1``; a day counts when it has any event there) with the
+    behaviour within ±30 min of now, the same share within the last two hours, and whether today's events up to
+    ``t`` show it within the last two hours."""
+    n, n_b = behaviour_bits.shape
+    now = np.zeros(n_b, np.int64)
+    before = np.zeros(n_b, np.int64)
+    for t in range(n):
+        m, d, lo = tod[t], day[t], event_lo[t]
+        out[t, 0] = (t - lo) / 99
+        now[:], before[:] = 0, 0
+        n_days, i = 0, lo
+        while i < t and day[i] != d:                 # times are sorted: the previous days come first, each a run
+            j, current = i, day[i]
+            for b in range(n_b):
+                seen_now = seen_before = False
+                k = i
+                while k < t and day[k] == current:
+                    if behaviour_bits[k, b]:
+                        seen_now |= m - USUAL_NOW <= tod[k] <= m + USUAL_NOW
+                        seen_before |= m - USUAL_BEFORE <= tod[k] <= m - 1
+                    k += 1
+                now[b] += seen_now
+                before[b] += seen_before
+                j = k
+            n_days += 1
+            i = j
+        for b in range(n_b):
+            out[t, 1 + b] = now[b] / n_days if n_days else 0.0
+            out[t, 1 + n_b + b] = before[b] / n_days if n_days else 0.0
+            today = False
+            for k in range(i, t + 1):
+                today |= behaviour_bits[k, b] and m - USUAL_BEFORE <= tod[k] <= m
+            out[t, 1 + 2 * n_b + b] = today
+
+
+@numba.njit(cache=True)
+def _trajectory_layer(tod, view_of, view_ptr, view_records, occurrence_ptr, occurrence_tod, n_b, out):
+    """Per event ``t``, the shares of the trajectory layer into ``out[t, 2:]``: per behaviour, the share of the
+    records (with segments) of the event's cycle view ``view_of[t]`` that claim the behaviour within ±30 min of
+    now, then the same share within the last two hours. Record ``r``'s claim times of behaviour ``b`` are
+    ``occurrence_tod[occurrence_ptr[r * n_b + b]:occurrence_ptr[r * n_b + b + 1]]``."""
+    for t in range(tod.size):
+        m, v = tod[t], view_of[t]
+        n_records = view_ptr[v + 1] - view_ptr[v]
+        for b in range(n_b):
+            now = before = 0
+            for k in range(view_ptr[v], view_ptr[v + 1]):
+                r = view_records[k]
+                seen_now = seen_before = False
+                for j in range(occurrence_ptr[r * n_b + b], occurrence_ptr[r * n_b + b + 1]):
+                    seen_now |= m - USUAL_NOW <= occurrence_tod[j] <= m + USUAL_NOW
+                    seen_before |= m - USUAL_BEFORE <= occurrence_tod[j] <= m - 1
+                now += seen_now
+                before += seen_before
+            out[t, 2 + b] = now / n_records if n_records else 0.0
+            out[t, 2 + n_b + b] = before / n_records if n_records else 0.0
 
 
 class ProactiveStreamEnv(TextRender, gym.Env):
@@ -180,57 +235,76 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         static[np.arange(n), F["kind0"] + s.kind] = 1
         static[:, F["fact0"]:F["fact0"] + MAX_FACTS] = bits
         static[:, F["value0"]:F["value0"] + s.values.shape[1]] = s.values
-        self._evidence = np.array([evidence(s, t) for t in range(n)])
-        self._feasible = np.array([feasible(s, t) for t in range(n)])
+        self._evidence, self._feasible = evidence_all(s), feasible_all(s)
         static[:, F["evidence"]], static[:, F["feasible"]] = self._evidence >= 0, self._feasible
-        self._reg_ids = []
+        lo = trace.event_lo
+        # event layer: the previous days in context, and today
+        ev = np.zeros((n, _EV.stop - _EV.start))
+        _event_layer(tod, day, bits[:, list(behaviours)].astype(np.bool_), lo, ev)
+        retrieved[:, :, _EV] = ev
+        # trajectory layer: the accepted daily records of the current cycle
+        tr = np.zeros((n, _TR.stop - _TR.start))
+        tr[:, 1] = np.minimum(1.0, trace.n_segments / 60)
+        _trajectory_layer(tod, *self._cycle_views(tr[:, 0]), len(behaviours), tr)
+        retrieved[1:, :, _TR] = tr
+        # regularity layer
+        rg = np.zeros((n, _RG.stop - _RG.start), np.float32)
+        rg[:, 0] = np.minimum(1.0, trace.n_eligible / 20)
+        self._reg_ids = [()] * n
         self._actionable_service = np.full(n, -1)
-        for t in range(n):
-            m, d, lo = int(tod[t]), int(day[t]), int(trace.event_lo[t])
-            # event layer: the previous days in context, and today
-            prior_days = {}
-            for i in range(lo, t):
-                prior_days.setdefault(int(day[i]), []).append(i)
-            today = prior_days.pop(d, []) + [t]
-            ev = [(t - lo) / 99]
-            per_day = [[[tod[i] for i in idx if bits[i, b]] for idx in prior_days.values()] for b in behaviours]
-            ev += [_share(pd, m, -USUAL_NOW, USUAL_NOW) for pd in per_day]
-            ev += [_share(pd, m, -USUAL_BEFORE, -1) for pd in per_day]
-            ev += [any(bits[i, b] and m - USUAL_BEFORE <= tod[i] <= m for i in today) for b in behaviours]
-            retrieved[:, t, _EV] = ev
-            # trajectory layer: the accepted daily records of the current cycle
-            records = trace.cycle_records[t]
-            rec_times = [[[x % MINUTES_PER_DAY for x in r.occurrences(b)] for r in records if r.segments]
-                         for b in behaviours]
-            tr = [len(records) / 7, min(1.0, int(trace.n_segments[t]) / 60)]
-            tr += [_share(rt, m, -USUAL_NOW, USUAL_NOW) for rt in rec_times]
-            tr += [_share(rt, m, -USUAL_BEFORE, -1) for rt in rec_times]
-            retrieved[1:, t, _TR] = tr
-            # regularity layer
-            matches = trace.matches[t]
-            rg = np.zeros(_RG.stop - _RG.start, np.float32)
-            rg[0] = min(1.0, int(trace.n_eligible[t]) / 20)
+        n_matches = np.zeros(n, np.int64)
+        for t, matches in enumerate(trace.matches):
+            if not matches:
+                continue
+            n_matches[t] = len(matches)
             for k, mt in enumerate(matches):
                 o = 2 + k * len(_REG_FIELDS)
-                rg[o:o + 8] = (1, mt.confidence, min(1.0, mt.lift / 3), mt.state == "active",
-                               mt.occurrence == "deviated", mt.occurrence == "pending", mt.occurrence == "upcoming",
-                               min(1.0, mt.distance / 240))
-                rg[o + 8 + behaviours.index(mt.behaviour)] = 1
+                rg[t, o:o + 8] = (1, mt.confidence, min(1.0, mt.lift / 3), mt.state == "active",
+                                  mt.occurrence == "deviated", mt.occurrence == "pending",
+                                  mt.occurrence == "upcoming", min(1.0, mt.distance / 240))
+                rg[t, o + 8 + behaviours.index(mt.behaviour)] = 1
             actionable = [mt for mt in matches if mt.state == "active" and mt.occurrence in spec.actionable]
-            rg[1] = bool(actionable)
+            rg[t, 1] = bool(actionable)
             if actionable:
                 self._actionable_service[t] = self._routine_service(actionable[0].behaviour)
-            retrieved[2, t, _RG] = rg
-            self._reg_ids.append(tuple(sorted(mt.rid for mt in matches)))
-            tokens[t, 0] = (t - lo) * spec.event_tokens
-            tokens[t, 1] = tokens[t, 0] + int(trace.n_segments[t]) * spec.segment_tokens
-            tokens[t, 2] = tokens[t, 1] + spec.matching_overhead_tokens + len(matches) * spec.regularity_tokens
+            self._reg_ids[t] = tuple(sorted(mt.rid for mt in matches))
+        retrieved[2, :, _RG] = rg
+        tokens[:, 0] = (np.arange(n) - lo) * spec.event_tokens
+        tokens[:, 1] = tokens[:, 0] + trace.n_segments * spec.segment_tokens
+        tokens[:, 2] = tokens[:, 1] + spec.matching_overhead_tokens + n_matches * spec.regularity_tokens
         retrieved[:, :, F["loaded_events"]] = 1
         retrieved[1:, :, F["loaded_trajectories"]] = 1
         retrieved[2, :, F["loaded_regularities"]] = 1
         static[:, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
         self._static, self._retrieved, self._tokens = static, retrieved, tokens
         self._key_state = self._episode_states()
+
+    def _cycle_views(self, n_records_share) -> tuple:
+        """The trace's cycle views (``W_t``, one tuple of records per stretch of events) as flat arrays for
+        :func:`_trajectory_layer`; fills ``n_records_share`` with each event's records / 7."""
+        behaviours, trace = self.scope_spec.behaviour_ids, self.trace
+        n = len(self.stream)
+        view_of, view_ptr, view_records = np.empty(n, np.int64), [0], []
+        occurrence_ptr, occurrence_tod, index = [0], [], {}
+        previous, v = None, -1
+        for t, records in enumerate(trace.cycle_records):
+            if records is not previous:
+                previous, v = records, v + 1
+                for r in records:
+                    if not r.segments:
+                        continue
+                    if id(r) not in index:
+                        index[id(r)] = len(index)
+                        for b in behaviours:
+                            occurrence_tod.extend(x % MINUTES_PER_DAY for x in r.occurrences(b))
+                            occurrence_ptr.append(len(occurrence_tod))
+                    view_records.append(index[id(r)])
+                view_ptr.append(len(view_records))
+                share = len(records) / 7
+            view_of[t] = v
+            n_records_share[t] = share
+        return (view_of, np.array(view_ptr, np.int64), np.array(view_records, np.int64),
+                np.array(occurrence_ptr, np.int64), np.array(occurrence_tod, np.int64))
 
     def _episode_states(self) -> list:
         """Per event, the scope's episode state in the intervention-control key (B.3): Sports — availability and
