@@ -97,6 +97,13 @@ def event_window(time: np.ndarray, t: int, horizon: int = EVENT_HORIZON, capacit
     return max(first_in_horizon, t - (capacity - 1))
 
 
+def event_windows(time: np.ndarray, horizon: int = EVENT_HORIZON, capacity: int = EVENT_CAPACITY) -> np.ndarray:
+    """:func:`event_window` of every event at once."""
+    if horizon < 0 or capacity < 1:
+        raise ValueError(f"event_window needs horizon >= 0 and capacity >= 1, got {horizon} and {capacity}")
+    return np.maximum(np.searchsorted(time, time - horizon, side="left"), np.arange(time.size) - (capacity - 1))
+
+
 @dataclass(frozen=True)
 class Segment:
     """One trajectory segment of a daily record: an interval, the facts ``F(d)`` it claims and its sources ``E(d)``."""
@@ -576,6 +583,7 @@ class ProactiveMemory:
         n = len(stream)
         trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64), np.empty(n, np.int64))
         times, facts, observed = stream.time.tolist(), stream.facts.tolist(), stream.observed.tolist()
+        trace.event_lo[:] = event_windows(stream.time)
         open_day = times[0] // MINUTES_PER_DAY if n else 0
         open_from, open_claims = 0, []
         for t in range(n):
@@ -586,7 +594,6 @@ class ProactiveMemory:
                     open_day, open_from = open_day + 1, t
                 open_claims = []
             open_claims.append((times[t] % MINUTES_PER_DAY, facts[t], observed[t]))
-            trace.event_lo[t] = event_window(stream.time, t)
             trace.cycle_records.append(self._cycle_view)
             trace.matches.append(tuple(select(self._eligible, times[t], open_claims, spec)))
             trace.n_eligible[t] = len(self._eligible)

@@ -119,34 +119,35 @@ class _Choice:
         return [self.options[i] for i in found]
 
 
-def _bits(spec: ScopeSpec, names) -> int:
-    out = 0
-    for n in names:
-        out |= spec.bit(n)
-    return out
-
-
 class _Builder:
     """Accumulates the events of one stream, then sorts them by (time, insertion order)."""
 
     def __init__(self, spec: ScopeSpec):
         self.spec = spec
         self.rows = []
+        self._bit = {name: spec.bit(name) for name in spec.facts}
+        self._no_values = (0.0,) * len(spec.values)
 
     def add(self, time, facts=(), *, kind=0, observed=True, values=None, object_id=-1, need=False, a_key=None):
-        values = np.zeros(len(self.spec.values)) if values is None else np.clip(np.asarray(values, float), 0, 1)
-        self.rows.append((int(time), len(self.rows), int(kind), _bits(self.spec, facts) if observed else 0,
-                          bool(observed), values if observed else np.zeros_like(values), int(object_id),
+        """One event; ``values`` are clipped to [0, 1] (in :meth:`arrays`); an unobserved event keeps no facts and
+        no values."""
+        bits = 0
+        if observed:
+            for name in facts:
+                bits |= self._bit[name]
+        values = values if observed and values is not None else self._no_values
+        self.rows.append((int(time), len(self.rows), int(kind), bits, bool(observed), values, int(object_id),
                           bool(need), a_key))
 
     def arrays(self):
         rows = sorted(self.rows, key=lambda r: (r[0], r[1]))
         n = len(rows)
+        values = np.clip(np.array([r[5] for r in rows], dtype=np.float64).reshape(n, len(self.spec.values)), 0, 1)
         return dict(time=np.array([r[0] for r in rows], dtype=np.int64),
                     kind=np.array([r[2] for r in rows], dtype=np.int64),
                     facts=np.array([r[3] for r in rows], dtype=np.int64),
                     observed=np.array([r[4] for r in rows], dtype=bool),
-                    values=np.array([r[5] for r in rows], dtype=np.float32).reshape(n, len(self.spec.values)),
+                    values=values.astype(np.float32),
                     object_id=np.array([r[6] for r in rows], dtype=np.int64),
                     need=np.array([r[7] for r in rows], dtype=bool),
                     a_key=[r[8] for r in rows])
