@@ -30,6 +30,7 @@ and day ``d`` has weekday ``d % 7`` (0 = Monday).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple, Sequence
@@ -81,7 +82,9 @@ def _tod(time: int) -> int:
 
 
 def _any_within(times, lo: int, hi: int) -> bool:
-    return any(lo <= time <= hi for time in times)
+    """Whether the sorted ``times`` hold one in ``[lo, hi]``."""
+    i = bisect_left(times, lo)
+    return i < len(times) and times[i] <= hi
 
 
 def event_window(time: np.ndarray, t: int, horizon: int = EVENT_HORIZON, capacity: int = EVENT_CAPACITY) -> int:
@@ -138,24 +141,28 @@ def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeS
     citation. Only earlier events are cited so that the summary of a day never depends on later events.
     """
     behaviour_mask = sum(1 << b for b in spec.behaviour_ids)
+    idx = np.asarray(indices, dtype=np.int64)
     groups, previous = [], None
-    for i in indices:
-        if not stream.observed[i]:
+    for i, time, facts, observed in zip(idx.tolist(), stream.time[idx].tolist(), stream.facts[idx].tolist(),
+                                        stream.observed[idx].tolist()):
+        if not observed:
             continue
-        time, facts = int(stream.time[i]), int(stream.facts[i])
         if previous is None or (facts ^ previous[1]) & behaviour_mask or time - previous[0] > SEGMENT_GAP:
             groups.append([])
-        groups[-1].append(int(i))
+        groups[-1].append((i, time, facts))
         previous = (time, facts)
     earlier_events = min(indices) if len(indices) else 0
     segments = []
     for group in groups:
         facts, fact_times = 0, set()
-        for i in group:
-            event_facts = int(stream.facts[i])
-            fact_times.update((fact, int(stream.time[i])) for fact in range(len(spec.facts)) if event_facts >> fact & 1)
+        for _, time, event_facts in group:
+            rest = event_facts
+            while rest:
+                low = rest & -rest
+                fact_times.add((low.bit_length() - 1, time))
+                rest ^= low
             facts |= event_facts
-        start, end, citations = int(stream.time[group[0]]), int(stream.time[group[-1]]), tuple(group)
+        start, end, citations = group[0][1], group[-1][1], tuple(i for i, _, _ in group)
         u = rng.random(4)
         if u[0] < hallucination_rate:
             absent = [b for b in spec.behaviour_ids if not facts >> b & 1]
@@ -177,20 +184,22 @@ def fact_consistent(segment: Segment, stream: Stream, day_indices: Sequence[int]
     cited events within the segment's day; every claimed fact is supported, ``F(d) ⊆ ∪_{e∈E(d)} F(e)``, and each
     ``(fact, time)`` claim is the time of a cited event carrying that fact.
     """
-    citations = segment.citations
-    if not citations or not all(0 <= c < len(stream) and c in day_indices for c in citations):
+    citations, n = segment.citations, len(stream)
+    if not citations or not all(0 <= c < n and c in day_indices for c in citations):
         return False
-    times = [int(stream.time[c]) for c in citations]
-    support = 0
-    for c in citations:
-        support |= int(stream.facts[c])
+    cited = list(citations)
+    times = stream.time[cited].tolist()
+    support, facts_at = 0, {}                       # facts_at: time -> facts of the cited events at that time
+    for time, facts in zip(times, stream.facts[cited].tolist()):
+        support |= facts
+        facts_at[time] = facts_at.get(time, 0) | facts
     if segment.facts & ~support:
         return False
     if (segment.start, segment.end) != (min(times), max(times)) or segment.start // MINUTES_PER_DAY != segment.day:
         return False
     timed = 0
     for fact, time in segment.fact_times:
-        if not any(t == time and stream.has(c, fact) for c, t in zip(citations, times)):
+        if not facts_at.get(time, 0) >> fact & 1:
             return False
         timed |= 1 << fact
     return timed == segment.facts
@@ -206,9 +215,9 @@ class DailyRecord:
     rejected: int
     """Segments the validator dropped."""
     gaps: tuple
-    """Absolute times of the day's unobserved events (censoring evidence for replay)."""
+    """Sorted absolute times of the day's unobserved events (censoring evidence for replay)."""
     observed_times: tuple
-    """Absolute times of the day's observed events (observability evidence for the base rate)."""
+    """Sorted absolute times of the day's observed events (observability evidence for the base rate)."""
 
     def occurrences(self, fact: int) -> tuple:
         """Sorted absolute times at which the accepted segments claim ``fact`` on this day."""
@@ -277,8 +286,8 @@ def day_outcome(reg: Regularity, record: DailyRecord) -> str:
         return "inapplicable"
     day_start = record.day * MINUTES_PER_DAY
     window_start, window_end = day_start + reg.start, day_start + reg.end
-    triggers = [time for time in record.occurrences(reg.trigger) if time <= window_end]
-    if not triggers:
+    triggers = record.occurrences(reg.trigger)          # sorted: the first is the earliest
+    if not triggers or triggers[0] > window_end:
         return "untriggered"
     trigger = triggers[0]
     if _any_within(record.occurrences(reg.behaviour), max(trigger, window_start), window_end):
