@@ -480,12 +480,23 @@ def occurrence_state(reg: Regularity, now_tod: int, today_claims: Sequence[tuple
     trigger_bit, behaviour_bit = 1 << reg.trigger, 1 << reg.behaviour
     trigger = next((tod for tod, facts, observed in today_claims
                     if observed and facts & trigger_bit and tod <= reg.end), None)
+    last_behaviour = max((tod for tod, facts, observed in today_claims
+                          if observed and facts & behaviour_bit and tod <= now_tod), default=-1)
+    last_gap = max((tod for tod, _, observed in today_claims if not observed), default=-1)
+    return _occurrence(reg, now_tod, trigger, last_behaviour, last_gap, spec)
+
+
+def _occurrence(reg: Regularity, now_tod: int, trigger: int | None, last_behaviour: int, last_gap: int,
+                spec: ScopeSpec) -> str | None:
+    """:func:`occurrence_state` from the open day's summary: ``trigger`` (``τ_g`` or None), the latest time of day
+    ``<= now`` of an observed behaviour claim and the latest of an unobserved event (−1: none)."""
+    if not reg.start - spec.lead <= now_tod <= reg.end + spec.grace:
+        return None
     if trigger is None:
         return "upcoming" if now_tod < reg.end else None
-    after = max(trigger, reg.start)
-    if any(observed and facts & behaviour_bit and after <= tod <= now_tod for tod, facts, observed in today_claims):
+    if last_behaviour >= max(trigger, reg.start):
         return "fulfilled"
-    if any(not observed and tod >= trigger for tod, _, observed in today_claims):
+    if last_gap >= trigger:
         return "censored"
     return "deviated" if now_tod > reg.end else "pending"
 
@@ -499,11 +510,14 @@ def select(regularities: Sequence[Regularity], now: int, today_claims: Sequence[
     top :data:`TOP_K`.
     """
     now_tod, weekday = _tod(now), (now // MINUTES_PER_DAY) % 7
+    return _top(((reg, occurrence_state(reg, now_tod, today_claims, spec)) for reg in regularities
+                 if reg.state in ELIGIBLE and reg.weekdays >> weekday & 1), now_tod)
+
+
+def _top(scored, now_tod: int) -> list[Match]:
+    """The ranking of :func:`select` over ``(regularity, occurrence state)`` pairs."""
     ranked = []
-    for reg in regularities:
-        if reg.state not in ELIGIBLE or not reg.weekdays >> weekday & 1:
-            continue
-        occurrence = occurrence_state(reg, now_tod, today_claims, spec)
+    for reg, occurrence in scored:
         if occurrence not in RETRIEVED:
             continue
         distance = max(reg.start - now_tod, now_tod - reg.end, 0)
@@ -594,17 +608,35 @@ class ProactiveMemory:
         times, facts, observed = stream.time.tolist(), stream.facts.tolist(), stream.observed.tolist()
         trace.event_lo[:] = event_windows(stream.time)
         open_day = times[0] // MINUTES_PER_DAY if n else 0
-        open_from, open_claims = 0, []
+        open_from = 0
+        behaviours = spec.behaviour_ids
+        # the open day's summary for matching (select's today_claims, kept incrementally; times are sorted):
+        # the applicable eligible regularities, each one's first trigger claim, the latest observed claim of each
+        # behaviour and the latest unobserved event
+        today = triggers = last_behaviour = None
+        last_gap = -1
         for t in range(n):
             day = times[t] // MINUTES_PER_DAY
-            if day > open_day:
+            if day > open_day or today is None:
                 while open_day < day:
                     self._complete_day(open_day, range(open_from, t))
                     open_day, open_from = open_day + 1, t
-                open_claims = []
-            open_claims.append((times[t] % MINUTES_PER_DAY, facts[t], observed[t]))
+                today = [reg for reg in self._eligible if reg.weekdays >> (day % 7) & 1]
+                triggers, last_behaviour, last_gap = [None] * len(today), dict.fromkeys(behaviours, -1), -1
+            tod, f = times[t] % MINUTES_PER_DAY, facts[t]
+            if observed[t]:
+                for b in behaviours:
+                    if f >> b & 1:
+                        last_behaviour[b] = tod
+                for k, reg in enumerate(today):
+                    if triggers[k] is None and f >> reg.trigger & 1 and tod <= reg.end:
+                        triggers[k] = tod
+            else:
+                last_gap = tod
             trace.cycle_records.append(self._cycle_view)
-            trace.matches.append(tuple(select(self._eligible, times[t], open_claims, spec)))
+            trace.matches.append(tuple(_top(
+                ((reg, _occurrence(reg, tod, triggers[k], last_behaviour[reg.behaviour], last_gap, spec))
+                 for k, reg in enumerate(today)), tod)))
             trace.n_eligible[t] = len(self._eligible)
             trace.n_segments[t] = self._cycle_segments
         trace.records, trace.regularities, trace.rejected = self._records, self._regularities, self._rejected
