@@ -46,6 +46,8 @@ FEATURE_NAMES = tuple(
 N_FEATURES = len(FEATURE_NAMES)
 F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 RETRIEVED = slice(F["loaded_events"], N_FEATURES)
+_PHASE, _BUDGET_LEFT, _DUPLICATE = F["phase"], F["budget_left"], F["duplicate"]
+_INTERVENED_TODAY, _SINCE_INTERVENTION = F["intervened_today"], F["since_intervention"]
 _EV = slice(F["ev_count"], F["tr_days"])
 _TR = slice(F["tr_days"], F["rg_eligible"])
 _RG = slice(F["rg_eligible"], N_FEATURES)
@@ -235,6 +237,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         static[np.arange(n), F["kind0"] + s.kind] = 1
         static[:, F["fact0"]:F["fact0"] + MAX_FACTS] = bits
         static[:, F["value0"]:F["value0"] + s.values.shape[1]] = s.values
+        static[:, _BUDGET_LEFT] = static[:, _SINCE_INTERVENTION] = 1.0   # before any spending / intervention
         self._evidence, self._feasible = evidence_all(s), feasible_all(s)
         static[:, F["evidence"]], static[:, F["feasible"]] = self._evidence >= 0, self._feasible
         lo = trace.event_lo
@@ -341,7 +344,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         routine_driven = depth == 2 and self._actionable_service[t] >= 0
         service = int(self._actionable_service[t]) if routine_driven else max(0, int(self._evidence[t]))
         reg_ids = self._reg_ids[t] if depth == 2 else ()
-        d = int(s.time[t] // MINUTES_PER_DAY)
+        d = self._day[t]
         if self.scope != "code":
             return service, (self.scope, d, self._key_state[t], service, reg_ids)
         if routine_driven:
@@ -361,17 +364,18 @@ class ProactiveStreamEnv(TextRender, gym.Env):
     # ---------------------------------------------------------------------------------------------------- API
 
     def _obs(self) -> np.ndarray:
-        t = min(self._t, len(self.stream) - 1)
+        t = min(self._t, self._n - 1)
         obs = self._static[t].copy()
-        obs[F["budget_left"]] = 1.0 if self.token_budget is None else max(0.0, 1 - self._spent / self.token_budget)
-        d = int(self.stream.time[t] // MINUTES_PER_DAY)
-        obs[F["intervened_today"]] = self._last_day == d
-        obs[F["since_intervention"]] = 1.0 if self._last_time is None else min(
-            1.0, (self.stream.time[t] - self._last_time) / MINUTES_PER_DAY)
+        if self.token_budget is not None:
+            obs[_BUDGET_LEFT] = max(0.0, 1 - self._spent / self.token_budget)
+        if self._last_time is not None:
+            obs[_INTERVENED_TODAY] = self._last_day == self._day[t]
+            obs[_SINCE_INTERVENTION] = min(1.0, (self._time[t] - self._last_time) / MINUTES_PER_DAY)
         if self._phase == 1:
-            obs[F["phase"]] = 1
-            obs[RETRIEVED] = self._retrieved[self._depth, t, RETRIEVED] if self._depth >= 0 else 0
-            obs[F["duplicate"]] = self._key(1) in self._allowed
+            obs[_PHASE] = 1
+            if self._depth >= 0:
+                obs[RETRIEVED] = self._retrieved[self._depth, t, RETRIEVED]
+            obs[_DUPLICATE] = self._key(1) in self._allowed
         return obs
 
     def reset(self, *, seed=None, options=None):
@@ -393,6 +397,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
                                   replay_gate=self.memory != "no_replay_gate",
                                   hallucination_rate=self.hallucination_rate,
                                   seed=int(self.np_random.integers(2**31)))
+        self._n, self._time = len(stream), stream.time.tolist()
+        self._day = [time // MINUTES_PER_DAY for time in self._time]
         self._precompute()
         self._t, self._phase, self._depth = 0, 0, 0
         self._spent, self._return = 0, 0.0
@@ -411,12 +417,16 @@ class ProactiveStreamEnv(TextRender, gym.Env):
     def step(self, action):
         if self.stream is None:
             raise RuntimeError("call reset() before step()")
-        if self._t >= len(self.stream):
+        if self._t >= self._n:
             raise RuntimeError("the stream has ended; call reset()")
-        a = np.asarray(action)
-        if a.shape != () or a.dtype.kind not in "iu" or not 0 <= int(a) < 3:
+        if type(action) is not int:                  # fast path; bool, floats and arrays go through the checks
+            a = np.asarray(action)
+            if a.shape != () or a.dtype.kind not in "iu":
+                raise ValueError(f"action must be an integer in [0, 3) (Discrete(3)), got {action!r}")
+            action = int(a)
+        if not 0 <= action < 3:
             raise ValueError(f"action must be an integer in [0, 3) (Discrete(3)), got {action!r}")
-        a, t = int(a), self._t
+        a, t = action, self._t
         if self._phase == 0:
             depth = a
             cost = int(self._tokens[t, depth])
@@ -436,13 +446,13 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         label = int(self.stream.label[t])
         if decision:
             self._allowed.add(key)
-            self._last_day, self._last_time = int(self.stream.time[t] // MINUTES_PER_DAY), int(self.stream.time[t])
+            self._last_day, self._last_time = self._day[t], self._time[t]
         reward = (1.0 if label else -self.intrusion_penalty) if decision else 0.0
         self._counts["tp" if decision and label else "fp" if decision else "fn" if label else "tn"] += 1
         self._counts["suppressed"] += suppressed
         self._return += reward
         self._t, self._phase = t + 1, 0
-        terminated = self._t >= len(self.stream)
+        terminated = self._t >= self._n
         info = self._info(t, 1, self._depth, 0, False, bool(a), a, decision, suppressed, int(service), label)
         if terminated:
             info["episode_metrics"] = dict(episode_metrics(**{k: self._counts[k] for k in ("tp", "fp", "fn", "tn")}),
