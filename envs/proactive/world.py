@@ -28,6 +28,7 @@ events.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ..validation import check_int
@@ -258,6 +259,10 @@ def _draw_routines(rng, spec, templates, n_days, masks, skip, n_active, services
     return routines
 
 
+def _fact_bits(spec: ScopeSpec, names) -> np.ndarray:
+    return np.array([spec.bit(name) for name in names], np.int64)
+
+
 def _routine_today(routines, day):
     return [r for r in routines if r.first_day <= day < r.last_day and (r.weekdays >> (day % 7)) & 1]
 
@@ -271,41 +276,81 @@ def _sports(rng, n_days):
         skip={"evening_walk": 0.25, "lunch_walk": 0.25, "weekend_ride": 0.2}, n_active=2,
         services=dict.fromkeys(_SPORTS_TEMPLATES, "walk_suggestion"))
     works = rng.random() < 0.8
-    b = _Builder(spec)
+    time, facts, observed, values, need = _sports_days(
+        rng, n_days, works, np.array([np.searchsorted(_SLOT_TIMES, r.start) for r in routines], np.int64),
+        np.array([r.first_day for r in routines], np.int64), np.array([r.last_day for r in routines], np.int64),
+        np.array([r.weekdays for r in routines], np.int64), np.array([r.skip_prob for r in routines]),
+        np.array([spec.facts[r.behaviour] == "activity=on_bicycle" for r in routines]),
+        np.array(_SLOT_TIMES, np.int64), _WEATHER.cdf, _ACTIVITY.cdf, _fact_bits(spec, _WEATHER.options),
+        _fact_bits(spec, _ACTIVITY.options + ("activity=on_bicycle",)),
+        _fact_bits(spec, ("location=work", "location=home", "location=other")),
+        _fact_bits(spec, ("steps=low", "steps=mid", "steps=high")), _fact_bits(spec, _SLOTS), spec.bit("available"))
+    n = time.size
+    order = np.argsort(time, kind="stable")
+    return dict(time=time[order], kind=np.zeros(n, np.int64), facts=facts[order], observed=observed[order],
+                values=np.clip(values[order], 0, 1).astype(np.float32), object_id=np.full(n, -1, np.int64),
+                need=need[order], a_key=[("day", int(day)) for day in time[order] // MINUTES_PER_DAY]), routines
+
+
+@numba.njit(cache=True)
+def _sports_days(rng, n_days, works, routine_slot, first_day, last_day, weekdays, skip_prob, by_bicycle, slot_times,
+                 weather_cdf, activity_cdf, weather_bits, activity_bits, location_bits, steps_bits, slot_bits,
+                 available_bit):
+    """The Sports decision points of every day, drawn in the order of the reference generator (five per day; the
+    routines' due slots and skips drawn first each day). Activities: still, walking, in vehicle, on bicycle;
+    locations: work, home, other; weather: clear, cloudy, rain, snow."""
+    n = n_days * slot_times.size
+    time = np.empty(n, np.int64)
+    facts = np.zeros(n, np.int64)
+    observed = np.empty(n, np.bool_)
+    values = np.zeros((n, 3))
+    need = np.empty(n, np.bool_)
+    due = np.empty(slot_times.size + 1, np.int64)         # slot -> routine due there (−1 none); the last wins
+    skipped = np.zeros(slot_times.size + 1, np.bool_)
+    i = 0
     for day in range(n_days):
         wd = day % 7
-        weather = _WEATHER(rng)
-        temp = rng.normal(18, 7)
-        due = {}
-        for r in _routine_today(routines, day):
-            skip_p = 0.85 if weather in ("weather=rain", "weather=snow") else r.skip_prob
-            due[int(np.searchsorted(_SLOT_TIMES, r.start))] = (r, rng.random() < skip_p)
-        for k, base in enumerate(_SLOT_TIMES):
-            time = day * MINUTES_PER_DAY + base + int(rng.integers(-15, 16))
-            at_work = works and wd < 5 and k in (1, 2) and rng.random() < 0.9
-            location = "location=work" if at_work else ("location=home" if k in (0, 3, 4) and rng.random() < 0.8
-                                                        else "location=other")
-            activity = _ACTIVITY(rng)
-            steps30 = float(rng.lognormal(4.0, 1.0))
+        weather = np.searchsorted(weather_cdf, rng.random(), side="right")
+        temp = rng.normal(18.0, 7.0)
+        due[:] = -1
+        for r in range(routine_slot.size):
+            if first_day[r] <= day < last_day[r] and (weekdays[r] >> wd) & 1:
+                skip_p = 0.85 if weather >= 2 else skip_prob[r]
+                due[routine_slot[r]] = r
+                skipped[routine_slot[r]] = rng.random() < skip_p
+        for k in range(slot_times.size):
+            t = day * MINUTES_PER_DAY + slot_times[k] + rng.integers(-15, 16)
+            at_work = works and wd < 5 and (k == 1 or k == 2) and rng.random() < 0.9
+            if at_work:
+                location = 0
+            elif (k == 0 or k == 3 or k == 4) and rng.random() < 0.8:
+                location = 1
+            else:
+                location = 2
+            activity = np.searchsorted(activity_cdf, rng.random(), side="right")
+            steps30 = rng.lognormal(4.0, 1.0)
             if rng.random() < 0.08:
-                steps30 = float(rng.uniform(900, 2500))
-            if k in due and not due[k][1]:
-                r = due[k][0]
-                steps30 = float(rng.uniform(900, 2500))
-                if spec.facts[r.behaviour] == "activity=on_bicycle":
-                    activity = "activity=on_bicycle"
+                steps30 = rng.uniform(900.0, 2500.0)
+            if due[k] >= 0 and not skipped[k]:
+                steps30 = rng.uniform(900.0, 2500.0)
+                if by_bicycle[due[k]]:
+                    activity = 3
                 elif rng.random() < 0.6:
-                    activity = "activity=walking"
+                    activity = 1
                 if not at_work:
-                    location = "location=other"
-            steps60 = steps30 + float(rng.lognormal(4.5, 1.0))
-            available = activity != "activity=in_vehicle" and rng.random() < 0.88
-            step_bucket = "steps=low" if steps30 < 150 else ("steps=mid" if steps30 < 900 else "steps=high")
-            facts = [activity, location, weather, step_bucket, _SLOTS[k]] + (["available"] if available else [])
-            need = bool(rng.random() < np.clip(0.85 - steps60 / 400, 0.15, 0.85))
-            b.add(time, facts, observed=rng.random() < 0.93, need=need, a_key=("day", day),
-                  values=(steps30 / 2500, steps60 / 5000, (temp + 10) / 45))
-    return b, routines
+                    location = 2
+            steps60 = steps30 + rng.lognormal(4.5, 1.0)
+            available = activity != 2 and rng.random() < 0.88
+            bucket = 0 if steps30 < 150 else (1 if steps30 < 900 else 2)
+            need[i] = rng.random() < min(max(0.85 - steps60 / 400, 0.15), 0.85)
+            observed[i] = rng.random() < 0.93
+            time[i] = t
+            if observed[i]:
+                facts[i] = (activity_bits[activity] | location_bits[location] | weather_bits[weather]
+                            | steps_bits[bucket] | slot_bits[k] | (available_bit if available else 0))
+                values[i, 0], values[i, 1], values[i, 2] = steps30 / 2500, steps60 / 5000, (temp + 10) / 45
+            i += 1
+    return time, facts, observed, values, need
 
 
 # -------------------------------------------------------------------------------------------------- Home
@@ -404,7 +449,7 @@ def _home(rng, n_days):
             need, key = (quiet[s][1], ("quiet", quiet[s][0])) if quiet[s] else (False, None)
             b.add(day * MINUTES_PER_DAY + end, facts, observed=rng.random() >= 0.03, values=values, need=need,
                   a_key=key)
-    return b, routines
+    return b.arrays(), routines
 
 
 # -------------------------------------------------------------------------------------------------- Code
@@ -482,7 +527,7 @@ def _code(rng, n_days):
                     at = int(rng.integers(max(int(tod), r.start) + 20, r.end + 1)) if max(int(tod), r.start) + 20 <= r.end else r.end + 1
                     if at <= r.end:
                         _schedule_response(add, spec, r, base + at, obj, rng)
-    return b, routines
+    return b.arrays(), routines
 
 
 def _schedule_response(add, spec, routine, time, obj, rng):
@@ -576,8 +621,7 @@ def generate_stream(seed=None, *, scope="sports", n_days=None, rng: np.random.Ge
     n_days = DEFAULT_DAYS[scope] if n_days is None else n_days
     n_days = check_int("n_days", n_days, 14, MAX_DAYS)  # two weekly cycles at least
     rng = np.random.default_rng(seed) if rng is None else rng
-    builder, routines = _GENERATORS[scope](rng, n_days)
-    a = builder.arrays()
+    a, routines = _GENERATORS[scope](rng, n_days)
     n = a["time"].size
     stream = Stream(scope=scope, stream_id=f"{scope}-{seed if seed is not None else 'rng'}", time=a["time"],
                     kind=a["kind"], facts=a["facts"], observed=a["observed"], values=a["values"],
