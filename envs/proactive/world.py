@@ -471,73 +471,147 @@ def _code(rng, n_days):
         rng, spec, templates, n_days, masks=dict.fromkeys(templates, lambda g: WORKDAYS),
         skip=dict.fromkeys(templates, 0.35), n_active=2,
         services={"same_day_review": "review_help", "morning_triage": "triage_help", "afternoon_merge": "review_help"})
-    b = _Builder(spec)
-    issues, prs, next_number = [], [], 1
-    ci_run = 0
-    opened_at = {}
+    kind_of = {f"kind={k}": i for i, k in enumerate(spec.kinds)}
+    responses = ("kind=pr_review", "response=maintainer", "kind=pr_merged")
+    actors = _ACTORS[0.35].options
+    a = _code_days(
+        rng, n_days, np.array([kind_of.get(spec.facts[r.trigger], -1) for r in routines], np.int64),
+        np.array([responses.index(spec.facts[r.behaviour]) for r in routines], np.int64),
+        np.array([r.start for r in routines], np.int64), np.array([r.end for r in routines], np.int64),
+        np.array([r.first_day for r in routines], np.int64), np.array([r.last_day for r in routines], np.int64),
+        np.array([r.weekdays for r in routines], np.int64), np.array([r.skip_prob for r in routines]),
+        _KIND.cdf, _LABEL.cdf, _ACTORS[0.35].cdf, _ACTORS[0.2].cdf,
+        _fact_bits(spec, [f"kind={k}" for k in spec.kinds]), _fact_bits(spec, _LABEL.options),
+        _fact_bits(spec, actors), _fact_bits(spec, ("branch=default", "ci=failure", "ci=success", "repro=yes",
+                                                    "response=maintainer")))
+    time, kind, facts, values, object_id, need, key_kind, key_value = a
+    order = np.argsort(time, kind="stable")
+    keys = [None if k == 0 else ("ci" if k == 1 else "object", v)
+            for k, v in zip(key_kind[order].tolist(), key_value[order].tolist())]
+    return dict(time=time[order], kind=kind[order], facts=facts[order], observed=np.ones(time.size, bool),
+                values=np.clip(values[order], 0, 1).astype(np.float32), object_id=object_id[order], need=need[order],
+                a_key=keys), routines
 
-    def add(time, kind, facts, obj, need=False, a_key=None, text=0.0, files=0.0):
-        age = (time - opened_at.get(obj, time)) / (7 * MINUTES_PER_DAY)
-        b.add(time, [f"kind={kind}", *facts], kind=spec.kinds.index(kind), object_id=obj, need=need, a_key=a_key,
-              values=(text, files, age))
 
-    def actor(p_maintainer=0.35):
-        return _ACTORS[p_maintainer](rng)
+@numba.njit(cache=True)
+def _grown(a, size):
+    out = np.zeros((size,) + a.shape[1:], a.dtype)
+    out[:a.shape[0]] = a
+    return out
 
+
+@numba.njit(cache=True)
+def _code_days(rng, n_days, trigger_kind, response, start, end, first_day, last_day, weekdays, skip_prob, kind_cdf,
+               label_cdf, actor_cdf, opener_cdf, kind_bits, label_bits, actor_bits, other_bits):
+    """The Code events of every day, drawn in the order of the reference generator, in insertion order (the
+    caller sorts by time). Kinds: push, issue_opened, issue_comment, issue_closed, pr_opened, pr_review, pr_merged;
+    responses: review, maintainer comment, merge; actors: maintainer, contributor, bot; ``other_bits``: default
+    branch, CI failure, CI success, reproduction steps, maintainer response. Intervention keys: (0 none, 1 CI run,
+    2 object) and their value."""
+    BRANCH, FAILURE, SUCCESS, REPRO, RESPONSE = 0, 1, 2, 3, 4
+    cap = 64
+    time = np.zeros(cap, np.int64)
+    kind = np.zeros(cap, np.int64)
+    facts = np.zeros(cap, np.int64)
+    values = np.zeros((cap, 3))
+    object_id = np.zeros(cap, np.int64)
+    need = np.zeros(cap, np.bool_)
+    key_kind = np.zeros(cap, np.int64)
+    key_value = np.zeros(cap, np.int64)
+    opened_at = np.full(cap, -1, np.int64)               # object number -> time it was opened
+    pools = np.zeros((2, cap), np.int64)                 # open issues, open pull requests, in opening order
+    pool_size = np.zeros(2, np.int64)
+    n, next_number, ci_run = 0, 1, 0
     for day in range(n_days):
-        workday = day % 7 < 5
+        wd = day % 7
         base = day * MINUTES_PER_DAY
-        times = np.sort(np.clip(rng.normal(800, 200, size=rng.poisson(6.0 if workday else 1.5)), 0, 1439)).astype(int)
-        today = _routine_today(routines, day)
-        for tod in times:
-            kind = _KIND(rng)
-            time = base + int(tod)
-            if kind == "push":
+        k = rng.poisson(6.0 if wd < 5 else 1.5)
+        tods = np.empty(k)
+        for j in range(k):
+            tods[j] = rng.normal(800.0, 200.0)
+        tods = np.sort(np.minimum(np.maximum(tods, 0.0), 1439.0))
+        most = (1 + trigger_kind.size) * k + 1                # the day's events and their routine responses
+        if n + most > time.size or next_number + most > opened_at.size:
+            cap = 2 * (time.size + most)
+            time, kind, facts, values = _grown(time, cap), _grown(kind, cap), _grown(facts, cap), _grown(values, cap)
+            object_id, need, key_kind = _grown(object_id, cap), _grown(need, cap), _grown(key_kind, cap)
+            key_value = _grown(key_value, cap)
+            grown = np.full(cap, -1, np.int64)
+            grown[:opened_at.size] = opened_at
+            opened_at = grown
+            pools = np.concatenate((pools, np.zeros((2, cap - pools.shape[1]), np.int64)), axis=1)
+        for j in range(k):
+            tod = int(tods[j])
+            event_kind = np.searchsorted(kind_cdf, rng.random(), side="right")
+            t = base + tod
+            time[n], kind[n], values[n, 0], values[n, 1] = t, event_kind, 0.0, 0.0
+            need[n], key_kind[n], key_value[n] = False, 0, 0
+            if event_kind == 0:                          # push
                 default = rng.random() < 0.5
                 failing = rng.random() < 0.15
-                if default:
-                    ci_run += not failing
+                if default and not failing:
+                    ci_run += 1
                 obj = 0 if default else -1
-                add(time, "push", ["branch=default"] * default + ["ci=failure" if failing else "ci=success", actor()],
-                    obj, need=bool(default and failing and rng.random() < 0.7),
-                    a_key=("ci", ci_run) if default else None, files=rng.random() * 0.4)
-            elif kind in ("issue_opened", "pr_opened"):
+                who = np.searchsorted(actor_cdf, rng.random(), side="right")
+                facts[n] = (kind_bits[0] | (other_bits[BRANCH] if default else 0) | actor_bits[who]
+                            | (other_bits[FAILURE] if failing else other_bits[SUCCESS]))
+                need[n] = default and failing and rng.random() < 0.7
+                if default:
+                    key_kind[n], key_value[n] = 1, ci_run
+                values[n, 1] = rng.random() * 0.4
+            elif event_kind == 1 or event_kind == 4:     # an issue or a pull request opened
                 obj, next_number = next_number, next_number + 1
-                opened_at[obj] = time
-                (issues if kind == "issue_opened" else prs).append(obj)
-                facts = [_LABEL(rng), actor(0.2)]
-                if facts[0] == "label=bug" and rng.random() < 0.4:
-                    facts.append("repro=yes")
-                add(time, kind, facts, obj, need=bool(rng.random() < 0.8), a_key=("object", obj),
-                    text=rng.random() * 0.6)
+                opened_at[obj] = t
+                p = 0 if event_kind == 1 else 1
+                pools[p, pool_size[p]] = obj
+                pool_size[p] += 1
+                label = np.searchsorted(label_cdf, rng.random(), side="right")
+                who = np.searchsorted(opener_cdf, rng.random(), side="right")
+                facts[n] = kind_bits[event_kind] | label_bits[label] | actor_bits[who]
+                if label == 0 and rng.random() < 0.4:
+                    facts[n] |= other_bits[REPRO]
+                need[n] = rng.random() < 0.8
+                key_kind[n], key_value[n] = 2, obj
+                values[n, 0] = rng.random() * 0.6
             else:
-                pool = issues if kind in ("issue_comment", "issue_closed") else prs
-                if not pool:
+                p = 0 if event_kind == 2 or event_kind == 3 else 1
+                if pool_size[p] == 0:
                     continue
-                position = int(rng.integers(len(pool)))
-                obj = int(pool[position])
-                who = actor()
-                facts = [who] + (["response=maintainer"] if who == "actor=maintainer" and kind in (
-                    "issue_comment", "pr_review") else [])
-                add(time, str(kind), facts, obj, text=rng.random() * 0.5)
-                if kind in ("issue_closed", "pr_merged"):
-                    pool.pop(position)
-            for r in today:                           # the routine's response to its trigger, unless skipped
-                if spec.facts[r.trigger] == f"kind={kind}" and tod <= r.end and rng.random() >= r.skip_prob:
-                    at = int(rng.integers(max(int(tod), r.start) + 20, r.end + 1)) if max(int(tod), r.start) + 20 <= r.end else r.end + 1
-                    if at <= r.end:
-                        _schedule_response(add, spec, r, base + at, obj, rng)
-    return b.arrays(), routines
-
-
-def _schedule_response(add, spec, routine, time, obj, rng):
-    behaviour = spec.facts[routine.behaviour]
-    if behaviour == "kind=pr_review":
-        add(time, "pr_review", ["actor=maintainer", "response=maintainer"], obj, text=rng.random() * 0.5)
-    elif behaviour == "response=maintainer":
-        add(time, "issue_comment", ["actor=maintainer", "response=maintainer"], obj, text=rng.random() * 0.5)
-    else:
-        add(time, "pr_merged", ["actor=maintainer"], obj)
+                position = rng.integers(0, pool_size[p])
+                obj = pools[p, position]
+                who = np.searchsorted(actor_cdf, rng.random(), side="right")
+                facts[n] = kind_bits[event_kind] | actor_bits[who]
+                if who == 0 and (event_kind == 2 or event_kind == 5):
+                    facts[n] |= other_bits[RESPONSE]
+                values[n, 0] = rng.random() * 0.5
+                if event_kind == 3 or event_kind == 6:   # closed or merged: leaves the pool
+                    pools[p, position:pool_size[p] - 1] = pools[p, position + 1:pool_size[p]].copy()
+                    pool_size[p] -= 1
+            object_id[n] = obj
+            values[n, 2] = (t - (opened_at[obj] if obj > 0 and opened_at[obj] >= 0 else t)) / (7 * MINUTES_PER_DAY)
+            n += 1
+            for r in range(trigger_kind.size):           # the routine's response to its trigger, unless skipped
+                if not (first_day[r] <= day < last_day[r] and (weekdays[r] >> wd) & 1):
+                    continue
+                if trigger_kind[r] == event_kind and tod <= end[r] and rng.random() >= skip_prob[r]:
+                    lo = max(tod, start[r]) + 20
+                    if lo > end[r]:
+                        continue
+                    at = base + rng.integers(lo, end[r] + 1)
+                    time[n], object_id[n], need[n], key_kind[n], key_value[n] = at, obj, False, 0, 0
+                    values[n, 0], values[n, 1] = 0.0, 0.0
+                    if response[r] == 0:
+                        kind[n], facts[n] = 5, kind_bits[5] | actor_bits[0] | other_bits[RESPONSE]
+                        values[n, 0] = rng.random() * 0.5
+                    elif response[r] == 1:
+                        kind[n], facts[n] = 2, kind_bits[2] | actor_bits[0] | other_bits[RESPONSE]
+                        values[n, 0] = rng.random() * 0.5
+                    else:
+                        kind[n], facts[n] = 6, kind_bits[6] | actor_bits[0]
+                    values[n, 2] = (at - (opened_at[obj] if obj > 0 and opened_at[obj] >= 0 else at)) / (
+                        7 * MINUTES_PER_DAY)
+                    n += 1
+    return (time[:n], kind[:n], facts[:n], values[:n], object_id[:n], need[:n], key_kind[:n], key_value[:n])
 
 
 _GENERATORS = {"sports": _sports, "home": _home, "code": _code}
