@@ -93,65 +93,15 @@ MAX_DAYS = 730
 """Longest stream (days): two years of events bound the memory trace built at reset."""
 
 class _Choice:
-    """``rng.choice(options, p=p)`` for a fixed ``p``: the same single uniform draw mapped through the same
-    cumulative distribution (``p.cumsum()`` normalised by its last entry), without ``choice``'s per-call checks."""
+    """A categorical distribution as the kernels draw it: ``rng.choice(options, p=p)`` is one uniform draw mapped
+    through ``cdf`` (``p.cumsum()`` normalised by its last entry, searched from the right), and
+    ``rng.choice(options, size, replace=False, p=p)`` repeats that with the found options' ``p`` zeroed."""
 
     def __init__(self, options, p):
         self.options = tuple(options)
         self.p = np.asarray(p, dtype=np.float64)
         self.cdf = np.cumsum(self.p)
         self.cdf /= self.cdf[-1]
-
-    def __call__(self, rng: np.random.Generator):
-        return self.options[int(self.cdf.searchsorted(rng.random(), side="right"))]
-
-    def distinct(self, rng: np.random.Generator, size: int) -> list:
-        """``rng.choice(options, size=size, replace=False, p=p)``: draw ``size − found`` uniforms, keep the new
-        options in draw order, zero the found ones' probability and repeat until ``size`` are found."""
-        p, found = self.p.copy(), []
-        while len(found) < size:
-            x = rng.random(size - len(found))
-            p[found] = 0
-            cdf = np.cumsum(p)
-            cdf /= cdf[-1]
-            for i in cdf.searchsorted(x, side="right").tolist():
-                if i not in found:
-                    found.append(i)
-        return [self.options[i] for i in found]
-
-
-class _Builder:
-    """Accumulates the events of one stream, then sorts them by (time, insertion order)."""
-
-    def __init__(self, spec: ScopeSpec):
-        self.spec = spec
-        self.rows = []
-        self._bit = {name: spec.bit(name) for name in spec.facts}
-        self._no_values = (0.0,) * len(spec.values)
-
-    def add(self, time, facts=(), *, kind=0, observed=True, values=None, object_id=-1, need=False, a_key=None):
-        """One event; ``values`` are clipped to [0, 1] (in :meth:`arrays`); an unobserved event keeps no facts and
-        no values."""
-        bits = 0
-        if observed:
-            for name in facts:
-                bits |= self._bit[name]
-        values = values if observed and values is not None else self._no_values
-        self.rows.append((int(time), len(self.rows), int(kind), bits, bool(observed), values, int(object_id),
-                          bool(need), a_key))
-
-    def arrays(self):
-        rows = sorted(self.rows, key=lambda r: (r[0], r[1]))
-        n = len(rows)
-        values = np.clip(np.array([r[5] for r in rows], dtype=np.float64).reshape(n, len(self.spec.values)), 0, 1)
-        return dict(time=np.array([r[0] for r in rows], dtype=np.int64),
-                    kind=np.array([r[2] for r in rows], dtype=np.int64),
-                    facts=np.array([r[3] for r in rows], dtype=np.int64),
-                    observed=np.array([r[4] for r in rows], dtype=bool),
-                    values=values.astype(np.float32),
-                    object_id=np.array([r[6] for r in rows], dtype=np.int64),
-                    need=np.array([r[7] for r in rows], dtype=bool),
-                    a_key=[r[8] for r in rows])
 
 
 def _feasible(spec: ScopeSpec, facts: np.ndarray, observed: np.ndarray) -> np.ndarray:
@@ -263,10 +213,6 @@ def _fact_bits(spec: ScopeSpec, names) -> np.ndarray:
     return np.array([spec.bit(name) for name in names], np.int64)
 
 
-def _routine_today(routines, day):
-    return [r for r in routines if r.first_day <= day < r.last_day and (r.weekdays >> (day % 7)) & 1]
-
-
 def _sports(rng, n_days):
     spec = SPORTS
     routines = _draw_routines(
@@ -360,11 +306,6 @@ _ROOMS = ("bedroom", "bathroom", "kitchen", "living", "entry")
 _ROOM = _Choice(_ROOMS, (0.12, 0.14, 0.04, 0.66, 0.04))
 
 
-def _segment_of(tod):
-    """Index of the segment whose interval ``(end − 50, end]`` contains the time of day."""
-    return int(np.searchsorted(_SEGMENT_ENDS, tod, side="left"))
-
-
 def _part(tod):
     return "part=night" if tod < 360 or tod >= 1320 else (
         "part=morning" if tod < 720 else ("part=afternoon" if tod < 1080 else "part=evening"))
@@ -383,73 +324,141 @@ def _home(rng, n_days):
         masks={"breakfast": lambda g: WORKDAYS, "dinner": lambda g: ALL_DAYS, "outing": lambda g: WORKDAYS},
         skip={"breakfast": 0.2, "dinner": 0.2, "outing": 0.3}, n_active=3,
         services=dict.fromkeys(templates, "checkin_routine"))
-    b = _Builder(spec)
+    ends = np.array(_SEGMENT_ENDS, np.int64)
+    room_of = {f"room={room}": i for i, room in enumerate(_ROOMS)}   # −1: the front door
+    time, facts, observed, values, need, quiet = _home_days(
+        rng, n_days, wake, np.array([room_of.get(spec.facts[r.trigger], -1) for r in routines], np.int64),
+        np.array([room_of.get(spec.facts[r.behaviour], -1) for r in routines], np.int64),
+        np.array([r.start for r in routines], np.int64), np.array([r.end for r in routines], np.int64),
+        np.array([r.first_day for r in routines], np.int64), np.array([r.last_day for r in routines], np.int64),
+        np.array([r.weekdays for r in routines], np.int64), np.array([r.skip_prob for r in routines]), ends,
+        _ROOM.p, _fact_bits(spec, [f"room={room}" for room in _ROOMS]),
+        _fact_bits(spec, [_part(end % MINUTES_PER_DAY) for end in _SEGMENT_ENDS]),
+        _fact_bits(spec, ("motion=none", "motion=low", "motion=high")), spec.bit("door=front"),
+        int(np.searchsorted(ends, 600)), int(np.searchsorted(ends, 1080)))
+    n = time.size
+    return dict(time=time, kind=np.zeros(n, np.int64), facts=facts, observed=observed,
+                values=np.clip(values, 0, 1).astype(np.float32), object_id=np.full(n, -1, np.int64), need=need,
+                a_key=[None if q < 0 else ("quiet", q) for q in quiet.tolist()]), routines
+
+
+@numba.njit(cache=True)
+def _home_days(rng, n_days, wake, trigger_room, behaviour_room, start, end, first_day, last_day, weekdays,
+               skip_prob, ends, room_p, room_bits, part_bits, motion_bits, door_bit, quiet_from, quiet_to):
+    """The Home segments of every day, drawn in the order of the reference generator. Rooms: bedroom, bathroom,
+    kitchen, living, entry (a routine's trigger or behaviour room, −1 the front door); motion: none, low, high.
+    ``quiet``: the inactivity period a segment belongs to (−1 none)."""
+    n_seg, n_rooms = ends.size, room_p.size
+    n = n_days * n_seg
+    time = np.empty(n, np.int64)
+    facts = np.zeros(n, np.int64)
+    observed = np.empty(n, np.bool_)
+    values = np.zeros((n, n_rooms + 1))
+    need = np.zeros(n, np.bool_)
+    quiet = np.full(n, -1, np.int64)
+    rooms = np.zeros((n_seg, n_rooms), np.int64)        # segment -> activations per room (0: none)
+    door = np.zeros(n_seg, np.bool_)
+    out = np.zeros(n_seg, np.bool_)
+    quiet_id = np.zeros(n_seg, np.int64)
+    found = np.empty(2, np.int64)
     inactivity_id = 0
     for day in range(n_days):
-        weekend = day % 7 >= 5
-        wake_t = wake - 50 + int(rng.integers(0, 3)) * 25 + (100 if weekend else 0)
-        sleep_t = int(rng.integers(1290, 1400))
-        rooms = [dict() for _ in _SEGMENT_ENDS]       # segment -> {room: count}
-        door = [False] * len(_SEGMENT_ENDS)
-        out = [False] * len(_SEGMENT_ENDS)
-        quiet = [None] * len(_SEGMENT_ENDS)           # inactivity period id, need
-        for s, end in enumerate(_SEGMENT_ENDS):
-            start = end - (40 if end == 1440 else 50)
-            if end <= wake_t or start >= sleep_t:
+        wd = day % 7
+        wake_t = wake - 50 + rng.integers(0, 3) * 25 + (100 if wd >= 5 else 0)
+        sleep_t = rng.integers(1290, 1400)
+        rooms[:] = 0
+        door[:] = False
+        out[:] = False
+        quiet_id[:] = -1
+        for s in range(n_seg):
+            seg_start = ends[s] - (40 if ends[s] == MINUTES_PER_DAY else 50)
+            if ends[s] <= wake_t or seg_start >= sleep_t:
                 if rng.random() < 0.5:
-                    rooms[s]["bedroom"] = int(rng.integers(1, 6))
+                    rooms[s, 0] = rng.integers(1, 6)
             else:
-                for room in _ROOM.distinct(rng, 1 + int(rng.random() < 0.4)):
-                    rooms[s][str(room)] = int(rng.integers(3, 30))
-        w = _segment_of(wake_t)
-        rooms[w]["bedroom"] = rooms[w].get("bedroom", 0) + 4
-        rooms[w]["bathroom"] = rooms[w].get("bathroom", 0) + int(rng.integers(4, 15))
-        for r in _routine_today(routines, day):
-            segs = [s for s, end in enumerate(_SEGMENT_ENDS) if r.start < end <= r.end]
-            behaviour = spec.facts[r.behaviour]
-            # the behaviour never happens inside the window on a skip day
-            for s in segs:
-                if behaviour == "door=front":
+                size = 1 + (rng.random() < 0.4)
+                n_found = 0
+                p = room_p.copy()
+                while n_found < size:                     # rng.choice(rooms, size, replace=False, p=room_p)
+                    x = np.empty(size - n_found)
+                    for j in range(x.size):
+                        x[j] = rng.random()
+                    for j in range(n_found):
+                        p[found[j]] = 0.0
+                    cdf = np.cumsum(p)
+                    cdf /= cdf[-1]
+                    for j in range(x.size):
+                        i = np.searchsorted(cdf, x[j], side="right")
+                        new = True
+                        for m in range(n_found):
+                            new &= found[m] != i
+                        if new:
+                            found[n_found] = i
+                            n_found += 1
+                for j in range(n_found):
+                    rooms[s, found[j]] = rng.integers(3, 30)
+        w = np.searchsorted(ends, wake_t)
+        rooms[w, 0] += 4
+        rooms[w, 1] += rng.integers(4, 15)
+        for r in range(start.size):
+            if not (first_day[r] <= day < last_day[r] and (weekdays[r] >> wd) & 1):
+                continue
+            first_seg, last_seg = -1, -1                  # the segments ending inside the window
+            for s in range(n_seg):
+                if start[r] < ends[s] <= end[r]:
+                    last_seg = s
+                    if first_seg < 0:
+                        first_seg = s
+            for s in range(first_seg, last_seg + 1):      # the behaviour never happens inside the window on a skip day
+                if behaviour_room[r] < 0:
                     door[s] = False
                 else:
-                    rooms[s].pop(behaviour.split("=")[1], None)
-            trig = spec.facts[r.trigger]
-            t_seg = max(0, segs[0] - 1)
+                    rooms[s, behaviour_room[r]] = 0
+            t_seg = max(0, first_seg - 1)
             triggered = True
-            if trig == "door=front":                  # coming home: the routine follows only on days it happens
+            if trigger_room[r] < 0:                       # coming home: the routine follows only on days it happens
                 triggered = rng.random() < 0.7
                 door[t_seg] = door[t_seg] or triggered
-            elif not any(trig.split("=")[1] in rooms[s] for s in range(t_seg + 1)):
-                rooms[t_seg][trig.split("=")[1]] = int(rng.integers(3, 12))
-            if triggered and rng.random() >= r.skip_prob:
-                s = segs[int(rng.integers(len(segs)))]
-                if behaviour == "door=front":
+            elif not (rooms[:t_seg + 1, trigger_room[r]] > 0).any():
+                rooms[t_seg, trigger_room[r]] = rng.integers(3, 12)
+            if triggered and rng.random() >= skip_prob[r]:
+                s = first_seg + rng.integers(0, last_seg - first_seg + 1)
+                if behaviour_room[r] < 0:
                     door[s] = True
-                    length = int(rng.integers(2, 5))
-                    for o in range(s + 1, min(s + 1 + length, len(out))):
-                        out[o] = True
-                    if s + 1 + length < len(door):
+                    length = rng.integers(2, 5)
+                    out[s + 1:min(s + 1 + length, n_seg)] = True
+                    if s + 1 + length < n_seg:
                         door[s + 1 + length] = True
                 else:
-                    rooms[s][behaviour.split("=")[1]] = int(rng.integers(5, 30))
-        if rng.random() < 0.35:                       # a motionless daytime period at home
-            first = int(rng.integers(_segment_of(600), _segment_of(1080)))
-            need = bool(rng.random() < 0.55)
-            for s in range(first, min(first + int(rng.integers(2, 5)), len(rooms))):
+                    rooms[s, behaviour_room[r]] = rng.integers(5, 30)
+        if rng.random() < 0.35:                           # a motionless daytime period at home
+            first = rng.integers(quiet_from, quiet_to)
+            quiet_need = rng.random() < 0.55
+            for s in range(first, min(first + rng.integers(2, 5), n_seg)):
                 if not out[s] and not door[s]:
-                    rooms[s] = {}
-                    quiet[s] = (inactivity_id, need)
+                    rooms[s, :] = 0
+                    quiet_id[s] = inactivity_id
+                    need[day * n_seg + s] = quiet_need
             inactivity_id += 1
-        for s, end in enumerate(_SEGMENT_ENDS):
-            counts = {} if out[s] else rooms[s]
-            total = sum(counts.values()) + (3 if door[s] else 0)
-            facts = [f"room={room}" for room in counts] + (["door=front"] if door[s] else [])
-            facts += ["motion=none" if total == 0 else ("motion=low" if total < 12 else "motion=high"), _part(end % 1440)]
-            values = [counts.get(room, 0) / 40 for room in _ROOMS] + [total / 120]
-            need, key = (quiet[s][1], ("quiet", quiet[s][0])) if quiet[s] else (False, None)
-            b.add(day * MINUTES_PER_DAY + end, facts, observed=rng.random() >= 0.03, values=values, need=need,
-                  a_key=key)
-    return b.arrays(), routines
+        for s in range(n_seg):
+            i = day * n_seg + s
+            time[i] = day * MINUTES_PER_DAY + ends[s]
+            quiet[i] = quiet_id[s]
+            observed[i] = rng.random() >= 0.03
+            if not observed[i]:
+                continue
+            total = 3 if door[s] else 0
+            bits = door_bit if door[s] else 0
+            for room in range(n_rooms):
+                count = 0 if out[s] else rooms[s, room]
+                total += count
+                values[i, room] = count / 40
+                if count > 0:
+                    bits |= room_bits[room]
+            motion = 0 if total == 0 else (1 if total < 12 else 2)
+            facts[i] = bits | motion_bits[motion] | part_bits[s]
+            values[i, n_rooms] = total / 120
+    return time, facts, observed, values, need, quiet
 
 
 # -------------------------------------------------------------------------------------------------- Code
