@@ -140,40 +140,54 @@ def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeS
     ``u[2] < hallucination_rate / 4`` it also cites an event of an earlier day (chosen by ``u[3]``), an unresolved
     citation. Only earlier events are cited so that the summary of a day never depends on later events.
     """
+    return _summarise(stream, [day], [np.asarray(indices, dtype=np.int64)], spec, rng, hallucination_rate)[0][0]
+
+
+def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.ndarray], spec: ScopeSpec,
+               rng: np.random.Generator, hallucination_rate: float) -> list[tuple[list[Segment], list[bool]]]:
+    """:func:`summarise_day` for several days at once (in order; their segments' draws come from ``rng`` in the
+    same order), vectorised over their events. Returns per day the segments and, per segment, whether an error
+    was injected (a segment without one claims exactly its cited events' facts at their times)."""
+    idx = np.concatenate([np.asarray(i, np.int64) for i in day_indices]) if len(day_indices) else np.zeros(0, np.int64)
+    position = np.repeat(np.arange(len(day_indices)), [len(i) for i in day_indices])
+    keep = stream.observed[idx]
+    idx, position = idx[keep], position[keep]
+    time, facts = stream.time[idx], stream.facts[idx]
     behaviour_mask = sum(1 << b for b in spec.behaviour_ids)
-    idx = np.asarray(indices, dtype=np.int64)
-    groups, previous = [], None
-    for i, time, facts, observed in zip(idx.tolist(), stream.time[idx].tolist(), stream.facts[idx].tolist(),
-                                        stream.observed[idx].tolist()):
-        if not observed:
-            continue
-        if previous is None or (facts ^ previous[1]) & behaviour_mask or time - previous[0] > SEGMENT_GAP:
-            groups.append([])
-        groups[-1].append((i, time, facts))
-        previous = (time, facts)
-    earlier_events = min(indices) if len(indices) else 0
-    segments = []
-    for group in groups:
-        facts, fact_times = 0, set()
-        for _, time, event_facts in group:
-            rest = event_facts
-            while rest:
-                low = rest & -rest
-                fact_times.add((low.bit_length() - 1, time))
-                rest ^= low
-            facts |= event_facts
-        start, end, citations = group[0][1], group[-1][1], tuple(i for i, _, _ in group)
-        u = rng.random(4)
-        if u[0] < hallucination_rate:
-            absent = [b for b in spec.behaviour_ids if not facts >> b & 1]
+    new = np.ones(idx.size, bool)                          # an observed event that opens a segment
+    new[1:] = ((position[1:] != position[:-1]) | (((facts[1:] ^ facts[:-1]) & behaviour_mask) != 0)
+               | (time[1:] - time[:-1] > SEGMENT_GAP))
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], idx.size) - 1
+    segment_facts = np.bitwise_or.reduceat(facts, first).tolist() if first.size else []
+    # every (fact, time) claim of each segment, sorted and without repeats
+    event, fact = np.nonzero((facts[:, None] >> np.arange(len(spec.facts))) & 1)
+    segment_of = np.cumsum(new) - 1
+    claims = np.unique(np.stack([segment_of[event], fact, time[event]], axis=1), axis=0)
+    claim_bounds = np.searchsorted(claims[:, 0], np.arange(first.size + 1))
+    claim_pairs = list(zip(claims[:, 1].tolist(), claims[:, 2].tolist()))
+    u = rng.random((first.size, 4))
+    out = [([], []) for _ in days]
+    earlier_events = [int(np.min(i)) if len(i) else 0 for i in day_indices]
+    idx_list, time_list, position_list = idx.tolist(), time.tolist(), position[first].tolist()
+    for k, (lo, hi) in enumerate(zip(first.tolist(), last.tolist())):
+        d = position_list[k]
+        seg_facts, fact_times = segment_facts[k], claim_pairs[claim_bounds[k]:claim_bounds[k + 1]]
+        start, end, citations = time_list[lo], time_list[hi], tuple(idx_list[lo:hi + 1])
+        injected = False
+        if u[k, 0] < hallucination_rate:
+            absent = [b for b in spec.behaviour_ids if not seg_facts >> b & 1]
             if absent:
-                invented = absent[int(u[1] * len(absent))]
-                facts |= 1 << invented
-                fact_times.add((invented, start))
-        if u[2] < hallucination_rate / 4 and earlier_events:
-            citations += (int(u[3] * earlier_events),)
-        segments.append(Segment(day, start, end, facts, tuple(sorted(fact_times)), citations))
-    return segments
+                invented = absent[int(u[k, 1] * len(absent))]
+                seg_facts |= 1 << invented
+                fact_times = sorted(fact_times + [(invented, start)])
+                injected = True
+        if u[k, 2] < hallucination_rate / 4 and earlier_events[d]:
+            citations += (int(u[k, 3] * earlier_events[d]),)
+            injected = True
+        out[d][0].append(Segment(days[d], start, end, seg_facts, tuple(fact_times), citations))
+        out[d][1].append(injected)
+    return out
 
 
 def fact_consistent(segment: Segment, stream: Stream, day_indices: Sequence[int]) -> bool:
@@ -609,6 +623,12 @@ class ProactiveMemory:
         trace.event_lo[:] = event_windows(stream.time)
         open_day = times[0] // MINUTES_PER_DAY if n else 0
         open_from = 0
+        # every day's summary at once (the days before the last, open one are completed), in day order
+        self._first_day = open_day
+        days = list(range(open_day, times[-1] // MINUTES_PER_DAY if n else 0))
+        bounds = np.searchsorted(stream.time, np.arange(open_day, open_day + len(days) + 1) * MINUTES_PER_DAY)
+        self._summaries = _summarise(stream, days, [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])],
+                                     spec, self._rng, self.hallucination_rate)
         behaviours = spec.behaviour_ids
         # the open day's summary for matching (select's today_claims, kept incrementally; times are sorted):
         # the applicable eligible regularities, each one's first trigger claim, the latest observed claim of each
@@ -644,8 +664,10 @@ class ProactiveMemory:
 
     def _complete_day(self, day: int, indices: range) -> None:
         stream = self.stream
-        segments = summarise_day(stream, day, indices, self.spec, self._rng, self.hallucination_rate)
-        accepted = [s for s in segments if fact_consistent(s, stream, indices)] if self.validate else segments
+        segments, injected = self._summaries[day - self._first_day]
+        # a segment without an injected error passes the validator by construction: only the others are checked
+        accepted = ([s for s, bad in zip(segments, injected) if not bad or fact_consistent(s, stream, indices)]
+                    if self.validate else segments)
         self._rejected += len(segments) - len(accepted)
         times, observed = stream.time[indices.start:indices.stop], stream.observed[indices.start:indices.stop]
         record = DailyRecord(day, accepted, len(segments) - len(accepted), tuple(times[~observed].tolist()),
