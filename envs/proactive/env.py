@@ -24,6 +24,9 @@ USUAL_NOW, USUAL_BEFORE = 30, 120
 TOKEN_SCALE = 20_000.0
 
 
+_OCCURRENCE_CODE = {"deviated": 0, "pending": 1, "upcoming": 2}
+
+
 def _names(prefix, n):
     return [f"{prefix}{i}" for i in range(n)]
 
@@ -256,21 +259,29 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self._reg_ids = [()] * n
         self._actionable_service = np.full(n, -1)
         n_matches = np.zeros(n, np.int64)
+        rows = []                                     # per match: event, rank, confidence, lift, distance, codes
         for t, matches in enumerate(trace.matches):
             if not matches:
                 continue
             n_matches[t] = len(matches)
+            service = -1
             for k, mt in enumerate(matches):
-                o = 2 + k * len(_REG_FIELDS)
-                rg[t, o:o + 8] = (1, mt.confidence, min(1.0, mt.lift / 3), mt.state == "active",
-                                  mt.occurrence == "deviated", mt.occurrence == "pending",
-                                  mt.occurrence == "upcoming", min(1.0, mt.distance / 240))
-                rg[t, o + 8 + behaviours.index(mt.behaviour)] = 1
-            actionable = [mt for mt in matches if mt.state == "active" and mt.occurrence in spec.actionable]
-            rg[t, 1] = bool(actionable)
-            if actionable:
-                self._actionable_service[t] = self._routine_service(actionable[0].behaviour)
+                active = mt.state == "active"
+                rows.append((t, k, mt.confidence, mt.lift, mt.distance, active, _OCCURRENCE_CODE[mt.occurrence],
+                             behaviours.index(mt.behaviour)))
+                if service < 0 and active and mt.occurrence in spec.actionable:
+                    service = self._routine_service(mt.behaviour)
+            rg[t, 1] = service >= 0
+            self._actionable_service[t] = service
             self._reg_ids[t] = tuple(sorted(mt.rid for mt in matches))
+        if rows:
+            t, k, confidence, lift, distance, active, occurrence, behaviour = np.array(rows).T
+            t, o = t.astype(np.int64), 2 + k.astype(np.int64) * len(_REG_FIELDS)
+            rg[t, o] = 1
+            rg[t, o + 1], rg[t, o + 2], rg[t, o + 3] = confidence, np.minimum(1.0, lift / 3), active
+            rg[t, o + 4 + occurrence.astype(np.int64)] = 1          # deviated, pending, upcoming
+            rg[t, o + 7] = np.minimum(1.0, distance / 240)
+            rg[t, o + 8 + behaviour.astype(np.int64)] = 1
         retrieved[2, :, _RG] = rg
         tokens[:, 0] = (np.arange(n) - lo) * spec.event_tokens
         tokens[:, 1] = tokens[:, 0] + trace.n_segments * spec.segment_tokens
@@ -319,15 +330,15 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             green = (facts & spec.bit("ci=success")).astype(bool) & (facts & spec.bit("branch=default")).astype(bool)
             return np.cumsum(green).tolist()
         prefixes = ("available", "activity=") if self.scope == "sports" else ("room=", "motion=")
-        state = (facts & sum(spec.bit(f) for f in spec.facts if f.startswith(prefixes))).tolist()
+        state = facts & sum(spec.bit(f) for f in spec.facts if f.startswith(prefixes))
         if self.scope == "sports":
-            return state
-        day = (s.time // MINUTES_PER_DAY).tolist()
-        phases = []
-        for t in range(len(s)):
-            same = t > 0 and state[t - 1] == state[t] and day[t - 1] == day[t]
-            phases.append(min(3, phases[-1] + 1) if same else 1)
-        return list(zip(state, phases))
+            return state.tolist()
+        day = s.time // MINUTES_PER_DAY
+        fresh = np.ones(len(s), bool)                 # the event starts a run of one state within a day
+        fresh[1:] = (state[1:] != state[:-1]) | (day[1:] != day[:-1])
+        run_start = np.maximum.accumulate(np.where(fresh, np.arange(len(s)), 0))
+        phases = np.minimum(3, np.arange(len(s)) - run_start + 1)
+        return list(zip(state.tolist(), phases.tolist()))
 
     def _routine_service(self, behaviour: int) -> int:
         name = self.scope_spec.facts[behaviour]
