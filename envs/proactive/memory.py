@@ -414,8 +414,9 @@ def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PRO
             points = []                                   # (record position, time of day)
             for k, record in enumerate(records):
                 triggers = record.occurrences(g)
-                points += [(k, _tod(time)) for time in record.occurrences(p)
-                           if any(tg <= time <= tg + PROPOSAL_REACH for tg in triggers)]
+                if triggers:                              # a trigger claim in [time − reach, time]
+                    points += [(k, _tod(time)) for time in record.occurrences(p)
+                               if _any_within(triggers, time - PROPOSAL_REACH, time)]
             while len({k for k, _ in points}) >= min_days:
                 presence = np.zeros((len(records), n_bins + 1), np.int64)
                 for k, tod in points:
