@@ -634,8 +634,9 @@ class ProactiveMemory:
         # the open day's summary for matching (select's today_claims, kept incrementally; times are sorted):
         # the applicable eligible regularities, each one's first trigger claim, the latest observed claim of each
         # behaviour and the latest unobserved event
-        today = triggers = last_behaviour = None
+        today = triggers = last_behaviour = windows = None
         last_gap = -1
+        n_eligible, n_segments = [], []
         for t in range(n):
             day = times[t] // MINUTES_PER_DAY
             if day > open_day or today is None:
@@ -643,6 +644,7 @@ class ProactiveMemory:
                     self._complete_day(open_day, range(open_from, t))
                     open_day, open_from = open_day + 1, t
                 today = [reg for reg in self._eligible if reg.weekdays >> (day % 7) & 1]
+                windows = [(reg.start - spec.lead, reg.end + spec.grace) for reg in today]
                 triggers, last_behaviour, last_gap = [None] * len(today), dict.fromkeys(behaviours, -1), -1
             tod, f = times[t] % MINUTES_PER_DAY, facts[t]
             if observed[t]:
@@ -654,12 +656,17 @@ class ProactiveMemory:
                         triggers[k] = tod
             else:
                 last_gap = tod
+            scored = []
+            for k, reg in enumerate(today):
+                if windows[k][0] <= tod <= windows[k][1]:
+                    occurrence = _occurrence(reg, tod, triggers[k], last_behaviour[reg.behaviour], last_gap, spec)
+                    if occurrence in RETRIEVED:
+                        scored.append((reg, occurrence))
+            trace.matches.append(tuple(_top(scored, tod)) if scored else ())
             trace.cycle_records.append(self._cycle_view)
-            trace.matches.append(tuple(_top(
-                ((reg, _occurrence(reg, tod, triggers[k], last_behaviour[reg.behaviour], last_gap, spec))
-                 for k, reg in enumerate(today)), tod)))
-            trace.n_eligible[t] = len(self._eligible)
-            trace.n_segments[t] = self._cycle_segments
+            n_eligible.append(len(self._eligible))
+            n_segments.append(self._cycle_segments)
+        trace.n_eligible[:], trace.n_segments[:] = n_eligible, n_segments
         trace.records, trace.regularities, trace.rejected = self._records, self._regularities, self._rejected
         return trace
 
