@@ -300,11 +300,12 @@ def day_outcome(reg: Regularity, record: DailyRecord) -> str:
         return "inapplicable"
     day_start = record.day * MINUTES_PER_DAY
     window_start, window_end = day_start + reg.start, day_start + reg.end
-    triggers = record.occurrences(reg.trigger)          # sorted: the first is the earliest
+    claims = record._claims
+    triggers = claims.get(reg.trigger, ())              # sorted: the first is the earliest
     if not triggers or triggers[0] > window_end:
         return "untriggered"
     trigger = triggers[0]
-    if _any_within(record.occurrences(reg.behaviour), max(trigger, window_start), window_end):
+    if _any_within(claims.get(reg.behaviour, ()), max(trigger, window_start), window_end):
         return "fulfilled"
     if _any_within(record.gaps, trigger, window_end):
         return "censored"
@@ -330,10 +331,10 @@ def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, f
         n_f += outcome == "fulfilled"
         n_v += outcome == "violated"
         lo = record.day * MINUTES_PER_DAY + reg.start
-        hi = record.day * MINUTES_PER_DAY + reg.end
+        hi = lo + reg.end - reg.start
         if _any_within(record.observed_times, lo, hi) and not _any_within(record.gaps, lo, hi):
             observable += 1
-            with_behaviour += _any_within(record.occurrences(reg.behaviour), lo, hi)
+            with_behaviour += _any_within(record._claims.get(reg.behaviour, ()), lo, hi)
     return n_f, n_v, with_behaviour / observable if observable else 0.0
 
 
