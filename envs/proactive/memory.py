@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple, Sequence
 
+import numba
 import numpy as np
 
 from .schema import ALL_DAYS, MINUTES_PER_DAY, WEEKEND, WORKDAYS, ScopeSpec, Stream
@@ -419,18 +420,8 @@ def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PRO
                     points += [(k, _tod(time)) for time in record.occurrences(p)
                                if _any_within(triggers, time - PROPOSAL_REACH, time)]
             while len({k for k, _ in points}) >= min_days:
-                presence = np.zeros((len(records), n_bins + 1), np.int64)
-                for k, tod in points:
-                    presence[k, tod // PROPOSAL_GRID + 1] = 1
-                cum = np.cumsum(presence, axis=1)
-                best = None
-                for width in PROPOSAL_WIDTHS:
-                    k_bins = width // PROPOSAL_GRID
-                    support = ((cum[:, k_bins:] - cum[:, :-k_bins]) > 0).sum(axis=0)
-                    first = int(np.argmax(support))
-                    if best is None or support[first] > best[0]:
-                        best = (int(support[first]), first * PROPOSAL_GRID, width)
-                n_days, lo, width = best
+                n_days, lo, width = _best_window(np.array(points, np.int64), len(records), n_bins,
+                                                 np.array(PROPOSAL_WIDTHS, np.int64), PROPOSAL_GRID)
                 if n_days < min_days:
                     break
                 inside = [(k, tod) for k, tod in points if lo <= tod < lo + width]
@@ -442,6 +433,29 @@ def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PRO
                 proposals.append(Proposal(g, p, max(0, min(tods) - spec.proposal_pad),
                                           min(MINUTES_PER_DAY - 1, max(tods) + spec.proposal_pad), mask, days))
     return proposals
+
+
+@numba.njit(cache=True)
+def _best_window(points, n_records, n_bins, widths, grid):
+    """The proposer's window search over ``points`` (record position, time of day): for each width, the first
+    grid-aligned window ``[lo, lo + width)`` holding points of the most records; the best-supported over widths,
+    the narrowest on ties. Returns ``(records, lo, width)``."""
+    cum = np.zeros((n_records, n_bins + 1), np.int64)        # cum[k, j]: record k's points in bins < j
+    for i in range(points.shape[0]):
+        cum[points[i, 0], points[i, 1] // grid + 1] = 1
+    for k in range(n_records):
+        for j in range(1, n_bins + 1):
+            cum[k, j] += cum[k, j - 1]
+    best, best_lo, best_width = -1, 0, 0
+    for width in widths:
+        k_bins = width // grid
+        for j in range(n_bins + 1 - k_bins):
+            support = 0
+            for k in range(n_records):
+                support += cum[k, j + k_bins] - cum[k, j] > 0
+            if support > best:
+                best, best_lo, best_width = support, j * grid, width
+    return best, best_lo, best_width
 
 
 def merge_proposal(regularities: list[Regularity], proposal: Proposal) -> Regularity:
