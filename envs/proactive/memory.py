@@ -164,10 +164,14 @@ def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.nda
     # every (fact, time) claim of each segment, sorted and without repeats
     event, fact = np.nonzero((facts[:, None] >> np.arange(len(spec.facts))) & 1)
     segment_of = np.cumsum(new) - 1
-    claims = np.unique(np.stack([segment_of[event], fact, time[event]], axis=1), axis=0)
-    claim_bounds = np.searchsorted(claims[:, 0], np.arange(first.size + 1))
-    claim_pairs = list(zip(claims[:, 1].tolist(), claims[:, 2].tolist()))
-    u = rng.random((first.size, 4))
+    span = int(time.max()) + 1 if time.size else 1          # claims sorted by (segment, fact, time) as one key
+    claims = np.unique((segment_of[event] * len(spec.facts) + fact) * span + time[event])
+    claim_segment, claim_fact = np.divmod(claims // span, len(spec.facts))
+    claim_time = claims % span
+    claim_bounds = np.searchsorted(claim_segment, np.arange(first.size + 1)).tolist()
+    claim_pairs = list(zip(claim_fact.tolist(), claim_time.tolist()))
+    u = rng.random((first.size, 4)).tolist()
+    behaviours = spec.behaviour_ids
     out = [([], []) for _ in days]
     earlier_events = [int(np.min(i)) if len(i) else 0 for i in day_indices]
     idx_list, time_list, position_list = idx.tolist(), time.tolist(), position[first].tolist()
@@ -176,15 +180,15 @@ def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.nda
         seg_facts, fact_times = segment_facts[k], claim_pairs[claim_bounds[k]:claim_bounds[k + 1]]
         start, end, citations = time_list[lo], time_list[hi], tuple(idx_list[lo:hi + 1])
         injected = False
-        if u[k, 0] < hallucination_rate:
-            absent = [b for b in spec.behaviour_ids if not seg_facts >> b & 1]
+        if u[k][0] < hallucination_rate:
+            absent = [b for b in behaviours if not seg_facts >> b & 1]
             if absent:
-                invented = absent[int(u[k, 1] * len(absent))]
+                invented = absent[int(u[k][1] * len(absent))]
                 seg_facts |= 1 << invented
                 fact_times = sorted(fact_times + [(invented, start)])
                 injected = True
-        if u[k, 2] < hallucination_rate / 4 and earlier_events[d]:
-            citations += (int(u[k, 3] * earlier_events[d]),)
+        if u[k][2] < hallucination_rate / 4 and earlier_events[d]:
+            citations += (int(u[k][3] * earlier_events[d]),)
             injected = True
         out[d][0].append(Segment(days[d], start, end, seg_facts, tuple(fact_times), citations))
         out[d][1].append(injected)
