@@ -67,8 +67,8 @@ def main(argv=None):
             total, generation, trace = _reset_ms(scope)
             ratios[scope].append(ours / cart)
             resets[scope].append(total)
-            print(f"{scope:6s} {r:>5} {ours:>9.0f} {cart:>9.0f} {ours / cart:>6.3f} | {total:>8.2f} {generation:>10.2f} "
-                  f"{trace:>7.2f} {total - generation - trace:>8.2f}")
+            print(f"{scope:6s} {r:>5} {ours:>9.0f} {cart:>9.0f} {ours / cart:>6.3f} | {total:>8.2f} "
+                  f"{generation:>10.2f} {trace:>7.2f} {total - generation - trace:>8.2f}")
     for scope in SCOPES:
         ratio, reset = np.median(ratios[scope]), np.median(resets[scope])
         print(f"{scope:6s} median {ratio:.3f}x CartPole-v1 (target >= 0.3x: {'met' if ratio >= 0.3 else 'NOT met'}); "

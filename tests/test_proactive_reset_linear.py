@@ -1,9 +1,9 @@
 """ProactiveStream-v0's reset does work linear in the stream length, counted (not timed) as Python line events
 executed in membudget.envs.proactive. Generation and labels (world.py, schema.py) do a bounded amount of work per
-generated event, the features (env.py) per event and retrieved regularity (at most three per event). The memory trace (memory.py) does a bounded amount per event plus per record
-replayed at the weekly consolidations; those are at most 28 records per candidate regularity per week, and the
-regularity store is bounded by its distinct (trigger, behaviour, weekdays, disjoint window) keys, so the trace is
-linear in the days too. The numba kernels are not counted; their loops are bounded per event by construction (the
+generated event, the features (env.py) per event and retrieved regularity (at most three per event). The memory
+trace (memory.py) does a bounded amount per event plus per record replayed at the weekly consolidations; those are
+at most 28 records per candidate regularity per week, and the regularity store is bounded by its distinct (trigger,
+behaviour, weekdays, disjoint window) keys, so the trace is linear in the days too. The numba kernels are not counted; their loops are bounded per event by construction (the
 99-event context, the cycle's seven records)."""
 
 import collections
