@@ -3,8 +3,9 @@ executed in membudget.envs.proactive. Generation and labels (world.py, schema.py
 generated event, the features (env.py) per event and retrieved regularity (at most three per event). The memory
 trace (memory.py) does a bounded amount per event plus per record replayed at the weekly consolidations; those are
 at most 28 records per candidate regularity per week, and the regularity store is bounded by its distinct (trigger,
-behaviour, weekdays, disjoint window) keys, so the trace is linear in the days too. The numba kernels are not counted; their loops are bounded per event by construction (the
-99-event context, the cycle's seven records)."""
+behaviour, weekdays, disjoint window) keys, so the trace is linear in the days too. The numba kernels are not
+counted: the stream generators loop once over days and their events, the feature kernels over the 99-event context
+and the cycle's seven records per event."""
 
 import collections
 import os
