@@ -30,7 +30,7 @@ and day ``d`` has weekday ``d % 7`` (0 = Monday).
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple, Sequence
@@ -641,50 +641,59 @@ class ProactiveMemory:
         trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64), np.empty(n, np.int64))
         times, facts, observed = stream.time.tolist(), stream.facts.tolist(), stream.observed.tolist()
         trace.event_lo[:] = event_windows(stream.time)
-        open_day = times[0] // MINUTES_PER_DAY if n else 0
-        open_from = 0
-        # every day's summary at once (the days before the last, open one are completed), in day order
-        self._first_day = open_day
-        days = list(range(open_day, times[-1] // MINUTES_PER_DAY if n else 0))
-        bounds = np.searchsorted(stream.time, np.arange(open_day, open_day + len(days) + 1) * MINUTES_PER_DAY)
+        # records start at the first event's day; every day before the last, open one is completed (empty ones too,
+        # each when the next day opens); their summaries are drawn at once, in day order
+        self._first_day = times[0] // MINUTES_PER_DAY if n else 0
+        days = list(range(self._first_day, times[-1] // MINUTES_PER_DAY if n else 0))
+        bounds = np.searchsorted(stream.time, np.arange(self._first_day, self._first_day + len(days) + 1)
+                                 * MINUTES_PER_DAY)
         self._summaries = _summarise(stream, days, [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])],
                                      spec, self._rng, self.hallucination_rate)
         behaviours = spec.behaviour_ids
-        # the open day's summary for matching (select's today_claims, kept incrementally; times are sorted):
-        # the applicable eligible regularities, each one's first trigger claim, the latest observed claim of each
-        # behaviour and the latest unobserved event
-        today = triggers = last_behaviour = windows = None
-        last_gap = -1
+        day_bounds = bounds.tolist() + [n]
         n_eligible, n_segments = [], []
-        for t in range(n):
-            day = times[t] // MINUTES_PER_DAY
-            if day > open_day or today is None:
-                while open_day < day:
-                    self._complete_day(open_day, range(open_from, t))
-                    open_day, open_from = open_day + 1, t
-                today = [reg for reg in self._eligible if reg.weekdays >> (day % 7) & 1]
-                windows = [(reg.start - spec.lead, reg.end + spec.grace) for reg in today]
-                triggers, last_behaviour, last_gap = [None] * len(today), dict.fromkeys(behaviours, -1), -1
-            tod, f = times[t] % MINUTES_PER_DAY, facts[t]
-            if observed[t]:
+        for d in range(len(day_bounds) - 1):
+            lo, hi = day_bounds[d], day_bounds[d + 1]
+            if d:
+                self._complete_day(self._first_day + d - 1, range(day_bounds[d - 1], lo))
+            if lo == hi:
+                continue
+            # the open day's state for matching (what select reads from today_claims; times are sorted): per event,
+            # the latest observed claim of each behaviour and the latest unobserved event so far
+            tods = [times[t] % MINUTES_PER_DAY for t in range(lo, hi)]
+            latest = dict.fromkeys(behaviours, -1)
+            last_behaviour = {b: [] for b in behaviours}
+            last_gap, gap = [], -1
+            for t, tod in zip(range(lo, hi), tods):
+                if observed[t]:
+                    for b in behaviours:
+                        if facts[t] >> b & 1:
+                            latest[b] = tod
+                else:
+                    gap = tod
                 for b in behaviours:
-                    if f >> b & 1:
-                        last_behaviour[b] = tod
-                for k, reg in enumerate(today):
-                    if triggers[k] is None and f >> reg.trigger & 1 and tod <= reg.end:
-                        triggers[k] = tod
-            else:
-                last_gap = tod
-            scored = []
-            for k, reg in enumerate(today):
-                if windows[k][0] <= tod <= windows[k][1]:
-                    occurrence = _occurrence(reg, tod, triggers[k], last_behaviour[reg.behaviour], last_gap, spec)
+                    last_behaviour[b].append(latest[b])
+                last_gap.append(gap)
+            # each applicable eligible regularity over the events inside its matching window
+            scored = [[] for _ in tods]
+            for reg in self._eligible:
+                if not reg.weekdays >> ((self._first_day + d) % 7) & 1:
+                    continue
+                first = bisect_left(tods, reg.start - spec.lead)
+                last = bisect_right(tods, reg.end + spec.grace)
+                if first == last:
+                    continue
+                trigger_at = next((i for i in range(len(tods)) if observed[lo + i] and facts[lo + i] >> reg.trigger & 1
+                                   and tods[i] <= reg.end), len(tods))
+                for i in range(first, last):
+                    occurrence = _occurrence(reg, tods[i], tods[trigger_at] if trigger_at <= i else None,
+                                             last_behaviour[reg.behaviour][i], last_gap[i], spec)
                     if occurrence in RETRIEVED:
-                        scored.append((reg, occurrence))
-            trace.matches.append(tuple(_top(scored, tod)) if scored else ())
-            trace.cycle_records.append(self._cycle_view)
-            n_eligible.append(len(self._eligible))
-            n_segments.append(self._cycle_segments)
+                        scored[i].append((reg, occurrence))
+            trace.matches.extend(tuple(_top(pairs, tod)) if pairs else () for pairs, tod in zip(scored, tods))
+            trace.cycle_records.extend([self._cycle_view] * (hi - lo))
+            n_eligible.extend([len(self._eligible)] * (hi - lo))
+            n_segments.extend([self._cycle_segments] * (hi - lo))
         trace.n_eligible[:], trace.n_segments[:] = n_eligible, n_segments
         trace.records, trace.regularities, trace.rejected = self._records, self._regularities, self._rejected
         return trace
