@@ -639,7 +639,7 @@ class ProactiveMemory:
         stream, spec = self.stream, self.spec
         n = len(stream)
         trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64), np.empty(n, np.int64))
-        times, facts, observed = stream.time.tolist(), stream.facts.tolist(), stream.observed.tolist()
+        times = stream.time.tolist()
         trace.event_lo[:] = event_windows(stream.time)
         # records start at the first event's day; every day before the last, open one is completed (empty ones too,
         # each when the next day opens); their summaries are drawn at once, in day order
@@ -649,7 +649,28 @@ class ProactiveMemory:
                                  * MINUTES_PER_DAY)
         self._summaries = _summarise(stream, days, [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])],
                                      spec, self._rng, self.hallucination_rate)
-        behaviours = spec.behaviour_ids
+        # the open day's state for matching (what select reads from today_claims; times are sorted): per event, the
+        # time of day of the latest observed claim of each behaviour and of the latest unobserved event so far that
+        # day (−1: none), and per fact the first observed event claiming it each day
+        tod_all = stream.time % MINUTES_PER_DAY
+        day_start = stream.time - tod_all
+
+        def latest(mask):
+            last = np.maximum.accumulate(np.where(mask, stream.time, -1))
+            return np.where(last >= day_start, last - day_start, -1).tolist()
+
+        last_behaviour = {b: latest(stream.observed & (stream.facts >> b & 1 == 1)) for b in spec.behaviour_ids}
+        last_gap = latest(~stream.observed)
+        first_claim = {}
+
+        def first_of_day(fact, day):
+            if fact not in first_claim:
+                hits = np.flatnonzero(stream.observed & (stream.facts >> fact & 1 == 1))
+                days_hit, first = np.unique(stream.time[hits] // MINUTES_PER_DAY, return_index=True)
+                first_claim[fact] = dict(zip(days_hit.tolist(), hits[first].tolist()))
+            return first_claim[fact].get(day, -1)
+
+        tod_all = tod_all.tolist()
         day_bounds = bounds.tolist() + [n]
         n_eligible, n_segments = [], []
         for d in range(len(day_bounds) - 1):
@@ -658,38 +679,24 @@ class ProactiveMemory:
                 self._complete_day(self._first_day + d - 1, range(day_bounds[d - 1], lo))
             if lo == hi:
                 continue
-            # the open day's state for matching (what select reads from today_claims; times are sorted): per event,
-            # the latest observed claim of each behaviour and the latest unobserved event so far
-            tods = [times[t] % MINUTES_PER_DAY for t in range(lo, hi)]
-            latest = dict.fromkeys(behaviours, -1)
-            last_behaviour = {b: [] for b in behaviours}
-            last_gap, gap = [], -1
-            for t, tod in zip(range(lo, hi), tods):
-                if observed[t]:
-                    for b in behaviours:
-                        if facts[t] >> b & 1:
-                            latest[b] = tod
-                else:
-                    gap = tod
-                for b in behaviours:
-                    last_behaviour[b].append(latest[b])
-                last_gap.append(gap)
+            tods = tod_all[lo:hi]
             # each applicable eligible regularity over the events inside its matching window
             scored = [[] for _ in tods]
             for reg in self._eligible:
                 if not reg.weekdays >> ((self._first_day + d) % 7) & 1:
                     continue
-                first = bisect_left(tods, reg.start - spec.lead)
-                last = bisect_right(tods, reg.end + spec.grace)
+                first = lo + bisect_left(tods, reg.start - spec.lead)
+                last = lo + bisect_right(tods, reg.end + spec.grace)
                 if first == last:
                     continue
-                trigger_at = next((i for i in range(len(tods)) if observed[lo + i] and facts[lo + i] >> reg.trigger & 1
-                                   and tods[i] <= reg.end), len(tods))
+                trigger_at = first_of_day(reg.trigger, self._first_day + d)
+                if trigger_at < 0 or tod_all[trigger_at] > reg.end:      # τ_g: the first claim, if by the end
+                    trigger_at = n
                 for i in range(first, last):
-                    occurrence = _occurrence(reg, tods[i], tods[trigger_at] if trigger_at <= i else None,
+                    occurrence = _occurrence(reg, tod_all[i], tod_all[trigger_at] if trigger_at <= i else None,
                                              last_behaviour[reg.behaviour][i], last_gap[i], spec)
                     if occurrence in RETRIEVED:
-                        scored[i].append((reg, occurrence))
+                        scored[i - lo].append((reg, occurrence))
             trace.matches.extend(tuple(_top(pairs, tod)) if pairs else () for pairs, tod in zip(scored, tods))
             trace.cycle_records.extend([self._cycle_view] * (hi - lo))
             n_eligible.extend([len(self._eligible)] * (hi - lo))
