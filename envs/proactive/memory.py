@@ -639,7 +639,8 @@ class ProactiveMemory:
         stream, spec = self.stream, self.spec
         n = len(stream)
         trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64), np.empty(n, np.int64))
-        times = stream.time.tolist()
+        times = self._times = stream.time.tolist()
+        self._observed = stream.observed.tolist()
         trace.event_lo[:] = event_windows(stream.time)
         # records start at the first event's day; every day before the last, open one is completed (empty ones too,
         # each when the next day opens); their summaries are drawn at once, in day order
@@ -712,9 +713,10 @@ class ProactiveMemory:
         accepted = ([s for s, bad in zip(segments, injected) if not bad or fact_consistent(s, stream, indices)]
                     if self.validate else segments)
         self._rejected += len(segments) - len(accepted)
-        times, observed = stream.time[indices.start:indices.stop], stream.observed[indices.start:indices.stop]
-        record = DailyRecord(day, accepted, len(segments) - len(accepted), tuple(times[~observed].tolist()),
-                             tuple(times[observed].tolist()))
+        times, observed = self._times[indices.start:indices.stop], self._observed[indices.start:indices.stop]
+        record = DailyRecord(day, accepted, len(segments) - len(accepted),
+                             tuple([t for t, seen in zip(times, observed) if not seen]),
+                             tuple([t for t, seen in zip(times, observed) if seen]))
         self._records.append(record)
         self._cycle.append(record)
         for reg in self._eligible:
