@@ -28,6 +28,8 @@ events.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numba
 import numpy as np
 
@@ -233,9 +235,9 @@ def _sports(rng, n_days):
         _fact_bits(spec, ("steps=low", "steps=mid", "steps=high")), _fact_bits(spec, _SLOTS), spec.bit("available"))
     n = time.size
     order = np.argsort(time, kind="stable")
-    return dict(time=time[order], kind=np.zeros(n, np.int64), facts=facts[order], observed=observed[order],
-                values=np.clip(values[order], 0, 1).astype(np.float32), object_id=np.full(n, -1, np.int64),
-                need=need[order], a_key=[("day", int(day)) for day in time[order] // MINUTES_PER_DAY]), routines
+    return {"time": time[order], "kind": np.zeros(n, np.int64), "facts": facts[order], "observed": observed[order],
+            "values": np.clip(values[order], 0, 1).astype(np.float32), "object_id": np.full(n, -1, np.int64),
+            "need": need[order], "a_key": [("day", int(day)) for day in time[order] // MINUTES_PER_DAY]}, routines
 
 
 @numba.njit(cache=True)
@@ -337,9 +339,9 @@ def _home(rng, n_days):
         _fact_bits(spec, ("motion=none", "motion=low", "motion=high")), spec.bit("door=front"),
         int(np.searchsorted(ends, 600)), int(np.searchsorted(ends, 1080)))
     n = time.size
-    return dict(time=time, kind=np.zeros(n, np.int64), facts=facts, observed=observed,
-                values=np.clip(values, 0, 1).astype(np.float32), object_id=np.full(n, -1, np.int64), need=need,
-                a_key=[None if q < 0 else ("quiet", q) for q in quiet.tolist()]), routines
+    return {"time": time, "kind": np.zeros(n, np.int64), "facts": facts, "observed": observed,
+            "values": np.clip(values, 0, 1).astype(np.float32), "object_id": np.full(n, -1, np.int64), "need": need,
+            "a_key": [None if q < 0 else ("quiet", q) for q in quiet.tolist()]}, routines
 
 
 @numba.njit(cache=True)
@@ -497,9 +499,9 @@ def _code(rng, n_days):
     order = np.argsort(time, kind="stable")
     keys = [None if k == 0 else ("ci" if k == 1 else "object", v)
             for k, v in zip(key_kind[order].tolist(), key_value[order].tolist())]
-    return dict(time=time[order], kind=kind[order], facts=facts[order], observed=np.ones(time.size, bool),
-                values=np.clip(values[order], 0, 1).astype(np.float32), object_id=object_id[order], need=need[order],
-                a_key=keys), routines
+    return {"time": time[order], "kind": kind[order], "facts": facts[order], "observed": np.ones(time.size, bool),
+            "values": np.clip(values[order], 0, 1).astype(np.float32), "object_id": object_id[order],
+            "need": need[order], "a_key": keys}, routines
 
 
 @numba.njit(cache=True)
@@ -632,23 +634,23 @@ _GENERATORS = {"sports": _sports, "home": _home, "code": _code}
 def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
     """Fill ``label``, ``support``, ``episode`` and ``service`` from the routines (B), the needs (A) and novelty."""
     spec = SCOPES[stream.scope]
-    day_of = stream.time // MINUTES_PER_DAY
-    tod = stream.time % MINUTES_PER_DAY
-    first = np.searchsorted(day_of, np.arange(stream.n_days + 1))
-    can = feasible_all(stream)
+    times, facts = stream.time.tolist(), stream.facts.tolist()
+    tod = [time % MINUTES_PER_DAY for time in times]
+    first = np.searchsorted(stream.time // MINUTES_PER_DAY, np.arange(stream.n_days + 1)).tolist()
+    can = feasible_all(stream).tolist()
     episode_id = 0
     for r in stream.routines:
         for day in range(r.first_day, min(r.last_day, stream.n_days)):
             if not (r.weekdays >> (day % 7)) & 1:
                 continue
             idx = range(first[day], first[day + 1])
-            trig = [t for t in idx if stream.has(t, r.trigger) and tod[t] <= r.end]
-            if not trig:
+            tg = next((t for t in idx if facts[t] >> r.trigger & 1 and tod[t] <= r.end), None)
+            if tg is None:
                 continue
-            tg = trig[0]
-            def seen(t, until):
+
+            def seen(t, until, r=r, tg=tg):
                 """The behaviour happened at or after the trigger, from the window's start up to ``until``."""
-                return any(stream.has(i, r.behaviour) and r.start <= tod[i] <= until for i in range(tg, t + 1))
+                return any(facts[i] >> r.behaviour & 1 and r.start <= tod[i] <= until for i in range(tg, t + 1))
 
             if "pending" in spec.actionable:
                 window = [t for t in idx if t >= tg and r.start - spec.lead <= tod[t] <= r.end]
@@ -656,8 +658,7 @@ def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
                 if seen(first[day + 1] - 1, r.end):
                     continue
                 close = day * MINUTES_PER_DAY + r.end
-                window = range(max(tg, int(np.searchsorted(stream.time, close, side="right"))),
-                               int(np.searchsorted(stream.time, close + spec.grace, side="right")))
+                window = range(max(tg, bisect_right(times, close)), bisect_right(times, close + spec.grace))
             # an event that shows the behaviour (late, for a deviation) offers no opportunity: the occurrence is
             # fulfilled, as current matching sees it
             candidates = [t for t in window if not seen(t, MINUTES_PER_DAY)]
