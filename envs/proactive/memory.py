@@ -326,17 +326,19 @@ def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, f
     """
     n_f = n_v = observable = with_behaviour = 0
     seen = set()
+    weekdays, start, end = reg.weekdays, reg.start, reg.end
     for record in records:
-        if record.day in seen:
+        day = record.day
+        if day in seen:
             continue
-        seen.add(record.day)
+        seen.add(day)
+        if not weekdays >> (day % 7) & 1:                # inapplicable
+            continue
         outcome = day_outcome(reg, record)
-        if outcome == "inapplicable":
-            continue
         n_f += outcome == "fulfilled"
         n_v += outcome == "violated"
-        lo = record.day * MINUTES_PER_DAY + reg.start
-        hi = lo + reg.end - reg.start
+        lo = day * MINUTES_PER_DAY + start
+        hi = lo + end - start
         if _any_within(record.observed_times, lo, hi) and not _any_within(record.gaps, lo, hi):
             observable += 1
             with_behaviour += _any_within(record._claims.get(reg.behaviour, ()), lo, hi)
@@ -413,15 +415,17 @@ def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PRO
         raise ValueError(f"min_days must be at least 1, got {min_days}")
     proposals = []
     n_bins = MINUTES_PER_DAY // PROPOSAL_GRID
+    claims = [record._claims for record in records]
+    behaviours = spec.behaviour_ids
     for g in spec.trigger_ids:
-        for p in spec.behaviour_ids:
+        for p in behaviours:
             if g == p:
                 continue
             points = []                                   # (record position, time of day)
-            for k, record in enumerate(records):
-                triggers = record.occurrences(g)
+            for k, record_claims in enumerate(claims):
+                triggers = record_claims.get(g)
                 if triggers:                              # a trigger claim in [time − reach, time]
-                    points += [(k, _tod(time)) for time in record.occurrences(p)
+                    points += [(k, _tod(time)) for time in record_claims.get(p, ())
                                if _any_within(triggers, time - PROPOSAL_REACH, time)]
             while len({k for k, _ in points}) >= min_days:
                 n_days, lo, width = _best_window(np.array(points, np.int64), len(records), n_bins,
