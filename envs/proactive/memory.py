@@ -145,10 +145,11 @@ def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeS
 
 
 def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.ndarray], spec: ScopeSpec,
-               rng: np.random.Generator, hallucination_rate: float) -> list[tuple[list[Segment], list[bool]]]:
+               rng: np.random.Generator, hallucination_rate: float) -> list[tuple[list[Segment], list[bool], dict]]:
     """:func:`summarise_day` for several days at once (in order; their segments' draws come from ``rng`` in the
-    same order), vectorised over their events. Returns per day the segments and, per segment, whether an error
-    was injected (a segment without one claims exactly its cited events' facts at their times)."""
+    same order), vectorised over their events. Returns per day the segments, per segment whether an error was
+    injected (a segment without one claims exactly its cited events' facts at their times), and the claims of the
+    segments without one as :attr:`DailyRecord._claims` groups them (``{fact: sorted times}``)."""
     idx = np.concatenate([np.asarray(i, np.int64) for i in day_indices]) if len(day_indices) else np.zeros(0, np.int64)
     position = np.repeat(np.arange(len(day_indices)), [len(i) for i in day_indices])
     keep = stream.observed[idx]
@@ -172,7 +173,7 @@ def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.nda
     claim_pairs = list(zip(claim_fact.tolist(), claim_time.tolist()))
     u = rng.random((first.size, 4)).tolist()
     behaviours = spec.behaviour_ids
-    out = [([], []) for _ in days]
+    out = [([], [], {}) for _ in days]
     earlier_events = [int(np.min(i)) if len(i) else 0 for i in day_indices]
     idx_list, time_list, position_list = idx.tolist(), time.tolist(), position[first].tolist()
     for k, (lo, hi) in enumerate(zip(first.tolist(), last.tolist())):
@@ -192,6 +193,14 @@ def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.nda
             injected = True
         out[d][0].append(Segment(days[d], start, end, seg_facts, tuple(fact_times), citations))
         out[d][1].append(injected)
+    natural = ~np.array([bad for _, flags, _ in out for bad in flags], bool)[claim_segment]
+    day_of, fact_of, time_of = position[first][claim_segment][natural], claim_fact[natural], claim_time[natural]
+    order = np.lexsort((time_of, fact_of, day_of))
+    day_of, fact_of, time_of = day_of[order], fact_of[order], time_of[order].tolist()
+    group = np.flatnonzero(np.diff(day_of * len(spec.facts) + fact_of, prepend=-1)).tolist() + [len(time_of)]
+    day_list, fact_list = day_of.tolist(), fact_of.tolist()
+    for a, b in zip(group[:-1], group[1:]):
+        out[day_list[a]][2][fact_list[a]] = tuple(time_of[a:b])
     return out
 
 
@@ -712,7 +721,7 @@ class ProactiveMemory:
 
     def _complete_day(self, day: int, indices: range) -> None:
         stream = self.stream
-        segments, injected = self._summaries[day - self._first_day]
+        segments, injected, claims = self._summaries[day - self._first_day]
         # a segment without an injected error passes the validator by construction: only the others are checked
         accepted = ([s for s, bad in zip(segments, injected) if not bad or fact_consistent(s, stream, indices)]
                     if self.validate else segments)
@@ -721,6 +730,8 @@ class ProactiveMemory:
         record = DailyRecord(day, accepted, len(segments) - len(accepted),
                              tuple([t for t, seen in zip(times, observed) if not seen]),
                              tuple([t for t, seen in zip(times, observed) if seen]))
+        if len(accepted) == injected.count(False):      # exactly the segments without an injected error:
+            record.__dict__["_claims"] = claims          # their claims, grouped by the summary pass
         self._records.append(record)
         self._cycle.append(record)
         for reg in self._eligible:
