@@ -228,7 +228,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         day = s.time // MINUTES_PER_DAY
         behaviours = spec.behaviour_ids
         static = np.zeros((n, N_FEATURES), np.float32)
-        retrieved = np.zeros((3, n, N_FEATURES), np.float32)
+        retrieved = np.zeros((3, n, N_FEATURES - RETRIEVED.start), np.float32)   # the RETRIEVED columns
         tokens = np.zeros((n, 3), np.int64)
         bits = (s.facts[:, None] >> np.arange(MAX_FACTS)) & 1
         static[:, F["scope_" + s.scope]] = 1
@@ -247,12 +247,12 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         # event layer: the previous days in context, and today
         ev = np.zeros((n, _EV.stop - _EV.start))
         _event_layer(tod, day, bits[:, list(behaviours)].astype(np.bool_), lo, ev)
-        retrieved[:, :, _EV] = ev
+        retrieved[:, :, _EV.start - RETRIEVED.start:_EV.stop - RETRIEVED.start] = ev
         # trajectory layer: the accepted daily records of the current cycle
         tr = np.zeros((n, _TR.stop - _TR.start))
         tr[:, 1] = np.minimum(1.0, trace.n_segments / 60)
         _trajectory_layer(tod, *self._cycle_views(tr[:, 0]), len(behaviours), tr)
-        retrieved[1:, :, _TR] = tr
+        retrieved[1:, :, _TR.start - RETRIEVED.start:_TR.stop - RETRIEVED.start] = tr
         # regularity layer
         rg = np.zeros((n, _RG.stop - _RG.start), np.float32)
         rg[:, 0] = np.minimum(1.0, trace.n_eligible / 20)
@@ -282,13 +282,13 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             rg[t, o + 4 + occurrence.astype(np.int64)] = 1          # deviated, pending, upcoming
             rg[t, o + 7] = np.minimum(1.0, distance / 240)
             rg[t, o + 8 + behaviour.astype(np.int64)] = 1
-        retrieved[2, :, _RG] = rg
+        retrieved[2, :, _RG.start - RETRIEVED.start:] = rg
         tokens[:, 0] = (np.arange(n) - lo) * spec.event_tokens
         tokens[:, 1] = tokens[:, 0] + trace.n_segments * spec.segment_tokens
         tokens[:, 2] = tokens[:, 1] + spec.matching_overhead_tokens + n_matches * spec.regularity_tokens
-        retrieved[:, :, F["loaded_events"]] = 1
-        retrieved[1:, :, F["loaded_trajectories"]] = 1
-        retrieved[2, :, F["loaded_regularities"]] = 1
+        retrieved[:, :, F["loaded_events"] - RETRIEVED.start] = 1
+        retrieved[1:, :, F["loaded_trajectories"] - RETRIEVED.start] = 1
+        retrieved[2, :, F["loaded_regularities"] - RETRIEVED.start] = 1
         static[:, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
         self._static, self._retrieved, self._tokens = static, retrieved, tokens
         self._key_state = self._episode_states()
@@ -385,7 +385,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         if self._phase == 1:
             obs[_PHASE] = 1
             if self._depth >= 0:
-                obs[RETRIEVED] = self._retrieved[self._depth, t, RETRIEVED]
+                obs[RETRIEVED] = self._retrieved[self._depth, t]
             obs[_DUPLICATE] = self._key(1) in self._allowed
         return obs
 
