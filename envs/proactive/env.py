@@ -291,6 +291,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         retrieved[2, :, F["loaded_regularities"] - RETRIEVED.start] = 1
         static[:, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
         self._static, self._retrieved, self._tokens = static, retrieved, tokens
+        self._token_rows, self._labels = tokens.tolist(), s.label.tolist()
         self._key_state = self._episode_states()
 
     def _cycle_views(self, n_records_share) -> tuple:
@@ -440,11 +441,12 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         a, t = action, self._t
         if self._phase == 0:
             depth = a
-            cost = int(self._tokens[t, depth])
+            costs = self._token_rows[t]
+            cost = costs[depth]
             if self.token_budget is not None:
                 while depth >= 0 and self._spent + cost > self.token_budget:
                     depth -= 1
-                    cost = int(self._tokens[t, depth]) if depth >= 0 else 0
+                    cost = costs[depth] if depth >= 0 else 0
             self._spent += cost
             self._depth, self._phase = depth, 1
             self._offer = self._proposal(t, depth)
@@ -454,7 +456,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         service, key = self._offer[0], self._key(a)
         suppressed = bool(a) and key in self._allowed
         decision = bool(a) and not suppressed
-        label = int(self.stream.label[t])
+        label = self._labels[t]
         if decision:
             self._allowed.add(key)
             self._last_day, self._last_time = self._day[t], self._time[t]
