@@ -1,4 +1,5 @@
-"""LinUCB contextual bandits in pure numpy: LIMBO's two-head controller and a single-head variant.
+"""LinUCB contextual bandits in numpy, with the online select / update fast path in numba kernels: LIMBO's two-head
+controller and a single-head variant.
 
 Both keep, per action ``a``, the inverse design matrix ``A_a^{-1} = (λ I + Σ x x^T)^{-1}`` (Sherman–Morrison for one
 observation, Woodbury for a batch of observations of one action; a batch touching several actions is applied
@@ -23,6 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import numba
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -32,6 +34,69 @@ def _check_number(name, value, *, low, low_inclusive=True):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if value < low or (value == low and not low_inclusive):
         raise ValueError(f"{name} must be {'>=' if low_inclusive else '>'} {low}, got {value!r}")
+
+
+@numba.njit(cache=True)
+def _select_kernel(A_inv, score_theta, x, alpha):
+    """``argmax_a score_theta[a]·x + α sqrt(x^T A_inv[a] x)`` (ties to the lowest index) and the chosen action's
+    bonus; action −1 when a score is not finite."""
+    K, d = score_theta.shape
+    best, best_bonus, chosen = -np.inf, 0.0, 0
+    for a in range(K):
+        q = mean = 0.0
+        for i in range(d):
+            row = 0.0
+            for j in range(d):
+                row += A_inv[a, i, j] * x[j]
+            q += x[i] * row
+            mean += score_theta[a, i] * x[i]
+        bonus = alpha * np.sqrt(q)
+        score = mean + bonus
+        if not np.isfinite(score):
+            return -1, bonus
+        if score > best:
+            best, best_bonus, chosen = score, bonus, a
+    return chosen, best_bonus
+
+
+@numba.njit(cache=True)
+def _sherman_morrison_kernel(A_inv, b, theta, score_theta, head_weights, a, x, targets):
+    """Add row ``x`` with its head ``targets`` to action ``a``: ``A_inv[a] −= u u^T / (1 + x·u)`` with
+    ``u = A_inv[a] x``, ``b[a] += targets ⊗ x``, ``theta[a] = b[a] A_inv[a]`` and ``score_theta[a] =
+    head_weights · theta[a]``. Returns False (and changes nothing) when the denominator or a target is not
+    finite."""
+    d = x.size
+    u = np.empty(d)
+    for i in range(d):
+        row = 0.0
+        for j in range(d):
+            row += A_inv[a, i, j] * x[j]
+        u[i] = row
+    den = 1.0
+    for i in range(d):
+        den += x[i] * u[i]
+    total = den
+    for h in range(len(targets)):
+        total += targets[h]
+    if not np.isfinite(total):
+        return False
+    for j in range(d):
+        v = u[j] / den
+        for i in range(d):
+            A_inv[a, i, j] -= u[i] * v
+    for h in range(len(targets)):
+        for j in range(d):
+            b[a, h, j] += targets[h] * x[j]
+    for j in range(d):
+        combined = 0.0
+        for h in range(len(targets)):
+            acc = 0.0
+            for i in range(d):
+                acc += b[a, h, i] * A_inv[a, i, j]
+            theta[a, h, j] = acc
+            combined += head_weights[h] * acc
+        score_theta[a, j] = combined
+    return True
 
 
 class _LinUCBBase(BaseEstimator):
@@ -138,20 +203,12 @@ class _LinUCBBase(BaseEstimator):
         return buf
 
     def _sm_update(self, x, a, targets):
-        """Sherman-Morrison update of action ``a`` with one row ``x`` and its head targets."""
+        """Sherman-Morrison update of action ``a`` with one row ``x`` and its head targets (a numba kernel)."""
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Integral) or not 0 <= a < self.n_actions:
             raise ValueError(f"action must be an int in [0, {self.n_actions}), got {a!r}")
-        Ai = self.A_inv_[a]
-        u = Ai @ x
-        den = 1.0 + x @ u
-        if not math.isfinite(den + sum(targets)):
+        if not _sherman_morrison_kernel(self.A_inv_, self.b_, self.theta_, self._score_theta, self._w, int(a), x,
+                                        targets):
             raise ValueError(f"observation and targets must be finite, got x={x}, targets={targets}")
-        Ai -= np.multiply.outer(u, u / den)
-        b = self.b_[a]
-        b += np.multiply.outer(targets, x)
-        th = self.theta_[a]
-        np.matmul(b, Ai, out=th)
-        self._score_theta[a] = self._w @ th
         self.n_updates_[a] += 1
 
     def select(self, x) -> int:
@@ -160,16 +217,10 @@ class _LinUCBBase(BaseEstimator):
         if not hasattr(self, "A_inv_"):
             self._check_X(x)
         x = self._fast_x(x)
-        K, d = self._score_theta.shape
-        q = (self.A_inv_.reshape(K * d, d) @ x).reshape(K, d) @ x
-        bonus = np.sqrt(q)
-        bonus *= self.alpha
-        score = self._score_theta @ x
-        score += bonus
-        a = int(score.argmax())
-        if not math.isfinite(score[a]):
+        a, bonus = _select_kernel(self.A_inv_, self._score_theta, x, float(self.alpha))
+        if a < 0:
             raise ValueError(f"observation must be finite, got {x[:self._d_in]}")
-        self.last_bonus_ = float(bonus[a])
+        self.last_bonus_ = bonus
         return a
 
     def _reset(self):
@@ -257,7 +308,7 @@ class LinUCB(_LinUCBBase):
         """Add one observation (Sherman–Morrison); the fast path of :meth:`partial_fit`."""
         if not hasattr(self, "A_inv_"):
             self._check_X(x)
-        self._sm_update(self._fast_x(x), action, (correct, cost))
+        self._sm_update(self._fast_x(x), action, (float(correct), float(cost)))
 
 
 class SingleHeadLinUCB(_LinUCBBase):
@@ -293,7 +344,7 @@ class SingleHeadLinUCB(_LinUCBBase):
         """Add one observation (Sherman–Morrison); the fast path of :meth:`partial_fit`."""
         if not hasattr(self, "A_inv_"):
             self._check_X(x)
-        self._sm_update(self._fast_x(x), action, (reward,))
+        self._sm_update(self._fast_x(x), action, (float(reward),))
 
 
 __all__ = ["LinUCB", "SingleHeadLinUCB"]

@@ -2,8 +2,9 @@
 
 Measures microseconds per task (select the action for the task's features, then learn from its outcome) on a
 ReplayStream-v0 stream (d = 12 features, 12 actions) for membudget's two-head ``LinUCB``, its ``SingleHeadLinUCB``
-and MABWiser's ``LearningPolicy.LinUCB`` (``predict`` + ``partial_fit``), interleaved over rounds, and checks that
-the single-head variant makes the same choices as MABWiser's on the same stream (same alpha and
+and MABWiser's ``LearningPolicy.LinUCB`` (``predict`` + ``partial_fit``), interleaved over rounds after a warm-up
+run (numba compiles the fast path once), reports the median over rounds of MABWiser / two-head (target >= 80x), and
+checks that the single-head variant makes the same choices as MABWiser's on the same stream (same alpha and
 regularisation, no intercept, reward = correct − w · cost). MABWiser is a test/dev dependency only
 (``pip install mabwiser``).
 """
@@ -76,6 +77,9 @@ def main(argv=None):
     w, K = args.cost_weight, 12
     data = {s: stream_data(s, n_tasks=args.n_tasks) for s in args.seeds}
     X0 = data[args.seeds[0]][0]
+    run_ours(LinUCB(alpha=args.alpha, l2_lambda=args.l2_lambda, cost_weight=w), X0[:20], *data[args.seeds[0]][1:], w,
+             True)  # warm-up: compiles (or loads) the numba kernels
+    run_ours(SingleHeadLinUCB(alpha=args.alpha, l2_lambda=args.l2_lambda), X0[:20], *data[args.seeds[0]][1:], w, False)
     print(f"LinUCB select + update, d = {X0.shape[1]} features, {K} actions, {args.n_tasks}-task ReplayStream-v0 "
           f"streams (db, mid), alpha={args.alpha}, lambda={args.l2_lambda}")
     print(f"{'round':>5} {'two-head us/task':>17} {'single-head us/task':>20} {'MABWiser us/task':>17} "
@@ -96,9 +100,9 @@ def main(argv=None):
         ratios.append(mab / two)
         best = {"two": min(best["two"], two), "one": min(best["one"], one), "mab": min(best["mab"], mab)}
         print(f"{r:>5} {two:>17.1f} {one:>20.1f} {mab:>17.1f} {mab / two:>19.0f}x")
-    print(f"best: two-head {best['two']:.1f} us/task (target <= 20: {'met' if best['two'] <= 20 else 'NOT met'}), "
-          f"MABWiser {best['mab']:.0f} us/task, median ratio of the rounds {np.median(ratios):.0f}x "
-          f"(target >= 50x: {'met' if np.median(ratios) >= 50 else 'NOT met'})")
+    print(f"best: two-head {best['two']:.1f} us/task, single-head {best['one']:.1f} us/task, MABWiser "
+          f"{best['mab']:.0f} us/task; median ratio of the rounds {np.median(ratios):.0f}x "
+          f"(target >= 80x: {'met' if np.median(ratios) >= 80 else 'NOT met'})")
     for s in args.seeds:
         X, c, k = data[s]
         ours = run_ours(SingleHeadLinUCB(alpha=args.alpha, l2_lambda=args.l2_lambda), X, c, k, w, False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import numba
 import numpy as np
 from gymnasium import spaces
 
@@ -10,7 +11,7 @@ from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int, check_number
 from .memory import memory_trace
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
-from .world import DEFAULT_DAYS, check_scope, evidence, feasible, generate_stream
+from .world import DEFAULT_DAYS, check_scope, evidence_all, feasible_all, generate_stream
 
 DEPTHS = ("events", "trajectories", "regularities")
 """Memory depth actions: event memory only; + trajectory memory; + regularity memory (cumulative)."""
@@ -21,6 +22,9 @@ MAX_KINDS, MAX_VALUES, N_BEHAVIOURS = 7, 6, 3
 USUAL_NOW, USUAL_BEFORE = 30, 120
 """Minutes around now (a behaviour usually happens about now) and before now (it usually has happened by now)."""
 TOKEN_SCALE = 20_000.0
+
+
+_OCCURRENCE_CODE = {"deviated": 0, "pending": 1, "upcoming": 2}
 
 
 def _names(prefix, n):
@@ -45,16 +49,72 @@ FEATURE_NAMES = tuple(
 N_FEATURES = len(FEATURE_NAMES)
 F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 RETRIEVED = slice(F["loaded_events"], N_FEATURES)
+_PHASE, _BUDGET_LEFT, _DUPLICATE = F["phase"], F["budget_left"], F["duplicate"]
+_INTERVENED_TODAY, _SINCE_INTERVENTION = F["intervened_today"], F["since_intervention"]
 _EV = slice(F["ev_count"], F["tr_days"])
 _TR = slice(F["tr_days"], F["rg_eligible"])
 _RG = slice(F["rg_eligible"], N_FEATURES)
 
 
-def _share(day_times, tod, lo, hi):
-    """Share of days (each a sequence of times of day) with a time in [tod + lo, tod + hi]."""
-    if not day_times:
-        return 0.0
-    return sum(any(tod + lo <= x <= tod + hi for x in times) for times in day_times) / len(day_times)
+@numba.njit(cache=True)
+def _event_layer(tod, day, behaviour_bits, event_lo, out):
+    """Event-layer features of every event ``t`` into ``out[t]``: context size / 99, then per behaviour the share of
+    the previous days in the context (``event_lo[t] .. t − 1``; a day counts when it has any event there) with the
+    behaviour within ±30 min of now, the same share within the last two hours, and whether today's events up to
+    ``t`` show it within the last two hours."""
+    n, n_b = behaviour_bits.shape
+    now = np.zeros(n_b, np.int64)
+    before = np.zeros(n_b, np.int64)
+    for t in range(n):
+        m, d, lo = tod[t], day[t], event_lo[t]
+        out[t, 0] = (t - lo) / 99
+        now[:], before[:] = 0, 0
+        n_days, i = 0, lo
+        while i < t and day[i] != d:                 # times are sorted: the previous days come first, each a run
+            j, current = i, day[i]
+            for b in range(n_b):
+                seen_now = seen_before = False
+                k = i
+                while k < t and day[k] == current:
+                    if behaviour_bits[k, b]:
+                        seen_now |= m - USUAL_NOW <= tod[k] <= m + USUAL_NOW
+                        seen_before |= m - USUAL_BEFORE <= tod[k] <= m - 1
+                    k += 1
+                now[b] += seen_now
+                before[b] += seen_before
+                j = k
+            n_days += 1
+            i = j
+        for b in range(n_b):
+            out[t, 1 + b] = now[b] / n_days if n_days else 0.0
+            out[t, 1 + n_b + b] = before[b] / n_days if n_days else 0.0
+            today = False
+            for k in range(i, t + 1):
+                today |= behaviour_bits[k, b] and m - USUAL_BEFORE <= tod[k] <= m
+            out[t, 1 + 2 * n_b + b] = today
+
+
+@numba.njit(cache=True)
+def _trajectory_layer(tod, view_of, view_ptr, view_records, occurrence_ptr, occurrence_tod, n_b, out):
+    """Per event ``t``, the shares of the trajectory layer into ``out[t, 2:]``: per behaviour, the share of the
+    records (with segments) of the event's cycle view ``view_of[t]`` that claim the behaviour within ±30 min of
+    now, then the same share within the last two hours. Record ``r``'s claim times of behaviour ``b`` are
+    ``occurrence_tod[occurrence_ptr[r * n_b + b]:occurrence_ptr[r * n_b + b + 1]]``."""
+    for t in range(tod.size):
+        m, v = tod[t], view_of[t]
+        n_records = view_ptr[v + 1] - view_ptr[v]
+        for b in range(n_b):
+            now = before = 0
+            for k in range(view_ptr[v], view_ptr[v + 1]):
+                r = view_records[k]
+                seen_now = seen_before = False
+                for j in range(occurrence_ptr[r * n_b + b], occurrence_ptr[r * n_b + b + 1]):
+                    seen_now |= m - USUAL_NOW <= occurrence_tod[j] <= m + USUAL_NOW
+                    seen_before |= m - USUAL_BEFORE <= occurrence_tod[j] <= m - 1
+                now += seen_now
+                before += seen_before
+            out[t, 2 + b] = now / n_records if n_records else 0.0
+            out[t, 2 + n_b + b] = before / n_records if n_records else 0.0
 
 
 class ProactiveStreamEnv(TextRender, gym.Env):
@@ -168,7 +228,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         day = s.time // MINUTES_PER_DAY
         behaviours = spec.behaviour_ids
         static = np.zeros((n, N_FEATURES), np.float32)
-        retrieved = np.zeros((3, n, N_FEATURES), np.float32)
+        retrieved = np.zeros((3, n, N_FEATURES - RETRIEVED.start), np.float32)   # the RETRIEVED columns
         tokens = np.zeros((n, 3), np.int64)
         bits = (s.facts[:, None] >> np.arange(MAX_FACTS)) & 1
         static[:, F["scope_" + s.scope]] = 1
@@ -180,57 +240,86 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         static[np.arange(n), F["kind0"] + s.kind] = 1
         static[:, F["fact0"]:F["fact0"] + MAX_FACTS] = bits
         static[:, F["value0"]:F["value0"] + s.values.shape[1]] = s.values
-        self._evidence = np.array([evidence(s, t) for t in range(n)])
-        self._feasible = np.array([feasible(s, t) for t in range(n)])
+        static[:, _BUDGET_LEFT] = static[:, _SINCE_INTERVENTION] = 1.0   # before any spending / intervention
+        self._evidence, self._feasible = evidence_all(s), feasible_all(s)
         static[:, F["evidence"]], static[:, F["feasible"]] = self._evidence >= 0, self._feasible
-        self._reg_ids = []
+        lo = trace.event_lo
+        # event layer: the previous days in context, and today
+        ev = np.zeros((n, _EV.stop - _EV.start))
+        _event_layer(tod, day, bits[:, list(behaviours)].astype(np.bool_), lo, ev)
+        retrieved[:, :, _EV.start - RETRIEVED.start:_EV.stop - RETRIEVED.start] = ev
+        # trajectory layer: the accepted daily records of the current cycle
+        tr = np.zeros((n, _TR.stop - _TR.start))
+        tr[:, 1] = np.minimum(1.0, trace.n_segments / 60)
+        _trajectory_layer(tod, *self._cycle_views(tr[:, 0]), len(behaviours), tr)
+        retrieved[1:, :, _TR.start - RETRIEVED.start:_TR.stop - RETRIEVED.start] = tr
+        # regularity layer
+        rg = np.zeros((n, _RG.stop - _RG.start), np.float32)
+        rg[:, 0] = np.minimum(1.0, trace.n_eligible / 20)
+        self._reg_ids = [()] * n
         self._actionable_service = np.full(n, -1)
-        for t in range(n):
-            m, d, lo = int(tod[t]), int(day[t]), int(trace.event_lo[t])
-            # event layer: the previous days in context, and today
-            prior_days = {}
-            for i in range(lo, t):
-                prior_days.setdefault(int(day[i]), []).append(i)
-            today = prior_days.pop(d, []) + [t]
-            ev = [(t - lo) / 99]
-            per_day = [[[tod[i] for i in idx if bits[i, b]] for idx in prior_days.values()] for b in behaviours]
-            ev += [_share(pd, m, -USUAL_NOW, USUAL_NOW) for pd in per_day]
-            ev += [_share(pd, m, -USUAL_BEFORE, -1) for pd in per_day]
-            ev += [any(bits[i, b] and m - USUAL_BEFORE <= tod[i] <= m for i in today) for b in behaviours]
-            retrieved[:, t, _EV] = ev
-            # trajectory layer: the accepted daily records of the current cycle
-            records = trace.cycle_records[t]
-            rec_times = [[[x % MINUTES_PER_DAY for x in r.occurrences(b)] for r in records if r.segments]
-                         for b in behaviours]
-            tr = [len(records) / 7, min(1.0, int(trace.n_segments[t]) / 60)]
-            tr += [_share(rt, m, -USUAL_NOW, USUAL_NOW) for rt in rec_times]
-            tr += [_share(rt, m, -USUAL_BEFORE, -1) for rt in rec_times]
-            retrieved[1:, t, _TR] = tr
-            # regularity layer
-            matches = trace.matches[t]
-            rg = np.zeros(_RG.stop - _RG.start, np.float32)
-            rg[0] = min(1.0, int(trace.n_eligible[t]) / 20)
+        n_matches = np.zeros(n, np.int64)
+        rows = []                                     # per match: event, rank, confidence, lift, distance, codes
+        for t, matches in enumerate(trace.matches):
+            if not matches:
+                continue
+            n_matches[t] = len(matches)
+            service = -1
             for k, mt in enumerate(matches):
-                o = 2 + k * len(_REG_FIELDS)
-                rg[o:o + 8] = (1, mt.confidence, min(1.0, mt.lift / 3), mt.state == "active",
-                               mt.occurrence == "deviated", mt.occurrence == "pending", mt.occurrence == "upcoming",
-                               min(1.0, mt.distance / 240))
-                rg[o + 8 + behaviours.index(mt.behaviour)] = 1
-            actionable = [mt for mt in matches if mt.state == "active" and mt.occurrence in spec.actionable]
-            rg[1] = bool(actionable)
-            if actionable:
-                self._actionable_service[t] = self._routine_service(actionable[0].behaviour)
-            retrieved[2, t, _RG] = rg
-            self._reg_ids.append(tuple(sorted(mt.rid for mt in matches)))
-            tokens[t, 0] = (t - lo) * spec.event_tokens
-            tokens[t, 1] = tokens[t, 0] + int(trace.n_segments[t]) * spec.segment_tokens
-            tokens[t, 2] = tokens[t, 1] + spec.matching_overhead_tokens + len(matches) * spec.regularity_tokens
-        retrieved[:, :, F["loaded_events"]] = 1
-        retrieved[1:, :, F["loaded_trajectories"]] = 1
-        retrieved[2, :, F["loaded_regularities"]] = 1
+                active = mt.state == "active"
+                rows.append((t, k, mt.confidence, mt.lift, mt.distance, active, _OCCURRENCE_CODE[mt.occurrence],
+                             behaviours.index(mt.behaviour)))
+                if service < 0 and active and mt.occurrence in spec.actionable:
+                    service = self._routine_service(mt.behaviour)
+            rg[t, 1] = service >= 0
+            self._actionable_service[t] = service
+            self._reg_ids[t] = tuple(sorted(mt.rid for mt in matches))
+        if rows:
+            t, k, confidence, lift, distance, active, occurrence, behaviour = np.array(rows).T
+            t, o = t.astype(np.int64), 2 + k.astype(np.int64) * len(_REG_FIELDS)
+            rg[t, o] = 1
+            rg[t, o + 1], rg[t, o + 2], rg[t, o + 3] = confidence, np.minimum(1.0, lift / 3), active
+            rg[t, o + 4 + occurrence.astype(np.int64)] = 1          # deviated, pending, upcoming
+            rg[t, o + 7] = np.minimum(1.0, distance / 240)
+            rg[t, o + 8 + behaviour.astype(np.int64)] = 1
+        retrieved[2, :, _RG.start - RETRIEVED.start:] = rg
+        tokens[:, 0] = (np.arange(n) - lo) * spec.event_tokens
+        tokens[:, 1] = tokens[:, 0] + trace.n_segments * spec.segment_tokens
+        tokens[:, 2] = tokens[:, 1] + spec.matching_overhead_tokens + n_matches * spec.regularity_tokens
+        retrieved[:, :, F["loaded_events"] - RETRIEVED.start] = 1
+        retrieved[1:, :, F["loaded_trajectories"] - RETRIEVED.start] = 1
+        retrieved[2, :, F["loaded_regularities"] - RETRIEVED.start] = 1
         static[:, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
         self._static, self._retrieved, self._tokens = static, retrieved, tokens
+        self._token_rows, self._labels = tokens.tolist(), s.label.tolist()
         self._key_state = self._episode_states()
+
+    def _cycle_views(self, n_records_share) -> tuple:
+        """The trace's cycle views (``W_t``, one tuple of records per stretch of events) as flat arrays for
+        :func:`_trajectory_layer`; fills ``n_records_share`` with each event's records / 7."""
+        behaviours, trace = self.scope_spec.behaviour_ids, self.trace
+        n = len(self.stream)
+        view_of, view_ptr, view_records = np.empty(n, np.int64), [0], []
+        occurrence_ptr, occurrence_tod, index = [0], [], {}
+        previous, v = None, -1
+        for t, records in enumerate(trace.cycle_records):
+            if records is not previous:
+                previous, v = records, v + 1
+                for r in records:
+                    if not r.segments:
+                        continue
+                    if id(r) not in index:
+                        index[id(r)] = len(index)
+                        for b in behaviours:
+                            occurrence_tod.extend(x % MINUTES_PER_DAY for x in r.occurrences(b))
+                            occurrence_ptr.append(len(occurrence_tod))
+                    view_records.append(index[id(r)])
+                view_ptr.append(len(view_records))
+                share = len(records) / 7
+            view_of[t] = v
+            n_records_share[t] = share
+        return (view_of, np.array(view_ptr, np.int64), np.array(view_records, np.int64),
+                np.array(occurrence_ptr, np.int64), np.array(occurrence_tod, np.int64))
 
     def _episode_states(self) -> list:
         """Per event, the scope's episode state in the intervention-control key (B.3): Sports — availability and
@@ -242,15 +331,15 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             green = (facts & spec.bit("ci=success")).astype(bool) & (facts & spec.bit("branch=default")).astype(bool)
             return np.cumsum(green).tolist()
         prefixes = ("available", "activity=") if self.scope == "sports" else ("room=", "motion=")
-        state = (facts & sum(spec.bit(f) for f in spec.facts if f.startswith(prefixes))).tolist()
+        state = facts & sum(spec.bit(f) for f in spec.facts if f.startswith(prefixes))
         if self.scope == "sports":
-            return state
-        day = (s.time // MINUTES_PER_DAY).tolist()
-        phases = []
-        for t in range(len(s)):
-            same = t > 0 and state[t - 1] == state[t] and day[t - 1] == day[t]
-            phases.append(min(3, phases[-1] + 1) if same else 1)
-        return list(zip(state, phases))
+            return state.tolist()
+        day = s.time // MINUTES_PER_DAY
+        fresh = np.ones(len(s), bool)                 # the event starts a run of one state within a day
+        fresh[1:] = (state[1:] != state[:-1]) | (day[1:] != day[:-1])
+        run_start = np.maximum.accumulate(np.where(fresh, np.arange(len(s)), 0))
+        phases = np.minimum(3, np.arange(len(s)) - run_start + 1)
+        return list(zip(state.tolist(), phases.tolist()))
 
     def _routine_service(self, behaviour: int) -> int:
         name = self.scope_spec.facts[behaviour]
@@ -267,7 +356,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         routine_driven = depth == 2 and self._actionable_service[t] >= 0
         service = int(self._actionable_service[t]) if routine_driven else max(0, int(self._evidence[t]))
         reg_ids = self._reg_ids[t] if depth == 2 else ()
-        d = int(s.time[t] // MINUTES_PER_DAY)
+        d = self._day[t]
         if self.scope != "code":
             return service, (self.scope, d, self._key_state[t], service, reg_ids)
         if routine_driven:
@@ -287,17 +376,18 @@ class ProactiveStreamEnv(TextRender, gym.Env):
     # ---------------------------------------------------------------------------------------------------- API
 
     def _obs(self) -> np.ndarray:
-        t = min(self._t, len(self.stream) - 1)
+        t = min(self._t, self._n - 1)
         obs = self._static[t].copy()
-        obs[F["budget_left"]] = 1.0 if self.token_budget is None else max(0.0, 1 - self._spent / self.token_budget)
-        d = int(self.stream.time[t] // MINUTES_PER_DAY)
-        obs[F["intervened_today"]] = self._last_day == d
-        obs[F["since_intervention"]] = 1.0 if self._last_time is None else min(
-            1.0, (self.stream.time[t] - self._last_time) / MINUTES_PER_DAY)
+        if self.token_budget is not None:
+            obs[_BUDGET_LEFT] = max(0.0, 1 - self._spent / self.token_budget)
+        if self._last_time is not None:
+            obs[_INTERVENED_TODAY] = self._last_day == self._day[t]
+            obs[_SINCE_INTERVENTION] = min(1.0, (self._time[t] - self._last_time) / MINUTES_PER_DAY)
         if self._phase == 1:
-            obs[F["phase"]] = 1
-            obs[RETRIEVED] = self._retrieved[self._depth, t, RETRIEVED] if self._depth >= 0 else 0
-            obs[F["duplicate"]] = self._key(1) in self._allowed
+            obs[_PHASE] = 1
+            if self._depth >= 0:
+                obs[RETRIEVED] = self._retrieved[self._depth, t]
+            obs[_DUPLICATE] = self._key(1) in self._allowed
         return obs
 
     def reset(self, *, seed=None, options=None):
@@ -319,6 +409,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
                                   replay_gate=self.memory != "no_replay_gate",
                                   hallucination_rate=self.hallucination_rate,
                                   seed=int(self.np_random.integers(2**31)))
+        self._n, self._time = len(stream), stream.time.tolist()
+        self._day = [time // MINUTES_PER_DAY for time in self._time]
         self._precompute()
         self._t, self._phase, self._depth = 0, 0, 0
         self._spent, self._return = 0, 0.0
@@ -337,19 +429,24 @@ class ProactiveStreamEnv(TextRender, gym.Env):
     def step(self, action):
         if self.stream is None:
             raise RuntimeError("call reset() before step()")
-        if self._t >= len(self.stream):
+        if self._t >= self._n:
             raise RuntimeError("the stream has ended; call reset()")
-        a = np.asarray(action)
-        if a.shape != () or a.dtype.kind not in "iu" or not 0 <= int(a) < 3:
+        if type(action) is not int:                  # fast path; bool, floats and arrays go through the checks
+            a = np.asarray(action)
+            if a.shape != () or a.dtype.kind not in "iu":
+                raise ValueError(f"action must be an integer in [0, 3) (Discrete(3)), got {action!r}")
+            action = int(a)
+        if not 0 <= action < 3:
             raise ValueError(f"action must be an integer in [0, 3) (Discrete(3)), got {action!r}")
-        a, t = int(a), self._t
+        a, t = action, self._t
         if self._phase == 0:
             depth = a
-            cost = int(self._tokens[t, depth])
+            costs = self._token_rows[t]
+            cost = costs[depth]
             if self.token_budget is not None:
                 while depth >= 0 and self._spent + cost > self.token_budget:
                     depth -= 1
-                    cost = int(self._tokens[t, depth]) if depth >= 0 else 0
+                    cost = costs[depth] if depth >= 0 else 0
             self._spent += cost
             self._depth, self._phase = depth, 1
             self._offer = self._proposal(t, depth)
@@ -359,16 +456,16 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         service, key = self._offer[0], self._key(a)
         suppressed = bool(a) and key in self._allowed
         decision = bool(a) and not suppressed
-        label = int(self.stream.label[t])
+        label = self._labels[t]
         if decision:
             self._allowed.add(key)
-            self._last_day, self._last_time = int(self.stream.time[t] // MINUTES_PER_DAY), int(self.stream.time[t])
+            self._last_day, self._last_time = self._day[t], self._time[t]
         reward = (1.0 if label else -self.intrusion_penalty) if decision else 0.0
         self._counts["tp" if decision and label else "fp" if decision else "fn" if label else "tn"] += 1
         self._counts["suppressed"] += suppressed
         self._return += reward
         self._t, self._phase = t + 1, 0
-        terminated = self._t >= len(self.stream)
+        terminated = self._t >= self._n
         info = self._info(t, 1, self._depth, 0, False, bool(a), a, decision, suppressed, int(service), label)
         if terminated:
             info["episode_metrics"] = dict(episode_metrics(**{k: self._counts[k] for k in ("tp", "fp", "fn", "tn")}),

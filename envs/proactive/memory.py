@@ -30,10 +30,12 @@ and day ``d`` has weekday ``d % 7`` (0 = Monday).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple, Sequence
 
+import numba
 import numpy as np
 
 from .schema import ALL_DAYS, MINUTES_PER_DAY, WEEKEND, WORKDAYS, ScopeSpec, Stream
@@ -81,7 +83,9 @@ def _tod(time: int) -> int:
 
 
 def _any_within(times, lo: int, hi: int) -> bool:
-    return any(lo <= time <= hi for time in times)
+    """Whether the sorted ``times`` hold one in ``[lo, hi]``."""
+    i = bisect_left(times, lo)
+    return i < len(times) and times[i] <= hi
 
 
 def event_window(time: np.ndarray, t: int, horizon: int = EVENT_HORIZON, capacity: int = EVENT_CAPACITY) -> int:
@@ -95,6 +99,13 @@ def event_window(time: np.ndarray, t: int, horizon: int = EVENT_HORIZON, capacit
         raise ValueError(f"event_window needs horizon >= 0 and capacity >= 1, got {horizon} and {capacity}")
     first_in_horizon = int(np.searchsorted(time, time[t] - horizon, side="left"))
     return max(first_in_horizon, t - (capacity - 1))
+
+
+def event_windows(time: np.ndarray, horizon: int = EVENT_HORIZON, capacity: int = EVENT_CAPACITY) -> np.ndarray:
+    """:func:`event_window` of every event at once."""
+    if horizon < 0 or capacity < 1:
+        raise ValueError(f"event_window needs horizon >= 0 and capacity >= 1, got {horizon} and {capacity}")
+    return np.maximum(np.searchsorted(time, time - horizon, side="left"), np.arange(time.size) - (capacity - 1))
 
 
 @dataclass(frozen=True)
@@ -130,36 +141,67 @@ def summarise_day(stream: Stream, day: int, indices: Sequence[int], spec: ScopeS
     ``u[2] < hallucination_rate / 4`` it also cites an event of an earlier day (chosen by ``u[3]``), an unresolved
     citation. Only earlier events are cited so that the summary of a day never depends on later events.
     """
+    return _summarise(stream, [day], [np.asarray(indices, dtype=np.int64)], spec, rng, hallucination_rate)[0][0]
+
+
+def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.ndarray], spec: ScopeSpec,
+               rng: np.random.Generator, hallucination_rate: float) -> list[tuple[list[Segment], list[bool], dict]]:
+    """:func:`summarise_day` for several days at once (in order; their segments' draws come from ``rng`` in the
+    same order), vectorised over their events. Returns per day the segments, per segment whether an error was
+    injected (a segment without one claims exactly its cited events' facts at their times), and the claims of the
+    segments without one as :attr:`DailyRecord._claims` groups them (``{fact: sorted times}``)."""
+    idx = np.concatenate([np.asarray(i, np.int64) for i in day_indices]) if len(day_indices) else np.zeros(0, np.int64)
+    position = np.repeat(np.arange(len(day_indices)), [len(i) for i in day_indices])
+    keep = stream.observed[idx]
+    idx, position = idx[keep], position[keep]
+    time, facts = stream.time[idx], stream.facts[idx]
     behaviour_mask = sum(1 << b for b in spec.behaviour_ids)
-    groups, previous = [], None
-    for i in indices:
-        if not stream.observed[i]:
-            continue
-        time, facts = int(stream.time[i]), int(stream.facts[i])
-        if previous is None or (facts ^ previous[1]) & behaviour_mask or time - previous[0] > SEGMENT_GAP:
-            groups.append([])
-        groups[-1].append(int(i))
-        previous = (time, facts)
-    earlier_events = min(indices) if len(indices) else 0
-    segments = []
-    for group in groups:
-        facts, fact_times = 0, set()
-        for i in group:
-            event_facts = int(stream.facts[i])
-            fact_times.update((fact, int(stream.time[i])) for fact in range(len(spec.facts)) if event_facts >> fact & 1)
-            facts |= event_facts
-        start, end, citations = int(stream.time[group[0]]), int(stream.time[group[-1]]), tuple(group)
-        u = rng.random(4)
-        if u[0] < hallucination_rate:
-            absent = [b for b in spec.behaviour_ids if not facts >> b & 1]
+    new = np.ones(idx.size, bool)                          # an observed event that opens a segment
+    new[1:] = ((position[1:] != position[:-1]) | (((facts[1:] ^ facts[:-1]) & behaviour_mask) != 0)
+               | (time[1:] - time[:-1] > SEGMENT_GAP))
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], idx.size) - 1
+    segment_facts = np.bitwise_or.reduceat(facts, first).tolist() if first.size else []
+    # every (fact, time) claim of each segment, sorted and without repeats
+    event, fact = np.nonzero((facts[:, None] >> np.arange(len(spec.facts))) & 1)
+    segment_of = np.cumsum(new) - 1
+    span = int(time.max()) + 1 if time.size else 1          # claims sorted by (segment, fact, time) as one key
+    claims = np.unique((segment_of[event] * len(spec.facts) + fact) * span + time[event])
+    claim_segment, claim_fact = np.divmod(claims // span, len(spec.facts))
+    claim_time = claims % span
+    claim_bounds = np.searchsorted(claim_segment, np.arange(first.size + 1)).tolist()
+    claim_pairs = list(zip(claim_fact.tolist(), claim_time.tolist()))
+    u = rng.random((first.size, 4)).tolist()
+    behaviours = spec.behaviour_ids
+    out = [([], [], {}) for _ in days]
+    earlier_events = [int(np.min(i)) if len(i) else 0 for i in day_indices]
+    idx_list, time_list, position_list = idx.tolist(), time.tolist(), position[first].tolist()
+    for k, (lo, hi) in enumerate(zip(first.tolist(), last.tolist())):
+        d = position_list[k]
+        seg_facts, fact_times = segment_facts[k], claim_pairs[claim_bounds[k]:claim_bounds[k + 1]]
+        start, end, citations = time_list[lo], time_list[hi], tuple(idx_list[lo:hi + 1])
+        injected = False
+        if u[k][0] < hallucination_rate:
+            absent = [b for b in behaviours if not seg_facts >> b & 1]
             if absent:
-                invented = absent[int(u[1] * len(absent))]
-                facts |= 1 << invented
-                fact_times.add((invented, start))
-        if u[2] < hallucination_rate / 4 and earlier_events:
-            citations += (int(u[3] * earlier_events),)
-        segments.append(Segment(day, start, end, facts, tuple(sorted(fact_times)), citations))
-    return segments
+                invented = absent[int(u[k][1] * len(absent))]
+                seg_facts |= 1 << invented
+                fact_times = sorted(fact_times + [(invented, start)])
+                injected = True
+        if u[k][2] < hallucination_rate / 4 and earlier_events[d]:
+            citations += (int(u[k][3] * earlier_events[d]),)
+            injected = True
+        out[d][0].append(Segment(days[d], start, end, seg_facts, tuple(fact_times), citations))
+        out[d][1].append(injected)
+    natural = ~np.array([bad for _, flags, _ in out for bad in flags], bool)[claim_segment]
+    day_of, fact_of, time_of = position[first][claim_segment][natural], claim_fact[natural], claim_time[natural]
+    order = np.lexsort((time_of, fact_of, day_of))
+    day_of, fact_of, time_of = day_of[order], fact_of[order], time_of[order].tolist()
+    group = np.flatnonzero(np.diff(day_of * len(spec.facts) + fact_of, prepend=-1)).tolist() + [len(time_of)]
+    day_list, fact_list = day_of.tolist(), fact_of.tolist()
+    for a, b in zip(group[:-1], group[1:]):
+        out[day_list[a]][2][fact_list[a]] = tuple(time_of[a:b])
+    return out
 
 
 def fact_consistent(segment: Segment, stream: Stream, day_indices: Sequence[int]) -> bool:
@@ -170,20 +212,22 @@ def fact_consistent(segment: Segment, stream: Stream, day_indices: Sequence[int]
     cited events within the segment's day; every claimed fact is supported, ``F(d) ⊆ ∪_{e∈E(d)} F(e)``, and each
     ``(fact, time)`` claim is the time of a cited event carrying that fact.
     """
-    citations = segment.citations
-    if not citations or not all(0 <= c < len(stream) and c in day_indices for c in citations):
+    citations, n = segment.citations, len(stream)
+    if not citations or not all(0 <= c < n and c in day_indices for c in citations):
         return False
-    times = [int(stream.time[c]) for c in citations]
-    support = 0
-    for c in citations:
-        support |= int(stream.facts[c])
+    cited = list(citations)
+    times = stream.time[cited].tolist()
+    support, facts_at = 0, {}                       # facts_at: time -> facts of the cited events at that time
+    for time, facts in zip(times, stream.facts[cited].tolist()):
+        support |= facts
+        facts_at[time] = facts_at.get(time, 0) | facts
     if segment.facts & ~support:
         return False
     if (segment.start, segment.end) != (min(times), max(times)) or segment.start // MINUTES_PER_DAY != segment.day:
         return False
     timed = 0
     for fact, time in segment.fact_times:
-        if not any(t == time and stream.has(c, fact) for c, t in zip(citations, times)):
+        if not facts_at.get(time, 0) >> fact & 1:
             return False
         timed |= 1 << fact
     return timed == segment.facts
@@ -199,9 +243,9 @@ class DailyRecord:
     rejected: int
     """Segments the validator dropped."""
     gaps: tuple
-    """Absolute times of the day's unobserved events (censoring evidence for replay)."""
+    """Sorted absolute times of the day's unobserved events (censoring evidence for replay)."""
     observed_times: tuple
-    """Absolute times of the day's observed events (observability evidence for the base rate)."""
+    """Sorted absolute times of the day's observed events (observability evidence for the base rate)."""
 
     def occurrences(self, fact: int) -> tuple:
         """Sorted absolute times at which the accepted segments claim ``fact`` on this day."""
@@ -270,11 +314,12 @@ def day_outcome(reg: Regularity, record: DailyRecord) -> str:
         return "inapplicable"
     day_start = record.day * MINUTES_PER_DAY
     window_start, window_end = day_start + reg.start, day_start + reg.end
-    triggers = [time for time in record.occurrences(reg.trigger) if time <= window_end]
-    if not triggers:
+    claims = record._claims
+    triggers = claims.get(reg.trigger, ())              # sorted: the first is the earliest
+    if not triggers or triggers[0] > window_end:
         return "untriggered"
     trigger = triggers[0]
-    if _any_within(record.occurrences(reg.behaviour), max(trigger, window_start), window_end):
+    if _any_within(claims.get(reg.behaviour, ()), max(trigger, window_start), window_end):
         return "fulfilled"
     if _any_within(record.gaps, trigger, window_end):
         return "censored"
@@ -290,20 +335,22 @@ def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, f
     """
     n_f = n_v = observable = with_behaviour = 0
     seen = set()
+    weekdays, start, end = reg.weekdays, reg.start, reg.end
     for record in records:
-        if record.day in seen:
+        day = record.day
+        if day in seen:
             continue
-        seen.add(record.day)
+        seen.add(day)
+        if not weekdays >> (day % 7) & 1:                # inapplicable
+            continue
         outcome = day_outcome(reg, record)
-        if outcome == "inapplicable":
-            continue
         n_f += outcome == "fulfilled"
         n_v += outcome == "violated"
-        lo = record.day * MINUTES_PER_DAY + reg.start
-        hi = record.day * MINUTES_PER_DAY + reg.end
+        lo = day * MINUTES_PER_DAY + start
+        hi = lo + end - start
         if _any_within(record.observed_times, lo, hi) and not _any_within(record.gaps, lo, hi):
             observable += 1
-            with_behaviour += _any_within(record.occurrences(reg.behaviour), lo, hi)
+            with_behaviour += _any_within(record._claims.get(reg.behaviour, ()), lo, hi)
     return n_f, n_v, with_behaviour / observable if observable else 0.0
 
 
@@ -377,28 +424,21 @@ def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PRO
         raise ValueError(f"min_days must be at least 1, got {min_days}")
     proposals = []
     n_bins = MINUTES_PER_DAY // PROPOSAL_GRID
+    claims = [record._claims for record in records]
+    behaviours = spec.behaviour_ids
     for g in spec.trigger_ids:
-        for p in spec.behaviour_ids:
+        for p in behaviours:
             if g == p:
                 continue
             points = []                                   # (record position, time of day)
-            for k, record in enumerate(records):
-                triggers = record.occurrences(g)
-                points += [(k, _tod(time)) for time in record.occurrences(p)
-                           if any(tg <= time <= tg + PROPOSAL_REACH for tg in triggers)]
+            for k, record_claims in enumerate(claims):
+                triggers = record_claims.get(g)
+                if triggers:                              # a trigger claim in [time − reach, time]
+                    points += [(k, _tod(time)) for time in record_claims.get(p, ())
+                               if _any_within(triggers, time - PROPOSAL_REACH, time)]
             while len({k for k, _ in points}) >= min_days:
-                presence = np.zeros((len(records), n_bins + 1), np.int64)
-                for k, tod in points:
-                    presence[k, tod // PROPOSAL_GRID + 1] = 1
-                cum = np.cumsum(presence, axis=1)
-                best = None
-                for width in PROPOSAL_WIDTHS:
-                    k_bins = width // PROPOSAL_GRID
-                    support = ((cum[:, k_bins:] - cum[:, :-k_bins]) > 0).sum(axis=0)
-                    first = int(np.argmax(support))
-                    if best is None or support[first] > best[0]:
-                        best = (int(support[first]), first * PROPOSAL_GRID, width)
-                n_days, lo, width = best
+                n_days, lo, width = _best_window(np.array(points, np.int64), len(records), n_bins,
+                                                 np.array(PROPOSAL_WIDTHS, np.int64), PROPOSAL_GRID)
                 if n_days < min_days:
                     break
                 inside = [(k, tod) for k, tod in points if lo <= tod < lo + width]
@@ -410,6 +450,29 @@ def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PRO
                 proposals.append(Proposal(g, p, max(0, min(tods) - spec.proposal_pad),
                                           min(MINUTES_PER_DAY - 1, max(tods) + spec.proposal_pad), mask, days))
     return proposals
+
+
+@numba.njit(cache=True)
+def _best_window(points, n_records, n_bins, widths, grid):
+    """The proposer's window search over ``points`` (record position, time of day): for each width, the first
+    grid-aligned window ``[lo, lo + width)`` holding points of the most records; the best-supported over widths,
+    the narrowest on ties. Returns ``(records, lo, width)``."""
+    cum = np.zeros((n_records, n_bins + 1), np.int64)        # cum[k, j]: record k's points in bins < j
+    for i in range(points.shape[0]):
+        cum[points[i, 0], points[i, 1] // grid + 1] = 1
+    for k in range(n_records):
+        for j in range(1, n_bins + 1):
+            cum[k, j] += cum[k, j - 1]
+    best, best_lo, best_width = -1, 0, 0
+    for width in widths:
+        k_bins = width // grid
+        for j in range(n_bins + 1 - k_bins):
+            support = 0
+            for k in range(n_records):
+                support += cum[k, j + k_bins] - cum[k, j] > 0
+            if support > best:
+                best, best_lo, best_width = support, j * grid, width
+    return best, best_lo, best_width
 
 
 def merge_proposal(regularities: list[Regularity], proposal: Proposal) -> Regularity:
@@ -464,12 +527,23 @@ def occurrence_state(reg: Regularity, now_tod: int, today_claims: Sequence[tuple
     trigger_bit, behaviour_bit = 1 << reg.trigger, 1 << reg.behaviour
     trigger = next((tod for tod, facts, observed in today_claims
                     if observed and facts & trigger_bit and tod <= reg.end), None)
+    last_behaviour = max((tod for tod, facts, observed in today_claims
+                          if observed and facts & behaviour_bit and tod <= now_tod), default=-1)
+    last_gap = max((tod for tod, _, observed in today_claims if not observed), default=-1)
+    return _occurrence(reg, now_tod, trigger, last_behaviour, last_gap, spec)
+
+
+def _occurrence(reg: Regularity, now_tod: int, trigger: int | None, last_behaviour: int, last_gap: int,
+                spec: ScopeSpec) -> str | None:
+    """:func:`occurrence_state` from the open day's summary: ``trigger`` (``τ_g`` or None), the latest time of day
+    ``<= now`` of an observed behaviour claim and the latest of an unobserved event (−1: none)."""
+    if not reg.start - spec.lead <= now_tod <= reg.end + spec.grace:
+        return None
     if trigger is None:
         return "upcoming" if now_tod < reg.end else None
-    after = max(trigger, reg.start)
-    if any(observed and facts & behaviour_bit and after <= tod <= now_tod for tod, facts, observed in today_claims):
+    if last_behaviour >= max(trigger, reg.start):
         return "fulfilled"
-    if any(not observed and tod >= trigger for tod, _, observed in today_claims):
+    if last_gap >= trigger:
         return "censored"
     return "deviated" if now_tod > reg.end else "pending"
 
@@ -483,11 +557,14 @@ def select(regularities: Sequence[Regularity], now: int, today_claims: Sequence[
     top :data:`TOP_K`.
     """
     now_tod, weekday = _tod(now), (now // MINUTES_PER_DAY) % 7
+    return _top(((reg, occurrence_state(reg, now_tod, today_claims, spec)) for reg in regularities
+                 if reg.state in ELIGIBLE and reg.weekdays >> weekday & 1), now_tod)
+
+
+def _top(scored, now_tod: int) -> list[Match]:
+    """The ranking of :func:`select` over ``(regularity, occurrence state)`` pairs."""
     ranked = []
-    for reg in regularities:
-        if reg.state not in ELIGIBLE or not reg.weekdays >> weekday & 1:
-            continue
-        occurrence = occurrence_state(reg, now_tod, today_claims, spec)
+    for reg, occurrence in scored:
         if occurrence not in RETRIEVED:
             continue
         distance = max(reg.start - now_tod, now_tod - reg.end, 0)
@@ -575,33 +652,86 @@ class ProactiveMemory:
         stream, spec = self.stream, self.spec
         n = len(stream)
         trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64), np.empty(n, np.int64))
-        times, facts, observed = stream.time.tolist(), stream.facts.tolist(), stream.observed.tolist()
-        open_day = times[0] // MINUTES_PER_DAY if n else 0
-        open_from, open_claims = 0, []
-        for t in range(n):
-            day = times[t] // MINUTES_PER_DAY
-            if day > open_day:
-                while open_day < day:
-                    self._complete_day(open_day, range(open_from, t))
-                    open_day, open_from = open_day + 1, t
-                open_claims = []
-            open_claims.append((times[t] % MINUTES_PER_DAY, facts[t], observed[t]))
-            trace.event_lo[t] = event_window(stream.time, t)
-            trace.cycle_records.append(self._cycle_view)
-            trace.matches.append(tuple(select(self._eligible, times[t], open_claims, spec)))
-            trace.n_eligible[t] = len(self._eligible)
-            trace.n_segments[t] = self._cycle_segments
+        times = self._times = stream.time.tolist()
+        self._observed = stream.observed.tolist()
+        trace.event_lo[:] = event_windows(stream.time)
+        # records start at the first event's day; every day before the last, open one is completed (empty ones too,
+        # each when the next day opens); their summaries are drawn at once, in day order
+        self._first_day = times[0] // MINUTES_PER_DAY if n else 0
+        days = list(range(self._first_day, times[-1] // MINUTES_PER_DAY if n else 0))
+        bounds = np.searchsorted(stream.time, np.arange(self._first_day, self._first_day + len(days) + 1)
+                                 * MINUTES_PER_DAY)
+        self._summaries = _summarise(stream, days, [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])],
+                                     spec, self._rng, self.hallucination_rate)
+        # the open day's state for matching (what select reads from today_claims; times are sorted): per event, the
+        # time of day of the latest observed claim of each behaviour and of the latest unobserved event so far that
+        # day (−1: none), and per fact the first observed event claiming it each day
+        tod_all = stream.time % MINUTES_PER_DAY
+        day_start = stream.time - tod_all
+
+        def latest(mask):
+            last = np.maximum.accumulate(np.where(mask, stream.time, -1))
+            return np.where(last >= day_start, last - day_start, -1).tolist()
+
+        last_behaviour = {b: latest(stream.observed & (stream.facts >> b & 1 == 1)) for b in spec.behaviour_ids}
+        last_gap = latest(~stream.observed)
+        first_claim = {}
+
+        def first_of_day(fact, day):
+            if fact not in first_claim:
+                hits = np.flatnonzero(stream.observed & (stream.facts >> fact & 1 == 1))
+                days_hit, first = np.unique(stream.time[hits] // MINUTES_PER_DAY, return_index=True)
+                first_claim[fact] = dict(zip(days_hit.tolist(), hits[first].tolist()))
+            return first_claim[fact].get(day, -1)
+
+        tod_all = tod_all.tolist()
+        day_bounds = bounds.tolist() + [n]
+        n_eligible, n_segments = [], []
+        for d in range(len(day_bounds) - 1):
+            lo, hi = day_bounds[d], day_bounds[d + 1]
+            if d:
+                self._complete_day(self._first_day + d - 1, range(day_bounds[d - 1], lo))
+            if lo == hi:
+                continue
+            tods = tod_all[lo:hi]
+            # each applicable eligible regularity over the events inside its matching window
+            scored = [[] for _ in tods]
+            for reg in self._eligible:
+                if not reg.weekdays >> ((self._first_day + d) % 7) & 1:
+                    continue
+                first = lo + bisect_left(tods, reg.start - spec.lead)
+                last = lo + bisect_right(tods, reg.end + spec.grace)
+                if first == last:
+                    continue
+                trigger_at = first_of_day(reg.trigger, self._first_day + d)
+                if trigger_at < 0 or tod_all[trigger_at] > reg.end:      # τ_g: the first claim, if by the end
+                    trigger_at = n
+                for i in range(first, last):
+                    occurrence = _occurrence(reg, tod_all[i], tod_all[trigger_at] if trigger_at <= i else None,
+                                             last_behaviour[reg.behaviour][i], last_gap[i], spec)
+                    if occurrence in RETRIEVED:
+                        scored[i - lo].append((reg, occurrence))
+            trace.matches.extend(tuple(_top(pairs, tod)) if pairs else () for pairs, tod in zip(scored, tods))
+            trace.cycle_records.extend([self._cycle_view] * (hi - lo))
+            n_eligible.extend([len(self._eligible)] * (hi - lo))
+            n_segments.extend([self._cycle_segments] * (hi - lo))
+        trace.n_eligible[:], trace.n_segments[:] = n_eligible, n_segments
         trace.records, trace.regularities, trace.rejected = self._records, self._regularities, self._rejected
         return trace
 
     def _complete_day(self, day: int, indices: range) -> None:
         stream = self.stream
-        segments = summarise_day(stream, day, indices, self.spec, self._rng, self.hallucination_rate)
-        accepted = [s for s in segments if fact_consistent(s, stream, indices)] if self.validate else segments
+        segments, injected, claims = self._summaries[day - self._first_day]
+        # a segment without an injected error passes the validator by construction: only the others are checked
+        accepted = ([s for s, bad in zip(segments, injected) if not bad or fact_consistent(s, stream, indices)]
+                    if self.validate else segments)
         self._rejected += len(segments) - len(accepted)
-        times, observed = stream.time[indices.start:indices.stop], stream.observed[indices.start:indices.stop]
-        record = DailyRecord(day, accepted, len(segments) - len(accepted), tuple(times[~observed].tolist()),
-                             tuple(times[observed].tolist()))
+        times, observed = self._times[indices.start:indices.stop], self._observed[indices.start:indices.stop]
+        record = DailyRecord(day, accepted, len(segments) - len(accepted),
+                             tuple([t for t, seen in zip(times, observed) if not seen]),
+                             tuple([t for t, seen in zip(times, observed) if seen]))
+        if len(accepted) == injected.count(False):      # exactly the segments without an injected error:
+            record.__dict__["_claims"] = claims          # their claims, grouped by the summary pass
         self._records.append(record)
         self._cycle.append(record)
         for reg in self._eligible:
