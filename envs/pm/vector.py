@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -11,7 +13,7 @@ from ..validation import check_int
 from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .env import action_to_scores, check_arguments, spaces_for
 from .levels import resolve_budget
-from .world import generate_episode
+from .world import draw_week, episode_from_draw, week_columns
 
 
 class PMWeekVectorEnv(VectorEnv):
@@ -64,11 +66,11 @@ class PMWeekVectorEnv(VectorEnv):
         self._core = PMWeekCore(n, r, budget=self.budget, per_step_cap=per_step_cap,
                                 per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
                                 b_frac=self.target_fraction)
+        self._classes = tuple(c for _, c in self.world.resources)
         self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
         self._all = np.arange(n, dtype=np.int64)
-        self._res = np.zeros((n, r, N_RESOURCE_FEATURES), dtype=np.float32)
-        self._bud = np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32)
-        self._mask = np.zeros((n, r), dtype=np.int8)
+        self._none = np.zeros(n, dtype=bool)
+        self._no_scores = np.zeros((n, r))
         self._sel = np.zeros((n, r), dtype=np.int8)
         self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
         self._reward = np.zeros(n)
@@ -78,16 +80,28 @@ class PMWeekVectorEnv(VectorEnv):
         self._started = False
 
     def _new_week(self, i: int, seed=None):
-        ep = generate_episode(seed, config=self.world, cost_profile=self.cost_profile, load=self.load,
-                              rng=self._rngs[i])
-        self._core.load(i, ep, self.world.lookahead)
+        """Draw sub-environment ``i``'s next week from its generator straight into the core; its
+        :class:`Episode` is built only if asked for (``self._core.episode(i)``)."""
+        draw = draw_week(self._rngs[i], self.world, self.load)
+        self._core.load_columns(i, week_columns(draw, self.world, self.cost_profile), self.world.horizon,
+                                self._classes, self.world.lookahead,
+                                partial(episode_from_draw, draw, self.world, self.cost_profile, seed, self.load))
 
-    def _obs(self):
-        self._core.observe(self._all, self._res, self._bud, self._mask)
-        obs = {"resources": self._res.copy(), "budget": self._bud.copy(), "mask": self._mask.copy()}
+    def _advance(self, stepping, scores):
+        """Step the weeks marked in ``stepping`` and observe every week, into new observation arrays."""
+        n, r = self.num_envs, self._core.n_resources
+        res = np.empty((n, r, N_RESOURCE_FEATURES), dtype=np.float32)
+        bud = np.empty((n, N_BUDGET_FEATURES), dtype=np.float32)
+        mask = np.empty((n, r), dtype=np.int8)
+        self._core.advance(self._all, stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
+                           self._metrics, res, bud, mask)
+        obs = {"resources": res, "budget": bud, "mask": mask}
         if self.observe_counts:
             obs["counts"] = self._core.running_counts(self._all)
         return obs
+
+    def _obs(self):
+        return self._advance(self._none, self._no_scores)
 
     def reset(self, *, seed=None, options=None):
         options = dict(options or {})
@@ -130,41 +144,27 @@ class PMWeekVectorEnv(VectorEnv):
             raise RuntimeError(f"weeks {np.flatnonzero(self._autoreset).tolist()} have ended; with autoreset_mode "
                                "DISABLED reset them with reset(options={'reset_mask': ...}) first")
         scores = action_to_scores(actions, (n, core.n_resources), self.action_mode)
-        resetting = np.flatnonzero(self._autoreset)
-        for i in resetting:
+        resetting = self._autoreset
+        for i in np.flatnonzero(resetting):
             self._new_week(i)
-        stepping = np.flatnonzero(~self._autoreset).astype(np.int64)
-        scores = scores[stepping]
-        rewards = np.zeros(n)
-        terminated = np.zeros(n, dtype=bool)
+        obs = self._advance(~resetting, scores)  # a week just reset is observed, not stepped (reward 0)
+        rewards = self._reward.copy()
+        terminated = core.t >= core.horizon
         truncated = np.zeros(n, dtype=bool)
-        sel = self._sel[: stepping.size]
-        skipped = self._skipped[: stepping.size]
-        reward = self._reward[: stepping.size]
-        events = self._events[: stepping.size]
-        metrics = self._metrics[: stepping.size]
-        t_before = core.t[stepping].copy()
-        core.step(stepping, scores, sel, skipped, reward, events, metrics)
-        rewards[stepping] = reward
-        done = core.t[stepping] >= core.horizon[stepping]
-        terminated[stepping] = done
         if self.max_episode_steps is not None:
-            truncated[stepping] = (core.t[stepping] >= self.max_episode_steps) & ~done
+            truncated = (core.t >= self.max_episode_steps) & ~terminated
+        events = self._events
         infos = {
-            "tp": np.zeros(n, dtype=np.int64), "fp": np.zeros(n, dtype=np.int64),
-            "fn": np.zeros(n, dtype=np.int64), "cost": np.zeros(n, dtype=np.int64),
+            "tp": events[:, 0].copy(), "fp": events[:, 1].copy(), "fn": events[:, 2].copy(),
+            # a week just reset has an empty cost history, so its entry is 0
+            "cost": core.c_hist[self._all, np.maximum(core.t - 1, 0)],
             "remaining_budget": core.remaining.copy() if self.budget is not None else np.full(n, -1),
         }
-        infos["tp"][stepping], infos["fp"][stepping], infos["fn"][stepping] = events[:, 0], events[:, 1], events[:, 2]
-        infos["cost"][stepping] = core.c_hist[stepping, t_before]
-        if done.any():
-            ep = {name: np.zeros(n) for name in METRIC_NAMES}
-            for j, name in enumerate(METRIC_NAMES):
-                ep[name][stepping[done]] = metrics[done, j]
-            infos["episode_metrics"] = ep
+        if terminated.any():
+            metrics = np.where(terminated[:, None], self._metrics, 0.0).T.copy()
+            infos["episode_metrics"] = dict(zip(METRIC_NAMES, metrics))
             infos["_episode_metrics"] = terminated.copy()
         ended = terminated | truncated
-        obs = self._obs()
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             if ended.any():
                 infos["final_obs"], infos["_final_obs"] = obs, ended

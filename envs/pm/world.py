@@ -12,9 +12,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.np.random.generator_core import next_uint32
+from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
 
 from ..validation import check_int, check_number
 
@@ -228,23 +231,39 @@ _GEN_BOOL = ("cross_day", "update_sensitive", "registered")
 
 
 @numba.njit(cache=True)
+def _integers(rng, low, high):
+    """``rng.integers(low, high)`` drawn exactly as numba draws it (the same bits, so the same weeks), without
+    the one-element array numba allocates on each such call (most of the generator's time)."""
+    if low >= high:
+        raise ValueError("low >= high")
+    span = high - 1 - low
+    if span == 0:
+        return low
+    if span < 0xFFFFFFFF:
+        return low + np.int64(buffered_bounded_lemire_uint32(rng.bit_generator, span))
+    if span == 0xFFFFFFFF:
+        return low + np.int64(next_uint32(rng.bit_generator))
+    return low + np.int64(bounded_lemire_uint64(rng.bit_generator, span))
+
+
+@numba.njit(cache=True)
 def _stated(rng, ds, step_day, day_first, p_cross):
     """When the user states a task whose window starts at ``ds``: usually the same day, sometimes earlier."""
     day = step_day[ds]
     if day >= 1 and rng.random() < p_cross:
-        return rng.integers(day_first[max(0, day - 2)], day_first[day]), True
-    return max(0, ds - rng.integers(1, 7)), False
+        return _integers(rng, day_first[max(0, day - 2)], day_first[day]), True
+    return max(0, ds - _integers(rng, 1, 7)), False
 
 
 @numba.njit(cache=True)
 def _channel_trigger(rng, ds, de, p_in, last, s0, s1):
     if rng.random() < p_in:
-        onset = rng.integers(ds, de + 1)
+        onset = _integers(rng, ds, de + 1)
     else:
-        onset = de + rng.integers(1, 9)
+        onset = de + _integers(rng, 1, 9)
     if onset > last:
         return NEVER, NEVER
-    return onset, min(last, onset + rng.integers(s0, s1 + 1))
+    return onset, min(last, onset + _integers(rng, s0, s1 + 1))
 
 
 @numba.njit(cache=True)
@@ -274,19 +293,19 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
     for j in range(n_time + n_chan + n_lure):
         kind = 0 if j < n_time else 1
         if kind == 0:
-            ds = rng.integers(0, T)
-            de = min(last, ds + rng.integers(g0, g1 + 1))
+            ds = _integers(rng, 0, T)
+            de = min(last, ds + _integers(rng, g0, g1 + 1))
             onset, deadline, res = ds, de, clock
         else:
-            ds = rng.integers(0, max(1, T - 3))
-            de = min(last, ds + rng.integers(w0, w1 + 1))
+            ds = _integers(rng, 0, max(1, T - 3))
+            de = min(last, ds + _integers(rng, w0, w1 + 1))
             onset, deadline = _channel_trigger(rng, ds, de, p_in if j < n_time + n_chan else p_lure_in, last, s0,
                                                s1)
-            res = channels[rng.integers(0, nch)]
+            res = channels[_integers(rng, 0, nch)]
         af, cross = _stated(rng, ds, step_day, day_first, p_cross)
         lure = j >= n_time + n_chan
         I[row] = (kind, res, af, min(last, de + expiry), ds, de, onset, deadline, 1 if lure else 0,
-                  rng.integers(1, 4), 0, 0)
+                  _integers(rng, 1, 4), 0, 0)
         mc[row] = rng.uniform(0.5, 3.0)
         B[row, 0] = cross
         B[row, 2] = lure or rng.random() >= p_unreg
@@ -301,14 +320,14 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
             n_pool += 1
     n_upd = min(n_upd, n_pool)
     for k in range(n_upd):  # partial Fisher-Yates: a uniform sample without replacement
-        j = k + rng.integers(0, n_pool - k)
+        j = k + _integers(rng, 0, n_pool - k)
         pool[k], pool[j] = pool[j], pool[k]
     targets = np.sort(pool[:n_upd])
     U = np.full((n_upd, 5), -1, dtype=np.int64)
     for k in range(n_upd):
         i = targets[k]
-        u = rng.integers(I[i, 2] + 1, min(I[i, 6], last) + 1)
-        kind = rng.integers(0, 3)
+        u = _integers(rng, I[i, 2] + 1, min(I[i, 6], last) + 1)
+        kind = _integers(rng, 0, 3)
         registered = rng.random() < p_reg
         I[i, 8] = 2
         B[i, 1] = True
@@ -316,14 +335,14 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
             I[i, 3] = u - 1
         U[k, 0], U[k, 1], U[k, 2], U[k, 3] = u, kind, i, 1 if registered else 0
         if kind != 0 and u < last:
-            ds = min(last, max(u, I[i, 4] + rng.integers(2, 13)))
+            ds = min(last, max(u, I[i, 4] + _integers(rng, 2, 13)))
             if I[i, 0] == 0:
-                de = min(last, ds + rng.integers(g0, g1 + 1))
+                de = min(last, ds + _integers(rng, g0, g1 + 1))
                 onset, deadline, res = ds, de, I[i, 1]
             else:
-                de = min(last, ds + rng.integers(w0, w1 + 1))
+                de = min(last, ds + _integers(rng, w0, w1 + 1))
                 onset, deadline = _channel_trigger(rng, ds, de, p_in, last, s0, s1)
-                res = I[i, 1] if kind == 2 else channels[rng.integers(0, nch)]
+                res = I[i, 1] if kind == 2 else channels[_integers(rng, 0, nch)]
             I[row] = (I[i, 0], res, u, min(last, de + expiry), ds, de, onset, deadline, 0, I[i, 9],
                       I[i, 10] + 1, 0)
             mc[row] = mc[i]
@@ -333,15 +352,15 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
     n_new = row - n_tasks - n_lure
     for j in range(n_vis + n_vlure):
         lure = j >= n_vis
-        onset = rng.integers(0, T)
-        deadline = min(last, onset + rng.integers(0, 3))
+        onset = _integers(rng, 0, T)
+        deadline = min(last, onset + _integers(rng, 0, 3))
         af, cross = _stated(rng, onset, step_day, day_first, p_cross)
         if lure:
             outcome = 3 if rng.random() < p_fa else 4
         else:
             outcome = 1 if rng.random() < p_hit else 2
         I[row] = (2, -1, af, min(last, deadline + expiry), onset, deadline, onset, deadline, 1 if lure else 0,
-                  rng.integers(1, 4), 0, outcome)
+                  _integers(rng, 1, 4), 0, outcome)
         mc[row] = rng.uniform(0.5, 3.0)
         B[row, 0], B[row, 2] = cross, True
         row += 1
@@ -354,12 +373,12 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
     # Load is drawn last, so the base week (and its hints) is the same for every load.
     base = row
     for j in range(n_load):
-        ds = rng.integers(0, max(1, T - 3))
-        de = min(last, ds + rng.integers(w0, w1 + 1))
+        ds = _integers(rng, 0, max(1, T - 3))
+        de = min(last, ds + _integers(rng, w0, w1 + 1))
         onset, deadline = _channel_trigger(rng, ds, de, 1.0, last, s0, s1)
-        res = channels[rng.integers(0, nch)]
+        res = channels[_integers(rng, 0, nch)]
         af, cross = _stated(rng, ds, step_day, day_first, p_cross)
-        I[row] = (1, res, af, min(last, de + expiry), ds, de, onset, deadline, 0, rng.integers(1, 4), 0, 0)
+        I[row] = (1, res, af, min(last, de + expiry), ds, de, onset, deadline, 0, _integers(rng, 1, 4), 0, 0)
         mc[row] = rng.uniform(0.5, 3.0)
         B[row, 0], B[row, 2] = cross, True
         row += 1
@@ -422,6 +441,67 @@ def _numbered(prefix: str, n: int) -> list:
     return table[:n]
 
 
+class WeekDraw(NamedTuple):
+    """The raw arrays of one generated week (what :func:`generate_episode` wraps into an :class:`Episode`):
+    ``I`` the integer columns ``_GEN_INT``, ``B`` the boolean columns ``_GEN_BOOL``, ``miss_cost``, ``U`` the
+    updates (step, kind, target row, registered, new row), ``hints`` and the row counts per kind."""
+
+    I: np.ndarray
+    B: np.ndarray
+    miss_cost: np.ndarray
+    U: np.ndarray
+    hints: np.ndarray
+    counts: np.ndarray
+
+
+def draw_week(rng: np.random.Generator, config: WorldConfig, load: int = 0) -> WeekDraw:
+    """Every random draw of one week from ``rng`` (arguments checked by the caller, as
+    :func:`generate_episode` does)."""
+    w = _world_constants(config)
+    return WeekDraw(*_draw_week(
+        rng, config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]),
+        w["means"], w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width,
+        int(load), config.n_days))
+
+
+def week_columns(draw: WeekDraw, config: WorldConfig, cost_profile: str) -> dict:
+    """The array fields of the :class:`Episode` of a week drawn by :func:`draw_week`, by name (views, no copies)."""
+    w = _world_constants(config)
+    cols = {name: draw.I[:, j] for j, name in enumerate(_GEN_INT)}
+    cols.update({name: draw.B[:, j] for j, name in enumerate(_GEN_BOOL)})
+    cols.update(step_day=w["step_day"], step_hour=w["step_hour"], weekday=w["weekday"],
+                costs=w["costs"][cost_profile], miss_cost=draw.miss_cost, hints=draw.hints)
+    return cols
+
+
+def episode_from_draw(draw: WeekDraw, config: WorldConfig, cost_profile: str, seed=None, load: int = 0) -> Episode:
+    """The :class:`Episode` of a week drawn by :func:`draw_week`."""
+    w = _world_constants(config)
+    n_time, n_chan, n_lure, n_new, n_vis, n_load = draw.counts.tolist()
+    ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
+    updates = []
+    for step, kind, target, registered, new in draw.U.tolist():
+        new_id = None
+        if new >= 0:
+            new_id = ids[target] + "v2"
+            ids.append(new_id)
+        updates.append({"step": step, "kind": UPDATE_KINDS[kind], "target": ids[target],
+                        "registered": bool(registered), "new_id": new_id})
+    ids += _numbered("V", n_vis) + _numbered("X", n_load)
+    return Episode(horizon=config.horizon, resource_names=w["names"], resource_classes=w["classes"],
+                   cost_profile=cost_profile, ids=tuple(ids), updates=tuple(updates),
+                   meta={"seed": seed, "load": int(load)}, **week_columns(draw, config, cost_profile))
+
+
+def check_generation(config: WorldConfig, cost_profile: str, load: int):
+    """Refuse a cost profile, load or world that :func:`generate_episode` cannot draw a week for."""
+    if cost_profile not in COST_PROFILES:
+        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    check_int("load", load, 0, MAX_LOAD)
+    if load and _world_constants(config)["channels"].size == 0:
+        raise ValueError("load adds channel triggers, but this world has no channel resources")
+
+
 def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0,
                      *, rng: np.random.Generator | None = None) -> Episode:
     """The week that a ``PMWeek-v0`` environment with this seed and configuration plays.
@@ -432,37 +512,12 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
     is identical for every load (paired weeks).
     """
     config = config or WorldConfig()
-    if cost_profile not in COST_PROFILES:
-        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
-    check_int("load", load, 0, MAX_LOAD)
-    w = _world_constants(config)
-    if load and w["channels"].size == 0:
-        raise ValueError("load adds channel triggers, but this world has no channel resources")
+    check_generation(config, cost_profile, load)
     if rng is None:
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    I, B, mc, U, hints, counts = _draw_week(
-        rng, config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]),
-        w["means"], w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width,
-        int(load), config.n_days)
-    n_time, n_chan, n_lure, n_new, n_vis, n_load = counts.tolist()
-    ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
-    updates = []
-    for step, kind, target, registered, new in U.tolist():
-        new_id = None
-        if new >= 0:
-            new_id = ids[target] + "v2"
-            ids.append(new_id)
-        updates.append({"step": step, "kind": UPDATE_KINDS[kind], "target": ids[target],
-                        "registered": bool(registered), "new_id": new_id})
-    ids += _numbered("V", n_vis) + _numbered("X", n_load)
-    cols = {name: I[:, j] for j, name in enumerate(_GEN_INT)}
-    cols.update({name: B[:, j] for j, name in enumerate(_GEN_BOOL)})
-    return Episode(horizon=config.horizon, step_day=w["step_day"], step_hour=w["step_hour"], weekday=w["weekday"],
-                   resource_names=w["names"], resource_classes=w["classes"], costs=w["costs"][cost_profile],
-                   cost_profile=cost_profile, ids=tuple(ids), miss_cost=mc, hints=hints, updates=tuple(updates),
-                   meta={"seed": seed, "load": int(load)}, **cols)
+    return episode_from_draw(draw_week(rng, config, load), config, cost_profile, seed, load)
 
 
 def replace(episode: Episode, **changes) -> Episode:
