@@ -10,7 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .world import KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode
+from .world import (_GEN_BOOL, _GEN_INT, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode, WeekDraw,
+                    WorldConfig, _draw_week, _world_constants, draw_arguments, week_columns)
 
 N_RESOURCE_FEATURES = 27
 N_BUDGET_FEATURES = 9
@@ -62,7 +63,10 @@ _HUGE = np.iinfo(np.int64).max // 4
 # Episode fields in the order of _fill_slot's arguments.
 _FILL_FIELDS = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
                 "deadline", "polarity", "priority", "cross_day", "version", "registered", "update_sensitive",
-                "miss_cost", "visible_outcome", "step_hour", "weekday", "costs", "hints")
+                "miss_cost", "visible_outcome", "hints", "costs")
+# _draw_into reads the drawn columns in this order.
+assert _GEN_INT[:10] == _FILL_FIELDS[:10] and _GEN_INT[10:] == ("version", "visible_outcome")
+assert _GEN_BOOL == ("cross_day", "update_sensitive", "registered")
 # PMWeekCore arrays in the order of _fill_slot's arguments.
 _SLOT_STATE = ("table", "live_from", "live_order", "n_entered", "n_live", "miss_cost", "vis_step", "cal", "status",
                "n_int", "n_total", "horizon", "t", "costs", "is_clock", "cost_ratio", "max_cost", "min_cost", "unequal",
@@ -413,8 +417,19 @@ def _metrics(n, T, n_int, table, status, counters, c_hist, out):
 
 
 @numba.njit(cache=True)
+def _calendar_features(step_hour, weekday):
+    """Sine and cosine of the time of day and of the weekday at every step."""
+    out = np.empty((step_hour.size, 4))
+    for t in range(step_hour.size):
+        tod = 2 * np.pi * step_hour[t] / 24.0
+        wd = 2 * np.pi * weekday[t] / 7.0
+        out[t, 0], out[t, 1], out[t, 2], out[t, 3] = np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)
+    return out
+
+
+@numba.njit(cache=True)
 def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, priority, cross, version, registered,
-               update_sensitive, miss, visible_outcome, step_hour, weekday, ep_costs, ep_hints, ep_is_clock, lookahead,
+               update_sensitive, miss, visible_outcome, ep_hints, ep_costs, ep_cal, ep_is_clock, lookahead,
                budget_value, table, live_from, live_order, n_entered, n_live, miss_cost, vis_step, cal, status, n_int,
                n_total, horizon, t_arr, costs, is_clock, cost_ratio, max_cost, min_cost, unequal, lookahead_arr,
                remaining, counters, last_q, unchanged, q_hist, c_hist, hints):
@@ -454,9 +469,8 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
     n_entered[i] = 0
     n_live[i] = 0
     for t in range(T):
-        tod = 2 * np.pi * step_hour[t] / 24.0
-        wd = 2 * np.pi * weekday[t] / 7.0
-        cal[i, t, 0], cal[i, t, 1], cal[i, t, 2], cal[i, t, 3] = np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)
+        for j in range(4):
+            cal[i, t, j] = ep_cal[t, j]
         for r in range(ep_hints.shape[1]):
             hints[i, t, r] = ep_hints[t, r]
     status[i] = 0
@@ -479,6 +493,25 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
     unchanged[i] = 0
     q_hist[i] = 0
     c_hist[i] = 0
+
+
+@numba.njit(cache=True)
+def _draw_into(gens, slots, draw_args, fill_args, state):
+    """Draw one week from each generator ``gens[j]`` (``_draw_week`` with ``draw_args``) and load it into slot
+    ``slots[j]`` (``_fill_slot`` with ``fill_args`` and the core arrays ``state``) in one call; returns the draws
+    and whether each fitted the core's tables (one that did not is left for the caller to load after growing)."""
+    draws = []
+    fitted = np.zeros(len(gens), dtype=np.bool_)
+    T = draw_args[0]
+    capacity = state[0].shape[1]
+    for j in range(len(gens)):
+        I, B, mc, U, hints, counts = _draw_week(gens[j], *draw_args)
+        draws.append((I, B, mc, U, hints, counts))
+        if counts.sum() - counts[4] <= capacity:
+            fitted[j] = True
+            _fill_slot(slots[j], T, I[:, 0], I[:, 1], I[:, 2], I[:, 3], I[:, 4], I[:, 5], I[:, 6], I[:, 7], I[:, 8],
+                       I[:, 9], B[:, 0], I[:, 10], B[:, 2], B[:, 1], mc, I[:, 11], hints, *fill_args, *state)
+    return draws, fitted
 
 
 class PMWeekCore:
@@ -569,9 +602,32 @@ class PMWeekCore:
         if horizon > self.cal.shape[1] or n_hidden > self.table.shape[1]:
             self._grow(horizon, n_hidden)
         is_clock = np.array([c == "clock" for c in resource_classes], dtype=np.float64)
-        _fill_slot(i, horizon, *(cols[name] for name in _FILL_FIELDS), is_clock, lookahead, self.budget_value,
+        _fill_slot(i, horizon, *(cols[name] for name in _FILL_FIELDS),
+                   _calendar_features(cols["step_hour"], cols["weekday"]), is_clock, lookahead, self.budget_value,
                    *(getattr(self, name) for name in _SLOT_STATE))
         self._episodes[i] = episode
+
+    def draw_into(self, slots: np.ndarray, gens: list, world: WorldConfig, cost_profile: str, load: int,
+                  make_episode):
+        """Draw the next week of each generator ``gens[j]`` into slot ``slots[j]``, all in one kernel call: what
+        :meth:`load_columns` of ``week_columns(draw_week(gens[j], world, load), world, cost_profile)`` does week
+        by week. ``make_episode(j, draw)`` gives the callable that builds the Episode of the ``j``-th week drawn."""
+        T = world.horizon
+        if T > self.cal.shape[1]:
+            self._grow(T, 1)
+        w = _world_constants(world)
+        costs = w["costs"][cost_profile]
+        is_clock = np.array([c == "clock" for c in w["classes"]], dtype=np.float64)
+        state = tuple(getattr(self, name) for name in _SLOT_STATE)
+        draws, fitted = _draw_into(gens, slots, draw_arguments(world, load),
+                                   (costs, _calendar_features(w["step_hour"], w["weekday"]), is_clock, world.lookahead,
+                                    self.budget_value), state)
+        for j, i in enumerate(slots.tolist()):
+            draw = WeekDraw(*draws[j])
+            if not fitted[j]:  # more intentions than the tables hold: grow them, then load as usual
+                self.load_columns(i, week_columns(draw, world, cost_profile), T, w["classes"], world.lookahead,
+                                  None)
+            self._episodes[i] = make_episode(j, draw)
 
     def episode(self, i: int) -> Episode | None:
         """The :class:`Episode` in slot ``i`` (None before the first load)."""

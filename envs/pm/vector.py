@@ -13,7 +13,7 @@ from ..validation import check_int
 from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
 from .env import action_to_scores, check_arguments, spaces_for
 from .levels import resolve_budget
-from .world import draw_week, episode_from_draw, week_columns
+from .world import check_generation, episode_from_draw
 
 
 class PMWeekVectorEnv(VectorEnv):
@@ -66,7 +66,6 @@ class PMWeekVectorEnv(VectorEnv):
         self._core = PMWeekCore(n, r, budget=self.budget, per_step_cap=per_step_cap,
                                 per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
                                 b_frac=self.target_fraction)
-        self._classes = tuple(c for _, c in self.world.resources)
         self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
         self._all = np.arange(n, dtype=np.int64)
         self._none = np.zeros(n, dtype=bool)
@@ -79,13 +78,15 @@ class PMWeekVectorEnv(VectorEnv):
         self._autoreset = np.zeros(n, dtype=bool)
         self._started = False
 
-    def _new_week(self, i: int, seed=None):
-        """Draw sub-environment ``i``'s next week from its generator straight into the core; its
-        :class:`Episode` is built only if asked for (``self._core.episode(i)``)."""
-        draw = draw_week(self._rngs[i], self.world, self.load)
-        self._core.load_columns(i, week_columns(draw, self.world, self.cost_profile), self.world.horizon,
-                                self._classes, self.world.lookahead,
-                                partial(episode_from_draw, draw, self.world, self.cost_profile, seed, self.load))
+    def _new_weeks(self, slots: np.ndarray, seeds=None):
+        """Draw the next week of each sub-environment in ``slots`` from its own generator straight into the core,
+        in one kernel call; a week's :class:`Episode` is built only if asked for (``self._core.episode(i)``)."""
+        if slots.size == 0:
+            return
+        seeds = [None] * len(slots) if seeds is None else seeds
+        self._core.draw_into(slots, [self._rngs[i] for i in slots], self.world, self.cost_profile, self.load,
+                             lambda j, draw: partial(episode_from_draw, draw, self.world, self.cost_profile, seeds[j],
+                                                     self.load))
 
     def _advance(self, stepping, scores):
         """Step the weeks marked in ``stepping`` and observe every week, into new observation arrays."""
@@ -128,10 +129,12 @@ class PMWeekVectorEnv(VectorEnv):
             raise ValueError(f"seed list must have {n} entries, got {len(seeds)}")
         if not self._started and not reset_mask.all():
             raise RuntimeError("the first reset must reset every sub-environment")
-        for i in np.flatnonzero(reset_mask):
+        check_generation(self.world, self.cost_profile, self.load)
+        slots = np.flatnonzero(reset_mask)
+        for i in slots:
             if seeds[i] is not None or not self._started:
                 self._rngs[i], _ = seeding.np_random(seeds[i])
-            self._new_week(i, seeds[i])
+        self._new_weeks(slots, [seeds[i] for i in slots])
         self._started = True
         self._autoreset[reset_mask] = False
         return self._obs(), {}
@@ -145,8 +148,7 @@ class PMWeekVectorEnv(VectorEnv):
                                "DISABLED reset them with reset(options={'reset_mask': ...}) first")
         scores = action_to_scores(actions, (n, core.n_resources), self.action_mode)
         resetting = self._autoreset
-        for i in np.flatnonzero(resetting):
-            self._new_week(i)
+        self._new_weeks(np.flatnonzero(resetting))
         obs = self._advance(~resetting, scores)  # a week just reset is observed, not stepped (reward 0)
         rewards = self._reward.copy()
         terminated = core.t >= core.horizon
@@ -168,8 +170,7 @@ class PMWeekVectorEnv(VectorEnv):
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             if ended.any():
                 infos["final_obs"], infos["_final_obs"] = obs, ended
-                for i in np.flatnonzero(ended):
-                    self._new_week(i)
+                self._new_weeks(np.flatnonzero(ended))
                 obs = self._obs()
             ended = np.zeros(n, dtype=bool)
         self._autoreset = ended

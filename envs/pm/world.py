@@ -393,12 +393,15 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
 def _add_bumps(hints, I, lo, hi, width):
     """Retriever relevance rising towards each hidden trigger's onset (positives and look-alikes alike)."""
     T = hints.shape[0]
+    bump = np.empty(8)  # by step minus onset, -6 ... 1
+    for k in range(-6, 2):
+        d = k / width
+        bump[k + 6] = 0.7 * np.exp(-0.5 * d * d)
     for i in range(lo, hi):
         if I[i, 0] == 2 or I[i, 6] >= NEVER:
             continue
         for t in range(max(0, I[i, 6] - 6), min(T, I[i, 6] + 2)):
-            d = (t - I[i, 6]) / width
-            hints[t, I[i, 1]] += 0.7 * np.exp(-0.5 * d * d)
+            hints[t, I[i, 1]] += bump[t - I[i, 6] + 6]
 
 
 @numba.njit(cache=True)
@@ -454,14 +457,19 @@ class WeekDraw(NamedTuple):
     counts: np.ndarray
 
 
+@functools.lru_cache(maxsize=64)
+def draw_arguments(config: WorldConfig, load: int = 0) -> tuple:
+    """The arguments after ``rng`` of the week-drawing kernel ``_draw_week`` for a world and load."""
+    w = _world_constants(config)
+    return (config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]), w["means"],
+            w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width, int(load),
+            config.n_days)
+
+
 def draw_week(rng: np.random.Generator, config: WorldConfig, load: int = 0) -> WeekDraw:
     """Every random draw of one week from ``rng`` (arguments checked by the caller, as
     :func:`generate_episode` does)."""
-    w = _world_constants(config)
-    return WeekDraw(*_draw_week(
-        rng, config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]),
-        w["means"], w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width,
-        int(load), config.n_days))
+    return WeekDraw(*_draw_week(rng, *draw_arguments(config, load)))
 
 
 def week_columns(draw: WeekDraw, config: WorldConfig, cost_profile: str) -> dict:
