@@ -10,8 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .world import (_GEN_BOOL, _GEN_INT, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode, WeekDraw,
-                    WorldConfig, _draw_week, _world_constants, draw_arguments, week_columns)
+from .world import (_GEN_BOOL, _GEN_INT, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode, WorldConfig,
+                    _draw_week, _world_constants, draw_arguments)
 
 N_RESOURCE_FEATURES = 27
 N_BUDGET_FEATURES = 9
@@ -496,22 +496,29 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
 
 
 @numba.njit(cache=True)
+def generator_list(gens: list):
+    """numba's own list of the generators ``gens`` (converted once here, not at each kernel call)."""
+    out = numba.typed.List()
+    for g in gens:
+        out.append(g)
+    return out
+
+
+@numba.njit(cache=True)
 def _draw_into(gens, slots, draw_args, fill_args, state):
-    """Draw one week from each generator ``gens[j]`` (``_draw_week`` with ``draw_args``) and load it into slot
-    ``slots[j]`` (``_fill_slot`` with ``fill_args`` and the core arrays ``state``) in one call; returns the draws
-    and whether each fitted the core's tables (one that did not is left for the caller to load after growing)."""
-    draws = []
-    fitted = np.zeros(len(gens), dtype=np.bool_)
+    """Draw the next week of each slot ``i`` in ``slots`` from its generator ``gens[i]`` (``_draw_week`` with
+    ``draw_args``) and load it into the slot (``_fill_slot`` with ``fill_args`` and the core arrays ``state``),
+    all in one call; returns whether each week fitted the core's tables (one that did not is left unloaded)."""
+    fitted = np.zeros(slots.size, dtype=np.bool_)
     T = draw_args[0]
     capacity = state[0].shape[1]
-    for j in range(len(gens)):
-        I, B, mc, U, hints, counts = _draw_week(gens[j], *draw_args)
-        draws.append((I, B, mc, U, hints, counts))
+    for j in range(slots.size):
+        I, B, mc, _, hints, counts = _draw_week(gens[slots[j]], *draw_args)
         if counts.sum() - counts[4] <= capacity:
             fitted[j] = True
             _fill_slot(slots[j], T, I[:, 0], I[:, 1], I[:, 2], I[:, 3], I[:, 4], I[:, 5], I[:, 6], I[:, 7], I[:, 8],
                        I[:, 9], B[:, 0], I[:, 10], B[:, 2], B[:, 1], mc, I[:, 11], hints, *fill_args, *state)
-    return draws, fitted
+    return fitted
 
 
 class PMWeekCore:
@@ -592,42 +599,32 @@ class PMWeekCore:
         """Place episode ``ep`` into slot ``i`` and reset that slot's state."""
         if ep.n_resources != self.n_resources:
             raise ValueError(f"episode has {ep.n_resources} resources, environment expects {self.n_resources}")
-        self.load_columns(i, vars(ep), ep.horizon, ep.resource_classes, lookahead, ep)
-
-    def load_columns(self, i: int, cols: dict, horizon: int, resource_classes, lookahead: int, episode):
-        """:meth:`load` from an episode's array fields ``cols`` (an :class:`Episode`'s, or
-        :func:`~membudget.envs.pm.world.week_columns` of a drawn week); ``episode`` is the Episode or a callable
-        that builds it when :meth:`episode` first asks."""
-        n_hidden = int(np.count_nonzero(cols["kind"] != KIND_VISIBLE))
-        if horizon > self.cal.shape[1] or n_hidden > self.table.shape[1]:
-            self._grow(horizon, n_hidden)
-        is_clock = np.array([c == "clock" for c in resource_classes], dtype=np.float64)
-        _fill_slot(i, horizon, *(cols[name] for name in _FILL_FIELDS),
-                   _calendar_features(cols["step_hour"], cols["weekday"]), is_clock, lookahead, self.budget_value,
+        n_hidden = int(np.count_nonzero(ep.kind != KIND_VISIBLE))
+        if ep.horizon > self.cal.shape[1] or n_hidden > self.table.shape[1]:
+            self._grow(ep.horizon, n_hidden)
+        is_clock = np.array([c == "clock" for c in ep.resource_classes], dtype=np.float64)
+        _fill_slot(i, ep.horizon, *(getattr(ep, name) for name in _FILL_FIELDS),
+                   _calendar_features(ep.step_hour, ep.weekday), is_clock, lookahead, self.budget_value,
                    *(getattr(self, name) for name in _SLOT_STATE))
-        self._episodes[i] = episode
+        self._episodes[i] = ep
 
-    def draw_into(self, slots: np.ndarray, gens: list, world: WorldConfig, cost_profile: str, load: int,
-                  make_episode):
-        """Draw the next week of each generator ``gens[j]`` into slot ``slots[j]``, all in one kernel call: what
-        :meth:`load_columns` of ``week_columns(draw_week(gens[j], world, load), world, cost_profile)`` does week
-        by week. ``make_episode(j, draw)`` gives the callable that builds the Episode of the ``j``-th week drawn."""
-        T = world.horizon
-        if T > self.cal.shape[1]:
-            self._grow(T, 1)
+    def draw_into(self, slots: np.ndarray, gens, world: WorldConfig, cost_profile: str, load: int) -> np.ndarray:
+        """Draw the next week of each slot ``i`` in ``slots`` from its generator ``gens[i]`` into the slot, all in
+        one kernel call: what :meth:`load` of ``generate_episode(None, world, cost_profile, load, rng=gens[i])``
+        does week by week, without building the Episodes (:meth:`set_episode` says how to build one). Returns,
+        per slot, whether its week was loaded; one that did not fit the tables is not (load it with :meth:`load`,
+        which grows them)."""
+        if world.horizon > self.cal.shape[1]:
+            self._grow(world.horizon, 1)
         w = _world_constants(world)
-        costs = w["costs"][cost_profile]
         is_clock = np.array([c == "clock" for c in w["classes"]], dtype=np.float64)
-        state = tuple(getattr(self, name) for name in _SLOT_STATE)
-        draws, fitted = _draw_into(gens, slots, draw_arguments(world, load),
-                                   (costs, _calendar_features(w["step_hour"], w["weekday"]), is_clock, world.lookahead,
-                                    self.budget_value), state)
-        for j, i in enumerate(slots.tolist()):
-            draw = WeekDraw(*draws[j])
-            if not fitted[j]:  # more intentions than the tables hold: grow them, then load as usual
-                self.load_columns(i, week_columns(draw, world, cost_profile), T, w["classes"], world.lookahead,
-                                  None)
-            self._episodes[i] = make_episode(j, draw)
+        return _draw_into(gens, slots, draw_arguments(world, load),
+                          (w["costs"][cost_profile], _calendar_features(w["step_hour"], w["weekday"]), is_clock,
+                           world.lookahead, self.budget_value), tuple(getattr(self, name) for name in _SLOT_STATE))
+
+    def set_episode(self, i: int, make_episode):
+        """Slot ``i`` holds the week that ``make_episode()`` builds (called when :meth:`episode` first asks)."""
+        self._episodes[i] = make_episode
 
     def episode(self, i: int) -> Episode | None:
         """The :class:`Episode` in slot ``i`` (None before the first load)."""

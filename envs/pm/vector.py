@@ -10,10 +10,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..validation import check_int
-from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
+from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore, generator_list
 from .env import action_to_scores, check_arguments, spaces_for
 from .levels import resolve_budget
-from .world import check_generation, episode_from_draw
+from .world import check_generation, episode_from_state
 
 
 class PMWeekVectorEnv(VectorEnv):
@@ -76,17 +76,30 @@ class PMWeekVectorEnv(VectorEnv):
         self._events = np.zeros((n, 7), dtype=np.int64)
         self._metrics = np.zeros((n, len(METRIC_NAMES)))
         self._autoreset = np.zeros(n, dtype=bool)
+        self._generator_list = None
         self._started = False
 
     def _new_weeks(self, slots: np.ndarray, seeds=None):
         """Draw the next week of each sub-environment in ``slots`` from its own generator straight into the core,
-        in one kernel call; a week's :class:`Episode` is built only if asked for (``self._core.episode(i)``)."""
+        all in one kernel call. A week's :class:`Episode` is built only if asked for (``self._core.episode(i)``),
+        by drawing it again from a copy of the generator's state before the draw."""
         if slots.size == 0:
             return
+        if self._generator_list is None:  # numba's list of the generators, so that a call need not convert them
+            self._generator_list = generator_list(self._rngs)
         seeds = [None] * len(slots) if seeds is None else seeds
-        self._core.draw_into(slots, [self._rngs[i] for i in slots], self.world, self.cost_profile, self.load,
-                             lambda j, draw: partial(episode_from_draw, draw, self.world, self.cost_profile, seeds[j],
-                                                     self.load))
+        states = [self._rngs[i].bit_generator.state for i in slots]
+        core = self._core
+        fitted = core.draw_into(slots, self._generator_list, self.world, self.cost_profile, self.load)
+        for j, i in enumerate(slots.tolist()):
+            make = partial(episode_from_state, states[j], self.world, self.cost_profile, seeds[j], self.load)
+            if fitted[j]:
+                core.set_episode(i, make)
+            else:  # more intentions than the tables hold: load it as an Episode, which grows them
+                core.load(i, make(), self.world.lookahead)
+
+    def __getstate__(self):
+        return dict(self.__dict__, _generator_list=None)  # rebuilt from the generators when next needed
 
     def _advance(self, stepping, scores):
         """Step the weeks marked in ``stepping`` and observe every week, into new observation arrays."""
@@ -134,6 +147,7 @@ class PMWeekVectorEnv(VectorEnv):
         for i in slots:
             if seeds[i] is not None or not self._started:
                 self._rngs[i], _ = seeding.np_random(seeds[i])
+                self._generator_list = None
         self._new_weeks(slots, [seeds[i] for i in slots])
         self._started = True
         self._autoreset[reset_mask] = False

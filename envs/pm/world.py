@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -444,19 +443,6 @@ def _numbered(prefix: str, n: int) -> list:
     return table[:n]
 
 
-class WeekDraw(NamedTuple):
-    """The raw arrays of one generated week (what :func:`generate_episode` wraps into an :class:`Episode`):
-    ``I`` the integer columns ``_GEN_INT``, ``B`` the boolean columns ``_GEN_BOOL``, ``miss_cost``, ``U`` the
-    updates (step, kind, target row, registered, new row), ``hints`` and the row counts per kind."""
-
-    I: np.ndarray
-    B: np.ndarray
-    miss_cost: np.ndarray
-    U: np.ndarray
-    hints: np.ndarray
-    counts: np.ndarray
-
-
 @functools.lru_cache(maxsize=64)
 def draw_arguments(config: WorldConfig, load: int = 0) -> tuple:
     """The arguments after ``rng`` of the week-drawing kernel ``_draw_week`` for a world and load."""
@@ -464,41 +450,6 @@ def draw_arguments(config: WorldConfig, load: int = 0) -> tuple:
     return (config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]), w["means"],
             w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width, int(load),
             config.n_days)
-
-
-def draw_week(rng: np.random.Generator, config: WorldConfig, load: int = 0) -> WeekDraw:
-    """Every random draw of one week from ``rng`` (arguments checked by the caller, as
-    :func:`generate_episode` does)."""
-    return WeekDraw(*_draw_week(rng, *draw_arguments(config, load)))
-
-
-def week_columns(draw: WeekDraw, config: WorldConfig, cost_profile: str) -> dict:
-    """The array fields of the :class:`Episode` of a week drawn by :func:`draw_week`, by name (views, no copies)."""
-    w = _world_constants(config)
-    cols = {name: draw.I[:, j] for j, name in enumerate(_GEN_INT)}
-    cols.update({name: draw.B[:, j] for j, name in enumerate(_GEN_BOOL)})
-    cols.update(step_day=w["step_day"], step_hour=w["step_hour"], weekday=w["weekday"],
-                costs=w["costs"][cost_profile], miss_cost=draw.miss_cost, hints=draw.hints)
-    return cols
-
-
-def episode_from_draw(draw: WeekDraw, config: WorldConfig, cost_profile: str, seed=None, load: int = 0) -> Episode:
-    """The :class:`Episode` of a week drawn by :func:`draw_week`."""
-    w = _world_constants(config)
-    n_time, n_chan, n_lure, n_new, n_vis, n_load = draw.counts.tolist()
-    ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
-    updates = []
-    for step, kind, target, registered, new in draw.U.tolist():
-        new_id = None
-        if new >= 0:
-            new_id = ids[target] + "v2"
-            ids.append(new_id)
-        updates.append({"step": step, "kind": UPDATE_KINDS[kind], "target": ids[target],
-                        "registered": bool(registered), "new_id": new_id})
-    ids += _numbered("V", n_vis) + _numbered("X", n_load)
-    return Episode(horizon=config.horizon, resource_names=w["names"], resource_classes=w["classes"],
-                   cost_profile=cost_profile, ids=tuple(ids), updates=tuple(updates),
-                   meta={"seed": seed, "load": int(load)}, **week_columns(draw, config, cost_profile))
 
 
 def check_generation(config: WorldConfig, cost_profile: str, load: int):
@@ -521,11 +472,38 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
     """
     config = config or WorldConfig()
     check_generation(config, cost_profile, load)
+    w = _world_constants(config)
     if rng is None:
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    return episode_from_draw(draw_week(rng, config, load), config, cost_profile, seed, load)
+    I, B, mc, U, hints, counts = _draw_week(rng, *draw_arguments(config, load))
+    n_time, n_chan, n_lure, n_new, n_vis, n_load = counts.tolist()
+    ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
+    updates = []
+    for step, kind, target, registered, new in U.tolist():
+        new_id = None
+        if new >= 0:
+            new_id = ids[target] + "v2"
+            ids.append(new_id)
+        updates.append({"step": step, "kind": UPDATE_KINDS[kind], "target": ids[target],
+                        "registered": bool(registered), "new_id": new_id})
+    ids += _numbered("V", n_vis) + _numbered("X", n_load)
+    cols = {name: I[:, j] for j, name in enumerate(_GEN_INT)}
+    cols.update({name: B[:, j] for j, name in enumerate(_GEN_BOOL)})
+    return Episode(horizon=config.horizon, step_day=w["step_day"], step_hour=w["step_hour"], weekday=w["weekday"],
+                   resource_names=w["names"], resource_classes=w["classes"], costs=w["costs"][cost_profile],
+                   cost_profile=cost_profile, ids=tuple(ids), miss_cost=mc, hints=hints, updates=tuple(updates),
+                   meta={"seed": seed, "load": int(load)}, **cols)
+
+
+def episode_from_state(bit_generator_state: dict, config: WorldConfig, cost_profile: str, seed=None,
+                       load: int = 0) -> Episode:
+    """The week a generator in ``bit_generator_state`` (its ``bit_generator.state``) draws next, as
+    :func:`generate_episode` with that generator gives it; ``seed`` is recorded in ``meta``."""
+    bit_generator = getattr(np.random, bit_generator_state["bit_generator"])()
+    bit_generator.state = bit_generator_state
+    return generate_episode(seed, config, cost_profile, load, rng=np.random.Generator(bit_generator))
 
 
 def replace(episode: Episode, **changes) -> Episode:
