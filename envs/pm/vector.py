@@ -33,6 +33,12 @@ class PMWeekVectorEnv(VectorEnv):
     ``on_time_recall``, ``realized_cost``, ...) with the boolean mask ``_episode_metrics`` (named so that
     Gymnasium's ``RecordEpisodeStatistics``, which owns ``episode``, can wrap the environment).
     Arguments are those of :class:`PMWeekEnv` plus ``num_envs``.
+
+    One numba kernel call per step advances every week and writes every observation (one pass over each week's
+    live intentions); the weeks that start at an autoreset are drawn, from each sub-environment's own generator,
+    in one kernel call straight into the kernel's arrays. Their :class:`Episode` objects (which teachers read
+    through ``env.unwrapped._core.episode(i)``) are built only when asked for, by drawing the week again from a
+    copy of the generator's state.
     """
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
