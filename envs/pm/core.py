@@ -79,7 +79,9 @@ def _f1(tp, fp, fn):
     return 0.0 if d == 0 else 2.0 * tp / d
 
 
-@numba.njit(cache=True)
+# error_model="numpy" drops numba's zero check before each division: every divisor here is non-zero by the
+# validated arguments (horizons, prices and budgets >= 1), so the results are the same bits.
+@numba.njit(cache=True, error_model="numpy")
 def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live_from, live_order, n_entered,
              live, n_live, status, miss_cost, costs, unequal,
              min_cost, is_clock, cost_ratio, cal, hints, lookahead, mask_state, budget, remaining, b_frac, n_max,
@@ -291,7 +293,7 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
                                remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", error_model="numpy")
 def _write_observation(k, n, t, T, cnt, best, is_clock, cost_ratio, cal, hints, last_q, unchanged, budget,
                        remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
     """The features of week ``n`` at step ``t`` from its per-resource counts ``cnt`` and nearest windows
@@ -377,7 +379,7 @@ def _write_observation(k, n, t, T, cnt, best, is_clock, cost_ratio, cal, hints, 
     bf[8] = q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _metrics(n, T, n_int, table, status, counters, c_hist, out):
     cnt = counters[n]
     out[:] = 0.0
