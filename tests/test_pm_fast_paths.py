@@ -105,3 +105,20 @@ def test_step_kernel_allocates_nothing_per_week():
         finally:
             _nrt_python.memsys_disable_stats()
     assert counts[0] == counts[1]
+
+
+def test_vector_env_pickles_and_continues_identically():
+    """The numba list of generators is left out of the pickle and rebuilt from the generators when next needed."""
+    import pickle
+
+    venv = PMWeekVectorEnv(num_envs=3, max_episode_steps=5)
+    venv.reset(seed=1)
+    actions = np.ones((3, R), dtype=np.int8)
+    for _ in range(7):  # past an autoreset, so the list exists
+        venv.step(actions)
+    clone = pickle.loads(pickle.dumps(venv))
+    for _ in range(12):
+        a, b = venv.step(actions)[0], clone.step(actions)[0]
+        for key in a:
+            assert np.array_equal(a[key], b[key])
+    _same_episode(venv.unwrapped._core.episode(2), clone.unwrapped._core.episode(2))
