@@ -33,6 +33,7 @@ assert len(RESOURCE_FEATURE_NAMES) == N_RESOURCE_FEATURES and len(BUDGET_FEATURE
 (F_RES, F_AF, F_AU, F_DS, F_DE, F_ON, F_DL, F_POL, F_KIND, F_PRIO, F_CROSS, F_REV, F_REG, F_DUE_END,
  F_US) = range(15)
 N_FIELDS = 15
+L_INDEX = N_FIELDS  # the column of a live row (see _advance) that holds the intention's index
 
 _NEVER_LIVE = np.iinfo(np.int32).max
 
@@ -83,7 +84,7 @@ def _f1(tp, fp, fn):
 # validated arguments (horizons, prices and budgets >= 1), so the results are the same bits.
 @numba.njit(cache=True, error_model="numpy")
 def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live_from, live_order, n_entered,
-             live, n_live, status, miss_cost, costs, unequal,
+             live, live_miss, n_live, status, miss_cost, costs, unequal,
              min_cost, is_clock, cost_ratio, cal, hints, lookahead, mask_state, budget, remaining, b_frac, n_max,
              cost_cap, late_execute, vis_step, counters, q_hist, c_hist, last_q, unchanged, ev_list, selected_out,
              skipped_out, reward_out, events_out, metrics_out, res_out, bud_out, mask_out, cnt, best, order, key,
@@ -94,8 +95,9 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
 
     One pass over the week's intentions does both: the controller resolves intention ``m`` at step ``t``, the
     miss check reads its status after that, and the observation counts it at ``t + 1`` with the updated status
-    and last-query steps. The pass covers only the week's *live* intentions (``live[n, :n_live[n]]``, in index
-    order, so that ties and event lists come out as in a pass over all of them): an intention joins when the
+    and last-query steps. The pass covers only the week's *live* intentions, whose table rows (with their index
+    in column ``L_INDEX``) and miss costs are kept side by side in ``live[n, :n_live[n]]`` and ``live_miss``, in
+    index order, so that ties and event lists come out as in a pass over all of them: an intention joins when the
     step reaches its ``live_from`` (intentions in ``live_order``, ``n_entered[n]`` of them joined so far) and
     leaves once no later step can read it. ``cnt``, ``best``, ``order``, ``key``, ``resolved`` and ``misses``
     are scratch buffers, so the kernel allocates nothing."""
@@ -164,27 +166,30 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
         while e < n_int[n] and live_from[n, e] <= to:
             m = live_order[n, e]
             j = nl
-            while j > 0 and live[n, j - 1] > m:
-                live[n, j] = live[n, j - 1]
+            while j > 0 and live[n, j - 1, L_INDEX] > m:
+                _copy_live(live, live_miss, n, j - 1, j)
                 j -= 1
-            live[n, j] = m
+            for f in range(N_FIELDS):
+                live[n, j, f] = table[n, m, f]
+            live[n, j, L_INDEX] = m
+            live_miss[n, j] = miss_cost[n, m]
             nl += 1
             e += 1
         n_entered[n] = e
         kept = 0
         for q in range(nl):
-            m = live[n, q]
-            r = table[n, m, F_RES]
-            reg = table[n, m, F_REG]
-            af = table[n, m, F_AF]
-            au = table[n, m, F_AU]
-            pol = table[n, m, F_POL]
+            m = live[n, q, L_INDEX]
+            r = live[n, q, F_RES]
+            reg = live[n, q, F_REG]
+            af = live[n, q, F_AF]
+            au = live[n, q, F_AU]
+            pol = live[n, q, F_POL]
             if step:
                 # --- controller ---
                 if (r >= 0 and status[n, m] == S_OPEN and reg != 0 and selected_out[k, r] != 0 and af <= t <= au
-                        and table[n, m, F_ON] <= t):
+                        and live[n, q, F_ON] <= t):
                     resolved[r] = True
-                    on_time = t <= table[n, m, F_DL]
+                    on_time = t <= live[n, q, F_DL]
                     ev_list[n, ev[6], 0] = m
                     if pol == POS:
                         if on_time:
@@ -214,15 +219,15 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
                     ev_list[n, ev[6], 1] = status[n, m]
                     ev[6] += 1
                 # Positives whose last on-time step is now and that were not executed on time are misses.
-                if pol == POS and table[n, m, F_DUE_END] == t and status[n, m] != S_HIT:
+                if pol == POS and live[n, q, F_DUE_END] == t and status[n, m] != S_HIT:
                     cntr[C_FN] += 1
                     ev[2] += 1
                     misses[n_miss] = m
                     n_miss += 1
             if observe and reg != 0 and status[n, m] == S_OPEN and af <= to <= au and r >= 0:
                 cnt[r, 0] += 1  # open
-                ds = table[n, m, F_DS]
-                de = table[n, m, F_DE]
+                ds = live[n, q, F_DS]
+                de = live[n, q, F_DE]
                 if ds - lookahead[n] <= to <= de:
                     cnt[r, 1] += 1  # candidate
                 if ds <= to <= de:
@@ -237,26 +242,27 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
                     sd = de - to
                 if abs(sd) < abs(best[r]):
                     best[r] = sd
-                prio = table[n, m, F_PRIO]
+                prio = live[n, q, F_PRIO]
                 cnt[r, 4] += prio
                 if prio > cnt[r, 5]:
                     cnt[r, 5] = prio
-                if miss_cost[n, m] > cnt[r, 6]:
-                    cnt[r, 6] = miss_cost[n, m]
+                if live_miss[n, q] > cnt[r, 6]:
+                    cnt[r, 6] = live_miss[n, q]
                 lq = t if step and selected_out[k, r] != 0 else last_q[n, r]
                 if lq < af:
                     cnt[r, 7] += 1
-                kind = table[n, m, F_KIND]
+                kind = live[n, q, F_KIND]
                 if kind == KIND_TIME:
                     cnt[r, 8] += 1
                 elif kind == KIND_CHANNEL:
                     cnt[r, 9] += 1
-                cnt[r, 10] += table[n, m, F_CROSS]
-                cnt[r, 11] += table[n, m, F_REV]
+                cnt[r, 10] += live[n, q, F_CROSS]
+                cnt[r, 11] += live[n, q, F_REV]
             # steps from `to` on read it only while it is open in the ledger or may still be missed
             if ((reg != 0 and status[n, m] == S_OPEN and au >= to)
-                    or (pol == POS and table[n, m, F_DUE_END] >= to and status[n, m] != S_HIT)):
-                live[n, kept] = m
+                    or (pol == POS and live[n, q, F_DUE_END] >= to and status[n, m] != S_HIT)):
+                if kept != q:
+                    _copy_live(live, live_miss, n, q, kept)
                 kept += 1
         n_live[n] = kept
         if step:
@@ -291,6 +297,13 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
         if observe:
             _write_observation(k, n, to, T, cnt, best, is_clock, cost_ratio, cal, hints, last_q, unchanged, budget,
                                remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state)
+
+
+@numba.njit(cache=True, inline="always")
+def _copy_live(live, live_miss, n, src, dst):
+    for f in range(N_FIELDS + 1):
+        live[n, dst, f] = live[n, src, f]
+    live_miss[n, dst] = live_miss[n, src]
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -579,7 +592,8 @@ class PMWeekCore:
         self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int32)
         self.live_from = np.zeros((n, max_int), dtype=np.int32)  # sorted
         self.live_order = np.zeros((n, max_int), dtype=np.int32)
-        self.live = np.zeros((n, max_int), dtype=np.int32)
+        self.live = np.zeros((n, max_int, N_FIELDS + 1), dtype=np.int32)
+        self.live_miss = np.zeros((n, max_int))
         self.miss_cost = np.zeros((n, max_int))
         self.status = np.zeros((n, max_int), dtype=np.int8)
         self.cal = np.zeros((n, max_t, 4))
@@ -591,8 +605,8 @@ class PMWeekCore:
         self._misses = np.zeros(max_int, dtype=np.int64)
 
     def _grow(self, max_t: int, max_int: int):
-        old = {k: getattr(self, k) for k in ("table", "live_from", "live_order", "live", "miss_cost", "status", "cal",
-                                              "hints", "vis_step", "q_hist", "c_hist", "ev_list")}
+        old = {k: getattr(self, k) for k in ("table", "live_from", "live_order", "live", "live_miss", "miss_cost",
+                                              "status", "cal", "hints", "vis_step", "q_hist", "c_hist", "ev_list")}
         self._alloc(max(max_t, old["cal"].shape[1]), max(max_int, old["table"].shape[1]))
         for k, v in old.items():
             getattr(self, k)[tuple(slice(0, s) for s in v.shape)] = v
@@ -640,7 +654,7 @@ class PMWeekCore:
         """Step the weeks ``rows[k]`` with ``stepping[k]`` (scores ``scores[k]``), then, if ``observe``, write
         every week's observation (see :func:`_advance`); outputs are indexed like ``rows``."""
         _advance(rows, stepping, observe, scores, self.t, self.horizon, self.n_int, self.table, self.live_from,
-                 self.live_order, self.n_entered, self.live, self.n_live, self.status,
+                 self.live_order, self.n_entered, self.live, self.live_miss, self.n_live, self.status,
                  self.miss_cost, self.costs, self.unequal, self.min_cost, self.is_clock, self.cost_ratio, self.cal,
                  self.hints, self.lookahead, self.mask_state, self.budget, self.remaining, self.b_frac, self.n_max,
                  self.cost_cap, self.late_execute, self.vis_step, self.counters, self.q_hist, self.c_hist,
