@@ -7,8 +7,11 @@ run exactly the same code.
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
+from numba.core.errors import NumbaPendingDeprecationWarning
 
 from .world import (_GEN_BOOL, _GEN_INT, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode, WorldConfig,
                     _draw_week, _world_constants, draw_arguments)
@@ -511,12 +514,19 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
 
 
 @numba.njit(cache=True)
-def generator_list(gens: list):
-    """numba's own list of the generators ``gens`` (converted once here, not at each kernel call)."""
+def _generator_list(gens):
     out = numba.typed.List()
     for g in gens:
         out.append(g)
     return out
+
+
+def generator_list(gens: list):
+    """numba's own list of the generators ``gens`` (converted once here, not at each kernel call)."""
+    with warnings.catch_warnings():
+        # numba deprecates reflecting a list argument's changes back to Python; this one is only read
+        warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)
+        return _generator_list(gens)
 
 
 @numba.njit(cache=True)
