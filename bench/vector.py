@@ -1,11 +1,13 @@
 """Stepping speed of the native PMWeek-v0 vector env as a ratio against gymnasium's CartPole vector env, measured
 in the same process, with where a PMWeek vector step spends its time.
 
-``python -m membudget.bench.vector`` prints, for several interleaved rounds, week-steps/s of
+``python -m membudget.bench.vector`` prints, for several rounds, week-steps/s of
 :class:`~membudget.envs.pm.PMWeekVectorEnv` and env-steps/s of ``CartPoleVectorEnv``, both with ``--num-envs``
 (default 1024) sub-environments, random actions drawn in advance and autoresets included (target ratio >= 0.06),
 and per PMWeek vector step the milliseconds spent in the step-and-observe kernel, in drawing and loading the
-weeks that start at autoreset, and in the rest (checking the action, building the returned arrays and infos).
+weeks that start at autoresets and in the rest (checking the action, building the returned arrays and infos).
+Within a round the two environments take turns in ``--slices`` short slices, so that both meet the same load
+on a shared machine.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ import argparse
 import time
 
 import numpy as np
-
-from .speed import _vector_rate
 
 
 class _Timed:
@@ -32,25 +32,41 @@ class _Timed:
             self.seconds += time.perf_counter() - start
 
 
-def _breakdown(env, actions, seconds):
-    """Week-steps/s of ``env`` and its time per step (ms): in all, in the kernel and in autoreset draws."""
-    core = env.unwrapped._core
-    env.reset(seed=0)
+class _Stepper:
+    """Steps a vector env with actions drawn in advance, adding up steps and seconds over calls of :meth:`run`."""
+
+    def __init__(self, env, actions):
+        self.env, self.actions, self.i, self.steps, self.seconds = env, actions, 0, 0, 0.0
+        env.reset(seed=0)
+
+    def run(self, seconds):
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for _ in range(10):
+                self.env.step(self.actions[self.i])
+                self.i = (self.i + 1) % len(self.actions)
+            self.steps += 10
+        self.seconds += time.perf_counter() - start
+
+    @property
+    def rate(self):
+        return self.steps * self.env.num_envs / self.seconds
+
+
+def _round(pmv, cpv, pm_actions, cp_actions, seconds, slices):
+    """One round: (CartPole rate, PMWeek rate, PMWeek ms per step in all, in the kernel, in autoreset draws)."""
+    cp, pm = _Stepper(cpv, cp_actions), _Stepper(pmv, pm_actions)
+    core = pmv.unwrapped._core
     kernel, draws = _Timed(core.advance), _Timed(core.draw_into)
     core.advance, core.draw_into = kernel, draws
     try:
-        n, i, start = 0, 0, time.perf_counter()
-        while True:
-            for _ in range(10):
-                env.step(actions[i])
-                i = (i + 1) % len(actions)
-            n += 10
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
+        for _ in range(slices):
+            cp.run(seconds / slices)
+            pm.run(seconds / slices)
     finally:
         del core.advance, core.draw_into
-    return n * env.num_envs / elapsed, 1e3 * elapsed / n, 1e3 * kernel.seconds / n, 1e3 * draws.seconds / n
+    per_step = 1e3 / pm.steps
+    return cp.rate, pm.rate, pm.seconds * per_step, kernel.seconds * per_step, draws.seconds * per_step
 
 
 def main(argv=None):
@@ -58,6 +74,7 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per environment per round")
+    parser.add_argument("--slices", type=int, default=10, help="turns per environment per round")
     parser.add_argument("--num-envs", type=int, default=1024)
     args = parser.parse_args(argv)
 
@@ -69,15 +86,13 @@ def main(argv=None):
     pmv, cpv = PMWeekVectorEnv(num_envs=args.num_envs), CartPoleVectorEnv(num_envs=args.num_envs)
     pm_actions = rng.integers(0, 2, (64, args.num_envs, pmv.single_action_space.n)).astype(np.int8)
     cp_actions = rng.integers(0, 2, (64, args.num_envs))
-    _vector_rate(pmv, pm_actions, 0.2)  # warm-up (JIT compilation is cached on disk after the first run)
-    _vector_rate(cpv, cp_actions, 0.2)
+    _round(pmv, cpv, pm_actions, cp_actions, 0.4, 2)  # warm-up (JIT compilation is cached on disk after a first run)
 
     ratios = []
     print(f"{'round':>5} {'CartPole vec':>13} {'PMWeek vec':>12} {'ratio':>7} | ms per PMWeek vector step: "
           f"{'kernel':>7} {'autoreset':>9} {'rest':>6} {'total':>6}")
     for r in range(args.rounds):
-        cp = _vector_rate(cpv, cp_actions, args.seconds)
-        pm, total_ms, kernel_ms, draw_ms = _breakdown(pmv, pm_actions, args.seconds)
+        cp, pm, total_ms, kernel_ms, draw_ms = _round(pmv, cpv, pm_actions, cp_actions, args.seconds, args.slices)
         ratios.append(pm / cp)
         print(f"{r:>5} {cp:>13,.0f} {pm:>12,.0f} {pm / cp:>7.3f} | {'':>27}{kernel_ms:>7.3f} {draw_ms:>9.3f} "
               f"{total_ms - kernel_ms - draw_ms:>6.3f} {total_ms:>6.3f}")
