@@ -99,7 +99,7 @@ def problem_from_env(env, slot: int = 0) -> Problem:
     ``slot``, a ``PMWeekVectorEnv`` (wrappers are unwrapped), after ``reset``."""
     env = env.unwrapped
     core = env._core
-    ep = core.episodes[slot]
+    ep = core.episode(slot)
     if ep is None:
         raise RuntimeError("call reset() before asking for a continuation")
     k = int(core.n_int[slot])

@@ -370,7 +370,7 @@ def test_fuzzed_vector_seeds_are_refused_or_play_those_weeks(seeds):
     event("played")
     for i, s in enumerate(seeds):
         if s is not None:  # None draws a fresh week
-            np.testing.assert_array_equal(env._core.episodes[i].onset, generate_episode(s).onset)
+            np.testing.assert_array_equal(env._core.episode(i).onset, generate_episode(s).onset)
 
 
 def test_world_config_sizes_are_bounded_before_any_allocation():

@@ -200,9 +200,9 @@ class HindsightTeacherVector(gym.vector.VectorWrapper):
         obs, rewards, terminated, truncated, info = self.env.step(actions)
         ended = terminated | truncated
         stepping = np.flatnonzero(~resetting)
-        for k, i in enumerate(stepping):
+        for i in stepping:
             if not ended[i]:
-                self._plans[i].after_step(int(t[i]), np.flatnonzero(base._sel[k]))
+                self._plans[i].after_step(int(t[i]), np.flatnonzero(base._sel[i]))
         same_step = base.autoreset_mode == gym.vector.AutoresetMode.SAME_STEP
         for i in np.flatnonzero(resetting | (ended if same_step else False)):
             self._plans[i].solve()  # a new week began in this step

@@ -7,10 +7,14 @@ run exactly the same code.
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
+from numba.core.errors import NumbaPendingDeprecationWarning
 
-from .world import KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode
+from .world import (_GEN_BOOL, _GEN_INT, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode, WorldConfig,
+                    _draw_week, _world_constants, draw_arguments)
 
 N_RESOURCE_FEATURES = 27
 N_BUDGET_FEATURES = 9
@@ -32,6 +36,9 @@ assert len(RESOURCE_FEATURE_NAMES) == N_RESOURCE_FEATURES and len(BUDGET_FEATURE
 (F_RES, F_AF, F_AU, F_DS, F_DE, F_ON, F_DL, F_POL, F_KIND, F_PRIO, F_CROSS, F_REV, F_REG, F_DUE_END,
  F_US) = range(15)
 N_FIELDS = 15
+L_INDEX = N_FIELDS  # the column of a live row (see _advance) that holds the intention's index
+
+_NEVER_LIVE = np.iinfo(np.int32).max
 
 # Intention status codes (0 = unresolved).
 S_OPEN, S_HIT, S_FALSE, S_LATE_MISS, S_LATE_EXEC, S_EXPIRED_NEG = range(6)
@@ -57,6 +64,18 @@ N_COUNTERS = 9
 
 _HUGE = np.iinfo(np.int64).max // 4
 
+# Episode fields in the order of _fill_slot's arguments.
+_FILL_FIELDS = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
+                "deadline", "polarity", "priority", "cross_day", "version", "registered", "update_sensitive",
+                "miss_cost", "visible_outcome", "hints", "costs")
+# _draw_into reads the drawn columns in this order.
+assert _GEN_INT[:10] == _FILL_FIELDS[:10] and _GEN_INT[10:] == ("version", "visible_outcome")
+assert _GEN_BOOL == ("cross_day", "update_sensitive", "registered")
+# PMWeekCore arrays in the order of _fill_slot's arguments.
+_SLOT_STATE = ("table", "live_from", "live_order", "n_entered", "n_live", "miss_cost", "vis_step", "cal", "status",
+               "n_int", "n_total", "horizon", "t", "costs", "is_clock", "cost_ratio", "max_cost", "min_cost", "unequal",
+               "lookahead", "remaining", "counters", "last_q", "unchanged", "q_hist", "c_hist", "hints")
+
 
 @numba.njit(cache=True, inline="always")
 def _f1(tp, fp, fn):
@@ -64,251 +83,319 @@ def _f1(tp, fp, fn):
     return 0.0 if d == 0 else 2.0 * tp / d
 
 
-@numba.njit(cache=True)
-def _observe(rows, t_arr, horizon, n_int, table, status, miss_cost, costs, is_clock, max_cost, cal, hints,
-             lookahead, last_q, unchanged, budget, remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
-    """Pre-query features of each week in ``rows`` at its current step."""
+# error_model="numpy" drops numba's zero check before each division: every divisor here is non-zero by the
+# validated arguments (horizons, prices and budgets >= 1), so the results are the same bits.
+@numba.njit(cache=True, error_model="numpy")
+def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live_from, live_order, n_entered,
+             live, live_miss, n_live, status, miss_cost, costs, unequal,
+             min_cost, is_clock, cost_ratio, cal, hints, lookahead, mask_state, budget, remaining, b_frac, n_max,
+             cost_cap, late_execute, vis_step, counters, q_hist, c_hist, last_q, unchanged, ev_list, selected_out,
+             skipped_out, reward_out, events_out, metrics_out, res_out, bud_out, mask_out, cnt, best, order, key,
+             resolved, misses):
+    """For each week ``n = rows[k]``: if ``stepping[k]``, one step (executor, controller, scoring) into the
+    ``k``-th rows of the step outputs (zeros otherwise); then, if ``observe``, the pre-query features of the
+    week's (new) current step into the ``k``-th rows of ``res_out``, ``bud_out`` and ``mask_out``.
+
+    One pass over the week's intentions does both: the controller resolves intention ``m`` at step ``t``, the
+    miss check reads its status after that, and the observation counts it at ``t + 1`` with the updated status
+    and last-query steps. The pass covers only the week's *live* intentions, whose table rows (with their index
+    in column ``L_INDEX``) and miss costs are kept side by side in ``live[n, :n_live[n]]`` and ``live_miss``, in
+    index order, so that ties and event lists come out as in a pass over all of them: an intention joins when the
+    step reaches its ``live_from`` (intentions in ``live_order``, ``n_entered[n]`` of them joined so far) and
+    leaves once no later step can read it. ``cnt``, ``best``, ``order``, ``key``, ``resolved`` and ``misses``
+    are scratch buffers, so the kernel allocates nothing."""
     n_res = costs.shape[1]
-    cnt_all = np.zeros((n_res, 13))
-    best = np.empty(n_res)
     for k in range(rows.shape[0]):
         n = rows[k]
         t = t_arr[n]
         T = horizon[n]
-        tc = min(t, T - 1)
-        cnt = cnt_all
-        cnt[:] = 0.0
-        best[:] = T + 1.0
-        for m in range(n_int[n]):
-            row = table[n, m]
-            if row[F_REG] == 0 or status[n, m] != S_OPEN or not (row[F_AF] <= t <= row[F_AU]):
-                continue
-            r = row[F_RES]
-            if r < 0:
-                continue
-            cnt[r, 0] += 1  # open
-            ds = row[F_DS]
-            de = row[F_DE]
-            if ds - lookahead[n] <= t <= de:
-                cnt[r, 1] += 1  # candidate
-            if ds <= t <= de:
-                cnt[r, 2] += 1  # declared window contains t
-            urg = 1.0 / (1.0 + max(0, de - t))
-            if urg > cnt[r, 3]:
-                cnt[r, 3] = urg
-            s = 0.0
-            if t < ds:
-                s = ds - t
-            elif t > de:
-                s = de - t
-            if abs(s) < abs(best[r]):
-                best[r] = s
-            cnt[r, 4] += row[F_PRIO]
-            if row[F_PRIO] > cnt[r, 5]:
-                cnt[r, 5] = row[F_PRIO]
-            if miss_cost[n, m] > cnt[r, 6]:
-                cnt[r, 6] = miss_cost[n, m]
-            if last_q[n, r] < row[F_AF]:
-                cnt[r, 7] += 1
-            if row[F_KIND] == KIND_TIME:
-                cnt[r, 8] += 1
-            elif row[F_KIND] == KIND_CHANNEL:
-                cnt[r, 9] += 1
-            cnt[r, 10] += row[F_CROSS]
-            cnt[r, 11] += row[F_REV]
-        out = res_out[k]
-        for r in range(n_res):
-            c = cnt[r]
-            n_open = c[0]
-            has = n_open > 0
-            hint = hints[n, t, r] if t < T else 0.0
-            out[r, 0] = cal[n, tc, 0]
-            out[r, 1] = cal[n, tc, 1]
-            out[r, 2] = cal[n, tc, 2]
-            out[r, 3] = cal[n, tc, 3]
+        step = stepping[k]
+        cntr = counters[n]
+        ev = events_out[k]
+        for j in range(7):
+            ev[j] = 0
+        for j in range(4):
+            skipped_out[k, j] = 0
+        reward_out[k] = 0.0
+        n_sel = 0
+        step_cost = 0
+        f1_before = 0.0
+        if step:
+            f1_before = _f1(cntr[C_TP], cntr[C_FP], cntr[C_FN])
+            # --- hard-cap executor (BudgetPM Algorithm 1) ---
+            n_prop = 0
+            for r in range(n_res):
+                resolved[r] = False
+                s = scores[k, r]
+                if s > 0.0:
+                    key[r] = s / costs[n, r] if unequal[n] else s
+                    # insertion by (key desc, cost asc, index asc)
+                    j = n_prop
+                    while j > 0:
+                        p = order[j - 1]
+                        if key[p] > key[r] or (key[p] == key[r] and costs[n, p] <= costs[n, r]):
+                            break
+                        order[j] = p
+                        j -= 1
+                    order[j] = r
+                    n_prop += 1
+            for r in range(n_res):
+                selected_out[k, r] = 0
+            for j in range(n_prop):
+                r = order[j]
+                c = costs[n, r]
+                if mask_state[n, r] == 0:
+                    skipped_out[k, 0] += 1
+                elif budget[n] >= 0 and c > remaining[n] - step_cost:
+                    skipped_out[k, 1] += 1
+                elif n_max >= 0 and n_sel >= n_max:
+                    skipped_out[k, 2] += 1
+                elif cost_cap >= 0 and step_cost + c > cost_cap:
+                    skipped_out[k, 3] += 1
+                else:
+                    selected_out[k, r] = 1
+                    n_sel += 1
+                    step_cost += c
+        else:
+            for r in range(n_res):
+                selected_out[k, r] = 0
+        to = t + 1 if step else t  # the step observed
+        if observe:
+            cnt[:] = 0.0
+            best[:] = T + 1.0
+        n_miss = 0
+        nl = n_live[n]
+        e = n_entered[n]
+        while e < n_int[n] and live_from[n, e] <= to:
+            m = live_order[n, e]
+            j = nl
+            while j > 0 and live[n, j - 1, L_INDEX] > m:
+                _copy_live(live, live_miss, n, j - 1, j)
+                j -= 1
+            for f in range(N_FIELDS):
+                live[n, j, f] = table[n, m, f]
+            live[n, j, L_INDEX] = m
+            live_miss[n, j] = miss_cost[n, m]
+            nl += 1
+            e += 1
+        n_entered[n] = e
+        kept = 0
+        for q in range(nl):
+            m = live[n, q, L_INDEX]
+            r = live[n, q, F_RES]
+            reg = live[n, q, F_REG]
+            af = live[n, q, F_AF]
+            au = live[n, q, F_AU]
+            pol = live[n, q, F_POL]
+            if step:
+                # --- controller ---
+                if (r >= 0 and status[n, m] == S_OPEN and reg != 0 and selected_out[k, r] != 0 and af <= t <= au
+                        and live[n, q, F_ON] <= t):
+                    resolved[r] = True
+                    on_time = t <= live[n, q, F_DL]
+                    ev_list[n, ev[6], 0] = m
+                    if pol == POS:
+                        if on_time:
+                            status[n, m] = S_HIT
+                            cntr[C_TP] += 1
+                            ev[0] += 1
+                        elif late_execute:
+                            status[n, m] = S_LATE_EXEC
+                            cntr[C_FP] += 1
+                            cntr[C_LATE_EXEC] += 1
+                            ev[1] += 1
+                            ev[3] += 1
+                        else:
+                            status[n, m] = S_LATE_MISS
+                            ev[4] += 1
+                    elif on_time:
+                        status[n, m] = S_FALSE
+                        cntr[C_FP] += 1
+                        ev[1] += 1
+                        if pol == LURE:
+                            cntr[C_FALSE_ALARM] += 1
+                        else:
+                            cntr[C_UPDATE_VIOL] += 1
+                    else:
+                        status[n, m] = S_EXPIRED_NEG
+                        ev[5] += 1
+                    ev_list[n, ev[6], 1] = status[n, m]
+                    ev[6] += 1
+                # Positives whose last on-time step is now and that were not executed on time are misses.
+                if pol == POS and live[n, q, F_DUE_END] == t and status[n, m] != S_HIT:
+                    cntr[C_FN] += 1
+                    ev[2] += 1
+                    misses[n_miss] = m
+                    n_miss += 1
+            if observe and reg != 0 and status[n, m] == S_OPEN and af <= to <= au and r >= 0:
+                cnt[r, 0] += 1  # open
+                ds = live[n, q, F_DS]
+                de = live[n, q, F_DE]
+                if ds - lookahead[n] <= to <= de:
+                    cnt[r, 1] += 1  # candidate
+                if ds <= to <= de:
+                    cnt[r, 2] += 1  # declared window contains the step
+                urg = 1.0 / (1.0 + max(0, de - to))
+                if urg > cnt[r, 3]:
+                    cnt[r, 3] = urg
+                sd = 0.0
+                if to < ds:
+                    sd = ds - to
+                elif to > de:
+                    sd = de - to
+                if abs(sd) < abs(best[r]):
+                    best[r] = sd
+                prio = live[n, q, F_PRIO]
+                cnt[r, 4] += prio
+                if prio > cnt[r, 5]:
+                    cnt[r, 5] = prio
+                if live_miss[n, q] > cnt[r, 6]:
+                    cnt[r, 6] = live_miss[n, q]
+                lq = t if step and selected_out[k, r] != 0 else last_q[n, r]
+                if lq < af:
+                    cnt[r, 7] += 1
+                kind = live[n, q, F_KIND]
+                if kind == KIND_TIME:
+                    cnt[r, 8] += 1
+                elif kind == KIND_CHANNEL:
+                    cnt[r, 9] += 1
+                cnt[r, 10] += live[n, q, F_CROSS]
+                cnt[r, 11] += live[n, q, F_REV]
+            # steps from `to` on read it only while it is open in the ledger or may still be missed
+            if ((reg != 0 and status[n, m] == S_OPEN and au >= to)
+                    or (pol == POS and live[n, q, F_DUE_END] >= to and status[n, m] != S_HIT)):
+                if kept != q:
+                    _copy_live(live, live_miss, n, q, kept)
+                kept += 1
+        n_live[n] = kept
+        if step:
+            for j in range(n_miss):
+                ev_list[n, ev[6], 0] = misses[j]
+                ev_list[n, ev[6], 1] = EV_MISS
+                ev[6] += 1
+            for r in range(n_res):
+                if selected_out[k, r]:
+                    last_q[n, r] = t
+                    unchanged[n, r] = 0 if resolved[r] else unchanged[n, r] + 1
+            cntr[C_TP] += vis_step[n, t, 0]
+            cntr[C_FP] += vis_step[n, t, 1]
+            cntr[C_FN] += vis_step[n, t, 2]
+            cntr[C_FALSE_ALARM] += vis_step[n, t, 1]
+            ev[0] += vis_step[n, t, 0]
+            ev[1] += vis_step[n, t, 1]
+            ev[2] += vis_step[n, t, 2]
+            # --- budget and history ---
+            if budget[n] >= 0:
+                remaining[n] -= step_cost
+                if cntr[C_EXHAUST] < 0 and remaining[n] < min_cost[n]:
+                    cntr[C_EXHAUST] = t + 1
+            cntr[C_COST] += step_cost
+            cntr[C_QUERIES] += n_sel
+            q_hist[n, t] = n_sel
+            c_hist[n, t] = step_cost
+            reward_out[k] = _f1(cntr[C_TP], cntr[C_FP], cntr[C_FN]) - f1_before
+            t_arr[n] = to
+            if to == T:
+                _metrics(n, T, n_int, table, status, counters, c_hist, metrics_out[k])
+        if observe:
+            _write_observation(k, n, to, T, cnt, best, is_clock, cost_ratio, cal, hints, last_q, unchanged, budget,
+                               remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state)
+
+
+@numba.njit(cache=True, inline="always")
+def _copy_live(live, live_miss, n, src, dst):
+    for f in range(N_FIELDS + 1):
+        live[n, dst, f] = live[n, src, f]
+    live_miss[n, dst] = live_miss[n, src]
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _write_observation(k, n, t, T, cnt, best, is_clock, cost_ratio, cal, hints, last_q, unchanged, budget,
+                       remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
+    """The features of week ``n`` at step ``t`` from its per-resource counts ``cnt`` and nearest windows
+    ``best``, into row ``k`` of the outputs (and the candidate mask into ``mask_state``). A resource without
+    open intentions has all counts 0: its count features are written as the values the general formulas give
+    for zero counts (the same bits), without their divisions."""
+    n_res = is_clock.shape[1]
+    tc = min(t, T - 1)
+    out = res_out[k]
+    for r in range(n_res):
+        c = cnt[r]
+        n_open = c[0]
+        hint = hints[n, t, r] if t < T else 0.0
+        out[r, 0] = cal[n, tc, 0]
+        out[r, 1] = cal[n, tc, 1]
+        out[r, 2] = cal[n, tc, 2]
+        out[r, 3] = cal[n, tc, 3]
+        out[r, 7] = cost_ratio[n, r]
+        out[r, 8] = is_clock[n, r]
+        out[r, 11] = hint
+        out[r, 22] = 1.0 if last_q[n, r] < 0 else min(1.0, (t - last_q[n, r]) / T)
+        out[r, 23] = unchanged[n, r] / (1.0 + unchanged[n, r])
+        out[r, 24] = 0.0 if last_q[n, r] < 0 else 1.0
+        if n_open > 0:
             out[r, 4] = c[3]
-            out[r, 5] = best[r] / T if has else 0.0
-            out[r, 6] = abs(best[r]) / T if has else 1.0
-            out[r, 7] = costs[n, r] / max_cost[n]
-            out[r, 8] = is_clock[n, r]
+            out[r, 5] = best[r] / T
+            out[r, 6] = abs(best[r]) / T
             out[r, 9] = c[1] / (1.0 + c[1])
             out[r, 10] = n_open / (1.0 + n_open)
-            out[r, 11] = hint
             out[r, 12] = hint * c[1] / (1.0 + hint * c[1])
-            out[r, 13] = c[2] / n_open if has else 0.0
-            mean_prio = c[4] / n_open / 3.0 if has else 0.0
+            out[r, 13] = c[2] / n_open
+            mean_prio = c[4] / n_open / 3.0
             out[r, 14] = mean_prio
             out[r, 15] = c[5] / 3.0
             out[r, 16] = c[6] / 3.0
             out[r, 17] = c[7] / (1.0 + c[7])
-            out[r, 18] = c[8] / n_open if has else 0.0
-            out[r, 19] = c[9] / n_open if has else 0.0
-            out[r, 20] = c[10] / n_open if has else 0.0
-            out[r, 21] = c[11] / n_open if has else 0.0
-            out[r, 22] = 1.0 if last_q[n, r] < 0 else min(1.0, (t - last_q[n, r]) / T)
-            out[r, 23] = unchanged[n, r] / (1.0 + unchanged[n, r])
-            out[r, 24] = 0.0 if last_q[n, r] < 0 else 1.0
+            out[r, 18] = c[8] / n_open
+            out[r, 19] = c[9] / n_open
+            out[r, 20] = c[10] / n_open
+            out[r, 21] = c[11] / n_open
             out[r, 25] = hint * c[3]
             out[r, 26] = hint * mean_prio * out[r, 13]
-            is_cand = 1 if (c[1] > 0 and t < T) else 0
-            mask_out[k, r] = is_cand
-            mask_state[n, r] = is_cand
-        # Budget features of BudgetPM appendix A.2, with one-indexed step t1.
-        t1 = min(t, T - 1) + 1
-        bf = bud_out[k]
-        prog = (t1 - 1) / max(1, T - 1)
-        left = T - t1 + 1
-        if budget[n] >= 0:
-            bf[0] = b_frac[n]
-            bf[1] = remaining[n] / budget[n]
-            bf[4] = remaining[n] / max(1, left)
-            bf[5] = (budget[n] - remaining[n]) / budget[n] - prog
         else:
-            bf[0] = 1.0
-            bf[1] = 1.0
-            bf[4] = 1.0
-            bf[5] = -prog
-        bf[2] = prog
-        bf[3] = (T - t) / T
-        q5 = 0.0
-        q10 = 0.0
-        for j in range(max(0, t - 10), t):
-            q10 += q_hist[n, j]
-            if j >= t - 5:
-                q5 += q_hist[n, j]
-        bf[6] = q5 / 10.0
-        bf[7] = q10 / 20.0
-        bf[8] = q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
+            zero_hint = hint * 0.0  # what hint * count gives for a zero count (and x / 1.0 == x)
+            out[r, 4] = 0.0
+            out[r, 5] = 0.0
+            out[r, 6] = 1.0
+            for j in range(9, 11):
+                out[r, j] = 0.0
+            out[r, 12] = zero_hint
+            for j in range(13, 22):
+                out[r, j] = 0.0
+            out[r, 25] = zero_hint
+            out[r, 26] = zero_hint * 0.0
+        is_cand = 1 if (c[1] > 0 and t < T) else 0
+        mask_out[k, r] = is_cand
+        mask_state[n, r] = is_cand
+    # Budget features of BudgetPM appendix A.2, with one-indexed step t1.
+    t1 = tc + 1
+    bf = bud_out[k]
+    prog = (t1 - 1) / max(1, T - 1)
+    left = T - t1 + 1
+    if budget[n] >= 0:
+        bf[0] = b_frac[n]
+        bf[1] = remaining[n] / budget[n]
+        bf[4] = remaining[n] / max(1, left)
+        bf[5] = (budget[n] - remaining[n]) / budget[n] - prog
+    else:
+        bf[0] = 1.0
+        bf[1] = 1.0
+        bf[4] = 1.0
+        bf[5] = -prog
+    bf[2] = prog
+    bf[3] = (T - t) / T
+    q5 = 0.0
+    q10 = 0.0
+    for j in range(max(0, t - 10), t):
+        q10 += q_hist[n, j]
+        if j >= t - 5:
+            q5 += q_hist[n, j]
+    bf[6] = q5 / 10.0
+    bf[7] = q10 / 20.0
+    bf[8] = q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
 
 
-@numba.njit(cache=True)
-def _step(rows, scores, t_arr, horizon, n_int, table, status, costs, unequal, min_cost, mask_state, budget,
-          remaining, n_max, cost_cap, late_execute, vis_step, counters, q_hist, c_hist, last_q, unchanged,
-          selected_out, skipped_out, reward_out, events_out, ev_list, metrics_out):
-    """Executor + controller + scoring for one step of each week in ``rows``; returns nothing, fills outputs."""
-    n_res = costs.shape[1]
-    order = np.empty(n_res, dtype=np.int64)
-    key = np.empty(n_res)
-    for k in range(rows.shape[0]):
-        n = rows[k]
-        t = t_arr[n]
-        T = horizon[n]
-        cnt = counters[n]
-        f1_before = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN])
-        # --- hard-cap executor (BudgetPM Algorithm 1) ---
-        n_prop = 0
-        for r in range(n_res):
-            selected_out[k, r] = 0
-            s = scores[k, r]
-            if s > 0.0:
-                key[r] = s / costs[n, r] if unequal[n] else s
-                # insertion by (key desc, cost asc, index asc)
-                j = n_prop
-                while j > 0:
-                    p = order[j - 1]
-                    if key[p] > key[r] or (key[p] == key[r] and costs[n, p] <= costs[n, r]):
-                        break
-                    order[j] = p
-                    j -= 1
-                order[j] = r
-                n_prop += 1
-        for j in range(4):
-            skipped_out[k, j] = 0
-        n_sel = 0
-        step_cost = 0
-        for j in range(n_prop):
-            r = order[j]
-            c = costs[n, r]
-            if mask_state[n, r] == 0:
-                skipped_out[k, 0] += 1
-            elif budget[n] >= 0 and c > remaining[n] - step_cost:
-                skipped_out[k, 1] += 1
-            elif n_max >= 0 and n_sel >= n_max:
-                skipped_out[k, 2] += 1
-            elif cost_cap >= 0 and step_cost + c > cost_cap:
-                skipped_out[k, 3] += 1
-            else:
-                selected_out[k, r] = 1
-                n_sel += 1
-                step_cost += c
-        # --- controller ---
-        ev = events_out[k]
-        for j in range(7):
-            ev[j] = 0
-        resolved_any = np.zeros(n_res, dtype=np.bool_)
-        for m in range(n_int[n]):
-            row = table[n, m]
-            r = row[F_RES]
-            if r < 0 or status[n, m] != S_OPEN or row[F_REG] == 0 or selected_out[k, r] == 0:
-                continue
-            if not (row[F_AF] <= t <= row[F_AU]) or row[F_ON] > t:
-                continue
-            resolved_any[r] = True
-            on_time = t <= row[F_DL]
-            ev_list[n, ev[6], 0] = m
-            if row[F_POL] == POS:
-                if on_time:
-                    status[n, m] = S_HIT
-                    cnt[C_TP] += 1
-                    ev[0] += 1
-                elif late_execute:
-                    status[n, m] = S_LATE_EXEC
-                    cnt[C_FP] += 1
-                    cnt[C_LATE_EXEC] += 1
-                    ev[1] += 1
-                    ev[3] += 1
-                else:
-                    status[n, m] = S_LATE_MISS
-                    ev[4] += 1
-            elif on_time:
-                status[n, m] = S_FALSE
-                cnt[C_FP] += 1
-                ev[1] += 1
-                if row[F_POL] == LURE:
-                    cnt[C_FALSE_ALARM] += 1
-                else:
-                    cnt[C_UPDATE_VIOL] += 1
-            else:
-                status[n, m] = S_EXPIRED_NEG
-                ev[5] += 1
-            ev_list[n, ev[6], 1] = status[n, m]
-            ev[6] += 1
-        for r in range(n_res):
-            if selected_out[k, r]:
-                last_q[n, r] = t
-                unchanged[n, r] = 0 if resolved_any[r] else unchanged[n, r] + 1
-        # Positives whose last on-time step is now and that were not executed on time are misses.
-        for m in range(n_int[n]):
-            row = table[n, m]
-            if row[F_POL] == POS and row[F_DUE_END] == t and status[n, m] != S_HIT:
-                cnt[C_FN] += 1
-                ev[2] += 1
-                ev_list[n, ev[6], 0] = m
-                ev_list[n, ev[6], 1] = EV_MISS
-                ev[6] += 1
-        cnt[C_TP] += vis_step[n, t, 0]
-        cnt[C_FP] += vis_step[n, t, 1]
-        cnt[C_FN] += vis_step[n, t, 2]
-        cnt[C_FALSE_ALARM] += vis_step[n, t, 1]
-        ev[0] += vis_step[n, t, 0]
-        ev[1] += vis_step[n, t, 1]
-        ev[2] += vis_step[n, t, 2]
-        # --- budget and history ---
-        if budget[n] >= 0:
-            remaining[n] -= step_cost
-            if cnt[C_EXHAUST] < 0 and remaining[n] < min_cost[n]:
-                cnt[C_EXHAUST] = t + 1
-        cnt[C_COST] += step_cost
-        cnt[C_QUERIES] += n_sel
-        q_hist[n, t] = n_sel
-        c_hist[n, t] = step_cost
-        reward_out[k] = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN]) - f1_before
-        t_arr[n] = t + 1
-        if t + 1 == T:
-            _metrics(n, T, n_int, table, status, counters, c_hist, metrics_out[k])
-
-
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _metrics(n, T, n_int, table, status, counters, c_hist, out):
     cnt = counters[n]
     out[:] = 0.0
@@ -348,10 +435,24 @@ def _metrics(n, T, n_int, table, status, counters, c_hist, out):
 
 
 @numba.njit(cache=True)
+def _calendar_features(step_hour, weekday):
+    """Sine and cosine of the time of day and of the weekday at every step."""
+    out = np.empty((step_hour.size, 4))
+    for t in range(step_hour.size):
+        tod = 2 * np.pi * step_hour[t] / 24.0
+        wd = 2 * np.pi * weekday[t] / 7.0
+        out[t, 0], out[t, 1], out[t, 2], out[t, 3] = np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)
+    return out
+
+
+@numba.njit(cache=True)
 def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, priority, cross, version, registered,
-               update_sensitive, miss, visible_outcome, step_hour, weekday, table, miss_cost, vis_step, cal):
-    """Copy an episode's hidden intentions into row ``i`` of the intention table, and its visible outcomes and
-    calendar features into the per-step arrays."""
+               update_sensitive, miss, visible_outcome, ep_hints, ep_costs, ep_cal, ep_is_clock, lookahead,
+               budget_value, table, live_from, live_order, n_entered, n_live, miss_cost, vis_step, cal, status, n_int,
+               n_total, horizon, t_arr, costs, is_clock, cost_ratio, max_cost, min_cost, unequal, lookahead_arr,
+               remaining, counters, last_q, unchanged, q_hist, c_hist, hints):
+    """Copy an episode's hidden intentions into row ``i`` of the intention table, its visible outcomes, calendar
+    features and hints into the per-step arrays, and reset the slot's state."""
     table[i] = 0
     vis_step[i] = 0
     k = 0
@@ -372,12 +473,77 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
         row[F_CROSS], row[F_REV], row[F_REG], row[F_US] = cross[j], version[j] > 0, registered[j], update_sensitive[j]
         due_end = min(deadline[j], T - 1)
         row[F_DUE_END] = due_end if onset[j] <= due_end else -1
+        # the first step that reads it: in the ledger, or due to be missed
+        first = af[j] if registered[j] else _NEVER_LIVE
+        if polarity[j] == POS and row[F_DUE_END] >= 0:
+            first = min(first, row[F_DUE_END])
+        live_from[i, k] = first
         miss_cost[i, k] = miss[j]
         k += 1
+    order = np.argsort(live_from[i, :k], kind="mergesort")
+    for j in range(k):
+        live_order[i, j] = order[j]
+    live_from[i, :k] = live_from[i, :k][order]
+    n_entered[i] = 0
+    n_live[i] = 0
     for t in range(T):
-        tod = 2 * np.pi * step_hour[t] / 24.0
-        wd = 2 * np.pi * weekday[t] / 7.0
-        cal[i, t, 0], cal[i, t, 1], cal[i, t, 2], cal[i, t, 3] = np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)
+        for j in range(4):
+            cal[i, t, j] = ep_cal[t, j]
+        for r in range(ep_hints.shape[1]):
+            hints[i, t, r] = ep_hints[t, r]
+    status[i] = 0
+    n_int[i] = k
+    n_total[i] = max(1, kind.size)
+    horizon[i] = T
+    t_arr[i] = 0
+    costs[i] = ep_costs
+    is_clock[i] = ep_is_clock
+    max_cost[i] = ep_costs.max()
+    for r in range(ep_costs.size):
+        cost_ratio[i, r] = ep_costs[r] / max_cost[i]
+    min_cost[i] = ep_costs.min()
+    unequal[i] = ep_costs.min() != ep_costs.max()
+    lookahead_arr[i] = lookahead
+    remaining[i] = budget_value
+    counters[i] = 0
+    counters[i, C_EXHAUST] = -1
+    last_q[i] = -1
+    unchanged[i] = 0
+    q_hist[i] = 0
+    c_hist[i] = 0
+
+
+@numba.njit(cache=True)
+def _generator_list(gens):
+    out = numba.typed.List()
+    for g in gens:
+        out.append(g)
+    return out
+
+
+def generator_list(gens: list):
+    """numba's own list of the generators ``gens`` (converted once here, not at each kernel call)."""
+    with warnings.catch_warnings():
+        # numba deprecates reflecting a list argument's changes back to Python; this one is only read
+        warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)
+        return _generator_list(gens)
+
+
+@numba.njit(cache=True)
+def _draw_into(gens, slots, draw_args, fill_args, state):
+    """Draw the next week of each slot ``i`` in ``slots`` from its generator ``gens[i]`` (``_draw_week`` with
+    ``draw_args``) and load it into the slot (``_fill_slot`` with ``fill_args`` and the core arrays ``state``),
+    all in one call; returns whether each week fitted the core's tables (one that did not is left unloaded)."""
+    fitted = np.zeros(slots.size, dtype=np.bool_)
+    T = draw_args[0]
+    capacity = state[0].shape[1]
+    for j in range(slots.size):
+        I, B, mc, _, hints, counts = _draw_week(gens[slots[j]], *draw_args)
+        if counts.sum() - counts[4] <= capacity:
+            fitted[j] = True
+            _fill_slot(slots[j], T, I[:, 0], I[:, 1], I[:, 2], I[:, 3], I[:, 4], I[:, 5], I[:, 6], I[:, 7], I[:, 8],
+                       I[:, 9], B[:, 0], I[:, 10], B[:, 2], B[:, 1], mc, I[:, 11], hints, *fill_args, *state)
+    return fitted
 
 
 class PMWeekCore:
@@ -398,6 +564,9 @@ class PMWeekCore:
         self.costs = np.ones((n, n_resources), dtype=np.int64)
         self.is_clock = np.zeros((n, n_resources))
         self.max_cost = np.ones(n)
+        self.n_entered = np.zeros(n, dtype=np.int64)
+        self.n_live = np.zeros(n, dtype=np.int64)
+        self.cost_ratio = np.ones((n, n_resources))
         self.min_cost = np.ones(n, dtype=np.int64)
         self.unequal = np.zeros(n, dtype=np.bool_)
         self.lookahead = np.zeros(n, dtype=np.int64)
@@ -409,12 +578,32 @@ class PMWeekCore:
         self.unchanged = np.zeros((n, n_resources), dtype=np.int64)
         self.mask_state = np.zeros((n, n_resources), dtype=np.int8)
         self.metrics = np.zeros((n, len(METRIC_NAMES)))
-        self.episodes: list[Episode | None] = [None] * n
+        self._episodes: list = [None] * n  # an Episode, or a callable that builds it when first asked for
+        # scratch of the kernel, and stand-ins for the outputs that a call does not produce
+        self._cnt = np.zeros((n_resources, 12))
+        self._best = np.zeros(n_resources)
+        self._order = np.zeros(n_resources, dtype=np.int64)
+        self._key = np.zeros(n_resources)
+        self._resolved = np.zeros(n_resources, dtype=np.bool_)
+        self._never = np.zeros(n, dtype=np.bool_)
+        self._always = np.ones(n, dtype=np.bool_)
+        self._no_scores = np.zeros((n, n_resources))
+        self._sel = np.zeros((n, n_resources), dtype=np.int8)
+        self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
+        self._reward = np.zeros(n)
+        self._events = np.zeros((n, 7), dtype=np.int64)
+        self._res = np.zeros((1, n_resources, N_RESOURCE_FEATURES), dtype=np.float32)
+        self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
+        self._mask = np.zeros((1, n_resources), dtype=np.int8)
         self._alloc(1, 1)
 
     def _alloc(self, max_t: int, max_int: int):
         n, r = self.n, self.n_resources
         self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int32)
+        self.live_from = np.zeros((n, max_int), dtype=np.int32)  # sorted
+        self.live_order = np.zeros((n, max_int), dtype=np.int32)
+        self.live = np.zeros((n, max_int, N_FIELDS + 1), dtype=np.int32)
+        self.live_miss = np.zeros((n, max_int))
         self.miss_cost = np.zeros((n, max_int))
         self.status = np.zeros((n, max_int), dtype=np.int8)
         self.cal = np.zeros((n, max_t, 4))
@@ -423,10 +612,11 @@ class PMWeekCore:
         self.q_hist = np.zeros((n, max_t), dtype=np.int64)
         self.c_hist = np.zeros((n, max_t), dtype=np.int64)
         self.ev_list = np.zeros((n, max_int, 2), dtype=np.int64)
+        self._misses = np.zeros(max_int, dtype=np.int64)
 
     def _grow(self, max_t: int, max_int: int):
-        old = {k: getattr(self, k) for k in ("table", "miss_cost", "status", "cal", "hints", "vis_step", "q_hist",
-                                              "c_hist", "ev_list")}
+        old = {k: getattr(self, k) for k in ("table", "live_from", "live_order", "live", "live_miss", "miss_cost",
+                                              "status", "cal", "hints", "vis_step", "q_hist", "c_hist", "ev_list")}
         self._alloc(max(max_t, old["cal"].shape[1]), max(max_int, old["table"].shape[1]))
         for k, v in old.items():
             getattr(self, k)[tuple(slice(0, s) for s in v.shape)] = v
@@ -435,45 +625,63 @@ class PMWeekCore:
         """Place episode ``ep`` into slot ``i`` and reset that slot's state."""
         if ep.n_resources != self.n_resources:
             raise ValueError(f"episode has {ep.n_resources} resources, environment expects {self.n_resources}")
-        T = ep.horizon
-        k = int(np.count_nonzero(ep.kind != KIND_VISIBLE))
-        if T > self.cal.shape[1] or k > self.table.shape[1]:
-            self._grow(T, k)
-        _fill_slot(i, T, ep.kind, ep.resource, ep.active_from, ep.active_until, ep.declared_start, ep.declared_end,
-                   ep.onset, ep.deadline, ep.polarity, ep.priority, ep.cross_day, ep.version, ep.registered,
-                   ep.update_sensitive, ep.miss_cost, ep.visible_outcome, ep.step_hour, ep.weekday, self.table,
-                   self.miss_cost, self.vis_step, self.cal)
-        self.status[i] = 0
-        self.n_int[i] = k
-        self.n_total[i] = max(1, ep.kind.size)
-        self.horizon[i] = T
-        self.t[i] = 0
-        self.costs[i] = ep.costs
-        self.is_clock[i] = [c == "clock" for c in ep.resource_classes]
-        self.max_cost[i] = ep.costs.max()
-        self.min_cost[i] = ep.costs.min()
-        self.unequal[i] = ep.costs.min() != ep.costs.max()
-        self.lookahead[i] = lookahead
-        self.remaining[i] = self.budget_value
-        self.counters[i] = 0
-        self.counters[i, C_EXHAUST] = -1
-        self.last_q[i] = -1
-        self.unchanged[i] = 0
-        self.q_hist[i] = 0
-        self.c_hist[i] = 0
-        self.hints[i, :T] = ep.hints
-        self.episodes[i] = ep
+        n_hidden = int(np.count_nonzero(ep.kind != KIND_VISIBLE))
+        if ep.horizon > self.cal.shape[1] or n_hidden > self.table.shape[1]:
+            self._grow(ep.horizon, n_hidden)
+        is_clock = np.array([c == "clock" for c in ep.resource_classes], dtype=np.float64)
+        _fill_slot(i, ep.horizon, *(getattr(ep, name) for name in _FILL_FIELDS),
+                   _calendar_features(ep.step_hour, ep.weekday), is_clock, lookahead, self.budget_value,
+                   *(getattr(self, name) for name in _SLOT_STATE))
+        self._episodes[i] = ep
+
+    def draw_into(self, slots: np.ndarray, gens, world: WorldConfig, cost_profile: str, load: int) -> np.ndarray:
+        """Draw the next week of each slot ``i`` in ``slots`` from its generator ``gens[i]`` into the slot, all in
+        one kernel call: what :meth:`load` of ``generate_episode(None, world, cost_profile, load, rng=gens[i])``
+        does week by week, without building the Episodes (:meth:`set_episode` says how to build one). Returns,
+        per slot, whether its week was loaded; one that did not fit the tables is not (load it with :meth:`load`,
+        which grows them)."""
+        if world.horizon > self.cal.shape[1]:
+            self._grow(world.horizon, 1)
+        w = _world_constants(world)
+        is_clock = np.array([c == "clock" for c in w["classes"]], dtype=np.float64)
+        return _draw_into(gens, slots, draw_arguments(world, load),
+                          (w["costs"][cost_profile], _calendar_features(w["step_hour"], w["weekday"]), is_clock,
+                           world.lookahead, self.budget_value), tuple(getattr(self, name) for name in _SLOT_STATE))
+
+    def set_episode(self, i: int, make_episode):
+        """Slot ``i`` holds the week that ``make_episode()`` builds (called when :meth:`episode` first asks)."""
+        self._episodes[i] = make_episode
+
+    def episode(self, i: int) -> Episode | None:
+        """The :class:`Episode` in slot ``i`` (None before the first load)."""
+        ep = self._episodes[i]
+        if callable(ep):
+            ep = self._episodes[i] = ep()
+        return ep
+
+    def advance(self, rows, stepping, observe: bool, scores, selected_out, skipped_out, reward_out, events_out,
+                metrics_out, res_out, bud_out, mask_out):
+        """Step the weeks ``rows[k]`` with ``stepping[k]`` (scores ``scores[k]``), then, if ``observe``, write
+        every week's observation (see :func:`_advance`); outputs are indexed like ``rows``."""
+        _advance(rows, stepping, observe, scores, self.t, self.horizon, self.n_int, self.table, self.live_from,
+                 self.live_order, self.n_entered, self.live, self.live_miss, self.n_live, self.status,
+                 self.miss_cost, self.costs, self.unequal, self.min_cost, self.is_clock, self.cost_ratio, self.cal,
+                 self.hints, self.lookahead, self.mask_state, self.budget, self.remaining, self.b_frac, self.n_max,
+                 self.cost_cap, self.late_execute, self.vis_step, self.counters, self.q_hist, self.c_hist,
+                 self.last_q, self.unchanged, self.ev_list, selected_out, skipped_out, reward_out, events_out,
+                 metrics_out, res_out, bud_out, mask_out, self._cnt, self._best, self._order, self._key,
+                 self._resolved, self._misses)
 
     def observe(self, rows, res_out, bud_out, mask_out):
-        _observe(rows, self.t, self.horizon, self.n_int, self.table, self.status, self.miss_cost, self.costs,
-                 self.is_clock, self.max_cost, self.cal, self.hints, self.lookahead, self.last_q, self.unchanged,
-                 self.budget, self.remaining, self.b_frac, self.q_hist, res_out, bud_out, mask_out, self.mask_state)
+        """Observation of the weeks ``rows`` at their current step."""
+        k = len(rows)
+        self.advance(rows, self._never[:k], True, self._no_scores[:k], self._sel[:k], self._skipped[:k],
+                     self._reward[:k], self._events[:k], self.metrics[:k], res_out, bud_out, mask_out)
 
     def step(self, rows, scores, selected_out, skipped_out, reward_out, events_out, metrics_out):
-        _step(rows, scores, self.t, self.horizon, self.n_int, self.table, self.status, self.costs, self.unequal,
-              self.min_cost, self.mask_state, self.budget, self.remaining, self.n_max, self.cost_cap,
-              self.late_execute, self.vis_step, self.counters, self.q_hist, self.c_hist, self.last_q,
-              self.unchanged, selected_out, skipped_out, reward_out, events_out, self.ev_list, metrics_out)
+        """One step of the weeks ``rows`` (no observation)."""
+        self.advance(rows, self._always[: len(rows)], False, scores, selected_out, skipped_out, reward_out,
+                     events_out, metrics_out, self._res, self._bud, self._mask)
 
     def events(self, i: int, n_events: int):
         """``(hidden intention index, event name)`` pairs of slot ``i``'s last step."""

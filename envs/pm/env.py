@@ -210,6 +210,7 @@ class PMWeekEnv(TextRender, gym.Env):
                                 b_frac=self.target_fraction)
         self._action_shape = (n_res,)
         self._rows = np.zeros(1, dtype=np.int64)
+        self._stepping = np.ones(1, dtype=bool)
         self._res = np.zeros((1, n_res, N_RESOURCE_FEATURES), dtype=np.float32)
         self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
         self._mask = np.zeros((1, n_res), dtype=np.int8)
@@ -220,8 +221,9 @@ class PMWeekEnv(TextRender, gym.Env):
         self._metrics = np.zeros((1, len(METRIC_NAMES)))
         self.episode: Episode | None = None
 
-    def _obs(self):
-        self._core.observe(self._rows, self._res, self._bud, self._mask)
+    def _obs(self, observe=True):
+        if observe:
+            self._core.observe(self._rows, self._res, self._bud, self._mask)
         obs = {"resources": self._res[0].copy(), "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
         if self.observe_counts:
             obs["counts"] = self._core.running_counts(self._rows)[0]
@@ -266,14 +268,15 @@ class PMWeekEnv(TextRender, gym.Env):
             raise RuntimeError("the episode has terminated; call reset()")
         scores = action_to_scores(action, self._action_shape, self.action_mode)[None, :]
         t = int(core.t[0])
-        core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
+        core.advance(self._rows, self._stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
+                     self._metrics, self._res, self._bud, self._mask)  # the step and the next observation
         terminated = bool(core.t[0] >= core.horizon[0])
         n_events = int(self._events[0, 6])
         info = self._info(t, self._sel[0].astype(bool), int(core.c_hist[0, t]), self._skipped[0], self._events[0])
         self.last_events = [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else []
         if terminated:
             info["episode_metrics"] = episode_summary(self._metrics[0], self.episode)
-        return self._obs(), float(self._reward[0]), terminated, False, info
+        return self._obs(observe=False), float(self._reward[0]), terminated, False, info
 
     def _text(self) -> str:
         if self.episode is None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..validation import check_int
-from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
+from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore, generator_list
 from .env import action_to_scores, check_arguments, spaces_for
 from .levels import resolve_budget
-from .world import generate_episode
+from .world import check_generation, episode_from_state
 
 
 class PMWeekVectorEnv(VectorEnv):
@@ -31,6 +33,12 @@ class PMWeekVectorEnv(VectorEnv):
     ``on_time_recall``, ``realized_cost``, ...) with the boolean mask ``_episode_metrics`` (named so that
     Gymnasium's ``RecordEpisodeStatistics``, which owns ``episode``, can wrap the environment).
     Arguments are those of :class:`PMWeekEnv` plus ``num_envs``.
+
+    One numba kernel call per step advances every week and writes every observation (one pass over each week's
+    live intentions); the weeks that start at an autoreset are drawn, from each sub-environment's own generator,
+    in one kernel call straight into the kernel's arrays. Their :class:`Episode` objects (which teachers read
+    through ``env.unwrapped._core.episode(i)``) are built only when asked for, by drawing the week again from a
+    copy of the generator's state.
     """
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -66,28 +74,54 @@ class PMWeekVectorEnv(VectorEnv):
                                 b_frac=self.target_fraction)
         self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
         self._all = np.arange(n, dtype=np.int64)
-        self._res = np.zeros((n, r, N_RESOURCE_FEATURES), dtype=np.float32)
-        self._bud = np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32)
-        self._mask = np.zeros((n, r), dtype=np.int8)
+        self._none = np.zeros(n, dtype=bool)
+        self._no_scores = np.zeros((n, r))
         self._sel = np.zeros((n, r), dtype=np.int8)
         self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
         self._reward = np.zeros(n)
         self._events = np.zeros((n, 7), dtype=np.int64)
         self._metrics = np.zeros((n, len(METRIC_NAMES)))
         self._autoreset = np.zeros(n, dtype=bool)
+        self._generator_list = None
         self._started = False
 
-    def _new_week(self, i: int, seed=None):
-        ep = generate_episode(seed, config=self.world, cost_profile=self.cost_profile, load=self.load,
-                              rng=self._rngs[i])
-        self._core.load(i, ep, self.world.lookahead)
+    def _new_weeks(self, slots: np.ndarray, seeds=None):
+        """Draw the next week of each sub-environment in ``slots`` from its own generator straight into the core,
+        all in one kernel call. A week's :class:`Episode` is built only if asked for (``self._core.episode(i)``),
+        by drawing it again from a copy of the generator's state before the draw."""
+        if slots.size == 0:
+            return
+        if self._generator_list is None:  # numba's list of the generators, so that a call need not convert them
+            self._generator_list = generator_list(self._rngs)
+        seeds = [None] * len(slots) if seeds is None else seeds
+        states = [self._rngs[i].bit_generator.state for i in slots]
+        core = self._core
+        fitted = core.draw_into(slots, self._generator_list, self.world, self.cost_profile, self.load)
+        for j, i in enumerate(slots.tolist()):
+            make = partial(episode_from_state, states[j], self.world, self.cost_profile, seeds[j], self.load)
+            if fitted[j]:
+                core.set_episode(i, make)
+            else:  # more intentions than the tables hold: load it as an Episode, which grows them
+                core.load(i, make(), self.world.lookahead)
 
-    def _obs(self):
-        self._core.observe(self._all, self._res, self._bud, self._mask)
-        obs = {"resources": self._res.copy(), "budget": self._bud.copy(), "mask": self._mask.copy()}
+    def __getstate__(self):
+        return dict(self.__dict__, _generator_list=None)  # rebuilt from the generators when next needed
+
+    def _advance(self, stepping, scores):
+        """Step the weeks marked in ``stepping`` and observe every week, into new observation arrays."""
+        n, r = self.num_envs, self._core.n_resources
+        res = np.empty((n, r, N_RESOURCE_FEATURES), dtype=np.float32)
+        bud = np.empty((n, N_BUDGET_FEATURES), dtype=np.float32)
+        mask = np.empty((n, r), dtype=np.int8)
+        self._core.advance(self._all, stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
+                           self._metrics, res, bud, mask)
+        obs = {"resources": res, "budget": bud, "mask": mask}
         if self.observe_counts:
             obs["counts"] = self._core.running_counts(self._all)
         return obs
+
+    def _obs(self):
+        return self._advance(self._none, self._no_scores)
 
     def reset(self, *, seed=None, options=None):
         options = dict(options or {})
@@ -114,10 +148,13 @@ class PMWeekVectorEnv(VectorEnv):
             raise ValueError(f"seed list must have {n} entries, got {len(seeds)}")
         if not self._started and not reset_mask.all():
             raise RuntimeError("the first reset must reset every sub-environment")
-        for i in np.flatnonzero(reset_mask):
+        check_generation(self.world, self.cost_profile, self.load)
+        slots = np.flatnonzero(reset_mask)
+        for i in slots:
             if seeds[i] is not None or not self._started:
                 self._rngs[i], _ = seeding.np_random(seeds[i])
-            self._new_week(i, seeds[i])
+                self._generator_list = None
+        self._new_weeks(slots, [seeds[i] for i in slots])
         self._started = True
         self._autoreset[reset_mask] = False
         return self._obs(), {}
@@ -130,46 +167,30 @@ class PMWeekVectorEnv(VectorEnv):
             raise RuntimeError(f"weeks {np.flatnonzero(self._autoreset).tolist()} have ended; with autoreset_mode "
                                "DISABLED reset them with reset(options={'reset_mask': ...}) first")
         scores = action_to_scores(actions, (n, core.n_resources), self.action_mode)
-        resetting = np.flatnonzero(self._autoreset)
-        for i in resetting:
-            self._new_week(i)
-        stepping = np.flatnonzero(~self._autoreset).astype(np.int64)
-        scores = scores[stepping]
-        rewards = np.zeros(n)
-        terminated = np.zeros(n, dtype=bool)
+        resetting = self._autoreset
+        self._new_weeks(np.flatnonzero(resetting))
+        obs = self._advance(~resetting, scores)  # a week just reset is observed, not stepped (reward 0)
+        rewards = self._reward.copy()
+        terminated = core.t >= core.horizon
         truncated = np.zeros(n, dtype=bool)
-        sel = self._sel[: stepping.size]
-        skipped = self._skipped[: stepping.size]
-        reward = self._reward[: stepping.size]
-        events = self._events[: stepping.size]
-        metrics = self._metrics[: stepping.size]
-        t_before = core.t[stepping].copy()
-        core.step(stepping, scores, sel, skipped, reward, events, metrics)
-        rewards[stepping] = reward
-        done = core.t[stepping] >= core.horizon[stepping]
-        terminated[stepping] = done
         if self.max_episode_steps is not None:
-            truncated[stepping] = (core.t[stepping] >= self.max_episode_steps) & ~done
+            truncated = (core.t >= self.max_episode_steps) & ~terminated
+        events = self._events
         infos = {
-            "tp": np.zeros(n, dtype=np.int64), "fp": np.zeros(n, dtype=np.int64),
-            "fn": np.zeros(n, dtype=np.int64), "cost": np.zeros(n, dtype=np.int64),
+            "tp": events[:, 0].copy(), "fp": events[:, 1].copy(), "fn": events[:, 2].copy(),
+            # a week just reset has an empty cost history, so its entry is 0
+            "cost": core.c_hist[self._all, np.maximum(core.t - 1, 0)],
             "remaining_budget": core.remaining.copy() if self.budget is not None else np.full(n, -1),
         }
-        infos["tp"][stepping], infos["fp"][stepping], infos["fn"][stepping] = events[:, 0], events[:, 1], events[:, 2]
-        infos["cost"][stepping] = core.c_hist[stepping, t_before]
-        if done.any():
-            ep = {name: np.zeros(n) for name in METRIC_NAMES}
-            for j, name in enumerate(METRIC_NAMES):
-                ep[name][stepping[done]] = metrics[done, j]
-            infos["episode_metrics"] = ep
+        if terminated.any():
+            metrics = np.where(terminated[:, None], self._metrics, 0.0).T.copy()
+            infos["episode_metrics"] = dict(zip(METRIC_NAMES, metrics))
             infos["_episode_metrics"] = terminated.copy()
         ended = terminated | truncated
-        obs = self._obs()
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             if ended.any():
                 infos["final_obs"], infos["_final_obs"] = obs, ended
-                for i in np.flatnonzero(ended):
-                    self._new_week(i)
+                self._new_weeks(np.flatnonzero(ended))
                 obs = self._obs()
             ended = np.zeros(n, dtype=bool)
         self._autoreset = ended

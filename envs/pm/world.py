@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
+from numba.np.random.generator_core import next_uint32
+from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
 
 from ..validation import check_int, check_number
 
@@ -242,23 +244,39 @@ _GEN_BOOL = ("cross_day", "update_sensitive", "registered")
 
 
 @numba.njit(cache=True)
+def _integers(rng, low, high):
+    """``rng.integers(low, high)`` drawn exactly as numba draws it (the same bits, so the same weeks), without
+    the one-element array numba allocates on each such call (most of the generator's time)."""
+    if low >= high:
+        raise ValueError("low >= high")
+    span = high - 1 - low
+    if span == 0:
+        return low
+    if span < 0xFFFFFFFF:
+        return low + np.int64(buffered_bounded_lemire_uint32(rng.bit_generator, span))
+    if span == 0xFFFFFFFF:
+        return low + np.int64(next_uint32(rng.bit_generator))
+    return low + np.int64(bounded_lemire_uint64(rng.bit_generator, span))
+
+
+@numba.njit(cache=True)
 def _stated(rng, ds, step_day, day_first, p_cross):
     """When the user states a task whose window starts at ``ds``: usually the same day, sometimes earlier."""
     day = step_day[ds]
     if day >= 1 and rng.random() < p_cross:
-        return rng.integers(day_first[max(0, day - 2)], day_first[day]), True
-    return max(0, ds - rng.integers(1, 7)), False
+        return _integers(rng, day_first[max(0, day - 2)], day_first[day]), True
+    return max(0, ds - _integers(rng, 1, 7)), False
 
 
 @numba.njit(cache=True)
 def _channel_trigger(rng, ds, de, p_in, last, s0, s1):
     if rng.random() < p_in:
-        onset = rng.integers(ds, de + 1)
+        onset = _integers(rng, ds, de + 1)
     else:
-        onset = de + rng.integers(1, 9)
+        onset = de + _integers(rng, 1, 9)
     if onset > last:
         return NEVER, NEVER
-    return onset, min(last, onset + rng.integers(s0, s1 + 1))
+    return onset, min(last, onset + _integers(rng, s0, s1 + 1))
 
 
 @numba.njit(cache=True)
@@ -288,19 +306,19 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
     for j in range(n_time + n_chan + n_lure):
         kind = 0 if j < n_time else 1
         if kind == 0:
-            ds = rng.integers(0, T)
-            de = min(last, ds + rng.integers(g0, g1 + 1))
+            ds = _integers(rng, 0, T)
+            de = min(last, ds + _integers(rng, g0, g1 + 1))
             onset, deadline, res = ds, de, clock
         else:
-            ds = rng.integers(0, max(1, T - 3))
-            de = min(last, ds + rng.integers(w0, w1 + 1))
+            ds = _integers(rng, 0, max(1, T - 3))
+            de = min(last, ds + _integers(rng, w0, w1 + 1))
             onset, deadline = _channel_trigger(rng, ds, de, p_in if j < n_time + n_chan else p_lure_in, last, s0,
                                                s1)
-            res = channels[rng.integers(0, nch)]
+            res = channels[_integers(rng, 0, nch)]
         af, cross = _stated(rng, ds, step_day, day_first, p_cross)
         lure = j >= n_time + n_chan
         I[row] = (kind, res, af, min(last, de + expiry), ds, de, onset, deadline, 1 if lure else 0,
-                  rng.integers(1, 4), 0, 0)
+                  _integers(rng, 1, 4), 0, 0)
         mc[row] = rng.uniform(0.5, 3.0)
         B[row, 0] = cross
         B[row, 2] = lure or rng.random() >= p_unreg
@@ -315,14 +333,14 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
             n_pool += 1
     n_upd = min(n_upd, n_pool)
     for k in range(n_upd):  # partial Fisher-Yates: a uniform sample without replacement
-        j = k + rng.integers(0, n_pool - k)
+        j = k + _integers(rng, 0, n_pool - k)
         pool[k], pool[j] = pool[j], pool[k]
     targets = np.sort(pool[:n_upd])
     U = np.full((n_upd, 5), -1, dtype=np.int64)
     for k in range(n_upd):
         i = targets[k]
-        u = rng.integers(I[i, 2] + 1, min(I[i, 6], last) + 1)
-        kind = rng.integers(0, 3)
+        u = _integers(rng, I[i, 2] + 1, min(I[i, 6], last) + 1)
+        kind = _integers(rng, 0, 3)
         registered = rng.random() < p_reg
         I[i, 8] = 2
         B[i, 1] = True
@@ -330,14 +348,14 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
             I[i, 3] = u - 1
         U[k, 0], U[k, 1], U[k, 2], U[k, 3] = u, kind, i, 1 if registered else 0
         if kind != 0 and u < last:
-            ds = min(last, max(u, I[i, 4] + rng.integers(2, 13)))
+            ds = min(last, max(u, I[i, 4] + _integers(rng, 2, 13)))
             if I[i, 0] == 0:
-                de = min(last, ds + rng.integers(g0, g1 + 1))
+                de = min(last, ds + _integers(rng, g0, g1 + 1))
                 onset, deadline, res = ds, de, I[i, 1]
             else:
-                de = min(last, ds + rng.integers(w0, w1 + 1))
+                de = min(last, ds + _integers(rng, w0, w1 + 1))
                 onset, deadline = _channel_trigger(rng, ds, de, p_in, last, s0, s1)
-                res = I[i, 1] if kind == 2 else channels[rng.integers(0, nch)]
+                res = I[i, 1] if kind == 2 else channels[_integers(rng, 0, nch)]
             I[row] = (I[i, 0], res, u, min(last, de + expiry), ds, de, onset, deadline, 0, I[i, 9],
                       I[i, 10] + 1, 0)
             mc[row] = mc[i]
@@ -347,15 +365,15 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
     n_new = row - n_tasks - n_lure
     for j in range(n_vis + n_vlure):
         lure = j >= n_vis
-        onset = rng.integers(0, T)
-        deadline = min(last, onset + rng.integers(0, 3))
+        onset = _integers(rng, 0, T)
+        deadline = min(last, onset + _integers(rng, 0, 3))
         af, cross = _stated(rng, onset, step_day, day_first, p_cross)
         if lure:
             outcome = 3 if rng.random() < p_fa else 4
         else:
             outcome = 1 if rng.random() < p_hit else 2
         I[row] = (2, -1, af, min(last, deadline + expiry), onset, deadline, onset, deadline, 1 if lure else 0,
-                  rng.integers(1, 4), 0, outcome)
+                  _integers(rng, 1, 4), 0, outcome)
         mc[row] = rng.uniform(0.5, 3.0)
         B[row, 0], B[row, 2] = cross, True
         row += 1
@@ -368,12 +386,12 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
     # Load is drawn last, so the base week (and its hints) is the same for every load.
     base = row
     for j in range(n_load):
-        ds = rng.integers(0, max(1, T - 3))
-        de = min(last, ds + rng.integers(w0, w1 + 1))
+        ds = _integers(rng, 0, max(1, T - 3))
+        de = min(last, ds + _integers(rng, w0, w1 + 1))
         onset, deadline = _channel_trigger(rng, ds, de, 1.0, last, s0, s1)
-        res = channels[rng.integers(0, nch)]
+        res = channels[_integers(rng, 0, nch)]
         af, cross = _stated(rng, ds, step_day, day_first, p_cross)
-        I[row] = (1, res, af, min(last, de + expiry), ds, de, onset, deadline, 0, rng.integers(1, 4), 0, 0)
+        I[row] = (1, res, af, min(last, de + expiry), ds, de, onset, deadline, 0, _integers(rng, 1, 4), 0, 0)
         mc[row] = rng.uniform(0.5, 3.0)
         B[row, 0], B[row, 2] = cross, True
         row += 1
@@ -388,12 +406,15 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
 def _add_bumps(hints, I, lo, hi, width):
     """Retriever relevance rising towards each hidden trigger's onset (positives and look-alikes alike)."""
     T = hints.shape[0]
+    bump = np.empty(8)  # by step minus onset, -6 ... 1
+    for k in range(-6, 2):
+        d = k / width
+        bump[k + 6] = 0.7 * np.exp(-0.5 * d * d)
     for i in range(lo, hi):
         if I[i, 0] == 2 or I[i, 6] >= NEVER:
             continue
         for t in range(max(0, I[i, 6] - 6), min(T, I[i, 6] + 2)):
-            d = (t - I[i, 6]) / width
-            hints[t, I[i, 1]] += 0.7 * np.exp(-0.5 * d * d)
+            hints[t, I[i, 1]] += bump[t - I[i, 6] + 6]
 
 
 @numba.njit(cache=True)
@@ -436,6 +457,24 @@ def _numbered(prefix: str, n: int) -> list:
     return table[:n]
 
 
+@functools.lru_cache(maxsize=64)
+def draw_arguments(config: WorldConfig, load: int = 0) -> tuple:
+    """The arguments after ``rng`` of the week-drawing kernel ``_draw_week`` for a world and load."""
+    w = _world_constants(config)
+    return (config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]), w["means"],
+            w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width, int(load),
+            config.n_days)
+
+
+def check_generation(config: WorldConfig, cost_profile: str, load: int):
+    """Refuse a cost profile, load or world that :func:`generate_episode` cannot draw a week for."""
+    if cost_profile not in COST_PROFILES:
+        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    check_int("load", load, 0, MAX_LOAD)
+    if load and _world_constants(config)["channels"].size == 0:
+        raise ValueError("load adds channel triggers, but this world has no channel resources")
+
+
 def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0,
                      *, rng: np.random.Generator | None = None) -> Episode:
     """The week that a ``PMWeek-v0`` environment with this seed and configuration plays.
@@ -446,20 +485,13 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
     is identical for every load (paired weeks).
     """
     config = config or WorldConfig()
-    if cost_profile not in COST_PROFILES:
-        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
-    check_int("load", load, 0, MAX_LOAD)
+    check_generation(config, cost_profile, load)
     w = _world_constants(config)
-    if load and w["channels"].size == 0:
-        raise ValueError("load adds channel triggers, but this world has no channel resources")
     if rng is None:
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    I, B, mc, U, hints, counts = _draw_week(
-        rng, config.horizon, w["step_day"], w["day_first"], w["channels"], w["clock"], len(w["names"]),
-        w["means"], w["probs"], w["ranges"], config.ledger_expiry, config.hint_noise, config.hint_width,
-        int(load), config.n_days)
+    I, B, mc, U, hints, counts = _draw_week(rng, *draw_arguments(config, load))
     n_time, n_chan, n_lure, n_new, n_vis, n_load = counts.tolist()
     ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
     updates = []
@@ -477,6 +509,15 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
                    resource_names=w["names"], resource_classes=w["classes"], costs=w["costs"][cost_profile],
                    cost_profile=cost_profile, ids=tuple(ids), miss_cost=mc, hints=hints, updates=tuple(updates),
                    meta={"seed": seed, "load": int(load)}, **cols)
+
+
+def episode_from_state(bit_generator_state: dict, config: WorldConfig, cost_profile: str, seed=None,
+                       load: int = 0) -> Episode:
+    """The week a generator in ``bit_generator_state`` (its ``bit_generator.state``) draws next, as
+    :func:`generate_episode` with that generator gives it; ``seed`` is recorded in ``meta``."""
+    bit_generator = getattr(np.random, bit_generator_state["bit_generator"])()
+    bit_generator.state = bit_generator_state
+    return generate_episode(seed, config, cost_profile, load, rng=np.random.Generator(bit_generator))
 
 
 def replace(episode: Episode, **changes) -> Episode:

@@ -1,0 +1,124 @@
+"""The fast paths of the PM kernels: integer draws without numba's per-call arrays, weeks drawn straight into the
+core (in one batch at autoreset) equal to generated Episodes, and a step kernel that allocates nothing per week."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from gymnasium.utils import seeding
+from numba.core.runtime import _nrt_python, rtsys
+
+from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv, WorldConfig, generate_episode
+from membudget.envs.pm.core import PMWeekCore, generator_list
+from membudget.envs.pm.world import _integers, episode_from_state
+
+R = 11
+
+
+@pytest.mark.parametrize("low, high", [(0, 1), (0, 2), (3, 80), (-5, 7), (0, 2**32 - 1), (0, 2**32),
+                                       (0, 2**32 + 1), (-(2**40), 2**41), (0, 2**62)])
+def test_integers_draws_what_rng_integers_draws(low, high):
+    ours, ref = np.random.default_rng(7), np.random.default_rng(7)
+    for k in range(200):
+        if k % 3 == 0:  # interleave other draws, as the generator does
+            assert ours.random() == ref.random()
+        assert _integers(ours, low, high) == ref.integers(low, high)
+    with pytest.raises(ValueError, match="low >= high"):
+        _integers(ours, high, high)
+
+
+def _same_episode(a, b):
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+        else:
+            assert x == y, f.name
+
+
+@pytest.mark.parametrize("config", [{}, {"cost_profile": "skewed", "load": 2}])
+def test_vector_weeks_are_the_single_envs_weeks(config):
+    """Weeks drawn in a batch (reset and autoreset) are the Episodes the single environments generate, seed and
+    meta included (an Episode the core did not keep is drawn again from the generator's state)."""
+    n, seed = 4, 40
+    venv = PMWeekVectorEnv(num_envs=n, max_episode_steps=3, **config)
+    singles = [PMWeekEnv(**config) for _ in range(n)]
+    venv.reset(seed=seed)
+    for i, env in enumerate(singles):
+        env.reset(seed=seed + i)
+        _same_episode(venv.unwrapped._core.episode(i), env.episode)
+        _same_episode(env.episode, generate_episode(seed + i, cost_profile=config.get("cost_profile", "unit"),
+                                                    load=config.get("load", 0)))
+    actions = np.zeros((n, R), dtype=np.int8)
+    for _ in range(4):  # 3 steps truncate every week, the 4th resets them all from their own generators
+        venv.step(actions)
+    for i, env in enumerate(singles):
+        env.reset()
+        _same_episode(venv.unwrapped._core.episode(i), env.episode)
+
+
+def _load_state(core, i):
+    k = int(core.n_int[i])
+    names = ("table", "miss_cost", "cal", "hints", "vis_step", "live_from", "live_order")
+    return {name: getattr(core, name)[i, :k] if name in ("table", "miss_cost", "live_from", "live_order")
+            else getattr(core, name)[i] for name in names} | {
+        name: getattr(core, name)[i] for name in ("n_int", "n_total", "horizon", "costs", "cost_ratio", "is_clock",
+                                                  "remaining", "counters", "last_q")}
+
+
+def test_drawing_into_the_core_equals_loading_the_episode():
+    """``draw_into`` fills slots as ``load`` of the generated Episodes does, week after week; a week that does
+    not fit the tables (a new core's hold one intention) is left for ``load``, which grows them."""
+    world = WorldConfig(horizon=30, n_days=3)
+    kwargs = {"budget": 9, "per_step_cap": 2, "per_step_cost_cap": None, "late_policy": "expire", "b_frac": 0.1}
+    drawn, loaded = PMWeekCore(2, R, **kwargs), PMWeekCore(2, R, **kwargs)
+    gens = generator_list([seeding.np_random(s)[0] for s in (5, 6)])
+    refs = [seeding.np_random(s)[0] for s in (5, 6)]
+    slots = np.array([1, 0])
+    for round_ in range(4):
+        states = [gens[i].bit_generator.state for i in slots]
+        fitted = drawn.draw_into(slots, gens, world, "mild", 0)
+        for j, i in enumerate(slots):
+            if not fitted[j]:
+                drawn.load(i, episode_from_state(states[j], world, "mild"), world.lookahead)
+            loaded.load(i, generate_episode(None, world, "mild", rng=refs[i]), world.lookahead)
+            a, b = _load_state(drawn, i), _load_state(loaded, i)
+            for name in a:
+                assert np.array_equal(a[name], b[name]), (i, name)
+        assert round_ > 0 or not fitted.any()
+
+
+def test_step_kernel_allocates_nothing_per_week():
+    """The numba allocations of a step (without autoresets) do not grow with the number of weeks."""
+    counts = []
+    for n in (2, 64):
+        venv = PMWeekVectorEnv(num_envs=n)
+        venv.reset(seed=0)
+        actions = np.ones((n, R), dtype=np.int8)
+        venv.step(actions)
+        _nrt_python.memsys_enable_stats()
+        try:
+            before = rtsys.get_allocation_stats().alloc
+            for _ in range(20):
+                venv.step(actions)
+            counts.append(rtsys.get_allocation_stats().alloc - before)
+        finally:
+            _nrt_python.memsys_disable_stats()
+    assert counts[0] == counts[1]
+
+
+def test_vector_env_pickles_and_continues_identically():
+    """The numba list of generators is left out of the pickle and rebuilt from the generators when next needed."""
+    import pickle
+
+    venv = PMWeekVectorEnv(num_envs=3, max_episode_steps=5)
+    venv.reset(seed=1)
+    actions = np.ones((3, R), dtype=np.int8)
+    for _ in range(7):  # past an autoreset, so the list exists
+        venv.step(actions)
+    clone = pickle.loads(pickle.dumps(venv))
+    for _ in range(12):
+        a, b = venv.step(actions)[0], clone.step(actions)[0]
+        for key in a:
+            assert np.array_equal(a[key], b[key])
+    _same_episode(venv.unwrapped._core.episode(2), clone.unwrapped._core.episode(2))
