@@ -9,13 +9,20 @@ objectives ``(2 - λ)·TP - λ·FP`` with ``λ = n/d`` kept as an exact fraction
 2. a knapsack over resources joins them under the episode budget (or an exact total cost);
 3. the joined schedule ignores the per-step caps ``N_max`` / ``L``; where it violates them, branch and bound
    forbids one of the clashing (resource, step) pairs per branch (every feasible schedule avoids at least one of
-   them), re-solving only that resource's chain. The relaxed value bounds every branch, so the first feasible
-   schedule popped from the best-first queue is optimal.
+   them), re-solving only that resource's chain. Resources priced above the per-step cost cap never enter (no
+   step can afford them). Once the search grows past a few nodes, a node's bound is tightened by Lagrangian
+   relaxation of the caps and the budget (:func:`_lagrangian`), and feasible schedules built from the
+   Lagrangian solutions (:func:`_repair`, :func:`_pack`) serve as incumbents; the search ends when no bound can
+   beat the incumbent. Without that, settings where most steps clash (cost caps that let one resource query per
+   step, opportunity load 3) needed millions of nodes, since every clash costs a little and the caps-free bound
+   counts none of them. A guard hands a linear problem that still needs more than :data:`MAX_NODES` nodes to
+   the exact MILP (:mod:`membudget.teachers.milp`); ``python -m membudget.bench.dp_grid`` counts how often.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -25,6 +32,21 @@ import numpy as np
 from .problem import PMTeacher, Problem, problem_from_env, problem_from_episode
 
 NEG = -(1 << 60)
+EAGER_NODES = 8
+"""Branch-and-bound nodes searched with the caps-free relaxation alone before Lagrangian bounds are added."""
+LAGRANGE_ITERS = 40
+"""Subgradient steps per Lagrangian bound (warm-started from the parent node's multipliers)."""
+PATIENCE = 10
+"""Subgradient steps without a lower bound before the step size halves."""
+BUDGET_SCALE = 1.0
+"""Scale of the budget row against the per-step rows in the subgradient, per unit of mean price."""
+HEUR_EVERY = 8
+"""After the first four tightened nodes, every how many the packing heuristic looks for an incumbent."""
+MAX_NODES = 2000
+"""Past this many branch-and-bound nodes a linear problem is handed to the exact MILP (a guard; see
+docs/speed.md for how often it fires)."""
+MILP_HANDOVERS = 0
+"""Linear problems handed to the MILP in this process so far (read by ``python -m membudget.bench.dp_grid``)."""
 
 
 @numba.njit(cache=True)
@@ -129,6 +151,219 @@ def _knapsack(values, costs, cap):
     return g, pick
 
 
+@numba.njit(cache=True)
+def _free_chain(val, m, t0, p0, pen, forbidden):
+    """Best chain of one resource with any number of queries, each query at ``q`` charged ``pen[q]`` on top of
+    the link values (no count dimension: used where the budget is not enforced exactly). Returns the value (0:
+    no query) and the query steps."""
+    T = m.size
+    f = np.full(T, -np.inf)
+    par = np.full(T, -3, dtype=np.int64)
+    best, end = 0.0, -1
+    for q in range(t0, T):
+        if forbidden[q]:
+            continue
+        bv = -np.inf
+        bp = -3
+        if m[q] > p0:
+            bv = val[p0 + 1, q]
+            bp = p0
+        for p in range(t0, min(q, m[q])):
+            if f[p] > -np.inf and f[p] + val[p + 1, q] > bv:
+                bv = f[p] + val[p + 1, q]
+                bp = p
+        if bp != -3:
+            f[q] = bv - pen[q]
+            par[q] = bp
+            if f[q] > best:
+                best, end = f[q], q
+    n = 0
+    q = end
+    while q >= t0:
+        n += 1
+        q = par[q]
+    steps = np.empty(n, dtype=np.int64)
+    q = end
+    while q >= t0:
+        n -= 1
+        steps[n] = q
+        q = par[q]
+    return best, steps
+
+
+@numba.njit(cache=True)
+def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, exact, mu, nu, beta, target, stop,
+                grain, iters, patience, scale):
+    """Upper bound on the best schedule under the per-step caps and the budget (or exact cost), by Lagrangian
+    relaxation of all three: every multiplier vector ``mu, nu >= 0`` (per step: query count, query cost) and
+    ``beta`` (>= 0 for a budget, free for an exact cost) gives a valid bound, and subgradient steps (Polyak,
+    towards ``target``, a feasible value) lower it. ``-1`` marks an absent cap or budget. Stops once the bound
+    is below ``stop + grain`` (``stop``: the incumbent's value; every value is a multiple of ``grain``). Returns the lowest bound, its multipliers and its schedule as a
+    (resource, step) mask."""
+    R, T = ms.shape
+    best_bound = np.inf
+    best_mu, best_nu, best_beta = mu.copy(), nu.copy(), beta
+    z = np.zeros((R, T), dtype=np.bool_)
+    best_z = z.copy()
+    theta = 1.0
+    stall = 0
+    for it in range(iters):
+        z[:, :] = False
+        bound = 0.0
+        for t in range(t0, T):
+            if n_max >= 0:
+                bound += mu[t] * n_max
+            if cost_cap >= 0:
+                bound += nu[t] * cost_cap
+        if budget >= 0:
+            bound += beta * budget
+        for r in range(R):
+            pen = mu + nu * costs[r] + beta * costs[r]
+            v, steps = _free_chain(vals[r], ms[r], t0, p0s[r], pen, forbidden[r])
+            bound += v
+            for q in steps:
+                z[r, q] = True
+        if bound < best_bound:
+            best_bound = bound
+            best_mu, best_nu, best_beta = mu.copy(), nu.copy(), beta
+            best_z[:, :] = z
+            stall = 0
+        else:
+            stall += 1
+            if stall >= patience:
+                theta *= 0.5
+                stall = 0
+        if best_bound < stop + grain - 1e-6:
+            break
+        g_mu = np.zeros(T)
+        g_nu = np.zeros(T)
+        norm = 0.0
+        for t in range(t0, T):
+            cnt = 0
+            cst = 0
+            for r in range(R):
+                if z[r, t]:
+                    cnt += 1
+                    cst += costs[r]
+            if n_max >= 0:
+                g_mu[t] = n_max - cnt
+                if mu[t] > 0 or g_mu[t] < 0:
+                    norm += g_mu[t] ** 2
+            if cost_cap >= 0:
+                g_nu[t] = cost_cap - cst
+                if nu[t] > 0 or g_nu[t] < 0:
+                    norm += g_nu[t] ** 2
+        g_beta = 0.0
+        if budget >= 0:
+            used = 0
+            for r in range(R):
+                for t in range(t0, T):
+                    if z[r, t]:
+                        used += costs[r]
+            g_beta = (budget - used) * scale
+            if exact or beta > 0 or g_beta < 0:
+                norm += g_beta ** 2
+        if norm == 0.0:  # the relaxed schedule meets every relaxed constraint with slack only where free
+            break
+        step = theta * max(bound - target, 1.0) / norm
+        mu = np.maximum(mu - step * g_mu, 0.0)
+        nu = np.maximum(nu - step * g_nu, 0.0)
+        beta = beta - step * g_beta
+        if not exact:
+            beta = max(beta, 0.0)
+    return best_bound, best_mu, best_nu, best_beta, best_z
+
+
+@numba.njit(cache=True)
+def _repair(vals, costs, p0s, t0, z, n_max, cost_cap, budget):
+    """A feasible schedule from ``z`` (chains valid for candidacy) by dropping queries — dropping one keeps every
+    later query a candidate — cheapest loss first: at each step over a cap, then while over the budget. Returns
+    the schedule mask and its value."""
+    R, T = z.shape
+    z = z.copy()
+
+    def loss(r, q):
+        p = p0s[r]
+        for pp in range(q - 1, t0 - 1, -1):
+            if z[r, pp]:
+                p = pp
+                break
+        s = -1
+        for ss in range(q + 1, T):
+            if z[r, ss]:
+                s = ss
+                break
+        out = vals[r, p + 1, q]
+        if s >= 0:
+            out += vals[r, q + 1, s] - vals[r, p + 1, s]
+        return out
+
+    for t in range(t0, T):
+        while True:
+            cnt = 0
+            cst = 0
+            for r in range(R):
+                if z[r, t]:
+                    cnt += 1
+                    cst += costs[r]
+            if not ((n_max >= 0 and cnt > n_max) or (cost_cap >= 0 and cst > cost_cap)):
+                break
+            br, bl = -1, np.inf
+            for r in range(R):
+                if z[r, t]:
+                    lo = loss(r, t)
+                    if lo < bl:
+                        br, bl = r, lo
+            z[br, t] = False
+    if budget >= 0:
+        used = 0
+        for r in range(R):
+            for t in range(t0, T):
+                if z[r, t]:
+                    used += costs[r]
+        while used > budget:
+            br, bt, bl = -1, -1, np.inf
+            for r in range(R):
+                for t in range(t0, T):
+                    if z[r, t]:
+                        lo = loss(r, t)
+                        if lo < bl:
+                            br, bt, bl = r, t, lo
+            z[br, bt] = False
+            used -= costs[br]
+    value = 0.0
+    for r in range(R):
+        p = p0s[r]
+        for q in range(t0, T):
+            if z[r, q]:
+                value += vals[r, p + 1, q]
+                p = q
+    return z, value
+
+
+@numba.njit(cache=True)
+def _pack(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, mu, nu, beta, order):
+    """A schedule meeting the per-step caps: resources in ``order`` each take their best chain (at the
+    Lagrangian prices ``mu, nu, beta``) among the steps the earlier ones left room in. The budget is not
+    enforced (see :func:`_repair`)."""
+    R, T = ms.shape
+    z = np.zeros((R, T), dtype=np.bool_)
+    cnt = np.zeros(T, dtype=np.int64)
+    cst = np.zeros(T, dtype=np.int64)
+    for r in order:
+        mask = forbidden[r].copy()
+        for t in range(t0, T):
+            if (n_max >= 0 and cnt[t] + 1 > n_max) or (cost_cap >= 0 and cst[t] + costs[r] > cost_cap):
+                mask[t] = True
+        pen = mu + nu * costs[r] + beta * costs[r]
+        _, steps = _free_chain(vals[r], ms[r], t0, p0s[r], pen, mask)
+        for q in steps:
+            z[r, q] = True
+            cnt[q] += 1
+            cst[q] += costs[r]
+    return z
+
+
 @dataclass
 class Schedule:
     """A teacher's schedule and the episode counts it produces."""
@@ -164,6 +399,8 @@ class _LinearSolver:
             k = int(np.sum(m[prob.t0:] > -2))
             if budget is not None:
                 k = min(k, budget // int(prob.costs[r]))
+            if prob.cost_cap is not None and int(prob.costs[r]) > prob.cost_cap:
+                k = 0  # priced above the per-step cost cap: never affordable
             self.m.append(m)
             self.tp.append(tp)
             self.fp.append(fp)
@@ -171,40 +408,69 @@ class _LinearSolver:
         self.cap = int(sum(k * int(c) for k, c in zip(self.k_max, prob.costs)))
         if budget is not None:
             self.cap = min(self.cap, budget)
+        self.ms = np.stack(self.m) if R else np.zeros((0, T), dtype=np.int64)
+        self.tp3 = np.stack(self.tp) if R else np.zeros((0, T + 1, T), dtype=np.int64)
+        self.fp3 = np.stack(self.fp) if R else np.zeros((0, T + 1, T), dtype=np.int64)
+        self.never = np.zeros((R, T), dtype=np.bool_)
+        self.never[np.asarray(self.k_max) == 0] = True
 
     def solve(self, w_tp: int, w_fp: int, exact_cost=None):
-        """``(value, schedule as {r: [steps]}, tp, fp, cost)`` of the best feasible schedule, or None."""
+        """``(value, schedule as {r: [steps]}, tp, fp, cost)`` of the best feasible schedule, or None.
+
+        Best-first branch and bound over forbidden (resource, step) pairs. A node's key is an upper bound on
+        every schedule in it: the relaxation without the per-step caps (solved exactly, budget included), and,
+        once the search goes past :data:`EAGER_NODES` nodes, the lower Lagrangian bound of
+        :func:`_lagrangian` (computed when the node reaches the top of the queue). Feasible schedules found on
+        the way (relaxations that meet the caps, repaired Lagrangian schedules) are incumbents; the search stops
+        when no key can beat the incumbent by one (values are integers). Past :data:`MAX_NODES` nodes the
+        linear problem goes to the exact MILP (:mod:`membudget.teachers.milp`) instead.
+        """
         prob = self.prob
-        vals = [w_tp * tp - w_fp * fp for tp, fp in zip(self.tp, self.fp)]
+        T, R = prob.horizon, prob.n_resources
+        vals = w_tp * self.tp3 - w_fp * self.fp3
+        fvals = vals.astype(np.float64)
+        p0s = prob.last_query.astype(np.int64)
+        free = prob.budget_left is None and exact_cost is None
+        if exact_cost is not None and (exact_cost < 0 or exact_cost > self.cap):
+            return None
         cache = {}
+        zero_pen = np.zeros(T)
+
+        def chain_masked(r, mask):
+            if free:
+                v, steps = _free_chain(fvals[r], self.m[r], prob.t0, int(p0s[r]), zero_pen, mask)
+                return round(v), steps.tolist()
+            return _chain(vals[r], self.m[r], prob.t0, int(p0s[r]), self.k_max[r], mask)
 
         def chain(r, forb):
             key = (r, forb)
             if key not in cache:
-                mask = np.zeros(prob.horizon, dtype=np.bool_)
+                mask = self.never[r].copy()
                 mask[list(forb)] = True
-                cache[key] = _chain(vals[r], self.m[r], prob.t0, int(prob.last_query[r]), self.k_max[r], mask)
+                cache[key] = chain_masked(r, mask)
             return cache[key]
 
-        def evaluate(forbidden):
-            chains = [chain(r, forbidden.get(r, frozenset())) for r in range(prob.n_resources)]
+        def evaluate(forbidden, masks=None):
+            """The relaxation without the per-step caps, with ``forbidden`` {r: steps} (or a full mask)."""
+            if masks is None:
+                chains = [chain(r, forbidden.get(r, frozenset())) for r in range(R)]
+            else:
+                chains = [chain_masked(r, masks[r]) for r in range(R)]
+            if free:
+                return sum(v for v, _ in chains), {r: steps for r, (_, steps) in enumerate(chains) if steps}
             K = max(self.k_max) + 1
-            values = np.full((prob.n_resources, K), NEG, dtype=np.int64)
+            values = np.full((R, K), NEG, dtype=np.int64)
             for r, (best, _, _) in enumerate(chains):
                 values[r, : best.size] = best
             cap = self.cap if exact_cost is None else int(exact_cost)
-            if exact_cost is not None and (exact_cost < 0 or exact_cost > self.cap):
-                return None
             g, pick = _knapsack(values, prob.costs, cap)
             last = g[-1]
-            if exact_cost is None:
-                c = int(np.argmax(last))  # ties: the cheaper schedule
-            else:
-                c = cap
+            c = int(np.argmax(last)) if exact_cost is None else cap  # ties: the cheaper schedule
             if last[c] == NEG:
                 return None
+            value = int(last[c])
             plan = {}
-            for j in range(prob.n_resources, 0, -1):
+            for j in range(R, 0, -1):
                 k = int(pick[j, c])
                 c -= k * int(prob.costs[j - 1])
                 if k:
@@ -214,7 +480,7 @@ class _LinearSolver:
                         steps.append(q)
                         q = int(par[kk, q])
                     plan[j - 1] = steps[::-1]
-            return int(last.max() if exact_cost is None else last[cap]), plan
+            return value, plan
 
         def violation(plan):
             by_step = {}
@@ -228,17 +494,73 @@ class _LinearSolver:
                     return t, rs
             return None
 
+        neg1 = lambda x: -1 if x is None else int(x)
+        budget = neg1(exact_cost if exact_cost is not None else prob.budget_left)
+        incumbent = [None, None]  # value, plan
+        grain = math.gcd(w_tp, w_fp) or 1  # every schedule's value is a multiple of it
+
+        def offer(value, plan):
+            if incumbent[0] is None or value > incumbent[0]:
+                incumbent[0], incumbent[1] = value, plan
+
+        def tighten(forbidden, plan, mult):
+            mask = self.never.copy()
+            for r, ts in forbidden.items():
+                mask[r, list(ts)] = True
+            z = np.zeros((R, T), dtype=np.bool_)
+            for r, steps in plan.items():
+                z[r, steps] = True
+            target = repaired(z)
+            stop = -np.inf if incumbent[0] is None else float(incumbent[0])
+            bound, mu, nu, beta, z = _lagrangian(fvals, self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
+                                                 neg1(prob.cost_cap), budget, exact_cost is not None, *mult,
+                                                 max(target, stop), stop, grain, LAGRANGE_ITERS,
+                                                 PATIENCE, BUDGET_SCALE / float(np.mean(prob.costs)))
+            repaired(z)
+            tightenings[0] += 1
+            if tightenings[0] <= 4 or tightenings[0] % HEUR_EVERY == 0:
+                order = np.argsort(-z.sum(axis=1), kind="stable")
+                packed = _pack(fvals, self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
+                               neg1(prob.cost_cap), mu, nu, beta, order)
+                # the best schedule (budget exact) using only the packed (resource, step) pairs meets the caps
+                ev = evaluate(None, mask | ~packed)
+                if ev is not None:
+                    offer(*ev)
+            return bound, (mu, nu, beta)
+
+        def repaired(z):
+            """Offers the repair of ``z`` as an incumbent; its value."""
+            z, value = _repair(fvals, prob.costs, p0s, prob.t0, z, neg1(prob.n_max), neg1(prob.cost_cap),
+                               neg1(prob.budget_left))
+            if exact_cost is None or int(np.sum(z * prob.costs[:, None])) == exact_cost:
+                offer(round(value), {r: np.flatnonzero(z[r]).tolist() for r in range(R) if z[r].any()})
+            return value
+
+        tightenings = [0]
         root = evaluate({})
         if root is None:
             return None
-        heap = [(-root[0], 0, {}, root[1])]
+        mult0 = (np.zeros(T), np.zeros(T), 0.0)
+        # (-key, order, forbidden, relaxed value, relaxed plan, multipliers, tightened)
+        heap = [(-root[0], 0, {}, root[0], root[1], mult0, False)]
         seen = {frozenset()}
         counter = 1
         while heap:
-            neg_value, _, forbidden, plan = heapq.heappop(heap)
+            neg_key, _, forbidden, value, plan, mult, tightened = heapq.heappop(heap)
+            if incumbent[0] is not None and -neg_key < incumbent[0] + grain - 1e-6:
+                break
             clash = violation(plan)
             if clash is None:
-                return self._result(-neg_value, plan)
+                offer(value, plan)
+                continue
+            if not tightened and counter > EAGER_NODES:
+                bound, mult = tighten(forbidden, plan, mult)
+                if bound < -neg_key:
+                    heapq.heappush(heap, (-bound, counter, forbidden, value, plan, mult, True))
+                    counter += 1
+                    continue
+            if counter > MAX_NODES:
+                return self._milp(w_tp, w_fp, exact_cost)
             t, rs = clash
             for r in rs:
                 child = dict(forbidden)
@@ -249,9 +571,25 @@ class _LinearSolver:
                 seen.add(key)
                 ev = evaluate(child)
                 if ev is not None:
-                    heapq.heappush(heap, (-ev[0], counter, child, ev[1]))
+                    heapq.heappush(heap, (-min(ev[0], -neg_key), counter, child, ev[0], ev[1], mult, False))
                     counter += 1
-        return None
+        if incumbent[0] is None:
+            return None
+        return self._result(incumbent[0], incumbent[1])
+
+    def _milp(self, w_tp, w_fp, exact_cost):
+        from .milp import linear_milp
+
+        global MILP_HANDOVERS
+        MILP_HANDOVERS += 1
+        res = linear_milp(self.prob, w_tp, w_fp, exact_cost)
+        if res is None:
+            return None
+        plan = {}
+        for t, r in res[0]:
+            plan.setdefault(int(r), []).append(int(t))
+        out = self._result(0, plan)
+        return (w_tp * out[2] - w_fp * out[3],) + out[1:]
 
     def _result(self, value, plan):
         tp = fp = cost = 0
