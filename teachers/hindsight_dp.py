@@ -409,8 +409,6 @@ class _LinearSolver:
         if budget is not None:
             self.cap = min(self.cap, budget)
         self.ms = np.stack(self.m) if R else np.zeros((0, T), dtype=np.int64)
-        self.tp3 = np.stack(self.tp) if R else np.zeros((0, T + 1, T), dtype=np.int64)
-        self.fp3 = np.stack(self.fp) if R else np.zeros((0, T + 1, T), dtype=np.int64)
         self.never = np.zeros((R, T), dtype=np.bool_)
         self.never[np.asarray(self.k_max) == 0] = True
 
@@ -427,8 +425,15 @@ class _LinearSolver:
         """
         prob = self.prob
         T, R = prob.horizon, prob.n_resources
-        vals = w_tp * self.tp3 - w_fp * self.fp3
-        fvals = vals.astype(np.float64)
+        vals = [w_tp * tp - w_fp * fp for tp, fp in zip(self.tp, self.fp)]
+        # float link values, per resource and stacked, made only where used (large arrays cost page faults)
+        fval = {}
+        stacked = []
+
+        def fvals():
+            if not stacked:
+                stacked.append(np.stack(vals).astype(np.float64) if R else np.zeros((0, T + 1, T)))
+            return stacked[0]
         p0s = prob.last_query.astype(np.int64)
         free = prob.budget_left is None and exact_cost is None
         if exact_cost is not None and (exact_cost < 0 or exact_cost > self.cap):
@@ -438,7 +443,9 @@ class _LinearSolver:
 
         def chain_masked(r, mask):
             if free:
-                v, steps = _free_chain(fvals[r], self.m[r], prob.t0, int(p0s[r]), zero_pen, mask)
+                if r not in fval:
+                    fval[r] = vals[r].astype(np.float64)
+                v, steps = _free_chain(fval[r], self.m[r], prob.t0, int(p0s[r]), zero_pen, mask)
                 return round(v), steps.tolist()
             return _chain(vals[r], self.m[r], prob.t0, int(p0s[r]), self.k_max[r], mask)
 
@@ -512,7 +519,7 @@ class _LinearSolver:
                 z[r, steps] = True
             target = repaired(z)
             stop = -np.inf if incumbent[0] is None else float(incumbent[0])
-            bound, mu, nu, beta, z = _lagrangian(fvals, self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
+            bound, mu, nu, beta, z = _lagrangian(fvals(), self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
                                                  neg1(prob.cost_cap), budget, exact_cost is not None, *mult,
                                                  max(target, stop), stop, grain, LAGRANGE_ITERS,
                                                  PATIENCE, BUDGET_SCALE / float(np.mean(prob.costs)))
@@ -520,7 +527,7 @@ class _LinearSolver:
             tightenings[0] += 1
             if tightenings[0] <= 4 or tightenings[0] % HEUR_EVERY == 0:
                 order = np.argsort(-z.sum(axis=1), kind="stable")
-                packed = _pack(fvals, self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
+                packed = _pack(fvals(), self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
                                neg1(prob.cost_cap), mu, nu, beta, order)
                 # the best schedule (budget exact) using only the packed (resource, step) pairs meets the caps
                 ev = evaluate(None, mask | ~packed)
@@ -530,7 +537,7 @@ class _LinearSolver:
 
         def repaired(z):
             """Offers the repair of ``z`` as an incumbent; its value."""
-            z, value = _repair(fvals, prob.costs, p0s, prob.t0, z, neg1(prob.n_max), neg1(prob.cost_cap),
+            z, value = _repair(fvals(), prob.costs, p0s, prob.t0, z, neg1(prob.n_max), neg1(prob.cost_cap),
                                neg1(prob.budget_left))
             if exact_cost is None or int(np.sum(z * prob.costs[:, None])) == exact_cost:
                 offer(round(value), {r: np.flatnonzero(z[r]).tolist() for r in range(R) if z[r].any()})
