@@ -481,16 +481,20 @@ class _LinearSolver:
                     plan[j - 1] = steps[::-1]
             return value, plan
 
+        costs = prob.costs.tolist()
+        n_max = R if prob.n_max is None else prob.n_max
+        cost_cap = sum(costs) if prob.cost_cap is None else prob.cost_cap
+
         def violation(plan):
-            by_step = {}
+            """The first step where ``plan`` breaks a per-step cap and the resources it queries there, or None."""
+            count, cost = [0] * T, [0] * T
             for r, steps in plan.items():
                 for t in steps:
-                    by_step.setdefault(t, []).append(r)
-            for t in sorted(by_step):
-                rs = by_step[t]
-                if (prob.n_max is not None and len(rs) > prob.n_max) or \
-                        (prob.cost_cap is not None and sum(int(prob.costs[r]) for r in rs) > prob.cost_cap):
-                    return t, rs
+                    count[t] += 1
+                    cost[t] += costs[r]
+            for t in range(T):
+                if count[t] > n_max or cost[t] > cost_cap:
+                    return t, [r for r, steps in plan.items() if t in steps]
             return None
 
         neg1 = lambda x: -1 if x is None else int(x)
@@ -506,11 +510,14 @@ class _LinearSolver:
             mask = self.never.copy()
             for r, ts in forbidden.items():
                 mask[r, list(ts)] = True
-            z = np.zeros((R, T), dtype=np.bool_)
-            for r, steps in plan.items():
-                z[r, steps] = True
-            target = repaired(z)
+            if incumbent[0] is None:
+                z = np.zeros((R, T), dtype=np.bool_)
+                for r, steps in plan.items():
+                    z[r, steps] = True
+                target = repaired(z)
             stop = -np.inf if incumbent[0] is None else float(incumbent[0])
+            if incumbent[0] is not None:
+                target = stop
             bound, mu, nu, beta, z = _lagrangian(fvals(), self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
                                                  neg1(prob.cost_cap), budget, exact_cost is not None, *mult,
                                                  max(target, stop), stop, grain, LAGRANGE_ITERS,
@@ -531,7 +538,8 @@ class _LinearSolver:
             """Offers the repair of ``z`` as an incumbent; its value."""
             z, value = _repair(fvals(), prob.costs, p0s, prob.t0, z, neg1(prob.n_max), neg1(prob.cost_cap),
                                neg1(prob.budget_left))
-            if exact_cost is None or int(np.sum(z * prob.costs[:, None])) == exact_cost:
+            if (incumbent[0] is None or round(value) > incumbent[0]) and (
+                    exact_cost is None or int(np.sum(z * prob.costs[:, None])) == exact_cost):
                 offer(round(value), {r: np.flatnonzero(z[r]).tolist() for r in range(R) if z[r].any()})
             return value
 
