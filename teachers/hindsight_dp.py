@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numba
 import numpy as np
 
-from .problem import PMTeacher, Problem, problem_from_env, problem_from_episode
+from .milp import linear_milp
+from .problem import (
+    PMTeacher,
+    Problem,
+    Schedule,
+    problem_from_env,
+    problem_from_episode,
+)
 
 NEG = -(1 << 60)
 EAGER_NODES = 8
@@ -356,25 +362,6 @@ def _pack(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, mu, nu, beta, or
     return z
 
 
-@dataclass
-class Schedule:
-    """A teacher's schedule and the episode counts it produces."""
-
-    schedule: list
-    """``(step, resource)`` pairs in step order."""
-    f1: float
-    tp: int
-    fp: int
-    fn: int
-    cost: int
-    """Cost of the schedule (from ``t0`` on for a continuation)."""
-    tp_future: int = field(default=0, repr=False)
-    fp_future: int = field(default=0, repr=False)
-
-    def queries_at(self, t: int) -> list:
-        return [r for s, r in self.schedule if s == t]
-
-
 class _LinearSolver:
     """Exact maximiser of ``w_tp·TP - w_fp·FP`` over the feasible schedules of a problem."""
 
@@ -585,8 +572,6 @@ class _LinearSolver:
         return self._result(incumbent[0], incumbent[1])
 
     def _milp(self, w_tp, w_fp, exact_cost):
-        from .milp import linear_milp
-
         global MILP_HANDOVERS
         MILP_HANDOVERS += 1
         res = linear_milp(self.prob, w_tp, w_fp, exact_cost)

@@ -17,8 +17,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from .hindsight_dp import Schedule
-from .problem import Problem
+from .problem import Problem, Schedule
 
 
 def linear_milp(prob: Problem, w_tp: int, w_fp: int, exact_cost=None):
