@@ -9,7 +9,8 @@ peak resident memory (``getrusage``; also its growth over the grid). Then both s
 (unit prices, load 0, B10, ``N_max`` 2, no cost cap, late policy expire) on the same weeks, interleaved, and the
 script prints the MILP/DP ratio of medians and the grid's figures as multiples of the MILP's default median.
 Goals: grid median <= 5 ms and max <= 250 ms per week, peak memory <= 300 MB, DP >= 10x the MILP on the defaults.
-``--quick``: weeks 9000-9001 only.
+``--quick``: weeks 9000-9001 only. ``--beyond``: also the same weeks at opportunity load 8 (outside the grid),
+skewed prices, B20, ``N_max`` 1 — a setting where the MILP guard takes over.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.dp_grid", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="weeks 9000-9001 instead of 9000-9009")
+    parser.add_argument("--beyond", action="store_true", help="also load 8, skewed prices, B20, N_max 1")
     args = parser.parse_args(argv)
     seeds = list(range(9000, 9002 if args.quick else 9010))
 
@@ -124,6 +126,25 @@ def main(argv=None):
     print(f"goals: median <= 5 ms {'met' if np.median(ms) <= 5 else 'NOT met'}; max <= 250 ms "
           f"{'met' if ms.max() <= 250 else 'NOT met'}; peak memory <= 300 MB {'met' if rss1 <= 300 else 'NOT met'}; "
           f">= 10x MILP {'met' if ratio >= 10 else 'NOT met'}")
+    if args.beyond:
+        beyond(seeds)
+
+
+def beyond(seeds):
+    """Seconds per week at load 8, skewed prices, B20, ``N_max`` 1 (outside the grid), with MILP hand-overs."""
+    from membudget.envs.pm import budget_levels, generate_episode
+    from membudget.teachers import HindsightDP, hindsight_dp
+
+    dp = HindsightDP(budget=budget_levels(cost_profile="skewed")["B20"], per_step_cap=1)
+    before, times = hindsight_dp.MILP_HANDOVERS, []
+    for s in seeds:
+        ep = generate_episode(s, cost_profile="skewed", load=8)
+        start = time.perf_counter()
+        dp.solve(ep)
+        times.append(time.perf_counter() - start)
+    print(f"beyond the grid (load 8, skewed, B20, N_max 1): median {np.median(times) * 1e3:.0f} ms, max "
+          f"{max(times) * 1e3:.0f} ms per week; linear problems handed to the MILP guard: "
+          f"{hindsight_dp.MILP_HANDOVERS - before}")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ BUDGET_SCALE = 1.0
 """Scale of the budget row against the per-step rows in the subgradient, per unit of mean price."""
 HEUR_EVERY = 8
 """After the first four tightened nodes, every how many the packing heuristic looks for an incumbent."""
-MAX_NODES = 2000
+MAX_NODES = 1000
 """Past this many branch-and-bound nodes a linear problem is handed to the exact MILP (a guard; see
 docs/speed.md for how often it fires)."""
 MILP_HANDOVERS = 0
