@@ -27,6 +27,8 @@ from fractions import Fraction
 
 import numba
 import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
 
 from .milp import linear_milp
 from .problem import (
@@ -47,6 +49,12 @@ BUDGET_SCALE = 1.0
 """Scale of the budget row against the per-step rows in the subgradient, per unit of mean price."""
 HEUR_EVERY = 8
 """After the first four tightened nodes, every how many the packing heuristic looks for an incumbent."""
+LP_NODES = 100
+"""Tightened nodes after which the root's LP multipliers (:func:`_lp_multipliers`) also seed every bound."""
+LP_GAP = 16
+"""If then the root's LP bound lies this many grains (the objective's smallest step) or more above the
+incumbent, the linear problem goes to the MILP at once: closing such a gap by branching on clashes takes longer
+than the MILP (measured at opportunity load 8)."""
 MAX_NODES = 1000
 """Past this many branch-and-bound nodes a linear problem is handed to the exact MILP (a guard; see
 docs/speed.md for how often it fires)."""
@@ -362,6 +370,77 @@ def _pack(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, mu, nu, beta, or
     return z
 
 
+def _lp_multipliers(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, exact):
+    """Optimal Lagrange multipliers ``(mu, nu, beta)`` of the per-step caps and the budget (as in
+    :func:`_lagrangian`): the duals of the linear relaxation of the chain (arc) formulation — one arc per link
+    ``p -> q`` of a resource, flow kept along each chain — whose value equals the best Lagrangian bound, since each
+    chain problem is a longest path. Subgradient steps alone can stall far above it. Also returns the relaxation's
+    (resource, step) pairs queried with weight above one half. None if the relaxation has no solution."""
+    R, T = ms.shape
+    steps = np.arange(T)
+    rows, cols, coef, obj, qs, rs = [], [], [], [], [], []
+    n = 0
+    n_flow = R * T
+    for r in range(R):
+        m, p0 = ms[r], p0s[r]
+        ok = ~forbidden[r] & (steps >= t0)
+        q1 = np.flatnonzero(ok & (m > p0))
+        p2, q2 = np.nonzero(ok[:, None] & ok[None, :] & (steps[:, None] < steps[None, :])
+                            & (steps[:, None] < m[None, :]))
+        p = np.concatenate([np.full(q1.size, p0), p2])
+        q = np.concatenate([q1, q2])
+        k = np.arange(n, n + q.size)
+        obj.append(vals[r, p + 1, q])
+        qs.append(q)
+        rs.append(np.full(q.size, r))
+        start = p < t0  # the first query: at most one
+        rows += [np.full(int(start.sum()), R * T + r), r * T + p[~start], r * T + q]
+        cols += [k[start], k[~start], k]
+        coef += [np.ones(int(start.sum())), np.ones(int((~start).sum())), -np.ones(q.size)]
+        n += q.size
+    if n == 0:
+        return None
+    q, r = np.concatenate(qs), np.concatenate(rs)
+    k = np.arange(n)
+    base = n_flow + R
+    ub = [np.zeros(n_flow), np.ones(R)]
+    if n_max >= 0:
+        rows.append(base + q)
+        cols.append(k)
+        coef.append(np.ones(n))
+        ub.append(np.full(T, float(n_max)))
+        base += T
+    if cost_cap >= 0:
+        rows.append(base + q)
+        cols.append(k)
+        coef.append(costs[r].astype(np.float64))
+        ub.append(np.full(T, float(cost_cap)))
+        base += T
+    a_ub = sparse.csr_array((np.concatenate(coef), (np.concatenate(rows), np.concatenate(cols))), shape=(base, n))
+    price = costs[r].astype(np.float64)[None, :]
+    kw = {"A_eq": price, "b_eq": [budget]} if exact else {}
+    if budget >= 0 and not exact:
+        a_ub = sparse.vstack([a_ub, sparse.csr_array(price)])
+        ub.append([float(budget)])
+    res = linprog(-np.concatenate(obj), A_ub=a_ub, b_ub=np.concatenate(ub), bounds=(0, 1), method="highs", **kw)
+    if res.status != 0:
+        return None
+    mu, nu, beta = np.zeros(T), np.zeros(T), 0.0
+    dual = -res.ineqlin.marginals
+    at = n_flow + R
+    if n_max >= 0:
+        mu = np.maximum(dual[at: at + T], 0.0)
+        at += T
+    if cost_cap >= 0:
+        nu = np.maximum(dual[at: at + T], 0.0)
+        at += T
+    if budget >= 0:
+        beta = float(-res.eqlin.marginals[0]) if exact else max(float(dual[at]), 0.0)
+    queried = np.zeros((R, T))
+    np.add.at(queried, (r, q), res.x)
+    return (mu, nu, beta), queried > 0.5
+
+
 class _LinearSolver:
     """Exact maximiser of ``w_tp·TP - w_fp·FP`` over the feasible schedules of a problem."""
 
@@ -391,8 +470,9 @@ class _LinearSolver:
         self.never = np.zeros((R, T), dtype=np.bool_)
         self.never[np.asarray(self.k_max) == 0] = True
 
-    def solve(self, w_tp: int, w_fp: int, exact_cost=None):
-        """``(value, schedule as {r: [steps]}, tp, fp, cost)`` of the best feasible schedule, or None.
+    def solve(self, w_tp: int, w_fp: int, exact_cost=None, hint=None):
+        """``(value, schedule as {r: [steps]}, tp, fp, cost)`` of the best feasible schedule, or None. ``hint``: a
+        feasible schedule ({r: [steps]}), the first incumbent.
 
         Best-first branch and bound over forbidden (resource, step) pairs. A node's key is an upper bound on
         every schedule in it: the relaxation without the per-step caps (solved exactly, budget included), and,
@@ -505,10 +585,27 @@ class _LinearSolver:
             stop = -np.inf if incumbent[0] is None else float(incumbent[0])
             if incumbent[0] is not None:
                 target = stop
-            bound, mu, nu, beta, z = _lagrangian(fvals(), self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
-                                                 neg1(prob.cost_cap), budget, exact_cost is not None, *mult,
-                                                 max(target, stop), stop, grain, LAGRANGE_ITERS,
-                                                 BUDGET_SCALE / float(np.mean(prob.costs)))
+            if not lp_mult and tightenings[0] >= LP_NODES:
+                lp = _lp_multipliers(fvals(), self.ms, prob.costs, p0s, prob.t0, self.never, neg1(prob.n_max),
+                                     neg1(prob.cost_cap), budget, exact_cost is not None)
+                lp_mult.append(None if lp is None else lp[0])
+                if lp is not None:  # an incumbent from the relaxation's pairs, trimmed to the caps
+                    allowed, _ = _repair(fvals(), prob.costs, p0s, prob.t0, lp[1], neg1(prob.n_max),
+                                         neg1(prob.cost_cap), -1)
+                    ev = evaluate(None, self.never | ~allowed)
+                    if ev is not None:
+                        offer(*ev)
+                    root_bound = _lagrangian(fvals(), self.ms, prob.costs, p0s, prob.t0, self.never.copy(),
+                                             neg1(prob.n_max), neg1(prob.cost_cap), budget, exact_cost is not None,
+                                             *lp[0], 0.0, -np.inf, grain, 1, 1.0)[0]
+                    wide[0] = incumbent[0] is not None and root_bound - incumbent[0] >= LP_GAP * grain
+            bound = np.inf
+            for start in [mult] + [m for m in lp_mult if m is not None]:
+                out = _lagrangian(fvals(), self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
+                                  neg1(prob.cost_cap), budget, exact_cost is not None, *start, max(target, stop),
+                                  stop, grain, LAGRANGE_ITERS, BUDGET_SCALE / float(np.mean(prob.costs)))
+                if out[0] < bound:
+                    bound, mu, nu, beta, z = out
             repaired(z)
             tightenings[0] += 1
             if tightenings[0] <= 4 or tightenings[0] % HEUR_EVERY == 0:
@@ -530,7 +627,12 @@ class _LinearSolver:
                 offer(round(value), {r: np.flatnonzero(z[r]).tolist() for r in range(R) if z[r].any()})
             return value
 
+        if hint is not None:
+            _, _, tp, fp, _ = self._result(0, hint)
+            offer(w_tp * tp - w_fp * fp, hint)
         tightenings = [0]
+        lp_mult = []  # the root's LP multipliers, once the search is large
+        wide = [False]  # the root's LP bound lies LP_GAP grains or more above the incumbent
         root = evaluate({})
         if root is None:
             return None
@@ -553,7 +655,7 @@ class _LinearSolver:
                     heapq.heappush(heap, (-bound, counter, forbidden, value, plan, mult, True))
                     counter += 1
                     continue
-            if counter > MAX_NODES:
+            if counter > MAX_NODES or wide[0]:
                 return self._milp(w_tp, w_fp, exact_cost)
             t, rs = clash
             for r in rs:
@@ -604,7 +706,7 @@ def solve_problem(prob: Problem, exact_cost=None) -> Schedule | None:
     best = None
     while True:
         n, d = lam.numerator, lam.denominator
-        res = solver.solve(2 * d - n, n, exact_cost)
+        res = solver.solve(2 * d - n, n, exact_cost, None if best is None else best[0])
         if res is None:
             return None
         _, plan, tp, fp, cost = res

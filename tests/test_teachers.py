@@ -271,17 +271,21 @@ def test_cost_cap_below_prices_equals_enumeration(seed):
     assert not bad, bad[:3]
 
 
-@pytest.mark.parametrize("eager, max_nodes", [(0, 10 ** 6), (0, 1)])
-def test_lagrangian_bounds_and_milp_guard_stay_exact(monkeypatch, eager, max_nodes):
-    """Lagrangian bounds (and repaired incumbents) at every node, or the MILP guard at the first branching: the
-    enumeration still agrees, budgets, caps and exact costs included."""
-    monkeypatch.setattr(hindsight_dp, "EAGER_NODES", eager)
+@pytest.mark.parametrize("max_nodes, lp_nodes, lp_gap", [
+    (10 ** 6, 10 ** 6, 10 ** 6), (10 ** 6, 0, 10 ** 6), (10 ** 6, 0, 0), (1, 10 ** 6, 10 ** 6)])
+def test_lagrangian_bounds_and_milp_guard_stay_exact(monkeypatch, max_nodes, lp_nodes, lp_gap):
+    """Lagrangian bounds (and repaired incumbents) at every node; with LP multipliers and the LP's incumbent from
+    the first tightened node on; handing over to the MILP right after the LP; or the MILP guard at the first
+    branching: the enumeration still agrees, budgets, caps and exact costs included."""
+    monkeypatch.setattr(hindsight_dp, "EAGER_NODES", 0)
     monkeypatch.setattr(hindsight_dp, "MAX_NODES", max_nodes)
+    monkeypatch.setattr(hindsight_dp, "LP_NODES", lp_nodes)
+    monkeypatch.setattr(hindsight_dp, "LP_GAP", lp_gap)
     bad, before = [], hindsight_dp.MILP_HANDOVERS
     for ep, kw in list(instances(400, 40)) + list(_priced_above_cap(401, 20)):
         bad += check_instance(ep, kw)
     assert not bad, bad[:3]
-    assert (hindsight_dp.MILP_HANDOVERS > before) == (max_nodes == 1)
+    assert (hindsight_dp.MILP_HANDOVERS > before) == (max_nodes == 1 or lp_gap == 0)
 
 
 @pytest.mark.parametrize("seed, profile, load, budget, cap, cost_cap, late_policy", [
