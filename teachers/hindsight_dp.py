@@ -15,8 +15,10 @@ objectives ``(2 - λ)·TP - λ·FP`` with ``λ = n/d`` kept as an exact fraction
    Lagrangian solutions (:func:`_repair`, :func:`_pack`) serve as incumbents; the search ends when no bound can
    beat the incumbent. Without that, settings where most steps clash (cost caps that let one resource query per
    step, opportunity load 3) needed millions of nodes, since every clash costs a little and the caps-free bound
-   counts none of them. A guard hands a linear problem that still needs more than :data:`MAX_NODES` nodes to
-   the exact MILP (:mod:`membudget.teachers.milp`); ``python -m membudget.bench.dp_grid`` counts how often.
+   counts none of them. Large searches also take optimal multipliers from the LP relaxation
+   (:func:`_lp_multipliers`). A guard hands a linear problem that still needs more than :data:`MAX_NODES` nodes,
+   or whose LP bound stays :data:`LP_GAP` grains above the incumbent, to the exact MILP
+   (:mod:`membudget.teachers.milp`); ``python -m membudget.bench.dp_grid`` counts how often.
 """
 
 from __future__ import annotations
