@@ -479,10 +479,12 @@ class _LinearSolver:
         Best-first branch and bound over forbidden (resource, step) pairs. A node's key is an upper bound on
         every schedule in it: the relaxation without the per-step caps (solved exactly, budget included), and,
         once the search goes past :data:`EAGER_NODES` nodes, the lower Lagrangian bound of
-        :func:`_lagrangian` (computed when the node reaches the top of the queue). Feasible schedules found on
-        the way (relaxations that meet the caps, repaired Lagrangian schedules) are incumbents; the search stops
-        when no key can beat the incumbent by one (values are integers). Past :data:`MAX_NODES` nodes the
-        linear problem goes to the exact MILP (:mod:`membudget.teachers.milp`) instead.
+        :func:`_lagrangian` (computed when the node reaches the top of the queue; past :data:`LP_NODES`
+        tightened nodes also from the root's LP multipliers). Feasible schedules found on the way (relaxations
+        that meet the caps, repaired and packed Lagrangian schedules, the rounded LP) are incumbents; the search
+        stops when no key can beat the incumbent by one grain (every value is a multiple of
+        ``gcd(w_tp, w_fp)``). Past :data:`MAX_NODES` nodes, or when the LP bound lies :data:`LP_GAP` grains
+        above the incumbent, the linear problem goes to the exact MILP (:mod:`membudget.teachers.milp`).
         """
         prob = self.prob
         T, R = prob.horizon, prob.n_resources
@@ -495,6 +497,7 @@ class _LinearSolver:
             if not stacked:
                 stacked.append(np.stack(vals).astype(np.float64) if R else np.zeros((0, T + 1, T)))
             return stacked[0]
+
         p0s = prob.last_query.astype(np.int64)
         free = prob.budget_left is None and exact_cost is None
         if exact_cost is not None and (exact_cost < 0 or exact_cost > self.cap):
