@@ -11,8 +11,7 @@ from membudget.envs.pm.core import (F_AF, F_AU, F_DL, F_DUE_END, F_ON, F_POL, F_
                                     N_BUDGET_FEATURES, N_RESOURCE_FEATURES, S_HIT, S_OPEN, PMWeekCore, M)
 from membudget.envs.pm.world import POS
 
-from .hindsight_dp import Schedule
-from .problem import PMTeacher
+from .problem import PMTeacher, Schedule
 
 
 def _step_effects(core: PMWeekCore, i: int):

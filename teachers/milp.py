@@ -17,11 +17,11 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from .hindsight_dp import Schedule
-from .problem import Problem
+from .problem import Problem, Schedule
 
 
-def _linear(prob: Problem, w_tp: int, w_fp: int, exact_cost=None):
+def linear_milp(prob: Problem, w_tp: int, w_fp: int, exact_cost=None):
+    """The best schedule for the linear objective ``w_tp·TP - w_fp·FP``: ``(schedule, tp, fp, cost)`` or None."""
     T, R, t0 = prob.horizon, prob.n_resources, prob.t0
     steps = list(range(t0, T))
     zi = {(r, t): j for j, (r, t) in enumerate((r, t) for r in range(R) for t in steps)}
@@ -95,7 +95,7 @@ def solve_milp(prob: Problem, exact_cost=None) -> Schedule | None:
     """The Set-F1 optimum by Dinkelbach iterations over MILPs."""
     lam, best = Fraction(0), None
     while True:
-        res = _linear(prob, 2 * lam.denominator - lam.numerator, lam.numerator, exact_cost)
+        res = linear_milp(prob, 2 * lam.denominator - lam.numerator, lam.numerator, exact_cost)
         if res is None:
             return None
         schedule, tp, fp, cost = res

@@ -10,7 +10,7 @@ chain of query times per resource, and each link ``p -> q`` has a fixed (TP, FP)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -134,3 +134,22 @@ class PMTeacher:
         if self.late_policy not in ("expire", "execute"):
             raise ValueError(f"late_policy must be 'expire' or 'execute', got {self.late_policy!r}")
         check_int("lookahead", self.lookahead, 0)
+
+
+@dataclass
+class Schedule:
+    """A teacher's schedule and the episode counts it produces."""
+
+    schedule: list
+    """``(step, resource)`` pairs in step order."""
+    f1: float
+    tp: int
+    fp: int
+    fn: int
+    cost: int
+    """Cost of the schedule (from ``t0`` on for a continuation)."""
+    tp_future: int = field(default=0, repr=False)
+    fp_future: int = field(default=0, repr=False)
+
+    def queries_at(self, t: int) -> list:
+        return [r for s, r in self.schedule if s == t]

@@ -10,7 +10,7 @@ from membudget.envs.pm import PMWeekEnv, WorldConfig, generate_episode
 from membudget.teachers import HindsightDP
 from membudget.teachers import hindsight_dp
 from membudget.teachers.problem import problem_from_episode
-from pm_tiny import instances
+from pm_tiny import instances, tiny_episode
 
 def enumerate_outcomes(ep, budget, n_max, cost_cap, late_execute, lookahead, prefix=()):
     """Every reachable (TP, FP, FN, cost) of the week, by enumerating every per-step subset of candidates,
@@ -246,3 +246,62 @@ def test_hindsight_dp_equals_milp_on_default_size_weeks(seed, budget, cap, cost_
         end = replay(ep, dp.schedule, WorldConfig(), budget=budget, per_step_cap=cap, per_step_cost_cap=cost_cap,
                      late_policy=late_policy, cost_profile=profile)
         assert (end["tp"], end["fp"], end["fn"], end["realized_cost"]) == (dp.tp, dp.fp, dp.fn, dp.cost)
+
+
+def _priced_above_cap(seed, n):
+    """Tiny weeks whose per-step cost cap lies below some resource's price, over the grid's corners."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        T, R = int(rng.integers(2, 7)), int(rng.integers(2, 4))
+        costs = rng.integers(1, 5, R)
+        costs[0] = 1
+        costs[-1] = max(int(costs[-1]), 2)
+        yield tiny_episode(rng, T, R, costs), {
+            "budget": [None, int(rng.integers(1, 8))][int(rng.integers(0, 2))],
+            "per_step_cap": [None, 1, 2][int(rng.integers(0, 3))],
+            "per_step_cost_cap": int(rng.integers(1, int(costs.max()))),
+            "late_policy": ["expire", "execute"][int(rng.integers(0, 2))], "lookahead": int(rng.integers(0, 3))}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cost_cap_below_prices_equals_enumeration(seed):
+    bad = []
+    for ep, kw in _priced_above_cap(300 + seed, 40):
+        bad += check_instance(ep, kw)
+    assert not bad, bad[:3]
+
+
+@pytest.mark.parametrize("max_nodes, lp_nodes, lp_gap", [
+    (10 ** 6, 10 ** 6, 10 ** 6), (10 ** 6, 0, 10 ** 6), (10 ** 6, 0, 0), (1, 10 ** 6, 10 ** 6)])
+def test_lagrangian_bounds_and_milp_guard_stay_exact(monkeypatch, max_nodes, lp_nodes, lp_gap):
+    """Lagrangian bounds (and repaired incumbents) at every node; with LP multipliers and the LP's incumbent from
+    the first tightened node on; handing over to the MILP right after the LP; or the MILP guard at the first
+    branching: the enumeration still agrees, budgets, caps and exact costs included."""
+    monkeypatch.setattr(hindsight_dp, "EAGER_NODES", 0)
+    monkeypatch.setattr(hindsight_dp, "MAX_NODES", max_nodes)
+    monkeypatch.setattr(hindsight_dp, "LP_NODES", lp_nodes)
+    monkeypatch.setattr(hindsight_dp, "LP_GAP", lp_gap)
+    bad, before = [], hindsight_dp.MILP_HANDOVERS
+    for ep, kw in list(instances(400, 40)) + list(_priced_above_cap(401, 20)):
+        bad += check_instance(ep, kw)
+    assert not bad, bad[:3]
+    assert (hindsight_dp.MILP_HANDOVERS > before) == (max_nodes == 1 or lp_gap == 0)
+
+
+@pytest.mark.parametrize("seed, profile, load, budget, cap, cost_cap, late_policy", [
+    (9002, "mild", 3, None, None, 1, "expire"),  # every price but the clock's above the cost cap
+    (9000, "mild", 2, None, 2, None, "execute"),
+    (9003, "mild", 3, 102, 2, 2, "execute"),
+])
+def test_pathological_settings_equal_milp(seed, profile, load, budget, cap, cost_cap, late_policy):
+    from membudget.teachers.milp import solve_milp
+
+    ep = generate_episode(seed, cost_profile=profile, load=load)
+    kw = {"budget": budget, "per_step_cap": cap, "per_step_cost_cap": cost_cap, "late_policy": late_policy,
+          "lookahead": 2}
+    dp = HindsightDP(**kw).solve(ep)
+    ref = solve_milp(problem_from_episode(ep, **kw))
+    assert Fraction(2 * dp.tp, 2 * dp.tp + dp.fp + dp.fn) == Fraction(2 * ref.tp, 2 * ref.tp + ref.fp + ref.fn)
+    end = replay(ep, dp.schedule, WorldConfig(), budget=budget, per_step_cap=cap, per_step_cost_cap=cost_cap,
+                 late_policy=late_policy, cost_profile=profile, load=load)
+    assert (end["tp"], end["fp"], end["fn"], end["realized_cost"]) == (dp.tp, dp.fp, dp.fn, dp.cost)
