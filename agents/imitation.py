@@ -22,7 +22,7 @@ import time
 import numpy as np
 import torch
 
-from membudget.agents.per_resource import PerResourceNet, StudentPolicy
+from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
 from membudget.envs.pm import PMWeekEnv
 from membudget.envs.pm.rollout import rollout
 from membudget.envs.validation import check_int, check_number
@@ -111,18 +111,27 @@ def _validate(policy, budget, seeds=VALIDATION_SEEDS):
     return float(rollout(policy, seeds, budget=budget, action_mode="scores")["set_f1"].mean())
 
 
-def _hidden(hidden) -> tuple:
-    return (int(hidden),) * 2 if isinstance(hidden, (int, np.integer)) else tuple(hidden)
+def _settings(hidden, epochs, seed) -> tuple:
+    """The layer widths (an int ``h`` means ``(h, h)``), after checking the settings shared by BC and DAgger before
+    any teacher call."""
+    check_int("epochs", epochs, 1)
+    check_int("seed", seed, 0)
+    if isinstance(hidden, (int, np.integer)) and not isinstance(hidden, bool):
+        hidden = (int(hidden),) * 2
+    if not isinstance(hidden, (tuple, list)) or not hidden:
+        raise ValueError(f"hidden must be an int or a list of layer widths, got {hidden!r}")
+    return tuple(check_int(f"hidden[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(hidden))
 
 
 def fit_bc(train_seeds, budget, *, epochs=60, hidden=(64, 64), context=True, seed=0, progress=None):
     """Behaviour cloning on the DP's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
     ``hidden``: layer widths of the :class:`PerResourceNet` (an int ``h`` means ``(h, h)``)."""
+    hidden = _settings(hidden, epochs, seed)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget)
-    net = fit_net(demos, hidden=_hidden(hidden), context=context, epochs=epochs, seed=seed)
+    net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
     cfg = {"method": "bc", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
-           "hidden": list(_hidden(hidden)), "context": context, "seed": seed, "teacher_calls": len(train_seeds)}
+           "hidden": list(hidden), "context": context, "seed": seed, "teacher_calls": len(train_seeds)}
     policy = StudentPolicy(net, config=cfg)
     history = [{"env_steps": len(demos), "wall_clock": time.perf_counter() - start,
                 "val_set_f1": _validate(policy, budget)}]  # wall clock taken before the validation
@@ -138,11 +147,12 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
     ``policy.config["teacher_calls"]`` counts the DP solves (one per demonstration week; in the DAgger rollouts
     one per week plus one per state the student reached off the teacher's plan)."""
     check_int("iterations", iterations, 1)
+    hidden = _settings(hidden, epochs, seed)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget)
-    net = fit_net(demos, hidden=_hidden(hidden), context=context, epochs=epochs, seed=seed)
+    net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
     cfg = {"method": "dagger", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
-           "hidden": list(_hidden(hidden)), "context": context, "seed": seed, "iterations": iterations}
+           "hidden": list(hidden), "context": context, "seed": seed, "iterations": iterations}
     steps, calls = len(demos), len(train_seeds)
     policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
     validating = 0.0  # validation time is not training time
@@ -170,7 +180,7 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
         new = Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
         steps += len(new)
         parts.append(new)
-        net = fit_net(Demonstrations.concatenate(parts), hidden=_hidden(hidden), context=context, epochs=epochs,
+        net = fit_net(Demonstrations.concatenate(parts), hidden=hidden, context=context, epochs=epochs,
                       seed=seed + it + 1)
         policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
         history.append(point())

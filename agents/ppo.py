@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from membudget.agents.per_resource import PerResourceNet, StudentPolicy, obs_tensors
+from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy, obs_tensors
 from membudget.agents.rl import TRAIN_SEEDS, VALIDATION_SEEDS, week_order
 from membudget.envs.pm import PMWeekVectorEnv
 from membudget.envs.pm.rollout import rollout
@@ -98,13 +98,14 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         torch.set_num_threads(int(torch_threads))
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    env_kwargs = dict(budget=budget, per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
-    venv = PMWeekVectorEnv(num_envs=n_envs, action_mode="scores", observe_counts=critic_counts, **env_kwargs)
-    weeks, next_week = week_order(seed, train_seeds), 0
+    critic_arch = tuple(check_int(f"critic_arch[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(critic_arch))
     actor = copy.deepcopy(init) if init is not None else PerResourceNet(hidden, context)
     if init is None:
         nn.init.orthogonal_(actor.head.weight, gain=0.01)
         nn.init.zeros_(actor.head.bias)
+    env_kwargs = dict(budget=budget, per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
+    venv = PMWeekVectorEnv(num_envs=n_envs, action_mode="scores", observe_counts=critic_counts, **env_kwargs)
+    weeks, next_week = week_order(seed, train_seeds), 0
     n_res = venv.single_observation_space["mask"].shape[0]
     flat_dim = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
     critic = _mlp(flat_dim, critic_arch)

@@ -416,3 +416,34 @@ def test_fuzzed_constructor_arguments_of_every_env_are_refused_or_work(env_id, d
         if terminated or truncated:
             break
     env.close()
+
+
+# --- training settings: refused before any work (the teacher and the environments are never reached) ------------
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("training started before its settings were checked")
+
+
+TRAINING_CASES = [
+    ("ppo", dict(gamma=5.0), "gamma"), ("ppo", dict(n_epochs=-5), "n_epochs"), ("ppo", dict(hidden=(0,)), "hidden"),
+    ("ppo", dict(learning_rate=float("nan")), "learning_rate"), ("ppo", dict(total_timesteps=0), "total_timesteps"),
+    ("ppo", dict(hidden=(1.5, 8)), "hidden"), ("ppo", dict(n_minibatches=0), "n_minibatches"),
+    ("sb3", dict(gamma=5.0), "gamma"), ("sb3", dict(n_epochs=-5), "n_epochs"), ("sb3", dict(net_arch=(0,)), "net_arch"),
+    ("sb3", dict(learning_rate=float("nan")), "learning_rate"), ("sb3", dict(batch_size=0), "batch_size"),
+    ("sb3", dict(seed=-1), "seed"), ("sb3", dict(n_envs=0), "num_envs"),
+    ("bc", dict(epochs=0), "epochs"), ("bc", dict(hidden=0), "hidden"), ("bc", dict(hidden=(64, 2.5)), "hidden"),
+    ("bc", dict(seed=1.5), "seed"), ("dagger", dict(iterations=0), "iterations"), ("dagger", dict(epochs=-1), "epochs"),
+]
+
+
+@pytest.mark.parametrize("learner,kwargs,match", TRAINING_CASES,
+                         ids=[f"{c[0]}-{next(iter(c[1]))}={next(iter(c[1].values()))}" for c in TRAINING_CASES])
+def test_impossible_training_settings_are_refused_before_any_work(monkeypatch, learner, kwargs, match):
+    from membudget.agents import imitation, ppo, rl
+
+    monkeypatch.setattr(imitation, "dp_demonstrations", _no_work)
+    monkeypatch.setattr(ppo, "PMWeekVectorEnv", _no_work)
+    train = {"ppo": ppo.train_ppo, "sb3": rl.train_ppo_allocator, "bc": lambda **kw: imitation.fit_bc(range(2000,
+             2002), "B10", **kw), "dagger": lambda **kw: imitation.fit_dagger(range(2000, 2002), "B10", **kw)}[learner]
+    with pytest.raises(ValueError, match=match):
+        train(**kwargs)
