@@ -31,6 +31,7 @@ npz schema (all arrays; ``B`` budgets, ``N`` rows)::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -145,38 +146,59 @@ class LabelDataset:
         return int(idx[0])
 
 
-def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: WorldConfig | None = None,
-                        cost_profile: str = "unit", per_step_cap=2, late_policy: str = "expire",
-                        load: int = 0) -> LabelDataset:
-    """Labels for the weeks ``seeds`` at each budget (level names or ints)."""
+def label_weeks(seeds, budgets, world: WorldConfig, cost_profile: str, per_step_cap, late_policy: str,
+                load: int) -> dict:
+    """The label rows of the weeks ``seeds`` (one task of :func:`build_label_dataset`; weeks are independent)."""
     from membudget.envs.pm import budget_levels
 
-    world = world or WorldConfig()
     levels = budget_levels(world, cost_profile)
     values = [levels[b] if isinstance(b, str) else int(b) for b in budgets]
-    names = [b if isinstance(b, str) else f"B={b}" for b in budgets]
-    rows, week_of = [], []
-    myo = [[] for _ in values]
-    seq = [[] for _ in values]
-    bf_myo = [[] for _ in values]
-    bf_seq = [[] for _ in values]
-    outside = {"myopic": 0, "sequential": 0}
+    part = {"rows": [], "week": [], "myopic": [[] for _ in values], "sequential": [[] for _ in values],
+            "bf_myopic": [[] for _ in values], "bf_sequential": [[] for _ in values],
+            "outside": {"myopic": 0, "sequential": 0}}
     for seed in seeds:
         ep = generate_episode(seed, world, cost_profile, load)
         ref = reference_rows(ep, world, late_policy)
-        rows += ref
-        week_of += [seed] * len(ref)
+        part["rows"] += ref
+        part["week"] += [seed] * len(ref)
         keys = {(t, r) for t, r, *_ in ref}
         for j, (b, spec) in enumerate(zip(values, budgets)):
             kw = dict(budget=b, per_step_cap=per_step_cap, late_policy=late_policy, lookahead=world.lookahead)
-            for name, teacher, lab, bf in (("myopic", CurrentGreedy(**kw), myo[j], bf_myo[j]),
-                                           ("sequential", HindsightDP(**kw), seq[j], bf_seq[j])):
+            for name, teacher in (("myopic", CurrentGreedy(**kw)), ("sequential", HindsightDP(**kw))):
                 sched = teacher.solve(ep).schedule
                 chosen = set(sched)
-                outside[name] += len(chosen - keys)
-                lab += [int((t, r) in chosen) for t, r, *_ in ref]
+                part["outside"][name] += len(chosen - keys)
+                part[name][j] += [int((t, r) in chosen) for t, r, *_ in ref]
                 feats = teacher_rollout(ep, sched, world, spec, per_step_cap, late_policy, cost_profile)
-                bf += [feats[t] for t, *_ in ref]
+                part[f"bf_{name}"][j] += [feats[t] for t, *_ in ref]
+    return part
+
+
+def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: WorldConfig | None = None,
+                        cost_profile: str = "unit", per_step_cap=2, late_policy: str = "expire",
+                        load: int = 0, map=map, chunk_weeks: int = 10) -> LabelDataset:
+    """Labels for the weeks ``seeds`` at each budget (level names or ints).
+
+    The weeks are labelled in tasks of ``chunk_weeks`` consecutive weeks through ``map`` (``map(fn, items)`` ->
+    results in item order, e.g. a study executor's ``map`` for Ray); weeks are independent, so the dataset is
+    the same for every ``map`` and chunk size."""
+    from membudget.envs.pm import budget_levels
+
+    world = world or WorldConfig()
+    budgets = list(budgets)
+    levels = budget_levels(world, cost_profile)
+    values = [levels[b] if isinstance(b, str) else int(b) for b in budgets]
+    names = [b if isinstance(b, str) else f"B={b}" for b in budgets]
+    seeds = [int(s) for s in seeds]
+    size = chunk_weeks if chunk_weeks > 0 else max(len(seeds), 1)
+    task = functools.partial(label_weeks, budgets=budgets, world=world, cost_profile=cost_profile,
+                             per_step_cap=per_step_cap, late_policy=late_policy, load=load)
+    parts = list(map(task, [tuple(seeds[i:i + size]) for i in range(0, len(seeds), size)]))
+    rows = [r for p in parts for r in p["rows"]]
+    week_of = [w for p in parts for w in p["week"]]
+    myo, seq, bf_myo, bf_seq = ([[x for p in parts for x in p[key][j]] for j in range(len(values))]
+                                for key in ("myopic", "sequential", "bf_myopic", "bf_sequential"))
+    outside = {name: sum(p["outside"][name] for p in parts) for name in ("myopic", "sequential")}
     n = len(rows)
     meta = {"schema_version": SCHEMA_VERSION, "reference": "all_relevant", "world": dataclasses.asdict(world),
             "cost_profile": cost_profile, "per_step_cap": per_step_cap, "late_policy": late_policy, "load": load,
