@@ -9,7 +9,9 @@ Subcommands:
 - ``bc`` / ``dagger``: the per-resource student imitating the hindsight DP (behaviour cloning / DAgger);
 - ``tiers``: the PPO tier router on TierRouting-v0 (optional behaviour-cloning warm start from an oracle);
 - ``proactive-ppo``: SB3 PPO on ProactiveStream-v0 choosing the memory depth and the decision per event;
-- ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v0.
+- ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v0;
+- ``rllib-ppo``: RLlib PPO on PMWeekFlat-v0, ReplayStream-v0, TierRouting-v0 or the shared-budget env
+  (multi-agent), EnvRunners in several processes (needs ``ray[rllib]``; docs/ray.md).
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
@@ -37,6 +39,7 @@ STUDIES = (
     "membudget.studies.budgetmem",
     "membudget.studies.proactmem",
     "membudget.studies.limbo",
+    "membudget.studies.rllib_stack",
 )
 """Modules whose ``TRAIN_COMMANDS`` (``{name: TrainCommand}``) become subcommands. A new study adds one line."""
 

@@ -119,7 +119,20 @@ class Executor:
         """Release the backend's resources (nothing for the local backend)."""
 
 
-def _call(fn, item):
+_FUNCTIONS = {}
+"""A worker's task functions by object id: a study's function (a fitted suite, a label configuration) is
+unpickled once per worker, not once per task."""
+
+
+def _call(fn_box, item):
+    (ref,) = fn_box  # boxed, so that Ray hands over the reference, not a fresh copy per task
+    fn = _FUNCTIONS.get(ref.hex())
+    if fn is None:
+        import ray
+
+        if len(_FUNCTIONS) >= 8:
+            _FUNCTIONS.clear()
+        fn = _FUNCTIONS[ref.hex()] = ray.get(ref)
     return fn(item)
 
 
@@ -155,8 +168,8 @@ class RayExecutor(Executor):
         ray = self._ray
         if not todo:
             return
-        fn_ref = ray.put(fn)  # shipped once, not once per task
-        pending = {self._remote.remote(fn_ref, items[i]): i for i in todo}
+        fn_box = [ray.put(fn)]  # shipped once, not once per task
+        pending = {self._remote.remote(fn_box, items[i]): i for i in todo}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
