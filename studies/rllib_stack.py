@@ -1,7 +1,8 @@
 """``python -m membudget.train rllib-ppo --env pmweek-flat|replay|tiers|shared-budget``: RLlib PPO (the second
 training stack, :mod:`membudget.agents.rllib`) with EnvRunners in ``--num-env-runners`` processes. The run
 directory keeps ``config.json``, ``metrics.csv`` (one row per iteration: env steps, mean episode return, wall
-clock) and the RLlib checkpoint (``checkpoint/``)."""
+clock) and the RLlib checkpoint (``checkpoint/``). ``RAY_ADDRESS=auto`` (or ``ray://host:10001``) runs it on an
+existing cluster; without it a local one is started."""
 
 from __future__ import annotations
 
@@ -35,8 +36,6 @@ class RLlibPPOConfig:
     """Adam step size."""
     seed: int = 0
     """RLlib's seed (debugging(seed=...))."""
-    address: str = ""
-    """An existing Ray cluster (auto, or ray://host:10001); empty starts a local one."""
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
@@ -59,7 +58,7 @@ def train_rllib(cfg: RLlibPPOConfig, command: str) -> str:
     run_dir = start_run("rllib-ppo", cfg, command, f"rllib-ppo-{cfg.env}-seed{cfg.seed}")
     owns = not ray.is_initialized()
     if owns:
-        ray.init(address=cfg.address or None, include_dashboard=False, log_to_driver=False)
+        ray.init(include_dashboard=False, log_to_driver=False)  # RAY_ADDRESS=... joins an existing cluster
     try:
         algo, history = train_rllib_ppo(cfg.env, cfg.iterations, _env_config(cfg),
                                         num_env_runners=cfg.num_env_runners, train_batch_size=cfg.train_batch_size,

@@ -158,3 +158,20 @@ def test_ray_resumes_a_local_checkpoint(cluster, tmp_path):
     assert ex.map(fn, range(6)) == [0, 1, 4, 9, 16, 25]
     assert (ex.loaded, ex.computed) == (4, 2)
     assert [_calls(log, i) for i in range(6)] == [1, 1, 1, 1, 2, 1]
+
+
+def test_ray_three_seed_training_run_equals_local(cluster, tmp_path):
+    from membudget import train
+
+    args = ["ppo-native", "--total-timesteps", "640", "--n-envs", "8", "--n-minibatches", "2", "--eval-every",
+            "640", "--eval-weeks", "2", "--learning-curve", "off", "--progress-bar", "off", "--seeds", "0,1,2"]
+    local = train.main(args + ["--out", str(tmp_path / "local")])
+    remote = train.main(args + ["--out", str(tmp_path / "ray"), "--backend", "ray"])
+    assert [os.path.basename(d) for d in local] == [f"ppo-native-B10-seed{s}" for s in range(3)]
+    texts = [[open(os.path.join(d, "metrics.csv")).read() for d in run] for run in (local, remote)]
+    assert texts[0] == texts[1]
+    assert len(set(texts[0])) == 3  # the seeds differ
+    for a, b in zip(local, remote):
+        with np.load(os.path.join(a, "model.npz")) as x, np.load(os.path.join(b, "model.npz")) as y:
+            assert sorted(x.files) == sorted(y.files)
+            assert all(np.array_equal(x[k], y[k]) for k in x.files)
