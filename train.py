@@ -11,7 +11,9 @@ Subcommands:
 - ``proactive-ppo``: SB3 PPO on ProactiveStream-v0 choosing the memory depth and the decision per event;
 - ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v0;
 - ``rllib-ppo``: RLlib PPO on PMWeekFlat-v0, ReplayStream-v0, TierRouting-v0 or the shared-budget env
-  (multi-agent), EnvRunners in several processes (needs ``ray[rllib]``; docs/ray.md).
+  (multi-agent), EnvRunners in several processes (needs ``ray[rllib]``; docs/ray.md);
+- ``sweep``: a Ray Tune search (Optuna, ASHA) over ``ppo-native``'s hyperparameters on the validation weeks
+  4000-4029; writes ``best_config.json`` for ``ppo-native --config`` (needs ``membudget[ray]``).
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
@@ -40,6 +42,7 @@ STUDIES = (
     "membudget.studies.proactmem",
     "membudget.studies.limbo",
     "membudget.studies.rllib_stack",
+    "membudget.studies.sweep",
 )
 """Modules whose ``TRAIN_COMMANDS`` (``{name: TrainCommand}``) become subcommands. A new study adds one line."""
 
