@@ -70,9 +70,6 @@ class Executor:
         if checkpoint_dir:
             os.makedirs(checkpoint_dir, exist_ok=True)
 
-    def __call__(self, fn, items):
-        return self.map(fn, items)
-
     def map(self, fn, items) -> list:
         """``[fn(item) for item in items]``, from checkpoints where they exist."""
         items = list(items)
