@@ -77,8 +77,9 @@ def main(argv=None):
     file_values = load_config_file(config_path) if config_path else {}
     cfg = resolve_config(cmd.config, args, file_values, cmd.defaults, source=config_path or "config")
     if seeds is None:
-        if backend["backend"] != "local" or backend["address"]:
-            raise SystemExit("--backend ray runs the seeds of --seeds; give --seeds for a multi-seed run")
+        if backend["backend"] != "local" or backend["address"] or backend["checkpoint_dir"]:
+            raise SystemExit("--backend, --address and --checkpoint-dir apply to the seeds of --seeds; give "
+                             "--seeds for a multi-seed run")
         return cmd.run(cfg, command)
     executor = make_executor(**backend)
     try:

@@ -79,8 +79,8 @@ def assert_same_dataset(a, b):
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
+    Cluster = pytest.importorskip("ray.cluster_utils").Cluster
+    import ray
 
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     for _ in range(2):
