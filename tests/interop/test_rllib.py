@@ -70,3 +70,13 @@ def test_shared_budget_id_is_registered(ray_session):
     register_rllib_envs()
     assert _global_registry.contains(ENV_CREATOR, SHARED_BUDGET_ID)
     assert _global_registry.contains(ENV_CREATOR, "membudget/PMWeek-v0")
+
+
+def test_example_config_runs():
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, os.path.join(root, "docs", "examples", "rllib_pmweek.py"), "--quick"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    assert "iteration 1: " in out and "mean week Set F1" in out
