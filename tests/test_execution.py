@@ -60,6 +60,21 @@ def test_local_checkpoints_resume_after_an_interruption(tmp_path):
     assert [_calls(log, i) for i in range(6)] == [1, 1, 1, 2, 1, 1]
 
 
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def test_results_come_back_in_item_order_whatever_the_finishing_order(tmp_path):
+    fn = functools.partial(_logged_square, str(tmp_path), None)
+    assert _Reversed().map(fn, [3, 1, 2]) == [9, 1, 4]
+    assert_same_dataset(build_label_dataset([2000, 2001], ["B10"], chunk_weeks=1, map=_Reversed().map),
+                        build_label_dataset([2000, 2001], ["B10"], chunk_weeks=0))
+
+
 def test_label_dataset_does_not_depend_on_the_task_split():
     whole = build_label_dataset(range(2000, 2003), ["B10"], chunk_weeks=0)
     split = build_label_dataset(range(2000, 2003), ["B10"], chunk_weeks=2)
