@@ -411,7 +411,7 @@ def run_benchmark(quick: bool = False, progress=None, executor=None, **overrides
     P = dict(BENCH_QUICK if quick else BENCH_FULL)
     P.update(overrides)
     say = progress or (lambda msg: None)
-    jobs = executor.map if executor else lambda specs: _run_jobs(specs, P["workers"], say)
+    jobs = functools.partial(executor.map, _job) if executor else lambda specs: _run_jobs(specs, P["workers"], say)
     budgets, seeds, lseeds = list(P["budgets"]), list(P["eval_seeds"]), list(P["learner_seeds"])
     levels = budget_levels()
     t_start = time.perf_counter()

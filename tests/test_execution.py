@@ -25,6 +25,11 @@ def _logged_square(log_dir, fail_on, item):
     return abs(item) ** 2
 
 
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def _calls(log_dir, item):
     path = os.path.join(log_dir, str(abs(item)))
     return os.path.getsize(path) if os.path.exists(path) else 0
@@ -137,7 +142,7 @@ def test_ray_evaluation_table_equals_local(cluster):
     from membudget.studies.execution import RayExecutor
     from membudget.studies.suite import fit_suite
 
-    small = dict(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
+    small = {"dev_seeds": range(2000, 2005), "temporal_budgets": ("B10",), "analysis_seeds": range(4000, 4002)}
     cfg = budgetpm.EvalConfig(policies=["RandomFeasible", "Static", "Sequential", "DeadlineOutcome", "PacingLB"],
                               budgets=["B5", "B10"], first_seed=9000, n_weeks=6, chunk_weeks=2, bootstrap=2000)
     suite_local = fit_suite(**small)
@@ -183,7 +188,7 @@ def test_ray_three_seed_training_run_equals_local(cluster, tmp_path):
     local = train.main(args + ["--out", str(tmp_path / "local")])
     remote = train.main(args + ["--out", str(tmp_path / "ray"), "--backend", "ray"])
     assert [os.path.basename(d) for d in local] == [f"ppo-native-B10-seed{s}" for s in range(3)]
-    texts = [[open(os.path.join(d, "metrics.csv")).read() for d in run] for run in (local, remote)]
+    texts = [[_read(os.path.join(d, "metrics.csv")) for d in run] for run in (local, remote)]
     assert texts[0] == texts[1]
     assert len(set(texts[0])) == 3  # the seeds differ
     for a, b in zip(local, remote):

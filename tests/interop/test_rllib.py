@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("ray.rllib")
-import ray  # noqa: E402
+import ray
 
-from membudget.agents.rllib import SHARED_BUDGET_ID, make_shared_budget, train_rllib_ppo  # noqa: E402
+from membudget.agents.rllib import SHARED_BUDGET_ID, make_shared_budget, train_rllib_ppo
 
 
 @pytest.fixture(scope="module")
