@@ -24,10 +24,13 @@ pass ``executor.map``.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import pickle
 import time
+
+import numpy as np
 
 BACKENDS = ("local", "ray")
 
@@ -42,11 +45,62 @@ def chunks(seeds, size: int) -> list:
 
 
 def task_id(fn, item) -> str:
-    """The checkpoint name of one task: a hash of the pickled function (its code reference and every argument
-    bound to it) and the item."""
-    h = hashlib.sha256(pickle.dumps(fn, protocol=4))
-    h.update(repr(item).encode())
+    """The checkpoint name of one task: a hash of the function's content (its code reference and every argument
+    bound to it, e.g. a fitted suite) and of the item. The hash walks the objects (arrays by their bytes, dicts
+    and sets in sorted order), so it is the same in every process, unlike pickle bytes, which depend on set order
+    and on which objects happen to be shared."""
+    h = hashlib.sha256()
+    _feed(h, fn, set())
+    _feed(h, item, set())
     return h.hexdigest()[:24]
+
+
+def _feed(h, obj, path):
+    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes, range)):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+        return
+    if isinstance(obj, (np.ndarray, np.generic)):
+        a = np.ascontiguousarray(obj)
+        h.update(f"nd:{a.dtype.str}:{a.shape}:".encode())
+        h.update(a.tobytes() if a.dtype.kind != "O" else repr(a.tolist()).encode())
+        return
+    if hasattr(obj, "detach") and hasattr(obj, "numpy"):  # a torch tensor
+        _feed(h, obj.detach().cpu().numpy(), path)
+        return
+    if id(obj) in path:
+        h.update(b"<cycle>;")
+        return
+    path.add(id(obj))
+    if isinstance(obj, functools.partial):
+        h.update(b"partial(")
+        for part in (obj.func, obj.args, obj.keywords):
+            _feed(h, part, path)
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"{type(obj).__name__}[{len(obj)}](".encode())
+        for x in obj:
+            _feed(h, x, path)
+    elif isinstance(obj, dict):
+        h.update(f"{type(obj).__name__}{{{len(obj)}}}(".encode())
+        for k, v in sorted(obj.items(), key=lambda kv: repr(kv[0])):
+            _feed(h, k, path)
+            _feed(h, v, path)
+    elif isinstance(obj, (set, frozenset)):
+        h.update(f"set{{{len(obj)}}}(".encode())
+        for x in sorted(obj, key=repr):
+            _feed(h, x, path)
+    elif isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):  # functions, classes
+        h.update(f"code:{obj.__module__}.{obj.__qualname__}(".encode())
+    elif hasattr(obj, "__dict__") or hasattr(obj, "__slots__"):
+        h.update(f"obj:{type(obj).__module__}.{type(obj).__qualname__}(".encode())
+        state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+        for name in getattr(type(obj), "__slots__", ()):
+            if hasattr(obj, name):
+                state[name] = getattr(obj, name)
+        _feed(h, state, path)
+    else:
+        h.update(pickle.dumps(obj, protocol=4))
+    h.update(b");")
+    path.discard(id(obj))
 
 
 class Executor:

@@ -48,6 +48,22 @@ def test_task_id_depends_on_function_arguments_and_item():
     assert task_id(f, 1) != task_id(functools.partial(_logged_square, "/a", 4), 1)
 
 
+def test_task_id_is_the_same_in_every_process():
+    import subprocess
+    import sys
+
+    code = ("import functools, numpy as np; from membudget.studies.execution import task_id; "
+            "from membudget.envs.pm import WorldConfig; "
+            "a = np.arange(5.0); print(task_id(functools.partial(dict, names={'static', 'due', 'boosted'}, "
+            "world=WorldConfig(), arrays=[a, a]), ('Static', 'B10', (9000, 9001))))")
+    ids = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(ids) == 1  # set order (hash seed) and object sharing do not change it
+    a = np.arange(5.0)
+    assert task_id(functools.partial(dict, arrays=[a, a]), 0) == task_id(
+        functools.partial(dict, arrays=[a, a.copy()]), 0)
+
+
 def test_local_checkpoints_resume_after_an_interruption(tmp_path):
     log, ckpt = tmp_path / "log", tmp_path / "ckpt"
     log.mkdir()
