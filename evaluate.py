@@ -13,7 +13,11 @@ the studies in :mod:`membudget.studies`.
 - ``tiers [--quick]``: BudgetMem's tier routers on TierRouting-v0;
 - ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v0, written to
   ``docs/proactive_stream.md``;
-- ``shared-budget``: the shared-quota comparison (2, 3, 5 agents), written to ``docs/shared_budget.md``.
+- ``shared-budget``: the shared-quota comparison (2, 3, 5 agents), written to ``docs/shared_budget.md``;
+- ``labels``: the imitation-label dataset in week-chunk tasks.
+
+``--backend local|ray`` (and ``--address`` for an existing Ray cluster) runs the headline table, ``labels`` and
+``rl-vs-distillation`` as deterministic tasks on Ray with the same numbers as locally (docs/ray.md).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ SUBCOMMANDS = {
     "proactive": "membudget.studies.proactmem:main",
     "shared-budget": "membudget.studies.shared_quota:main",
     "conversation": "membudget.studies.conversation:main",
+    "labels": "membudget.studies.generate:labels_main",
 }
 """``python -m membudget.evaluate <name> ...``: the entry point (``module:function``, imported on use) that takes
 the remaining arguments. A new study adds one line here."""

@@ -9,11 +9,19 @@ Subcommands:
 - ``bc`` / ``dagger``: the per-resource student imitating the hindsight DP (behaviour cloning / DAgger);
 - ``tiers``: the PPO tier router on TierRouting-v0 (optional behaviour-cloning warm start from an oracle);
 - ``proactive-ppo``: SB3 PPO on ProactiveStream-v0 choosing the memory depth and the decision per event;
-- ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v0.
+- ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v0;
+- ``rllib-ppo``: RLlib PPO on PMWeekFlat-v0, ReplayStream-v0, TierRouting-v0 or the shared-budget env
+  (multi-agent), EnvRunners in several processes (needs ``ray[rllib]``; docs/ray.md);
+- ``sweep``: a Ray Tune search (Optuna, ASHA) over ``ppo-native``'s hyperparameters on the validation weeks
+  4000-4029; writes ``best_config.json`` for ``ppo-native --config`` (needs ``membudget[ray]``).
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
 are an error. Files are parsed as data only (json / yaml.safe_load), never evaluated.
+
+Several seeds: ``--seeds 0,1,2`` trains one run per seed (one task each, with ``-seed<k>`` run names), in this
+process or on Ray with ``--backend ray [--address ADDR] [--num-cpus N]`` (docs/ray.md); each seed's run is the
+same on either backend.
 
 Each run writes ``<out>/<name>/`` with the model, ``config.json`` (resolved config, command, seed, package
 versions, training totals) and ``metrics.csv`` (held-out metrics); PMWeek learners also write
@@ -33,6 +41,8 @@ STUDIES = (
     "membudget.studies.budgetmem",
     "membudget.studies.proactmem",
     "membudget.studies.limbo",
+    "membudget.studies.rllib_stack",
+    "membudget.studies.sweep",
 )
 """Modules whose ``TRAIN_COMMANDS`` (``{name: TrainCommand}``) become subcommands. A new study adds one line."""
 
@@ -45,23 +55,37 @@ def commands() -> dict:
 
 
 def main(argv=None):
-    from membudget.studies.runs import add_fields, load_config_file, resolve_config
+    from membudget.studies.execution import add_backend_flags, make_executor
+    from membudget.studies.runs import add_fields, load_config_file, resolve_config, run_seeds
 
     table = commands()
     parser = argparse.ArgumentParser(prog="python -m membudget.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, cmd in table.items():
-        add_fields(sub.add_parser(name, help=cmd.help, description=cmd.help), cmd.config, suppress=True,
-                   defaults=cmd.defaults)
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        add_fields(p, cmd.config, suppress=True, defaults=cmd.defaults)
+        p.add_argument("--seeds", default=None, help="comma-separated seeds: one run per seed (multi-seed run)")
+        add_backend_flags(p)
     args = vars(parser.parse_args(argv))
     cmd = table[args.pop("command")]
+    seeds = args.pop("seeds")
+    backend = {k: args.pop(k) for k in ("backend", "address", "num_cpus", "checkpoint_dir")}
     argv = sys.argv[1:] if argv is None else argv
     command = "python -m membudget.train " + " ".join(shlex.quote(a) for a in argv)
     config_path = args.pop("config", None)
     file_values = load_config_file(config_path) if config_path else {}
-    return cmd.run(resolve_config(cmd.config, args, file_values, cmd.defaults, source=config_path or "config"),
-                   command)
+    cfg = resolve_config(cmd.config, args, file_values, cmd.defaults, source=config_path or "config")
+    if seeds is None:
+        if backend["backend"] != "local" or backend["address"] or backend["checkpoint_dir"]:
+            raise SystemExit("--backend, --address and --checkpoint-dir apply to the seeds of --seeds; give "
+                             "--seeds for a multi-seed run")
+        return cmd.run(cfg, command)
+    executor = make_executor(**backend)
+    try:
+        return run_seeds(cmd.run, cfg, command, [int(s) for s in seeds.split(",") if s.strip()], executor)
+    finally:
+        executor.close()
 
 
 if __name__ == "__main__":

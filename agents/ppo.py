@@ -69,7 +69,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
               critic_arch=(128, 128), critic_counts: bool = False, init: PerResourceNet | None = None,
               bc_coef: float = 0.0, bc_data=None, eval_every: int = 250_000, eval_seeds=VALIDATION_SEEDS,
               test_seeds=None, per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
-              train_seeds=TRAIN_SEEDS, torch_threads: int = 1, progress=None):
+              train_seeds=TRAIN_SEEDS, torch_threads: int = 1, progress=None, report=None):
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
 
     ``reward_scale`` multiplies the rewards PPO learns from (the critic then fits returns of order 1 instead of
@@ -78,7 +78,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     ``history`` rows: ``env_steps``, ``wall_clock`` (training seconds, evaluation excluded), ``val_set_f1`` (the
     deterministic policy on ``eval_seeds``) and, with ``test_seeds``, ``test_set_f1`` (for reporting a curve on
     held-out weeks; nothing in training reads it), recorded every ``eval_every`` steps (0: only at the start and
-    end)."""
+    end). ``report(row)``, if given, receives each history row as it is recorded (e.g. a Tune trial's
+    ``tune.report``)."""
     check_int("total_timesteps", total_timesteps, 1)
     check_int("n_envs", n_envs, 1)
     check_int("n_epochs", n_epochs, 1)
@@ -131,6 +132,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         eval_time += time.perf_counter() - t
         if progress:
             progress(f"{steps} steps: validation Set F1 {history[-1]['val_set_f1']:.4f}")
+        if report:
+            report(dict(history[-1]))
 
     record()
     while steps < total_timesteps:

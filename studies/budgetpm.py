@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import shlex
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from membudget.agents.rl import load_policy
+from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cost_to_match, evaluate_policy, package_versions,
                                         parse_budget, progress_line, sweep)
 from membudget.studies.suite import POLICIES, fit_suite
@@ -62,9 +64,26 @@ class EvalConfig:
     """If set, a directory for results.json, results.md and frontiers.png (config, command, versions included)."""
     progress_bar: str = "auto"
     """on, off or auto (on when attached to a terminal)."""
+    backend: str = "local"
+    """local (tasks in this process) or ray (Ray tasks; a local cluster unless --address): docs/ray.md."""
+    address: str = ""
+    """An existing Ray cluster (auto, or ray://host:10001); empty starts a local one."""
+    num_cpus: int = 0
+    """CPUs of the local Ray cluster (0: all)."""
+    chunk_weeks: int = 0
+    """Weeks per evaluation task (0: the whole week range, one task per policy and budget). Part of the
+    configuration: RandomFeasible draws one generator per task."""
+    checkpoint_dir: str = ""
+    """One file per finished task (gate fits, label chunks, evaluations); a restarted run loads them."""
 
 
-def run(cfg: EvalConfig, suite=None, progress=None):
+def evaluate_task(suite, load, repetitions, item):
+    """One evaluation task: per-week metrics of policy ``name`` at ``budget`` on the weeks ``seeds``."""
+    name, budget, seeds = item
+    return evaluate_policy(suite, name, budget, list(seeds), load, repetitions)
+
+
+def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
     if cfg.quick:
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
                                   first_seed=9000, n_weeks=30, load=0, sweep=False)
@@ -77,16 +96,29 @@ def run(cfg: EvalConfig, suite=None, progress=None):
             load_policy(name[len("model:"):])
         elif name not in POLICIES:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")
-    if suite is None:
-        suite = fit_suite(progress=lambda m: say(f"fit: {m}"))
-    seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
+    own = executor is None
+    if own:
+        executor = make_executor(cfg.backend, cfg.address or None, cfg.checkpoint_dir or None,
+                                 cfg.num_cpus or None)
+    try:
+        if suite is None:
+            suite = fit_suite(progress=lambda m: say(f"fit: {m}"), map=executor.map)
+        seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
+        budgets = [parse_budget(b) for b in cfg.budgets]
+        say(f"evaluate ({executor.backend} backend)")
+        items = [(name, b, weeks) for b in budgets for name in cfg.policies if available(name, b, suite)
+                 for weeks in chunks(seeds, cfg.chunk_weeks)]
+        parts = executor.map(functools.partial(evaluate_task, suite, cfg.load, cfg.repetitions), items)
+    finally:
+        if own:
+            executor.close()
+    merged = {}
+    for (name, b, _), part in zip(items, parts):
+        merged.setdefault((name, b), []).append(part)
     results = []
-    for b in map(parse_budget, cfg.budgets):
-        per = {}
-        for name in cfg.policies:
-            if available(name, b, suite):
-                say(f"evaluate {name} at {b}")
-                per[name] = evaluate_policy(suite, name, b, seeds, cfg.load, cfg.repetitions)
+    for b in budgets:
+        per = {name: {k: np.concatenate([p[k] for p in merged[(name, b)]]) for k in merged[(name, b)][0]}
+               for name in cfg.policies if (name, b) in merged}
         ref = per.get(cfg.reference)
         for name, res in per.items():
             row = {"budget": b, "policy": name, "set_f1": res["set_f1"],
@@ -168,7 +200,8 @@ def parse_args(argv=None) -> EvalConfig:
             parser.add_argument(flag, nargs="+", type=str, default=default)
         else:
             parser.add_argument(flag, type=type(default), default=default,
-                                choices=("on", "off", "auto") if f.name == "progress_bar" else None)
+                                choices={"progress_bar": ("on", "off", "auto"),
+                                         "backend": BACKENDS}.get(f.name))
     return EvalConfig(**vars(parser.parse_args(argv)))
 
 

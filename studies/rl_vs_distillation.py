@@ -26,6 +26,7 @@ from membudget.agents.rl import (TRAIN_SEEDS, as_policy, train_conditioned_ppo,
                                  train_ppo_allocator)
 from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.pm.world import WorldConfig
+from membudget.studies.execution import add_backend_flags, make_executor
 from membudget.studies.protocol import bootstrap_ci, evaluate_policy, rollout, write_page
 from membudget.studies.runs import TrainCommand, budget_flag, finish_run, net_arch, show_bar, start_run
 from membudget.studies.suite import fit_suite
@@ -400,27 +401,28 @@ def _run_jobs(specs, workers, say):
     return out
 
 
-def run_benchmark(quick: bool = False, progress=None, **overrides) -> dict:
+def run_benchmark(quick: bool = False, progress=None, executor=None, **overrides) -> dict:
     """Train every learner at every budget and learner seed, evaluate everything on the held-out weeks; returns
-    the results dict: ``per_seed[(budget, method)]`` (one rollout-metrics dict per learner seed),
+    the results dict (``executor``: a study executor, e.g. Ray; default: ``workers`` local processes):
+    ``per_seed[(budget, method)]`` (one rollout-metrics dict per learner seed),
     ``per_week[(budget, method)]`` (per-week metrics averaged over learner seeds; references once),
     ``training[(method, budget)]`` (mean env steps, teacher calls, wall clock over seeds), ``curves[(method,
     budget)]`` (one history per seed) and the settings."""
     P = dict(BENCH_QUICK if quick else BENCH_FULL)
     P.update(overrides)
     say = progress or (lambda msg: None)
+    jobs = functools.partial(executor.map, _job) if executor else lambda specs: _run_jobs(specs, P["workers"], say)
     budgets, seeds, lseeds = list(P["budgets"]), list(P["eval_seeds"]), list(P["learner_seeds"])
     levels = budget_levels()
     t_start = time.perf_counter()
     say("imitation students (BC, DAgger)")
-    first = _run_jobs([(k, b, s, P, None) for b in budgets for s in lseeds for k in ("BC", "DAgger")],
-                      P["workers"], say)
+    first = jobs([(k, b, s, P, None) for b in budgets for s in lseeds for k in ("BC", "DAgger")])
     dagger = {r["key"][1:]: r["net"] for r in first if r["key"][0] == "DAgger"}
     say("PPO, distil-then-RL, ablations")
     specs = [(k, b, s, P, dagger[(b, s)] if k == "DAgger→PPO" else None) for b in budgets for s in lseeds
              for k in ("PPO", "DAgger→PPO")]
     specs += [(k, "B10", s, P, None) for s in lseeds for k in B10_ONLY if "B10" in budgets]
-    results = first + _run_jobs(specs, P["workers"], say)
+    results = first + jobs(specs)
     per_seed, curves, training = {}, {}, {}
     for r in results:
         kind, b, _ = r["key"]
@@ -430,7 +432,8 @@ def run_benchmark(quick: bool = False, progress=None, **overrides) -> dict:
     training = {k: {f: float(np.mean([t[f] for t in v])) for f in v[0]} for k, v in training.items()}
     per_week = {k: {m: np.mean([run[m] for run in v], axis=0) for m in v[0]} for k, v in per_seed.items()}
     say("teachers and references")
-    suite = fit_suite(**(P["suite"] or {}), progress=lambda m: say(f"fit: {m}"))
+    suite = fit_suite(**(P["suite"] or {}), progress=lambda m: say(f"fit: {m}"),
+                      **({"map": executor.map} if executor else {}))
     n_res = len(WorldConfig().resources)
     for b in budgets:
         weeks = [generate_episode(s) for s in seeds]
@@ -661,7 +664,9 @@ def benchmark_main(argv=None):
                                                  "class against the hindsight DP, current-greedy and BudgetPM's "
                                                  "gates (3 learner seeds, B5 / B10 / B20)")
     parser.add_argument("--quick", action="store_true", help="tiny training budgets (a smoke run, not a result)")
-    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: 2, quick: 1)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="local worker processes (default: 2, quick: 1); --backend ray uses the cluster's")
+    add_backend_flags(parser)
     parser.add_argument("--out", default=None,
                         help="Markdown file (default docs/rl_vs_distillation.md; with --quick: none)")
     parser.add_argument("--progress-bar", choices=("on", "off", "auto"), default="auto")
@@ -678,7 +683,14 @@ def benchmark_main(argv=None):
         show = sys.stderr.isatty() if args.progress_bar == "auto" else args.progress_bar == "on"
         say = (lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", file=sys.stderr, flush=True)) if show else None
         overrides = {} if args.workers is None else {"workers": args.workers}
-        res = run_benchmark(quick=args.quick, progress=say, **overrides)
+        executor = None
+        if args.backend != "local" or args.checkpoint_dir:
+            executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus, progress=say)
+        try:
+            res = run_benchmark(quick=args.quick, progress=say, executor=executor, **overrides)
+        finally:
+            if executor:
+                executor.close()
         res["command"] = command
     text = format_benchmark(res, command)
     print(text)

@@ -39,6 +39,24 @@ class TrainCommand:
     """Overrides of the config's defaults for this subcommand."""
 
 
+def run_seed(run, cfg, command, seed):
+    """One seed of a multi-seed training run (one task): ``cfg`` with ``seed`` (and ``-seed<k>`` appended to an
+    explicit run name), one torch thread so that every backend computes the same numbers."""
+    import torch
+
+    torch.set_num_threads(1)
+    named = {"name": f"{cfg.name}-seed{seed}"} if getattr(cfg, "name", "") else {}
+    return run(dataclasses.replace(cfg, seed=int(seed), **named), f"{command} (seed {seed})")
+
+
+def run_seeds(run, cfg, command, seeds, executor):
+    """Train ``cfg`` once per seed through ``executor`` (one task per seed); returns the run directories in seed
+    order."""
+    import functools
+
+    return executor.map(functools.partial(run_seed, run, cfg, command), [int(s) for s in seeds])
+
+
 def budget_flag(value: str):
     """A budget flag: ``none``, an integer or a level name such as ``B10``."""
     if value == "none":
@@ -138,7 +156,7 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "lam_conditioned": ("on", "off"), "use_beta": ("on", "off"), "normalize_reward": ("on", "off"),
            "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation"),
            "bc_teacher": ("expected", "hindsight"), "policy": ("per-resource", "mlp"), "context": ("on", "off"),
-           "critic_counts": ("on", "off")}
+           "critic_counts": ("on", "off"), "env": ("pmweek-flat", "replay", "tiers", "shared-budget")}
 
 
 def add_fields(parser, cls, suppress=False, defaults=None):

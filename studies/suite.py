@@ -3,6 +3,7 @@ policy at any budget (with the environment arguments it needs)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -89,57 +90,75 @@ class _Bound:
         return self.gate.action_for(observation, self.threshold), state
 
 
-def select_backoff(static, seeds=ANALYSIS_SEEDS, caps=(10, 21)):
+def _backoff_score(static, seeds, params_cap):
+    """Mean Set F1 and realized cost of DeadlineBackoffOutcome ``(i, f, m)`` at one cap (one task)."""
+    (i, f, m), cap = params_cap
+    res = rollout(DeadlineBackoffOutcome(scorer=static, cap=cap, initial=i, factor=f, max_interval=m), seeds,
+                  budget=cap, action_mode="scores")
+    return float(res["set_f1"].mean()), float(res["realized_cost"].mean())
+
+
+def select_backoff(static, seeds=ANALYSIS_SEEDS, caps=(10, 21), map=map):
     """BudgetPM's rule: maximise mean Set F1 across caps 10 and 21 on the analysis weeks; ties to lower cost, then
-    simpler parameters (smaller initial interval, factor, max interval)."""
+    simpler parameters (smaller initial interval, factor, max interval). One task per (parameters, cap)."""
+    items = [(params, cap) for params in BACKOFF_GRID for cap in caps]
+    scores = dict(zip(items, map(functools.partial(_backoff_score, static, tuple(seeds)), items)))
     best = None
     for params in BACKOFF_GRID:
-        i, f, m = params
-        f1s, costs = [], []
-        for cap in caps:
-            pol = DeadlineBackoffOutcome(scorer=static, cap=cap, initial=i, factor=f, max_interval=m)
-            res = rollout(pol, seeds, budget=cap, action_mode="scores")
-            f1s.append(res["set_f1"].mean())
-            costs.append(res["realized_cost"].mean())
+        f1s, costs = zip(*(scores[(params, cap)] for cap in caps))
         key = (-round(float(np.mean(f1s)), 12), float(np.mean(costs)), params)
         if best is None or key < best[0]:
             best = (key, params)
     return best[1]
 
 
-def select_pacing_threshold(static, budget, cap, seeds=DEV_SEEDS):
+def _pacing_score(static, seeds, cap_thr):
+    cap, thr = cap_thr
+    res = rollout(Pacing(scorer=static, threshold=thr), seeds, budget=cap, action_mode="scores")
+    return float(res["set_f1"].mean()), float(res["realized_cost"].mean())
+
+
+def select_pacing_threshold(static, budget, cap, seeds=DEV_SEEDS, map=map):
     """Pacing-LB's low-budget knot: 0.05 ... 0.95, 0.975, 0.99 maximising mean week Set F1 on the development
-    weeks; ties to lower cost, then the higher threshold."""
+    weeks; ties to lower cost, then the higher threshold. One task per threshold."""
     grid = list(THRESHOLD_GRID) + [0.975, 0.99]
     best = None
-    for thr in grid:
-        res = rollout(Pacing(scorer=static, threshold=thr), seeds, budget=cap, action_mode="scores")
-        key = (-round(float(res["set_f1"].mean()), 12), float(res["realized_cost"].mean()), -thr)
+    for thr, (f1, cost) in zip(grid, map(functools.partial(_pacing_score, static, tuple(seeds)),
+                                         [(cap, thr) for thr in grid])):
+        key = (-round(f1, 12), cost, -thr)
         if best is None or key < best[0]:
             best = (key, thr)
     return float(best[1])
 
 
+def _fit_gate(dataset, levels, spec):
+    """One gate of the suite fitted on the label dataset (one task): ``spec`` is a name or (teacher, budget)."""
+    if isinstance(spec, tuple):
+        return TemporalGate(teacher=spec[0], budget=spec[1]).fit(dataset, levels)
+    gate = {"static": StaticGate, "due": functools.partial(StaticGate, label="due"), "boosted": BoostedGate,
+            "relevance": RelevanceGate}[spec]()
+    return gate.fit(dataset, levels)
+
+
 def fit_suite(dev_seeds=DEV_SEEDS, temporal_budgets=TEMPORAL_BUDGETS, analysis_seeds=ANALYSIS_SEEDS,
-              progress=None) -> Suite:
-    """Fit every gate on the development weeks and select the schedule parameters (unit prices, N_max = 2)."""
+              progress=None, map=map) -> Suite:
+    """Fit every gate on the development weeks and select the schedule parameters (unit prices, N_max = 2).
+
+    ``map`` (``map(fn, items)`` -> results in order; a study executor's ``map``) runs the independent parts as
+    tasks: the label dataset by week chunks, one task per gate, per backoff candidate and per Pacing-LB knot."""
     levels = budget_levels()
     step = progress or (lambda msg: None)
     step("label dataset")
-    ds = build_label_dataset(dev_seeds, list(temporal_budgets))
-    step("Static / Matched-Due / Boosted / Relevance gates")
-    static = StaticGate().fit(ds, levels)
-    due = StaticGate(label="due").fit(ds, levels)
-    boosted = BoostedGate().fit(ds, levels)
-    relevance = RelevanceGate().fit(ds, levels)
-    suite = Suite(levels=levels, static=static, due=due, boosted=boosted, relevance=relevance)
-    for b in temporal_budgets:
-        for teacher in ("myopic", "sequential"):
-            step(f"{teacher} gate at {b}")
-            suite.temporal[(teacher, b)] = TemporalGate(teacher=teacher, budget=b).fit(ds, levels)
+    ds = build_label_dataset(dev_seeds, list(temporal_budgets), map=map)
+    step("gates (Static, Matched-Due, Boosted, Relevance, Myopic and Sequential per budget)")
+    specs = ["static", "due", "boosted", "relevance"] + [(teacher, b) for b in temporal_budgets
+                                                           for teacher in ("myopic", "sequential")]
+    gates = dict(zip(specs, map(functools.partial(_fit_gate, ds, levels), specs)))
+    suite = Suite(levels=levels, static=gates["static"], due=gates["due"], boosted=gates["boosted"],
+                  relevance=gates["relevance"], temporal={k: v for k, v in gates.items() if isinstance(k, tuple)})
     step("backoff parameters")
-    suite.backoff = select_backoff(static, analysis_seeds)
+    suite.backoff = select_backoff(suite.static, analysis_seeds, map=map)
     for b in ("B5", "B10"):
         step(f"Pacing-LB knot at {b}")
-        suite.pacing_lb[b] = select_pacing_threshold(static, b, levels[b], dev_seeds)
+        suite.pacing_lb[b] = select_pacing_threshold(suite.static, b, levels[b], dev_seeds, map=map)
     return suite

@@ -31,6 +31,7 @@ npz schema (all arrays; ``B`` budgets, ``N`` rows)::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -145,21 +146,18 @@ class LabelDataset:
         return int(idx[0])
 
 
-def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: WorldConfig | None = None,
-                        cost_profile: str = "unit", per_step_cap=2, late_policy: str = "expire",
-                        load: int = 0) -> LabelDataset:
-    """Labels for the weeks ``seeds`` at each budget (level names or ints)."""
+def label_weeks(seeds, budgets, world: WorldConfig, cost_profile: str, per_step_cap, late_policy: str,
+                load: int) -> dict:
+    """The label rows of the weeks ``seeds`` as arrays (one task of :func:`build_label_dataset`; weeks are
+    independent): the :class:`LabelDataset` fields ``features`` ... ``budget_features_sequential`` and the count
+    of teacher queries outside the rows."""
     from membudget.envs.pm import budget_levels
 
-    world = world or WorldConfig()
     levels = budget_levels(world, cost_profile)
     values = [levels[b] if isinstance(b, str) else int(b) for b in budgets]
-    names = [b if isinstance(b, str) else f"B={b}" for b in budgets]
     rows, week_of = [], []
-    myo = [[] for _ in values]
-    seq = [[] for _ in values]
-    bf_myo = [[] for _ in values]
-    bf_seq = [[] for _ in values]
+    labels = {name: [[] for _ in values] for name in ("myopic", "sequential")}
+    feats_of = {name: [[] for _ in values] for name in ("myopic", "sequential")}
     outside = {"myopic": 0, "sequential": 0}
     for seed in seeds:
         ep = generate_episode(seed, world, cost_profile, load)
@@ -169,28 +167,57 @@ def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: Wo
         keys = {(t, r) for t, r, *_ in ref}
         for j, (b, spec) in enumerate(zip(values, budgets)):
             kw = dict(budget=b, per_step_cap=per_step_cap, late_policy=late_policy, lookahead=world.lookahead)
-            for name, teacher, lab, bf in (("myopic", CurrentGreedy(**kw), myo[j], bf_myo[j]),
-                                           ("sequential", HindsightDP(**kw), seq[j], bf_seq[j])):
+            for name, teacher in (("myopic", CurrentGreedy(**kw)), ("sequential", HindsightDP(**kw))):
                 sched = teacher.solve(ep).schedule
                 chosen = set(sched)
                 outside[name] += len(chosen - keys)
-                lab += [int((t, r) in chosen) for t, r, *_ in ref]
+                labels[name][j] += [int((t, r) in chosen) for t, r, *_ in ref]
                 feats = teacher_rollout(ep, sched, world, spec, per_step_cap, late_policy, cost_profile)
-                bf += [feats[t] for t, *_ in ref]
-    n = len(rows)
+                feats_of[name][j] += [feats[t] for t, *_ in ref]
+    n, nb = len(rows), len(values)
+    stack = lambda xs: np.stack(xs).astype(np.float32) if xs else np.zeros((0, 9), np.float32)  # noqa: E731
+    return {
+        "features": np.stack([r[2] for r in rows]).astype(np.float32) if n else np.zeros((0, 27), np.float32),
+        "week": np.array(week_of, dtype=np.int64), "step": np.array([r[0] for r in rows], dtype=np.int64),
+        "resource": np.array([r[1] for r in rows], dtype=np.int64),
+        "outcome": np.array([r[3] for r in rows], dtype=np.int8), "due": np.array([r[4] for r in rows], dtype=np.int8),
+        "myopic": np.array(labels["myopic"], dtype=np.int8).reshape(nb, n),
+        "sequential": np.array(labels["sequential"], dtype=np.int8).reshape(nb, n),
+        "budget_features_myopic": (np.stack([stack(x) for x in feats_of["myopic"]]) if nb
+                                   else np.zeros((0, n, 9), np.float32)),
+        "budget_features_sequential": (np.stack([stack(x) for x in feats_of["sequential"]]) if nb
+                                       else np.zeros((0, n, 9), np.float32)),
+        "outside": outside}
+
+
+def build_label_dataset(seeds, budgets=("B5", "B10", "B15", "B20"), *, world: WorldConfig | None = None,
+                        cost_profile: str = "unit", per_step_cap=2, late_policy: str = "expire",
+                        load: int = 0, map=map, chunk_weeks: int = 10) -> LabelDataset:
+    """Labels for the weeks ``seeds`` at each budget (level names or ints).
+
+    The weeks are labelled in tasks of ``chunk_weeks`` consecutive weeks through ``map`` (``map(fn, items)`` ->
+    results in item order, e.g. a study executor's ``map`` for Ray); weeks are independent, so the dataset is
+    the same for every ``map`` and chunk size."""
+    from membudget.envs.pm import budget_levels
+
+    world = world or WorldConfig()
+    budgets = list(budgets)
+    levels = budget_levels(world, cost_profile)
+    values = [levels[b] if isinstance(b, str) else int(b) for b in budgets]
+    names = [b if isinstance(b, str) else f"B={b}" for b in budgets]
+    seeds = [int(s) for s in seeds]
+    size = chunk_weeks if chunk_weeks > 0 else max(len(seeds), 1)
+    task = functools.partial(label_weeks, budgets=budgets, world=world, cost_profile=cost_profile,
+                             per_step_cap=per_step_cap, late_policy=late_policy, load=load)
+    parts = list(map(task, [tuple(seeds[i:i + size]) for i in range(0, len(seeds), size)]))
+    if not parts:
+        parts = [task(())]
     meta = {"schema_version": SCHEMA_VERSION, "reference": "all_relevant", "world": dataclasses.asdict(world),
             "cost_profile": cost_profile, "per_step_cap": per_step_cap, "late_policy": late_policy, "load": load,
-            "seeds": [int(s) for s in seeds], "teacher_queries_outside_rows": outside}
+            "seeds": seeds, "teacher_queries_outside_rows": {name: sum(p["outside"][name] for p in parts)
+                                                              for name in ("myopic", "sequential")}}
     meta = json.loads(json.dumps(meta))  # exactly what a saved file holds (tuples become lists)
-    stack = lambda xs: np.stack(xs).astype(np.float32) if xs else np.zeros((0, 9), np.float32)  # noqa: E731
-    return LabelDataset(
-        features=np.stack([r[2] for r in rows]).astype(np.float32) if n else np.zeros((0, 27), np.float32),
-        week=np.array(week_of, dtype=np.int64), step=np.array([r[0] for r in rows], dtype=np.int64),
-        resource=np.array([r[1] for r in rows], dtype=np.int64),
-        outcome=np.array([r[3] for r in rows], dtype=np.int8), due=np.array([r[4] for r in rows], dtype=np.int8),
-        budgets=np.array(values, dtype=np.int64), budget_names=np.array(names),
-        myopic=np.array(myo, dtype=np.int8).reshape(len(values), n),
-        sequential=np.array(seq, dtype=np.int8).reshape(len(values), n),
-        budget_features_myopic=np.stack([stack(x) for x in bf_myo]) if values else np.zeros((0, n, 9)),
-        budget_features_sequential=np.stack([stack(x) for x in bf_seq]) if values else np.zeros((0, n, 9)),
-        meta=meta)
+    axis = {"myopic": 1, "sequential": 1, "budget_features_myopic": 1, "budget_features_sequential": 1}
+    arrays = {k: np.concatenate([p[k] for p in parts], axis=axis.get(k, 0)) for k in parts[0] if k != "outside"}
+    return LabelDataset(budgets=np.array(values, dtype=np.int64), budget_names=np.array(names), meta=meta,
+                        **arrays)

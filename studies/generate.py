@@ -1,0 +1,37 @@
+"""Data generators on an execution backend: ``python -m membudget.evaluate labels --out F.npz [--backend ray]``
+builds the imitation-label dataset of :func:`membudget.teachers.build_label_dataset` in week-chunk tasks (the
+teachers' own ``python -m membudget.teachers labels`` is the same dataset in one process)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from membudget.studies.execution import add_backend_flags, make_executor
+from membudget.studies.protocol import parse_budget
+from membudget.teachers import build_label_dataset
+
+
+def labels_main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate labels",
+                                     description="the imitation-label dataset (compressed npz), in week chunks")
+    parser.add_argument("--out", required=True, help="output .npz path")
+    parser.add_argument("--first-seed", type=int, default=2000)
+    parser.add_argument("--n-weeks", type=int, default=20)
+    parser.add_argument("--budgets", nargs="+", default=["B5", "B10", "B15", "B20"])
+    parser.add_argument("--chunk-weeks", type=int, default=10, help="weeks per task (the dataset does not depend "
+                                                                     "on it)")
+    add_backend_flags(parser)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        ds = build_label_dataset(range(args.first_seed, args.first_seed + args.n_weeks),
+                                 [parse_budget(b) for b in args.budgets], map=executor.map,
+                                 chunk_weeks=args.chunk_weeks)
+    finally:
+        executor.close()
+    ds.save(args.out)
+    print(f"{args.out}: {len(ds)} rows from weeks {args.first_seed}-{args.first_seed + args.n_weeks - 1}, "
+          f"budgets {ds.budget_names.tolist()}, {args.backend} backend, {time.perf_counter() - start:.1f} s")
+    return ds

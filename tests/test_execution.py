@@ -1,0 +1,213 @@
+"""Execution backends (studies/execution.py): item-order results, checkpoints and resume, and — where Ray is
+installed — equality of the Ray backend with the local one on a simulated 3-node cluster, a worker killed during
+a run, and resume from a checkpoint written by another backend."""
+
+import dataclasses
+import functools
+import os
+
+import numpy as np
+import pytest
+
+from membudget.studies.execution import Executor, chunks, task_id
+from membudget.teachers import build_label_dataset
+
+
+def _logged_square(log_dir, fail_on, item):
+    """item**2, appending one line per call to ``log_dir/<item>``; raises on ``fail_on`` while the file
+    ``log_dir/FAIL`` exists, and ends its own process (a killed worker) on its first call for ``-item``."""
+    with open(os.path.join(log_dir, str(abs(item))), "a") as f:
+        f.write("x")
+    if item == fail_on and os.path.exists(os.path.join(log_dir, "FAIL")):
+        raise RuntimeError("interrupted")
+    if item < 0 and os.path.getsize(os.path.join(log_dir, str(abs(item)))) == 1:
+        os._exit(1)
+    return abs(item) ** 2
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _calls(log_dir, item):
+    path = os.path.join(log_dir, str(abs(item)))
+    return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def test_chunks_cover_the_range_in_order():
+    assert chunks(range(5), 2) == [(0, 1), (2, 3), (4,)]
+    assert chunks(range(3), 0) == [(0, 1, 2)]
+    assert chunks([7], 4) == [(7,)]
+
+
+def test_task_id_depends_on_function_arguments_and_item():
+    f = functools.partial(_logged_square, "/a", 3)
+    assert task_id(f, 1) == task_id(functools.partial(_logged_square, "/a", 3), 1)
+    assert task_id(f, 1) != task_id(f, 2)
+    assert task_id(f, 1) != task_id(functools.partial(_logged_square, "/a", 4), 1)
+
+
+def test_task_id_is_the_same_in_every_process():
+    import subprocess
+    import sys
+
+    code = ("import functools, numpy as np; from membudget.studies.execution import task_id; "
+            "from membudget.envs.pm import WorldConfig; "
+            "a = np.arange(5.0); print(task_id(functools.partial(dict, names={'static', 'due', 'boosted'}, "
+            "world=WorldConfig(), arrays=[a, a]), ('Static', 'B10', (9000, 9001))))")
+    ids = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(ids) == 1  # set order (hash seed) and object sharing do not change it
+    a = np.arange(5.0)
+    assert task_id(functools.partial(dict, arrays=[a, a]), 0) == task_id(
+        functools.partial(dict, arrays=[a, a.copy()]), 0)
+
+
+def test_local_checkpoints_resume_after_an_interruption(tmp_path):
+    log, ckpt = tmp_path / "log", tmp_path / "ckpt"
+    log.mkdir()
+    (log / "FAIL").touch()
+    fn = functools.partial(_logged_square, str(log), 3)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        Executor(str(ckpt)).map(fn, range(6))
+    assert len(os.listdir(ckpt)) == 3  # items 0, 1, 2 finished before the failure
+    (log / "FAIL").unlink()
+    ex = Executor(str(ckpt))
+    assert ex.map(fn, range(6)) == [0, 1, 4, 9, 16, 25]
+    assert (ex.loaded, ex.computed) == (3, 3)
+    assert [_calls(log, i) for i in range(6)] == [1, 1, 1, 2, 1, 1]  # only the interrupted task ran twice
+    assert Executor(str(ckpt)).map(fn, [5, 0]) == [25, 0]  # loaded in the order asked
+    assert [_calls(log, i) for i in range(6)] == [1, 1, 1, 2, 1, 1]
+
+
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def test_results_come_back_in_item_order_whatever_the_finishing_order(tmp_path):
+    fn = functools.partial(_logged_square, str(tmp_path), None)
+    assert _Reversed().map(fn, [3, 1, 2]) == [9, 1, 4]
+    assert_same_dataset(build_label_dataset([2000, 2001], ["B10"], chunk_weeks=1, map=_Reversed().map),
+                        build_label_dataset([2000, 2001], ["B10"], chunk_weeks=0))
+
+
+def test_label_dataset_does_not_depend_on_the_task_split():
+    whole = build_label_dataset(range(2000, 2003), ["B10"], chunk_weeks=0)
+    split = build_label_dataset(range(2000, 2003), ["B10"], chunk_weeks=2)
+    assert_same_dataset(whole, split)
+
+
+def assert_same_dataset(a, b):
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+        else:
+            assert x == y, f.name
+
+
+# --- Ray: a simulated cluster of three 1-CPU nodes --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cluster():
+    Cluster = pytest.importorskip("ray.cluster_utils").Cluster
+    import ray
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for _ in range(2):
+        c.add_node(num_cpus=1)
+    ray.init(address=c.address, log_to_driver=False)
+    c.wait_for_nodes()
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+def _node_of(_item):
+    import time
+
+    import ray
+
+    time.sleep(0.5)  # long enough that a busy node's tasks spill to the others
+    return ray.get_runtime_context().get_node_id()
+
+
+def test_ray_tasks_spread_over_nodes_and_keep_item_order(cluster, tmp_path):
+    from membudget.studies.execution import RayExecutor
+
+    ex = RayExecutor()
+    assert ex.map(functools.partial(_logged_square, str(tmp_path), None), range(8)) == [i * i for i in range(8)]
+    assert len(set(ex.map(_node_of, range(6)))) >= 2  # the remote workers import membudget on other nodes
+
+
+def test_ray_label_dataset_equals_local(cluster):
+    from membudget.studies.execution import RayExecutor
+
+    local = build_label_dataset(range(2000, 2004), ["B5", "B10"], chunk_weeks=0)
+    remote = build_label_dataset(range(2000, 2004), ["B5", "B10"], chunk_weeks=1, map=RayExecutor().map)
+    assert_same_dataset(local, remote)
+
+
+def test_ray_evaluation_table_equals_local(cluster):
+    from membudget.studies import budgetpm
+    from membudget.studies.execution import RayExecutor
+    from membudget.studies.suite import fit_suite
+
+    small = {"dev_seeds": range(2000, 2005), "temporal_budgets": ("B10",), "analysis_seeds": range(4000, 4002)}
+    cfg = budgetpm.EvalConfig(policies=["RandomFeasible", "Static", "Sequential", "DeadlineOutcome", "PacingLB"],
+                              budgets=["B5", "B10"], first_seed=9000, n_weeks=6, chunk_weeks=2, bootstrap=2000)
+    suite_local = fit_suite(**small)
+    suite_ray = fit_suite(**small, map=RayExecutor().map)
+    local, _ = budgetpm.run(cfg, suite=suite_local)
+    remote, _ = budgetpm.run(cfg, suite=suite_ray, executor=RayExecutor())
+    assert budgetpm.format_table(local, "Static") == budgetpm.format_table(remote, "Static")
+    for a, b in zip(local, remote):
+        for k in ("set_f1", "on_time_recall", "realized_cost", "spend_per_quarter"):
+            assert np.array_equal(a[k], b[k], equal_nan=True)
+
+
+def test_ray_retries_a_killed_worker_and_recomputes_one_task(cluster, tmp_path):
+    from membudget.studies.execution import RayExecutor
+
+    fn = functools.partial(_logged_square, str(tmp_path), None)
+    items = [0, 1, 2, -3, 4, 5]  # the worker running -3 dies on its first attempt
+    assert RayExecutor().map(fn, items) == [0, 1, 4, 9, 16, 25]
+    assert [_calls(tmp_path, i) for i in range(6)] == [1, 1, 1, 2, 1, 1]
+
+
+def test_ray_resumes_a_local_checkpoint(cluster, tmp_path):
+    from membudget.studies.execution import RayExecutor
+
+    log, ckpt = tmp_path / "log", tmp_path / "ckpt"
+    log.mkdir()
+    (log / "FAIL").touch()
+    fn = functools.partial(_logged_square, str(log), 4)
+    with pytest.raises(RuntimeError):
+        Executor(str(ckpt)).map(fn, range(6))
+    (log / "FAIL").unlink()
+    ex = RayExecutor(checkpoint_dir=str(ckpt))
+    assert ex.map(fn, range(6)) == [0, 1, 4, 9, 16, 25]
+    assert (ex.loaded, ex.computed) == (4, 2)
+    assert [_calls(log, i) for i in range(6)] == [1, 1, 1, 1, 2, 1]
+
+
+def test_ray_three_seed_training_run_equals_local(cluster, tmp_path):
+    from membudget import train
+
+    args = ["ppo-native", "--total-timesteps", "640", "--n-envs", "8", "--n-minibatches", "2", "--eval-every",
+            "640", "--eval-weeks", "2", "--learning-curve", "off", "--progress-bar", "off", "--seeds", "0,1,2"]
+    local = train.main(args + ["--out", str(tmp_path / "local")])
+    remote = train.main(args + ["--out", str(tmp_path / "ray"), "--backend", "ray"])
+    assert [os.path.basename(d) for d in local] == [f"ppo-native-B10-seed{s}" for s in range(3)]
+    texts = [[_read(os.path.join(d, "metrics.csv")) for d in run] for run in (local, remote)]
+    assert texts[0] == texts[1]
+    assert len(set(texts[0])) == 3  # the seeds differ
+    for a, b in zip(local, remote):
+        with np.load(os.path.join(a, "model.npz")) as x, np.load(os.path.join(b, "model.npz")) as y:
+            assert sorted(x.files) == sorted(y.files)
+            assert all(np.array_equal(x[k], y[k]) for k in x.files)
