@@ -27,16 +27,20 @@ from tianshou.highlevel.persistence import PolicyPersistence
 DISCRETE_IDS = ["membudget/TierRouting-v0", "membudget/ReplayStream-v0", "membudget/ProactiveStream-v0"]
 
 
-class FlatScoresPMWeek(EnvFactory):
-    """PMWeek-v0 with ``Box`` score actions and the flattened observation."""
+DICT_IDS = ["membudget/PMWeek-v0", "membudget/ConversationPM-v0"]
 
-    def __init__(self):
+
+class FlatScores(EnvFactory):
+    """A ``Dict``-observation id (PMWeek-v0, ConversationPM-v0) with ``Box`` score actions and the flattened
+    observation."""
+
+    def __init__(self, env_id):
         super().__init__(VectorEnvType.DUMMY)
+        self.env_id = env_id
 
     def _create_env(self, mode):
         render_mode = "ansi" if mode == EnvMode.WATCH else None
-        return gym.wrappers.FlattenObservation(gym.make("membudget/PMWeek-v0", action_mode="scores",
-                                                        render_mode=render_mode))
+        return gym.wrappers.FlattenObservation(gym.make(self.env_id, action_mode="scores", render_mode=render_mode))
 
 
 def _experiment(env_id, base_dir, **config):
@@ -45,14 +49,14 @@ def _experiment(env_id, base_dir, **config):
     # the state dict: Tianshou's default (the pickled algorithm) is refused by torch.load's weights_only default
     experiment = ExperimentConfig(seed=0, device="cpu", persistence_base_dir=str(base_dir), watch_num_episodes=1,
                                   policy_persistence_mode=PolicyPersistence.Mode.POLICY_STATE_DICT, **config)
-    if env_id == "membudget/PMWeek-v0":
-        factory = FlatScoresPMWeek()
+    if env_id in DICT_IDS:
+        factory = FlatScores(env_id)
     else:
         factory = EnvFactoryRegistered(task=env_id, venv_type=VectorEnvType.DUMMY, render_mode_watch="ansi")
     return PPOExperimentBuilder(factory, experiment, training).build()
 
 
-@pytest.mark.parametrize("env_id", [*DISCRETE_IDS, "membudget/PMWeek-v0"])
+@pytest.mark.parametrize("env_id", [*DISCRETE_IDS, *DICT_IDS])
 def test_ppo_trains_persists_restores_and_watches(env_id, tmp_path):
     result = _experiment(env_id, tmp_path, watch=False).run(run_name="train")
     assert result.trainer_result is not None and result.trainer_result.update_step > 0

@@ -23,9 +23,12 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 
+DICT_IDS = ("membudget/PMWeek-v0", "membudget/ConversationPM-v0")
+
+
 def make(env_id):
     env = GymEnv(env_id)
-    if env_id == "membudget/PMWeek-v0":  # TorchRL's models take one tensor: its transforms join the Dict's keys
+    if env_id in DICT_IDS:  # TorchRL's models take one tensor: its transforms join the Dict's keys
         env = TransformedEnv(env, FlattenObservation(-2, -1, in_keys=["resources"]))
         env.append_transform(CatTensors(["budget", "mask", "resources"], "observation"))
     return env
