@@ -599,6 +599,7 @@ class PMWeekCore:
 
     def _alloc(self, max_t: int, max_int: int):
         n, r = self.n, self.n_resources
+        self._state = None  # the arrays below are new: advance() gathers them again
         self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int32)
         self.live_from = np.zeros((n, max_int), dtype=np.int32)  # sorted
         self.live_order = np.zeros((n, max_int), dtype=np.int32)
@@ -663,12 +664,15 @@ class PMWeekCore:
                 metrics_out, res_out, bud_out, mask_out):
         """Step the weeks ``rows[k]`` with ``stepping[k]`` (scores ``scores[k]``), then, if ``observe``, write
         every week's observation (see :func:`_advance`); outputs are indexed like ``rows``."""
-        _advance(rows, stepping, observe, scores, self.t, self.horizon, self.n_int, self.table, self.live_from,
-                 self.live_order, self.n_entered, self.live, self.live_miss, self.n_live, self.status,
-                 self.miss_cost, self.costs, self.unequal, self.min_cost, self.is_clock, self.cost_ratio, self.cal,
-                 self.hints, self.lookahead, self.mask_state, self.budget, self.remaining, self.b_frac, self.n_max,
-                 self.cost_cap, self.late_execute, self.vis_step, self.counters, self.q_hist, self.c_hist,
-                 self.last_q, self.unchanged, self.ev_list, selected_out, skipped_out, reward_out, events_out,
+        state = self._state
+        if state is None:  # gathered once per allocation: attribute lookups cost more than the kernel's dispatch
+            state = self._state = (
+                self.t, self.horizon, self.n_int, self.table, self.live_from, self.live_order, self.n_entered,
+                self.live, self.live_miss, self.n_live, self.status, self.miss_cost, self.costs, self.unequal,
+                self.min_cost, self.is_clock, self.cost_ratio, self.cal, self.hints, self.lookahead, self.mask_state,
+                self.budget, self.remaining, self.b_frac, self.n_max, self.cost_cap, self.late_execute,
+                self.vis_step, self.counters, self.q_hist, self.c_hist, self.last_q, self.unchanged, self.ev_list)
+        _advance(rows, stepping, observe, scores, *state, selected_out, skipped_out, reward_out, events_out,
                  metrics_out, res_out, bud_out, mask_out, self._cnt, self._best, self._order, self._key,
                  self._resolved, self._misses)
 

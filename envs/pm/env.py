@@ -252,8 +252,8 @@ class PMWeekEnv(TextRender, gym.Env):
 
     def _info(self, step, queried, cost, skipped, events) -> dict:
         """The per-step info (the reset info has the same keys, with nothing queried)."""
-        s0, s1, s2, s3 = (int(x) for x in skipped)
-        tp, fp, fn, late_exec, late_miss, expired = (int(x) for x in events[:6])
+        s0, s1, s2, s3 = skipped.tolist()
+        tp, fp, fn, late_exec, late_miss, expired = events[:6].tolist()
         return {"step": step, "queried": queried, "cost": cost,
                 "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0]),
                 "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
