@@ -176,6 +176,7 @@ class ConversationPMEnv(TextRender, gym.Env):
         self._core = PMWeekCore(1, n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=None,
                                 late_policy="expire", b_frac=self.target_fraction)
         self._rows = np.zeros(1, dtype=np.int64)
+        self._stepping = np.ones(1, dtype=bool)
         self._res = np.zeros((1, n_res, N_RESOURCE_FEATURES), dtype=np.float32)
         self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
         self._mask = np.zeros((1, n_res), dtype=np.int8)
@@ -186,8 +187,9 @@ class ConversationPMEnv(TextRender, gym.Env):
         self._metrics = np.zeros((1, len(METRIC_NAMES)))
         self.conversation: Conversation | None = None
 
-    def _obs(self):
-        self._core.observe(self._rows, self._res, self._bud, self._mask)
+    def _obs(self, observe=True):
+        if observe:
+            self._core.observe(self._rows, self._res, self._bud, self._mask)
         res = np.empty((self._res.shape[1], N_FEATURES), dtype=np.float32)
         res[:, :N_RESOURCE_FEATURES] = self._res[0]
         for cols in NEUTRALISED:
@@ -236,7 +238,8 @@ class ConversationPMEnv(TextRender, gym.Env):
             raise RuntimeError("the episode has terminated; call reset()")
         scores = action_to_scores(action, (core.n_resources,), self.action_mode)[None, :]
         t = int(core.t[0])
-        core.step(self._rows, scores, self._sel, self._skipped, self._reward, self._events, self._metrics)
+        core.advance(self._rows, self._stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
+                     self._metrics, self._res, self._bud, self._mask)  # the step and the next observation
         reward, hits, false_fires = 0.0, 0, 0
         n_events = int(self._events[0, 6])
         if n_events:
@@ -252,7 +255,7 @@ class ConversationPMEnv(TextRender, gym.Env):
                           n_sel - hits - false_fires, self._truth[t] - hits)
         if terminated:
             info["episode_metrics"] = self._summary()
-        return self._obs(), reward, terminated, False, info
+        return self._obs(observe=False), reward, terminated, False, info
 
     def _summary(self) -> dict:
         m = self._metrics[0]
