@@ -158,16 +158,22 @@ class Pacing:
         self.threshold = threshold
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        obs, single = _batch(observation)
-        res = np.asarray(obs["resources"], dtype=np.float64)
-        n, R, F = res.shape
-        s = self.scorer.score(res.reshape(n * R, F)).reshape(n, R)
-        b = np.asarray(obs["budget"], dtype=np.float64)
-        rho = b[:, _B["remaining_fraction"]] / np.maximum(b[:, _B["remaining_horizon"]], 1e-9)
+        s, rho, mask, single = _paced_scores(self.scorer, observation)
         thr = np.clip(self.threshold / np.maximum(rho, 1e-9), 0.0, 1.0)
-        mask = np.asarray(obs["mask"]).astype(bool)
         act = np.where(mask & (s >= thr[:, None]), np.clip(s, 1e-6, 1.0), -1.0).astype(np.float32)
         return (act[0] if single else act), state
+
+
+def _paced_scores(scorer, observation):
+    """``(scores (n, R), pace rho (n,), candidate mask (n, R), single)`` of a (batched) observation, with
+    ``rho = (remaining budget / B) / (remaining horizon / T)``."""
+    obs, single = _batch(observation)
+    res = np.asarray(obs["resources"], dtype=np.float64)
+    n, R, F = res.shape
+    s = scorer.score(res.reshape(n * R, F)).reshape(n, R)
+    b = np.asarray(obs["budget"], dtype=np.float64)
+    rho = b[:, _B["remaining_fraction"]] / np.maximum(b[:, _B["remaining_horizon"]], 1e-9)
+    return s, rho, np.asarray(obs["mask"]).astype(bool), single
 
 
 class FractionPacing:
@@ -183,17 +189,11 @@ class FractionPacing:
         self.thresholds = thresholds
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        obs, single = _batch(observation)
-        res = np.asarray(obs["resources"], dtype=np.float64)
-        n, R, F = res.shape
-        s = self.scorer.score(res.reshape(n * R, F)).reshape(n, R)
-        b = np.asarray(obs["budget"], dtype=np.float64)
-        rho = b[:, _B["remaining_fraction"]] / np.maximum(b[:, _B["remaining_horizon"]], 1e-9)
+        s, rho, mask, single = _paced_scores(self.scorer, observation)
         f = np.clip(self.fraction * rho, 0.0, 1.0)
         levels = sorted(self.thresholds, key=lambda k: int(k[1:]))
         thr = np.interp(f, [int(k[1:]) / 100.0 for k in levels], [self.thresholds[k] for k in levels])
         thr = np.where(f <= 0.0, np.inf, np.where(f >= 1.0, -np.inf, thr))
-        mask = np.asarray(obs["mask"]).astype(bool)
         act = np.where(mask & (s >= thr[:, None]), np.clip(s, 1e-6, 1.0), -1.0).astype(np.float32)
         return (act[0] if single else act), state
 
