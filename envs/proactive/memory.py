@@ -668,9 +668,13 @@ class ProactiveMemory:
         object, with the same contents, as building it at once."""
         if self._trace is None:
             self._start()
+        start = self._ready
         while self._ready <= t and self._d < len(self._day_bounds) - 1:
             self._next_day()
-        return self._trace
+        trace = self._trace
+        trace.n_eligible[start:self._ready] = self._n_eligible[start:]
+        trace.n_segments[start:self._ready] = self._n_segments[start:]
+        return trace
 
     @property
     def ready(self) -> int:
@@ -709,7 +713,7 @@ class ProactiveMemory:
         self._first_claim = {}
         self._tod_all = tod_all.tolist()
         self._day_bounds = bounds.tolist() + [n]
-        self._d = 0
+        self._d, self._n_eligible, self._n_segments = 0, [], []
 
     def _first_of_day(self, fact: int, day: int) -> int:
         """The first observed event of ``day`` claiming ``fact`` (−1: none)."""
@@ -751,7 +755,8 @@ class ProactiveMemory:
                     scored[i - lo].append((reg, occurrence))
         trace.matches.extend(tuple(_top(pairs, tod)) if pairs else () for pairs, tod in zip(scored, tods))
         trace.cycle_records.extend([self._cycle_view] * (hi - lo))
-        trace.n_eligible[lo:hi], trace.n_segments[lo:hi] = len(self._eligible), self._cycle_segments
+        self._n_eligible += [len(self._eligible)] * (hi - lo)
+        self._n_segments += [self._cycle_segments] * (hi - lo)
         trace.rejected = self._rejected
         self._ready = hi
 
