@@ -1,13 +1,14 @@
 """Speed of ProactiveStream-v0 as ratios against CartPole-v1 measured in the same process.
 
 ``python -m membudget.bench.proactive`` prints, per scope and for several interleaved rounds, steps/s of the
-unwrapped environment under uniformly random actions (resets included: a reset draws the stream, builds its memory
-trace and precomputes every event's features) against gymnasium's unwrapped ``CartPoleEnv`` (target >= 0.3x), the
-reset time per stream at the default length split into generation (with the labels), memory trace and features
-(target <= 5 ms), and the medians over rounds; then the reset time at several stream lengths (``--days``), which
-grows linearly in the days. Reset times are CPU time of this process (``time.process_time``), so that other load
-on the machine does not inflate them; the step rates are wall-clock rates, as CartPole's. A warm-up reset per
-scope compiles (or loads) the numba kernels first.
+unwrapped environment under uniformly random actions (resets included: a reset draws the stream and builds the memory
+trace and the features of its first week, the steps the rest as the episode reaches it) against gymnasium's
+unwrapped ``CartPoleEnv`` (target >= 0.3x), the reset time per stream at the default length (target <= 5 ms), the
+whole stream's generation (with the labels) and memory trace built at once, and a whole episode (reset and every
+step under random actions), and the medians over rounds; then the reset and episode times at several stream lengths
+(``--days``): the episode time grows linearly in the days. Reset and episode times are CPU time of this process
+(``time.process_time``), so that other load on the machine does not inflate them; the step rates are wall-clock
+rates, as CartPole's. A warm-up reset per scope compiles (or loads) the numba kernels first.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from membudget.bench.speed import _single_rate
 SCOPES = ("sports", "home", "code")
 
 
-def _reset_ms(scope, n_days=None, n=10):
-    """CPU milliseconds per reset (seeds 0 .. n − 1), and per stream for generation and for the memory trace."""
+def _reset_ms(scope, n_days=None, n=10, actions=None):
+    """CPU milliseconds per reset (seeds 0 .. n − 1); per stream for its generation and its whole memory trace;
+    per episode (reset and steps under ``actions``, cycled)."""
     from membudget.envs.proactive import SCOPES as SPECS
     from membudget.envs.proactive import ProactiveStreamEnv, generate_stream
     from membudget.envs.proactive.memory import memory_trace
@@ -39,7 +41,16 @@ def _reset_ms(scope, n_days=None, n=10):
     for stream in streams:
         memory_trace(stream, SPECS[scope])
     trace = (time.process_time() - start) / n
-    return 1e3 * total, 1e3 * generation, 1e3 * trace
+    actions = np.random.default_rng(0).integers(0, 3, size=1000).tolist() if actions is None else actions
+    start, i = time.process_time(), 0
+    for s in range(n):
+        env.reset(seed=s)
+        done = False
+        while not done:
+            done = env.step(actions[i % len(actions)])[2]
+            i += 1
+    episode = (time.process_time() - start) / n
+    return 1e3 * total, 1e3 * generation, 1e3 * trace, 1e3 * episode
 
 
 def main(argv=None):
@@ -51,7 +62,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per rate")
     parser.add_argument("--days", type=int, nargs="*", default=[14, 56, 182, 365, 730],
-                        help="stream lengths of the reset-time line (empty: skip it)")
+                        help="stream lengths of the reset- and episode-time lines (empty: skip them)")
     args = parser.parse_args(argv)
     actions = np.random.default_rng(0).integers(0, 3, size=100_000)
     cart_actions = np.random.default_rng(0).integers(0, 2, size=100_000)
@@ -59,27 +70,27 @@ def main(argv=None):
         ProactiveStreamEnv(scope=scope).reset(seed=0)
     ratios, resets = {s: [] for s in SCOPES}, {s: [] for s in SCOPES}
     print(f"{'scope':6s} {'round':>5} {'steps/s':>9} {'CartPole':>9} {'ratio':>6} | {'reset ms':>8} "
-          f"{'generation':>10} {'memory':>7} {'features':>8}")
+          f"{'generation':>10} {'memory':>7} {'episode ms':>10}")
     for r in range(args.rounds):
         for scope in SCOPES:
             cart = _single_rate(CartPoleEnv(), cart_actions, args.seconds)
             ours = _single_rate(ProactiveStreamEnv(scope=scope), actions, args.seconds)
-            total, generation, trace = _reset_ms(scope)
+            total, generation, trace, episode = _reset_ms(scope)
             ratios[scope].append(ours / cart)
             resets[scope].append(total)
             print(f"{scope:6s} {r:>5} {ours:>9.0f} {cart:>9.0f} {ours / cart:>6.3f} | {total:>8.2f} "
-                  f"{generation:>10.2f} {trace:>7.2f} {total - generation - trace:>8.2f}")
+                  f"{generation:>10.2f} {trace:>7.2f} {episode:>10.2f}")
     for scope in SCOPES:
         ratio, reset = np.median(ratios[scope]), np.median(resets[scope])
         print(f"{scope:6s} median {ratio:.3f}x CartPole-v1 (target >= 0.3x: {'met' if ratio >= 0.3 else 'NOT met'}); "
               f"reset {reset:.2f} ms per stream (target <= 5 ms: {'met' if reset <= 5 else 'NOT met'})")
     if args.days:
-        print("reset ms per stream (ms per day) at n_days = " + ", ".join(map(str, args.days)))
+        print("reset ms, episode ms (episode ms per day) at n_days = " + ", ".join(map(str, args.days)))
         for scope in SCOPES:
             cells = []
             for days in args.days:
-                total = _reset_ms(scope, n_days=days, n=3)[0]
-                cells.append(f"{days}: {total:.1f} ({total / days:.3f})")
+                total, _, _, episode = _reset_ms(scope, n_days=days, n=3)
+                cells.append(f"{days}: {total:.1f}, {episode:.1f} ({episode / days:.3f})")
             print(f"{scope:6s} " + "  ".join(cells))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import gymnasium as gym
 import numba
 import numpy as np
@@ -9,7 +11,7 @@ from gymnasium import spaces
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int, check_number
-from .memory import memory_trace
+from .memory import MemoryTrace, ProactiveMemory
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
 from .world import DEFAULT_DAYS, check_scope, evidence_all, feasible_all, generate_stream
 
@@ -22,6 +24,9 @@ MAX_KINDS, MAX_VALUES, N_BEHAVIOURS = 7, 6, 3
 USUAL_NOW, USUAL_BEFORE = 30, 120
 """Minutes around now (a behaviour usually happens about now) and before now (it usually has happened by now)."""
 TOKEN_SCALE = 20_000.0
+FIRST_CHUNK_DAYS = 7
+"""Days of events whose memory trace and features the reset builds; each later chunk, built when the episode
+reaches it, spans twice the days of the one before (a handful of chunks per episode keeps their fixed cost small)."""
 
 
 _OCCURRENCE_CODE = {"deviated": 0, "pending": 1, "upcoming": 2}
@@ -57,17 +62,17 @@ _RG = slice(F["rg_eligible"], N_FEATURES)
 
 
 @numba.njit(cache=True)
-def _event_layer(tod, day, behaviour_bits, event_lo, out):
-    """Event-layer features of every event ``t`` into ``out[t]``: context size / 99, then per behaviour the share of
+def _event_layer(tod, day, behaviour_bits, event_lo, t0, t1, out):
+    """Event-layer features of events ``t0 <= t < t1`` into ``out[t − t0]``: context size / 99, then per behaviour the share of
     the previous days in the context (``event_lo[t] .. t − 1``; a day counts when it has any event there) with the
     behaviour within ±30 min of now, the same share within the last two hours, and whether today's events up to
     ``t`` show it within the last two hours."""
-    n, n_b = behaviour_bits.shape
+    n_b = behaviour_bits.shape[1]
     now = np.zeros(n_b, np.int64)
     before = np.zeros(n_b, np.int64)
-    for t in range(n):
+    for t in range(t0, t1):
         m, d, lo = tod[t], day[t], event_lo[t]
-        out[t, 0] = (t - lo) / 99
+        out[t - t0, 0] = (t - lo) / 99
         now[:], before[:] = 0, 0
         n_days, i = 0, lo
         while i < t and day[i] != d:                 # times are sorted: the previous days come first, each a run
@@ -86,12 +91,12 @@ def _event_layer(tod, day, behaviour_bits, event_lo, out):
             n_days += 1
             i = j
         for b in range(n_b):
-            out[t, 1 + b] = now[b] / n_days if n_days else 0.0
-            out[t, 1 + n_b + b] = before[b] / n_days if n_days else 0.0
+            out[t - t0, 1 + b] = now[b] / n_days if n_days else 0.0
+            out[t - t0, 1 + n_b + b] = before[b] / n_days if n_days else 0.0
             today = False
             for k in range(i, t + 1):
                 today |= behaviour_bits[k, b] and m - USUAL_BEFORE <= tod[k] <= m
-            out[t, 1 + 2 * n_b + b] = today
+            out[t - t0, 1 + 2 * n_b + b] = today
 
 
 @numba.njit(cache=True)
@@ -165,8 +170,9 @@ class ProactiveStreamEnv(TextRender, gym.Env):
 
     ## Starting State
 
-    ``reset(seed=s)`` draws stream ``s`` of the scope and builds its memory trace; ``options={"stream": Stream}``
-    replays a given stream instead.
+    ``reset(seed=s)`` draws stream ``s`` of the scope and builds the memory trace and features of its first week
+    (the steps build the rest as the episode reaches it; ``env.trace`` is the whole stream's trace);
+    ``options={"stream": Stream}`` replays a given stream instead.
 
     ## Episode End
 
@@ -220,16 +226,14 @@ class ProactiveStreamEnv(TextRender, gym.Env):
     # ------------------------------------------------------------------------------------------- precomputation
 
     def _precompute(self):
-        """Everything that does not depend on the agent: per event the static features, what each depth retrieves
-        and costs, and the intervention-key parts."""
-        s, spec, trace = self.stream, self.scope_spec, self.trace
+        """Everything that does not depend on the agent and needs no memory: per event the static features, the
+        intervention-key parts and the labels; the rest (:meth:`_extend`) is built as the episode reaches it."""
+        s, spec = self.stream, self.scope_spec
         n = len(s)
         tod = s.time % MINUTES_PER_DAY
         day = s.time // MINUTES_PER_DAY
-        behaviours = spec.behaviour_ids
         static = np.zeros((n, N_FEATURES), np.float32)
         retrieved = np.zeros((3, n, N_FEATURES - RETRIEVED.start), np.float32)   # the RETRIEVED columns
-        tokens = np.zeros((n, 3), np.int64)
         bits = (s.facts[:, None] >> np.arange(MAX_FACTS)) & 1
         static[:, F["scope_" + s.scope]] = 1
         angle = 2 * np.pi * tod / MINUTES_PER_DAY
@@ -243,35 +247,54 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         static[:, _BUDGET_LEFT] = static[:, _SINCE_INTERVENTION] = 1.0   # before any spending / intervention
         self._evidence, self._feasible = evidence_all(s), feasible_all(s)
         static[:, F["evidence"]], static[:, F["feasible"]] = self._evidence >= 0, self._feasible
-        lo = trace.event_lo
-        # event layer: the previous days in context, and today
-        ev = np.zeros((n, _EV.stop - _EV.start))
-        _event_layer(tod, day, bits[:, list(behaviours)].astype(np.bool_), lo, ev)
-        retrieved[:, :, _EV.start - RETRIEVED.start:_EV.stop - RETRIEVED.start] = ev
-        # trajectory layer: the accepted daily records of the current cycle
-        tr = np.zeros((n, _TR.stop - _TR.start))
-        tr[:, 1] = np.minimum(1.0, trace.n_segments / 60)
-        _trajectory_layer(tod, *self._cycle_views(tr[:, 0]), len(behaviours), tr)
-        retrieved[1:, :, _TR.start - RETRIEVED.start:_TR.stop - RETRIEVED.start] = tr
-        # regularity layer
-        rg = np.zeros((n, _RG.stop - _RG.start), np.float32)
-        rg[:, 0] = np.minimum(1.0, trace.n_eligible / 20)
+        retrieved[:, :, F["loaded_events"] - RETRIEVED.start] = 1
+        retrieved[1:, :, F["loaded_trajectories"] - RETRIEVED.start] = 1
+        retrieved[2, :, F["loaded_regularities"] - RETRIEVED.start] = 1
+        self._tod, self._behaviour_bits = tod, bits[:, list(spec.behaviour_ids)].astype(np.bool_)
+        self._static, self._retrieved, self._tokens = static, retrieved, np.zeros((n, 3), np.int64)
         self._reg_ids = [()] * n
         self._actionable_service = np.full(n, -1)
-        n_matches = np.zeros(n, np.int64)
+        self._token_rows, self._labels = [], s.label.tolist()
+        self._key_state = self._episode_states()
+        self._ready, self._chunk_days = 0, FIRST_CHUNK_DAYS
+
+    def _extend(self):
+        """Build the memory trace and the memory features (what each depth retrieves and costs) of the events of
+        the next chunk of days: they depend only on the events before them, so the reset builds the first days
+        (:data:`FIRST_CHUNK_DAYS`) and the steps the others as the episode reaches them, with the same results as
+        building them all at once."""
+        spec, t0 = self.scope_spec, self._ready
+        t1 = bisect_left(self._day, self._day[t0] + self._chunk_days, t0)
+        self._chunk_days *= 2
+        trace = self._memory.advance(t1 - 1)
+        tod, behaviours, retrieved, tokens = self._tod, spec.behaviour_ids, self._retrieved, self._tokens[t0:t1]
+        lo = trace.event_lo[t0:t1]
+        n_segments, n_matches = trace.n_segments[t0:t1], np.zeros(t1 - t0, np.int64)
+        # event layer: the previous days in context, and today
+        ev = np.zeros((t1 - t0, _EV.stop - _EV.start))
+        _event_layer(tod, self._day_array, self._behaviour_bits, trace.event_lo, t0, t1, ev)
+        retrieved[:, t0:t1, _EV.start - RETRIEVED.start:_EV.stop - RETRIEVED.start] = ev
+        # trajectory layer: the accepted daily records of the current cycle
+        tr = np.zeros((t1 - t0, _TR.stop - _TR.start))
+        tr[:, 1] = np.minimum(1.0, n_segments / 60)
+        _trajectory_layer(tod[t0:t1], *self._cycle_views(trace.cycle_records[t0:t1], tr[:, 0]), len(behaviours), tr)
+        retrieved[1:, t0:t1, _TR.start - RETRIEVED.start:_TR.stop - RETRIEVED.start] = tr
+        # regularity layer
+        rg = np.zeros((t1 - t0, _RG.stop - _RG.start), np.float32)
+        rg[:, 0] = np.minimum(1.0, trace.n_eligible[t0:t1] / 20)
         rows = []                                     # per match: event, rank, confidence, lift, distance, codes
-        for t, matches in enumerate(trace.matches):
+        for t, matches in enumerate(trace.matches[t0:t1], t0):
             if not matches:
                 continue
-            n_matches[t] = len(matches)
+            n_matches[t - t0] = len(matches)
             service = -1
             for k, mt in enumerate(matches):
                 active = mt.state == "active"
-                rows.append((t, k, mt.confidence, mt.lift, mt.distance, active, _OCCURRENCE_CODE[mt.occurrence],
+                rows.append((t - t0, k, mt.confidence, mt.lift, mt.distance, active, _OCCURRENCE_CODE[mt.occurrence],
                              behaviours.index(mt.behaviour)))
                 if service < 0 and active and mt.occurrence in spec.actionable:
                     service = self._routine_service(mt.behaviour)
-            rg[t, 1] = service >= 0
+            rg[t - t0, 1] = service >= 0
             self._actionable_service[t] = service
             self._reg_ids[t] = tuple(sorted(mt.rid for mt in matches))
         if rows:
@@ -282,27 +305,23 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             rg[t, o + 4 + occurrence.astype(np.int64)] = 1          # deviated, pending, upcoming
             rg[t, o + 7] = np.minimum(1.0, distance / 240)
             rg[t, o + 8 + behaviour.astype(np.int64)] = 1
-        retrieved[2, :, _RG.start - RETRIEVED.start:] = rg
-        tokens[:, 0] = (np.arange(n) - lo) * spec.event_tokens
-        tokens[:, 1] = tokens[:, 0] + trace.n_segments * spec.segment_tokens
+        retrieved[2, t0:t1, _RG.start - RETRIEVED.start:] = rg
+        tokens[:, 0] = (np.arange(t0, t1) - lo) * spec.event_tokens
+        tokens[:, 1] = tokens[:, 0] + n_segments * spec.segment_tokens
         tokens[:, 2] = tokens[:, 1] + spec.matching_overhead_tokens + n_matches * spec.regularity_tokens
-        retrieved[:, :, F["loaded_events"] - RETRIEVED.start] = 1
-        retrieved[1:, :, F["loaded_trajectories"] - RETRIEVED.start] = 1
-        retrieved[2, :, F["loaded_regularities"] - RETRIEVED.start] = 1
-        static[:, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
-        self._static, self._retrieved, self._tokens = static, retrieved, tokens
-        self._token_rows, self._labels = tokens.tolist(), s.label.tolist()
-        self._key_state = self._episode_states()
+        self._static[t0:t1, F["tokens_events"]:F["tokens_events"] + 3] = np.minimum(1.0, tokens / TOKEN_SCALE)
+        self._token_rows += tokens.tolist()
+        self._ready = t1
 
-    def _cycle_views(self, n_records_share) -> tuple:
-        """The trace's cycle views (``W_t``, one tuple of records per stretch of events) as flat arrays for
-        :func:`_trajectory_layer`; fills ``n_records_share`` with each event's records / 7."""
-        behaviours, trace = self.scope_spec.behaviour_ids, self.trace
-        n = len(self.stream)
-        view_of, view_ptr, view_records = np.empty(n, np.int64), [0], []
+    def _cycle_views(self, cycle_records, n_records_share) -> tuple:
+        """The cycle views ``cycle_records`` (``W_t`` of a stretch of events, one tuple of records per run of
+        events) as flat arrays for :func:`_trajectory_layer`; fills ``n_records_share`` with each event's
+        records / 7."""
+        behaviours = self.scope_spec.behaviour_ids
+        view_of, view_ptr, view_records = np.empty(len(cycle_records), np.int64), [0], []
         occurrence_ptr, occurrence_tod, index = [0], [], {}
         previous, v = None, -1
-        for t, records in enumerate(trace.cycle_records):
+        for t, records in enumerate(cycle_records):
             if records is not previous:
                 previous, v = records, v + 1
                 for r in records:
@@ -405,13 +424,15 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             if len(stream) == 0:
                 raise ValueError("options['stream'] has no events; a stream needs at least one")
         self.stream = stream
-        self.trace = memory_trace(stream, self.scope_spec, validate=self.memory != "no_validation",
-                                  replay_gate=self.memory != "no_replay_gate",
-                                  hallucination_rate=self.hallucination_rate,
-                                  seed=int(self.np_random.integers(2**31)))
+        self._memory = ProactiveMemory(stream, self.scope_spec, validate=self.memory != "no_validation",
+                                       replay_gate=self.memory != "no_replay_gate",
+                                       hallucination_rate=self.hallucination_rate,
+                                       seed=int(self.np_random.integers(2**31)))
         self._n, self._time = len(stream), stream.time.tolist()
-        self._day = [time // MINUTES_PER_DAY for time in self._time]
+        self._day_array = stream.time // MINUTES_PER_DAY
+        self._day = self._day_array.tolist()
         self._precompute()
+        self._extend()
         self._t, self._phase, self._depth = 0, 0, 0
         self._spent, self._return = 0, 0.0
         self._allowed: set = set()
@@ -466,12 +487,19 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self._return += reward
         self._t, self._phase = t + 1, 0
         terminated = self._t >= self._n
+        if self._t == self._ready and not terminated:
+            self._extend()
         info = self._info(t, 1, self._depth, 0, False, bool(a), a, decision, suppressed, int(service), label)
         if terminated:
             info["episode_metrics"] = dict(episode_metrics(**{k: self._counts[k] for k in ("tp", "fp", "fn", "tn")}),
                                            suppressed=self._counts["suppressed"], total_tokens=self._spent,
                                            n_events=len(self.stream), **{"return": self._return})
         return self._obs(), reward, terminated, False, info
+
+    @property
+    def trace(self) -> MemoryTrace:
+        """The stream's memory trace, complete (the days the episode has not reached yet are built now)."""
+        return self._memory.trace()
 
     @property
     def event_index(self) -> int:

@@ -22,7 +22,8 @@ stand-ins: :func:`summarise_day` segments the day's observed events and injects 
 behaviour fact, a citation to another day) at a configurable rate from a seeded generator, so the validator has
 something to reject; :func:`propose` enumerates frequent trigger–behaviour pairs of the cycle. Memory construction
 never reads reference labels and never depends on an agent's actions, so an environment can precompute every
-layer's output for every event once per stream (:func:`memory_trace`).
+layer's output for every event once per stream (:func:`memory_trace`), or day by day ahead of the episode
+(:meth:`ProactiveMemory.advance`).
 
 Times are absolute minutes since the stream's epoch (a Monday 00:00); a *time of day* (tod) is ``time % 1440``
 and day ``d`` has weekday ``d % 7`` (0 = Monday).
@@ -66,6 +67,8 @@ ELIGIBLE = ("active", "weakening")
 """Lifecycle states that are retrieved and updated online."""
 RETRIEVED = OCCURRENCE[:3]
 """Occurrence states that retrieval admits (B.2)."""
+_RETRIEVED_RANK = {occurrence: k for k, occurrence in enumerate(RETRIEVED)}
+_LIFECYCLE_RANK = {state: k for k, state in enumerate(LIFECYCLE)}
 SEGMENT_GAP = 120
 """Minutes between consecutive observed events beyond which the summariser starts a new segment."""
 PROPOSAL_REACH = 240
@@ -261,6 +264,13 @@ class DailyRecord:
                 claims.setdefault(f, []).append(time)
         return {f: tuple(sorted(times)) for f, times in claims.items()}
 
+    @cached_property
+    def _replayed(self) -> dict:
+        """:func:`replay`'s counts of this day per ``(trigger, behaviour, start, end)`` on an applicable weekday:
+        every weekly consolidation replays each candidate over the last four cycles' records again, mostly with an
+        unchanged window."""
+        return {}
+
 
 @dataclass
 class Regularity:
@@ -343,14 +353,19 @@ def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, f
         seen.add(day)
         if not weekdays >> (day % 7) & 1:                # inapplicable
             continue
-        outcome = day_outcome(reg, record)
-        n_f += outcome == "fulfilled"
-        n_v += outcome == "violated"
-        lo = day * MINUTES_PER_DAY + start
-        hi = lo + end - start
-        if _any_within(record.observed_times, lo, hi) and not _any_within(record.gaps, lo, hi):
-            observable += 1
-            with_behaviour += _any_within(record._claims.get(reg.behaviour, ()), lo, hi)
+        key = (reg.trigger, reg.behaviour, start, end)
+        counts = record._replayed.get(key)
+        if counts is None:
+            outcome = day_outcome(reg, record)
+            lo = day * MINUTES_PER_DAY + start
+            hi = lo + end - start
+            seen_all = _any_within(record.observed_times, lo, hi) and not _any_within(record.gaps, lo, hi)
+            counts = record._replayed[key] = (outcome == "fulfilled", outcome == "violated", seen_all,
+                                              seen_all and _any_within(record._claims.get(reg.behaviour, ()), lo, hi))
+        n_f += counts[0]
+        n_v += counts[1]
+        observable += counts[2]
+        with_behaviour += counts[3]
     return n_f, n_v, with_behaviour / observable if observable else 0.0
 
 
@@ -562,19 +577,19 @@ def select(regularities: Sequence[Regularity], now: int, today_claims: Sequence[
 
 
 def _top(scored, now_tod: int) -> list[Match]:
-    """The ranking of :func:`select` over ``(regularity, occurrence state)`` pairs."""
+    """The ranking of :func:`select` over ``(regularity, occurrence state)`` pairs (a :class:`Match` is made for the
+    top :data:`TOP_K` only; the ranking keys end in the regularity's id, unique per event, so they fix the order)."""
     ranked = []
     for reg, occurrence in scored:
-        if occurrence not in RETRIEVED:
+        if occurrence not in _RETRIEVED_RANK:
             continue
         distance = max(reg.start - now_tod, now_tod - reg.end, 0)
-        confidence = reg.confidence
-        match = Match(reg.rid, reg.trigger, reg.behaviour, reg.start, reg.end, confidence, reg.lift, reg.n_f,
-                      reg.n_v, reg.state, occurrence, distance)
-        ranked.append(((OCCURRENCE.index(occurrence), LIFECYCLE.index(reg.state), -confidence, distance, reg.rid),
-                       match))
-    ranked.sort(key=lambda item: item[0])
-    return [match for _, match in ranked[:TOP_K]]
+        ranked.append((_RETRIEVED_RANK[occurrence], _LIFECYCLE_RANK[reg.state], -reg.confidence, distance, reg.rid,
+                       reg, occurrence))
+    ranked.sort()
+    return [Match(reg.rid, reg.trigger, reg.behaviour, reg.start, reg.end, -negative_confidence, reg.lift, reg.n_f,
+                  reg.n_v, reg.state, occurrence, distance)
+            for _, _, negative_confidence, distance, _, reg, occurrence in ranked[:TOP_K]]
 
 
 @dataclass
@@ -640,18 +655,38 @@ class ProactiveMemory:
         self._records, self._cycle, self._regularities = [], [], []
         self._rejected = 0
         self._refresh_views()
-        self._trace = None
+        self._trace, self._ready = None, 0
 
     def trace(self) -> MemoryTrace:
         """Run the whole stream once and return the per-event layer outputs (cached: later calls return it)."""
-        if self._trace is None:
-            self._trace = self._run()
-        return self._trace
+        return self.advance(len(self.stream))
 
-    def _run(self) -> MemoryTrace:
+    def advance(self, t: int) -> MemoryTrace:
+        """Build the trace day by day until it covers event ``t`` (or the whole stream) and return it: the layer
+        outputs of events ``0 .. ready − 1`` (:attr:`ready`) are final, the rest not yet filled in. A consumer that
+        reads the events in order (the environment) pays for the days as it reaches them; the result is the same
+        object, with the same contents, as building it at once."""
+        if self._trace is None:
+            self._start()
+        start = self._ready
+        while self._ready <= t and self._d < len(self._day_bounds) - 1:
+            self._next_day()
+        trace = self._trace
+        trace.n_eligible[start:self._ready] = self._n_eligible[start:]
+        trace.n_segments[start:self._ready] = self._n_segments[start:]
+        return trace
+
+    @property
+    def ready(self) -> int:
+        """Events whose layer outputs :meth:`advance` has filled in."""
+        return self._ready
+
+    def _start(self) -> None:
+        """The empty trace, the summaries of every completed day and the per-event state for matching."""
         stream, spec = self.stream, self.spec
         n = len(stream)
-        trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64), np.empty(n, np.int64))
+        trace = self._trace = MemoryTrace(np.empty(n, np.int64), [], [], np.empty(n, np.int64),
+                                          np.empty(n, np.int64), self._records, self._regularities)
         times = self._times = stream.time.tolist()
         self._observed = stream.observed.tolist()
         trace.event_lo[:] = event_windows(stream.time)
@@ -665,7 +700,7 @@ class ProactiveMemory:
                                      spec, self._rng, self.hallucination_rate)
         # the open day's state for matching (what select reads from today_claims; times are sorted): per event, the
         # time of day of the latest observed claim of each behaviour and of the latest unobserved event so far that
-        # day (−1: none), and per fact the first observed event claiming it each day
+        # day (−1: none), and per fact the first observed event claiming it each day (:meth:`_first_of_day`)
         tod_all = stream.time % MINUTES_PER_DAY
         day_start = stream.time - tod_all
 
@@ -673,51 +708,57 @@ class ProactiveMemory:
             last = np.maximum.accumulate(np.where(mask, stream.time, -1))
             return np.where(last >= day_start, last - day_start, -1).tolist()
 
-        last_behaviour = {b: latest(stream.observed & (stream.facts >> b & 1 == 1)) for b in spec.behaviour_ids}
-        last_gap = latest(~stream.observed)
-        first_claim = {}
+        self._last_behaviour = {b: latest(stream.observed & (stream.facts >> b & 1 == 1)) for b in spec.behaviour_ids}
+        self._last_gap = latest(~stream.observed)
+        self._first_claim = {}
+        self._tod_all = tod_all.tolist()
+        self._day_bounds = bounds.tolist() + [n]
+        self._d, self._n_eligible, self._n_segments = 0, [], []
 
-        def first_of_day(fact, day):
-            if fact not in first_claim:
-                hits = np.flatnonzero(stream.observed & (stream.facts >> fact & 1 == 1))
-                days_hit, first = np.unique(stream.time[hits] // MINUTES_PER_DAY, return_index=True)
-                first_claim[fact] = dict(zip(days_hit.tolist(), hits[first].tolist()))
-            return first_claim[fact].get(day, -1)
+    def _first_of_day(self, fact: int, day: int) -> int:
+        """The first observed event of ``day`` claiming ``fact`` (−1: none)."""
+        if fact not in self._first_claim:
+            stream = self.stream
+            hits = np.flatnonzero(stream.observed & (stream.facts >> fact & 1 == 1))
+            days_hit, first = np.unique(stream.time[hits] // MINUTES_PER_DAY, return_index=True)
+            self._first_claim[fact] = dict(zip(days_hit.tolist(), hits[first].tolist()))
+        return self._first_claim[fact].get(day, -1)
 
-        tod_all = tod_all.tolist()
-        day_bounds = bounds.tolist() + [n]
-        n_eligible, n_segments = [], []
-        for d in range(len(day_bounds) - 1):
-            lo, hi = day_bounds[d], day_bounds[d + 1]
-            if d:
-                self._complete_day(self._first_day + d - 1, range(day_bounds[d - 1], lo))
-            if lo == hi:
+    def _next_day(self) -> None:
+        """Complete the previous day, then fill in the trace's entries of the next day's events."""
+        spec, trace, tod_all, day_bounds, d = self.spec, self._trace, self._tod_all, self._day_bounds, self._d
+        n = len(tod_all)
+        lo, hi = day_bounds[d], day_bounds[d + 1]
+        self._d += 1
+        if d:
+            self._complete_day(self._first_day + d - 1, range(day_bounds[d - 1], lo))
+        if lo == hi:
+            return
+        tods = tod_all[lo:hi]
+        # each applicable eligible regularity over the events inside its matching window
+        scored = [[] for _ in tods]
+        for reg in self._eligible:
+            if not reg.weekdays >> ((self._first_day + d) % 7) & 1:
                 continue
-            tods = tod_all[lo:hi]
-            # each applicable eligible regularity over the events inside its matching window
-            scored = [[] for _ in tods]
-            for reg in self._eligible:
-                if not reg.weekdays >> ((self._first_day + d) % 7) & 1:
-                    continue
-                first = lo + bisect_left(tods, reg.start - spec.lead)
-                last = lo + bisect_right(tods, reg.end + spec.grace)
-                if first == last:
-                    continue
-                trigger_at = first_of_day(reg.trigger, self._first_day + d)
-                if trigger_at < 0 or tod_all[trigger_at] > reg.end:      # τ_g: the first claim, if by the end
-                    trigger_at = n
-                for i in range(first, last):
-                    occurrence = _occurrence(reg, tod_all[i], tod_all[trigger_at] if trigger_at <= i else None,
-                                             last_behaviour[reg.behaviour][i], last_gap[i], spec)
-                    if occurrence in RETRIEVED:
-                        scored[i - lo].append((reg, occurrence))
-            trace.matches.extend(tuple(_top(pairs, tod)) if pairs else () for pairs, tod in zip(scored, tods))
-            trace.cycle_records.extend([self._cycle_view] * (hi - lo))
-            n_eligible.extend([len(self._eligible)] * (hi - lo))
-            n_segments.extend([self._cycle_segments] * (hi - lo))
-        trace.n_eligible[:], trace.n_segments[:] = n_eligible, n_segments
-        trace.records, trace.regularities, trace.rejected = self._records, self._regularities, self._rejected
-        return trace
+            first = lo + bisect_left(tods, reg.start - spec.lead)
+            last = lo + bisect_right(tods, reg.end + spec.grace)
+            if first == last:
+                continue
+            trigger_at = self._first_of_day(reg.trigger, self._first_day + d)
+            if trigger_at < 0 or tod_all[trigger_at] > reg.end:      # τ_g: the first claim, if by the end
+                trigger_at = n
+            last_behaviour, last_gap = self._last_behaviour[reg.behaviour], self._last_gap
+            for i in range(first, last):
+                occurrence = _occurrence(reg, tod_all[i], tod_all[trigger_at] if trigger_at <= i else None,
+                                         last_behaviour[i], last_gap[i], spec)
+                if occurrence in RETRIEVED:
+                    scored[i - lo].append((reg, occurrence))
+        trace.matches.extend(tuple(_top(pairs, tod)) if pairs else () for pairs, tod in zip(scored, tods))
+        trace.cycle_records.extend([self._cycle_view] * (hi - lo))
+        self._n_eligible += [len(self._eligible)] * (hi - lo)
+        self._n_segments += [self._cycle_segments] * (hi - lo)
+        trace.rejected = self._rejected
+        self._ready = hi
 
     def _complete_day(self, day: int, indices: range) -> None:
         stream = self.stream
