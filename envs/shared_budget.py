@@ -14,7 +14,7 @@ from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from membudget.envs.pm.core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore
+from membudget.envs.pm.core import PMWeekCore, step_outputs
 from membudget.envs.pm.env import action_to_scores, check_arguments, episode_summary, spaces_for
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import generate_episode
@@ -124,14 +124,8 @@ class raw_env(TextRender, ParallelEnv):
                                 late_policy=late_policy, b_frac=frac)
         self._rows = np.arange(self.n_agents, dtype=np.int64)
         n = self.n_agents
-        self._res = np.zeros((n, R, N_RESOURCE_FEATURES), dtype=np.float32)
-        self._bud = np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32)
-        self._mask = np.zeros((n, R), dtype=np.int8)
-        self._sel = np.zeros((n, R), dtype=np.int8)
-        self._skipped = np.zeros((n, 4), dtype=np.int64)
-        self._reward = np.zeros(n)
-        self._events = np.zeros((n, 7), dtype=np.int64)
-        self._metrics = np.zeros((n, len(METRIC_NAMES)))
+        (self._res, self._bud, self._mask, self._sel, self._skipped, self._reward, self._events,
+         self._metrics) = step_outputs(n, R)
         self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
         self._tie_rng = np.random.default_rng()
         self.episodes = [None] * n

@@ -35,7 +35,7 @@ from membudget.envs.pm.world import NEVER, POS
 from membudget.envs.validation import check_int, check_number
 
 from .hindsight_dp import _LinearSolver
-from .labels import SCHEMA_VERSION, LabelDataset
+from .labels import SCHEMA_VERSION, LabelDataset, play_schedule
 from .problem import problem_from_episode
 
 
@@ -71,18 +71,7 @@ def replay(conv, schedule, *, budget, per_step_cap, false_fire_penalty=1.0):
     """Play ``schedule`` in the environment; ``(episode metrics, (T, 9) budget features seen before each step)``.
     Raises if the executor does not execute the schedule as given."""
     env = _env(conv, budget=budget, per_step_cap=per_step_cap, false_fire_penalty=false_fire_penalty)
-    obs, _ = env.reset(options={"conversation": conv})
-    plan = {}
-    for t, r in schedule:
-        plan.setdefault(int(t), []).append(int(r))
-    feats = np.zeros((conv.horizon, obs["budget"].size), dtype=np.float32)
-    for t in range(conv.horizon):
-        feats[t] = obs["budget"]
-        a = np.zeros(conv.n_resources, dtype=np.int8)
-        a[plan.get(t, [])] = 1
-        obs, _, _, _, info = env.step(a)
-        if np.flatnonzero(info["queried"]).tolist() != sorted(plan.get(t, [])):
-            raise RuntimeError(f"schedule not executable at step {t}")
+    feats, info = play_schedule(env, {"conversation": conv}, schedule, conv.horizon)
     return info["episode_metrics"], feats
 
 

@@ -84,19 +84,26 @@ def teacher_rollout(ep, schedule, world, budget, per_step_cap, late_policy, cost
     ``budget`` (a level name or an int, as the deployed environment would be); shape (T, 9)."""
     env = PMWeekEnv(budget=budget, per_step_cap=per_step_cap, late_policy=late_policy, world=world,
                     cost_profile=cost_profile)
-    obs, _ = env.reset(options={"episode": ep})
+    return play_schedule(env, {"episode": ep}, schedule, ep.horizon)[0]
+
+
+def play_schedule(env, options, schedule, horizon):
+    """Play ``schedule`` ((step, resource) pairs) for ``horizon`` steps in ``env`` reset with ``options``; returns
+    ``(budget features observed before each step (horizon, 9), the last step's info)``. Raises if the executor
+    does not execute the schedule as given."""
+    obs, _ = env.reset(options=options)
     plan = {}
     for t, r in schedule:
-        plan.setdefault(t, []).append(r)
-    feats = np.zeros((ep.horizon, len(BUDGET_FEATURE_NAMES)), dtype=np.float32)
-    for t in range(ep.horizon):
+        plan.setdefault(int(t), []).append(int(r))
+    feats = np.zeros((horizon, len(BUDGET_FEATURE_NAMES)), dtype=np.float32)
+    for t in range(horizon):
         feats[t] = obs["budget"]
-        a = np.zeros(ep.n_resources, dtype=np.int8)
+        a = np.zeros(env.action_space.shape, dtype=np.int8)
         a[plan.get(t, [])] = 1
         obs, _, _, _, info = env.step(a)
         if np.flatnonzero(info["queried"]).tolist() != sorted(plan.get(t, [])):
             raise RuntimeError(f"teacher schedule not executable at step {t}")
-    return feats
+    return feats, info
 
 
 @dataclass

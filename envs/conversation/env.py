@@ -7,8 +7,8 @@ import numpy as np
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..pm.core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, \
-    S_HIT, SKIP_NAMES, PMWeekCore
+from ..pm.core import M, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, \
+    S_HIT, PMWeekCore, step_outputs
 from ..pm.env import ACTION_MODES, action_to_scores, spaces_for
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int, check_number
@@ -177,14 +177,8 @@ class ConversationPMEnv(TextRender, gym.Env):
                                 late_policy="expire", b_frac=self.target_fraction)
         self._rows = np.zeros(1, dtype=np.int64)
         self._stepping = np.ones(1, dtype=bool)
-        self._res = np.zeros((1, n_res, N_RESOURCE_FEATURES), dtype=np.float32)
-        self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
-        self._mask = np.zeros((1, n_res), dtype=np.int8)
-        self._sel = np.zeros((1, n_res), dtype=np.int8)
-        self._skipped = np.zeros((1, len(SKIP_NAMES)), dtype=np.int64)
-        self._reward = np.zeros(1)
-        self._events = np.zeros((1, 7), dtype=np.int64)
-        self._metrics = np.zeros((1, len(METRIC_NAMES)))
+        (self._res, self._bud, self._mask, self._sel, self._skipped, self._reward, self._events,
+         self._metrics) = step_outputs(1, n_res)
         self.conversation: Conversation | None = None
 
     def _obs(self, observe=True):

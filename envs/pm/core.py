@@ -546,6 +546,15 @@ def _draw_into(gens, slots, draw_args, fill_args, state):
     return fitted
 
 
+def step_outputs(n: int, n_resources: int) -> tuple:
+    """Output arrays of :meth:`PMWeekCore.advance` for ``n`` week slots, in its order: the observation (resources,
+    budget, mask), then selected, skipped, reward, events and metrics."""
+    return (np.zeros((n, n_resources, N_RESOURCE_FEATURES), dtype=np.float32),
+            np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32), np.zeros((n, n_resources), dtype=np.int8),
+            np.zeros((n, n_resources), dtype=np.int8), np.zeros((n, len(SKIP_NAMES)), dtype=np.int64), np.zeros(n),
+            np.zeros((n, 7), dtype=np.int64), np.zeros((n, len(METRIC_NAMES))))
+
+
 class PMWeekCore:
     """``n`` PM weeks stepped together. All arrays are indexed by week slot first."""
 

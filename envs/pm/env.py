@@ -8,7 +8,7 @@ from gymnasium import spaces
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int
-from .core import M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore
+from .core import M, METRIC_NAMES, N_RESOURCE_FEATURES, PMWeekCore, step_outputs
 from .episode_io import validate_episode
 from .levels import resolve_budget
 from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, POS, VISIBLE_OUTCOMES, Episode,
@@ -211,14 +211,8 @@ class PMWeekEnv(TextRender, gym.Env):
         self._action_shape = (n_res,)
         self._rows = np.zeros(1, dtype=np.int64)
         self._stepping = np.ones(1, dtype=bool)
-        self._res = np.zeros((1, n_res, N_RESOURCE_FEATURES), dtype=np.float32)
-        self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
-        self._mask = np.zeros((1, n_res), dtype=np.int8)
-        self._sel = np.zeros((1, n_res), dtype=np.int8)
-        self._skipped = np.zeros((1, len(SKIP_NAMES)), dtype=np.int64)
-        self._reward = np.zeros(1)
-        self._events = np.zeros((1, 7), dtype=np.int64)
-        self._metrics = np.zeros((1, len(METRIC_NAMES)))
+        (self._res, self._bud, self._mask, self._sel, self._skipped, self._reward, self._events,
+         self._metrics) = step_outputs(1, n_res)
         self.episode: Episode | None = None
 
     def _obs(self, observe=True):

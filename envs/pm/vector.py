@@ -10,7 +10,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..validation import check_int
-from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, SKIP_NAMES, PMWeekCore, generator_list
+from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, generator_list, step_outputs
 from .env import action_to_scores, check_arguments, spaces_for
 from .levels import resolve_budget
 from .world import check_generation, episode_from_state
@@ -76,11 +76,7 @@ class PMWeekVectorEnv(VectorEnv):
         self._all = np.arange(n, dtype=np.int64)
         self._none = np.zeros(n, dtype=bool)
         self._no_scores = np.zeros((n, r))
-        self._sel = np.zeros((n, r), dtype=np.int8)
-        self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
-        self._reward = np.zeros(n)
-        self._events = np.zeros((n, 7), dtype=np.int64)
-        self._metrics = np.zeros((n, len(METRIC_NAMES)))
+        _, _, _, self._sel, self._skipped, self._reward, self._events, self._metrics = step_outputs(n, r)
         self._autoreset = np.zeros(n, dtype=bool)
         self._generator_list = None
         self._started = False
