@@ -75,6 +75,26 @@ class PerResourceNet(nn.Module):
             h = torch.relu(layer(h))
         return self.head(h)
 
+    def forward_candidates(self, resources, budget, mask):
+        """The outputs at the candidates only: ``(out (k, n_out), sample (k,), resource (k,))`` for the ``k``
+        nonzero entries of ``mask (n, R)``, equal to ``forward(...)[sample, resource]``.
+
+        A learner that never acts on a non-candidate (the native PPO, whose log-probabilities cover the
+        candidates only) needs no more, and skips the MLP on every other resource: on ``PMWeek-v0`` about 3 of
+        11 resources are candidates at a step, so this is about a quarter of ``forward``'s work."""
+        sample, resource = mask.nonzero(as_tuple=True)
+        x = torch.cat([resources[sample, resource], budget[sample], torch.ones(sample.numel(), 1,
+                                                                                 dtype=resources.dtype)], dim=-1)
+        h = torch.relu(self.first(x))
+        if self.context:
+            n = mask.shape[0]
+            count = torch.zeros(n, dtype=h.dtype).index_add_(0, sample, torch.ones_like(sample, dtype=h.dtype))
+            pooled = torch.zeros(n, h.shape[-1], dtype=h.dtype).index_add_(0, sample, h)
+            h = torch.cat([h, (pooled / count.clamp(min=1.0).unsqueeze(-1))[sample]], dim=-1)
+        for layer in self.rest:
+            h = torch.relu(layer(h))
+        return self.head(h), sample, resource
+
     def config(self) -> dict:
         return {"hidden": list(self.hidden), "context": self.context, "n_out": self.n_out}
 

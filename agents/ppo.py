@@ -49,16 +49,18 @@ def _flat(res, bud, mask, counts=None):
     return torch.cat(parts, dim=1)
 
 
-def _masked_log_prob(logits, mask, proposal):
-    """Log-probability of ``proposal`` under independent Bernoullis on the candidates only."""
-    lp = proposal * nn.functional.logsigmoid(logits) + (1 - proposal) * nn.functional.logsigmoid(-logits)
-    return (lp * mask).sum(dim=-1)
+def _bernoulli_log_prob(logits, proposal):
+    return proposal * nn.functional.logsigmoid(logits) + (1 - proposal) * nn.functional.logsigmoid(-logits)
 
 
-def _masked_entropy(logits, mask):
-    p = torch.sigmoid(logits)
-    ent = -(p * nn.functional.logsigmoid(logits) + (1 - p) * nn.functional.logsigmoid(-logits))
-    return (ent * mask).sum(dim=-1)
+def _bernoulli_entropy(logits):
+    return -(torch.sigmoid(logits) * nn.functional.logsigmoid(logits)
+             + torch.sigmoid(-logits) * nn.functional.logsigmoid(-logits))
+
+
+def _per_sample(values, sample, n):
+    """Sum of per-candidate ``values`` over each sample's candidates (0 for a sample without candidates)."""
+    return torch.zeros(n, dtype=values.dtype).index_add_(0, sample, values)
 
 
 def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, n_envs: int = 64,
@@ -149,12 +151,16 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             res, bud, mask, _ = obs_tensors(obs)
             counts = torch.as_tensor(obs["counts"], dtype=torch.float32) if critic_counts else None
             with torch.no_grad():
-                logits = actor(res, bud, mask)[..., 0]
-                p = torch.sigmoid(logits)
-                prop = (torch.rand(p.shape) < p).float() * mask
-                logp = _masked_log_prob(logits, mask, prop)
+                out, sample, resource = actor.forward_candidates(res, bud, mask)
+                p = torch.sigmoid(out[:, 0])
+                proposed = (torch.rand(p.shape) < p).float()
+                logp = _per_sample(_bernoulli_log_prob(out[:, 0], proposed), sample, n_envs)
                 val = critic(_flat(res, bud, mask, counts))[:, 0]
-            action = torch.where(prop > 0, p.clamp(min=1e-6), torch.full_like(p, -1.0)).numpy()
+            prop = torch.zeros_like(mask)
+            prop[sample, resource] = proposed
+            action = np.full(mask.shape, -1.0, dtype=np.float32)
+            action[sample.numpy(), resource.numpy()] = np.where(proposed.numpy() > 0, p.clamp(min=1e-6).numpy(),
+                                                                -1.0)
             obs, reward, terminated, truncated, _ = venv.step(action)
             rew = torch.as_tensor(reward * reward_scale, dtype=torch.float32)
             for k, v in (("res", res), ("bud", bud), ("mask", mask), ("counts", counts), ("prop", prop),
@@ -183,8 +189,10 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             order = torch.as_tensor(rng.permutation(n))
             for start in range(0, n, mb):
                 b = order[start:start + mb]
-                logits = actor(flat["res"][b], flat["bud"][b], flat["mask"][b])[..., 0]
-                new_logp = _masked_log_prob(logits, flat["mask"][b], flat["prop"][b])
+                out, sample, resource = actor.forward_candidates(flat["res"][b], flat["bud"][b], flat["mask"][b])
+                logits = out[:, 0]
+                new_logp = _per_sample(_bernoulli_log_prob(logits, flat["prop"][b][sample, resource]), sample,
+                                       b.numel())
                 ratio = torch.exp(new_logp - flat["logp"][b])
                 a = flat_adv[b]
                 a = (a - a.mean()) / (a.std() + 1e-8)
@@ -192,13 +200,13 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                 v = critic(_flat(flat["res"][b], flat["bud"][b], flat["mask"][b],
                                  flat_counts[b] if critic_counts else None))[:, 0]
                 v_loss = 0.5 * ((v - flat_ret[b]) ** 2).mean()
-                loss = pg + vf_coef * v_loss - ent_coef * _masked_entropy(logits, flat["mask"][b]).mean()
+                loss = pg + vf_coef * v_loss - ent_coef * _per_sample(_bernoulli_entropy(logits), sample, b.numel()).mean()
                 if bc_coef > 0:
                     j = torch.as_tensor(rng.integers(0, bc_y.shape[0], size=min(mb, bc_y.shape[0])))
-                    z = actor(bc_res[j], bc_bud[j], bc_mask[j])[..., 0]
-                    per = nn.functional.binary_cross_entropy_with_logits(z, bc_y[j], pos_weight=bc_pos_weight,
-                                                                         reduction="none")
-                    loss = loss + bc_coef * (per * bc_mask[j]).sum() / bc_mask[j].sum().clamp(min=1.0)
+                    z, bs, br = actor.forward_candidates(bc_res[j], bc_bud[j], bc_mask[j])
+                    if bs.numel():
+                        loss = loss + bc_coef * nn.functional.binary_cross_entropy_with_logits(
+                            z[:, 0], bc_y[j][bs, br], pos_weight=bc_pos_weight)
                 opt.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(params, max_grad_norm)

@@ -40,6 +40,20 @@ def test_net_permuting_resources_permutes_outputs(context):
     assert out.shape == (3, 11, 2)
 
 
+@pytest.mark.parametrize("context", [True, False])
+def test_forward_candidates_equals_forward_at_the_candidates(context):
+    torch.manual_seed(0)
+    net = PerResourceNet((16, 8), context=context, n_out=2)
+    obs = _batch()
+    res, bud, mask = (torch.as_tensor(obs[k], dtype=torch.float32) for k in ("resources", "budget", "mask"))
+    mask[1] = 0.0  # a sample without candidates contributes no rows
+    out, sample, resource = net.forward_candidates(res, bud, mask)
+    expected_rows = np.argwhere(mask.numpy() > 0)
+    np.testing.assert_array_equal(np.stack([sample.numpy(), resource.numpy()], axis=1), expected_rows)
+    torch.testing.assert_close(out, net(res, bud, mask)[sample, resource], rtol=1e-5, atol=1e-6)
+    assert out.shape == (len(expected_rows), 2)
+
+
 def test_context_lets_resources_see_each_other():
     torch.manual_seed(0)
     obs = _batch()
