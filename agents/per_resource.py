@@ -82,18 +82,20 @@ class PerResourceNet(nn.Module):
         A learner that never acts on a non-candidate (the native PPO, whose log-probabilities cover the
         candidates only) needs no more, and skips the MLP on every other resource: on ``PMWeek-v0`` about 3 of
         11 resources are candidates at a step, so this is about a quarter of ``forward``'s work."""
-        sample, resource = mask.nonzero(as_tuple=True)
-        x = torch.cat([resources[sample, resource], budget[sample], torch.ones(sample.numel(), 1,
-                                                                                 dtype=resources.dtype)], dim=-1)
+        x, sample, resource = candidate_rows(resources, budget, mask)
+        return self.forward_rows(x, sample, mask.shape[0]), sample, resource
+
+    def forward_rows(self, x, sample, n: int):
+        """The outputs of candidate input rows ``x (k, N_INPUT)`` (:func:`candidate_rows`) whose row ``i``
+        belongs to sample ``sample[i]`` of ``n``; the context pools each sample's rows."""
         h = torch.relu(self.first(x))
         if self.context:
-            n = mask.shape[0]
             count = torch.zeros(n, dtype=h.dtype).index_add_(0, sample, torch.ones_like(sample, dtype=h.dtype))
             pooled = torch.zeros(n, h.shape[-1], dtype=h.dtype).index_add_(0, sample, h)
             h = torch.cat([h, (pooled / count.clamp(min=1.0).unsqueeze(-1))[sample]], dim=-1)
         for layer in self.rest:
             h = torch.relu(layer(h))
-        return self.head(h), sample, resource
+        return self.head(h)
 
     def config(self) -> dict:
         return {"hidden": list(self.hidden), "context": self.context, "n_out": self.n_out}
@@ -109,6 +111,14 @@ def obs_tensors(observation, dtype=torch.float32):
     if single:
         res, bud, mask = res.unsqueeze(0), bud.unsqueeze(0), mask.unsqueeze(0)
     return res, bud, mask, single
+
+
+def candidate_rows(resources, budget, mask):
+    """The network's input rows of the candidates: ``(x (k, N_INPUT), sample (k,), resource (k,))`` for the ``k``
+    nonzero entries of ``mask (n, R)`` (row-major order)."""
+    sample, resource = mask.nonzero(as_tuple=True)
+    ones = torch.ones(sample.numel(), 1, dtype=resources.dtype)
+    return torch.cat([resources[sample, resource], budget[sample], ones], dim=-1), sample, resource
 
 
 class StudentPolicy:

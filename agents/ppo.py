@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy, obs_tensors
+from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy, candidate_rows, obs_tensors
 from membudget.agents.rl import TRAIN_SEEDS, VALIDATION_SEEDS, week_order
 from membudget.envs.pm import PMWeekVectorEnv
 from membudget.envs.pm.rollout import rollout
@@ -61,6 +61,17 @@ def _bernoulli_entropy(logits):
 def _per_sample(values, sample, n):
     """Sum of per-candidate ``values`` over each sample's candidates (0 for a sample without candidates)."""
     return torch.zeros(n, dtype=values.dtype).index_add_(0, sample, values)
+
+
+def _minibatch_rows(batch, row_sample, n: int):
+    """The candidate rows of the samples ``batch`` (indices into ``n`` samples) and, per row, the position of its
+    sample in ``batch``: ``(rows, local_sample)``."""
+    in_batch = torch.zeros(n, dtype=torch.bool)
+    in_batch[batch] = True
+    local = torch.zeros(n, dtype=torch.long)
+    local[batch] = torch.arange(batch.numel())
+    rows = in_batch[row_sample].nonzero()[:, 0]
+    return rows, local[row_sample[rows]]
 
 
 def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, n_envs: int = 64,
@@ -113,7 +124,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     flat_dim = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
     critic = _mlp(flat_dim, critic_arch)
     params = list(actor.parameters()) + list(critic.parameters())
-    opt = torch.optim.Adam(params, lr=learning_rate, eps=1e-5)
+    opt = torch.optim.Adam(params, lr=learning_rate, eps=1e-5, foreach=True)
     if bc_data is not None:
         bc_res, bc_bud, bc_mask, bc_y = (torch.as_tensor(a, dtype=torch.float32) for a in bc_data)
         pos = float((bc_y * bc_mask).sum())
@@ -180,8 +191,11 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             last = delta + gamma * gae_lambda * last
             adv[t] = last
         ret = adv + val
-        flat = {k: torch.cat(buf[k]) for k in ("res", "bud", "mask", "prop", "logp")}
-        flat_counts = torch.cat(buf["counts"]) if critic_counts else None
+        res, bud, mask = (torch.cat(buf[k]) for k in ("res", "bud", "mask"))
+        old_logp = torch.cat(buf["logp"])
+        critic_in = _flat(res, bud, mask, torch.cat(buf["counts"]) if critic_counts else None)
+        rows, row_sample, row_resource = candidate_rows(res, bud, mask)
+        row_prop = torch.cat(buf["prop"])[row_sample, row_resource]
         flat_adv, flat_ret = adv.reshape(-1), ret.reshape(-1)
         n = flat_adv.numel()
         mb = max(1, n // n_minibatches)
@@ -189,18 +203,16 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             order = torch.as_tensor(rng.permutation(n))
             for start in range(0, n, mb):
                 b = order[start:start + mb]
-                out, sample, resource = actor.forward_candidates(flat["res"][b], flat["bud"][b], flat["mask"][b])
-                logits = out[:, 0]
-                new_logp = _per_sample(_bernoulli_log_prob(logits, flat["prop"][b][sample, resource]), sample,
-                                       b.numel())
-                ratio = torch.exp(new_logp - flat["logp"][b])
+                r, sample = _minibatch_rows(b, row_sample, n)
+                logits = actor.forward_rows(rows[r], sample, b.numel())[:, 0]
+                new_logp = _per_sample(_bernoulli_log_prob(logits, row_prop[r]), sample, b.numel())
+                ratio = torch.exp(new_logp - old_logp[b])
                 a = flat_adv[b]
                 a = (a - a.mean()) / (a.std() + 1e-8)
                 pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
-                v = critic(_flat(flat["res"][b], flat["bud"][b], flat["mask"][b],
-                                 flat_counts[b] if critic_counts else None))[:, 0]
-                v_loss = 0.5 * ((v - flat_ret[b]) ** 2).mean()
-                loss = pg + vf_coef * v_loss - ent_coef * _per_sample(_bernoulli_entropy(logits), sample, b.numel()).mean()
+                v_loss = 0.5 * ((critic(critic_in[b])[:, 0] - flat_ret[b]) ** 2).mean()
+                entropy = _per_sample(_bernoulli_entropy(logits), sample, b.numel()).mean()
+                loss = pg + vf_coef * v_loss - ent_coef * entropy
                 if bc_coef > 0:
                     j = torch.as_tensor(rng.integers(0, bc_y.shape[0], size=min(mb, bc_y.shape[0])))
                     z, bs, br = actor.forward_candidates(bc_res[j], bc_bud[j], bc_mask[j])

@@ -54,6 +54,20 @@ def test_forward_candidates_equals_forward_at_the_candidates(context):
     assert out.shape == (len(expected_rows), 2)
 
 
+def test_native_ppo_minibatch_rows_are_the_batch_samples_candidates():
+    from membudget.agents.ppo import _minibatch_rows
+
+    rng = np.random.default_rng(0)
+    mask = torch.as_tensor(rng.random((40, 11)) < 0.3)
+    row_sample, row_resource = mask.nonzero(as_tuple=True)
+    batch = torch.as_tensor(rng.permutation(40)[:13])
+    rows, local = _minibatch_rows(batch, row_sample, 40)
+    expected = [(i, int(r)) for i, s in enumerate(batch.tolist()) for r in np.flatnonzero(mask[s].numpy())]
+    got = sorted(zip(local.tolist(), row_resource[rows].tolist()))
+    assert got == sorted(expected)
+    assert all(int(batch[i]) == int(row_sample[j]) for i, j in zip(local.tolist(), rows.tolist()))
+
+
 def test_context_lets_resources_see_each_other():
     torch.manual_seed(0)
     obs = _batch()
