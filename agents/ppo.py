@@ -17,7 +17,9 @@ skip them). The critic is an MLP over the flattened observation (SB3's ``MultiIn
 
 Distil-then-RL: ``init=`` a fitted student's network (the actor starts there, the critic from scratch) and,
 optionally, ``bc_coef > 0`` with ``bc_data=(X_res, X_bud, M, Y)`` adds a behaviour-cloning loss on teacher
-labels to every minibatch (a KL-to-teacher anchor against forgetting).
+labels to every minibatch (a KL-to-teacher anchor against forgetting). ``critic_warmup=k`` trains only the critic
+during the first ``k`` updates (the actor acts but stays fixed), so that a student is not moved by the advantages of
+an untrained critic.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
               vf_coef: float = 0.5, max_grad_norm: float = 0.5, reward_scale: float = 1.0, hidden=(64, 64),
               context: bool = True,
               critic_arch=(128, 128), critic_counts: bool = False, init: PerResourceNet | None = None,
-              bc_coef: float = 0.0, bc_data=None, eval_every: int = 250_000, eval_seeds=VALIDATION_SEEDS,
+              bc_coef: float = 0.0, bc_data=None, critic_warmup: int = 0, eval_every: int = 250_000, eval_seeds=VALIDATION_SEEDS,
               test_seeds=None, per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
               train_seeds=TRAIN_SEEDS, torch_threads: int = 1, progress=None, report=None):
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
@@ -98,6 +100,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     check_int("n_epochs", n_epochs, 1)
     check_int("n_minibatches", n_minibatches, 1)
     check_int("eval_every", eval_every, 0)
+    check_int("critic_warmup", critic_warmup, 0)
     check_number("learning_rate", learning_rate, 0, low_open=True)
     check_number("gamma", gamma, 0, 1)
     check_number("gae_lambda", gae_lambda, 0, 1)
@@ -135,6 +138,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         return float(rollout(policy, list(seeds), action_mode="scores", **env_kwargs)["set_f1"].mean())
 
     history, steps, eval_time, t0 = [], 0, 0.0, time.perf_counter()
+    update = -1
 
     def record():
         nonlocal eval_time
@@ -199,6 +203,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         flat_adv, flat_ret = adv.reshape(-1), ret.reshape(-1)
         n = flat_adv.numel()
         mb = max(1, n // n_minibatches)
+        update += 1
         for _ in range(n_epochs):
             order = torch.as_tensor(rng.permutation(n))
             for start in range(0, n, mb):
@@ -213,7 +218,9 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                 v_loss = 0.5 * ((critic(critic_in[b])[:, 0] - flat_ret[b]) ** 2).mean()
                 entropy = _per_sample(_bernoulli_entropy(logits), sample, b.numel()).mean()
                 loss = pg + vf_coef * v_loss - ent_coef * entropy
-                if bc_coef > 0:
+                if update < critic_warmup:
+                    loss = vf_coef * v_loss
+                elif bc_coef > 0:
                     j = torch.as_tensor(rng.integers(0, bc_y.shape[0], size=min(mb, bc_y.shape[0])))
                     z, bs, br = actor.forward_candidates(bc_res[j], bc_bud[j], bc_mask[j])
                     if bs.numel():
@@ -230,5 +237,5 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     venv.close()
     cfg = {"method": "ppo", "budget": budget, "seed": seed, "total_timesteps": total_timesteps, "n_envs": n_envs,
            "learning_rate": learning_rate, "ent_coef": ent_coef, "bc_coef": bc_coef, "init": init is not None,
-           "critic_counts": critic_counts, "n_resources": n_res}
+           "critic_counts": critic_counts, "critic_warmup": critic_warmup, "n_resources": n_res}
     return StudentPolicy(actor, config=cfg), history

@@ -162,9 +162,21 @@ def test_distil_then_rl_starts_from_the_student():
     assert policy.net is not student.net and policy.net.hidden == (16, 16)
 
 
+def test_critic_warmup_keeps_the_actor_fixed():
+    from membudget.agents.imitation import fit_bc
+
+    student, _ = fit_bc([2000, 2001], "B10", epochs=3, hidden=16)
+    kw = dict(TINY, eval_seeds=[4000])  # TINY: 2 updates
+    frozen, _ = train_ppo("B10", seed=0, init=student.net, critic_warmup=2, **kw)
+    moved, _ = train_ppo("B10", seed=0, init=student.net, critic_warmup=1, **kw)
+    obs = _batch()
+    np.testing.assert_array_equal(frozen.probabilities(obs), student.probabilities(obs))
+    assert not np.array_equal(moved.probabilities(obs), student.probabilities(obs))
+
+
 def test_native_ppo_refuses_bad_settings():
     for bad in (dict(learning_rate=float("nan")), dict(gamma=5.0), dict(n_epochs=-5), dict(total_timesteps=0),
-                dict(clip_coef=0.0), dict(bc_coef=1.0)):
+                dict(clip_coef=0.0), dict(bc_coef=1.0), dict(critic_warmup=-1)):
         with pytest.raises(ValueError):
             train_ppo("B10", **dict(TINY, **bad))
 
