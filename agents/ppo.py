@@ -82,7 +82,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
               vf_coef: float = 0.5, max_grad_norm: float = 0.5, reward_scale: float = 1.0, hidden=(64, 64),
               context: bool = True,
               critic_arch=(128, 128), critic_counts: bool = False, init: PerResourceNet | None = None,
-              bc_coef: float = 0.0, bc_data=None, critic_warmup: int = 0, eval_every: int = 250_000, eval_seeds=VALIDATION_SEEDS,
+              bc_coef: float = 0.0, bc_data=None, critic_warmup: int = 0, keep_best: bool = False,
+              eval_every: int = 250_000, eval_seeds=VALIDATION_SEEDS,
               test_seeds=None, per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
               train_seeds=TRAIN_SEEDS, torch_threads: int = 1, progress=None, report=None):
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
@@ -93,7 +94,9 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     ``history`` rows: ``env_steps``, ``wall_clock`` (training seconds, evaluation excluded), ``val_set_f1`` (the
     deterministic policy on ``eval_seeds``) and, with ``test_seeds``, ``test_set_f1`` (for reporting a curve on
     held-out weeks; nothing in training reads it), recorded every ``eval_every`` steps (0: only at the start and
-    end). ``report(row)``, if given, receives each history row as it is recorded (e.g. a Tune trial's
+    end). With ``keep_best=True`` the returned policy is the actor of the recorded point with the highest
+    ``val_set_f1`` (early stopping on the validation weeks; ``config["selected_env_steps"]`` says which).
+    ``report(row)``, if given, receives each history row as it is recorded (e.g. a Tune trial's
     ``tune.report``)."""
     check_int("total_timesteps", total_timesteps, 1)
     check_int("n_envs", n_envs, 1)
@@ -139,6 +142,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
 
     history, steps, eval_time, t0 = [], 0, 0.0, time.perf_counter()
     update = -1
+    best = {"val_set_f1": -np.inf}
 
     def record():
         nonlocal eval_time
@@ -146,6 +150,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         history.append({"env_steps": steps, "wall_clock": t - t0 - eval_time, "val_set_f1": evaluate(eval_seeds)})
         if test_seeds is not None:
             history[-1]["test_set_f1"] = evaluate(test_seeds)
+        if keep_best and history[-1]["val_set_f1"] > best["val_set_f1"]:
+            best.update(val_set_f1=history[-1]["val_set_f1"], env_steps=steps, state=copy.deepcopy(actor.state_dict()))
         eval_time += time.perf_counter() - t
         if progress:
             progress(f"{steps} steps: validation Set F1 {history[-1]['val_set_f1']:.4f}")
@@ -235,7 +241,10 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     if history[-1]["env_steps"] != steps:
         record()
     venv.close()
+    if keep_best:
+        actor.load_state_dict(best["state"])
     cfg = {"method": "ppo", "budget": budget, "seed": seed, "total_timesteps": total_timesteps, "n_envs": n_envs,
            "learning_rate": learning_rate, "ent_coef": ent_coef, "bc_coef": bc_coef, "init": init is not None,
-           "critic_counts": critic_counts, "critic_warmup": critic_warmup, "n_resources": n_res}
+           "critic_counts": critic_counts, "critic_warmup": critic_warmup, "n_resources": n_res,
+           "selected_env_steps": best["env_steps"] if keep_best else steps}
     return StudentPolicy(actor, config=cfg), history

@@ -162,6 +162,20 @@ def test_distil_then_rl_starts_from_the_student():
     assert policy.net is not student.net and policy.net.hidden == (16, 16)
 
 
+def test_keep_best_returns_the_best_validation_checkpoint():
+    kw = dict(TINY, eval_every=4 * 80)  # a point after each of the 2 updates
+    last, history = train_ppo("B10", seed=3, **kw)
+    best, _ = train_ppo("B10", seed=3, keep_best=True, **kw)
+    scores = [h["val_set_f1"] for h in history]
+    k = int(np.argmax(scores))
+    assert best.config["selected_env_steps"] == history[k]["env_steps"]
+    from membudget.envs.pm.rollout import rollout
+
+    assert rollout(best, [4000], budget="B10", action_mode="scores")["set_f1"].mean() == pytest.approx(scores[k])
+    if k == len(scores) - 1:
+        np.testing.assert_array_equal(best.probabilities(_batch()), last.probabilities(_batch()))
+
+
 def test_critic_warmup_keeps_the_actor_fixed():
     from membudget.agents.imitation import fit_bc
 
