@@ -170,8 +170,8 @@ class NativePPOConfig(_RunSettings):
     """GAE lambda."""
     clip_coef: float = 0.2
     """PPO clipping range."""
-    ent_coef: float = 0.0
-    """Entropy bonus (over the candidates' Bernoullis)."""
+    ent_coef: float = 0.003
+    """Entropy bonus (over the candidates' Bernoullis; chosen on validation weeks 4000-4029)."""
     hidden: str = "64,64"
     """Layer widths of the per-resource network, comma-separated."""
     context: str = "on"
