@@ -1,17 +1,22 @@
 """Scaling of the Ray backend against the single-process local backend, in one run.
 
-``python -m membudget.bench.ray_scaling [--workers 2]`` measures, on a local Ray cluster of ``--workers`` 1-CPU
-worker processes (warmed up: membudget imported, kernels loaded):
+``python -m membudget.bench.ray_scaling [--workers 2] [--repeats 3]`` measures, on a local Ray cluster of
+``--workers`` 1-CPU worker processes (warmed up: membudget imported, kernels loaded):
 
-1. the DP label set of weeks 2000-2239 (240 weeks, B5/B10/B15/B20, tasks of 10 weeks) — local, then Ray;
-2. a 60-week × 10-policy evaluation at B10 (weeks 9000-9059, one task per policy) — local, then Ray;
+1. the DP label set of weeks 2000-2239 (240 weeks, B5/B10/B15/B20, tasks of 10 weeks);
+2. a 60-week × 10-policy evaluation at B10 (weeks 9000-9059, the default split: the reference first, then one task
+   per other row with its paired interval), after one untimed run on each backend;
 
-and prints each throughput ratio (target >= 1.6x with 2 workers), checks that both backends give identical
-results, and prints the per-task overhead of the Ray run: ``(workers × wall − Σ task seconds) / tasks`` as a share
-of the mean task time (target <= 5%). ``--kill`` then runs the label set again on Ray and kills a random busy
-worker process at a random point; it checks the result against the local one and counts the tasks run more than
-once (target: at most one). Last, the projected wall time of the full RL-versus-distillation study on 8 and 64
-cores from the per-task times of its committed run (``docs/rl_vs_distillation.json``).
+each run ``--repeats`` times on the local backend and on Ray, alternately. It prints the ratio of the median walls
+(target >= 1.6x with 2 workers), checks that both backends give identical results, and splits the Ray runs'
+worker-seconds (``workers × wall``) into the task functions' own time, the backend's **per-task overhead** (from a
+map's start to a worker's first task, between a worker's consecutive tasks, and from the last task's end to the
+map's end: sending a task, fetching its function, returning its result; target <= 5% of the mean task time),
+workers idle for lack of tasks (the task split's imbalance) and the driver's own work between maps (see
+:func:`breakdown`). ``--kill`` then runs the label set again on Ray and kills a random busy worker process at a
+random point; it checks the result against the local one and counts the tasks run more than once (target: at most
+one). Last, the projected wall time of the full RL-versus-distillation study on 8 and 64 cores from the per-task
+times of its committed run (``docs/rl_vs_distillation.json``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import functools
 import heapq
+import itertools
 import json
 import os
 import random
@@ -53,13 +59,15 @@ def _import(module):
     time.sleep(1.0)
 
 
-def _timed_map(executor, times):
-    """A ``map`` over ``executor`` that records each task's own seconds in ``times``."""
+def _timed_map(executor, maps):
+    """A ``map`` over ``executor`` that records, per call, ``(start, end, [(task start, task end, process id)])``
+    in ``maps`` (wall-clock seconds)."""
     from membudget.studies.execution import timed
 
     def map_(fn, items):
+        start = time.time()
         out = executor.map(timed(fn), items)
-        times.extend(t for _, t in out)
+        maps.append((start, time.time(), [stamp for _, stamp in out]))
         return [r for r, _ in out]
 
     return map_
@@ -72,19 +80,54 @@ def _logged_map(executor, log_dir):
     return map_
 
 
-def _measure(name, run, executor_local, executor_ray, workers, same):
-    t_local, t_ray = [], []
-    start = time.perf_counter()
-    a = run(_timed_map(executor_local, t_local))
-    wall_local = time.perf_counter() - start
-    start = time.perf_counter()
-    b = run(_timed_map(executor_ray, t_ray))
-    wall_ray = time.perf_counter() - start
-    overhead = (workers * wall_ray - sum(t_ray)) / len(t_ray)
-    print(f"{name}: {len(t_ray)} tasks (mean {np.mean(t_ray):.2f} s); local {wall_local:.1f} s, Ray with {workers} "
-          f"workers {wall_ray:.1f} s: {wall_local / wall_ray:.2f}x; per-task overhead {overhead:.3f} s = "
-          f"{100 * overhead / np.mean(t_ray):.1f}% of the task time; identical results: {same(a, b)}", flush=True)
-    return a, wall_ray
+def breakdown(maps, workers, wall):
+    """Where ``workers`` worker processes spent a run of ``wall`` seconds whose executor maps are ``maps``
+    (``[(start, end, [(task start, task end, pid), ...]), ...]``), in worker-seconds: ``tasks`` (inside the task
+    functions), ``overhead`` (the backend's own cost: from a map's start to each worker's first task, between a
+    worker's consecutive tasks, and from the last task's end to the map's end on the worker that ran it),
+    ``idle`` (a worker with no task left while others still run) and ``driver`` (every worker while the driver
+    works outside the maps). The four add up to ``workers × wall``."""
+    out = {"tasks": 0.0, "overhead": 0.0, "idle": 0.0, "driver": workers * wall}
+    for start, end, stamps in maps:
+        out["driver"] -= workers * (end - start)
+        per_worker = {}
+        for s, e, pid in stamps:
+            per_worker.setdefault(pid, []).append((s, e))
+            out["tasks"] += e - s
+        last = max(e for _, e, _ in stamps)
+        for runs in per_worker.values():
+            runs.sort()
+            out["overhead"] += runs[0][0] - start + sum(b[0] - a[1] for a, b in itertools.pairwise(runs))
+            out["overhead" if runs[-1][1] == last else "idle"] += end - runs[-1][1]
+        out["idle"] += (workers - len(per_worker)) * (end - start)
+    return out
+
+
+def _measure(name, run, executor_local, executor_ray, workers, same, repeats, warmup):
+    """Local and Ray runs of ``run`` alternated ``repeats`` times (after one untimed run each if ``warmup``);
+    prints the median walls, their ratio and the Ray runs' median breakdown per task."""
+    if warmup:
+        run(executor_local.map)
+        run(executor_ray.map)
+    walls, shares, results = {"local": [], "ray": []}, [], {}
+    for _ in range(repeats):
+        for label, executor in (("local", executor_local), ("ray", executor_ray)):
+            maps = []
+            start = time.time()
+            results[label] = run(_timed_map(executor, maps))
+            walls[label].append(time.time() - start)
+        parts = breakdown(maps, workers, walls["ray"][-1])
+        n = sum(len(stamps) for _, _, stamps in maps)
+        shares.append({k: v / n for k, v in parts.items()} | {"n": n, "mean": parts["tasks"] / n})
+    med = {k: float(np.median([s[k] for s in shares])) for k in shares[0]}
+    local, ray = float(np.median(walls["local"])), float(np.median(walls["ray"]))
+    print(f"{name}: {med['n']:.0f} tasks (mean {med['mean']:.3f} s on Ray); median of {repeats}: local {local:.2f} s, "
+          f"Ray with {workers} workers {ray:.2f} s: {local / ray:.2f}x; per task: backend overhead "
+          f"{1000 * med['overhead']:.1f} ms = {100 * med['overhead'] / med['mean']:.1f}% of the task time, workers "
+          f"idle for lack of tasks {1000 * med['idle']:.1f} ms, driver between maps {1000 * med['driver']:.1f} ms "
+          f"(all idle worker time: {100 * (med['overhead'] + med['idle'] + med['driver']) / med['mean']:.0f}%); "
+          f"identical results: {same(results['local'], results['ray'])}", flush=True)
+    return results["local"], ray
 
 
 def _same_dataset(a, b):
@@ -95,8 +138,10 @@ def _same_dataset(a, b):
 
 
 def _same_table(a, b):
-    return all(np.array_equal(x[k], y[k], equal_nan=True) for x, y in zip(a, b)
-               for k in ("set_f1", "on_time_recall", "realized_cost", "spend_per_quarter")) and len(a) == len(b)
+    return len(a) == len(b) and all(
+        np.array_equal(x[k], y[k], equal_nan=True) for x, y in zip(a, b)
+        for k in ("set_f1", "on_time_recall", "realized_cost", "spend_per_quarter")) and all(
+        x.get("diff_vs_reference") == y.get("diff_vs_reference") for x, y in zip(a, b))
 
 
 def _kill_random_worker(delay, killed):
@@ -142,6 +187,7 @@ def main(argv=None):
     parser.add_argument("--label-weeks", type=int, default=240)
     parser.add_argument("--eval-weeks", type=int, default=60)
     parser.add_argument("--budgets", nargs="+", default=["B5", "B10", "B15", "B20"])
+    parser.add_argument("--repeats", type=int, default=3, help="local and Ray runs of each workload (medians)")
     parser.add_argument("--kill", action="store_true", help="also kill a random worker during a label run")
     args = parser.parse_args(argv)
 
@@ -166,7 +212,8 @@ def main(argv=None):
     weeks = range(2000, 2000 + args.label_weeks)
     labels = functools.partial(build_label_dataset, weeks, args.budgets)
     reference, wall = _measure(f"DP label set, {args.label_weeks} weeks x {len(args.budgets)} budgets",
-                         lambda m: labels(map=m), local, remote, args.workers, _same_dataset)
+                               lambda m: labels(map=m), local, remote, args.workers, _same_dataset, args.repeats,
+                               warmup=False)
 
     suite = fit_suite(temporal_budgets=("B10",), map=remote.map)
     cfg = budgetpm.EvalConfig(policies=list(EVAL_POLICIES), budgets=["B10"], first_seed=9000,
@@ -179,7 +226,7 @@ def main(argv=None):
         return budgetpm.run(cfg, suite=suite, executor=_Map())[0]
 
     _measure(f"evaluation, {args.eval_weeks} weeks x {len(EVAL_POLICIES)} policies", evaluate, local, remote,
-             args.workers, _same_table)
+             args.workers, _same_table, args.repeats, warmup=True)
 
     if args.kill:
         with tempfile.TemporaryDirectory() as log_dir:

@@ -83,6 +83,45 @@ def evaluate_task(suite, load, repetitions, item):
     return evaluate_policy(suite, name, budget, list(seeds), load, repetitions)
 
 
+def row_task(suite, load, repetitions, n_resamples, item):
+    """One row of the table as one task: per-week metrics of policy ``name`` at ``budget`` on the weeks ``seeds``
+    and the paired bootstrap interval of its per-week Set F1 minus the reference's ``reference_f1`` (None: no
+    interval)."""
+    name, budget, seeds, reference_f1 = item
+    res = evaluate_task(suite, load, repetitions, (name, budget, seeds))
+    return res, None if reference_f1 is None else bootstrap_ci(res["set_f1"] - reference_f1, n_resamples)
+
+
+def _evaluate_rows(cfg, suite, executor, seeds, budgets):
+    """``({(policy, budget): per-week metrics}, {(policy, budget): paired interval})`` in table order, as tasks.
+
+    The paired intervals are worth a task each (100,000 resamples cost about as much as a policy on 60 weeks).
+    Without ``chunk_weeks``: the reference at each budget first, then one task per other row (its evaluation and
+    interval). With ``chunk_weeks``: one task per (policy, budget, week chunk), then one per interval. Every task
+    seeds itself from its key, so either way the numbers are the same on every backend."""
+    keys = [(name, b) for b in budgets for name in cfg.policies if available(name, b, suite)]
+    evaluate = functools.partial(evaluate_task, suite, cfg.load, cfg.repetitions)
+    if cfg.chunk_weeks:
+        items = [(name, b, weeks) for name, b in keys for weeks in chunks(seeds, cfg.chunk_weeks)]
+        merged = {}
+        for (name, b, _), part in zip(items, executor.map(evaluate, items)):
+            merged.setdefault((name, b), []).append(part)
+        per = {k: {m: np.concatenate([p[m] for p in merged[k]]) for m in merged[k][0]} for k in keys}
+        paired = [(name, b) for name, b in keys if name != cfg.reference and (cfg.reference, b) in per]
+        return per, dict(zip(paired, executor.map(
+            functools.partial(bootstrap_ci, n_resamples=cfg.bootstrap),
+            [per[(name, b)]["set_f1"] - per[(cfg.reference, b)]["set_f1"] for name, b in paired])))
+    weeks = tuple(seeds)
+    references = [(name, b) for name, b in keys if name == cfg.reference]
+    per = dict(zip(references, executor.map(evaluate, [(name, b, weeks) for name, b in references])))
+    rest = [k for k in keys if k not in per]
+    rows = executor.map(functools.partial(row_task, suite, cfg.load, cfg.repetitions, cfg.bootstrap),
+                        [(name, b, weeks, per[(cfg.reference, b)]["set_f1"] if (cfg.reference, b) in per else None)
+                         for name, b in rest])
+    per.update((k, res) for k, (res, _) in zip(rest, rows))
+    return {k: per[k] for k in keys}, {k: ci for k, (_, ci) in zip(rest, rows) if ci is not None}
+
+
 def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
     if cfg.quick:
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
@@ -106,28 +145,18 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
         seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
         budgets = [parse_budget(b) for b in cfg.budgets]
         say(f"evaluate ({executor.backend} backend)")
-        items = [(name, b, weeks) for b in budgets for name in cfg.policies if available(name, b, suite)
-                 for weeks in chunks(seeds, cfg.chunk_weeks)]
-        parts = executor.map(functools.partial(evaluate_task, suite, cfg.load, cfg.repetitions), items)
+        per, intervals = _evaluate_rows(cfg, suite, executor, seeds, budgets)
     finally:
         if own:
             executor.close()
-    merged = {}
-    for (name, b, _), part in zip(items, parts):
-        merged.setdefault((name, b), []).append(part)
     results = []
-    for b in budgets:
-        per = {name: {k: np.concatenate([p[k] for p in merged[(name, b)]]) for k in merged[(name, b)][0]}
-               for name in cfg.policies if (name, b) in merged}
-        ref = per.get(cfg.reference)
-        for name, res in per.items():
-            row = {"budget": b, "policy": name, "set_f1": res["set_f1"],
-                   "on_time_recall": res["on_time_recall"], "realized_cost": res["realized_cost"],
-                   "exhaustion_progress": res["exhaustion_progress"],
-                   "spend_per_quarter": np.stack([res[f"spend_q{q}"] for q in range(1, 5)], axis=1)}
-            if ref is not None and name != cfg.reference:
-                row["diff_vs_reference"] = bootstrap_ci(res["set_f1"] - ref["set_f1"], cfg.bootstrap)
-            results.append(row)
+    for (name, b), res in per.items():
+        row = {"budget": b, "policy": name, "set_f1": res["set_f1"], "on_time_recall": res["on_time_recall"],
+               "realized_cost": res["realized_cost"], "exhaustion_progress": res["exhaustion_progress"],
+               "spend_per_quarter": np.stack([res[f"spend_q{q}"] for q in range(1, 5)], axis=1)}
+        if (name, b) in intervals:
+            row["diff_vs_reference"] = intervals[(name, b)]
+        results.append(row)
     sweeps = {}
     if cfg.sweep:
         for name in ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome"):

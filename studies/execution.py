@@ -255,7 +255,8 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def timed(fn):
-    """``fn`` wrapped to return ``(result, seconds)`` (the benchmarks' per-task times)."""
+    """``fn`` wrapped to return ``(result, (start, end, process id))``, the task's own wall-clock interval (the
+    benchmarks' per-task times and the gaps between a worker's tasks)."""
     return _Timed(fn)
 
 
@@ -264,9 +265,9 @@ class _Timed:
         self.fn = fn
 
     def __call__(self, item):
-        start = time.perf_counter()
+        start = time.time()
         out = self.fn(item)
-        return out, time.perf_counter() - start
+        return out, (start, time.time(), os.getpid())
 
 
 __all__ = ["BACKENDS", "Executor", "RayExecutor", "add_backend_flags", "chunks", "make_executor", "task_id",

@@ -111,6 +111,65 @@ def assert_same_dataset(a, b):
             assert x == y, f.name
 
 
+def test_breakdown_accounts_for_every_worker_second():
+    from membudget.bench.ray_scaling import breakdown
+
+    # One map from 0 to 1 s on 2 workers in a run of 1.5 s: worker 1 runs tasks 0.1-0.5 and 0.55-0.9 (the last),
+    # worker 2 runs 0.2-0.6 and then has nothing left to run.
+    parts = breakdown([(0.0, 1.0, [(0.1, 0.5, 1), (0.55, 0.9, 1), (0.2, 0.6, 2)])], workers=2, wall=1.5)
+    expected = {"tasks": 0.4 + 0.35 + 0.4, "overhead": 0.1 + 0.05 + 0.1 + 0.2, "idle": 0.4, "driver": 1.0}
+    assert parts == pytest.approx(expected)
+    assert sum(parts.values()) == pytest.approx(2 * 1.5)
+
+
+@pytest.fixture(scope="module")
+def small_suite():
+    from membudget.studies.suite import fit_suite
+
+    return fit_suite(**SMALL_SUITE)
+
+
+SMALL_SUITE = {"dev_seeds": range(2000, 2005), "temporal_budgets": ("B10",), "analysis_seeds": range(4000, 4002)}
+
+
+class _Recording(Executor):
+    """The local backend, keeping the items of every map."""
+
+    def __init__(self):
+        super().__init__()
+        self.maps = []
+
+    def map(self, fn, items):
+        self.maps.append(list(items))
+        return super().map(fn, items)
+
+
+def test_evaluation_rows_are_tasks_with_their_paired_intervals(small_suite):
+    from membudget.studies import budgetpm
+    from membudget.studies.protocol import bootstrap_ci, evaluate_policy
+
+    cfg = budgetpm.EvalConfig(policies=["RandomFeasible", "Static", "Sequential"], budgets=["B5", "B10"],
+                              first_seed=9000, n_weeks=4, bootstrap=500)
+    ex = _Recording()
+    rows, _ = budgetpm.run(cfg, suite=small_suite, executor=ex)
+    weeks = tuple(range(9000, 9004))
+    # The reference's rows first, then one task per other row carrying the reference's per-week Set F1.
+    assert ex.maps[0] == [("Static", "B5", weeks), ("Static", "B10", weeks)]
+    assert [item[:3] for item in ex.maps[1]] == [("RandomFeasible", "B5", weeks), ("RandomFeasible", "B10", weeks),
+                                                 ("Sequential", "B10", weeks)]
+    assert [(r["budget"], r["policy"]) for r in rows] == [("B5", "RandomFeasible"), ("B5", "Static"),
+                                                          ("B10", "RandomFeasible"), ("B10", "Static"),
+                                                          ("B10", "Sequential")]
+    for r in rows:
+        direct = evaluate_policy(small_suite, r["policy"], r["budget"], list(weeks), 0, 3)
+        assert np.array_equal(r["set_f1"], direct["set_f1"])
+        if r["policy"] == "Static":
+            assert "diff_vs_reference" not in r
+        else:
+            ref = evaluate_policy(small_suite, "Static", r["budget"], list(weeks))["set_f1"]
+            assert r["diff_vs_reference"] == bootstrap_ci(direct["set_f1"] - ref, 500)
+
+
 # --- Ray: a simulated cluster of three 1-CPU nodes --------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -153,22 +212,24 @@ def test_ray_label_dataset_equals_local(cluster):
     assert_same_dataset(local, remote)
 
 
-def test_ray_evaluation_table_equals_local(cluster):
+@pytest.mark.parametrize("chunk_weeks", [0, 2])
+def test_ray_evaluation_table_equals_local(cluster, small_suite, chunk_weeks):
     from membudget.studies import budgetpm
     from membudget.studies.execution import RayExecutor
     from membudget.studies.suite import fit_suite
 
-    small = {"dev_seeds": range(2000, 2005), "temporal_budgets": ("B10",), "analysis_seeds": range(4000, 4002)}
     cfg = budgetpm.EvalConfig(policies=["RandomFeasible", "Static", "Sequential", "DeadlineOutcome", "PacingLB"],
-                              budgets=["B5", "B10"], first_seed=9000, n_weeks=6, chunk_weeks=2, bootstrap=2000)
-    suite_local = fit_suite(**small)
-    suite_ray = fit_suite(**small, map=RayExecutor().map)
-    local, _ = budgetpm.run(cfg, suite=suite_local)
+                              budgets=["B5", "B10"], first_seed=9000, n_weeks=6, chunk_weeks=chunk_weeks,
+                              bootstrap=2000)
+    suite_ray = fit_suite(**SMALL_SUITE, map=RayExecutor().map) if chunk_weeks else small_suite
+    local, _ = budgetpm.run(cfg, suite=small_suite)
     remote, _ = budgetpm.run(cfg, suite=suite_ray, executor=RayExecutor())
     assert budgetpm.format_table(local, "Static") == budgetpm.format_table(remote, "Static")
+    assert len(local) == len(remote) == 9
     for a, b in zip(local, remote):
         for k in ("set_f1", "on_time_recall", "realized_cost", "spend_per_quarter"):
             assert np.array_equal(a[k], b[k], equal_nan=True)
+        assert a.get("diff_vs_reference") == b.get("diff_vs_reference")
 
 
 def test_ray_retries_a_killed_worker_and_recomputes_one_task(cluster, tmp_path):

@@ -84,6 +84,20 @@ def test_boosted_gate_scores_equal_scikit_learn(labels):
     np.testing.assert_allclose(gate.score(labels.features), ref.predict_proba(labels.features)[:, 1], atol=1e-12)
 
 
+def test_boosted_gate_scores_are_the_tree_walk_bit_for_bit(labels):
+    gate = BoostedGate(n_estimators=20).fit(labels)
+    X = labels.features[:300].astype(np.float32).astype(np.float64)
+    raw = np.full(len(X), gate.init_)
+    left, right, feature, threshold = gate.left_, gate.right_, gate.feature_, gate.threshold_
+    for r, x in enumerate(X):  # each tree walked from its root, the leaf values added in tree order
+        for i in range(left.shape[0]):
+            node = 0
+            while left[i, node] != -1:
+                node = left[i, node] if x[feature[i, node]] <= threshold[i, node] else right[i, node]
+            raw[r] += gate.learning_rate * gate.value_[i, node]
+    np.testing.assert_array_equal(gate.score(labels.features[:300]), 1.0 / (1.0 + np.exp(-raw)))
+
+
 def test_temporal_gate_threshold_maximises_out_of_fold_set_f1(labels):
     gate = TemporalGate(teacher="myopic", budget="B10", grid=(0.1, 0.5, 0.9)).fit(labels)
     best = gate.grid[int(np.argmax(np.round(gate.oof_set_f1_, 12)))]
