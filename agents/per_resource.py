@@ -42,6 +42,15 @@ MAX_WIDTH = 4096
 """Widest hidden layer a per-resource network may have."""
 
 
+def check_widths(name: str, widths) -> tuple:
+    """``widths`` as a tuple of layer widths in 1..MAX_WIDTH (at least one); anything else raises ``ValueError``
+    naming ``name``."""
+    widths = tuple(widths) if isinstance(widths, (tuple, list)) else ()
+    if not widths:
+        raise ValueError(f"{name} must name at least one layer width, got {widths!r}")
+    return tuple(check_int(f"{name}[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(widths))
+
+
 class PerResourceNet(nn.Module):
     """Shared per-resource MLP: ``(resources (n, R, 27), budget (n, 9), mask (n, R)) -> (n, R, n_out)``.
 
@@ -51,10 +60,7 @@ class PerResourceNet(nn.Module):
 
     def __init__(self, hidden=(64, 64), context: bool = True, n_out: int = 1):
         super().__init__()
-        hidden = tuple(hidden) if isinstance(hidden, (tuple, list)) else ()
-        if not hidden:
-            raise ValueError(f"hidden must name at least one layer width, got {hidden!r}")
-        hidden = tuple(check_int(f"hidden[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(hidden))
+        hidden = check_widths("hidden", hidden)
         check_int("n_out", n_out, 1, 2)
         self.hidden, self.context, self.n_out = hidden, bool(context), int(n_out)
         self.first = nn.Linear(N_INPUT, hidden[0])
@@ -113,6 +119,49 @@ def obs_tensors(observation, dtype=torch.float32):
     return res, bud, mask, single
 
 
+class FlatMLPNet(nn.Module):
+    """The architecture ablation: one MLP over the flattened observation (every resource's 27 features, the 9
+    budget features, the candidate mask) with one logit per resource out — what SB3's ``MultiInputPolicy`` builds.
+    Same call signature and outputs as :class:`PerResourceNet` (``n_out=1``), so the native PPO and
+    :class:`StudentPolicy` take either; it is not permutation-equivariant and is tied to ``n_resources``."""
+
+    n_out = 1
+
+    def __init__(self, n_resources: int, hidden=(64, 64)):
+        super().__init__()
+        self.hidden = check_widths("hidden", hidden)
+        self.n_resources = check_int("n_resources", n_resources, 1, MAX_WIDTH)
+        widths = [self.n_resources * (len(RESOURCE_FEATURE_NAMES) + 1) + len(BUDGET_FEATURE_NAMES), *self.hidden]
+        self.body = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.head = nn.Linear(widths[-1], self.n_resources)
+
+    def forward(self, resources, budget, mask):
+        h = torch.cat([resources.flatten(-2), budget, mask.to(resources.dtype)], dim=-1)
+        for layer in self.body:
+            h = torch.relu(layer(h))
+        return self.head(h).unsqueeze(-1)
+
+    def forward_candidates(self, resources, budget, mask):
+        """``(out (k, 1), sample, resource)`` at the nonzero entries of ``mask``, as
+        :meth:`PerResourceNet.forward_candidates`."""
+        sample, resource = mask.nonzero(as_tuple=True)
+        return self(resources, budget, mask)[sample, resource], sample, resource
+
+    def config(self) -> dict:
+        return {"kind": "flat-mlp", "n_resources": self.n_resources, "hidden": list(self.hidden)}
+
+
+def network_from_config(config: dict) -> nn.Module:
+    """The network a :meth:`PerResourceNet.config` / :meth:`FlatMLPNet.config` describes (untrained)."""
+    config = dict(config)
+    kind = config.pop("kind", "per-resource")
+    if kind == "flat-mlp":
+        return FlatMLPNet(**config)
+    if kind != "per-resource":
+        raise ValueError(f"unknown network kind {kind!r}")
+    return PerResourceNet(**config)
+
+
 def candidate_rows(resources, budget, mask):
     """The network's input rows of the candidates: ``(x (k, N_INPUT), sample (k,), resource (k,))`` for the ``k``
     nonzero entries of ``mask (n, R)`` (row-major order)."""
@@ -122,12 +171,13 @@ def candidate_rows(resources, budget, mask):
 
 
 class StudentPolicy:
-    """A fitted :class:`PerResourceNet` (``n_out=1``) following the policy protocol in ``action_mode="scores"``.
+    """A fitted :class:`PerResourceNet` (``n_out=1``; or the :class:`FlatMLPNet` ablation) following the policy
+    protocol in ``action_mode="scores"``.
 
     ``predict`` proposes every candidate with ``sigmoid(logit) >= threshold`` as its probability (-1 elsewhere).
     ``config`` records how it was fitted (method, budget, weeks, ...)."""
 
-    def __init__(self, net: PerResourceNet, threshold: float = 0.5, config=None):
+    def __init__(self, net: nn.Module, threshold: float = 0.5, config=None):
         if net.n_out != 1:
             raise ValueError(f"a student scores one logit per resource, got n_out={net.n_out}")
         self.net = net.eval()
@@ -159,7 +209,7 @@ class StudentPolicy:
         with reading_artefact(path, "student"), np.load(os.fspath(path), allow_pickle=False) as z:
             if "net" not in z.files:
                 raise ValueError("no network configuration: not a per-resource student")
-            net = PerResourceNet(**json.loads(str(z["net"])))
+            net = network_from_config(json.loads(str(z["net"])))
             state = {k[len("param/"):]: torch.as_tensor(z[k]) for k in z.files if k.startswith("param/")}
             expected = net.state_dict()
             if set(state) != set(expected):

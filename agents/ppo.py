@@ -31,11 +31,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy, candidate_rows, obs_tensors
+from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows, check_widths,
+                                           obs_tensors)
 from membudget.agents.rl import TRAIN_SEEDS, VALIDATION_SEEDS, week_order
 from membudget.envs.pm import PMWeekVectorEnv
 from membudget.envs.pm.rollout import rollout
 from membudget.envs.validation import check_int, check_number
+
+
+ACTORS = ("per-resource", "flat-mlp")
+"""Actors of :func:`train_ppo`: the shared per-resource network (every PMWeek learner's policy class) or the
+flat-MLP ablation (:class:`~membudget.agents.per_resource.FlatMLPNet`)."""
 
 
 def _mlp(width, arch):
@@ -80,13 +86,16 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
               n_epochs: int = 4, n_minibatches: int = 4, learning_rate: float = 3e-4, anneal_lr: bool = False,
               gamma: float = 1.0, gae_lambda: float = 0.95, clip_coef: float = 0.2, ent_coef: float = 0.0,
               vf_coef: float = 0.5, max_grad_norm: float = 0.5, reward_scale: float = 1.0, hidden=(64, 64),
-              context: bool = True,
+              context: bool = True, actor: str = "per-resource",
               critic_arch=(128, 128), critic_counts: bool = False, init: PerResourceNet | None = None,
               bc_coef: float = 0.0, bc_data=None, critic_warmup: int = 0, keep_best: bool = False,
               eval_every: int = 250_000, eval_seeds=VALIDATION_SEEDS,
               test_seeds=None, per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
               train_seeds=TRAIN_SEEDS, torch_threads: int = 1, progress=None, report=None):
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
+
+    ``actor``: :data:`ACTORS` — the per-resource network (``hidden``, ``context``) or the flat-MLP ablation
+    (``hidden``; same loop, loss and settings, so only the architecture differs).
 
     ``reward_scale`` multiplies the rewards PPO learns from (the critic then fits returns of order 1 instead of
     Set F1 increments of order 0.01; the policy gradient is unchanged up to advantage normalisation).
@@ -118,15 +127,22 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         torch.set_num_threads(int(torch_threads))
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    critic_arch = tuple(check_int(f"critic_arch[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(critic_arch))
-    actor = copy.deepcopy(init) if init is not None else PerResourceNet(hidden, context)
-    if init is None:
-        nn.init.orthogonal_(actor.head.weight, gain=0.01)
-        nn.init.zeros_(actor.head.bias)
+    if actor not in ACTORS:
+        raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
+    critic_arch = check_widths("critic_arch", critic_arch)
+    hidden = check_widths("hidden", hidden)
     env_kwargs = dict(budget=budget, per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
     venv = PMWeekVectorEnv(num_envs=n_envs, action_mode="scores", observe_counts=critic_counts, **env_kwargs)
     weeks, next_week = week_order(seed, train_seeds), 0
     n_res = venv.single_observation_space["mask"].shape[0]
+    kind = actor
+    if init is not None:
+        actor = copy.deepcopy(init)
+    else:
+        actor = PerResourceNet(hidden, context) if kind == "per-resource" else FlatMLPNet(n_res, hidden)
+        nn.init.orthogonal_(actor.head.weight, gain=0.01)
+        nn.init.zeros_(actor.head.bias)
+    per_resource = isinstance(actor, PerResourceNet)
     flat_dim = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
     critic = _mlp(flat_dim, critic_arch)
     params = list(actor.parameters()) + list(critic.parameters())
@@ -215,7 +231,10 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             for start in range(0, n, mb):
                 b = order[start:start + mb]
                 r, sample = _minibatch_rows(b, row_sample, n)
-                logits = actor.forward_rows(rows[r], sample, b.numel())[:, 0]
+                if per_resource:
+                    logits = actor.forward_rows(rows[r], sample, b.numel())[:, 0]
+                else:
+                    logits = actor(res[b], bud[b], mask[b])[sample, row_resource[r], 0]
                 new_logp = _per_sample(_bernoulli_log_prob(logits, row_prop[r]), sample, b.numel())
                 ratio = torch.exp(new_logp - old_logp[b])
                 a = flat_adv[b]
@@ -246,5 +265,6 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     cfg = {"method": "ppo", "budget": budget, "seed": seed, "total_timesteps": total_timesteps, "n_envs": n_envs,
            "learning_rate": learning_rate, "ent_coef": ent_coef, "bc_coef": bc_coef, "init": init is not None,
            "critic_counts": critic_counts, "critic_warmup": critic_warmup, "n_resources": n_res,
+           "actor": "per-resource" if per_resource else "flat-mlp",
            "selected_env_steps": best["env_steps"] if keep_best else steps}
     return StudentPolicy(actor, config=cfg), history

@@ -172,8 +172,10 @@ class NativePPOConfig(_RunSettings):
     """PPO clipping range."""
     ent_coef: float = 0.003
     """Entropy bonus (over the candidates' Bernoullis; chosen on validation weeks 4000-4029)."""
+    actor: str = "per-resource"
+    """per-resource (the policy class every PMWeek learner shares) or flat-mlp (the architecture ablation)."""
     hidden: str = "64,64"
-    """Layer widths of the per-resource network, comma-separated."""
+    """Layer widths of the actor, comma-separated."""
     context: str = "on"
     """on: the resources see the candidates' mean first-layer activation."""
     critic_arch: str = "128,128"
@@ -213,8 +215,8 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
         budget, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs, n_epochs=cfg.n_epochs,
         n_minibatches=cfg.n_minibatches, learning_rate=cfg.learning_rate, reward_scale=cfg.reward_scale,
         gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, clip_coef=cfg.clip_coef, ent_coef=cfg.ent_coef,
-        hidden=net_arch(cfg.hidden), context=cfg.context == "on", critic_arch=net_arch(cfg.critic_arch),
-        critic_counts=cfg.critic_counts == "on",
+        hidden=net_arch(cfg.hidden), context=cfg.context == "on", actor=cfg.actor,
+        critic_arch=net_arch(cfg.critic_arch), critic_counts=cfg.critic_counts == "on",
         init=init, bc_coef=cfg.bc_coef, bc_data=bc_data, critic_warmup=cfg.critic_warmup,
         keep_best=cfg.keep_best == "on", eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap,
         progress=print if show_bar(cfg.progress_bar) else None, **env_kwargs)
@@ -335,13 +337,14 @@ BENCH_QUICK = dict(
     counts_steps=8 * 80, sb3_steps=256, imitation_weeks=2, epochs=3, dagger_iterations=1, bootstrap=1000,
     workers=1, suite=dict(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002)))
 REFERENCES = ("HindsightDP", "CurrentGreedy", "Sequential", "Myopic", "Static")
-LEARNERS = ("PPO", "DAgger→PPO", "BC", "DAgger", "PPO + counts critic", "SB3 PPO", "SB3 PPO, flat MLP")
+LEARNERS = ("PPO", "DAgger→PPO", "BC", "DAgger", "PPO + counts critic", "PPO, flat MLP", "SB3 PPO")
 """Every learner uses the per-resource network (:class:`~membudget.agents.per_resource.PerResourceNet`) but the
-last, the architecture ablation (SB3's ``MultiInputPolicy``). PPO: :func:`membudget.agents.ppo.train_ppo`;
-DAgger→PPO: the same PPO started from the DAgger student; PPO + counts critic: its critic also reads the running
-TP / FP / FN; SB3 PPO: Stable-Baselines3 with the per-resource actor (binary proposals); at B10 only, as the
-flat-MLP ablation."""
-B10_ONLY = ("PPO + counts critic", "SB3 PPO", "SB3 PPO, flat MLP")
+architecture ablation. PPO: :func:`membudget.agents.ppo.train_ppo`; DAgger→PPO: the same PPO started from the
+DAgger student; PPO + counts critic: its critic also reads the running TP / FP / FN; PPO, flat MLP: the same PPO
+loop and settings with a flat MLP actor (:class:`~membudget.agents.per_resource.FlatMLPNet`, the architecture
+ablation); SB3 PPO: Stable-Baselines3 with the per-resource actor (binary proposals, SB3's own settings and a
+small step budget: the SB3 path, not a tuned arm). The last three at B10 only."""
+B10_ONLY = ("PPO + counts critic", "PPO, flat MLP", "SB3 PPO")
 
 
 def _paired(x, ref, n):
@@ -363,10 +366,12 @@ def _job(spec):
     train_weeks = list(TRAIN_SEEDS)[: P["imitation_weeks"]]
     start = time.perf_counter()
     calls, net = 0, None
-    if kind in ("PPO", "DAgger→PPO", "PPO + counts critic"):
+    if kind in ("PPO", "DAgger→PPO", "PPO + counts critic", "PPO, flat MLP"):
         kw = dict(P["finetune"] if kind == "DAgger→PPO" else P["ppo"])
         if kind == "PPO + counts critic":
             kw["total_timesteps"] = P["counts_steps"]
+        if kind == "PPO, flat MLP":
+            kw["actor"] = "flat-mlp"
         policy, history = native_ppo(budget, seed=seed, eval_every=P["eval_every"], eval_seeds=P["val_seeds"],
                                      test_seeds=test, critic_counts=kind == "PPO + counts critic",
                                      init=init["net"] if init else None, **kw)
@@ -385,8 +390,7 @@ def _job(spec):
         history[-1]["test_set_f1"] = float(per_week["set_f1"].mean())
         net = {"net": policy.net, "env_steps": steps, "teacher_calls": calls}  # torch modules pickle to workers
     else:
-        model, history = train_ppo_allocator(budget, total_timesteps=P["sb3_steps"], seed=seed, eval_every=0,
-                                             policy="mlp" if kind == "SB3 PPO, flat MLP" else "per-resource")
+        model, history = train_ppo_allocator(budget, total_timesteps=P["sb3_steps"], seed=seed, eval_every=0)
         policy = as_policy(model)
         steps, wall = int(model.num_timesteps), history[-1]["wall_clock"]
         per_week = rollout(policy, test, budget=budget, per_step_cap=2)
@@ -536,7 +540,7 @@ def format_benchmark(res, command: str = "") -> str:
     ranges = ", ".join(f"{lo}-{hi}" for lo, hi in _ranges(seeds))
     L = ["# RL versus distillation on PMWeek-v0", "",
          f"Held-out weeks {ranges} ({len(seeds)} weeks), unit prices, N_max 2, late policy expire; learner seeds "
-         f"{', '.join(map(str, lseeds))}. Every learner but the last row's ablation uses the same policy class, the "
+         f"{', '.join(map(str, lseeds))}. Every learner but the flat-MLP ablation uses the same policy class, the "
          "per-resource network (`membudget.agents.per_resource.PerResourceNet`: one shared MLP over each resource's "
          "27 features, the 9 budget features and its candidate bit, with the candidates' mean first-layer activation "
          "as context), and the same observation; learners train on development weeks from 2000 upward; PPO's "

@@ -156,7 +156,8 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "lam_conditioned": ("on", "off"), "use_beta": ("on", "off"), "normalize_reward": ("on", "off"),
            "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation"),
            "bc_teacher": ("expected", "hindsight"), "policy": ("per-resource", "mlp"), "context": ("on", "off"),
-           "critic_counts": ("on", "off"), "keep_best": ("on", "off"), "env": ("pmweek-flat", "replay", "tiers", "shared-budget")}
+           "critic_counts": ("on", "off"), "keep_best": ("on", "off"), "actor": ("per-resource", "flat-mlp"),
+           "env": ("pmweek-flat", "replay", "tiers", "shared-budget")}
 
 
 def add_fields(parser, cls, suppress=False, defaults=None):

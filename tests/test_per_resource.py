@@ -221,3 +221,20 @@ def test_observe_counts_passes_the_checkers():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(gym.make("membudget/PMWeek-v0", observe_counts=True).unwrapped)
+
+
+def test_flat_mlp_ablation_trains_in_the_native_loop_and_round_trips(tmp_path):
+    from membudget.agents.per_resource import FlatMLPNet
+
+    policy, _ = train_ppo("B10", seed=0, actor="flat-mlp", **TINY)
+    assert isinstance(policy.net, FlatMLPNet) and policy.config["actor"] == "flat-mlp"
+    obs = _batch()
+    t = [torch.as_tensor(obs[k], dtype=torch.float32) for k in ("resources", "budget", "mask")]
+    out, sample, resource = policy.net.forward_candidates(*t)
+    torch.testing.assert_close(out, policy.net(*t)[sample, resource])
+    policy.save(tmp_path / "flat.npz")
+    again = StudentPolicy.load(tmp_path / "flat.npz")
+    assert isinstance(again.net, FlatMLPNet)
+    np.testing.assert_array_equal(again.probabilities(obs), policy.probabilities(obs))
+    with pytest.raises(ValueError, match="actor"):
+        train_ppo("B10", actor="mlp", **TINY)

@@ -107,8 +107,8 @@ def test_benchmark_quick(tmp_path, capsys):
     res = evaluate.main(["rl-vs-distillation", "--quick", "--progress-bar", "off", "--out", str(out)])
     text = out.read_text()
     assert "**Goals**" in text and (tmp_path / "rl_vs_distillation_curves.png").exists()
-    for m in ("HindsightDP", "CurrentGreedy", "PPO", "DAgger→PPO", "BC", "DAgger", "PPO + counts critic", "SB3 PPO",
-              "SB3 PPO, flat MLP", "Sequential", "Myopic", "Static"):
+    for m in ("HindsightDP", "CurrentGreedy", "PPO", "DAgger→PPO", "BC", "DAgger", "PPO + counts critic",
+              "PPO, flat MLP", "SB3 PPO", "Sequential", "Myopic", "Static"):
         assert f"| B10 | {m} |" in text
     pw, ps = res["per_week"], res["per_seed"]
     dp = pw[("B10", "HindsightDP")]["set_f1"]
