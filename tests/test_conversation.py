@@ -300,3 +300,39 @@ def test_interpolated_thresholds_are_linear_between_calibrated_budgets():
     gate = SimpleNamespace(thresholds_={"B20": 0.8, "B40": 0.4, "B60": 0.1, "B80": 0.05})
     assert threshold(gate, "B40") == 0.4
     assert threshold(gate, "B30") == pytest.approx(0.6) and threshold(gate, "B70") == pytest.approx(0.075)
+
+
+def test_pair_kinds_name_every_candidate():
+    from membudget.envs.conversation.world import M_LURE, PAIR_KINDS
+
+    conv = tiny(verifier_pairs=[], candidate_pairs=[(8, 1)])
+    conv.message_kind[6], conv.message_test[6] = M_LURE, 1  # (6, tr1) is one of tr1's lures; (8, tr1) is not
+    kinds = conv.pair_kinds()
+    named = {(t, r): PAIR_KINDS[k] for t, r in np.argwhere(kinds > 0).tolist() for k in [kinds[t, r]]}
+    assert named == {(3, 0): "pm_other", (5, 0): "pm_due", (4, 1): "activation", (7, 1): "activation",
+                     (10, 1): "activation", (6, 1): "lure", (8, 1): "distractor"}
+    assert np.array_equal(kinds > 0, conv.candidates())
+
+
+class _Never:
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return np.zeros_like(observation["mask"]), state
+
+
+def test_call_breakdown_counts_calls_by_kind_and_losses_by_cause():
+    from membudget.baselines.pm import AllRelevant
+    from membudget.envs.conversation.world import PAIR_KINDS
+    from membudget.studies.conversation import call_breakdown
+
+    conv = generate_conversation(4000)
+    kinds, truth, cand = conv.pair_kinds(), conv.truth(), conv.candidates()
+    every = call_breakdown(AllRelevant(), [4000], budget=None, per_step_cap=None)
+    assert list(every["calls"].values()) == np.bincount(kinds[cand], minlength=len(PAIR_KINDS)).tolist()
+    assert every["lost"] == {"not_candidate": (truth & ~cand).sum(), "not_proposed": 0, "budget": 0, "count_cap": 0}
+    assert every["spend"].sum() == cand.sum()
+    never = call_breakdown(_Never(), [4000], budget="B60")
+    assert sum(never["calls"].values()) == 0 and never["lost"]["not_proposed"] == (truth & cand).sum()
+    two = call_breakdown(AllRelevant(), [4000], budget=2, per_step_cap=None)
+    fired = two["calls"]["pm_due"] + two["calls"]["activation"]
+    assert sum(two["calls"].values()) == 2 and two["lost"]["count_cap"] == 0
+    assert two["lost"]["budget"] == (truth & cand).sum() - fired
