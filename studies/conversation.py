@@ -3,7 +3,8 @@
 ``python -m membudget.evaluate conversation`` builds the labels of the 12 development conversations 2000-2011,
 fits the gates (Static and the Due gate: standardised class-balanced logistic regression, target-count
 thresholds on 4 whole-conversation out-of-fold folds; Similarity: the token similarity with the same calibration;
-Myopic / Sequential: the 36-feature gates on the current-greedy / hindsight-optimum labels), evaluates every
+Myopic / Sequential: the 36-feature gates on the current-greedy / hindsight-optimum labels; BC / DAgger: PMWeek-v0's
+per-resource students imitating the exact hindsight optimum), evaluates every
 policy at B20-B80 and the interpolation budgets B30/B50/B70 (linear threshold interpolation) on the analysis
 conversations 4000-4029, and writes ``docs/conversation.md``: macro accuracy with the paired bootstrap difference
 to Static, component accuracies, verifier queries and false fires, and the reproduction targets beside BudgetPM's
@@ -18,6 +19,7 @@ import time
 import numpy as np
 
 from membudget.agents.gates import StaticGate, TemporalGate
+from membudget.agents.imitation import CONVERSATION, fit_bc, fit_dagger
 from membudget.baselines.pm import AllRelevant, RandomFeasible
 from membudget.baselines.schedules import FractionPacing, RelevanceGate
 from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_levels, generate_conversation,
@@ -35,6 +37,10 @@ PACING_HORIZON = 66
 """BudgetPM's development-median GoodAI horizon; the conversations have exactly this many messages, so Pacing's
 remaining-horizon feature is the true one."""
 GATES = ("Similarity", "DueGate", "Static", "Pacing", "Myopic", "Sequential")
+LEARNED = ("BC", "DAgger")
+"""PMWeek-v0's imitation learners (the same :class:`~membudget.agents.per_resource.PerResourceNet`, 34 features per
+memory) trained on the development conversations from the exact hindsight optimum, one student per budget."""
+DAGGER_ITERATIONS = 2
 LOSSES = ("not_candidate", "not_proposed", "budget", "count_cap")
 """Why a true fire goes unverified: below the similarity gate, not proposed, skipped for the episode budget, skipped
 for the per-step cap."""
@@ -82,6 +88,10 @@ def fit_gates(dataset, levels, progress=print):
         for b in CALIBRATED:
             progress(f"fitting {teacher} gate at {b}")
             gates[(teacher, b)] = ConversationTemporalGate(teacher=teacher, budget=b, n_folds=N_FOLDS).fit(dataset)
+    for b in CALIBRATED:
+        progress(f"fitting BC and DAgger students at {b}")
+        gates[("bc", b)], _ = fit_bc(DEV_SEEDS, b, task=CONVERSATION)
+        gates[("dagger", b)], _ = fit_dagger(DEV_SEEDS, b, iterations=DAGGER_ITERATIONS, task=CONVERSATION)
     return gates
 
 
@@ -94,6 +104,8 @@ def policy(name, budget, gates, seed=0):
     if name == "Pacing":
         return FractionPacing(scorer=gates["Static"], fraction=int(budget[1:]) / 100.0,
                               thresholds=gates["Static"].thresholds_), {"budget": budget, "action_mode": "scores"}
+    if name in LEARNED:
+        return gates[(name.lower(), budget)], {"budget": budget, "action_mode": "scores"}
     if name in ("Myopic", "Sequential"):
         gate = gates[(name.lower(), budget)]
         return AtThreshold(gate, gate.thresholds_[budget]), {"budget": budget, "action_mode": "scores"}
@@ -153,7 +165,7 @@ def results(n_resamples=100_000, progress=print):
     for b in CALIBRATED + INTERPOLATED:
         names = ("RandomFeasible", "Similarity", "DueGate", "Static", "Pacing", "CurrentGreedy", "HindsightOptimum")
         if b in CALIBRATED:
-            names += ("Myopic", "Sequential")
+            names += ("Myopic", "Sequential", *LEARNED)
         for name in names:
             res[(name, b)] = _run(name, b, gates, seeds)
     progress("diagnostics")
