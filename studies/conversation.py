@@ -237,7 +237,7 @@ def render(res, data, levels, gates, n_resamples, seconds, diag) -> str:
 
 def reproduction(res, data, levels):
     def mean(name, b, key="macro_accuracy"):
-        return float(res[(name, b)][key].mean())
+        return mean_of(res, name, b, key)
 
     def near(x, target, tol=0.02):
         return "met" if abs(x - target) <= tol else "not met"
@@ -308,6 +308,10 @@ def reproduction(res, data, levels):
     return out
 
 
+def mean_of(res, name, budget, key="macro_accuracy") -> float:
+    return float(res[(name, budget)][key].mean())
+
+
 def diagnostics(res, data, levels, gates, diag) -> list:
     """The section that measures why Static and Pacing fall short of BudgetPM's figures."""
     from sklearn.metrics import roc_auc_score
@@ -367,7 +371,14 @@ def diagnostics(res, data, levels, gates, diag) -> list:
             f"conversations: All-semantic leaves {100 * (1 - res[('AllSemantic', None)]['tr_accuracy'].mean()):.1f}%"
             f" of the activations unhit here (verifier misses and activations below the gate), against "
             f"{100 * (1 - expected_tr):.1f}% over conversations 0-{CEILING_SEEDS - 1}, so Pacing's 0.967 / 0.971 "
-            f"cannot be reached on these seeds."]
+            f"cannot be reached on these seeds.",
+            f"- The imitation students (BC / DAgger, threshold 0.5, no calibration to the budget) spend less than "
+            f"the cap from B40 on and exhaust it in {sum(int(np.sum(res[(n, b)]['exhaustion_step'] >= 0)) for n in LEARNED for b in CALIBRATED[1:])}"
+            f" of their {30 * len(LEARNED) * (len(CALIBRATED) - 1)} runs there: DAgger reaches {mean_of(res, 'DAgger', 'B60'):.4f} at "
+            f"B60 with {mean_of(res, 'DAgger', 'B60', 'queries'):.1f} queries. At B20 they propose more than 10 "
+            f"calls can cover and exhaust the budget in "
+            f"{int(np.sum(res[('DAgger', 'B20')]['exhaustion_step'] >= 0))}/30 conversations "
+            f"({mean_of(res, 'DAgger', 'B20'):.4f})."]
     return out
 
 
