@@ -13,6 +13,11 @@ keeps the plan feasible.
 
 Only candidates enter the loss (the executor never queries a non-candidate); positives are weighted by the
 negative-to-positive ratio. Students save to plain-array ``.npz`` files, never pickle.
+
+The same code paths serve ``ConversationPM-v0`` (``task=CONVERSATION``): the teacher is the conversation's exact
+hindsight optimum (:class:`~membudget.teachers.conversation.ConversationOptimum`; DAgger labels a visited state
+with its optimal continuation from there), the student reads the conversation's 34 resource features and
+validation reports the conversation score.
 """
 
 from __future__ import annotations
@@ -23,17 +28,74 @@ import numpy as np
 import torch
 
 from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
+from membudget.envs.conversation import ConversationPMEnv
+from membudget.envs.conversation.rollout import rollout as conversation_rollout
 from membudget.envs.pm import PMWeekEnv
 from membudget.envs.pm.rollout import rollout
 from membudget.envs.validation import check_int, check_number
 from membudget.teachers import HindsightDP
+from membudget.teachers.conversation import ConversationOptimum
 from membudget.wrappers import TEACHER_KEY, HindsightTeacher
 
 VALIDATION_SEEDS = tuple(range(4000, 4010))
 
 
-def _env(budget, **kw):
-    return PMWeekEnv(budget=budget, action_mode="scores", **kw)
+class PMWeekTask:
+    """Imitation on ``PMWeek-v0``: the hindsight DP's schedules; DAgger labels from the
+    :class:`~membudget.wrappers.HindsightTeacher` wrapper; validation Set F1."""
+
+    quality = "set_f1"
+
+    def make_env(self, budget, **kw):
+        return PMWeekEnv(budget=budget, action_mode="scores", **kw)
+
+    def schedule(self, env):
+        return HindsightDP.from_env(env).solve(env.episode).schedule
+
+    def teacher_env(self, budget):
+        return HindsightTeacher(self.make_env(budget))
+
+    def label(self, env, info):
+        return info[TEACHER_KEY] > 0
+
+    def solves(self, env):
+        return env.teacher_solves
+
+    def validate(self, policy, budget, seeds):
+        return float(rollout(policy, seeds, budget=budget, action_mode="scores")["set_f1"].mean())
+
+
+class ConversationTask:
+    """Imitation on ``ConversationPM-v0``: the exact hindsight optimum's schedules and, for DAgger, its optimal
+    continuation from each visited state (one solve per state); validation conversation score."""
+
+    quality = "score"
+
+    def make_env(self, budget, **kw):
+        return ConversationPMEnv(budget=budget, action_mode="scores", **kw)
+
+    def _teacher(self, env):
+        e = env.unwrapped
+        return ConversationOptimum(budget=e.budget, per_step_cap=e.per_step_cap,
+                                   false_fire_penalty=e.false_fire_penalty)
+
+    def schedule(self, env):
+        return self._teacher(env).continuation(env)
+
+    def teacher_env(self, budget):
+        return self.make_env(budget)
+
+    def label(self, env, info):
+        return self._teacher(env).act(env) > 0
+
+    def solves(self, env):
+        return env.unwrapped.conversation.horizon
+
+    def validate(self, policy, budget, seeds):
+        return float(conversation_rollout(policy, seeds, budget=budget, action_mode="scores")["score"].mean())
+
+
+PMWEEK, CONVERSATION = PMWeekTask(), ConversationTask()
 
 
 class Demonstrations:
@@ -62,20 +124,23 @@ def _state(obs, labels, out):
         out[k].append(v)
 
 
-def dp_demonstrations(seeds, budget, **env_kw) -> Demonstrations:
-    """States and labels of the DP's own rollouts on the weeks ``seeds``."""
+def dp_demonstrations(seeds, budget, *, task=PMWEEK, **env_kw) -> Demonstrations:
+    """States and labels of the teacher's own rollouts on the episodes ``seeds`` (``task``: :data:`PMWEEK`, the
+    hindsight DP on weeks, or :data:`CONVERSATION`, the conversation's hindsight optimum)."""
     out = {k: [] for k in ("resources", "budget", "mask", "labels")}
     for s in seeds:
-        env = _env(budget, **env_kw)
+        env = task.make_env(budget, **env_kw)
         obs, _ = env.reset(seed=int(s))
         plan = {}
-        for t, r in HindsightDP.from_env(env).solve(env.episode).schedule:
+        for t, r in task.schedule(env):
             plan.setdefault(t, []).append(r)
-        for t in range(env.episode.horizon):
+        t, done = 0, False
+        while not done:
             y = np.zeros(obs["mask"].size, dtype=np.float32)
             y[plan.get(t, [])] = 1.0
             _state(obs, y, out)
-            obs, *_ = env.step(np.where(y > 0, 1.0, -1.0).astype(np.float32))
+            obs, _, done, _, _ = env.step(np.where(y > 0, 1.0, -1.0).astype(np.float32))
+            t += 1
     return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
 
 
@@ -88,7 +153,7 @@ def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, 
     check_number("lr", lr, 0, low_open=True)
     check_int("seed", seed, 0)
     torch.manual_seed(seed)
-    net = PerResourceNet(hidden, context) if init is None else init
+    net = PerResourceNet(hidden, context, n_resource_features=demos.resources.shape[-1]) if init is None else init
     res, bud, mask, y = (torch.as_tensor(a) for a in demos.arrays())
     pos = float((y * mask).sum())
     pos_weight = torch.tensor(max(1.0, (float(mask.sum()) - pos) / max(pos, 1.0)))
@@ -107,10 +172,6 @@ def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, 
     return net.eval()
 
 
-def _validate(policy, budget, seeds=VALIDATION_SEEDS):
-    return float(rollout(policy, seeds, budget=budget, action_mode="scores")["set_f1"].mean())
-
-
 def _settings(hidden, epochs, seed) -> tuple:
     """The layer widths (an int ``h`` means ``(h, h)``), after checking the settings shared by BC and DAgger before
     any teacher call."""
@@ -123,60 +184,64 @@ def _settings(hidden, epochs, seed) -> tuple:
     return tuple(check_int(f"hidden[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(hidden))
 
 
-def fit_bc(train_seeds, budget, *, epochs=60, hidden=(64, 64), context=True, seed=0, progress=None):
-    """Behaviour cloning on the DP's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
-    ``hidden``: layer widths of the :class:`PerResourceNet` (an int ``h`` means ``(h, h)``)."""
+def fit_bc(train_seeds, budget, *, epochs=60, hidden=(64, 64), context=True, seed=0, progress=None, task=PMWEEK):
+    """Behaviour cloning on the teacher's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
+    ``hidden``: layer widths of the :class:`PerResourceNet` (an int ``h`` means ``(h, h)``); ``task``:
+    :data:`PMWEEK` or :data:`CONVERSATION`."""
     hidden = _settings(hidden, epochs, seed)
     start = time.perf_counter()
-    demos = dp_demonstrations(train_seeds, budget)
+    demos = dp_demonstrations(train_seeds, budget, task=task)
     net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
     cfg = {"method": "bc", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
            "hidden": list(hidden), "context": context, "seed": seed, "teacher_calls": len(train_seeds)}
     policy = StudentPolicy(net, config=cfg)
+    key = f"val_{task.quality}"
     history = [{"env_steps": len(demos), "wall_clock": time.perf_counter() - start,
-                "val_set_f1": _validate(policy, budget)}]  # wall clock taken before the validation
+                key: task.validate(policy, budget, VALIDATION_SEEDS)}]  # wall clock taken before the validation
     if progress:
-        progress(f"bc: validation Set F1 {history[-1]['val_set_f1']:.4f}")
+        progress(f"bc: validation {task.quality} {history[-1][key]:.4f}")
     return policy, history
 
 
 def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64), context=True, seed=0,
-               progress=None):
+               progress=None, task=PMWEEK):
     """DAgger from the BC student: roll out the current student on the training weeks, label each visited state
     with the DP's optimal continuation, aggregate with everything so far, refit; ``(policy, history)``.
     ``policy.config["teacher_calls"]`` counts the DP solves (one per demonstration week; in the DAgger rollouts
-    one per week plus one per state the student reached off the teacher's plan)."""
+    one per week plus one per state the student reached off the teacher's plan; on conversations one per state).
+    ``task``: :data:`PMWEEK` or :data:`CONVERSATION`."""
     check_int("iterations", iterations, 1)
     hidden = _settings(hidden, epochs, seed)
     start = time.perf_counter()
-    demos = dp_demonstrations(train_seeds, budget)
+    demos = dp_demonstrations(train_seeds, budget, task=task)
     net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
     cfg = {"method": "dagger", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
            "hidden": list(hidden), "context": context, "seed": seed, "iterations": iterations}
     steps, calls = len(demos), len(train_seeds)
     policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
     validating = 0.0  # validation time is not training time
+    key = f"val_{task.quality}"
 
     def point():
         nonlocal validating
         trained = time.perf_counter() - start - validating
         t = time.perf_counter()
-        f1 = _validate(policy, budget)
+        quality = task.validate(policy, budget, VALIDATION_SEEDS)
         validating += time.perf_counter() - t
-        return {"env_steps": steps, "wall_clock": trained, "val_set_f1": f1}
+        return {"env_steps": steps, "wall_clock": trained, key: quality}
 
     history = [point()]
     parts = [demos]
     for it in range(iterations):
         out = {k: [] for k in ("resources", "budget", "mask", "labels")}
         for s in train_seeds:
-            env = HindsightTeacher(_env(budget))
+            env = task.teacher_env(budget)
             obs, info = env.reset(seed=int(s))
             done = False
             while not done:
-                _state(obs, (info[TEACHER_KEY] > 0).astype(np.float32), out)
+                _state(obs, task.label(env, info).astype(np.float32), out)
                 obs, _, done, _, info = env.step(policy.predict(obs)[0])
-            calls += env.teacher_solves
+            calls += task.solves(env)
         new = Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
         steps += len(new)
         parts.append(new)
@@ -185,5 +250,5 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
         policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
         history.append(point())
         if progress:
-            progress(f"dagger iteration {it + 1}: validation Set F1 {history[-1]['val_set_f1']:.4f}")
+            progress(f"dagger iteration {it + 1}: validation {task.quality} {history[-1][key]:.4f}")
     return policy, history

@@ -52,18 +52,22 @@ def check_widths(name: str, widths) -> tuple:
 
 
 class PerResourceNet(nn.Module):
-    """Shared per-resource MLP: ``(resources (n, R, 27), budget (n, 9), mask (n, R)) -> (n, R, n_out)``.
+    """Shared per-resource MLP: ``(resources (n, R, F), budget (n, 9), mask (n, R)) -> (n, R, n_out)``.
 
     ``hidden``: layer widths (at least one); ``context``: append the candidates' mean first-layer activation to
     every resource's first layer (the resources then see each other); ``n_out``: values per resource (1: a logit;
-    2: two logits, sb3-contrib's masked Bernoulli)."""
+    2: two logits, sb3-contrib's masked Bernoulli); ``n_resource_features``: ``F``, the features per resource
+    (PMWeek-v0's 27; ConversationPM-v0's 34)."""
 
-    def __init__(self, hidden=(64, 64), context: bool = True, n_out: int = 1):
+    def __init__(self, hidden=(64, 64), context: bool = True, n_out: int = 1,
+                 n_resource_features: int = len(RESOURCE_FEATURE_NAMES)):
         super().__init__()
         hidden = check_widths("hidden", hidden)
         check_int("n_out", n_out, 1, 2)
+        check_int("n_resource_features", n_resource_features, 1, MAX_WIDTH)
         self.hidden, self.context, self.n_out = hidden, bool(context), int(n_out)
-        self.first = nn.Linear(N_INPUT, hidden[0])
+        self.n_resource_features = int(n_resource_features)
+        self.first = nn.Linear(N_INPUT - len(RESOURCE_FEATURE_NAMES) + self.n_resource_features, hidden[0])
         widths = [hidden[0] * (2 if self.context else 1), *hidden[1:]]
         self.rest = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
         self.head = nn.Linear(widths[-1], self.n_out)
@@ -104,7 +108,8 @@ class PerResourceNet(nn.Module):
         return self.head(h)
 
     def config(self) -> dict:
-        return {"hidden": list(self.hidden), "context": self.context, "n_out": self.n_out}
+        return {"hidden": list(self.hidden), "context": self.context, "n_out": self.n_out,
+                "n_resource_features": self.n_resource_features}
 
 
 def obs_tensors(observation, dtype=torch.float32):

@@ -10,6 +10,11 @@ controller. Hence:
   1/(6 n_tr), scaled to integers). This is exact for the conversation score: removing a false fire from a feasible
   schedule keeps it feasible and never lowers the score (it drops the penalty and cannot spoil a prospective
   test), so an optimal schedule has no false fire, and on such schedules the score equals the linear objective.
+  From any mid-conversation state the optimal continuation (:meth:`ConversationOptimum.continuation`, DAgger's
+  label) is simpler still: the pairs worth anything are the confirmed true fires still ahead (of tests not already
+  spoiled), each with its own weight, and the constraints — at most ``N_max`` per step, at most the remaining
+  budget in all — make the feasible sets a truncated partition matroid, so taking them by weight (ties: the
+  earlier step) while both constraints allow is exact.
 - **Current-greedy** (:class:`ConversationGreedy`): at each message, the feasible subset of current candidates
   with the best immediate effect on the score — the positive-effect pairs, largest first, up to the per-step cap
   and the remaining budget (effects of distinct memories add up within a step).
@@ -110,6 +115,36 @@ class ConversationOptimum(_Teacher):
         prob.weight = np.where(conv.test_kind[ep.resource] == PROSPECTIVE, 3 * n_tr, n_pm).astype(np.int64)
         _, plan, _, _, _ = _LinearSolver(prob).solve(1, 1)
         return self._result(conv, [(t, r) for r, steps in plan.items() for t in steps])
+
+
+    def continuation(self, env) -> list:
+        """An exact optimal continuation from ``env``'s current state (its step, remaining budget, per-step cap and
+        scorecard): ``(step, memory)`` pairs in step order (see the module docstring for why this is exact)."""
+        e = env.unwrapped
+        core, ep, card = e._core, e.pm_episode, e.scorecard
+        t = int(core.t[0])
+        ahead = np.arange(np.searchsorted(ep.active_from, t), ep.n_intentions)
+        ahead = ahead[(ep.onset[ahead] < NEVER) & (ep.polarity[ahead] == POS)]
+        gain = np.array([card.effect(int(r), S_HIT) for r in ep.resource[ahead]])
+        left = ahead.size if e.budget is None else int(core.remaining[0])
+        used, plan = {}, []
+        order = np.lexsort((ep.active_from[ahead], -gain))
+        for m in ahead[order][gain[order] > 0]:
+            if len(plan) == left:
+                break
+            step = int(ep.active_from[m])
+            if e.per_step_cap is None or used.get(step, 0) < e.per_step_cap:
+                used[step] = used.get(step, 0) + 1
+                plan.append((step, int(ep.resource[m])))
+        return sorted(plan)
+
+    def act(self, env) -> np.ndarray:
+        """The binary action of an optimal continuation at ``env``'s current step (DAgger's label)."""
+        e = env.unwrapped
+        action = np.zeros(e._core.n_resources, dtype=np.int8)
+        t = int(e._core.t[0])
+        action[[r for s, r in self.continuation(env) if s == t]] = 1
+        return action
 
 
 class ConversationGreedy(_Teacher):

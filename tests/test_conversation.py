@@ -300,3 +300,85 @@ def test_interpolated_thresholds_are_linear_between_calibrated_budgets():
     gate = SimpleNamespace(thresholds_={"B20": 0.8, "B40": 0.4, "B60": 0.1, "B80": 0.05})
     assert threshold(gate, "B40") == 0.4
     assert threshold(gate, "B30") == pytest.approx(0.6) and threshold(gate, "B70") == pytest.approx(0.075)
+
+
+def test_pair_kinds_name_every_candidate():
+    from membudget.envs.conversation.world import M_LURE, PAIR_KINDS
+
+    conv = tiny(verifier_pairs=[], candidate_pairs=[(8, 1)])
+    conv.message_kind[6], conv.message_test[6] = M_LURE, 1  # (6, tr1) is one of tr1's lures; (8, tr1) is not
+    kinds = conv.pair_kinds()
+    named = {(t, r): PAIR_KINDS[k] for t, r in np.argwhere(kinds > 0).tolist() for k in [kinds[t, r]]}
+    assert named == {(3, 0): "pm_other", (5, 0): "pm_due", (4, 1): "activation", (7, 1): "activation",
+                     (10, 1): "activation", (6, 1): "lure", (8, 1): "distractor"}
+    assert np.array_equal(kinds > 0, conv.candidates())
+
+
+class _Never:
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        return np.zeros_like(observation["mask"]), state
+
+
+def test_call_breakdown_counts_calls_by_kind_and_losses_by_cause():
+    from membudget.baselines.pm import AllRelevant
+    from membudget.envs.conversation.world import PAIR_KINDS
+    from membudget.studies.conversation import call_breakdown
+
+    conv = generate_conversation(4000)
+    kinds, truth, cand = conv.pair_kinds(), conv.truth(), conv.candidates()
+    every = call_breakdown(AllRelevant(), [4000], budget=None, per_step_cap=None)
+    assert list(every["calls"].values()) == np.bincount(kinds[cand], minlength=len(PAIR_KINDS)).tolist()
+    assert every["lost"] == {"not_candidate": (truth & ~cand).sum(), "not_proposed": 0, "budget": 0, "count_cap": 0}
+    assert every["spend"].sum() == cand.sum()
+    never = call_breakdown(_Never(), [4000], budget="B60")
+    assert sum(never["calls"].values()) == 0 and never["lost"]["not_proposed"] == (truth & cand).sum()
+    two = call_breakdown(AllRelevant(), [4000], budget=2, per_step_cap=None)
+    fired = two["calls"]["pm_due"] + two["calls"]["activation"]
+    assert sum(two["calls"].values()) == 2 and two["lost"]["count_cap"] == 0
+    assert two["lost"]["budget"] == (truth & cand).sum() - fired
+
+
+def test_optimal_continuation_skips_spoiled_tests_and_matches_the_dp():
+    conv = tiny(verifier_pairs=[(3, 0), (5, 0), (4, 1), (7, 1), (10, 1)])
+    env = ConversationPMEnv(world=ConversationConfig(n_prospective=1, n_trigger=1), budget=2)
+    env.reset(options={"conversation": conv})
+    teacher = ConversationOptimum(budget=2)
+    assert teacher.continuation(env) == [(4, 1), (5, 0)]  # the quote first, then the earliest activation
+    env = ConversationPMEnv(world=ConversationConfig(n_prospective=1, n_trigger=1), budget=3)
+    env.reset(options={"conversation": conv})
+    for t in range(4):
+        env.step(np.array([int(t == 3), 0], dtype=np.int8))  # a false fire at reply 2 spoils pm1
+    assert env.scorecard.spoiled[0] and ConversationOptimum(budget=3).continuation(env) == [(4, 1), (7, 1)]
+    assert ConversationOptimum(budget=3).act(env).tolist() == [0, 1]
+    for seed, budget, cap in ((4000, 10, 2), (4001, 21, 1), (4002, None, None)):
+        c = generate_conversation(seed)
+        e = ConversationPMEnv(budget=budget, per_step_cap=cap)
+        e.reset(options={"conversation": c})
+        plan = ConversationOptimum(budget=budget, per_step_cap=cap).continuation(e)
+        m, _ = replay(c, plan, budget=budget, per_step_cap=cap)
+        assert m["score"] == pytest.approx(ConversationOptimum(budget=budget, per_step_cap=cap).solve(c).score)
+
+
+def test_imitation_on_conversations_labels_the_optimum_and_fits_a_34_feature_student(tmp_path, monkeypatch):
+    from membudget.agents import imitation
+    from membudget.agents.imitation import CONVERSATION, StudentPolicy, dp_demonstrations, fit_bc, fit_dagger
+
+    monkeypatch.setattr(imitation, "VALIDATION_SEEDS", (4000,))  # validation is not under test here
+
+    demos = dp_demonstrations([2000], 10, task=CONVERSATION)
+    env = ConversationPMEnv(budget=10, action_mode="scores")
+    obs, _ = env.reset(seed=2000)
+    plan = ConversationOptimum(budget=10).continuation(env)  # an optimum: equal to the DP's score (tested above)
+    assert len(demos) == 66 and demos.resources.shape == (66, 6, 34)
+    assert sorted(map(tuple, np.argwhere(demos.labels > 0).tolist())) == plan
+    assert not (demos.labels > demos.mask).any()
+    policy, history = fit_bc([2000], 10, epochs=300, hidden=16, task=CONVERSATION)
+    played, done = [], False
+    while not done:
+        obs, _, done, _, info = env.step(policy.predict(obs)[0])
+        played += [(int(info["step"]), int(r)) for r in np.flatnonzero(info["queried"])]
+    assert played == plan and policy.net.n_resource_features == 34 and "val_score" in history[0]
+    policy.save(tmp_path / "student.npz")
+    np.testing.assert_array_equal(StudentPolicy.load(tmp_path / "student.npz").predict(obs)[0], policy.predict(obs)[0])
+    dagger, history = fit_dagger([2000], 10, iterations=1, epochs=2, hidden=8, task=CONVERSATION)
+    assert [h["env_steps"] for h in history] == [66, 132] and dagger.config["teacher_calls"] == 1 + 66

@@ -29,6 +29,10 @@ ACTIVATIONS = 3
 """Trigger activations per trigger-response test (GoodAI's ``trigger_activations``)."""
 ACTIVATION_FRACTIONS = (0.3, 0.6, 0.9)
 """Each activation comes at least this fraction of the test's span after its setup (GoodAI's default waits)."""
+PAIR_KINDS = ("not_candidate", "pm_due", "pm_other", "activation", "lure", "distractor")
+"""What a (message, memory) pair is (:meth:`Conversation.pair_kinds`): not a candidate; a prospective memory at its
+n-th reply or at another reply; a trigger memory on one of its activations, on one of its lures, or on any other
+message that passes the gate (a distractor)."""
 GOODAI_FEATURE_NAMES = ("semantic_resource", "semantic_trigger_fraction", "token_similarity", "fuzzy_similarity",
                         "memory_age", "repeat_fraction", "active_memory_count")
 MAX_HORIZON = 10_000
@@ -154,6 +158,13 @@ class Conversation:
         for j, steps in enumerate(self.fires):
             out[list(steps), j] = True
         return out
+
+    def pair_kinds(self) -> np.ndarray:
+        """``(T, R)`` int64 index into :data:`PAIR_KINDS` of every pair (for diagnostics; the agent never sees it)."""
+        truth, pm = self.truth(), (self.test_kind == PROSPECTIVE)[None, :]
+        lure = (self.message_kind == M_LURE)[:, None] & (self.message_test[:, None] == np.arange(self.n_resources))
+        kinds = np.where(pm, np.where(truth, 1, 2), np.where(truth, 3, np.where(lure, 4, 5)))
+        return np.where(self.candidates(), kinds, 0).astype(np.int64)
 
     def goodai_features(self) -> np.ndarray:
         """``(T + 1, R, 7)`` float32: BudgetPM's seven GoodAI features per step (row ``T``: the terminal step,
