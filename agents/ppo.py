@@ -182,7 +182,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         idx = (next_week + np.arange(n_envs)) % weeks.size
         next_week = int((next_week + n_envs) % weeks.size)
         obs, _ = venv.reset(seed=[int(w) for w in weeks[idx]])
-        buf = {k: [] for k in ("res", "bud", "mask", "counts", "prop", "logp", "val", "rew")}
+        buf = {k: [] for k in ("res", "bud", "mask", "counts", "proposed", "logp", "val", "rew")}
         done = np.zeros(n_envs, dtype=bool)
         while not done.all():
             res, bud, mask, _ = obs_tensors(obs)
@@ -193,14 +193,12 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                 proposed = (torch.rand(p.shape) < p).float()
                 logp = _per_sample(_bernoulli_log_prob(out[:, 0], proposed), sample, n_envs)
                 val = critic(_flat(res, bud, mask, counts))[:, 0]
-            prop = torch.zeros_like(mask)
-            prop[sample, resource] = proposed
             action = np.full(mask.shape, -1.0, dtype=np.float32)
             action[sample.numpy(), resource.numpy()] = np.where(proposed.numpy() > 0, p.clamp(min=1e-6).numpy(),
                                                                 -1.0)
             obs, reward, terminated, truncated, _ = venv.step(action)
             rew = torch.as_tensor(reward * reward_scale, dtype=torch.float32)
-            for k, v in (("res", res), ("bud", bud), ("mask", mask), ("counts", counts), ("prop", prop),
+            for k, v in (("res", res), ("bud", bud), ("mask", mask), ("counts", counts), ("proposed", proposed),
                          ("logp", logp), ("val", val), ("rew", rew)):
                 buf[k].append(v)
             done = terminated | truncated
@@ -221,7 +219,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         old_logp = torch.cat(buf["logp"])
         critic_in = _flat(res, bud, mask, torch.cat(buf["counts"]) if critic_counts else None)
         rows, row_sample, row_resource = candidate_rows(res, bud, mask)
-        row_prop = torch.cat(buf["prop"])[row_sample, row_resource]
+        row_prop = torch.cat(buf["proposed"])  # the steps' candidates in candidate_rows' row-major order
         flat_adv, flat_ret = adv.reshape(-1), ret.reshape(-1)
         n = flat_adv.numel()
         mb = max(1, n // n_minibatches)
