@@ -208,6 +208,29 @@ def _free_chain(val, m, t0, p0, pen, forbidden):
 
 
 @numba.njit(cache=True)
+def _step_load(z, t, costs):
+    """Queries and their cost at step ``t`` of the schedule mask ``z (R, T)``."""
+    cnt = 0
+    cst = 0
+    for r in range(z.shape[0]):
+        if z[r, t]:
+            cnt += 1
+            cst += costs[r]
+    return cnt, cst
+
+
+@numba.njit(cache=True)
+def _spend(z, t0, costs):
+    """Cost of every query of ``z`` from step ``t0`` on."""
+    used = 0
+    for r in range(z.shape[0]):
+        for t in range(t0, z.shape[1]):
+            if z[r, t]:
+                used += costs[r]
+    return used
+
+
+@numba.njit(cache=True)
 def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, exact, mu, nu, beta, target, stop,
                 grain, iters, scale):
     """Upper bound on the best schedule under the per-step caps and the budget (or exact cost), by Lagrangian
@@ -248,12 +271,7 @@ def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, ex
         g_nu = np.zeros(T)
         norm = 0.0
         for t in range(t0, T):
-            cnt = 0
-            cst = 0
-            for r in range(R):
-                if z[r, t]:
-                    cnt += 1
-                    cst += costs[r]
+            cnt, cst = _step_load(z, t, costs)
             if n_max >= 0:
                 g_mu[t] = n_max - cnt
                 if mu[t] > 0 or g_mu[t] < 0:
@@ -264,11 +282,7 @@ def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, ex
                     norm += g_nu[t] ** 2
         g_beta = 0.0
         if budget >= 0:
-            used = 0
-            for r in range(R):
-                for t in range(t0, T):
-                    if z[r, t]:
-                        used += costs[r]
+            used = _spend(z, t0, costs)
             g_beta = (budget - used) * scale
             if exact or beta > 0 or g_beta < 0:
                 norm += g_beta ** 2
@@ -309,12 +323,7 @@ def _repair(vals, costs, p0s, t0, z, n_max, cost_cap, budget):
 
     for t in range(t0, T):
         while True:
-            cnt = 0
-            cst = 0
-            for r in range(R):
-                if z[r, t]:
-                    cnt += 1
-                    cst += costs[r]
+            cnt, cst = _step_load(z, t, costs)
             if not ((n_max >= 0 and cnt > n_max) or (cost_cap >= 0 and cst > cost_cap)):
                 break
             br, bl = -1, np.inf
@@ -325,11 +334,7 @@ def _repair(vals, costs, p0s, t0, z, n_max, cost_cap, budget):
                         br, bl = r, lo
             z[br, t] = False
     if budget >= 0:
-        used = 0
-        for r in range(R):
-            for t in range(t0, T):
-                if z[r, t]:
-                    used += costs[r]
+        used = _spend(z, t0, costs)
         while used > budget:
             br, bt, bl = -1, -1, np.inf
             for r in range(R):
