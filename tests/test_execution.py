@@ -2,7 +2,6 @@
 installed — equality of the Ray backend with the local one on a simulated 3-node cluster, a worker killed during
 a run, and resume from a checkpoint written by another backend."""
 
-import dataclasses
 import functools
 import os
 
@@ -90,25 +89,20 @@ class _Reversed(Executor):
 
 
 def test_results_come_back_in_item_order_whatever_the_finishing_order(tmp_path):
+    from same_fields import assert_same_fields  # imported here: Ray workers import this module without tests/
+
     fn = functools.partial(_logged_square, str(tmp_path), None)
     assert _Reversed().map(fn, [3, 1, 2]) == [9, 1, 4]
-    assert_same_dataset(build_label_dataset([2000, 2001], ["B10"], chunk_weeks=1, map=_Reversed().map),
-                        build_label_dataset([2000, 2001], ["B10"], chunk_weeks=0))
+    assert_same_fields(build_label_dataset([2000, 2001], ["B10"], chunk_weeks=1, map=_Reversed().map),
+                       build_label_dataset([2000, 2001], ["B10"], chunk_weeks=0))
 
 
 def test_label_dataset_does_not_depend_on_the_task_split():
+    from same_fields import assert_same_fields
+
     whole = build_label_dataset(range(2000, 2003), ["B10"], chunk_weeks=0)
     split = build_label_dataset(range(2000, 2003), ["B10"], chunk_weeks=2)
-    assert_same_dataset(whole, split)
-
-
-def assert_same_dataset(a, b):
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
-        else:
-            assert x == y, f.name
+    assert_same_fields(whole, split)
 
 
 def test_breakdown_accounts_for_every_worker_second():
@@ -205,11 +199,13 @@ def test_ray_tasks_spread_over_nodes_and_keep_item_order(cluster, tmp_path):
 
 
 def test_ray_label_dataset_equals_local(cluster):
+    from same_fields import assert_same_fields
+
     from membudget.studies.execution import RayExecutor
 
     local = build_label_dataset(range(2000, 2004), ["B5", "B10"], chunk_weeks=0)
     remote = build_label_dataset(range(2000, 2004), ["B5", "B10"], chunk_weeks=1, map=RayExecutor().map)
-    assert_same_dataset(local, remote)
+    assert_same_fields(local, remote)
 
 
 @pytest.mark.parametrize("chunk_weeks", [0, 2])

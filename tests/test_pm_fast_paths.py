@@ -1,8 +1,6 @@
 """The fast paths of the PM kernels: integer draws without numba's per-call arrays, weeks drawn straight into the
 core (in one batch at autoreset) equal to generated Episodes, and a step kernel that allocates nothing per week."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 from gymnasium.utils import seeding
@@ -11,6 +9,7 @@ from numba.core.runtime import _nrt_python, rtsys
 from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv, WorldConfig, generate_episode
 from membudget.envs.pm.core import PMWeekCore, generator_list
 from membudget.envs.pm.world import _integers, episode_from_state
+from same_fields import assert_same_fields
 
 R = 11
 
@@ -27,15 +26,6 @@ def test_integers_draws_what_rng_integers_draws(low, high):
         _integers(ours, high, high)
 
 
-def _same_episode(a, b):
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
-        else:
-            assert x == y, f.name
-
-
 @pytest.mark.parametrize("config", [{}, {"cost_profile": "skewed", "load": 2}])
 def test_vector_weeks_are_the_single_envs_weeks(config):
     """Weeks drawn in a batch (reset and autoreset) are the Episodes the single environments generate, seed and
@@ -46,15 +36,15 @@ def test_vector_weeks_are_the_single_envs_weeks(config):
     venv.reset(seed=seed)
     for i, env in enumerate(singles):
         env.reset(seed=seed + i)
-        _same_episode(venv.unwrapped._core.episode(i), env.episode)
-        _same_episode(env.episode, generate_episode(seed + i, cost_profile=config.get("cost_profile", "unit"),
+        assert_same_fields(venv.unwrapped._core.episode(i), env.episode)
+        assert_same_fields(env.episode, generate_episode(seed + i, cost_profile=config.get("cost_profile", "unit"),
                                                     load=config.get("load", 0)))
     actions = np.zeros((n, R), dtype=np.int8)
     for _ in range(4):  # 3 steps truncate every week, the 4th resets them all from their own generators
         venv.step(actions)
     for i, env in enumerate(singles):
         env.reset()
-        _same_episode(venv.unwrapped._core.episode(i), env.episode)
+        assert_same_fields(venv.unwrapped._core.episode(i), env.episode)
 
 
 def _load_state(core, i):
@@ -121,4 +111,4 @@ def test_vector_env_pickles_and_continues_identically():
         a, b = venv.step(actions)[0], clone.step(actions)[0]
         for key in a:
             assert np.array_equal(a[key], b[key])
-    _same_episode(venv.unwrapped._core.episode(2), clone.unwrapped._core.episode(2))
+    assert_same_fields(venv.unwrapped._core.episode(2), clone.unwrapped._core.episode(2))
