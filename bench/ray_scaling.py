@@ -4,11 +4,14 @@
 ``--workers`` 1-CPU worker processes (warmed up: membudget imported, kernels loaded):
 
 1. the DP label set of weeks 2000-2239 (240 weeks, B5/B10/B15/B20, tasks of 10 weeks);
-2. a 60-week × 10-policy evaluation at B10 (weeks 9000-9059, the default split: the reference first, then one task
-   per other row with its paired interval), after one untimed run on each backend;
+2. a 60-week × 10-policy evaluation at B10 (weeks 9000-9059; on Ray the default split, two tasks of every other
+   row, each with its own evaluation of the reference and its rows' paired intervals; locally one task, so that
+   the reference is evaluated once), after one untimed run on each backend;
 
 each run ``--repeats`` times on the local backend and on Ray, alternately. It prints the ratio of the median walls
-(target >= 1.6x with 2 workers), checks that both backends give identical results, and splits the Ray runs'
+(target >= 1.6x with 2 workers), checks that both backends give identical results, compares the tasks' summed
+time on Ray with their time in the single process (two busy processes on two cores each run slower than one
+alone), runs the evaluation once more on a plain process pool as the control, and splits the Ray runs'
 worker-seconds (``workers × wall``) into the task functions' own time, the backend's **per-task overhead** (from a
 map's start to a worker's first task, between a worker's consecutive tasks, and from the last task's end to the
 map's end: sending a task, fetching its function, returning its result; target <= 5% of the mean task time),
@@ -22,6 +25,7 @@ times of its committed run (``docs/rl_vs_distillation.json``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import heapq
 import itertools
@@ -49,6 +53,27 @@ class _Logged:
         with open(os.path.join(self.log_dir, str(index)), "a") as f:
             f.write("x")
         return self.fn(value)
+
+
+class _ProcessPool:
+    """``workers`` plain worker processes (``concurrent.futures``, spawned, warmed up like Ray's) behind the
+    executor interface: the control for Ray's per-task cost and for the machine's own parallel slowdown."""
+
+    def __init__(self, workers):
+        import concurrent.futures
+        import multiprocessing
+
+        self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        list(self.pool.map(_import, ["membudget.studies.budgetpm"] * (2 * workers)))
+
+    def map(self, fn, items):
+        return list(self.pool.map(fn, items))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.pool.shutdown()
 
 
 def _import(module):
@@ -103,30 +128,35 @@ def breakdown(maps, workers, wall):
     return out
 
 
-def _measure(name, run, executor_local, executor_ray, workers, same, repeats, warmup):
-    """Local and Ray runs of ``run`` alternated ``repeats`` times (after one untimed run each if ``warmup``);
-    prints the median walls, their ratio and the Ray runs' median breakdown per task."""
+def _measure(name, run, executor_local, executor_ray, workers, same, repeats, warmup, parallel="Ray"):
+    """Local and Ray runs of ``run(map, backend)`` alternated ``repeats`` times (after one untimed run each if
+    ``warmup``); prints the median walls, their ratio and the Ray runs' median breakdown per task."""
     if warmup:
-        run(executor_local.map)
-        run(executor_ray.map)
+        run(executor_local.map, "local")
+        run(executor_ray.map, "ray")
     walls, shares, results = {"local": [], "ray": []}, [], {}
     for _ in range(repeats):
+        task_seconds = {}
         for label, executor in (("local", executor_local), ("ray", executor_ray)):
             maps = []
             start = time.time()
-            results[label] = run(_timed_map(executor, maps))
+            results[label] = run(_timed_map(executor, maps), label)
             walls[label].append(time.time() - start)
+            task_seconds[label] = sum(b - a for _, _, stamps in maps for a, b, _ in stamps)
         parts = breakdown(maps, workers, walls["ray"][-1])
         n = sum(len(stamps) for _, _, stamps in maps)
-        shares.append({k: v / n for k, v in parts.items()} | {"n": n, "mean": parts["tasks"] / n})
+        shares.append({k: v / n for k, v in parts.items()}
+                      | {"n": n, "mean": parts["tasks"] / n, "slowdown": task_seconds["ray"] / task_seconds["local"]})
     med = {k: float(np.median([s[k] for s in shares])) for k in shares[0]}
     local, ray = float(np.median(walls["local"])), float(np.median(walls["ray"]))
-    print(f"{name}: {med['n']:.0f} tasks (mean {med['mean']:.3f} s on Ray); median of {repeats}: local {local:.2f} s, "
-          f"Ray with {workers} workers {ray:.2f} s: {local / ray:.2f}x; per task: backend overhead "
+    print(f"{name}: {med['n']:.0f} tasks (mean {med['mean']:.3f} s on {parallel}); median of {repeats}: local "
+          f"{local:.2f} s, {parallel} with {workers} workers {ray:.2f} s: {local / ray:.2f}x; per task: backend overhead "
           f"{1000 * med['overhead']:.1f} ms = {100 * med['overhead'] / med['mean']:.1f}% of the task time, workers "
           f"idle for lack of tasks {1000 * med['idle']:.1f} ms, driver between maps {1000 * med['driver']:.1f} ms "
           f"(all idle worker time: {100 * (med['overhead'] + med['idle'] + med['driver']) / med['mean']:.0f}%); "
-          f"identical results: {same(results['local'], results['ray'])}", flush=True)
+          f"task seconds on {parallel} / locally: {med['slowdown']:.2f} (at most {workers / med['slowdown']:.2f}x with "
+          f"{workers} workers and no idle time); identical results: {same(results['local'], results['ray'])}",
+          flush=True)
     return results["local"], ray
 
 
@@ -212,21 +242,26 @@ def main(argv=None):
     weeks = range(2000, 2000 + args.label_weeks)
     labels = functools.partial(build_label_dataset, weeks, args.budgets)
     reference, wall = _measure(f"DP label set, {args.label_weeks} weeks x {len(args.budgets)} budgets",
-                               lambda m: labels(map=m), local, remote, args.workers, _same_dataset, args.repeats,
+                               lambda m, _: labels(map=m), local, remote, args.workers, _same_dataset, args.repeats,
                                warmup=False)
 
     suite = fit_suite(temporal_budgets=("B10",), map=remote.map)
     cfg = budgetpm.EvalConfig(policies=list(EVAL_POLICIES), budgets=["B10"], first_seed=9000,
                               n_weeks=args.eval_weeks)
 
-    def evaluate(m):
+    def evaluate(m, backend):
         class _Map:
             backend = "bench"
             map = staticmethod(m)
-        return budgetpm.run(cfg, suite=suite, executor=_Map())[0]
+        # the single process at its best split: one task, the reference evaluated once
+        split = cfg if backend == "ray" else dataclasses.replace(cfg, rows_per_task=len(EVAL_POLICIES))
+        return budgetpm.run(split, suite=suite, executor=_Map())[0]
 
     _measure(f"evaluation, {args.eval_weeks} weeks x {len(EVAL_POLICIES)} policies", evaluate, local, remote,
              args.workers, _same_table, args.repeats, warmup=True)
+    with _ProcessPool(args.workers) as pool:  # the same tasks in plain processes: what the machine allows
+        _measure("  the same without Ray", evaluate, local, pool, args.workers, _same_table, args.repeats,
+                 warmup=True, parallel="a process pool")
 
     if args.kill:
         with tempfile.TemporaryDirectory() as log_dir:

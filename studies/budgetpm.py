@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from membudget.agents.rl import load_policy
+from membudget.envs.validation import check_int
 from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cost_to_match, evaluate_policy, package_versions,
                                         parse_budget, progress_line, sweep)
@@ -71,8 +72,12 @@ class EvalConfig:
     num_cpus: int = 0
     """CPUs of the local Ray cluster (0: all)."""
     chunk_weeks: int = 0
-    """Weeks per evaluation task (0: the whole week range, one task per policy and budget). Part of the
+    """Weeks per evaluation task (0: the whole week range, tasks of rows_per_task rows). Part of the
     configuration: RandomFeasible draws one generator per task."""
+    rows_per_task: int = 5
+    """Without chunk_weeks: at most this many rows of a budget per task (every k-th row of the budget's table),
+    each task with its own evaluation of the reference and its rows' paired intervals. The numbers do not depend
+    on it: fewer rows per task keep more workers busy, more rows per task amortise the backend's cost per task."""
     checkpoint_dir: str = ""
     """One file per finished task (gate fits, label chunks, evaluations); a restarted run loads them."""
 
@@ -83,43 +88,60 @@ def evaluate_task(suite, load, repetitions, item):
     return evaluate_policy(suite, name, budget, list(seeds), load, repetitions)
 
 
-def row_task(suite, load, repetitions, n_resamples, item):
-    """One row of the table as one task: per-week metrics of policy ``name`` at ``budget`` on the weeks ``seeds``
-    and the paired bootstrap interval of its per-week Set F1 minus the reference's ``reference_f1`` (None: no
-    interval)."""
-    name, budget, seeds, reference_f1 = item
-    res = evaluate_task(suite, load, repetitions, (name, budget, seeds))
-    return res, None if reference_f1 is None else bootstrap_ci(res["set_f1"] - reference_f1, n_resamples)
+def rows_task(suite, load, repetitions, n_resamples, item):
+    """Rows of the table as one task: ``[(per-week metrics, paired interval or None), ...]`` of the policies
+    ``names`` at ``budget`` on the weeks ``seeds``, each interval of its per-week Set F1 minus the reference's
+    (evaluated in the task unless it is one of ``names``; None when ``reference`` is None or for the reference's
+    own row). An evaluation seeds itself from its key, so a reference evaluated in several tasks is the same."""
+    budget, names, seeds, reference = item
+
+    def evaluate(name):
+        return evaluate_task(suite, load, repetitions, (name, budget, seeds))
+
+    per = {name: evaluate(name) for name in names}
+    if reference is not None and reference not in per:
+        per[reference] = evaluate(reference)
+    return [(per[name], None if reference in (None, name) else
+             bootstrap_ci(per[name]["set_f1"] - per[reference]["set_f1"], n_resamples)) for name in names]
 
 
 def _evaluate_rows(cfg, suite, executor, seeds, budgets):
-    """``({(policy, budget): per-week metrics}, {(policy, budget): paired interval})`` in table order, as tasks.
+    """``({(policy, budget): per-week metrics}, {(policy, budget): paired interval})`` in table order, computed as
+    tasks:
 
-    The paired intervals are worth a task each (100,000 resamples cost about as much as a policy on 60 weeks).
-    Without ``chunk_weeks``: the reference at each budget first, then one task per other row (its evaluation and
-    interval). With ``chunk_weeks``: one task per (policy, budget, week chunk), then one per interval. Every task
-    seeds itself from its key, so either way the numbers are the same on every backend."""
+    - without ``chunk_weeks``, one map: per budget ``k = ceil(rows / rows_per_task)`` tasks of every k-th row
+      (:func:`rows_task`: the rows, the reference and the rows' intervals), none waiting for another;
+    - with ``chunk_weeks``, a map of one task per (policy, budget, week chunk), then a map of one task per paired
+      interval (100,000 resamples cost about as much as a policy on 60 weeks).
+
+    Every evaluation and interval seeds itself from its key, so the numbers do not depend on the backend or on
+    ``rows_per_task``."""
     keys = [(name, b) for b in budgets for name in cfg.policies if available(name, b, suite)]
-    evaluate = functools.partial(evaluate_task, suite, cfg.load, cfg.repetitions)
     if cfg.chunk_weeks:
         items = [(name, b, weeks) for name, b in keys for weeks in chunks(seeds, cfg.chunk_weeks)]
         merged = {}
-        for (name, b, _), part in zip(items, executor.map(evaluate, items)):
+        for (name, b, _), part in zip(items, executor.map(
+                functools.partial(evaluate_task, suite, cfg.load, cfg.repetitions), items)):
             merged.setdefault((name, b), []).append(part)
         per = {k: {m: np.concatenate([p[m] for p in merged[k]]) for m in merged[k][0]} for k in keys}
         paired = [(name, b) for name, b in keys if name != cfg.reference and (cfg.reference, b) in per]
         return per, dict(zip(paired, executor.map(
             functools.partial(bootstrap_ci, n_resamples=cfg.bootstrap),
             [per[(name, b)]["set_f1"] - per[(cfg.reference, b)]["set_f1"] for name, b in paired])))
-    weeks = tuple(seeds)
-    references = [(name, b) for name, b in keys if name == cfg.reference]
-    per = dict(zip(references, executor.map(evaluate, [(name, b, weeks) for name, b in references])))
-    rest = [k for k in keys if k not in per]
-    rows = executor.map(functools.partial(row_task, suite, cfg.load, cfg.repetitions, cfg.bootstrap),
-                        [(name, b, weeks, per[(cfg.reference, b)]["set_f1"] if (cfg.reference, b) in per else None)
-                         for name, b in rest])
-    per.update((k, res) for k, (res, _) in zip(rest, rows))
-    return {k: per[k] for k in keys}, {k: ci for k, (_, ci) in zip(rest, rows) if ci is not None}
+    items = []
+    for b in budgets:
+        names = [name for name, kb in keys if kb == b]
+        reference = cfg.reference if cfg.reference in names else None
+        n_tasks = -(-len(names) // cfg.rows_per_task)
+        items += [(b, tuple(names[i::n_tasks]), tuple(seeds), reference) for i in range(n_tasks)]
+    per, intervals = {}, {}
+    for (b, names, _, _), out in zip(items, executor.map(
+            functools.partial(rows_task, suite, cfg.load, cfg.repetitions, cfg.bootstrap), items)):
+        for name, (res, ci) in zip(names, out):
+            per[(name, b)] = res
+            if ci is not None:
+                intervals[(name, b)] = ci
+    return {k: per[k] for k in keys}, {k: intervals[k] for k in keys if k in intervals}
 
 
 def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
@@ -127,6 +149,8 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
                                   first_seed=9000, n_weeks=30, load=0, sweep=False)
     say = progress or (lambda msg: None)
+    for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1)):
+        check_int(name, getattr(cfg, name), low)
     if cfg.model:
         cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model
                                                                       if f"model:{p}" not in cfg.policies])

@@ -213,6 +213,17 @@ def test_bootstrap_ci_normal_approximation(level, z):
     assert bootstrap_ci(x, n_resamples=3000, seed=0, level=level) == (mean, lo, hi)
 
 
+@pytest.mark.parametrize("n", [1, 7, 60, 61])
+def test_bootstrap_ci_equals_one_draw_of_all_resamples(n):
+    """Resampling in blocks draws the same indices as one draw of every resample at once."""
+    from membudget.studies.protocol import bootstrap_ci
+
+    x = np.random.default_rng(n).random(n)
+    means = x[np.random.default_rng(3).integers(0, n, size=(2500, n))].mean(axis=1)
+    assert bootstrap_ci(x, n_resamples=2500, seed=3) == (float(x.mean()), float(np.quantile(means, 0.025)),
+                                                          float(np.quantile(means, 0.975)))
+
+
 @pytest.mark.parametrize("bad", [[], np.zeros((3, 2))])
 def test_bootstrap_ci_bad_input(bad):
     from membudget.studies.protocol import bootstrap_ci

@@ -2,6 +2,7 @@
 installed — equality of the Ray backend with the local one on a simulated 3-node cluster, a worker killed during
 a run, and resume from a checkpoint written by another backend."""
 
+import dataclasses
 import functools
 import os
 
@@ -143,14 +144,15 @@ def test_evaluation_rows_are_tasks_with_their_paired_intervals(small_suite):
     from membudget.studies.protocol import bootstrap_ci, evaluate_policy
 
     cfg = budgetpm.EvalConfig(policies=["RandomFeasible", "Static", "Sequential"], budgets=["B5", "B10"],
-                              first_seed=9000, n_weeks=4, bootstrap=500)
+                              first_seed=9000, n_weeks=4, bootstrap=500, rows_per_task=2)
     ex = _Recording()
     rows, _ = budgetpm.run(cfg, suite=small_suite, executor=ex)
     weeks = tuple(range(9000, 9004))
-    # The reference's rows first, then one task per other row carrying the reference's per-week Set F1.
-    assert ex.maps[0] == [("Static", "B5", weeks), ("Static", "B10", weeks)]
-    assert [item[:3] for item in ex.maps[1]] == [("RandomFeasible", "B5", weeks), ("RandomFeasible", "B10", weeks),
-                                                 ("Sequential", "B10", weeks)]
+    # One map: per budget, every k-th row in ceil(rows / 2) tasks, each naming the reference (Sequential has no
+    # B5 row), so that no task waits for another.
+    assert ex.maps == [[("B5", ("RandomFeasible", "Static"), weeks, "Static"),
+                        ("B10", ("RandomFeasible", "Sequential"), weeks, "Static"),
+                        ("B10", ("Static",), weeks, "Static")]]
     assert [(r["budget"], r["policy"]) for r in rows] == [("B5", "RandomFeasible"), ("B5", "Static"),
                                                           ("B10", "RandomFeasible"), ("B10", "Static"),
                                                           ("B10", "Sequential")]
@@ -162,6 +164,14 @@ def test_evaluation_rows_are_tasks_with_their_paired_intervals(small_suite):
         else:
             ref = evaluate_policy(small_suite, "Static", r["budget"], list(weeks))["set_f1"]
             assert r["diff_vs_reference"] == bootstrap_ci(direct["set_f1"] - ref, 500)
+    for k in (1, 5):  # the split is not part of the numbers
+        other, _ = budgetpm.run(dataclasses.replace(cfg, rows_per_task=k), suite=small_suite)
+        assert budgetpm.format_table(other, "Static") == budgetpm.format_table(rows, "Static")
+        for a, b in zip(rows, other):
+            assert np.array_equal(a["set_f1"], b["set_f1"]) and a.get("diff_vs_reference") == b.get(
+                "diff_vs_reference")
+    with pytest.raises(ValueError, match="rows_per_task"):
+        budgetpm.run(dataclasses.replace(cfg, rows_per_task=0), suite=small_suite)
 
 
 # --- Ray: a simulated cluster of three 1-CPU nodes --------------------------------------------------------
