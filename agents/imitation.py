@@ -28,74 +28,10 @@ import numpy as np
 import torch
 
 from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
-from membudget.envs.conversation import ConversationPMEnv
-from membudget.envs.conversation.rollout import rollout as conversation_rollout
-from membudget.envs.pm import PMWeekEnv
-from membudget.envs.pm.rollout import rollout
+from membudget.agents.tasks import PMWEEK
 from membudget.envs.validation import check_int, check_number
-from membudget.teachers import HindsightDP
-from membudget.teachers.conversation import ConversationOptimum
-from membudget.wrappers import TEACHER_KEY, HindsightTeacher
-
-VALIDATION_SEEDS = tuple(range(4000, 4010))
 
 
-class PMWeekTask:
-    """Imitation on ``PMWeek-v0``: the hindsight DP's schedules; DAgger labels from the
-    :class:`~membudget.wrappers.HindsightTeacher` wrapper; validation Set F1."""
-
-    quality = "set_f1"
-
-    def make_env(self, budget, **kw):
-        return PMWeekEnv(budget=budget, action_mode="scores", **kw)
-
-    def schedule(self, env):
-        return HindsightDP.from_env(env).solve(env.episode).schedule
-
-    def teacher_env(self, budget):
-        return HindsightTeacher(self.make_env(budget))
-
-    def label(self, env, info):
-        return info[TEACHER_KEY] > 0
-
-    def solves(self, env):
-        return env.teacher_solves
-
-    def validate(self, policy, budget, seeds):
-        return float(rollout(policy, seeds, budget=budget, action_mode="scores")["set_f1"].mean())
-
-
-class ConversationTask:
-    """Imitation on ``ConversationPM-v0``: the exact hindsight optimum's schedules and, for DAgger, its optimal
-    continuation from each visited state (one solve per state); validation conversation score."""
-
-    quality = "score"
-
-    def make_env(self, budget, **kw):
-        return ConversationPMEnv(budget=budget, action_mode="scores", **kw)
-
-    def _teacher(self, env):
-        e = env.unwrapped
-        return ConversationOptimum(budget=e.budget, per_step_cap=e.per_step_cap,
-                                   false_fire_penalty=e.false_fire_penalty)
-
-    def schedule(self, env):
-        return self._teacher(env).continuation(env)
-
-    def teacher_env(self, budget):
-        return self.make_env(budget)
-
-    def label(self, env, info):
-        return self._teacher(env).act(env) > 0
-
-    def solves(self, env):
-        return env.unwrapped.conversation.horizon
-
-    def validate(self, policy, budget, seeds):
-        return float(conversation_rollout(policy, seeds, budget=budget, action_mode="scores")["score"].mean())
-
-
-PMWEEK, CONVERSATION = PMWeekTask(), ConversationTask()
 
 
 class Demonstrations:
@@ -197,7 +133,7 @@ def fit_bc(train_seeds, budget, *, epochs=60, hidden=(64, 64), context=True, see
     policy = StudentPolicy(net, config=cfg)
     key = f"val_{task.quality}"
     history = [{"env_steps": len(demos), "wall_clock": time.perf_counter() - start,
-                key: task.validate(policy, budget, VALIDATION_SEEDS)}]  # wall clock taken before the validation
+                key: task.validate(policy, budget, task.validation_seeds)}]  # wall clock taken before the validation
     if progress:
         progress(f"bc: validation {task.quality} {history[-1][key]:.4f}")
     return policy, history
@@ -226,7 +162,7 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
         nonlocal validating
         trained = time.perf_counter() - start - validating
         t = time.perf_counter()
-        quality = task.validate(policy, budget, VALIDATION_SEEDS)
+        quality = task.validate(policy, budget, task.validation_seeds)
         validating += time.perf_counter() - t
         return {"env_steps": steps, "wall_clock": trained, key: quality}
 

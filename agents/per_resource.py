@@ -125,18 +125,20 @@ def obs_tensors(observation, dtype=torch.float32):
 
 
 class FlatMLPNet(nn.Module):
-    """The architecture ablation: one MLP over the flattened observation (every resource's 27 features, the 9
-    budget features, the candidate mask) with one logit per resource out — what SB3's ``MultiInputPolicy`` builds.
+    """The architecture ablation: one MLP over the flattened observation (every resource's ``n_resource_features``
+    features — PMWeek-v0's 27 —, the 9 budget features, the candidate mask) with one logit per resource out — what
+    SB3's ``MultiInputPolicy`` builds.
     Same call signature and outputs as :class:`PerResourceNet` (``n_out=1``), so the native PPO and
     :class:`StudentPolicy` take either; it is not permutation-equivariant and is tied to ``n_resources``."""
 
     n_out = 1
 
-    def __init__(self, n_resources: int, hidden=(64, 64)):
+    def __init__(self, n_resources: int, hidden=(64, 64), n_resource_features: int = len(RESOURCE_FEATURE_NAMES)):
         super().__init__()
         self.hidden = check_widths("hidden", hidden)
         self.n_resources = check_int("n_resources", n_resources, 1, MAX_WIDTH)
-        widths = [self.n_resources * (len(RESOURCE_FEATURE_NAMES) + 1) + len(BUDGET_FEATURE_NAMES), *self.hidden]
+        self.n_resource_features = check_int("n_resource_features", n_resource_features, 1, MAX_WIDTH)
+        widths = [self.n_resources * (self.n_resource_features + 1) + len(BUDGET_FEATURE_NAMES), *self.hidden]
         self.body = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
         self.head = nn.Linear(widths[-1], self.n_resources)
 
@@ -153,7 +155,8 @@ class FlatMLPNet(nn.Module):
         return self(resources, budget, mask)[sample, resource], sample, resource
 
     def config(self) -> dict:
-        return {"kind": "flat-mlp", "n_resources": self.n_resources, "hidden": list(self.hidden)}
+        return {"kind": "flat-mlp", "n_resources": self.n_resources, "hidden": list(self.hidden),
+                "n_resource_features": self.n_resource_features}
 
 
 def network_from_config(config: dict) -> nn.Module:

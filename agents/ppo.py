@@ -15,6 +15,10 @@ skip them). The critic is an MLP over the flattened observation (SB3's ``MultiIn
 ``critic_counts=True`` it also reads the running TP / FP / FN (``obs["counts"]`` of
 ``PMWeekEnv(observe_counts=True)``), which the reward depends on but BudgetPM's observation does not show.
 
+The same loop trains on ``ConversationPM-v0`` (``task=CONVERSATION``, :mod:`membudget.agents.tasks`): its
+conversations run side by side in Gymnasium's ``SyncVectorEnv`` (all of one horizon), the actor reads their 34
+resource features, and validation reports the conversation score.
+
 Distil-then-RL: ``init=`` a fitted student's network (the actor starts there, the critic from scratch) and,
 optionally, ``bc_coef > 0`` with ``bc_data=(X_res, X_bud, M, Y)`` adds a behaviour-cloning loss on teacher
 labels to every minibatch (a KL-to-teacher anchor against forgetting). ``critic_warmup=k`` trains only the critic
@@ -33,9 +37,8 @@ from torch import nn
 
 from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows, check_widths,
                                            obs_tensors)
-from membudget.agents.rl import TRAIN_SEEDS, VALIDATION_SEEDS, week_order
-from membudget.envs.pm import PMWeekVectorEnv
-from membudget.envs.pm.rollout import rollout
+from membudget.agents.rl import week_order
+from membudget.agents.tasks import PMWEEK
 from membudget.envs.validation import check_int, check_number
 
 
@@ -89,10 +92,14 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
               context: bool = True, actor: str = "per-resource",
               critic_arch=(128, 128), critic_counts: bool = False, init: PerResourceNet | None = None,
               bc_coef: float = 0.0, bc_data=None, critic_warmup: int = 0, keep_best: bool = False,
-              eval_every: int = 250_000, eval_seeds=VALIDATION_SEEDS,
+              eval_every: int = 250_000, eval_seeds=None,
               test_seeds=None, per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
-              train_seeds=TRAIN_SEEDS, torch_threads: int = 1, progress=None, report=None):
+              train_seeds=None, task=PMWEEK, torch_threads: int = 1, progress=None, report=None):
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
+
+    ``task``: :data:`~membudget.agents.tasks.PMWEEK` (default) or :data:`~membudget.agents.tasks.CONVERSATION`
+    (``ConversationPM-v0``, its conversations side by side; the same loop, network class and settings).
+    ``train_seeds`` / ``eval_seeds`` default to the task's training and validation episodes.
 
     ``actor``: :data:`ACTORS` — the per-resource network (``hidden``, ``context``) or the flat-MLP ablation
     (``hidden``; same loop, loss and settings, so only the architecture differs).
@@ -101,10 +108,11 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     Set F1 increments of order 0.01; the policy gradient is unchanged up to advantage normalisation).
 
     ``history`` rows: ``env_steps``, ``wall_clock`` (training seconds, evaluation excluded), ``val_set_f1`` (the
-    deterministic policy on ``eval_seeds``) and, with ``test_seeds``, ``test_set_f1`` (for reporting a curve on
-    held-out weeks; nothing in training reads it), recorded every ``eval_every`` steps (0: only at the start and
-    end). With ``keep_best=True`` the returned policy is the actor of the recorded point with the highest
-    ``val_set_f1`` (early stopping on the validation weeks; ``config["selected_env_steps"]`` says which).
+    deterministic policy on ``eval_seeds``; ``val_score`` on conversations) and, with ``test_seeds``,
+    ``test_set_f1`` (``test_score``; for reporting a curve on held-out episodes; nothing in training reads it),
+    recorded every ``eval_every`` steps (0: only at the start and end). With ``keep_best=True`` the returned
+    policy is the actor of the recorded point with the best validation quality (early stopping on the validation
+    episodes; ``config["selected_env_steps"]`` says which).
     ``report(row)``, if given, receives each history row as it is recorded (e.g. a Tune trial's
     ``tune.report``)."""
     check_int("total_timesteps", total_timesteps, 1)
@@ -131,15 +139,17 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
     critic_arch = check_widths("critic_arch", critic_arch)
     hidden = check_widths("hidden", hidden)
-    env_kwargs = dict(budget=budget, per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
-    venv = PMWeekVectorEnv(num_envs=n_envs, action_mode="scores", observe_counts=critic_counts, **env_kwargs)
-    weeks, next_week = week_order(seed, train_seeds), 0
-    n_res = venv.single_observation_space["mask"].shape[0]
+    env_kwargs = task.env_kwargs(per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
+    eval_seeds = task.validation_seeds if eval_seeds is None else eval_seeds
+    venv = task.vector_env(n_envs, budget, observe_counts=critic_counts, **env_kwargs)
+    weeks, next_week = week_order(seed, task.train_seeds if train_seeds is None else train_seeds), 0
+    n_res, n_features = venv.single_observation_space["resources"].shape
     kind = actor
     if init is not None:
         actor = copy.deepcopy(init)
     else:
-        actor = PerResourceNet(hidden, context) if kind == "per-resource" else FlatMLPNet(n_res, hidden)
+        actor = (PerResourceNet(hidden, context, n_resource_features=n_features) if kind == "per-resource"
+                 else FlatMLPNet(n_res, hidden, n_resource_features=n_features))
         nn.init.orthogonal_(actor.head.weight, gain=0.01)
         nn.init.zeros_(actor.head.bias)
     per_resource = isinstance(actor, PerResourceNet)
@@ -153,24 +163,25 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         bc_pos_weight = torch.tensor(max(1.0, (float(bc_mask.sum()) - pos) / max(pos, 1.0)))
 
     def evaluate(seeds):
-        policy = StudentPolicy(copy.deepcopy(actor))
-        return float(rollout(policy, list(seeds), action_mode="scores", **env_kwargs)["set_f1"].mean())
+        return task.validate(StudentPolicy(copy.deepcopy(actor)), budget, list(seeds), **env_kwargs)
 
     history, steps, eval_time, t0 = [], 0, 0.0, time.perf_counter()
     update = -1
-    best = {"val_set_f1": -np.inf}
+    val_key, test_key = f"val_{task.quality}", f"test_{task.quality}"
+    best = {val_key: -np.inf}
 
     def record():
         nonlocal eval_time
         t = time.perf_counter()
-        history.append({"env_steps": steps, "wall_clock": t - t0 - eval_time, "val_set_f1": evaluate(eval_seeds)})
+        history.append({"env_steps": steps, "wall_clock": t - t0 - eval_time, val_key: evaluate(eval_seeds)})
         if test_seeds is not None:
-            history[-1]["test_set_f1"] = evaluate(test_seeds)
-        if keep_best and history[-1]["val_set_f1"] > best["val_set_f1"]:
-            best.update(val_set_f1=history[-1]["val_set_f1"], env_steps=steps, state=copy.deepcopy(actor.state_dict()))
+            history[-1][test_key] = evaluate(test_seeds)
+        if keep_best and history[-1][val_key] > best[val_key]:
+            best.update({val_key: history[-1][val_key], "env_steps": steps,
+                         "state": copy.deepcopy(actor.state_dict())})
         eval_time += time.perf_counter() - t
         if progress:
-            progress(f"{steps} steps: validation Set F1 {history[-1]['val_set_f1']:.4f}")
+            progress(f"{steps} steps: validation {task.quality} {history[-1][val_key]:.4f}")
         if report:
             report(dict(history[-1]))
 
@@ -260,7 +271,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     venv.close()
     if keep_best:
         actor.load_state_dict(best["state"])
-    cfg = {"method": "ppo", "budget": budget, "seed": seed, "total_timesteps": total_timesteps, "n_envs": n_envs,
+    cfg = {"method": "ppo", "env": task.name, "budget": budget, "seed": seed, "total_timesteps": total_timesteps, "n_envs": n_envs,
            "learning_rate": learning_rate, "ent_coef": ent_coef, "bc_coef": bc_coef, "init": init is not None,
            "critic_counts": critic_counts, "critic_warmup": critic_warmup, "n_resources": n_res,
            "actor": "per-resource" if per_resource else "flat-mlp",

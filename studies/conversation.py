@@ -19,7 +19,9 @@ import time
 import numpy as np
 
 from membudget.agents.gates import StaticGate, TemporalGate
-from membudget.agents.imitation import CONVERSATION, fit_bc, fit_dagger
+from membudget.agents.imitation import fit_bc, fit_dagger
+from membudget.agents.ppo import train_ppo
+from membudget.agents.tasks import CONVERSATION
 from membudget.baselines.pm import AllRelevant, RandomFeasible
 from membudget.baselines.schedules import FractionPacing, RelevanceGate
 from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_levels, generate_conversation,
@@ -37,10 +39,18 @@ PACING_HORIZON = 66
 """BudgetPM's development-median GoodAI horizon; the conversations have exactly this many messages, so Pacing's
 remaining-horizon feature is the true one."""
 GATES = ("Similarity", "DueGate", "Static", "Pacing", "Myopic", "Sequential")
-LEARNED = ("BC", "DAgger")
-"""PMWeek-v0's imitation learners (the same :class:`~membudget.agents.per_resource.PerResourceNet`, 34 features per
-memory) trained on the development conversations from the exact hindsight optimum, one student per budget."""
+LEARNED = ("BC", "DAgger", "PPO")
+"""PMWeek-v0's learners, unchanged, with the same :class:`~membudget.agents.per_resource.PerResourceNet` (34
+features per memory), one per budget, trained on the 12 development conversations: BC and DAgger from the exact
+hindsight optimum, the native PPO from the reward (learner seed 0 in the table; :data:`PPO_SEEDS` in its own
+table)."""
+IMITATION = LEARNED[:2]
 DAGGER_ITERATIONS = 2
+PPO_SEEDS = (0, 1, 2)
+PPO_SETTINGS = {"total_timesteps": 300_000, "n_envs": 64, "n_minibatches": 16, "learning_rate": 1e-3,
+                "reward_scale": 100.0, "ent_coef": 0.003, "eval_every": 50_000, "keep_best": True}
+"""PMWeek-v0's chosen PPO settings; early stopping on the validation conversations 3000-3009 (never the analysis
+conversations)."""
 LOSSES = ("not_candidate", "not_proposed", "budget", "count_cap")
 """Why a true fire goes unverified: below the similarity gate, not proposed, skipped for the episode budget, skipped
 for the per-step cap."""
@@ -92,6 +102,10 @@ def fit_gates(dataset, levels, progress=print):
         progress(f"fitting BC and DAgger students at {b}")
         gates[("bc", b)], _ = fit_bc(DEV_SEEDS, b, task=CONVERSATION)
         gates[("dagger", b)], _ = fit_dagger(DEV_SEEDS, b, iterations=DAGGER_ITERATIONS, task=CONVERSATION)
+        for seed in PPO_SEEDS:
+            progress(f"training PPO at {b}, learner seed {seed}")
+            gates[("ppo", b, seed)], gates[("ppo-history", b, seed)] = train_ppo(b, seed=seed, task=CONVERSATION,
+                                                                               **PPO_SETTINGS)
     return gates
 
 
@@ -104,6 +118,8 @@ def policy(name, budget, gates, seed=0):
     if name == "Pacing":
         return FractionPacing(scorer=gates["Static"], fraction=int(budget[1:]) / 100.0,
                               thresholds=gates["Static"].thresholds_), {"budget": budget, "action_mode": "scores"}
+    if name == "PPO":
+        return gates[("ppo", budget, seed)], {"budget": budget, "action_mode": "scores"}
     if name in LEARNED:
         return gates[(name.lower(), budget)], {"budget": budget, "action_mode": "scores"}
     if name in ("Myopic", "Sequential"):
@@ -175,6 +191,11 @@ def results(n_resamples=100_000, progress=print):
         diag["breakdown"][(name, b)] = call_breakdown(p, seeds, **kw)
     for thr in QUALITY_THRESHOLDS:
         diag["quality"][thr] = rollout(AtThreshold(gates["Static"], thr), seeds, budget="B60", action_mode="scores")
+    diag["ppo"] = {}
+    for b in CALIBRATED:
+        for seed in PPO_SEEDS:
+            p, kw = policy("PPO", b, gates, seed)
+            diag["ppo"][(b, seed)] = rollout(p, seeds, **kw)
     return render(res, data, levels, gates, n_resamples, time.time() - start, diag)
 
 
@@ -229,7 +250,8 @@ def render(res, data, levels, gates, n_resamples, seconds, diag) -> str:
             lines.append(f"| {b} | {name} | {_fmt(r['macro_accuracy'].mean(), 4)} | {diff} | {comp}"
                          f"{_fmt(r['queries'].mean(), 2)} | {ff} | {_fmt(r['score'].mean(), 4)} | {ex} |")
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
-    lines += ["", *reproduction(res, data, levels), "", *diagnostics(res, data, levels, gates, diag), "",
+    lines += ["", *reproduction(res, data, levels), "", *ppo_seeds(res, gates, diag), "",
+              *diagnostics(res, data, levels, gates, diag), "",
               f"Thresholds (Static): {thresholds}.",
               "", f"command: python -m membudget.evaluate conversation   ({seconds:.0f} s)", ""]
     return "\n".join(lines)
@@ -308,6 +330,38 @@ def reproduction(res, data, levels):
     return out
 
 
+def ppo_seeds(res, gates, diag) -> list:
+    """PPO's learner seeds: macro accuracy per seed, mean and spread, the validation point kept and the training
+    time, beside the imitation students and the hindsight optimum."""
+    out = ["## PPO across learner seeds", "",
+           f"The native PPO of PMWeek-v0, unchanged ({PPO_SETTINGS['total_timesteps']:,} conversation steps per run, "
+           f"{PPO_SETTINGS['n_envs']} conversations per update, learning rate {PPO_SETTINGS['learning_rate']}, reward "
+           f"scale {PPO_SETTINGS['reward_scale']:.0f}, entropy bonus {PPO_SETTINGS['ent_coef']}), trained on the 12 "
+           "development conversations and kept at its best point on the validation conversations 3000-3009 "
+           f"(learning-curve points every {PPO_SETTINGS['eval_every']:,} steps). Macro accuracy on the analysis "
+           "conversations 4000-4029; the main table's PPO row is learner seed 0.", "",
+           "| budget | " + " | ".join(f"seed {s}" for s in PPO_SEEDS) + " | mean ± sd | kept at (steps) | training s "
+           "| BC | DAgger | HindsightOptimum |", "|---" * (len(PPO_SEEDS) + 7) + "|"]
+    for b in CALIBRATED:
+        acc = [float(diag["ppo"][(b, s)]["macro_accuracy"].mean()) for s in PPO_SEEDS]
+        kept = "/".join(f"{gates[('ppo', b, s)].config['selected_env_steps'] // 1000}k" for s in PPO_SEEDS)
+        secs = "/".join(f"{gates[('ppo-history', b, s)][-1]['wall_clock']:.0f}" for s in PPO_SEEDS)
+        out.append(f"| {b} | " + " | ".join(f"{a:.4f}" for a in acc) + f" | {np.mean(acc):.4f} ± {np.std(acc):.4f} "
+                   f"| {kept} | {secs} | {mean_of(res, 'BC', b):.4f} | {mean_of(res, 'DAgger', b):.4f} | "
+                   f"{mean_of(res, 'HindsightOptimum', b):.4f} |")
+
+    def gap(b, other):
+        return np.mean([diag["ppo"][(b, s)]["macro_accuracy"].mean() for s in PPO_SEEDS]) - other
+
+    out += ["", "Mean over the seeds minus the better imitation student: " + ", ".join(
+        f"{b} {gap(b, max(mean_of(res, 'BC', b), mean_of(res, 'DAgger', b))):+.4f}" for b in CALIBRATED)
+        + "; minus Static: " + ", ".join(f"{b} {gap(b, mean_of(res, 'Static', b)):+.4f}" for b in CALIBRATED)
+        + ". At B20 the students, which ignore the budget, over-propose and run out of it, while PPO, which learns "
+        "from the reward, paces; at B40 the students are ahead and at B60 / B80 they are level. PPO trains on the "
+        "same 12 conversations as the students; at B60 / B80 its validation peak comes early."]
+    return out
+
+
 def mean_of(res, name, budget, key="macro_accuracy") -> float:
     return float(res[(name, budget)][key].mean())
 
@@ -373,8 +427,8 @@ def diagnostics(res, data, levels, gates, diag) -> list:
             f"{100 * (1 - expected_tr):.1f}% over conversations 0-{CEILING_SEEDS - 1}, so Pacing's 0.967 / 0.971 "
             f"cannot be reached on these seeds.",
             f"- The imitation students (BC / DAgger, threshold 0.5, no calibration to the budget) spend less than "
-            f"the cap from B40 on and exhaust it in {sum(int(np.sum(res[(n, b)]['exhaustion_step'] >= 0)) for n in LEARNED for b in CALIBRATED[1:])}"
-            f" of their {30 * len(LEARNED) * (len(CALIBRATED) - 1)} runs there: DAgger reaches {mean_of(res, 'DAgger', 'B60'):.4f} at "
+            f"the cap from B40 on and exhaust it in {sum(int(np.sum(res[(n, b)]['exhaustion_step'] >= 0)) for n in IMITATION for b in CALIBRATED[1:])}"
+            f" of their {30 * len(IMITATION) * (len(CALIBRATED) - 1)} runs there: DAgger reaches {mean_of(res, 'DAgger', 'B60'):.4f} at "
             f"B60 with {mean_of(res, 'DAgger', 'B60', 'queries'):.1f} queries. At B20 they propose more than 10 "
             f"calls can cover and exhaust the budget in "
             f"{int(np.sum(res[('DAgger', 'B20')]['exhaustion_step'] >= 0))}/30 conversations "

@@ -360,10 +360,10 @@ def test_optimal_continuation_skips_spoiled_tests_and_matches_the_dp():
 
 
 def test_imitation_on_conversations_labels_the_optimum_and_fits_a_34_feature_student(tmp_path, monkeypatch):
-    from membudget.agents import imitation
-    from membudget.agents.imitation import CONVERSATION, StudentPolicy, dp_demonstrations, fit_bc, fit_dagger
+    from membudget.agents.imitation import StudentPolicy, dp_demonstrations, fit_bc, fit_dagger
+    from membudget.agents.tasks import CONVERSATION
 
-    monkeypatch.setattr(imitation, "VALIDATION_SEEDS", (4000,))  # validation is not under test here
+    monkeypatch.setattr(CONVERSATION, "validation_seeds", (3000,))  # validation is not under test here
 
     demos = dp_demonstrations([2000], 10, task=CONVERSATION)
     env = ConversationPMEnv(budget=10, action_mode="scores")
@@ -382,3 +382,38 @@ def test_imitation_on_conversations_labels_the_optimum_and_fits_a_34_feature_stu
     np.testing.assert_array_equal(StudentPolicy.load(tmp_path / "student.npz").predict(obs)[0], policy.predict(obs)[0])
     dagger, history = fit_dagger([2000], 10, iterations=1, epochs=2, hidden=8, task=CONVERSATION)
     assert [h["env_steps"] for h in history] == [66, 132] and dagger.config["teacher_calls"] == 1 + 66
+
+
+def test_native_ppo_trains_on_conversations_with_the_same_loop(tmp_path):
+    from membudget.agents.per_resource import FlatMLPNet, StudentPolicy
+    from membudget.agents.ppo import train_ppo
+    from membudget.agents.tasks import CONVERSATION
+
+    kw = dict(total_timesteps=2 * 4 * 66, n_envs=4, n_minibatches=2, eval_every=0, eval_seeds=[3000],
+              task=CONVERSATION)
+    a, ha = train_ppo("B40", seed=2, **kw)
+    b, hb = train_ppo("B40", seed=2, **kw)
+    env = ConversationPMEnv(budget="B40", action_mode="scores")
+    obs, _ = env.reset(seed=4000)
+    np.testing.assert_array_equal(a.probabilities(obs), b.probabilities(obs))
+    assert ha == [dict(h, wall_clock=g["wall_clock"]) for h, g in zip(hb, ha)]
+    assert [h["env_steps"] for h in ha] == [0, 2 * 4 * 66] and set(ha[-1]) == {"env_steps", "wall_clock", "val_score"}
+    assert ha[-1]["val_score"] == CONVERSATION.validate(a, "B40", [3000])
+    assert a.net.n_resource_features == 34 and a.config["env"] == "ConversationPM-v0"
+    done, spent = False, 0
+    while not done:
+        action, _ = a.predict(obs)
+        assert np.all(action[obs["mask"] == 0] == -1.0)
+        obs, _, done, _, info = env.step(action)
+        spent += info["cost"]
+        assert info["queried"].sum() <= 2
+    assert spent == info["episode_metrics"]["realized_cost"] <= env.budget
+    flat, _ = train_ppo("B40", seed=2, actor="flat-mlp", **kw)
+    assert isinstance(flat.net, FlatMLPNet) and flat.net.n_resource_features == 34
+    flat.save(tmp_path / "flat.npz")
+    np.testing.assert_array_equal(StudentPolicy.load(tmp_path / "flat.npz").probabilities(obs),
+                                  flat.probabilities(obs))
+    with pytest.raises(ValueError, match="unit verifier costs"):
+        train_ppo("B40", cost_profile="skewed", **kw)
+    with pytest.raises(ValueError, match="observe_counts"):
+        train_ppo("B40", critic_counts=True, **kw)

@@ -1,0 +1,114 @@
+"""The environments a learner of the package trains on, behind one interface: ``PMWeek-v0`` (:data:`PMWEEK`) and
+``ConversationPM-v0`` (:data:`CONVERSATION`).
+
+Behaviour cloning and DAgger (:mod:`membudget.agents.imitation`) and the native PPO (:mod:`membudget.agents.ppo`)
+take a ``task=`` and run the same code on either: a task names the environment (single and batched, in
+``action_mode="scores"``), its teacher (the hindsight DP on weeks, the exact hindsight optimum on conversations),
+the quality it reports (Set F1, the conversation score) and its episode seeds — training, and validation seeds
+disjoint from every seed a study reports on (PMWeek: weeks 4000-4009, tested on 8000+ / 9000+; conversations:
+3000-3009, analysed on 4000-4029).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from membudget.agents.rl import TRAIN_SEEDS, VALIDATION_SEEDS
+from membudget.envs.conversation import DEV_SEEDS, ConversationPMEnv
+from membudget.envs.conversation.rollout import rollout as conversation_rollout
+from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
+from membudget.envs.pm.rollout import rollout
+from membudget.teachers import HindsightDP
+from membudget.teachers.conversation import ConversationOptimum
+from membudget.wrappers import TEACHER_KEY, HindsightTeacher
+
+
+class PMWeekTask:
+    """``PMWeek-v0``: the hindsight DP's schedules; DAgger labels from the
+    :class:`~membudget.wrappers.HindsightTeacher` wrapper; quality Set F1; training weeks 2000-3999."""
+
+    name = "PMWeek-v0"
+    quality = "set_f1"
+    train_seeds = TRAIN_SEEDS
+    validation_seeds = VALIDATION_SEEDS
+
+    def env_kwargs(self, per_step_cap=2, cost_profile="unit", late_policy="expire") -> dict:
+        """The environment options a learner passes through (beside the budget)."""
+        return {"per_step_cap": per_step_cap, "cost_profile": cost_profile, "late_policy": late_policy}
+
+    def make_env(self, budget, **kw):
+        return PMWeekEnv(budget=budget, action_mode="scores", **kw)
+
+    def vector_env(self, num_envs, budget, observe_counts=False, **kw):
+        """The native batched environment of ``num_envs`` weeks."""
+        return PMWeekVectorEnv(num_envs=num_envs, budget=budget, action_mode="scores", observe_counts=observe_counts,
+                               **kw)
+
+    def schedule(self, env):
+        return HindsightDP.from_env(env).solve(env.episode).schedule
+
+    def teacher_env(self, budget):
+        return HindsightTeacher(self.make_env(budget))
+
+    def label(self, env, info):
+        return info[TEACHER_KEY] > 0
+
+    def solves(self, env):
+        return env.teacher_solves
+
+    def validate(self, policy, budget, seeds, **kw):
+        return float(rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["set_f1"].mean())
+
+
+class ConversationTask:
+    """``ConversationPM-v0``: the exact hindsight optimum's schedules and, for DAgger, its optimal continuation from
+    each visited state (one solve per state); quality the conversation score; training on the 12 development
+    conversations 2000-2011 (the ones Static is calibrated on)."""
+
+    name = "ConversationPM-v0"
+    quality = "score"
+    train_seeds = DEV_SEEDS
+    validation_seeds = range(3000, 3010)
+
+    def env_kwargs(self, per_step_cap=2, cost_profile="unit", late_policy="expire") -> dict:
+        """The environment options a learner passes through (beside the budget); a conversation's verifier calls
+        cost 1 and nothing is late, so other cost profiles and late policies are refused."""
+        if cost_profile != "unit" or late_policy != "expire":
+            raise ValueError(f"{self.name} has unit verifier costs and no late policy: cost_profile must be 'unit' "
+                             f"and late_policy 'expire', got {cost_profile!r} and {late_policy!r}")
+        return {"per_step_cap": per_step_cap}
+
+    def make_env(self, budget, **kw):
+        return ConversationPMEnv(budget=budget, action_mode="scores", **kw)
+
+    def vector_env(self, num_envs, budget, observe_counts=False, **kw):
+        """``num_envs`` conversations side by side (Gymnasium's ``SyncVectorEnv``; every conversation has the
+        same horizon)."""
+        if observe_counts:
+            raise ValueError(f"{self.name} does not observe running counts (observe_counts is PMWeek-v0's)")
+        return gym.vector.SyncVectorEnv([lambda: self.make_env(budget, **kw) for _ in range(num_envs)])
+
+    def _teacher(self, env):
+        e = env.unwrapped
+        return ConversationOptimum(budget=e.budget, per_step_cap=e.per_step_cap,
+                                   false_fire_penalty=e.false_fire_penalty)
+
+    def schedule(self, env):
+        return self._teacher(env).continuation(env)
+
+    def teacher_env(self, budget):
+        return self.make_env(budget)
+
+    def label(self, env, info):
+        return self._teacher(env).act(env) > 0
+
+    def solves(self, env):
+        return env.unwrapped.conversation.horizon
+
+    def validate(self, policy, budget, seeds, **kw):
+        return float(conversation_rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["score"].mean())
+
+
+PMWEEK, CONVERSATION = PMWeekTask(), ConversationTask()
+TASKS = {"pmweek": PMWEEK, "conversation": CONVERSATION}
+"""The tasks by their command-line names."""
