@@ -11,11 +11,16 @@ Each run directory keeps ``config.json`` (resolved config, command, seed, packag
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import dataclasses
+import functools
+import inspect
+import itertools
 import json
 import os
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -160,12 +165,30 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "env": ("pmweek-flat", "replay", "tiers", "shared-budget")}
 
 
+@functools.cache
+def field_docs(cls) -> dict:
+    """``{field: its docstring}`` of a config dataclass and its bases (the string literal under each field)."""
+    docs = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        except (OSError, TypeError):
+            continue
+        for a, b in itertools.pairwise(body):
+            if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr) \
+                    and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
+                docs[a.target.id] = " ".join(b.value.value.split())
+    return docs
+
+
 def add_fields(parser, cls, suppress=False, defaults=None):
     defaults = defaults or {}
+    docs = field_docs(cls)
     for f in dataclasses.fields(cls):
         default = defaults.get(f.name, f.default)
+        doc = docs.get(f.name, "").replace("%", "%%")
         kw = {"type": type(f.default), "default": argparse.SUPPRESS if suppress else default,
-              "help": f"(default: {default})"}
+              "help": f"{doc} (default: {default})".lstrip()}
         if f.name in CHOICES:
             kw["choices"] = CHOICES[f.name]
         parser.add_argument(f"--{f.name.replace('_', '-')}", **kw)

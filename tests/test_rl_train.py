@@ -160,3 +160,21 @@ def test_evaluate_refuses_missing_models_and_unknown_policies_before_fitting(mon
         evaluate.main(["--model", "missing.zip", "--progress-bar", "off"])
     with pytest.raises(ValueError, match="unknown policy 'Oracle'"):
         evaluate.main(["--policies", "Oracle", "--progress-bar", "off"])
+
+
+def test_every_config_field_documents_its_flag(capsys):
+    """Each field of every train subcommand's config and of evaluate's EvalConfig has a docstring, and --help
+    shows it."""
+    import dataclasses
+
+    from membudget.studies.budgetpm import EvalConfig
+    from membudget.studies.runs import field_docs
+
+    configs = {name: cmd.config for name, cmd in train.commands().items()}
+    for name, cls in [*configs.items(), ("evaluate", EvalConfig)]:
+        docs = field_docs(cls)
+        missing = [f.name for f in dataclasses.fields(cls) if not docs.get(f.name)]
+        assert not missing, f"{name}: fields without a docstring: {missing}"
+    with pytest.raises(SystemExit):
+        train.main(["ppo-native", "--help"])
+    assert " ".join(capsys.readouterr().out.split()).count(field_docs(configs["ppo-native"])["keep_best"]) == 1
