@@ -38,7 +38,7 @@ from torch import nn
 from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows, check_widths,
                                            obs_tensors)
 from membudget.agents.rl import week_order
-from membudget.agents.tasks import PMWEEK
+from membudget.agents.tasks import PMWEEK, TASKS
 from membudget.envs.validation import check_int, check_number
 
 
@@ -98,7 +98,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
 
     ``task``: :data:`~membudget.agents.tasks.PMWEEK` (default) or :data:`~membudget.agents.tasks.CONVERSATION`
-    (``ConversationPM-v0``, its conversations side by side; the same loop, network class and settings).
+    (``ConversationPM-v0``, its conversations side by side; the same loop, network class and settings), or its
+    name in :data:`~membudget.agents.tasks.TASKS`.
     ``train_seeds`` / ``eval_seeds`` default to the task's training and validation episodes.
 
     ``actor``: :data:`ACTORS` — the per-resource network (``hidden``, ``context``) or the flat-MLP ablation
@@ -139,6 +140,10 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
     critic_arch = check_widths("critic_arch", critic_arch)
     hidden = check_widths("hidden", hidden)
+    if isinstance(task, str):
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {sorted(TASKS)} (or a task object), got {task!r}")
+        task = TASKS[task]
     env_kwargs = task.env_kwargs(per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
     eval_seeds = task.validation_seeds if eval_seeds is None else eval_seeds
     venv = task.vector_env(n_envs, budget, observe_counts=critic_counts, **env_kwargs)
@@ -146,6 +151,9 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     n_res, n_features = venv.single_observation_space["resources"].shape
     kind = actor
     if init is not None:
+        if init.n_resource_features != n_features:
+            raise ValueError(f"init reads {init.n_resource_features} features per resource, {task.name} observes "
+                             f"{n_features}")
         actor = copy.deepcopy(init)
     else:
         actor = (PerResourceNet(hidden, context, n_resource_features=n_features) if kind == "per-resource"

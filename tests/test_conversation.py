@@ -385,7 +385,7 @@ def test_imitation_on_conversations_labels_the_optimum_and_fits_a_34_feature_stu
 
 
 def test_native_ppo_trains_on_conversations_with_the_same_loop(tmp_path):
-    from membudget.agents.per_resource import FlatMLPNet, StudentPolicy
+    from membudget.agents.per_resource import FlatMLPNet, PerResourceNet, StudentPolicy
     from membudget.agents.ppo import train_ppo
     from membudget.agents.tasks import CONVERSATION
 
@@ -417,3 +417,9 @@ def test_native_ppo_trains_on_conversations_with_the_same_loop(tmp_path):
         train_ppo("B40", cost_profile="skewed", **kw)
     with pytest.raises(ValueError, match="observe_counts"):
         train_ppo("B40", critic_counts=True, **kw)
+    with pytest.raises(ValueError, match="34"):  # a PMWeek-v0 network (27 features) cannot start a conversation run
+        train_ppo("B40", init=PerResourceNet(), **kw)
+    with pytest.raises(ValueError, match="task must be one of"):
+        train_ppo("B40", **dict(kw, task="goodai"))
+    again, _ = train_ppo("B40", seed=2, **dict(kw, task="conversation"))
+    np.testing.assert_array_equal(again.probabilities(obs), a.probabilities(obs))

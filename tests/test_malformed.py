@@ -440,9 +440,10 @@ TRAINING_CASES = [
                          ids=[f"{c[0]}-{next(iter(c[1]))}={next(iter(c[1].values()))}" for c in TRAINING_CASES])
 def test_impossible_training_settings_are_refused_before_any_work(monkeypatch, learner, kwargs, match):
     from membudget.agents import imitation, ppo, rl
+    from membudget.agents.tasks import PMWEEK
 
     monkeypatch.setattr(imitation, "dp_demonstrations", _no_work)
-    monkeypatch.setattr(ppo, "PMWeekVectorEnv", _no_work)
+    monkeypatch.setattr(PMWEEK, "vector_env", _no_work)
     train = {"ppo": ppo.train_ppo, "sb3": rl.train_ppo_allocator, "bc": lambda **kw: imitation.fit_bc(range(2000,
              2002), "B10", **kw), "dagger": lambda **kw: imitation.fit_dagger(range(2000, 2002), "B10", **kw)}[learner]
     with pytest.raises(ValueError, match=match):
