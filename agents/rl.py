@@ -298,10 +298,10 @@ def train_conditioned_ppo(budgets=CONDITIONED_BUDGETS, *, total_timesteps: int =
 
 
 def load_policy(path: str):
-    """``(policy, env_kwargs)`` for a trained model: a run directory of ``python -m membudget.train`` (its
-    ``config.json`` names the learner), an SB3 / sb3-contrib ``.zip`` (PPO or MaskablePPO, told apart by the
-    policy class recorded in the archive) or an imitation student ``.npz``
-    (``action_mode="scores"``)."""
+    """``(policy, env_kwargs)`` for a model trained on PMWeek-v0: a run directory of ``python -m membudget.train``
+    (its ``config.json`` names the learner), an SB3 / sb3-contrib ``.zip`` (PPO or MaskablePPO, told apart by the
+    policy class recorded in the archive) or a per-resource student ``.npz`` (``action_mode="scores"``; a
+    student of another task is refused)."""
     if os.path.isdir(path):
         for name in ("model.zip", "model.npz"):
             if os.path.exists(os.path.join(path, name)):
@@ -311,8 +311,14 @@ def load_policy(path: str):
         raise FileNotFoundError(f"no model at {path}")
     if path.endswith(".npz"):
         from membudget.agents.per_resource import StudentPolicy
+        from membudget.envs.pm import RESOURCE_FEATURE_NAMES
 
-        return StudentPolicy.load(path), {"action_mode": "scores"}
+        student = StudentPolicy.load(path)
+        if student.net.n_resource_features != len(RESOURCE_FEATURE_NAMES):
+            raise ValueError(f"{path} reads {student.net.n_resource_features} features per resource, PMWeek-v0 "
+                             f"observes {len(RESOURCE_FEATURE_NAMES)}: a model of another task (ConversationPM-v0 "
+                             "students load with StudentPolicy.load)")
+        return student, {"action_mode": "scores"}
     if not path.endswith(".zip"):
         raise ValueError(f"unknown model format {path!r}: expected a .zip (SB3) or .npz (imitation student)")
     from sb3_contrib import MaskablePPO

@@ -31,6 +31,10 @@ class PMWeekTask:
     quality = "set_f1"
     train_seeds = TRAIN_SEEDS
     validation_seeds = VALIDATION_SEEDS
+    train_range = (2000, 4000)
+    """Episodes a learner may train on (the development weeks)."""
+    metrics = (("set_f1", "Set F1"), ("on_time_recall", "on-time recall"), ("realized_cost", "realized cost"))
+    """End-of-episode metrics a run reports: (key of the rollout's metrics, label)."""
 
     def env_kwargs(self, per_step_cap=2, cost_profile="unit", late_policy="expire") -> dict:
         """The environment options a learner passes through (beside the budget)."""
@@ -56,8 +60,12 @@ class PMWeekTask:
     def solves(self, env):
         return env.teacher_solves
 
+    def rollout(self, policy, seeds, **env_kwargs) -> dict:
+        """Per-episode metrics of ``policy`` on the weeks ``seeds``."""
+        return rollout(policy, seeds, **env_kwargs)
+
     def validate(self, policy, budget, seeds, **kw):
-        return float(rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["set_f1"].mean())
+        return float(self.rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["set_f1"].mean())
 
 
 class ConversationTask:
@@ -69,6 +77,10 @@ class ConversationTask:
     quality = "score"
     train_seeds = DEV_SEEDS
     validation_seeds = range(3000, 3010)
+    train_range = (2000, 3000)
+    """Episodes a learner may train on (below the validation conversations)."""
+    metrics = (("score", "score"), ("macro_accuracy", "macro accuracy"), ("realized_cost", "realized cost"))
+    """End-of-episode metrics a run reports: (key of the rollout's metrics, label)."""
 
     def env_kwargs(self, per_step_cap=2, cost_profile="unit", late_policy="expire") -> dict:
         """The environment options a learner passes through (beside the budget); a conversation's verifier calls
@@ -105,8 +117,12 @@ class ConversationTask:
     def solves(self, env):
         return env.unwrapped.conversation.horizon
 
+    def rollout(self, policy, seeds, **env_kwargs) -> dict:
+        """Per-episode metrics of ``policy`` on the conversations ``seeds``."""
+        return conversation_rollout(policy, seeds, **env_kwargs)
+
     def validate(self, policy, budget, seeds, **kw):
-        return float(conversation_rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["score"].mean())
+        return float(self.rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["score"].mean())
 
 
 PMWEEK, CONVERSATION = PMWeekTask(), ConversationTask()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.agents.imitation import fit_bc, fit_dagger
+from membudget.agents.tasks import TASKS
 from membudget.agents.rl import (TRAIN_SEEDS, as_policy, train_conditioned_ppo,
                                  train_ppo_allocator)
 from membudget.envs.pm import budget_levels, generate_episode
@@ -142,6 +143,9 @@ class ImitationConfig(_RunOutput):
     """on: the resources see the candidates' mean first-layer activation (off: independent resources)."""
     iterations: int = 4
     """DAgger iterations (dagger only)."""
+    task: str = "pmweek"
+    """Environment: pmweek (PMWeek-v0; training weeks in 2000-3999) or conversation (ConversationPM-v0, from its
+    exact hindsight optimum; training conversations in 2000-2999, budget levels B20...B80)."""
 
 
 @dataclass
@@ -194,6 +198,9 @@ class NativePPOConfig(_RunSettings):
     """on: keep the actor of the learning-curve point with the best validation Set F1 (early stopping)."""
     eval_every: int = 250_000
     """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
+    task: str = "pmweek"
+    """Environment: pmweek (PMWeek-v0) or conversation (ConversationPM-v0: the 12 development conversations,
+    validation conversations 3000-3009, budget levels B20...B80; unit costs, no counts for the critic)."""
 
 
 def train_native(cfg: NativePPOConfig, command: str = "") -> str:
@@ -204,13 +211,17 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     from membudget.agents.ppo import train_ppo as native_ppo
 
     budget = budget_flag(cfg.budget)
+    task = TASKS[cfg.task]
+    env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile,
+                                 late_policy=cfg.late_policy)
+    del env_kwargs["per_step_cap"]  # passed on its own
     init = None
     if cfg.init_from:
         path = os.path.join(cfg.init_from, "model.npz") if os.path.isdir(cfg.init_from) else cfg.init_from
         init = StudentPolicy.load(path).net
-    bc_data = dp_demonstrations(list(TRAIN_SEEDS)[: cfg.bc_weeks], budget).arrays() if cfg.bc_coef > 0 else None
+    bc_data = (dp_demonstrations(list(task.train_seeds)[: cfg.bc_weeks], budget, task=task).arrays()
+               if cfg.bc_coef > 0 else None)
     run_dir = start_run("ppo-native", cfg, command, f"ppo-native-{cfg.budget}-seed{cfg.seed}")
-    env_kwargs = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
     policy, history = native_ppo(
         budget, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs, n_epochs=cfg.n_epochs,
         n_minibatches=cfg.n_minibatches, learning_rate=cfg.learning_rate, reward_scale=cfg.reward_scale,
@@ -218,11 +229,11 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
         hidden=net_arch(cfg.hidden), context=cfg.context == "on", actor=cfg.actor,
         critic_arch=net_arch(cfg.critic_arch), critic_counts=cfg.critic_counts == "on",
         init=init, bc_coef=cfg.bc_coef, bc_data=bc_data, critic_warmup=cfg.critic_warmup,
-        keep_best=cfg.keep_best == "on", eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap,
+        keep_best=cfg.keep_best == "on", eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap, task=task,
         progress=print if show_bar(cfg.progress_bar) else None, **env_kwargs)
     policy.save(os.path.join(run_dir, "model.npz"))
     return finish_run(run_dir, "ppo-native", cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"],
-                      policy, [cfg.budget], {"action_mode": "scores", **env_kwargs})
+                      policy, [cfg.budget], {"action_mode": "scores", **env_kwargs}, task=task)
 
 
 def train_ppo(cfg: PPOConfig, command: str = "", algo: str = "ppo") -> str:
@@ -267,8 +278,10 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
         raise ValueError(f"method must be 'bc' or 'dagger', got {method!r}")
     if cfg.train_weeks < 1:
         raise ValueError("--train-weeks must be positive")
-    if cfg.train_first_seed < 2000 or cfg.train_first_seed + cfg.train_weeks > 4000:
-        raise ValueError("training weeks must lie in the development range 2000-3999")
+    task = TASKS[cfg.task]
+    first, end = task.train_range
+    if cfg.train_first_seed < first or cfg.train_first_seed + cfg.train_weeks > end:
+        raise ValueError(f"training episodes of {task.name} must lie in its development range {first}-{end - 1}")
     run_dir = start_run(method, cfg, command, f"{method}-{cfg.budget}-seed{cfg.seed}")
     seeds = list(range(cfg.train_first_seed, cfg.train_first_seed + cfg.train_weeks))
     bar = None
@@ -284,16 +297,16 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
 
     if method == "bc":
         policy, history = fit_bc(seeds, budget_flag(cfg.budget), epochs=cfg.epochs, hidden=cfg.hidden,
-                                 context=cfg.context == "on", seed=cfg.seed, progress=progress)
+                                 context=cfg.context == "on", seed=cfg.seed, progress=progress, task=task)
     else:
         policy, history = fit_dagger(seeds, budget_flag(cfg.budget), iterations=cfg.iterations, epochs=cfg.epochs,
                                      hidden=cfg.hidden, context=cfg.context == "on", seed=cfg.seed,
-                                     progress=progress)
+                                     progress=progress, task=task)
     if bar is not None:
         bar.close()
     policy.save(os.path.join(run_dir, "model.npz"))
     return finish_run(run_dir, method, cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"], policy,
-                       [cfg.budget], {"action_mode": "scores"})
+                       [cfg.budget], {"action_mode": "scores"}, task=task)
 
 
 

@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from membudget.envs.pm.rollout import rollout
+from membudget.agents.tasks import PMWEEK, TASKS
 from membudget.studies.protocol import package_versions
 
 
@@ -110,17 +110,20 @@ def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
         json.dump(meta, f, indent=1)
 
 
-def finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, policy, budgets, env_kwargs):
-    """Held-out metrics.csv, learning curves, a line on stdout; adds training totals to config.json."""
+def finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, policy, budgets, env_kwargs,
+               task=PMWEEK):
+    """Held-out metrics.csv (the task's metrics), learning curves, a line on stdout; adds training totals to
+    config.json."""
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
     rows, summary = [], []
     for b in budgets:
-        res = rollout(policy, seeds, budget=budget_flag(b), per_step_cap=getattr(cfg, "per_step_cap", 2), **env_kwargs)
+        res = task.rollout(policy, seeds, budget=budget_flag(b), per_step_cap=getattr(cfg, "per_step_cap", 2),
+                           **env_kwargs)
         for i, s in enumerate(seeds):
-            rows.append([b, s, res["set_f1"][i], res["on_time_recall"][i], res["realized_cost"][i]])
-        summary.append(f"{b}: held-out Set F1 {np.mean(res['set_f1']):.3f}, on-time recall "
-                       f"{np.nanmean(res['on_time_recall']):.3f}, realized cost {np.mean(res['realized_cost']):.1f}")
-    write_metrics(run_dir, ["budget", "seed", "set_f1", "on_time_recall", "realized_cost"], rows)
+            rows.append([b, s, *(res[key][i] for key, _ in task.metrics)])
+        summary.append(f"{b}: held-out " + ", ".join(
+            f"{label} {np.nanmean(res[key]):.{1 if key == 'realized_cost' else 3}f}" for key, label in task.metrics))
+    write_metrics(run_dir, ["budget", "seed", *(key for key, _ in task.metrics)], rows)
     if cfg.learning_curve == "on":
         write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})")
     record_training(run_dir, train_seconds, env_steps)
@@ -142,11 +145,13 @@ def write_learning_curve(history, run_dir, title=""):
         w.writerows(history)
     fig, ax = plt.subplots(figsize=(5, 3.5))
     x = [r["env_steps"] for r in history]
-    per_budget = [k for k in keys if k.startswith("val_set_f1_")]
-    for k in per_budget if len(per_budget) > 1 else ["val_set_f1"]:
-        ax.plot(x, [r.get(k, np.nan) for r in history], marker="o", label=k.replace("val_set_f1_", "") or k)
+    quality = "score" if "val_score" in keys else "set_f1"
+    per_budget = [k for k in keys if k.startswith(f"val_{quality}_")]
+    for k in per_budget if len(per_budget) > 1 else [f"val_{quality}"]:
+        ax.plot(x, [r.get(k, np.nan) for r in history], marker="o", label=k.replace(f"val_{quality}_", "") or k)
     ax.set_xlabel("environment steps")
-    ax.set_ylabel("Set F1, validation weeks 4000-4009")
+    ax.set_ylabel("conversation score, validation conversations 3000-3009" if quality == "score"
+                  else "Set F1, validation weeks 4000-4009")
     ax.set_title(title, fontsize=9)
     if len(per_budget) > 1:
         ax.legend(fontsize=7)
@@ -162,7 +167,7 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation"),
            "bc_teacher": ("expected", "hindsight"), "policy": ("per-resource", "mlp"), "context": ("on", "off"),
            "critic_counts": ("on", "off"), "keep_best": ("on", "off"), "actor": ("per-resource", "flat-mlp"),
-           "env": ("pmweek-flat", "replay", "tiers", "shared-budget")}
+           "env": ("pmweek-flat", "replay", "tiers", "shared-budget"), "task": tuple(TASKS)}
 
 
 @functools.cache

@@ -4,7 +4,6 @@ import csv
 import json
 import os
 
-import numpy as np
 import pytest
 
 from membudget import train
@@ -178,3 +177,38 @@ def test_every_config_field_documents_its_flag(capsys):
     with pytest.raises(SystemExit):
         train.main(["ppo-native", "--help"])
     assert " ".join(capsys.readouterr().out.split()).count(field_docs(configs["ppo-native"])["keep_best"]) == 1
+
+
+@pytest.mark.parametrize("sub", ["ppo-native", "bc", "dagger"])
+def test_training_subcommands_on_conversations(tmp_path, sub):
+    from membudget.agents.per_resource import StudentPolicy
+    from membudget.agents.tasks import CONVERSATION
+    from membudget.envs.conversation import ConversationPMEnv
+
+    args = (["--total-timesteps", str(2 * 4 * 66), "--n-envs", "4", "--n-minibatches", "2", "--eval-every", "0"]
+            if sub == "ppo-native" else ["--train-weeks", "2", "--epochs", "2", "--iterations", "1"])
+    run_dir = train.main([sub, *args, "--task", "conversation", "--budget", "B60", "--eval-weeks", "2",
+                          "--progress-bar", "off", "--out", str(tmp_path)])
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["budget", "seed", "score", "macro_accuracy", "realized_cost"]
+    policy = StudentPolicy.load(os.path.join(run_dir, "model.npz"))
+    direct = CONVERSATION.rollout(policy, [4010, 4011], budget="B60", per_step_cap=2, action_mode="scores")
+    assert [float(r["score"]) for r in rows] == pytest.approx(list(direct["score"]))
+    assert policy.net.n_resource_features == 34
+    obs, _ = ConversationPMEnv(budget="B60", action_mode="scores").reset(seed=4000)
+    assert policy.predict(obs)[0].shape == (6,)
+    with open(os.path.join(run_dir, "learning_curve.csv")) as f:
+        assert "val_score" in next(csv.DictReader(f))
+    with pytest.raises(ValueError, match="features per resource"):  # not a PMWeek-v0 model
+        load_policy(run_dir)
+
+
+def test_conversation_runs_refuse_pmweek_only_settings(tmp_path):
+    with pytest.raises(ValueError, match="development range 2000-2999"):
+        train.main(["bc", "--task", "conversation", "--train-first-seed", "2990", "--train-weeks", "20",
+                    "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match="unit verifier costs"):
+        train.main(["ppo-native", "--task", "conversation", "--cost-profile", "skewed", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        train.main(["ppo-native", "--task", "goodai", "--out", str(tmp_path)])
