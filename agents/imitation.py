@@ -32,8 +32,6 @@ from membudget.agents.tasks import PMWEEK
 from membudget.envs.validation import check_int, check_number
 
 
-
-
 class Demonstrations:
     """Teacher-labelled states: ``resources (n, R, 27)``, ``budget (n, 9)``, ``mask (n, R)``, ``labels (n, R)``
     (1: the teacher queries the resource at that state)."""

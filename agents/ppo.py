@@ -279,7 +279,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     venv.close()
     if keep_best:
         actor.load_state_dict(best["state"])
-    cfg = {"method": "ppo", "env": task.name, "budget": budget, "seed": seed, "total_timesteps": total_timesteps, "n_envs": n_envs,
+    cfg = {"method": "ppo", "env": task.name, "budget": budget, "seed": seed, "total_timesteps": total_timesteps,
+           "n_envs": n_envs,
            "learning_rate": learning_rate, "ent_coef": ent_coef, "bc_coef": bc_coef, "init": init is not None,
            "critic_counts": critic_counts, "critic_warmup": critic_warmup, "n_resources": n_res,
            "actor": "per-resource" if per_resource else "flat-mlp",

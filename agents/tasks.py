@@ -23,11 +23,32 @@ from membudget.teachers.conversation import ConversationOptimum
 from membudget.wrappers import TEACHER_KEY, HindsightTeacher
 
 
-class PMWeekTask:
+class _Task:
+    """What every task shares: validation is the mean of its quality over a rollout in ``action_mode="scores"``."""
+
+    quality: str
+    metrics: tuple
+    episodes: str
+    validation_seeds: range
+
+    def rollout(self, policy, seeds, **env_kwargs) -> dict:
+        raise NotImplementedError
+
+    def validate(self, policy, budget, seeds, **kw):
+        return float(self.rollout(policy, seeds, budget=budget, action_mode="scores", **kw)[self.quality].mean())
+
+    def validation_label(self) -> str:
+        """The quality on the validation episodes, e.g. ``"Set F1, validation weeks 4000-4009"``."""
+        seeds = self.validation_seeds
+        return f"{dict(self.metrics)[self.quality]}, validation {self.episodes} {min(seeds)}-{max(seeds)}"
+
+
+class PMWeekTask(_Task):
     """``PMWeek-v0``: the hindsight DP's schedules; DAgger labels from the
     :class:`~membudget.wrappers.HindsightTeacher` wrapper; quality Set F1; training weeks 2000-3999."""
 
     name = "PMWeek-v0"
+    episodes = "weeks"
     quality = "set_f1"
     train_seeds = TRAIN_SEEDS
     validation_seeds = VALIDATION_SEEDS
@@ -64,16 +85,14 @@ class PMWeekTask:
         """Per-episode metrics of ``policy`` on the weeks ``seeds``."""
         return rollout(policy, seeds, **env_kwargs)
 
-    def validate(self, policy, budget, seeds, **kw):
-        return float(self.rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["set_f1"].mean())
 
-
-class ConversationTask:
+class ConversationTask(_Task):
     """``ConversationPM-v0``: the exact hindsight optimum's schedules and, for DAgger, its optimal continuation from
     each visited state (one solve per state); quality the conversation score; training on the 12 development
     conversations 2000-2011 (the ones Static is calibrated on)."""
 
     name = "ConversationPM-v0"
+    episodes = "conversations"
     quality = "score"
     train_seeds = DEV_SEEDS
     validation_seeds = range(3000, 3010)
@@ -120,9 +139,6 @@ class ConversationTask:
     def rollout(self, policy, seeds, **env_kwargs) -> dict:
         """Per-episode metrics of ``policy`` on the conversations ``seeds``."""
         return conversation_rollout(policy, seeds, **env_kwargs)
-
-    def validate(self, policy, budget, seeds, **kw):
-        return float(self.rollout(policy, seeds, budget=budget, action_mode="scores", **kw)["score"].mean())
 
 
 PMWEEK, CONVERSATION = PMWeekTask(), ConversationTask()

@@ -56,7 +56,7 @@ def _layers(n_in, widths):
     return list(itertools.pairwise(dims))
 
 
-def gemm_shapes(actor_rows_per_step: float, n_resources: int, obs_width: int, n_actor_inputs: int):
+def gemm_shapes(actor_rows_per_step: float, obs_width: int, n_actor_inputs: int):
     """The ``(m, k, n)`` matrix products of one update (``N_ENVS × HORIZON`` states): the rollout's forward passes,
     then per minibatch the forward pass, the weight gradients and the input gradients (none for the first layer)
     of the critic (``CRITIC`` over ``obs_width`` inputs, one row per state) and the per-resource actor (``ACTOR``
@@ -126,8 +126,8 @@ def main(argv=None):
     n_res = space["mask"].shape[0]
     obs_width = sum(int(np.prod(s.shape)) for s in space.spaces.values())
     rows = candidates_per_state()
-    native_shapes = gemm_shapes(rows, n_res, obs_width, N_INPUT)
-    sb3_shapes = gemm_shapes(n_res, n_res, obs_width, N_INPUT)
+    native_shapes = gemm_shapes(rows, obs_width, N_INPUT)
+    sb3_shapes = gemm_shapes(n_res, obs_width, N_INPUT)
     print(f"{'round':>5} {'native steps/s':>15} {'SB3 steps/s':>12} {'ratio':>6} {'native floor':>13} "
           f"{'SB3 floor':>10} {'floor/SB3':>10}")
     ratios, bounds = [], []
@@ -141,7 +141,8 @@ def main(argv=None):
     ratios.sort()
     bounds.sort()
     print(f"candidates per state {rows:.2f}; median ratio {ratios[len(ratios) // 2]:.2f} (target ≥ 4); "
-          f"highest ratio any loop could reach (native GEMM floor / SB3 measured), median {bounds[len(bounds) // 2]:.2f}")
+          "highest ratio any loop could reach (native GEMM floor / SB3 measured), median "
+          f"{bounds[len(bounds) // 2]:.2f}")
     return ratios, bounds
 
 

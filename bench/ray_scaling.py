@@ -129,33 +129,34 @@ def breakdown(maps, workers, wall):
 
 
 def _measure(name, run, executor_local, executor_ray, workers, same, repeats, warmup, parallel="Ray"):
-    """Local and Ray runs of ``run(map, backend)`` alternated ``repeats`` times (after one untimed run each if
-    ``warmup``); prints the median walls, their ratio and the Ray runs' median breakdown per task."""
+    """Local and parallel (Ray, or ``parallel``'s executor) runs of ``run(map, side)`` alternated ``repeats`` times
+    (after one untimed run each if ``warmup``); prints the median walls, their ratio and the parallel runs' median
+    breakdown per task."""
     if warmup:
         run(executor_local.map, "local")
-        run(executor_ray.map, "ray")
-    walls, shares, results = {"local": [], "ray": []}, [], {}
+        run(executor_ray.map, "parallel")
+    walls, shares, results = {"local": [], "parallel": []}, [], {}
     for _ in range(repeats):
         task_seconds = {}
-        for label, executor in (("local", executor_local), ("ray", executor_ray)):
+        for label, executor in (("local", executor_local), ("parallel", executor_ray)):
             maps = []
             start = time.time()
             results[label] = run(_timed_map(executor, maps), label)
             walls[label].append(time.time() - start)
             task_seconds[label] = sum(b - a for _, _, stamps in maps for a, b, _ in stamps)
-        parts = breakdown(maps, workers, walls["ray"][-1])
+        parts = breakdown(maps, workers, walls["parallel"][-1])
         n = sum(len(stamps) for _, _, stamps in maps)
-        shares.append({k: v / n for k, v in parts.items()}
-                      | {"n": n, "mean": parts["tasks"] / n, "slowdown": task_seconds["ray"] / task_seconds["local"]})
+        slowdown = task_seconds["parallel"] / task_seconds["local"]
+        shares.append({k: v / n for k, v in parts.items()} | {"n": n, "mean": parts["tasks"] / n, "slowdown": slowdown})
     med = {k: float(np.median([s[k] for s in shares])) for k in shares[0]}
-    local, ray = float(np.median(walls["local"])), float(np.median(walls["ray"]))
+    local, ray = float(np.median(walls["local"])), float(np.median(walls["parallel"]))
     print(f"{name}: {med['n']:.0f} tasks (mean {med['mean']:.3f} s on {parallel}); median of {repeats}: local "
-          f"{local:.2f} s, {parallel} with {workers} workers {ray:.2f} s: {local / ray:.2f}x; per task: backend overhead "
-          f"{1000 * med['overhead']:.1f} ms = {100 * med['overhead'] / med['mean']:.1f}% of the task time, workers "
+          f"{local:.2f} s, {parallel} with {workers} workers {ray:.2f} s: {local / ray:.2f}x; per task: backend "
+          f"overhead {1000 * med['overhead']:.1f} ms = {100 * med['overhead'] / med['mean']:.1f}% of the task time, workers "
           f"idle for lack of tasks {1000 * med['idle']:.1f} ms, driver between maps {1000 * med['driver']:.1f} ms "
           f"(all idle worker time: {100 * (med['overhead'] + med['idle'] + med['driver']) / med['mean']:.0f}%); "
           f"task seconds on {parallel} / locally: {med['slowdown']:.2f} (at most {workers / med['slowdown']:.2f}x with "
-          f"{workers} workers and no idle time); identical results: {same(results['local'], results['ray'])}",
+          f"{workers} workers and no idle time); identical results: {same(results['local'], results['parallel'])}",
           flush=True)
     return results["local"], ray
 
@@ -249,12 +250,12 @@ def main(argv=None):
     cfg = budgetpm.EvalConfig(policies=list(EVAL_POLICIES), budgets=["B10"], first_seed=9000,
                               n_weeks=args.eval_weeks)
 
-    def evaluate(m, backend):
+    def evaluate(m, side):
         class _Map:
             backend = "bench"
             map = staticmethod(m)
         # the single process at its best split: one task, the reference evaluated once
-        split = cfg if backend == "ray" else dataclasses.replace(cfg, rows_per_task=len(EVAL_POLICIES))
+        split = cfg if side == "parallel" else dataclasses.replace(cfg, rows_per_task=len(EVAL_POLICIES))
         return budgetpm.run(split, suite=suite, executor=_Map())[0]
 
     _measure(f"evaluation, {args.eval_weeks} weeks x {len(EVAL_POLICIES)} policies", evaluate, local, remote,

@@ -30,7 +30,7 @@ from membudget.envs.validation import check_int
 from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cost_to_match, evaluate_policy, package_versions,
                                         parse_budget, progress_line, sweep)
-from membudget.studies.runs import field_docs
+from membudget.studies.runs import flag_help
 from membudget.studies.suite import POLICIES, fit_suite
 
 
@@ -245,17 +245,16 @@ def plot_frontiers(sweeps, results, path):
 def parse_args(argv=None) -> EvalConfig:
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    docs = field_docs(EvalConfig)
     for f in dataclasses.fields(EvalConfig):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         flag = f"--{f.name.replace('_', '-')}"
-        doc = docs.get(f.name, "").replace("%", "%%")
         if isinstance(default, bool):
-            parser.add_argument(flag, action="store_true", help=doc)
+            parser.add_argument(flag, action="store_true", help=flag_help(EvalConfig, f.name))
         elif isinstance(default, list):
-            parser.add_argument(flag, nargs="+", type=str, default=default, help=f"{doc} (default: {default})")
+            parser.add_argument(flag, nargs="+", type=str, default=default,
+                                help=flag_help(EvalConfig, f.name, default))
         else:
-            parser.add_argument(flag, type=type(default), default=default, help=f"{doc} (default: {default})",
+            parser.add_argument(flag, type=type(default), default=default, help=flag_help(EvalConfig, f.name, default),
                                 choices={"progress_bar": ("on", "off", "auto"),
                                          "backend": BACKENDS}.get(f.name))
     return EvalConfig(**vars(parser.parse_args(argv)))

@@ -246,7 +246,7 @@ def render(res, data, levels, gates, n_resamples, seconds, diag) -> str:
             comp = (f"{_fmt(r['pm_accuracy'].mean())} | {_fmt(r['tr_accuracy'].mean())} | "
                     if "pm_accuracy" in r else "| | ")
             ff = _fmt(r["false_fires"].mean(), 2) if "false_fires" in r else ""
-            ex = f"{int(np.sum(r['exhaustion_step'] >= 0))}/{r['score'].size}" if "exhaustion_step" in r else ""
+            ex = f"{exhausted_of(r)}/{r['score'].size}" if "exhaustion_step" in r else ""
             lines.append(f"| {b} | {name} | {_fmt(r['macro_accuracy'].mean(), 4)} | {diff} | {comp}"
                          f"{_fmt(r['queries'].mean(), 2)} | {ff} | {_fmt(r['score'].mean(), 4)} | {ex} |")
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
@@ -303,7 +303,7 @@ def reproduction(res, data, levels):
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
 
     def exhausted(name, b):
-        return int(np.sum(res[(name, b)]["exhaustion_step"] >= 0))
+        return exhausted_of(res[(name, b)])
 
     differ = int(np.sum(data.outcome != data.due))
     out += ["", "Where our world differs, and why:", "",
@@ -362,6 +362,11 @@ def ppo_seeds(res, gates, diag) -> list:
     return out
 
 
+def exhausted_of(metrics) -> int:
+    """Conversations whose budget ran out, of per-conversation ``metrics``."""
+    return int(np.sum(metrics["exhaustion_step"] >= 0))
+
+
 def mean_of(res, name, budget, key="macro_accuracy") -> float:
     return float(res[(name, budget)][key].mean())
 
@@ -391,13 +396,13 @@ def diagnostics(res, data, levels, gates, diag) -> list:
            "quarter of the conversation (analysis conversations 4000-4029):", "", header,
            "|---|---|" + "---|" * (len(PAIR_KINDS) - 1 + len(LOSSES) + 2)]
     for (name, b), d in diag["breakdown"].items():
-        ex = int(np.sum(res[(name, b)]["exhaustion_step"] >= 0))
+        ex = exhausted_of(res[(name, b)])
         out.append(f"| {name} | {b} | " + " | ".join(f"{d['calls'][x]:.2f}" for x in PAIR_KINDS[1:]) + " | " +
                    " | ".join(f"{d['lost'][x]:.2f}" for x in LOSSES) + " | " +
                    " / ".join(f"{x:.1f}" for x in d["spend"]) + f" | {ex}/30 |")
     q = diag["quality"]
     quality = ", ".join(f"{thr}: {r['macro_accuracy'].mean():.4f} with {r['queries'].mean():.1f} queries, "
-                        f"exhausted {int(np.sum(r['exhaustion_step'] >= 0))}/30" for thr, r in q.items())
+                        f"exhausted {exhausted_of(r)}/30" for thr, r in q.items())
     st = diag["breakdown"][("Static", "B60")]
     out += ["", f"- The scorer is not what falls short: the out-of-fold AUC of Static's Outcome logistic on the "
             f"{len(data)} development rows is {roc_auc_score(data.outcome, static.oof_scores_):.3f}, and the same "
@@ -410,7 +415,7 @@ def diagnostics(res, data, levels, gates, diag) -> list:
             f"after n, {k['distractor']:.1f} distractors), so the B60 threshold ({thr60:.4f}) must admit about "
             f"{st['calls']['distractor']:.0f} distractors per conversation to reach the count.",
             f"- Candidates are densest in the middle of the conversation (several tests live at once), where the "
-            f"admitted distractors spend the budget: it runs out in {int(np.sum(res[('Static', 'B60')]['exhaustion_step'] >= 0))}"
+            f"admitted distractors spend the budget: it runs out in {exhausted_of(res[('Static', 'B60')])}"
             f"/30 conversations at B60, and {st['lost']['budget']:.2f} true fires per conversation come after it "
             f"(nearly all of Static's loss; {st['lost']['not_proposed']:.2f} are not proposed). Pacing slows the "
             f"middle down and loses {diag['breakdown'][('Pacing', 'B60')]['lost']['budget']:.2f} to the budget but "
@@ -427,11 +432,11 @@ def diagnostics(res, data, levels, gates, diag) -> list:
             f"{100 * (1 - expected_tr):.1f}% over conversations 0-{CEILING_SEEDS - 1}, so Pacing's 0.967 / 0.971 "
             f"cannot be reached on these seeds.",
             f"- The imitation students (BC / DAgger, threshold 0.5, no calibration to the budget) spend less than "
-            f"the cap from B40 on and exhaust it in {sum(int(np.sum(res[(n, b)]['exhaustion_step'] >= 0)) for n in IMITATION for b in CALIBRATED[1:])}"
+            f"the cap from B40 on and exhaust it in {sum(exhausted_of(res[(n, b)]) for n in IMITATION for b in CALIBRATED[1:])}"
             f" of their {30 * len(IMITATION) * (len(CALIBRATED) - 1)} runs there: DAgger reaches {mean_of(res, 'DAgger', 'B60'):.4f} at "
             f"B60 with {mean_of(res, 'DAgger', 'B60', 'queries'):.1f} queries. At B20 they propose more than 10 "
             f"calls can cover and exhaust the budget in "
-            f"{int(np.sum(res[('DAgger', 'B20')]['exhaustion_step'] >= 0))}/30 conversations "
+            f"{exhausted_of(res[('DAgger', 'B20')])}/30 conversations "
             f"({mean_of(res, 'DAgger', 'B20'):.4f})."]
     return out
 

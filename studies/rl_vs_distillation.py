@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.agents.imitation import fit_bc, fit_dagger
-from membudget.agents.tasks import TASKS
 from membudget.agents.rl import (TRAIN_SEEDS, as_policy, train_conditioned_ppo,
                                  train_ppo_allocator)
+from membudget.agents.tasks import TASKS
 from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.pm.world import WorldConfig
 from membudget.studies.execution import add_backend_flags, make_executor
@@ -214,7 +214,6 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     task = TASKS[cfg.task]
     env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile,
                                  late_policy=cfg.late_policy)
-    del env_kwargs["per_step_cap"]  # passed on its own
     init = None
     if cfg.init_from:
         path = os.path.join(cfg.init_from, "model.npz") if os.path.isdir(cfg.init_from) else cfg.init_from
@@ -229,7 +228,7 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
         hidden=net_arch(cfg.hidden), context=cfg.context == "on", actor=cfg.actor,
         critic_arch=net_arch(cfg.critic_arch), critic_counts=cfg.critic_counts == "on",
         init=init, bc_coef=cfg.bc_coef, bc_data=bc_data, critic_warmup=cfg.critic_warmup,
-        keep_best=cfg.keep_best == "on", eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap, task=task,
+        keep_best=cfg.keep_best == "on", eval_every=cfg.eval_every, task=task,
         progress=print if show_bar(cfg.progress_bar) else None, **env_kwargs)
     policy.save(os.path.join(run_dir, "model.npz"))
     return finish_run(run_dir, "ppo-native", cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"],

@@ -117,21 +117,21 @@ def finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, poli
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
     rows, summary = [], []
     for b in budgets:
-        res = task.rollout(policy, seeds, budget=budget_flag(b), per_step_cap=getattr(cfg, "per_step_cap", 2),
-                           **env_kwargs)
+        res = task.rollout(policy, seeds, budget=budget_flag(b),
+                           **{"per_step_cap": getattr(cfg, "per_step_cap", 2), **env_kwargs})
         for i, s in enumerate(seeds):
             rows.append([b, s, *(res[key][i] for key, _ in task.metrics)])
         summary.append(f"{b}: held-out " + ", ".join(
             f"{label} {np.nanmean(res[key]):.{1 if key == 'realized_cost' else 3}f}" for key, label in task.metrics))
     write_metrics(run_dir, ["budget", "seed", *(key for key, _ in task.metrics)], rows)
     if cfg.learning_curve == "on":
-        write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})")
+        write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})", task=task)
     record_training(run_dir, train_seconds, env_steps)
     print(f"{run_dir}: " + "; ".join(summary) + f" (training {train_seconds:.1f} s, {env_steps} env steps)")
     return run_dir
 
 
-def write_learning_curve(history, run_dir, title=""):
+def write_learning_curve(history, run_dir, title="", task=PMWEEK):
     """``learning_curve.csv`` (every key of the history rows) and ``learning_curve.png`` in ``run_dir``."""
     import matplotlib
 
@@ -145,13 +145,12 @@ def write_learning_curve(history, run_dir, title=""):
         w.writerows(history)
     fig, ax = plt.subplots(figsize=(5, 3.5))
     x = [r["env_steps"] for r in history]
-    quality = "score" if "val_score" in keys else "set_f1"
-    per_budget = [k for k in keys if k.startswith(f"val_{quality}_")]
-    for k in per_budget if len(per_budget) > 1 else [f"val_{quality}"]:
-        ax.plot(x, [r.get(k, np.nan) for r in history], marker="o", label=k.replace(f"val_{quality}_", "") or k)
+    val = f"val_{task.quality}"
+    per_budget = [k for k in keys if k.startswith(f"{val}_")]
+    for k in per_budget if len(per_budget) > 1 else [val]:
+        ax.plot(x, [r.get(k, np.nan) for r in history], marker="o", label=k.replace(f"{val}_", "") or k)
     ax.set_xlabel("environment steps")
-    ax.set_ylabel("conversation score, validation conversations 3000-3009" if quality == "score"
-                  else "Set F1, validation weeks 4000-4009")
+    ax.set_ylabel(task.validation_label())
     ax.set_title(title, fontsize=9)
     if len(per_budget) > 1:
         ax.legend(fontsize=7)
@@ -186,14 +185,18 @@ def field_docs(cls) -> dict:
     return docs
 
 
+def flag_help(cls, name: str, default=dataclasses.MISSING) -> str:
+    """The ``--help`` text of field ``name`` of ``cls``: its docstring (argparse-escaped) and its default."""
+    doc = field_docs(cls).get(name, "").replace("%", "%%")
+    return doc if default is dataclasses.MISSING else f"{doc} (default: {default})".lstrip()
+
+
 def add_fields(parser, cls, suppress=False, defaults=None):
     defaults = defaults or {}
-    docs = field_docs(cls)
     for f in dataclasses.fields(cls):
         default = defaults.get(f.name, f.default)
-        doc = docs.get(f.name, "").replace("%", "%%")
         kw = {"type": type(f.default), "default": argparse.SUPPRESS if suppress else default,
-              "help": f"{doc} (default: {default})".lstrip()}
+              "help": flag_help(cls, f.name, default)}
         if f.name in CHOICES:
             kw["choices"] = CHOICES[f.name]
         parser.add_argument(f"--{f.name.replace('_', '-')}", **kw)

@@ -116,7 +116,6 @@ class ConversationOptimum(_Teacher):
         _, plan, _, _, _ = _LinearSolver(prob).solve(1, 1)
         return self._result(conv, [(t, r) for r, steps in plan.items() for t in steps])
 
-
     def continuation(self, env) -> list:
         """An exact optimal continuation from ``env``'s current state (its step, remaining budget, per-step cap and
         scorecard): ``(step, memory)`` pairs in step order (see the module docstring for why this is exact)."""
