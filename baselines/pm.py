@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+from numba.np.random.random_methods import buffered_bounded_lemire_uint32
 
 
 def _batched(observation):
@@ -42,10 +44,52 @@ class RandomFeasible:
                                               or self.per_step_cap <= 0):
             raise ValueError(f"per_step_cap must be a positive int or None, got {self.per_step_cap!r}")
         mask, single = _batched(observation)
-        action = np.zeros(mask.shape, dtype=np.int8)
-        for i, row in enumerate(mask):
-            cand = np.flatnonzero(row)
-            k = cand.size if self.per_step_cap is None else min(self.per_step_cap, cand.size)
-            if k:
-                action[i, self._rng.choice(cand, size=k, replace=False)] = 1
+        action = _random_subsets(self._rng, mask, -1 if self.per_step_cap is None else int(self.per_step_cap))
         return (action[0] if single else action), state
+
+
+@numba.njit(cache=True)
+def _bounded(rng, high):
+    """numpy's ``random_bounded_uint64(rng, 0, high)`` for ``0 <= high < 2**32 - 1``: the same draws."""
+    return 0 if high == 0 else np.int64(buffered_bounded_lemire_uint32(rng.bit_generator, high))
+
+
+@numba.njit(cache=True)
+def _random_subsets(rng, mask, cap):
+    """Per row of ``mask``, ``rng.choice(np.flatnonzero(row), size=min(cap, n), replace=False)`` as an int8
+    indicator (``cap < 0``: every candidate), drawn exactly as numpy's ``Generator.choice`` draws it, so the
+    stream, and every table with RandomFeasible in it, is that of the per-row ``choice`` loop at a fraction of its
+    cost: Floyd's algorithm, then the shuffle of the sample (which only consumes draws here), or, for more than
+    10,000 candidates of which more than a 50th are taken, numpy's partial shuffle of all of them."""
+    n_rows, n_res = mask.shape
+    action = np.zeros((n_rows, n_res), np.int8)
+    cand = np.empty(n_res, np.int64)
+    picked = np.empty(n_res, np.int64)
+    for r in range(n_rows):
+        n = 0
+        for c in range(n_res):
+            if mask[r, c]:
+                cand[n] = c
+                n += 1
+        k = n if cap < 0 else min(cap, n)
+        if k == 0:
+            continue
+        if n > 10000 and k > n // 50:
+            for i in range(n - 1, max(n - k, 1) - 1, -1):
+                j = _bounded(rng, i)
+                cand[i], cand[j] = cand[j], cand[i]
+            for i in range(n - k, n):
+                action[r, cand[i]] = 1
+            continue
+        for t in range(k):
+            j = n - k + t
+            val = _bounded(rng, j)
+            for s in range(t):
+                if picked[s] == val:
+                    val = j
+                    break
+            picked[t] = val
+            action[r, cand[val]] = 1
+        for i in range(k - 1, 0, -1):
+            _bounded(rng, i)
+    return action

@@ -108,6 +108,40 @@ def test_random_feasible_is_reproducible(week_obs):
     assert not np.array_equal(actions(5), actions(6))
 
 
+def _choice_loop(rng, mask, cap):
+    """RandomFeasible's definition, one ``Generator.choice`` per row."""
+    action = np.zeros(mask.shape, dtype=np.int8)
+    for i, row in enumerate(mask):
+        cand = np.flatnonzero(row)
+        k = cand.size if cap is None else min(cap, cand.size)
+        if k:
+            action[i, rng.choice(cand, size=k, replace=False)] = 1
+    return action
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 7, None])
+@pytest.mark.parametrize("n_res", [1, 5, R, 64])
+def test_random_feasible_draws_the_stream_of_numpy_choice(cap, n_res):
+    """The compiled sampler gives the actions of the per-row ``choice`` loop and leaves the generator in the same
+    state, over masks from empty to full."""
+    masks = np.random.default_rng(n_res).random((400, n_res)) < np.linspace(0, 1, 400)[:, None]
+    policy = RandomFeasible(per_step_cap=cap, seed=11)
+    rng = np.random.default_rng(11)
+    for part in np.array_split(masks, 7):
+        np.testing.assert_array_equal(policy.predict({"mask": part})[0], _choice_loop(rng, part, cap))
+    assert policy._rng.integers(1 << 62) == rng.integers(1 << 62)
+
+
+@pytest.mark.parametrize("cap", [2, None])
+def test_random_feasible_matches_choice_past_10000_candidates(cap):
+    """numpy switches to a partial shuffle when it takes more than a 50th of over 10,000 candidates."""
+    mask = np.ones((2, 10_003), dtype=bool)
+    mask[1, ::3] = False
+    policy, rng = RandomFeasible(per_step_cap=cap, seed=3), np.random.default_rng(3)
+    np.testing.assert_array_equal(policy.predict({"mask": mask})[0], _choice_loop(rng, mask, cap))
+    assert policy._rng.integers(1 << 62) == rng.integers(1 << 62)
+
+
 def test_random_feasible_bad_input(week_obs):
     with pytest.raises(ValueError, match="per_step_cap must be a positive int"):
         RandomFeasible(per_step_cap=0).predict(week_obs[0])
