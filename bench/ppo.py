@@ -14,7 +14,10 @@ weeks) or on all 11 resources (SB3) — timed as bare ``torch.mm`` calls at the 
 elementwise work, optimizer or environment. ``native floor / SB3 measured`` is the highest ratio a loop with no
 overhead at all could show against this SB3 run.
 
-``python -m membudget.bench.ppo [--steps N] [--rounds K]``
+``--torchrl`` also times TorchRL's PPO with the same actor, critic and settings (:func:`torchrl_rate`; TorchRL is in
+the interop extra).
+
+``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl]``
 """
 
 from __future__ import annotations
@@ -49,6 +52,89 @@ def sb3_rate(steps: int, seed: int = 0) -> float:
     start = time.perf_counter()
     model.learn(steps)
     return model.num_timesteps / (time.perf_counter() - start)
+
+
+def torchrl_rate(steps: int, seed: int = 0) -> float:
+    """TorchRL's PPO — its ``Collector``, ``GAE``, ``ClipPPOLoss`` and a replay buffer sampled without replacement,
+    the loop of its PPO tutorial with the advantages computed once per update as SB3 does — with the SB3 side's
+    actor (:class:`PerResourceNet`, a Bernoulli per resource) and critic, on the native vector env through
+    TorchRL's ``GymWrapper`` (binary mode; same-step autoreset, the mode TorchRL accepts)."""
+    try:
+        from tensordict.nn import TensorDictModule
+        from torchrl.collectors import Collector
+        from torchrl.data import LazyTensorStorage, ReplayBuffer
+        from torchrl.data.replay_buffers.samplers import SamplerWithoutReplacement
+        from torchrl.envs import GymWrapper
+        from torchrl.modules import ProbabilisticActor, ValueOperator
+        from torchrl.objectives import ClipPPOLoss
+        from torchrl.objectives.value import GAE
+    except ImportError:
+        raise SystemExit('--torchrl needs TorchRL: pip install "membudget[interop]"') from None
+    import numpy as np
+    import torch
+    from gymnasium.vector import AutoresetMode
+    from torch import nn
+
+    from membudget.agents.per_resource import PerResourceNet
+    from membudget.envs.pm import PMWeekVectorEnv
+
+    class Logits(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = PerResourceNet(ACTOR)
+            nn.init.orthogonal_(self.net.head.weight, gain=0.01)  # as PerResourceActorCriticPolicy
+            nn.init.zeros_(self.net.head.bias)
+
+        def forward(self, resources, budget, mask):
+            return self.net(resources, budget, mask).squeeze(-1)
+
+    class Critic(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            layers = []
+            for h in CRITIC:
+                layers += [nn.Linear(width, h), nn.Tanh()]
+                width = h
+            self.mlp = nn.Sequential(*layers, nn.Linear(width, 1))
+
+        def forward(self, budget, mask, resources):  # SB3's CombinedExtractor order: the keys sorted
+            return self.mlp(torch.cat([budget, mask.to(budget.dtype), resources.flatten(-2)], dim=-1))
+
+    def bernoullis(logits):
+        return torch.distributions.Independent(torch.distributions.Bernoulli(logits=logits), 1)
+
+    torch.manual_seed(seed)
+    vec = PMWeekVectorEnv(num_envs=N_ENVS, budget="B10", action_mode="binary", autoreset_mode=AutoresetMode.SAME_STEP)
+    env = GymWrapper(vec)
+    env.set_seed(seed)
+    width = sum(int(np.prod(s.shape)) for s in vec.single_observation_space.spaces.values())
+    actor = ProbabilisticActor(TensorDictModule(Logits(), in_keys=["resources", "budget", "mask"], out_keys=["logits"]),
+                               in_keys=["logits"], spec=env.action_spec, distribution_class=bernoullis,
+                               return_log_prob=True)
+    critic = ValueOperator(Critic(width), in_keys=["budget", "mask", "resources"])
+    loss = ClipPPOLoss(actor, critic, clip_epsilon=0.2, entropy_coeff=0.0, critic_coeff=0.5, normalize_advantage=True)
+    gae = GAE(gamma=1.0, lmbda=0.95, value_network=critic)
+    optim = torch.optim.Adam(loss.parameters(), lr=LR, eps=1e-5)
+    batch = N_ENVS * HORIZON
+    buffer = ReplayBuffer(storage=LazyTensorStorage(batch), sampler=SamplerWithoutReplacement(),
+                          batch_size=batch // MINIBATCHES)
+    collector = Collector(env, actor, frames_per_batch=batch, total_frames=steps,
+                          auto_register_policy_transforms=False)
+    start, frames = time.perf_counter(), 0
+    for data in collector:
+        with torch.no_grad():
+            gae(data)
+        buffer.extend(data.reshape(-1))
+        for _ in range(EPOCHS * MINIBATCHES):
+            out = loss(buffer.sample())
+            total = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
+            optim.zero_grad()
+            total.backward()
+            nn.utils.clip_grad_norm_(loss.parameters(), 0.5)
+            optim.step()
+        frames += data.numel()
+    collector.shutdown()
+    return frames / (time.perf_counter() - start)
 
 
 def _layers(n_in, widths):
@@ -117,6 +203,8 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10 * N_ENVS * HORIZON, help="environment steps per run")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--torchrl", action="store_true",
+                        help="also time TorchRL's PPO with the same actor and critic (needs the interop extra)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     from membudget.agents.per_resource import N_INPUT
@@ -129,17 +217,26 @@ def main(argv=None):
     native_shapes = gemm_shapes(rows, obs_width, N_INPUT)
     sb3_shapes = gemm_shapes(n_res, obs_width, N_INPUT)
     print(f"{'round':>5} {'native steps/s':>15} {'SB3 steps/s':>12} {'ratio':>6} {'native floor':>13} "
-          f"{'SB3 floor':>10} {'floor/SB3':>10}")
-    ratios, bounds = [], []
+          f"{'SB3 floor':>10} {'floor/SB3':>10}"
+          + (f" {'TorchRL steps/s':>16} {'TorchRL/SB3':>12}" if args.torchrl else ""))
+    ratios, bounds, others = [], [], []
     for k in range(args.rounds):
         ours, theirs = native_rate(args.steps, k), sb3_rate(args.steps, k)
+        other = torchrl_rate(args.steps, k) if args.torchrl else None
         floor, sb3_floor = gemm_floor_rate(native_shapes), gemm_floor_rate(sb3_shapes)
         ratios.append(ours / theirs)
         bounds.append(floor / theirs)
-        print(f"{k:>5} {ours:>15,.0f} {theirs:>12,.0f} {ratios[-1]:>6.2f} {floor:>13,.0f} {sb3_floor:>10,.0f} "
-              f"{bounds[-1]:>10.2f}", flush=True)
+        line = (f"{k:>5} {ours:>15,.0f} {theirs:>12,.0f} {ratios[-1]:>6.2f} {floor:>13,.0f} {sb3_floor:>10,.0f} "
+                f"{bounds[-1]:>10.2f}")
+        if other is not None:
+            others.append(other / theirs)
+            line += f" {other:>16,.0f} {others[-1]:>12.2f}"
+        print(line, flush=True)
     ratios.sort()
     bounds.sort()
+    others.sort()
+    if others:
+        print(f"TorchRL / SB3, median {others[len(others) // 2]:.2f}")
     print(f"candidates per state {rows:.2f}; median ratio {ratios[len(ratios) // 2]:.2f} (target ≥ 4); "
           "highest ratio any loop could reach (native GEMM floor / SB3 measured), median "
           f"{bounds[len(bounds) // 2]:.2f}")

@@ -76,3 +76,11 @@ def test_specs_collector_ppo_and_state_dict(env_id, tmp_path):
     assert torch.equal(a["action"], b["action"])
     assert venv.action_spec.is_in(a["action"].to(venv.action_spec.dtype))  # (Bernoulli samples are float)
     venv.step(a)  # the actor's action steps every slot
+
+
+def test_ppo_bench_times_torchrl_with_the_same_actor():
+    """The TorchRL side of ``membudget.bench.ppo --torchrl`` runs one update (64 weeks × 80 steps)."""
+    from membudget.bench.ppo import HORIZON, N_ENVS, torchrl_rate
+
+    rate = torchrl_rate(N_ENVS * HORIZON, seed=0)
+    assert 0 < rate < float("inf")
