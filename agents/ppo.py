@@ -74,6 +74,22 @@ def _per_sample(values, sample, n):
     return torch.zeros(n, dtype=values.dtype).index_add_(0, sample, values)
 
 
+def ppo_losses(logits, proposed, sample, old_logp, adv, values, returns, clip_coef):
+    """One minibatch's clipped policy loss, value loss and mean entropy: ``(pg, v_loss, entropy)``.
+
+    ``logits`` and ``proposed`` are per candidate row, ``sample`` gives each row's sample (``0..n-1``, ``n =
+    old_logp.numel()``); a sample's log-probability and entropy sum over its candidates. ``values`` is the
+    critic's prediction for the ``n`` samples."""
+    n = old_logp.numel()
+    new_logp = _per_sample(_bernoulli_log_prob(logits, proposed), sample, n)
+    ratio = torch.exp(new_logp - old_logp)
+    a = (adv - adv.mean()) / (adv.std() + 1e-8)
+    pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+    v_loss = 0.5 * ((values - returns) ** 2).mean()
+    entropy = _per_sample(_bernoulli_entropy(logits), sample, n).mean()
+    return pg, v_loss, entropy
+
+
 def _minibatch_rows(batch, row_sample, n: int):
     """The candidate rows of the samples ``batch`` (indices into ``n`` samples) and, per row, the position of its
     sample in ``batch``: ``(rows, local_sample)``."""
@@ -252,13 +268,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                     logits = actor.forward_rows(rows[r], sample, b.numel())[:, 0]
                 else:
                     logits = actor(res[b], bud[b], mask[b])[sample, row_resource[r], 0]
-                new_logp = _per_sample(_bernoulli_log_prob(logits, row_prop[r]), sample, b.numel())
-                ratio = torch.exp(new_logp - old_logp[b])
-                a = flat_adv[b]
-                a = (a - a.mean()) / (a.std() + 1e-8)
-                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
-                v_loss = 0.5 * ((critic(critic_in[b])[:, 0] - flat_ret[b]) ** 2).mean()
-                entropy = _per_sample(_bernoulli_entropy(logits), sample, b.numel()).mean()
+                pg, v_loss, entropy = ppo_losses(logits, row_prop[r], sample, old_logp[b], flat_adv[b],
+                                                 critic(critic_in[b])[:, 0], flat_ret[b], clip_coef)
                 loss = pg + vf_coef * v_loss - ent_coef * entropy
                 if update < critic_warmup:
                     loss = vf_coef * v_loss

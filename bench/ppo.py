@@ -17,7 +17,10 @@ overhead at all could show against this SB3 run.
 ``--torchrl`` also times TorchRL's PPO with the same actor, critic and settings (:func:`torchrl_rate`; TorchRL is in
 the interop extra).
 
-``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl]``
+``--bf16`` also times the native update's products in bfloat16 and one native minibatch in fp32 and under
+bfloat16 autocast (:func:`minibatch_ms`).
+
+``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl] [--bf16]``
 """
 
 from __future__ import annotations
@@ -181,11 +184,14 @@ def candidates_per_state(seed: int = 0) -> float:
     return total / (steps * N_ENVS)
 
 
-def gemm_floor_rate(shapes, repeats: int = 3) -> float:
-    """Env steps per second if one update cost only the matrix products ``shapes`` (best of ``repeats``)."""
+def gemm_floor_rate(shapes, repeats: int = 3, dtype=None) -> float:
+    """Env steps per second if one update cost only the matrix products ``shapes`` (best of ``repeats``), in
+    ``dtype`` (default float32)."""
     import torch
 
-    operands = [(torch.randn(m, k), torch.randn(k, n), torch.empty(m, n)) for m, k, n in shapes]
+    dtype = dtype or torch.float32
+    operands = [(torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype), torch.empty(m, n, dtype=dtype))
+                for m, k, n in shapes]
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -193,6 +199,45 @@ def gemm_floor_rate(shapes, repeats: int = 3) -> float:
             torch.mm(a, b, out=out)
         best = min(best, time.perf_counter() - start)
     return N_ENVS * HORIZON / best
+
+
+def minibatch_ms(rows_per_state: float, obs_width: int, bf16: bool, repeats: int = 200) -> float:
+    """Milliseconds of one native minibatch update — the per-resource actor on the candidate rows, the critic,
+    :func:`~membudget.agents.ppo.ppo_losses`, backward, gradient clipping and Adam, at the bench's widths and
+    minibatch size on random inputs — with the forward passes in fp32 or under bfloat16 autocast (mean of
+    ``repeats`` after 20 untimed)."""
+    import torch
+
+    from membudget.agents.per_resource import N_INPUT, PerResourceNet
+    from membudget.agents.ppo import _mlp, ppo_losses
+
+    gen = torch.Generator().manual_seed(0)
+    actor, critic = PerResourceNet(ACTOR), _mlp(obs_width, CRITIC)
+    params = [*actor.parameters(), *critic.parameters()]
+    opt = torch.optim.Adam(params, lr=LR, eps=1e-5)
+    n = N_ENVS * HORIZON // MINIBATCHES
+    k = round(n * rows_per_state)
+    x, critic_in = torch.randn(k, N_INPUT, generator=gen), torch.randn(n, obs_width, generator=gen)
+    sample = torch.sort(torch.randint(0, n, (k,), generator=gen)).values
+    proposed = (torch.rand(k, generator=gen) < 0.3).float()
+    old_logp, adv, ret = (torch.randn(n, generator=gen) for _ in range(3))
+
+    def update():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = actor.forward_rows(x, sample, n)[:, 0].float()
+            values = critic(critic_in)[:, 0].float()
+        pg, v_loss, _ = ppo_losses(logits, proposed, sample, old_logp, adv, values, ret, 0.2)
+        opt.zero_grad()
+        (pg + 0.5 * v_loss).backward()
+        torch.nn.utils.clip_grad_norm_(params, 0.5)
+        opt.step()
+
+    for _ in range(20):
+        update()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        update()
+    return 1000 * (time.perf_counter() - start) / repeats
 
 
 def main(argv=None):
@@ -205,6 +250,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--torchrl", action="store_true",
                         help="also time TorchRL's PPO with the same actor and critic (needs the interop extra)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also time the native update's products and one minibatch in bfloat16")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     from membudget.agents.per_resource import N_INPUT
@@ -237,6 +284,11 @@ def main(argv=None):
     others.sort()
     if others:
         print(f"TorchRL / SB3, median {others[len(others) // 2]:.2f}")
+    if args.bf16:
+        fp32, bf16 = gemm_floor_rate(native_shapes), gemm_floor_rate(native_shapes, dtype=torch.bfloat16)
+        print(f"bfloat16: native GEMM floor {bf16:,.0f} env steps/s ({bf16 / fp32:.1f}x the fp32 floor "
+              f"{fp32:,.0f}); one native minibatch {minibatch_ms(rows, obs_width, False):.2f} ms in fp32, "
+              f"{minibatch_ms(rows, obs_width, True):.2f} ms under bfloat16 autocast")
     print(f"candidates per state {rows:.2f}; median ratio {ratios[len(ratios) // 2]:.2f} (target ≥ 4); "
           "highest ratio any loop could reach (native GEMM floor / SB3 measured), median "
           f"{bounds[len(bounds) // 2]:.2f}")

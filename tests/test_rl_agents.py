@@ -124,3 +124,33 @@ def test_benchmark_quick(tmp_path, capsys):
     again = tmp_path / "again.md"
     evaluate.main(["rl-vs-distillation", "--render", str(tmp_path / "rl_vs_distillation.json"), "--out", str(again)])
     assert again.read_text() == text
+
+
+def test_ppo_losses_match_the_closed_form():
+    """The native loop's minibatch losses against a direct numpy computation: per-sample log-probabilities and
+    entropies summed over the sample's candidate rows, advantages normalised with the unbiased std, the clipped
+    surrogate, half the mean squared value error (a sample without candidates has log-probability 0)."""
+    import torch
+
+    from membudget.agents.ppo import ppo_losses
+
+    logits, proposed = np.array([0.5, -1.0, 2.0, 0.3]), np.array([1.0, 0.0, 1.0, 0.0])
+    sample = np.array([0, 0, 1, 1])
+    old_logp, adv = np.array([-1.2, -0.9, -0.2]), np.array([1.0, -2.0, 0.5])
+    values, returns = np.array([0.1, 0.4, -0.3]), np.array([0.0, 1.0, 0.2])
+    t = [torch.tensor(x, dtype=torch.float64) for x in (logits, proposed)]
+    pg, v_loss, entropy = ppo_losses(t[0], t[1], torch.tensor(sample), torch.tensor(old_logp), torch.tensor(adv),
+                                     torch.tensor(values), torch.tensor(returns), 0.2)
+
+    log_sig = lambda x: -np.log1p(np.exp(-x))  # noqa: E731
+    row_logp = proposed * log_sig(logits) + (1 - proposed) * log_sig(-logits)
+    p = 1 / (1 + np.exp(-logits))
+    row_ent = -(p * np.log(p) + (1 - p) * np.log(1 - p))
+    new_logp = np.array([row_logp[sample == i].sum() for i in range(3)])
+    ratio = np.exp(new_logp - old_logp)
+    a = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+    expected_pg = np.mean(np.maximum(-a * ratio, -a * np.clip(ratio, 0.8, 1.2)))
+    assert ratio[2] == pytest.approx(np.exp(0.2))  # the empty sample: log-probability 0
+    assert float(pg) == pytest.approx(expected_pg, rel=1e-12)
+    assert float(v_loss) == pytest.approx(0.5 * np.mean((values - returns) ** 2), rel=1e-12)
+    assert float(entropy) == pytest.approx(sum(row_ent[sample == i].sum() for i in range(3)) / 3, rel=1e-12)
