@@ -79,6 +79,7 @@ def torchrl_rate(steps: int, seed: int = 0) -> float:
     from torch import nn
 
     from membudget.agents.per_resource import PerResourceNet
+    from membudget.agents.ppo import _mlp
     from membudget.envs.pm import PMWeekVectorEnv
 
     class Logits(nn.Module):
@@ -94,11 +95,7 @@ def torchrl_rate(steps: int, seed: int = 0) -> float:
     class Critic(nn.Module):
         def __init__(self, width):
             super().__init__()
-            layers = []
-            for h in CRITIC:
-                layers += [nn.Linear(width, h), nn.Tanh()]
-                width = h
-            self.mlp = nn.Sequential(*layers, nn.Linear(width, 1))
+            self.mlp = _mlp(width, CRITIC)
 
         def forward(self, budget, mask, resources):  # SB3's CombinedExtractor order: the keys sorted
             return self.mlp(torch.cat([budget, mask.to(budget.dtype), resources.flatten(-2)], dim=-1))
