@@ -1,5 +1,23 @@
 import os
 import sys
 
+import pytest
+
 # helpers shared between test modules (tests/pm_tiny.py) import by name under --import-mode=importlib
 sys.path.insert(0, os.path.dirname(__file__))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A simulated Ray cluster of three 1-CPU nodes for one test module (skipped where Ray is not installed)."""
+    Cluster = pytest.importorskip("ray.cluster_utils").Cluster
+    import ray
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for _ in range(2):
+        c.add_node(num_cpus=1)
+    ray.init(address=c.address, log_to_driver=False)
+    c.wait_for_nodes()
+    yield c
+    ray.shutdown()
+    c.shutdown()

@@ -174,22 +174,7 @@ def test_evaluation_rows_are_tasks_with_their_paired_intervals(small_suite):
         budgetpm.run(dataclasses.replace(cfg, rows_per_task=0), suite=small_suite)
 
 
-# --- Ray: a simulated cluster of three 1-CPU nodes --------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def cluster():
-    Cluster = pytest.importorskip("ray.cluster_utils").Cluster
-    import ray
-
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    for _ in range(2):
-        c.add_node(num_cpus=1)
-    ray.init(address=c.address, log_to_driver=False)
-    c.wait_for_nodes()
-    yield c
-    ray.shutdown()
-    c.shutdown()
-
+# --- Ray: the simulated cluster of conftest.py ----------------------------------------------------------------
 
 def _node_of(_item):
     import time
