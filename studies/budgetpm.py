@@ -28,8 +28,8 @@ import numpy as np
 from membudget.agents.rl import load_policy
 from membudget.envs.validation import check_int
 from membudget.studies.execution import BACKENDS, chunks, make_executor
-from membudget.studies.protocol import (available, bootstrap_ci, cost_to_match, evaluate_policy, package_versions,
-                                        parse_budget, progress_line, sweep)
+from membudget.studies.protocol import (SWEEP_CAPS, available, bootstrap_ci, cost_to_match, evaluate_policy,
+                                        package_versions, parse_budget, progress_line, sweep_point)
 from membudget.studies.runs import flag_help
 from membudget.studies.suite import POLICIES, fit_suite
 
@@ -145,6 +145,20 @@ def _evaluate_rows(cfg, suite, executor, seeds, budgets):
     return {k: per[k] for k in keys}, {k: intervals[k] for k in keys if k in intervals}
 
 
+SWEPT = ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome")
+"""The natural schedules of ``--sweep``."""
+
+
+def _sweep(cfg, suite, executor, seeds):
+    """``{schedule: [row per cap]}`` of the cap sweep: one map of one :func:`sweep_point` task per (schedule,
+    cap) of :data:`SWEPT` × :data:`SWEEP_CAPS` on the evaluation weeks (deterministic schedules: the rows are
+    those of a serial loop)."""
+    items = [(name, cap, tuple(seeds)) for name in SWEPT for cap in SWEEP_CAPS]
+    rows = executor.map(functools.partial(sweep_point, suite, cfg.load), items)
+    n = len(SWEEP_CAPS)
+    return {name: rows[i * n:(i + 1) * n] for i, name in enumerate(SWEPT)}
+
+
 def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
     if cfg.quick:
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
@@ -171,6 +185,10 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
         budgets = [parse_budget(b) for b in cfg.budgets]
         say(f"evaluate ({executor.backend} backend)")
         per, intervals = _evaluate_rows(cfg, suite, executor, seeds, budgets)
+        sweeps = {}
+        if cfg.sweep:
+            say(f"sweep ({executor.backend} backend)")
+            sweeps = _sweep(cfg, suite, executor, seeds)
     finally:
         if own:
             executor.close()
@@ -182,11 +200,6 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
         if (name, b) in intervals:
             row["diff_vs_reference"] = intervals[(name, b)]
         results.append(row)
-    sweeps = {}
-    if cfg.sweep:
-        for name in ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome"):
-            say(f"sweep {name}")
-            sweeps[name] = sweep(suite, name, seeds, load=cfg.load)
     return results, sweeps
 
 

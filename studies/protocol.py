@@ -4,6 +4,7 @@ and budget, the cap sweep of the natural schedules, package versions for run rec
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -73,14 +74,19 @@ def cost_to_match(sweep_rows, target_f1, target_recall):
     return min(ok) if ok else None
 
 
-def sweep(suite, name, seeds, caps=SWEEP_CAPS, load=0):
-    """Mean Set F1 / on-time recall / realized cost of a natural schedule at each cap."""
-    rows = []
-    for cap in caps:
-        res = evaluate_policy(suite, name, int(cap), seeds, load)
-        rows.append({"cap": int(cap), "f1": float(res["set_f1"].mean()),
-                     "recall": float(np.nanmean(res["on_time_recall"])), "cost": float(res["realized_cost"].mean())})
-    return rows
+def sweep_point(suite, load, item):
+    """One point of the cap sweep as a task: mean Set F1 / on-time recall / realized cost of the natural schedule
+    ``name`` at ``cap`` on the weeks ``seeds`` (``item = (name, cap, seeds)``)."""
+    name, cap, seeds = item
+    res = evaluate_policy(suite, name, int(cap), list(seeds), load)
+    return {"cap": int(cap), "f1": float(res["set_f1"].mean()),
+            "recall": float(np.nanmean(res["on_time_recall"])), "cost": float(res["realized_cost"].mean())}
+
+
+def sweep(suite, name, seeds, caps=SWEEP_CAPS, load=0, map=map):
+    """Mean Set F1 / on-time recall / realized cost of a natural schedule at each cap, one :func:`sweep_point`
+    task per cap through ``map`` (``map(fn, items)`` -> results in item order, e.g. an executor's ``map``)."""
+    return list(map(functools.partial(sweep_point, suite, load), [(name, int(cap), tuple(seeds)) for cap in caps]))
 
 
 def package_versions() -> dict:
@@ -115,4 +121,4 @@ def write_page(path, text) -> str:
 
 
 __all__ = ["SWEEP_CAPS", "available", "bootstrap_ci", "cost_to_match", "evaluate_policy", "package_versions",
-           "parse_budget", "progress_line", "rollout", "sweep", "write_page"]
+           "parse_budget", "progress_line", "rollout", "sweep", "sweep_point", "write_page"]
