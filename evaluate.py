@@ -39,6 +39,7 @@ SUBCOMMANDS = {
     "shared-budget": "membudget.studies.shared_quota:main",
     "conversation": "membudget.studies.conversation:main",
     "labels": "membudget.studies.generate:labels_main",
+    "demonstrations": "membudget.studies.generate:demonstrations_main",
 }
 """``python -m membudget.evaluate <name> ...``: the entry point (``module:function``, imported on use) that takes
 the remaining arguments. A new study adds one line here."""

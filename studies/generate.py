@@ -1,6 +1,9 @@
 """Data generators on an execution backend: ``python -m membudget.evaluate labels --out F.npz [--backend ray]``
 builds the imitation-label dataset of :func:`membudget.teachers.build_label_dataset` in week-chunk tasks (the
-teachers' own ``python -m membudget.teachers labels`` is the same dataset in one process)."""
+teachers' own ``python -m membudget.teachers labels`` is the same dataset in one process);
+``python -m membudget.evaluate demonstrations --dataset-id ID [--backend ray]`` creates the Minari dataset of the
+DP's demonstrations (:func:`membudget.teachers.minari_export.export_dp_demonstrations`) with one DP task per week
+(the same dataset as ``python -m membudget.teachers export-minari``)."""
 
 from __future__ import annotations
 
@@ -34,4 +37,28 @@ def labels_main(argv=None):
     ds.save(args.out)
     print(f"{args.out}: {len(ds)} rows from weeks {args.first_seed}-{args.first_seed + args.n_weeks - 1}, "
           f"budgets {ds.budget_names.tolist()}, {args.backend} backend, {time.perf_counter() - start:.1f} s")
+    return ds
+
+
+def demonstrations_main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate demonstrations",
+                                     description="the hindsight DP's demonstrations as a Minari dataset (under "
+                                                 "MINARI_DATASETS_PATH), one DP task per week")
+    parser.add_argument("--dataset-id", required=True, help="e.g. membudget/pmweek-dp-B10-v0")
+    parser.add_argument("--first-seed", type=int, default=2000)
+    parser.add_argument("--n-weeks", type=int, default=20)
+    parser.add_argument("--budget", default="B10", help="a level (B5...B80), an integer or none")
+    add_backend_flags(parser)
+    args = parser.parse_args(argv)
+    from membudget.teachers.minari_export import export_dp_demonstrations
+
+    start = time.perf_counter()
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        ds = export_dp_demonstrations(args.dataset_id, range(args.first_seed, args.first_seed + args.n_weeks),
+                                      budget=parse_budget(args.budget), map=executor.map)
+    finally:
+        executor.close()
+    print(f"{args.dataset_id}: {ds.total_episodes} weeks, {ds.total_steps} steps, {args.backend} backend "
+          f"({time.perf_counter() - start:.1f} s)")
     return ds
