@@ -174,6 +174,38 @@ def test_evaluation_rows_are_tasks_with_their_paired_intervals(small_suite):
         budgetpm.run(dataclasses.replace(cfg, rows_per_task=0), suite=small_suite)
 
 
+class _ReversedRecording(_Recording):
+    """:class:`_Recording` with the tasks finishing in the reverse order."""
+
+    _run = _Reversed._run
+
+
+def test_cap_sweep_is_one_map_of_the_table_executor_and_equals_the_serial_sweep(small_suite):
+    from membudget.studies import budgetpm
+    from membudget.studies.protocol import SWEEP_CAPS, evaluate_policy
+
+    cfg = budgetpm.EvalConfig(policies=["Static", "DeadlineOutcome"], budgets=["B10"], first_seed=9000, n_weeks=2,
+                              bootstrap=200, sweep=True)
+    ex = _ReversedRecording()
+    rows, sweeps = budgetpm.run(cfg, suite=small_suite, executor=ex)
+    weeks = (9000, 9001)
+    assert ex.maps[1:] == [[(name, cap, weeks) for name in budgetpm.SWEPT for cap in SWEEP_CAPS]]
+    assert list(sweeps) == list(budgetpm.SWEPT)
+    for name, points in sweeps.items():  # the serial loop the sweep replaces
+        assert [p["cap"] for p in points] == list(SWEEP_CAPS)
+        for cap, p in zip(SWEEP_CAPS, points):
+            res = evaluate_policy(small_suite, name, cap, list(weeks))
+            assert p == {"cap": cap, "f1": float(res["set_f1"].mean()),
+                         "recall": float(np.nanmean(res["on_time_recall"])),
+                         "cost": float(res["realized_cost"].mean())}
+    local_rows, local_sweeps = budgetpm.run(cfg, suite=small_suite)
+    assert local_sweeps == sweeps
+    assert budgetpm.format_table(local_rows, "Static", local_sweeps) == budgetpm.format_table(rows, "Static", sweeps)
+    assert "Cost to match" in budgetpm.format_table(rows, "Static", sweeps)
+    with pytest.raises(ValueError, match="--address needs --backend ray"):  # refused before the gates are fitted
+        budgetpm.run(budgetpm.parse_args(["--sweep", "--address", "auto"]))
+
+
 # --- Ray: the simulated cluster of conftest.py ----------------------------------------------------------------
 
 def _node_of(_item):
