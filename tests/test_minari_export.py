@@ -49,3 +49,92 @@ def test_any_policy_records(tmp_path, monkeypatch):
                        "membudget/pmweek-allrelevant-test-v0", algorithm_name="AllRelevant")
     again = minari.load_dataset("membudget/pmweek-allrelevant-test-v0")
     assert ds.total_steps == again.total_steps == 80
+
+
+def _episodes(ds):
+    """Every episode of a Minari dataset as plain arrays (observations, actions, rewards, ends)."""
+    def arrays(x):
+        return {k: arrays(v) for k, v in x.items()} if isinstance(x, dict) else np.asarray(x)
+    return [{f: arrays(getattr(e, f)) for f in ("id", "observations", "actions", "rewards", "terminations",
+                                                  "truncations")} for e in ds.iterate_episodes()]
+
+
+def _assert_same_episodes(a, b):
+    def same(x, y):
+        if isinstance(x, dict):
+            return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+        return x.dtype == y.dtype and np.array_equal(x, y)
+    ea, eb = _episodes(a), _episodes(b)
+    assert len(ea) == len(eb) > 0
+    assert all(same(x, y) for x, y in zip(ea, eb))
+
+
+def _reversed_map(fn, items):
+    """The tasks run in reverse order, results in item order (as a remote backend returns them)."""
+    items = list(items)
+    return list(reversed([fn(x) for x in reversed(items)]))
+
+
+def _solving_while_recording(dataset_id, seeds, budget):
+    """The export as it was before it took ``map``: the DP solved in the recording loop at each week's start."""
+    import gymnasium as gym
+
+    from membudget.envs.recording import record_minari
+
+    plan = {}
+
+    def act(base, obs, info):
+        t = int(base._core.t[0])
+        if t == 0:
+            plan.clear()
+            for s, r in HindsightDP.from_env(base).solve(base.episode).schedule:
+                plan.setdefault(s, []).append(r)
+        a = np.zeros(base.action_space.shape, dtype=base.action_space.dtype)
+        a[plan.get(t, [])] = 1
+        return a
+
+    return record_minari(gym.make("membudget/PMWeek-v0", budget=budget, per_step_cap=2), act, seeds, dataset_id,
+                         algorithm_name="HindsightDP")
+
+
+def test_dp_demonstrations_do_not_depend_on_the_map_and_equal_solving_while_recording(tmp_path, monkeypatch):
+    from membudget.teachers.minari_export import dp_week_schedule, export_dp_demonstrations
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    seeds = [9002, 9000, 9001]
+    calls = []
+
+    def recording_map(fn, items):
+        items = list(items)
+        calls.append((fn, items))
+        return _reversed_map(fn, items)
+
+    default = export_dp_demonstrations("membudget/pmweek-dp-map-v0", seeds, budget="B5")
+    mapped = export_dp_demonstrations("membudget/pmweek-dp-reversed-v0", seeds, budget="B5", map=recording_map)
+    before = _solving_while_recording("membudget/pmweek-dp-before-v0", seeds, "B5")
+    _assert_same_episodes(default, mapped)
+    _assert_same_episodes(default, before)
+    [(fn, items)] = calls  # one task per week, keyed by the week's seed (the budget bound to the task)
+    assert items == seeds and fn.args[:2] == ("B5", 2)
+    dp = HindsightDP(budget=budget_levels()["B5"], per_step_cap=2).solve(generate_episode(9001))
+    assert dp_week_schedule("B5", 2, {}, 9001) == tuple(dp.schedule)
+    np.testing.assert_allclose([e["rewards"].sum() for e in _episodes(mapped)], [
+        HindsightDP(budget=budget_levels()["B5"], per_step_cap=2).solve(generate_episode(s)).f1 for s in seeds],
+        atol=1e-9)
+
+
+def test_demonstrations_command_on_the_backend_equals_the_teachers_export(tmp_path, monkeypatch):
+    import pytest
+
+    from membudget import evaluate
+    from membudget.teachers.__main__ import main as teachers_main
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    week = ["--first-seed", "9000", "--n-weeks", "2", "--budget", "B10"]
+    backend = evaluate.main(["demonstrations", "--dataset-id", "membudget/pmweek-dp-backend-v0", *week,
+                             "--checkpoint-dir", str(tmp_path / "ckpt")])
+    _assert_same_episodes(backend, teachers_main(["export-minari", "--dataset-id", "membudget/pmweek-dp-one-v0",
+                                                  *week]))
+    assert len(list((tmp_path / "ckpt").iterdir())) == 2  # one finished task per week
+    with pytest.raises(ValueError, match="--address needs --backend ray"):
+        evaluate.main(["demonstrations", "--dataset-id", "membudget/pmweek-dp-x-v0", "--address", "auto"])
