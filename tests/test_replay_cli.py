@@ -106,9 +106,21 @@ def assert_same_rows(a, b):
                 assert np.array_equal(u[k], v[k]), (x["agent"], k)
 
 
-def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one(monkeypatch):
-    trained = []
-    monkeypatch.setattr(limbo, "train_ppo", lambda **kw: trained.append(train_ppo(**kw)) or trained[-1])
+@pytest.fixture
+def one_torch_thread():
+    """A tiny PPO update runs many times slower on two threads that other processes contend for."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one(monkeypatch, one_torch_thread):
+    trained = []  # the PPO task's model, trained on one short rollout (64 steps, one minibatch)
+    monkeypatch.setattr(limbo, "train_ppo", lambda **kw: trained.append(train_ppo(**kw, n_steps=64, batch_size=64))
+                        or trained[-1])
     rows = limbo.evaluate(("os",), ("weak",), (42, 43), alpha=0.3, ppo_timesteps=64, executor=_Reversed())
     (model,) = trained
     direct = []
