@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import io
 import json
 import os
 import shlex
@@ -24,6 +26,7 @@ from membudget.agents.linucb import LinUCB
 from membudget.agents.replay_ppo import make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import BUDGETS, MODES
+from membudget.studies.execution import Executor, add_backend_flags, make_executor
 from membudget.studies.protocol import bootstrap_ci, package_versions
 from membudget.studies.runs import TrainCommand, start_run, write_metrics
 
@@ -101,47 +104,83 @@ DEV_SEEDS = tuple(range(10))
 ALPHA_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
+def alpha_task(l2_lambda, cost_weight, item) -> tuple[float, float, float]:
+    """One development stream of :func:`select_alpha`, keyed by ``(alpha, family, profile, seed)``: a fresh
+    LinUCB's ``(mean reward, accuracy, mean tokens per task)``."""
+    alpha, family, profile, seed = item
+    r = run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family, profile=profile,
+                   seed=seed, cost_weight=cost_weight)
+    return r["mean_reward"], r["accuracy"], float(r["tokens"].mean())
+
+
 def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), profiles=("strong", "mid", "weak"), *,
-                 l2_lambda=1.0, cost_weight=0.5) -> tuple[float, dict]:
+                 l2_lambda=1.0, cost_weight=0.5, executor=None) -> tuple[float, dict]:
     """Choose LinUCB's ``alpha`` on development streams (seeds 0-9, disjoint from the report's 42-44): the alpha
     with the highest mean per-task reward (correct − w · cost, the bandit's own objective) over every (family,
-    profile) and seed. Returns ``(best alpha, {alpha: (mean reward, mean accuracy, mean tokens per task)})``."""
+    profile) and seed. Returns ``(best alpha, {alpha: (mean reward, mean accuracy, mean tokens per task)})``.
+    ``executor`` (default: in this process) runs one task per (alpha, family, profile, seed)."""
     overlap = set(seeds) & set(PAPER_SEEDS)
     if overlap:
         raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
+    streams = [(f, p, int(s)) for f in families for p in profiles for s in seeds]
+    items = [(alpha, *stream) for alpha in alphas for stream in streams]
+    out = (executor or Executor()).map(functools.partial(alpha_task, l2_lambda, cost_weight), items)
     scores = {}
-    for alpha in alphas:
-        runs = [run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=f, profile=p,
-                           seed=s, cost_weight=cost_weight) for f in families for p in profiles for s in seeds]
-        scores[float(alpha)] = (float(np.mean([r["mean_reward"] for r in runs])),
-                                float(np.mean([r["accuracy"] for r in runs])),
-                                float(np.mean([r["tokens"].mean() for r in runs])))
+    for i, alpha in enumerate(alphas):
+        runs = out[i * len(streams):(i + 1) * len(streams)]
+        scores[float(alpha)] = tuple(float(np.mean([r[j] for r in runs])) for j in range(3))
     best = max(scores, key=lambda a: scores[a][0])
     return best, scores
 
 
+def ppo_task(total_timesteps, seed, cost_weight, item) -> bytes:
+    """PPO trained for one ``(family, profile)`` of :func:`evaluate`; returns the saved model (a zip, as bytes)."""
+    family, profile = item
+    model = train_ppo(family=family, profile=profile, total_timesteps=total_timesteps, seed=seed,
+                      cost_weight=cost_weight)
+    buf = io.BytesIO()
+    model.save(buf)
+    return buf.getvalue()
+
+
+def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item) -> dict:
+    """One stream of :func:`evaluate`, keyed by ``(agent, family, profile, seed)``: a reference baseline, a fresh
+    LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle."""
+    agent, family, profile, seed = item
+    if agent == "linucb":
+        return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family,
+                          profile=profile, seed=seed, cost_weight=cost_weight)
+    if agent == "ppo":
+        from stable_baselines3 import PPO
+
+        policy = PPO.load(io.BytesIO(ppo_models[(family, profile)]), device="cpu")
+    elif agent == "oracle":
+        policy = HindsightOracle(None)
+    else:
+        policy = reference_baselines()[agent]
+    return run_policy(policy, family=family, profile=profile, seed=seed)
+
+
 def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, alpha=SELECTED_ALPHA,
-             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0) -> list[dict]:
+             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
-    per-seed results of :func:`run_policy` / :func:`run_bandit`)."""
-    rows = []
-    for family in families:
-        for profile in profiles:
-            agents = dict(reference_baselines())
-            for name, pol in agents.items():
-                rows.append({"family": family, "profile": profile, "agent": name, "runs": [
-                    run_policy(pol, family=family, profile=profile, seed=s) for s in seeds]})
-            rows.append({"family": family, "profile": profile, "agent": "linucb", "runs": [
-                run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family,
-                           profile=profile, seed=s, cost_weight=cost_weight) for s in seeds]})
-            if ppo_timesteps:
-                model = train_ppo(family=family, profile=profile, total_timesteps=ppo_timesteps, seed=ppo_seed,
-                                  cost_weight=cost_weight)
-                rows.append({"family": family, "profile": profile, "agent": "ppo", "runs": [
-                    run_policy(model, family=family, profile=profile, seed=s) for s in seeds]})
-            rows.append({"family": family, "profile": profile, "agent": "oracle", "runs": [
-                run_policy(HindsightOracle(None), family=family, profile=profile, seed=s) for s in seeds]})
-    return rows
+    per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
+    task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
+    ``ppo_timesteps``."""
+    executor = executor or Executor()
+    settings = [(f, p) for f in families for p in profiles]
+    ppo_models = {}
+    if ppo_timesteps:
+        ppo_models = dict(zip(settings, executor.map(
+            functools.partial(ppo_task, ppo_timesteps, ppo_seed, cost_weight), settings)))
+    agents = [*reference_baselines(), "linucb", *(["ppo"] if ppo_timesteps else []), "oracle"]
+    keys = [(agent, f, p) for f, p in settings for agent in agents]
+    seeds = [int(s) for s in seeds]
+    runs = executor.map(functools.partial(stream_task, alpha, l2_lambda, cost_weight, ppo_models),
+                        [(*key, s) for key in keys for s in seeds])
+    n = len(seeds)
+    return [{"family": f, "profile": p, "agent": agent, "runs": runs[i * n:(i + 1) * n]}
+            for i, (agent, f, p) in enumerate(keys)]
 
 
 # ------------------------------------------------------------------------------------------------- reporting
@@ -276,9 +315,14 @@ def plot_replay_frontier(rows, path):
 def select_alpha_main(argv=None):
     """``python -m membudget.evaluate replay-alpha``: LinUCB's alpha chosen on development seeds 0-9
     (:func:`select_alpha`), with the score of every alpha of the grid."""
-    argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha",
-                            description=select_alpha.__doc__).parse_args(argv)
-    best, scores = select_alpha()
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha", description=select_alpha.__doc__)
+    add_backend_flags(parser)
+    args = parser.parse_args(argv)
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        best, scores = select_alpha(executor=executor)
+    finally:
+        executor.close()
     print("LinUCB alpha on development seeds 0-9, all six family x profile settings, 500-task streams")
     print(f"{'alpha':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
     for a, (r, acc, tok) in scores.items():
@@ -303,12 +347,18 @@ def replay_main(argv=None):
     parser.add_argument("--ppo-seed", type=int, default=0)
     parser.add_argument("--bootstrap", type=int, default=10000)
     parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
-    rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
-                    cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed)
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
+                        cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
+                        executor=executor)
+    finally:
+        executor.close()
     n_tasks = rows[0]["runs"][0]["tokens"].size
     text = (f"ReplayStream-v0, seeds {args.seeds}, {n_tasks}-task streams, LinUCB alpha={args.alpha} "
             f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"

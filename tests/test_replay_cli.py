@@ -5,9 +5,15 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
 
 from membudget import evaluate, train
+from membudget.agents.linucb import LinUCB
+from membudget.agents.replay_ppo import train_ppo
+from membudget.baselines.replay import HindsightOracle, reference_baselines
+from membudget.studies import limbo
+from membudget.studies.execution import Executor
 
 
 def test_train_replay_ppo_writes_run_dir(tmp_path, capsys):
@@ -80,3 +86,68 @@ def test_every_evaluate_subcommand_resolves_and_has_help(name, capsys):
     with pytest.raises(SystemExit) as e:
         evaluate.main([name, "--help"])
     assert e.value.code == 0 and f"python -m membudget.evaluate {name}" in capsys.readouterr().out
+
+
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def assert_same_rows(a, b):
+    assert [(r["family"], r["profile"], r["agent"]) for r in a] == [(r["family"], r["profile"], r["agent"]) for r in b]
+    for x, y in zip(a, b):
+        assert len(x["runs"]) == len(y["runs"])
+        for u, v in zip(x["runs"], y["runs"]):
+            assert u.keys() == v.keys()
+            for k in u:
+                assert np.array_equal(u[k], v[k]), (x["agent"], k)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """A tiny PPO update runs many times slower on two threads that other processes contend for."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one(monkeypatch, one_torch_thread):
+    trained = []  # the PPO task's model, trained on one short rollout (64 steps, one minibatch)
+    monkeypatch.setattr(limbo, "train_ppo", lambda **kw: trained.append(train_ppo(**kw, n_steps=64, batch_size=64))
+                        or trained[-1])
+    rows = limbo.evaluate(("os",), ("weak",), (42, 43), alpha=0.3, ppo_timesteps=64, executor=_Reversed())
+    (model,) = trained
+    direct = []
+    for name, pol in [*reference_baselines().items(), ("linucb", None), ("ppo", model), ("oracle", None)]:
+        direct.append({"family": "os", "profile": "weak", "agent": name, "runs": [
+            limbo.run_bandit(LinUCB(alpha=0.3), family="os", profile="weak", seed=s, cost_weight=0.5)
+            if name == "linucb" else
+            limbo.run_policy(pol or HindsightOracle(None), family="os", profile="weak", seed=s) for s in (42, 43)]})
+    assert_same_rows(rows, direct)  # the PPO row: the model shipped as bytes plays as the trained one
+    no_ppo = [r for r in rows if r["agent"] != "ppo"]
+    assert_same_rows(limbo.evaluate(("os",), ("weak",), (42, 43), alpha=0.3), no_ppo)
+
+
+def test_select_alpha_in_reverse_task_order_equals_the_mean_over_streams():
+    alphas, streams = (0.0, 0.5), [("db", "weak", 1), ("db", "weak", 2), ("os", "weak", 1), ("os", "weak", 2)]
+    best, scores = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), executor=_Reversed())
+    for a in alphas:
+        runs = [limbo.run_bandit(LinUCB(alpha=a), family=f, profile=p, seed=s, cost_weight=0.5) for f, p, s in streams]
+        assert scores[a] == (np.mean([r["mean_reward"] for r in runs]), np.mean([r["accuracy"] for r in runs]),
+                             np.mean([r["tokens"].mean() for r in runs]))
+    assert scores[best][0] == max(v[0] for v in scores.values())
+    assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",)) == (best, scores)
+
+
+@pytest.mark.parametrize("sub", ["replay", "replay-alpha"])
+def test_replay_commands_pass_bad_backend_input_to_make_executor(sub):
+    with pytest.raises(ValueError, match="--address needs --backend ray"):
+        evaluate.main([sub, "--address", "auto"])
+    with pytest.raises(SystemExit):
+        evaluate.main([sub, "--backend", "dask"])
