@@ -8,9 +8,10 @@ its configuration and its task split alone: the local and the Ray backend give i
 - :class:`Executor` (``--backend local``): a plain in-process loop.
 - :class:`RayExecutor` (``--backend ray [--address ADDR]``): one ``ray.remote`` task per item with
   ``max_retries`` (a killed worker's task is run again elsewhere); results are gathered as they finish and put
-  back in item order. ``ray.init()`` without an address starts a local cluster, so the same command runs on a
-  laptop; ``--address auto`` or ``ray://host:10001`` joins an existing one (membudget must be installed on its
-  nodes).
+  back in item order. Without an address it starts a new local cluster (``ray.init(address="local")``: never
+  another process's cluster that happens to run on the machine), so the same command runs on a laptop;
+  ``--address auto`` or ``ray://host:10001`` (or the ``RAY_ADDRESS`` environment variable) joins an existing one
+  (membudget must be installed on its nodes).
 
 Checkpoints (both backends): with ``checkpoint_dir`` set, every finished task is written to one file there as
 soon as it finishes; a restarted study loads the finished tasks instead of running them again. A file's name
@@ -192,8 +193,9 @@ class RayExecutor(Executor):
     worker dies; results put back in item order.
 
     Args:
-        address: ``None`` starts a local cluster (``ray.init()``); ``"auto"`` or ``"ray://host:port"`` joins an
-            existing one. Ignored when Ray is already initialised in this process.
+        address: ``None`` starts a new local cluster (``ray.init(address="local")``), unless the environment
+            variable ``RAY_ADDRESS`` names one to join; ``"auto"`` or ``"ray://host:port"`` joins an existing one.
+            Ignored when Ray is already initialised in this process.
         num_cpus: CPUs of the local cluster started when ``address`` is None (default: all).
         max_retries: re-runs of a task whose worker process died.
         checkpoint_dir, progress: as for :class:`Executor`.
@@ -211,7 +213,9 @@ class RayExecutor(Executor):
         self._ray = ray
         self._owns = not ray.is_initialized()
         if self._owns:
-            ray.init(address=address, num_cpus=num_cpus if address is None else None,
+            if address is None and not os.environ.get("RAY_ADDRESS"):
+                address = "local"  # ray.init() would join any cluster already running on this machine
+            ray.init(address=address, num_cpus=num_cpus if address == "local" else None,
                      include_dashboard=False, log_to_driver=False)
         self._remote = ray.remote(num_cpus=1, max_retries=max_retries)(_call)
 

@@ -264,6 +264,25 @@ def test_ray_retries_a_killed_worker_and_recomputes_one_task(cluster, tmp_path):
     assert [_calls(tmp_path, i) for i in range(6)] == [1, 1, 1, 2, 1, 1]
 
 
+@pytest.mark.parametrize("env_address, address, expected", [
+    (None, None, ("local", 3)), ("ray://h:1", None, (None, None)), (None, "auto", ("auto", None))])
+def test_ray_executor_starts_its_own_local_cluster_unless_told_to_join(monkeypatch, env_address, address, expected):
+    """Without an address, a new local cluster (never a cluster another process runs on the machine); RAY_ADDRESS
+    or --address joins one, without a CPU count."""
+    ray = pytest.importorskip("ray")
+    from membudget.studies.execution import RayExecutor
+
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append((kw["address"], kw["num_cpus"])))
+    if env_address:
+        monkeypatch.setenv("RAY_ADDRESS", env_address)
+    else:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    RayExecutor(address=address, num_cpus=3)
+    assert calls == [expected]
+
+
 def test_ray_resumes_a_local_checkpoint(cluster, tmp_path):
     from membudget.studies.execution import RayExecutor
 
