@@ -12,7 +12,7 @@ import pytest
 
 from membudget import train
 from membudget.studies.budgetmem import (ResultsConfig, cap_grid, dominance, evaluate, format_results,
-                                         frontier_mixture, goal_check, paired_gain, router_frontier_at)
+                                         frontier_mixture, goal_check, paired_gain, router_frontier_at, train_many)
 from membudget.studies.execution import Executor
 from membudget.envs.tiers import floor_cost_bound, reference_costs
 
@@ -187,3 +187,18 @@ def test_results_command_passes_bad_backend_input_on(tmp_path):
     with pytest.raises(SystemExit):
         main(["tiers", "--backend", "spark", "--out", str(tmp_path)])
     assert not list(tmp_path.iterdir())       # refused before training anything
+
+
+def test_train_many_on_an_executor_trains_the_same_routers(tmp_path):
+    import torch
+
+    jobs = {n: {"lam": lam, "total_timesteps": 0, "bc_queries": 10, "bc_epochs": 2} for n, lam in (("a", 0.0),
+                                                                                                ("b", 1.0))}
+    local = train_many(jobs, str(tmp_path / "local"), workers=1)
+    tasks = train_many(jobs, str(tmp_path / "tasks"), executor=_Reversed())
+    assert (tmp_path / "tasks" / "b.zip").exists()
+    for n in jobs:
+        a, b = local[n].policy.state_dict(), tasks[n].policy.state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    a, b = local["a"].policy.state_dict(), local["b"].policy.state_dict()
+    assert not all(torch.equal(a[k], b[k]) for k in a)    # the jobs differ, so a mix-up would show
