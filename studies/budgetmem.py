@@ -1,7 +1,7 @@
 """BudgetMem's study on ``membudget/TierRouting-v0`` (seed 001 §5-6): routers trained by
 :mod:`membudget.agents.tier_router`, evaluated against fixed tiers and the oracles.
 
-- :func:`train_many`: several routers in worker processes, saved and reusable;
+- :func:`train_many`: several routers in worker processes (or as executor tasks), saved and reusable;
 - :func:`rollout`: any policy-protocol policy (SB3 models, baselines, the privileged oracle) on held-out queries,
   stepped in lockstep (every query has exactly five steps) so SB3 models predict in batches;
 - :func:`evaluate`: mean r_task and cost per λ with bootstrap intervals, the frontier against all-LOW / all-MID /
@@ -10,11 +10,17 @@
   :func:`cap_grid`) and the hard cap under them, the β ablation at λ = 0.3, transfer between backbones;
 - :func:`goal_check`: the dominance criterion for each router family and for their union;
 - :func:`format_results` and :func:`plot_frontier`; :func:`main` (``python -m membudget.evaluate tiers``).
+
+On the execution backend (:mod:`membudget.studies.execution`, ``--backend ray`` or ``--checkpoint-dir``), every
+router's training is one task and every evaluation (one policy's rollouts and summary per strategy, λ, cap or
+backbone, one oracle frontier) is one task; without them the routers train in ``--workers`` local processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import io
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -26,12 +32,14 @@ from membudget.agents.tier_router import BC_TEACHERS, HELD_OUT_FIRST_SEED, train
 from membudget.baselines.tiers import BASELINES, OracleTiers
 from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, reference_costs
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
+from membudget.studies.execution import Executor, add_backend_flags, make_executor
 from membudget.studies.protocol import bootstrap_ci
 from membudget.studies.runs import TrainCommand, net_arch, record_training, start_run, write_metrics
 
 LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 SWEEP_LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)   # the results' default: dense enough for a frontier
 CAP_MULTIPLES = (0.6, 0.8, 1.0, 1.25, 1.6)   # per-query caps of the capped routers, × the all-MID reference cost
+ORACLE = "oracle (max r_task)"
 FAMILIES = {"per-lambda": ("routers",), "conditioned": ("conditioned",), "capped": ("capped",),
             "all routers": ("routers", "conditioned", "capped")}
 """Router families of :func:`goal_check`: the result rows' router entries each family's frontier is built from."""
@@ -44,23 +52,49 @@ def _train_job(job):
     return name, path, time.time() - t0
 
 
-def train_many(jobs: dict, out_dir: str, workers: int = 2, reuse: bool = False) -> dict:
-    """Train ``{name: train_router kwargs}`` in ``workers`` processes (spawned, one torch thread each); returns
-    ``{name: PPO model}``. Models are saved as ``out_dir/<name>.zip``; ``reuse`` loads existing ones instead."""
-    from stable_baselines3 import PPO
+def _train_task(kwargs) -> bytes:
+    """One router's training as an executor task: ``train_router`` kwargs → the saved model (zip bytes)."""
+    buf = io.BytesIO()
+    train_router(**kwargs).save(buf)
+    return buf.getvalue()
 
+
+def _trained_routers(jobs: dict, out_dir: str, workers: int, reuse: bool, executor) -> dict:
+    """``{name: zip bytes}`` of the routers of :func:`train_many`, saved as ``out_dir/<name>.zip``."""
     os.makedirs(out_dir, exist_ok=True)
     paths = {n: os.path.join(out_dir, f"{n}.zip") for n in jobs}
-    todo = [(n, kw, paths[n]) for n, kw in jobs.items() if not (reuse and os.path.exists(paths[n]))]
-    if workers > 1 and len(todo) > 1:
+    todo = [n for n in jobs if not (reuse and os.path.exists(paths[n]))]
+    if executor is not None:
+        for n, data in zip(todo, executor.map(_train_task, [jobs[n] for n in todo])):
+            with open(paths[n], "wb") as f:
+                f.write(data)
+    elif workers > 1 and len(todo) > 1:
         import multiprocessing as mp
 
         with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
-            list(ex.map(_train_job, todo))
+            list(ex.map(_train_job, [(n, jobs[n], paths[n]) for n in todo]))
     else:
-        for job in todo:
-            _train_job(job)
-    return {n: PPO.load(p, device="cpu") for n, p in paths.items()}
+        for n in todo:
+            _train_job((n, jobs[n], paths[n]))
+    out = {}
+    for n, p in paths.items():
+        with open(p, "rb") as f:
+            out[n] = f.read()
+    return out
+
+
+def load_router(data: bytes):
+    """A saved router (zip bytes) as an SB3 PPO model on the CPU."""
+    from stable_baselines3 import PPO
+
+    return PPO.load(io.BytesIO(data), device="cpu")
+
+
+def train_many(jobs: dict, out_dir: str, workers: int = 2, reuse: bool = False, executor=None) -> dict:
+    """Train ``{name: train_router kwargs}`` in ``workers`` processes (spawned, one torch thread each), or one
+    ``executor`` task per router; returns ``{name: PPO model}``. Models are saved as ``out_dir/<name>.zip``;
+    ``reuse`` loads existing ones instead."""
+    return {n: load_router(d) for n, d in _trained_routers(jobs, out_dir, workers, reuse, executor).items()}
 
 
 def rollout(policy, seeds, *, privileged=False, lam=None, **env_kwargs) -> dict:
@@ -250,8 +284,10 @@ class ResultsConfig:
     """The warm start's oracle (:func:`bc_warm_start`): ``expected`` or ``hindsight``."""
 
 
-def evaluate(cfg: ResultsConfig, progress=print) -> dict:
-    """Train (or, with ``cfg.reuse``, load) every router of ``cfg`` and evaluate it on the held-out queries.
+def evaluate(cfg: ResultsConfig, progress=print, executor=None) -> dict:
+    """Train (or, with ``cfg.reuse``, load) every router of ``cfg`` and evaluate it on the held-out queries
+    (``executor``: a study executor, e.g. Ray, for the trainings and the evaluations; default: the trainings in
+    ``cfg.workers`` local processes, the evaluations in this one).
     Returns ``{"config", "strategies", "beta_ablation", "transfer", "train_seconds", "seconds"}``; each strategy's
     row holds :func:`summarize` results of the fixed tiers and the oracle (``"fixed"``), the per-λ routers
     (``"routers"``, by λ), the λ-conditioned router (``"conditioned"``, by λ), the capped routers (``"capped"``, by
@@ -274,54 +310,73 @@ def evaluate(cfg: ResultsConfig, progress=print) -> dict:
                                        total_timesteps=cfg.timesteps)
     ab = per_lam[-1]
     jobs[f"{ab}-lam0.3-nobeta"] = dict(base, strategy=ab, lam=0.3, use_beta=False, total_timesteps=cfg.timesteps)
-    progress(f"training {len(jobs)} routers ({cfg.workers} workers) ...")
-    models = train_many(jobs, cfg.out, workers=cfg.workers, reuse=cfg.reuse)
+    progress(f"training {len(jobs)} routers " + (f"({cfg.workers} workers)" if executor is None else
+                                                  f"({executor.backend} backend)") + " ...")
+    routers = _trained_routers(jobs, cfg.out, cfg.workers, cfg.reuse, executor)
     train_s = time.time() - t0
     progress(f"trained in {train_s:.0f} s; evaluating on {cfg.n_queries} held-out queries ...")
-    res = {"config": asdict(cfg), "strategies": {}, "train_seconds": train_s}
+    # one task per result cell, keyed by its place in the results: (kind, policy, env kwargs)
+    tasks = {}
     for s in cfg.strategies:
         kw = {"strategy": s, "population": cfg.population}
-        cost_ref = reference_costs(s, cfg.population)[2]
-        row = {"fixed": {}, "routers": {}, "conditioned": {}, "capped": {}}
-        for name, cls in BASELINES.items():
-            pol = cls(seed=0) if name == "random" else cls()
-            row["fixed"][name] = summarize(rollout(pol, seeds, **kw), cfg.n_resamples)
-        row["fixed"]["oracle (max r_task)"] = summarize(
-            rollout(OracleTiers(), seeds, privileged=True, **kw), cfg.n_resamples)
-        tables = outcome_tables(seeds, **kw)
-        row["oracle_frontier"] = oracle_frontier(tables, cost_ref).tolist()
-        row["expected_frontier"] = oracle_frontier(
-            tables, cost_ref, rank=[r for r, _ in outcome_tables(seeds, expected=True, **kw)]).tolist()
+        for name in (*BASELINES, ORACLE):
+            tasks["strategies", s, "fixed", name] = ("fixed", name, kw)
+        tasks["strategies", s, "oracle_frontier"] = ("frontier", "hindsight", kw)
+        tasks["strategies", s, "expected_frontier"] = ("frontier", "expected", kw)
         if s in per_lam:
             for lam in cfg.lambdas:
-                row["routers"][lam] = summarize(rollout(models[f"{s}-lam{lam}"], seeds, **kw), cfg.n_resamples)
+                tasks["strategies", s, "routers", lam] = ("router", f"{s}-lam{lam}", kw)
         for lam in cfg.lambdas:
-            row["conditioned"][lam] = summarize(rollout(models[f"{s}-conditioned"], seeds, lam=lam,
-                                                        lam_conditioned=True, **kw), cfg.n_resamples)
+            tasks["strategies", s, "conditioned", lam] = ("router", f"{s}-conditioned",
+                                                          dict(kw, lam=lam, lam_conditioned=True))
         for m, cap in caps[s].items():
-            run = rollout(models[f"{s}-cap{m}"], seeds, max_cost_per_query=cap, **kw)
-            row["capped"][m] = {"cap": cap, "max_cost": float(run["cost"].max()),
-                                "queries_downgraded": int((run["downgrades"] > 0).sum()),
-                                **summarize(run, cfg.n_resamples)}
-        res["strategies"][s] = row
-    ab_kw = {"strategy": ab, "population": cfg.population}
-    res["beta_ablation"] = {
-        "strategy": ab,
-        "with_beta": res["strategies"][ab]["routers"].get(0.3),
-        "without_beta": summarize(rollout(models[f"{ab}-lam0.3-nobeta"], seeds, **ab_kw), cfg.n_resamples)}
+            tasks["strategies", s, "capped", m] = ("capped", f"{s}-cap{m}", dict(kw, max_cost_per_query=cap))
+    tasks["beta_ablation", "without_beta"] = ("router", f"{ab}-lam0.3-nobeta",
+                                              {"strategy": ab, "population": cfg.population})
     # transfer: the llama-trained λ = 0.3 router on the other backbone, no retraining
-    tr = {}
     for s in per_lam:
         kw = {"strategy": s, "population": cfg.population, "backbone": cfg.transfer_to}
-        tr[s] = {"router (llama-trained, lam 0.3)": summarize(rollout(models[f"{s}-lam0.3"], seeds, **kw),
-                                                               cfg.n_resamples)}
+        tasks["transfer", s, "router (llama-trained, lam 0.3)"] = ("router", f"{s}-lam0.3", kw)
         for name in ("all-LOW", "all-MID", "all-HIGH"):
-            tr[s][name] = summarize(rollout(BASELINES[name](), seeds, **kw), cfg.n_resamples)
-        tr[s]["oracle_frontier"] = oracle_frontier(outcome_tables(seeds, **kw),
-                                                   reference_costs(s, cfg.population, cfg.transfer_to)[2]).tolist()
-    res["transfer"] = tr
+            tasks["transfer", s, name] = ("fixed", name, kw)
+        tasks["transfer", s, "oracle_frontier"] = ("frontier", "hindsight", kw)
+    fn = functools.partial(_evaluation_task, seeds=seeds, n_resamples=cfg.n_resamples, routers=routers)
+    res = {"config": asdict(cfg),
+           "strategies": {s: {"fixed": {}, "routers": {}, "conditioned": {}, "capped": {}} for s in cfg.strategies},
+           "train_seconds": train_s, "beta_ablation": {"strategy": ab}, "transfer": {}}
+    for (*where, key), value in zip(tasks, (executor or Executor()).map(fn, list(tasks.values()))):
+        node = res
+        for k in where:
+            node = node.setdefault(k, {})
+        node[key] = value
+    res["beta_ablation"] = {"strategy": ab, "with_beta": res["strategies"][ab]["routers"].get(0.3),
+                            "without_beta": res["beta_ablation"]["without_beta"]}
     res["seconds"] = time.time() - t0
     return res
+
+
+def _evaluation_task(item, *, seeds, n_resamples, routers):
+    """One evaluation of :func:`evaluate` on the queries ``seeds``: ``item = (kind, name, env kwargs)`` with kind
+    ``fixed`` (a fixed tier of ``BASELINES`` or the privileged ``ORACLE``), ``router`` or ``capped`` (the router
+    ``routers[name]``, zip bytes; ``capped`` adds the cap, the largest query cost and the queries with a
+    downgrade): the rollout's :func:`summarize`; kind ``frontier``: the ``hindsight`` or ``expected``-quality
+    oracle frontier as a list."""
+    kind, name, kw = item
+    kw = dict(kw)
+    if kind == "frontier":
+        cost_ref = reference_costs(kw["strategy"], kw["population"], kw.get("backbone", "llama"))[2]
+        rank = [r for r, _ in outcome_tables(seeds, expected=True, **kw)] if name == "expected" else None
+        return oracle_frontier(outcome_tables(seeds, **kw), cost_ref, rank=rank).tolist()
+    if kind == "fixed" and name == ORACLE:
+        return summarize(rollout(OracleTiers(), seeds, privileged=True, **kw), n_resamples)
+    if kind == "fixed":
+        return summarize(rollout(BASELINES[name](seed=0) if name == "random" else BASELINES[name](), seeds, **kw),
+                         n_resamples)
+    run = rollout(load_router(routers[name]), seeds, **kw)
+    if kind == "router":
+        return summarize(run, n_resamples)
+    return {"cap": kw["max_cost_per_query"], "max_cost": float(run["cost"].max()),
+            "queries_downgraded": int((run["downgrades"] > 0).sum()), **summarize(run, n_resamples)}
 
 
 def _router_runs(row, family):
@@ -519,9 +574,12 @@ def main(argv=None):
     p.add_argument("--eval-first-seed", type=int, default=d.eval_first_seed,
                    help="first evaluation query (held-out: ≥ 50000; validation below it)")
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--workers", type=int, default=d.workers)
+    p.add_argument("--workers", type=int, default=d.workers,
+                   help="local processes training the routers (with --backend ray or --checkpoint-dir: one "
+                        "executor task per router instead)")
     p.add_argument("--out", default=d.out)
     p.add_argument("--reuse", action="store_true", help="load routers already saved in --out")
+    add_backend_flags(p)
     a = p.parse_args(argv)
     if 0.3 not in a.lambdas:
         p.error("--lambdas must include 0.3 (the β ablation and the transfer use the λ = 0.3 router)")
@@ -532,7 +590,14 @@ def main(argv=None):
                         workers=a.workers, out=a.out, reuse=a.reuse)
     if a.quick:
         cfg.per_lambda_strategy, cfg.n_queries = "capacity", 200
-    res = evaluate(cfg)
+    executor = None
+    if a.backend != "local" or a.checkpoint_dir or a.address:
+        executor = make_executor(a.backend, a.address, a.checkpoint_dir, a.num_cpus)
+    try:
+        res = evaluate(cfg, executor=executor)
+    finally:
+        if executor:
+            executor.close()
     text = format_results(res)
     print(text)
     os.makedirs(cfg.out, exist_ok=True)

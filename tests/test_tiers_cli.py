@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from membudget import train
-from membudget.studies.budgetmem import (cap_grid, dominance, frontier_mixture, goal_check, paired_gain,
-                                         router_frontier_at)
+from membudget.studies.budgetmem import (ResultsConfig, cap_grid, dominance, evaluate, format_results,
+                                         frontier_mixture, goal_check, paired_gain, router_frontier_at, train_many)
+from membudget.studies.execution import Executor
 from membudget.envs.tiers import floor_cost_bound, reference_costs
 
 
@@ -143,3 +144,61 @@ def test_results_command_with_capped_routers(tmp_path, capsys):
     ex = np.asarray(res["strategies"]["capacity"]["expected_frontier"])
     hs = np.asarray(res["strategies"]["capacity"]["oracle_frontier"])
     assert np.all(ex[:, 2] <= hs[:, 2] + 1e-12)     # same multipliers: choosing before the noise cannot beat hindsight
+
+
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def _tiny_results_config(out, **kw):
+    return ResultsConfig(**{"strategies": ["capacity"], "lambdas": [0.3], "caps": [1.0], "timesteps": 0,
+                            "conditioned_timesteps": 0, "bc_queries": 20, "n_queries": 8, "eval_first_seed": 40000,
+                            "n_resamples": 200, "workers": 1, "out": str(out), **kw})
+
+
+def _numbers(res):
+    return {k: v for k, v in res.items() if k not in ("config", "seconds", "train_seconds")}
+
+
+def test_results_on_an_executor_equal_the_local_run_and_resume_from_checkpoints(tmp_path):
+    local = evaluate(_tiny_results_config(tmp_path / "local"), progress=lambda m: None)
+    ckpt = str(tmp_path / "ckpt")
+    reversed_ = evaluate(_tiny_results_config(tmp_path / "reversed"), progress=lambda m: None,
+                         executor=_Reversed(checkpoint_dir=ckpt))
+    assert _numbers(reversed_) == _numbers(local)
+    assert format_results(reversed_).splitlines()[:-1] == format_results(local).splitlines()[:-1]
+    assert list(reversed_["strategies"]["capacity"]["capped"]) == [1.0] and reversed_["transfer"]
+    assert (tmp_path / "reversed" / "capacity-cap1.0.zip").stat().st_size > 0
+    again = Executor(checkpoint_dir=ckpt)       # a restarted run: every training and evaluation is loaded
+    assert _numbers(evaluate(_tiny_results_config(tmp_path / "again"), progress=lambda m: None,
+                             executor=again)) == _numbers(local)
+    assert again.computed == 0 and again.loaded == 4 + 16   # routers; 5 fixed, 2 frontiers, 3 routers, β, transfer 5
+
+
+def test_results_command_passes_bad_backend_input_on(tmp_path):
+    from membudget.evaluate import main
+
+    with pytest.raises(ValueError, match="--address needs --backend ray"):
+        main(["tiers", "--address", "auto", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        main(["tiers", "--backend", "spark", "--out", str(tmp_path)])
+    assert not list(tmp_path.iterdir())       # refused before training anything
+
+
+def test_train_many_on_an_executor_trains_the_same_routers(tmp_path):
+    import torch
+
+    jobs = {n: {"lam": lam, "total_timesteps": 0, "bc_queries": 10, "bc_epochs": 2} for n, lam in (("a", 0.0),
+                                                                                                ("b", 1.0))}
+    local = train_many(jobs, str(tmp_path / "local"), workers=1)
+    tasks = train_many(jobs, str(tmp_path / "tasks"), executor=_Reversed())
+    assert (tmp_path / "tasks" / "b.zip").exists()
+    for n in jobs:
+        a, b = local[n].policy.state_dict(), tasks[n].policy.state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    a, b = local["a"].policy.state_dict(), local["b"].policy.state_dict()
+    assert not all(torch.equal(a[k], b[k]) for k in a)    # the jobs differ, so a mix-up would show
