@@ -105,6 +105,7 @@ def ppo_task(total_timesteps, seed, scope):
     """One PPO training of :func:`evaluate` (seeded by ``seed``): ``scope`` -> ``(policy, training seconds)``; the
     SB3 policy alone travels back (it predicts as the model does), not the model with its environments."""
     model = train_ppo(scope=scope, total_timesteps=total_timesteps, seed=seed)
+    model.policy.optimizer = None  # not needed to predict, and pickling changes its attributes (the checkpoint key)
     return model.policy, model.train_seconds
 
 

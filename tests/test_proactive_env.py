@@ -350,10 +350,15 @@ class _Reversed(Executor):
             yield i, fn(items[i])
 
 
-def test_evaluate_gives_the_same_runs_in_any_task_order_and_split():
+def test_evaluate_gives_the_same_runs_in_any_task_order_and_split_and_resumes(tmp_path):
     local = evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None)
-    split = evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None, executor=_Reversed(), chunk_streams=2)
+    split = evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None, executor=_Reversed(tmp_path),
+                     chunk_streams=2)
     np.testing.assert_equal(local, split)
+    resumed = Executor(tmp_path)
+    np.testing.assert_equal(evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None, executor=resumed,
+                                     chunk_streams=2), local)
+    assert (resumed.computed, resumed.loaded) == (0, 7 * 2 + 1 + 2)  # baselines, the training, PPO's evaluations
     assert list(split["code"]) == [*BASELINES, "PPO"]
     assert [r["seed"] for r in split["code"]["PPO"]] == [10_000, 10_001, 10_002]
     np.testing.assert_equal(split["code"]["EventOnly"], run_policy(EventOnly(), "code", [10_000, 10_001, 10_002]))

@@ -219,7 +219,7 @@ class _Reversed(Executor):
             yield i, fn(items[i])
 
 
-def test_shared_quota_numbers_do_not_depend_on_the_task_order():
+def test_shared_quota_numbers_do_not_depend_on_the_task_order_and_resume(tmp_path):
     from membudget.agents import StaticGate
     from membudget.studies.shared_quota import dp_bounds, measure, play
     from membudget.teachers import build_label_dataset
@@ -228,7 +228,10 @@ def test_shared_quota_numbers_do_not_depend_on_the_task_order():
     kw = dict(timesteps=256, agent_counts=(2,), levels=("B10",), progress=lambda m: None, bases=(6000, 6010),
               static=static)
     local = measure(**kw)
-    np.testing.assert_equal(local, measure(**kw, executor=_Reversed()))
+    np.testing.assert_equal(local, measure(**kw, executor=_Reversed(tmp_path)))
+    resumed = Executor(tmp_path)
+    np.testing.assert_equal(local, measure(**kw, executor=resumed))
+    assert (resumed.computed, resumed.loaded) == (0, 3)
     assert list(local) == [(2, "B10")] and list(local[(2, "B10")]) == ["Static", "PPO", "DP bounds"]
     thr = static.threshold_for("B10")
     np.testing.assert_equal(local[(2, "B10")]["Static"],
