@@ -7,7 +7,8 @@
   scope and over all scopes, 95% bootstrap intervals over streams, and paired differences for the paper's
   memory-layer findings; :func:`intervals` (computed once), :func:`format_results`, :func:`plot_ablation` and
   :func:`main`
-  (``python -m membudget.evaluate proactive``), which writes ``docs/proactive_stream.md``.
+  (``python -m membudget.evaluate proactive [--backend local|ray]``), which writes ``docs/proactive_stream.md``;
+  :func:`policy_task` and :func:`ppo_task` are :func:`evaluate`'s tasks.
 """
 
 from __future__ import annotations

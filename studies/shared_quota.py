@@ -10,7 +10,8 @@
   schedule: a lower bound). With one agent both equal the exact optimum.
 
 ``python -m membudget.evaluate shared-budget`` prints the results table (2, 3, 5 agents; shared budgets = the sum
-of the agents' B10 and B20 levels) and writes ``docs/shared_budget.md``.
+of the agents' B10 and B20 levels) and writes ``docs/shared_budget.md``; with ``--backend local|ray`` (local by
+default) every (agent count, level, policy or bound) is one task of :func:`measure`.
 """
 
 from __future__ import annotations
