@@ -7,12 +7,14 @@
   scope and over all scopes, 95% bootstrap intervals over streams, and paired differences for the paper's
   memory-layer findings; :func:`intervals` (computed once), :func:`format_results`, :func:`plot_ablation` and
   :func:`main`
-  (``python -m membudget.evaluate proactive``), which writes ``docs/proactive_stream.md``.
+  (``python -m membudget.evaluate proactive [--backend local|ray]``), which writes ``docs/proactive_stream.md``;
+  :func:`policy_task` and :func:`ppo_task` are :func:`evaluate`'s tasks.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shlex
@@ -26,6 +28,7 @@ import numpy as np
 from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, make_env, train_ppo
 from membudget.baselines.proactive import POLICIES
 from membudget.envs.proactive.env import episode_metrics
+from membudget.studies.execution import Executor, add_backend_flags, chunks, make_executor
 from membudget.studies.protocol import package_versions
 from membudget.studies.runs import TrainCommand, net_arch, record_training, start_run, write_metrics
 
@@ -92,21 +95,47 @@ def bootstrap(runs, n_resamples=2000, seed=0, other=None) -> dict:
     return {k: (point[k], float(np.quantile(draws[k], 0.025)), float(np.quantile(draws[k], 0.975))) for k in keys}
 
 
-def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, progress=print) -> dict:
+def policy_task(models, item) -> list:
+    """One task of :func:`evaluate`: ``item = (policy name, scope, stream seeds)`` -> :func:`run_policy`'s runs.
+    Baselines are built in the task; ``"PPO"`` is ``models[scope]`` (a policy trained by :func:`ppo_task`)."""
+    name, scope, seeds = item
+    return run_policy(models[scope] if name == "PPO" else POLICIES[name](), scope, seeds)
+
+
+def ppo_task(total_timesteps, seed, scope):
+    """One PPO training of :func:`evaluate` (seeded by ``seed``): ``scope`` -> ``(policy, training seconds)``; the
+    SB3 policy alone travels back (it predicts as the model does), not the model with its environments."""
+    model = train_ppo(scope=scope, total_timesteps=total_timesteps, seed=seed)
+    model.policy.optimizer = None  # not needed to predict, and pickling changes its attributes (the checkpoint key)
+    return model.policy, model.train_seconds
+
+
+def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, progress=print, executor=None,
+             chunk_streams=0) -> dict:
     """Every baseline (and PPO when ``ppo_timesteps``) on streams ``HELD_OUT_FIRST_SEED ...`` of each scope.
-    Returns ``{scope: {policy: runs}}``."""
+    Returns ``{scope: {policy: runs}}``.
+
+    The work runs as tasks of ``executor`` (default: the local backend): one per (baseline, scope, stream range of
+    ``chunk_streams`` streams; ``0``: all streams), then one PPO training per scope and one PPO evaluation per
+    (scope, stream range). Streams are independent and every task seeds itself from its key, so the results do
+    not depend on the backend or on ``chunk_streams``."""
+    executor = executor or Executor()
     seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + n_streams)
-    results = {}
-    for scope in scopes:
-        results[scope] = {}
-        for name in BASELINES:
-            start = time.perf_counter()
-            results[scope][name] = run_policy(POLICIES[name](), scope, seeds)
-            progress(f"{scope:6s} {name:18s} {time.perf_counter() - start:6.1f} s")
-        if ppo_timesteps:
-            model = train_ppo(scope=scope, total_timesteps=ppo_timesteps, seed=ppo_seed)
-            results[scope]["PPO"] = run_policy(model, scope, seeds)
-            progress(f"{scope:6s} PPO        trained {model.train_seconds:.0f} s on {ppo_timesteps} steps")
+    items = [(name, scope, part) for scope in scopes for name in BASELINES for part in chunks(seeds, chunk_streams)]
+    start = time.perf_counter()
+    runs = executor.map(functools.partial(policy_task, {}), items)
+    progress(f"baselines: {len(items)} tasks, {time.perf_counter() - start:.1f} s ({executor.backend} backend)")
+    if ppo_timesteps:
+        trained = executor.map(functools.partial(ppo_task, ppo_timesteps, ppo_seed), scopes)
+        for scope, (_, seconds) in zip(scopes, trained):
+            progress(f"{scope:6s} PPO        trained {seconds:.0f} s on {ppo_timesteps} steps")
+        ppo_items = [("PPO", scope, part) for scope in scopes for part in chunks(seeds, chunk_streams)]
+        models = {scope: policy for scope, (policy, _) in zip(scopes, trained)}
+        items += ppo_items
+        runs += executor.map(functools.partial(policy_task, models), ppo_items)
+    results = {scope: {} for scope in scopes}
+    for (name, scope, _), part in zip(items, runs):
+        results[scope].setdefault(name, []).extend(part)
     return results
 
 
@@ -214,13 +243,21 @@ def main(argv=None):
     parser.add_argument("--ppo-seed", type=int, default=0)
     parser.add_argument("--bootstrap", type=int, default=2000)
     parser.add_argument("--out", default="docs", help="directory for proactive_stream.md / .json / _ablation.png")
+    parser.add_argument("--chunk-streams", type=int, default=0,
+                        help="streams per evaluation task (0: one task per policy and scope)")
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
-    if args.streams < 2 or args.ppo_timesteps < 0 or args.bootstrap < 100:
-        parser.error("--streams must be ≥ 2, --ppo-timesteps ≥ 0 and --bootstrap ≥ 100")
+    if args.streams < 2 or args.ppo_timesteps < 0 or args.bootstrap < 100 or args.chunk_streams < 0:
+        parser.error("--streams must be ≥ 2, --ppo-timesteps ≥ 0, --bootstrap ≥ 100 and --chunk-streams ≥ 0")
     argv = list(sys.argv[1:] if argv is None else ["proactive", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
-    results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed)
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
+                           executor=executor, chunk_streams=args.chunk_streams)
+    finally:
+        executor.close()
     cis = intervals(results, args.bootstrap)
     text = (f"ProactiveStream-v0, held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + args.streams - 1} "
             f"per scope; metrics pooled over streams (seed 002 appendix B.4); intervals: 95% bootstrap over streams "

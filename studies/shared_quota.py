@@ -10,12 +10,14 @@
   schedule: a lower bound). With one agent both equal the exact optimum.
 
 ``python -m membudget.evaluate shared-budget`` prints the results table (2, 3, 5 agents; shared budgets = the sum
-of the agents' B10 and B20 levels) and writes ``docs/shared_budget.md``.
+of the agents' B10 and B20 levels) and writes ``docs/shared_budget.md``; with ``--backend local|ray`` (local by
+default) every (agent count, level, policy or bound) is one task of :func:`measure`.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
@@ -24,6 +26,7 @@ from membudget.agents import StaticGate
 from membudget.agents.multiagent import train_shared_ppo
 from membudget.envs import shared_budget
 from membudget.envs.pm import budget_levels, generate_episode
+from membudget.studies.execution import Executor, add_backend_flags, make_executor
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers import HindsightDP, build_label_dataset
 
@@ -57,10 +60,59 @@ def dp_bounds(n_agents, budget, bases=EVAL_BASES):
     return lo, hi
 
 
-def results(timesteps=20_000, agent_counts=(2, 3, 5), levels=("B10", "B20"), progress=print) -> str:
+POLICIES = ("Static", "PPO", "DP bounds")
+"""The tasks of one (agent count, level) setting: the Static gate's play, one shared-PPO training and its play,
+the hindsight-DP bounds."""
+
+
+def setting_task(static, timesteps, bases, item):
+    """One task of :func:`measure`: ``item = (n_agents, level, policy)`` with ``policy`` in :data:`POLICIES` ->
+    the per-base-seed, per-agent Set F1 (for ``"DP bounds"`` the pair ``(lower, upper)``) on the base seeds
+    ``bases``. ``static``: the fitted Static gate; ``timesteps``: PPO's training steps."""
+    n, level, policy = item
+    if policy == "Static":
+        thr = static.threshold_for(level)
+        return play(lambda a, o: static.action_for(o, thr), n, level, bases)
+    if policy == "PPO":
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # float sums depend on the thread count: one thread in every process and backend
+        try:
+            model = train_shared_ppo(n, level, timesteps)
+            return play(lambda a, o: model.predict(o, deterministic=True)[0], n, level, bases)
+        finally:
+            torch.set_num_threads(threads)
+    if policy == "DP bounds":
+        return dp_bounds(n, level, bases)
+    raise ValueError(f"unknown policy {policy!r}; known: {POLICIES}")
+
+
+def measure(timesteps=20_000, agent_counts=(2, 3, 5), levels=("B10", "B20"), progress=print, executor=None,
+            bases=EVAL_BASES, static=None) -> dict:
+    """``{(n_agents, level): {"Static": f1, "PPO": f1, "DP bounds": (lower, upper)}}`` (arrays base seed × agent
+    over ``bases``; a level name means the sum of the agents' levels). The Static gate ``static`` is fitted once if
+    not given (on development weeks 2000-2019, its labels in tasks of ``executor``), then every (agent count,
+    level, policy) is one task of ``executor`` (default: the local backend), each seeded by its key, so the numbers
+    do not depend on the backend."""
+    executor = executor or Executor()
+    if static is None:
+        progress("fit the Static gate on development weeks 2000-2019")
+        static = StaticGate().fit(build_label_dataset(range(2000, 2020), [], map=executor.map))
+    items = [(n, level, policy) for n in agent_counts for level in levels for policy in POLICIES]
+    progress(f"{len(items)} tasks: Static, PPO (training and play) and DP bounds per setting "
+             f"({executor.backend} backend)")
+    out = {}
+    for (n, level, policy), value in zip(items, executor.map(
+            functools.partial(setting_task, static, timesteps, tuple(bases)), items)):
+        out.setdefault((n, level), {})[policy] = value
+    return out
+
+
+def results(timesteps=20_000, agent_counts=(2, 3, 5), levels=("B10", "B20"), progress=print, executor=None) -> str:
+    """The page ``docs/shared_budget.md`` of :func:`measure`'s numbers."""
     start = time.perf_counter()
-    progress("fit the Static gate on development weeks 2000-2019")
-    static = StaticGate().fit(build_label_dataset(range(2000, 2020), []))
+    measured = measure(timesteps, agent_counts, levels, progress, executor)
     lines = ["# Shared observation quota: several assistants, one budget", "",
              "`membudget.envs.shared_budget`: each agent owns a PM week; one shared executor allocates the shared "
              "per-step cap (2 per agent) and the shared episode budget (the sum of the agents' budget levels). "
@@ -70,27 +122,18 @@ def results(timesteps=20_000, agent_counts=(2, 3, 5), levels=("B10", "B20"), pro
              "with `python -m membudget.evaluate shared-budget`.", "",
              "| agents | shared budget | Static: team F1 / Jain | shared PPO: team F1 / Jain | hindsight DP bounds "
              "on team F1 [lower, upper] |", "|---|---|---|---|---|"]
-    for n in agent_counts:
-        for level in levels:
-            budget = level  # a level name means the sum of the agents' levels
-            thr = static.threshold_for(level)
-            progress(f"{n} agents, {level}: Static")
-            st = play(lambda a, o: static.action_for(o, thr), n, budget)
-            progress(f"{n} agents, {level}: PPO")
-            model = train_shared_ppo(n, budget, timesteps)
-            pp = play(lambda a, o: model.predict(o, deterministic=True)[0], n, budget)
-            progress(f"{n} agents, {level}: DP bounds")
-            lo, hi = dp_bounds(n, budget)
 
-            def cell(x):
-                m, a, b = bootstrap_ci(x.mean(axis=1), 10_000)
-                jain = np.mean([shared_budget.jain_index(row) for row in x])
-                return f"{m:.4f} [{a:.4f}, {b:.4f}] / {jain:.3f}"
+    def cell(x):
+        m, a, b = bootstrap_ci(x.mean(axis=1), 10_000)
+        jain = np.mean([shared_budget.jain_index(row) for row in x])
+        return f"{m:.4f} [{a:.4f}, {b:.4f}] / {jain:.3f}"
 
-            total = n * budget_levels()[level]
-            exact = " (equal: the optimum)" if np.allclose(lo, hi) else ""
-            lines.append(f"| {n} | {level} × {n} = {total} | {cell(st)} | {cell(pp)} | "
-                         f"[{lo.mean():.4f}, {hi.mean():.4f}]{exact} |")
+    for (n, level), m in measured.items():
+        lo, hi = m["DP bounds"]
+        total = n * budget_levels()[level]
+        exact = " (equal: the optimum)" if np.allclose(lo, hi) else ""
+        lines.append(f"| {n} | {level} × {n} = {total} | {cell(m['Static'])} | {cell(m['PPO'])} | "
+                     f"[{lo.mean():.4f}, {hi.mean():.4f}]{exact} |")
     lines += ["", "The exact team optimum (a mean of per-agent ratios over the joint week) is not computed: the "
               "hindsight DP optimises one Set F1 ratio. The upper bound gives every agent the whole shared budget "
               "and cap; the lower bound splits both evenly (a feasible joint schedule). Where the two coincide in "
@@ -105,8 +148,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate shared-budget")
     parser.add_argument("--timesteps", type=int, default=20_000)
     parser.add_argument("--out", default="docs/shared_budget.md")
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
-    text = results(args.timesteps, progress=lambda m: print(m, flush=True))
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        text = results(args.timesteps, progress=lambda m: print(m, flush=True), executor=executor)
+    finally:
+        executor.close()
     print(text)
     write_page(args.out, text)
 

@@ -12,7 +12,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 import membudget  # noqa: F401
-from membudget.studies.proactmem import bootstrap, pooled, run_policy
+from membudget.studies.execution import Executor
+from membudget.studies.proactmem import BASELINES, bootstrap, evaluate, pooled, run_policy
 from membudget.baselines.proactive import POLICIES, Always, EventOnly, FullHierarchy, Never
 from membudget.envs.proactive import (DEPTHS, FEATURE_NAMES, N_FEATURES, SCOPES, ProactiveStreamEnv, Stream,
                                       episode_metrics, evidence, feasible, generate_stream)
@@ -339,6 +340,38 @@ def test_evaluate_and_train_entry_points(tmp_path):
                           "--n-steps", "128", "--batch-size", "64", "--eval-streams", "1", "--out", str(tmp_path)])
     files = {p.name for p in (tmp_path / "proactive-ppo-code-seed0").iterdir()}
     assert run_dir.endswith("proactive-ppo-code-seed0") and {"model.zip", "config.json", "metrics.csv"} <= files
+
+
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def test_evaluate_gives_the_same_runs_in_any_task_order_and_split_and_resumes(tmp_path):
+    local = evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None)
+    split = evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None, executor=_Reversed(tmp_path),
+                     chunk_streams=2)
+    np.testing.assert_equal(local, split)
+    resumed = Executor(tmp_path)
+    np.testing.assert_equal(evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None, executor=resumed,
+                                     chunk_streams=2), local)
+    assert (resumed.computed, resumed.loaded) == (0, 7 * 2 + 1 + 2)  # baselines, the training, PPO's evaluations
+    assert list(split["code"]) == [*BASELINES, "PPO"]
+    assert [r["seed"] for r in split["code"]["PPO"]] == [10_000, 10_001, 10_002]
+    np.testing.assert_equal(split["code"]["EventOnly"], run_policy(EventOnly(), "code", [10_000, 10_001, 10_002]))
+
+
+def test_evaluate_command_passes_bad_backend_input_to_a_clear_error(tmp_path):
+    from membudget.evaluate import main as evaluate_main
+
+    with pytest.raises(ValueError, match="--address needs --backend ray"):
+        evaluate_main(["proactive", "--address", "auto", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        evaluate_main(["proactive", "--chunk-streams", "-1", "--out", str(tmp_path)])
+    assert not list(tmp_path.iterdir())
 
 
 def test_an_empty_stream_is_refused_with_a_clear_error():

@@ -7,6 +7,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, see
 
 from membudget.envs import shared_budget
 from membudget.envs.pm import PMWeekEnv, budget_levels
+from membudget.studies.execution import Executor
 
 
 def test_pettingzoo_parallel_api():
@@ -208,3 +209,62 @@ def test_step_takes_a_dict_of_actions():
     env.reset(seed=0)
     with pytest.raises(TypeError, match="dict"):
         env.step([np.zeros(11, np.float32), np.zeros(11, np.float32)])
+
+
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def test_shared_quota_numbers_do_not_depend_on_the_task_order_and_resume(tmp_path):
+    from membudget.agents import StaticGate
+    from membudget.studies.shared_quota import dp_bounds, measure, play
+    from membudget.teachers import build_label_dataset
+
+    static = StaticGate().fit(build_label_dataset(range(2000, 2005), []))
+    kw = dict(timesteps=256, agent_counts=(2,), levels=("B10",), progress=lambda m: None, bases=(6000, 6010),
+              static=static)
+    local = measure(**kw)
+    np.testing.assert_equal(local, measure(**kw, executor=_Reversed(tmp_path)))
+    resumed = Executor(tmp_path)
+    np.testing.assert_equal(local, measure(**kw, executor=resumed))
+    assert (resumed.computed, resumed.loaded) == (0, 3)
+    assert list(local) == [(2, "B10")] and list(local[(2, "B10")]) == ["Static", "PPO", "DP bounds"]
+    thr = static.threshold_for("B10")
+    np.testing.assert_equal(local[(2, "B10")]["Static"],
+                            play(lambda a, o: static.action_for(o, thr), 2, "B10", bases=(6000, 6010)))
+    np.testing.assert_equal(local[(2, "B10")]["DP bounds"], dp_bounds(2, "B10", bases=(6000, 6010)))
+    assert local[(2, "B10")]["PPO"].shape == (2, 2)
+
+
+def test_shared_ppo_task_trains_on_one_thread_and_restores_the_callers(monkeypatch):
+    import torch
+
+    from membudget.studies import shared_quota
+
+    class Idle:
+        def predict(self, obs, deterministic):
+            return np.full(11, -1, np.float32), None
+
+    seen = []
+    monkeypatch.setattr(shared_quota, "train_shared_ppo", lambda *args: seen.append(torch.get_num_threads()) or Idle())
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        f1 = shared_quota.setting_task(None, 256, (6000,), (2, "B10", "PPO"))
+        assert seen == [1] and torch.get_num_threads() == 2 and f1.shape == (1, 2)
+    finally:
+        torch.set_num_threads(threads)
+    with pytest.raises(ValueError, match="unknown policy"):
+        shared_quota.setting_task(None, 256, (6000,), (2, "B10", "Random"))
+
+
+def test_shared_budget_command_passes_bad_backend_input_to_a_clear_error(tmp_path):
+    from membudget.studies.shared_quota import main
+
+    with pytest.raises(ValueError, match="--address needs --backend ray"):
+        main(["--address", "auto", "--out", str(tmp_path / "page.md")])
+    assert not list(tmp_path.iterdir())
