@@ -216,7 +216,8 @@ def build(n_resamples: int = 100_000, progress=print, executor=None) -> str:
     collisions = float(np.mean([sum(n * (n - 1) // 2 for n in np.bincount(
         ep.declared_start[(ep.kind == 0) & ep.registered & (ep.polarity == 0)], minlength=ep.horizon))
         for ep in weeks]))
-    L += ["", "## 7. Teachers: structural headroom", "", "```", structure_report(n_resamples, executor=executor).rstrip(), "```"]
+    L += ["", "## 7. Teachers: structural headroom", "", "```",
+          structure_report(n_resamples, executor=executor).rstrip(), "```"]
     L += ["", "## 8. RL versus distillation", "",
           "Trained allocators (PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger from the hindsight DP) "
           "against the teachers and BudgetPM's gates at B5/B10/B20 on weeks 8000-8029 and 9000-9029 live in "

@@ -447,7 +447,8 @@ def test_the_study_s_evaluations_do_not_depend_on_the_task_order(monkeypatch):
         assert set(r) == set(again[key]) and all(np.array_equal(r[m], again[key][m]) for m in r)
     assert intervals == intervals_again and len(intervals) == 11  # every row but AllSemantic's and Static's
     m, _, _ = intervals[("Pacing", "B60")]
-    assert m == pytest.approx(np.mean(res[("Pacing", "B60")]["macro_accuracy"] - res[("Static", "B60")]["macro_accuracy"]))
+    pacing, static = res[("Pacing", "B60")], res[("Static", "B60")]
+    assert m == pytest.approx(np.mean(pacing["macro_accuracy"] - static["macro_accuracy"]))
     assert diag.keys() == diag_again.keys() == {"breakdown", "quality", "ppo"}
     assert list(diag["ppo"]) == [("B60", 0), ("B60", 1)] and list(diag["quality"]) == [0.1]
     for (b, seed), r in diag["ppo"].items():
