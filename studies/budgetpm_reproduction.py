@@ -2,17 +2,25 @@
 
 ``python -m membudget.evaluate report [--out docs/reproduction.md]`` regenerates it (about two minutes on 2 cores);
 ``python -m membudget.evaluate structure`` prints its structural part alone (:func:`structure_report`).
+
+Both take ``--backend ray`` (and ``--checkpoint-dir``, :mod:`membudget.studies.execution`): the suite's fits, every
+policy evaluation (one task per policy, budget, week range and load, :func:`membudget.studies.budgetpm.evaluate_task`),
+every cap sweep of a natural schedule and every exact-cost DP headroom (one task per week range, load, world and
+budget) run as tasks; each seeds itself from its key, so the report's numbers do not depend on the backend.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
 
 from membudget.envs.pm import WorldConfig, budget_levels, generate_episode
-from membudget.studies.protocol import bootstrap_ci, cost_to_match, evaluate_policy, sweep, write_page
+from membudget.studies.budgetpm import evaluate_task
+from membudget.studies.execution import Executor, add_backend_flags, make_executor
+from membudget.studies.protocol import bootstrap_ci, cost_to_match, sweep, write_page
 from membudget.studies.suite import fit_suite
 from membudget.teachers.structure import headroom, open_after_exhaustion
 
@@ -25,6 +33,50 @@ PUBLISHED_SPEND = {  # BudgetPM appendix C.2, severe-scarcity weeks 8000-8029
 PUBLISHED_GREEDY = {"B5": 0.6714, "B10": 0.7832, "B15": 0.8305, "B20": 0.8310}
 PUBLISHED_HEADROOM = {"B5": 0.00737, "B10": 0.00367, "B15": 0.0, "B20": 0.0}
 PUBLISHED_LOAD = {0: 0.0, 3: 0.0065}
+REPETITIONS = 3
+"""Seeds of RandomFeasible per week (:func:`~membudget.studies.protocol.evaluate_policy`'s default)."""
+ANALYSIS, SEVERE, BOUNDARY, LOAD_WEEKS = range(4000, 4030), range(8000, 8030), range(9000, 9030), range(21000, 21240)
+NATURAL = ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome", "Pacing", "PacingLB")
+
+
+def evaluation_keys() -> list:
+    """``(policy, budget, weeks, load)`` of every evaluation the report reads, in report order."""
+    keys = [("AllRelevant", None, ANALYSIS, 0)]
+    keys += [(n, b, ANALYSIS, 0) for b in ("B20", "B40", "B60", "B80") for n in ("Static", "MatchedDue", "Boosted")]
+    for seeds in (SEVERE, BOUNDARY):
+        keys += [(n, b, seeds, 0) for b in ("B5", "B10", "B15", "B20") for n in ("Myopic", "Sequential")]
+        keys += [("DeadlineOutcome", b, seeds, 0) for b in ("B5", "B10")]
+    keys += [(n, "B5", SEVERE, 0) for n in NATURAL]
+    keys += [(n, b, SEVERE, 0) for b in ("B5", "B10") for n in ("Static", "Myopic", "Sequential")]
+    keys += [(n, "B10", LOAD_WEEKS, k) for k in (0, 3) for n in ("Myopic", "Sequential")]
+    return list(dict.fromkeys(keys))
+
+
+def report_task(suite, item):
+    """One independent unit of the report as a task: ``("policy", name, budget, weeks, load)`` -> per-week
+    metrics (:func:`~membudget.studies.budgetpm.evaluate_task`); ``("sweep", name, weeks)`` -> the natural
+    schedule's cap sweep; ``("headroom", weeks, load, n_time, budget)`` -> :func:`headroom_task`."""
+    kind, *key = item
+    if kind == "policy":
+        name, budget, seeds, load = key
+        return evaluate_task(suite, load, REPETITIONS, (name, budget, seeds))
+    if kind == "sweep":
+        name, seeds = key
+        return sweep(suite, name, list(seeds))
+    return headroom_task(tuple(key))
+
+
+def headroom_task(item) -> dict:
+    """Exact-cost DP minus current-greedy as a task: ``(weeks, load, n_time, budget)`` (``n_time`` None: the default
+    world) -> per-week ``greedy`` Set F1, ``dp`` Set F1 at the greedy's realized ``cost``, and ``opened``
+    (positive opportunities still open after the greedy exhausts its cap, by quarter; one row per week)."""
+    seeds, load, n_time, budget = item
+    world = WorldConfig() if n_time is None else WorldConfig(n_time=n_time)
+    weeks = [generate_episode(s, world, load=load) for s in seeds]
+    rows = headroom(weeks, budget)
+    return {"greedy": np.array([r[0] for r in rows]), "dp": np.array([r[1] for r in rows]),
+            "cost": np.array([r[2] for r in rows]),
+            "opened": np.array([open_after_exhaustion(ep, r[3], budget) for ep, r in zip(weeks, rows)])}
 
 
 def _ci(x, n):
@@ -32,18 +84,27 @@ def _ci(x, n):
     return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]"
 
 
-def build(n_resamples: int = 100_000, progress=print) -> str:
+def build(n_resamples: int = 100_000, progress=print, executor=None) -> str:
+    """The report's text; the suite's fits, the evaluations, sweeps and DP headrooms run as tasks of ``executor``
+    (default: this process)."""
     t0 = time.perf_counter()
-    suite = fit_suite(progress=lambda m: progress(f"fit: {m}"))
-    ev = {}
+    executor = executor or Executor()
+    suite = fit_suite(progress=lambda m: progress(f"fit: {m}"), map=executor.map)
+    analysis, severe, boundary = ANALYSIS, SEVERE, BOUNDARY
+    policy_keys = evaluation_keys()
+    sweep_keys = [(n, seeds) for seeds in (severe, boundary) for n in ("DeadlineOutcome", "PeriodicOutcome")]
+    ablation_keys = [(boundary, 0, n_time, c) for n_time in (None, 0.0) for c in (10, 21)]
+    items = ([("policy", *k) for k in policy_keys] + [("sweep", *k) for k in sweep_keys]
+             + [("headroom", *k) for k in ablation_keys])
+    progress(f"{len(items)} evaluations, sweeps and headrooms ({executor.backend} backend)")
+    out = executor.map(functools.partial(report_task, suite), items)
+    ev = dict(zip(policy_keys, out))
+    sweeps = dict(zip(sweep_keys, out[len(policy_keys):]))
+    ablation = dict(zip(ablation_keys, out[len(policy_keys) + len(sweep_keys):]))
 
     def get(name, budget, seeds, load=0):
-        key = (name, budget, seeds.start, seeds.stop, load)
-        if key not in ev:
-            ev[key] = evaluate_policy(suite, name, budget, list(seeds), load)
-        return ev[key]
+        return ev[(name, budget, seeds, load)]
 
-    analysis, severe, boundary = range(4000, 4030), range(8000, 8030), range(9000, 9030)
     L = ["# BudgetPM reproduction report", "",
          "Every comparison of BudgetPM (seed 000) re-measured on `membudget/PMWeek-v0` (unit prices, N_max = 2, "
          "late policy expire). Gates are fitted on development weeks 2000-2019; intervals are paired bootstrap "
@@ -105,7 +166,7 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
           "| weeks | budget | Sequential F1 / recall / cost | Sequential - Deadline-Outcome [95% CI] | "
           "cost for Deadline-Outcome to match | cost for Periodic-Outcome to match |", "|---|---|---|---|---|---|"]
     for seeds, label in ((severe, "8000-8029"), (boundary, "9000-9029")):
-        sw = {n: sweep(suite, n, list(seeds)) for n in ("DeadlineOutcome", "PeriodicOutcome")}
+        sw = {n: sweeps[(n, seeds)] for n in ("DeadlineOutcome", "PeriodicOutcome")}
         for b in ("B5", "B10"):
             sq, dl = get("Sequential", b, seeds), get("DeadlineOutcome", b, seeds)
             f1, rec, cost = sq["set_f1"].mean(), np.nanmean(sq["on_time_recall"]), sq["realized_cost"].mean()
@@ -118,8 +179,7 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
     L += ["", "BudgetPM: Sequential exceeds the strongest natural schedule (Deadline-Outcome) by 1.92-2.58 Set F1 "
           "points at B5/B10; Deadline-Outcome needs 1.19-1.50x and Periodic-Outcome 3.49-4.70x Sequential's "
           "observations to match both its Set F1 and on-time recall."]
-    b5 = {n: get(n, "B5", severe)["set_f1"].mean() for n in ("PeriodicOutcome", "DeadlineOutcome",
-                                                             "DeadlineBackoffOutcome", "Pacing", "PacingLB")}
+    b5 = {n: get(n, "B5", severe)["set_f1"].mean() for n in NATURAL}
     L += ["", "Natural schedules at B5 on 8000-8029 (Set F1): "
           + ", ".join(f"{n} {v:.4f}" for n, v in b5.items()) + "."]
 
@@ -140,9 +200,8 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
     progress("6. load intervention")
     L += ["", "## 6. Opportunity-load intervention at B10 (test weeks 21000-21239, paired by base seed)", ""]
     gains = {}
-    load_seeds = range(21000, 21240)
     for k in (0, 3):
-        my, sq = get("Myopic", "B10", load_seeds, k), get("Sequential", "B10", load_seeds, k)
+        my, sq = get("Myopic", "B10", LOAD_WEEKS, k), get("Sequential", "B10", LOAD_WEEKS, k)
         gains[k] = sq["set_f1"] - my["set_f1"]
         L.append(f"- k={k}: Myopic {my['set_f1'].mean():.4f}, Sequential {sq['set_f1'].mean():.4f}; learned gain "
                  f"Sequential - Myopic {_ci(gains[k], n_resamples)} (published {0.00407 if k == 0 else 0.00836:+.5f})")
@@ -152,13 +211,13 @@ def build(n_resamples: int = 100_000, progress=print) -> str:
 
     progress("7. structural results and the time-trigger ablation")
     weeks = [generate_episode(x) for x in boundary]
-    no_time = [generate_episode(x, WorldConfig(n_time=0.0)) for x in boundary]
-    base = {c: float(np.mean([d - g for g, d, _, _ in headroom(weeks, c)])) for c in (10, 21)}
-    abl = {c: float(np.mean([d - g for g, d, _, _ in headroom(no_time, c)])) for c in (10, 21)}
+    base, abl = ({c: float(np.mean(ablation[(boundary, 0, n_time, c)]["dp"] - ablation[(boundary, 0, n_time, c)]
+                                   ["greedy"])) for c in (10, 21)} for n_time in (None, 0.0))
     collisions = float(np.mean([sum(n * (n - 1) // 2 for n in np.bincount(
         ep.declared_start[(ep.kind == 0) & ep.registered & (ep.polarity == 0)], minlength=ep.horizon))
         for ep in weeks]))
-    L += ["", "## 7. Teachers: structural headroom", "", "```", structure_report(n_resamples).rstrip(), "```"]
+    L += ["", "## 7. Teachers: structural headroom", "", "```",
+          structure_report(n_resamples, executor=executor).rstrip(), "```"]
     L += ["", "## 8. RL versus distillation", "",
           "Trained allocators (PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger from the hindsight DP) "
           "against the teachers and BudgetPM's gates at B5/B10/B20 on weeks 8000-8029 and 9000-9029 live in "
@@ -190,13 +249,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate report")
     parser.add_argument("--out", default="docs/reproduction.md")
     parser.add_argument("--resamples", type=int, default=100_000)
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
-    text = build(args.resamples, progress=lambda m: print(m, flush=True))
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        text = build(args.resamples, progress=lambda m: print(m, flush=True), executor=executor)
+    finally:
+        executor.close()
     write_page(args.out, text)
     print(f"wrote {args.out}")
 
 
-def structure_report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: int = 240) -> str:
+def structure_report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: int = 240, executor=None) -> str:
     """Structural results of BudgetPM appendix C.3.3 / C.4 on our world:
 
     - current-greedy Set F1 at B5/B10/B15/B20 on the boundary weeks 9000-9029 beside the published values;
@@ -205,30 +269,34 @@ def structure_report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: i
     - the same at B10 for opportunity load k=0 and k=3 on the controlled-load test weeks 21000-21239 (paired by
       base seed), and the k=3 minus k=0 difference;
     - positive opportunities still open after the greedy oracle exhausts its cap, by episode quarter.
+
+    Each headroom (week range, load, budget) is a task of ``executor`` (:func:`headroom_task`; default: this
+    process).
     """
     levels = budget_levels()
-    boundary = [generate_episode(s) for s in range(9000, 9000 + n_boundary)]
+    budgets = ("B5", "B10", "B15", "B20")
+    boundary, load_weeks = range(9000, 9000 + n_boundary), range(21000, 21000 + n_load)
+    items = ([(boundary, 0, None, levels[name]) for name in budgets]
+             + [(load_weeks, k, None, levels["B10"]) for k in (0, 3)])
+    out = dict(zip(items, (executor or Executor()).map(headroom_task, items)))
     lines = [f"Boundary weeks 9000-{8999 + n_boundary} (unit costs, N_max = 2, late policy expire)", "",
              f"{'budget':>6} {'greedy F1':>10} {'published':>10} {'cost':>7} | "
              f"{'DP - greedy at exact cost [95% CI]':<38}{'published':>10} | open after exhaustion by quarter"]
-    for name in ("B5", "B10", "B15", "B20"):
-        rows = headroom(boundary, levels[name])
-        g = np.array([r[0] for r in rows])
-        diff = np.array([r[1] - r[0] for r in rows])
-        mean, lo, hi = bootstrap_ci(diff, n_resamples)
-        opened = sum(open_after_exhaustion(ep, r[3], levels[name]) for ep, r in zip(boundary, rows))
-        lines.append(f"{name:>6} {g.mean():>10.4f} {PUBLISHED_GREEDY[name]:>10.4f} "
-                     f"{np.mean([r[2] for r in rows]):>7.2f} | {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]{'':<10}"
+    for name in budgets:
+        h = out[(boundary, 0, None, levels[name])]
+        mean, lo, hi = bootstrap_ci(h["dp"] - h["greedy"], n_resamples)
+        opened = h["opened"].sum(axis=0)
+        lines.append(f"{name:>6} {h['greedy'].mean():>10.4f} {PUBLISHED_GREEDY[name]:>10.4f} "
+                     f"{h['cost'].mean():>7.2f} | {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]{'':<10}"
                      f"{PUBLISHED_HEADROOM[name]:>+10.5f} | {'/'.join(str(int(x)) for x in opened)}")
     lines += ["", f"Controlled load at B10, test weeks 21000-{20999 + n_load} (paired by base seed)", ""]
     per_load = {}
     for k in (0, 3):
-        weeks = [generate_episode(s, load=k) for s in range(21000, 21000 + n_load)]
-        rows = headroom(weeks, levels["B10"])
-        per_load[k] = np.array([r[1] - r[0] for r in rows])
+        h = out[(load_weeks, k, None, levels["B10"])]
+        per_load[k] = h["dp"] - h["greedy"]
         mean, lo, hi = bootstrap_ci(per_load[k], n_resamples)
         lines.append(f"k={k}: DP - greedy at exact cost {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]   (published "
-                     f"{PUBLISHED_LOAD[k]:+.4f}); greedy F1 {np.mean([r[0] for r in rows]):.4f}")
+                     f"{PUBLISHED_LOAD[k]:+.4f}); greedy F1 {h['greedy'].mean():.4f}")
     mean, lo, hi = bootstrap_ci(per_load[3] - per_load[0], n_resamples)
     lines.append(f"k=3 minus k=0: {mean:+.5f} [{lo:+.5f}, {hi:+.5f}]")
     return "\n".join(lines)
@@ -239,9 +307,14 @@ def structure_main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate structure",
                                      description="greedy Set F1, exact-cost DP headroom, load intervention")
     parser.add_argument("--resamples", type=int, default=100_000, help="paired bootstrap resamples")
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    text = structure_report(args.resamples)
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        text = structure_report(args.resamples, executor=executor)
+    finally:
+        executor.close()
     print(text)
     print(f"\ncommand: python -m membudget.evaluate structure   ({time.perf_counter() - start:.1f} s)")
     return text

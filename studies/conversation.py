@@ -9,11 +9,17 @@ policy at B20-B80 and the interpolation budgets B30/B50/B70 (linear threshold in
 conversations 4000-4029, and writes ``docs/conversation.md``: macro accuracy with the paired bootstrap difference
 to Static, component accuracies, verifier queries and false fires, and the reproduction targets beside BudgetPM's
 published GoodAI figures.
+
+With ``--backend ray`` (or ``--checkpoint-dir``) the study's independent work runs as tasks of the execution backend
+(:mod:`membudget.studies.execution`): the 12 PPO trainings (one task per budget and learner seed), the evaluations
+(one task per policy and budget, and per diagnostic rollout) and the paired intervals (one task per row). Every
+task seeds itself from its key, so the page's numbers do not depend on the backend.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
@@ -28,6 +34,7 @@ from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_le
                                          mean_all_semantic_cost)
 from membudget.envs.conversation.rollout import rollout
 from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
+from membudget.studies.execution import Executor, add_backend_flags, make_executor
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers.conversation import ConversationGreedy, ConversationOptimum, build_conversation_dataset
 
@@ -90,7 +97,10 @@ def threshold(gate, budget: str) -> float:
     return float(np.interp(q, qs, [gate.thresholds_[f"B{k}"] for k in qs]))
 
 
-def fit_gates(dataset, levels, progress=print):
+def fit_gates(dataset, levels, progress=print, executor=None, ppo_settings=None):
+    """Every gate and learner of the study by key; the PPO trainings (:func:`train_task`, one per budget and
+    learner seed, with ``ppo_settings``, default :data:`PPO_SETTINGS`) are tasks of ``executor`` (default: this
+    process)."""
     gates = {"Static": StaticGate(n_folds=N_FOLDS).fit(dataset, levels),
              "DueGate": StaticGate(label="due", n_folds=N_FOLDS).fit(dataset, levels),
              "Similarity": RelevanceGate().fit(dataset, levels)}
@@ -102,11 +112,19 @@ def fit_gates(dataset, levels, progress=print):
         progress(f"fitting BC and DAgger students at {b}")
         gates[("bc", b)], _ = fit_bc(DEV_SEEDS, b, task=CONVERSATION)
         gates[("dagger", b)], _ = fit_dagger(DEV_SEEDS, b, iterations=DAGGER_ITERATIONS, task=CONVERSATION)
-        for seed in PPO_SEEDS:
-            progress(f"training PPO at {b}, learner seed {seed}")
-            gates[("ppo", b, seed)], gates[("ppo-history", b, seed)] = train_ppo(b, seed=seed, task=CONVERSATION,
-                                                                               **PPO_SETTINGS)
+    progress(f"training PPO at {', '.join(CALIBRATED)}, learner seeds {PPO_SEEDS}")
+    items = [(b, seed) for b in CALIBRATED for seed in PPO_SEEDS]
+    trained = (executor or Executor()).map(functools.partial(train_task, ppo_settings or PPO_SETTINGS), items)
+    for (b, seed), (net, history) in zip(items, trained):
+        gates[("ppo", b, seed)], gates[("ppo-history", b, seed)] = net, history
     return gates
+
+
+def train_task(settings, item):
+    """One PPO training as a task: ``(budget, learner seed)`` -> ``(policy, history)`` of :func:`train_ppo` with
+    ``settings`` (seeded by the learner seed, one torch thread)."""
+    budget, seed = item
+    return train_ppo(budget, seed=seed, task=CONVERSATION, **settings)
 
 
 def policy(name, budget, gates, seed=0):
@@ -168,35 +186,72 @@ def teacher_metrics(teacher_cls, budget, seeds):
     return {k: np.array(v) for k, v in out.items()}
 
 
-def results(n_resamples=100_000, progress=print):
+def results(n_resamples=100_000, progress=print, executor=None):
+    """The page's text; the PPO trainings, the evaluations and the paired intervals run as tasks of ``executor``
+    (default: this process)."""
     start = time.time()
+    executor = executor or Executor()
     levels = budget_levels()
     progress("labels of the development conversations")
     data = build_conversation_dataset(DEV_SEEDS, CALIBRATED)
-    gates = fit_gates(data, levels, progress)
-    seeds = list(ANALYSIS_SEEDS)
-    res = {}
+    gates = fit_gates(data, levels, progress, executor, PPO_SETTINGS)
     progress("evaluating")
-    res[("AllSemantic", None)] = _run("AllSemantic", "B60", gates, seeds)
+    res, intervals, diag = evaluate(gates, ANALYSIS_SEEDS, n_resamples, executor)
+    return render(res, data, levels, gates, n_resamples, time.time() - start, diag, intervals)
+
+
+def table_keys() -> list:
+    """``(policy, budget)`` of the main table's rows in order (AllSemantic's budget None: uncapped)."""
+    keys = [("AllSemantic", None)]
     for b in CALIBRATED + INTERPOLATED:
         names = ("RandomFeasible", "Similarity", "DueGate", "Static", "Pacing", "CurrentGreedy", "HindsightOptimum")
         if b in CALIBRATED:
             names += ("Myopic", "Sequential", *LEARNED)
-        for name in names:
-            res[(name, b)] = _run(name, b, gates, seeds)
-    progress("diagnostics")
-    diag = {"breakdown": {}, "quality": {}}
-    for name, b in BREAKDOWN:
-        p, kw = policy(name, b, gates)
-        diag["breakdown"][(name, b)] = call_breakdown(p, seeds, **kw)
-    for thr in QUALITY_THRESHOLDS:
-        diag["quality"][thr] = rollout(AtThreshold(gates["Static"], thr), seeds, budget="B60", action_mode="scores")
-    diag["ppo"] = {}
-    for b in CALIBRATED:
-        for seed in PPO_SEEDS:
-            p, kw = policy("PPO", b, gates, seed)
-            diag["ppo"][(b, seed)] = rollout(p, seeds, **kw)
-    return render(res, data, levels, gates, n_resamples, time.time() - start, diag)
+        keys += [(name, b) for name in names]
+    return keys
+
+
+def diagnostic_keys() -> list:
+    """The diagnostics' rollouts: the call breakdowns, Static's scorer at fixed thresholds, PPO per learner seed."""
+    return ([("breakdown", name, b) for name, b in BREAKDOWN] + [("quality", thr) for thr in QUALITY_THRESHOLDS]
+            + [("ppo", b, seed) for b in CALIBRATED for seed in PPO_SEEDS])
+
+
+def evaluate(gates, seeds, n_resamples, executor) -> tuple:
+    """``(res, intervals, diag)`` on the conversations ``seeds`` as two maps of ``executor``: one task per table
+    row and per diagnostic rollout (:func:`evaluation_task`), then one task per paired interval (a row's macro
+    accuracy minus Static's at its budget)."""
+    seeds = tuple(int(s) for s in seeds)
+    table, diagnostics_ = table_keys(), diagnostic_keys()
+    items = [("run", *key) for key in table] + diagnostics_
+    out = dict(zip(items, executor.map(functools.partial(evaluation_task, gates, seeds), items)))
+    res = {key: out[("run", *key)] for key in table}
+    diag = {"breakdown": {}, "quality": {}, "ppo": {}}
+    for kind, *key in diagnostics_:
+        diag[kind][key[0] if kind == "quality" else tuple(key)] = out[(kind, *key)]
+    paired = [(name, b) for name, b in table if b is not None and name != "Static"]
+    diffs = [res[(name, b)]["macro_accuracy"] - res[("Static", b)]["macro_accuracy"] for name, b in paired]
+    intervals = dict(zip(paired, executor.map(functools.partial(bootstrap_ci, n_resamples=n_resamples), diffs)))
+    return res, intervals, diag
+
+
+def evaluation_task(gates, seeds, item):
+    """One evaluation as a task: ``("run", policy, budget)`` -> :func:`_run`'s per-conversation metrics (budget
+    None: AllSemantic uncapped); ``("breakdown", policy, budget)`` -> :func:`call_breakdown`; ``("quality",
+    threshold)`` -> Static's scorer at a fixed threshold at B60; ``("ppo", budget, learner seed)`` -> that PPO
+    learner's rollout."""
+    kind, *key = item
+    if kind == "run":
+        name, budget = key
+        return _run(name, budget or "B60", gates, list(seeds))
+    if kind == "breakdown":
+        p, kw = policy(*key, gates)
+        return call_breakdown(p, seeds, **kw)
+    if kind == "quality":
+        return rollout(AtThreshold(gates["Static"], key[0]), list(seeds), budget="B60", action_mode="scores")
+    budget, seed = key
+    p, kw = policy("PPO", budget, gates, seed)
+    return rollout(p, list(seeds), **kw)
 
 
 def _run(name, budget, gates, seeds):
@@ -215,8 +270,7 @@ def _fmt(x, d=3):
     return f"{x:.{d}f}"
 
 
-def render(res, data, levels, gates, n_resamples, seconds, diag) -> str:
-    static = {b: res[("Static", b)] for b in CALIBRATED + INTERPOLATED}
+def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> str:
     intro = ("Generated by `python -m membudget.evaluate conversation` (the environment: "
              "[ConversationPM-v0](envs/conversation.md)). Gates fitted on the 12 development conversations "
              f"2000-2011 ({len(data)} candidate rows, 4 whole-conversation folds); evaluation on the analysis "
@@ -241,7 +295,7 @@ def render(res, data, levels, gates, n_resamples, seconds, diag) -> str:
             if name == "Static":
                 diff = "reference"
             else:
-                m, lo, hi = bootstrap_ci(r["macro_accuracy"] - static[b]["macro_accuracy"], n_resamples)
+                m, lo, hi = intervals[(name, b)]
                 diff = f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]"
             comp = (f"{_fmt(r['pm_accuracy'].mean())} | {_fmt(r['tr_accuracy'].mean())} | "
                     if "pm_accuracy" in r else "| | ")
@@ -445,8 +499,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate conversation")
     parser.add_argument("--resamples", type=int, default=100_000)
     parser.add_argument("--out", default="docs/conversation.md")
+    add_backend_flags(parser)
     args = parser.parse_args(argv)
-    text = results(args.resamples, progress=lambda m: print(m, flush=True))
+    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
+    try:
+        text = results(args.resamples, progress=lambda m: print(m, flush=True), executor=executor)
+    finally:
+        executor.close()
     print(text)
     write_page(args.out, text)
 

@@ -5,6 +5,7 @@ hindsight optimum against enumeration, current-greedy, the leave-one-out labels)
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import json
 
@@ -17,6 +18,7 @@ from membudget.envs.conversation import (Conversation, ConversationConfig, Conve
                                          save_conversation, validate_conversation)
 from membudget.envs.conversation.world import MESSAGE_KINDS
 from membudget.envs.pm import EpisodeFormatError
+from membudget.studies.execution import Executor
 from membudget.teachers.conversation import (ConversationGreedy, ConversationOptimum, reference_rows, replay)
 
 T = 12
@@ -423,3 +425,59 @@ def test_native_ppo_trains_on_conversations_with_the_same_loop(tmp_path):
         train_ppo("B40", **dict(kw, task="goodai"))
     again, _ = train_ppo("B40", seed=2, **dict(kw, task="conversation"))
     np.testing.assert_array_equal(again.probabilities(obs), a.probabilities(obs))
+
+
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def test_the_study_s_evaluations_do_not_depend_on_the_task_order(monkeypatch):
+    from conversation_tiny import SEEDS, tiny_study
+    from membudget.studies import conversation as study
+
+    gates = tiny_study(monkeypatch)
+    res, intervals, diag = study.evaluate(gates, SEEDS, 500, Executor())
+    again, intervals_again, diag_again = study.evaluate(gates, SEEDS, 500, _Reversed())
+    assert list(res) == list(again) == study.table_keys() and len(res) == 13
+    for key, r in res.items():
+        assert set(r) == set(again[key]) and all(np.array_equal(r[m], again[key][m]) for m in r)
+    assert intervals == intervals_again and len(intervals) == 11  # every row but AllSemantic's and Static's
+    m, _, _ = intervals[("Pacing", "B60")]
+    pacing, static = res[("Pacing", "B60")], res[("Static", "B60")]
+    assert m == pytest.approx(np.mean(pacing["macro_accuracy"] - static["macro_accuracy"]))
+    assert diag.keys() == diag_again.keys() == {"breakdown", "quality", "ppo"}
+    assert list(diag["ppo"]) == [("B60", 0), ("B60", 1)] and list(diag["quality"]) == [0.1]
+    for (b, seed), r in diag["ppo"].items():
+        assert np.array_equal(r["macro_accuracy"], diag_again["ppo"][(b, seed)]["macro_accuracy"])
+    seed0 = res[("PPO", "B60")]  # the table's PPO row is learner seed 0's rollout
+    assert np.array_equal(seed0["macro_accuracy"], diag["ppo"][("B60", 0)]["macro_accuracy"])
+    for key, d in diag["breakdown"].items():
+        assert np.array_equal(d["spend"], diag_again["breakdown"][key]["spend"]) and d["calls"] == \
+            diag_again["breakdown"][key]["calls"]
+
+
+def test_ppo_trainings_seed_themselves_from_their_key():
+    from membudget.studies.conversation import train_task
+
+    settings = {"total_timesteps": 4 * 66, "n_envs": 4, "n_minibatches": 2, "eval_every": 0, "eval_seeds": [3000]}
+    fn = functools.partial(train_task, settings)
+    items = [("B40", 0), ("B40", 1)]
+    forward, backward = Executor().map(fn, items), _Reversed().map(fn, items)
+    env = ConversationPMEnv(budget="B40", action_mode="scores")
+    obs, _ = env.reset(seed=4000)
+    for (a, _), (b, _) in zip(forward, backward):
+        np.testing.assert_array_equal(a.probabilities(obs), b.probabilities(obs))
+    assert not np.array_equal(forward[0][0].probabilities(obs), forward[1][0].probabilities(obs))
+
+
+def test_the_study_s_command_line_passes_bad_backend_input_to_make_executor():
+    from membudget.studies.conversation import main
+
+    with pytest.raises(ValueError, match="--address needs --backend ray"):
+        main(["--address", "auto", "--out", "/nonexistent/page.md"])
+    with pytest.raises(SystemExit):
+        main(["--backend", "spark"])

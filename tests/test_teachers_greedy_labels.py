@@ -1,6 +1,7 @@
 """CurrentGreedy against step-by-step enumeration in the environment; label datasets; structural report."""
 
 import copy
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from membudget.envs.pm import PMWeekEnv, WorldConfig, generate_episode
 from membudget.teachers import CurrentGreedy, HindsightDP, LabelDataset, build_label_dataset
 from membudget.studies.budgetpm_reproduction import structure_report as report
+from membudget.studies.execution import Executor
 from membudget.teachers.structure import headroom
 
 from pm_tiny import instances
@@ -154,3 +156,47 @@ def test_label_budget_features_match_the_deployed_environment():
     obs, _ = env.reset(seed=2000)
     assert ds.budget_features_sequential[0][:, 0].tolist() == [obs["budget"][0]] * len(ds)
     assert ds.budget_features_myopic[0][:, 0].tolist() == [obs["budget"][0]] * len(ds)
+
+
+class _Reversed(Executor):
+    """Tasks finishing in the reverse order (as remote workers may)."""
+
+    def _run(self, fn, items, todo):
+        for i in reversed(todo):
+            yield i, fn(items[i])
+
+
+def test_structure_report_headrooms_do_not_depend_on_the_task_order():
+    small = {"n_resamples": 200, "n_boundary": 3, "n_load": 4}
+    assert report(**small, executor=_Reversed()) == report(**small)
+
+
+def test_report_tasks_seed_themselves_from_their_key():
+    from membudget.envs.pm import budget_levels
+    from membudget.studies.budgetpm_reproduction import headroom_task, report_task
+    from membudget.studies.protocol import evaluate_policy, sweep
+    from membudget.studies.suite import fit_suite
+
+    suite = fit_suite(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
+    weeks = range(9000, 9003)
+    items = [("policy", "RandomFeasible", "B10", weeks, 3), ("policy", "Sequential", "B10", weeks, 0),
+             ("sweep", "DeadlineOutcome", range(9000, 9002)), ("headroom", weeks, 0, 0.0, 10)]
+    fn = functools.partial(report_task, suite)
+    forward, backward = Executor().map(fn, items), _Reversed().map(fn, items)
+    for a, b in zip(forward[:2] + forward[3:], backward[:2] + backward[3:]):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
+    assert forward[2] == backward[2] == sweep(suite, "DeadlineOutcome", [9000, 9001])
+    direct = evaluate_policy(suite, "RandomFeasible", "B10", list(weeks), 3)
+    assert all(np.array_equal(forward[0][k], direct[k], equal_nan=True) for k in direct)
+    no_time = [generate_episode(s, WorldConfig(n_time=0.0)) for s in weeks]
+    rows = headroom(no_time, 10)
+    np.testing.assert_array_equal(forward[3]["dp"] - forward[3]["greedy"], [d - g for g, d, _, _ in rows])
+    assert headroom_task((weeks, 0, None, budget_levels()["B10"]))["opened"].shape == (3, 4)
+
+
+def test_report_and_structure_command_lines_pass_bad_backend_input_to_make_executor():
+    from membudget.studies.budgetpm_reproduction import main, structure_main
+
+    for entry in (main, structure_main):
+        with pytest.raises(ValueError, match="--address needs --backend ray"):
+            entry(["--address", "auto"])
