@@ -14,10 +14,12 @@ the studies in :mod:`membudget.studies`.
 - ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v0, written to
   ``docs/proactive_stream.md``;
 - ``shared-budget``: the shared-quota comparison (2, 3, 5 agents), written to ``docs/shared_budget.md``;
-- ``labels``: the imitation-label dataset in week-chunk tasks.
+- ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0, written to ``docs/conversation.md``;
+- ``labels``: the imitation-label dataset in week-chunk tasks;
+- ``demonstrations``: the hindsight DP's demonstrations as a Minari dataset, one DP task per week.
 
-``--backend local|ray`` (and ``--address`` for an existing Ray cluster) runs the headline table, ``labels`` and
-``rl-vs-distillation`` as deterministic tasks on Ray with the same numbers as locally (docs/ray.md).
+``--backend local|ray`` (and ``--address`` for an existing Ray cluster) on every study and generator runs its work
+as deterministic tasks, on Ray with the same numbers as locally (docs/ray.md).
 """
 
 from __future__ import annotations
