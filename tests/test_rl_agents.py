@@ -142,7 +142,9 @@ def test_ppo_losses_match_the_closed_form():
     pg, v_loss, entropy = ppo_losses(t[0], t[1], torch.tensor(sample), torch.tensor(old_logp), torch.tensor(adv),
                                      torch.tensor(values), torch.tensor(returns), 0.2)
 
-    log_sig = lambda x: -np.log1p(np.exp(-x))  # noqa: E731
+    def log_sig(x):
+        return -np.log1p(np.exp(-x))
+
     row_logp = proposed * log_sig(logits) + (1 - proposed) * log_sig(-logits)
     p = 1 / (1 + np.exp(-logits))
     row_ent = -(p * np.log(p) + (1 - p) * np.log(1 - p))
