@@ -81,11 +81,8 @@ def main(argv=None):
             raise SystemExit("--backend, --address and --checkpoint-dir apply to the seeds of --seeds; give "
                              "--seeds for a multi-seed run")
         return cmd.run(cfg, command)
-    executor = make_executor(**backend)
-    try:
+    with make_executor(**backend) as executor:
         return run_seeds(cmd.run, cfg, command, [int(s) for s in seeds.split(",") if s.strip()], executor)
-    finally:
-        executor.close()
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import io
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -32,9 +31,10 @@ from membudget.agents.tier_router import BC_TEACHERS, HELD_OUT_FIRST_SEED, train
 from membudget.baselines.tiers import BASELINES, OracleTiers
 from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, reference_costs
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
-from membudget.studies.execution import Executor, add_backend_flags, make_executor
+from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci
-from membudget.studies.runs import TrainCommand, net_arch, record_training, start_run, write_metrics
+from membudget.studies.runs import (TrainCommand, model_to_bytes, net_arch, ppo_from_bytes, record_training,
+                                   start_run, write_metrics)
 
 LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 SWEEP_LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)   # the results' default: dense enough for a frontier
@@ -45,18 +45,10 @@ FAMILIES = {"per-lambda": ("routers",), "conditioned": ("conditioned",), "capped
 """Router families of :func:`goal_check`: the result rows' router entries each family's frontier is built from."""
 
 
-def _train_job(job):
-    name, kwargs, path = job
-    t0 = time.time()
-    train_router(save_path=path, **kwargs)
-    return name, path, time.time() - t0
-
-
 def _train_task(kwargs) -> bytes:
-    """One router's training as an executor task: ``train_router`` kwargs → the saved model (zip bytes)."""
-    buf = io.BytesIO()
-    train_router(**kwargs).save(buf)
-    return buf.getvalue()
+    """One router's training as a task (of an executor or the local pool): ``train_router`` kwargs → the saved
+    model (zip bytes)."""
+    return model_to_bytes(train_router(**kwargs))
 
 
 def _trained_routers(jobs: dict, out_dir: str, workers: int, reuse: bool, executor) -> dict:
@@ -64,18 +56,19 @@ def _trained_routers(jobs: dict, out_dir: str, workers: int, reuse: bool, execut
     os.makedirs(out_dir, exist_ok=True)
     paths = {n: os.path.join(out_dir, f"{n}.zip") for n in jobs}
     todo = [n for n in jobs if not (reuse and os.path.exists(paths[n]))]
+    kwargs = [jobs[n] for n in todo]
     if executor is not None:
-        for n, data in zip(todo, executor.map(_train_task, [jobs[n] for n in todo])):
-            with open(paths[n], "wb") as f:
-                f.write(data)
+        trained = executor.map(_train_task, kwargs)
     elif workers > 1 and len(todo) > 1:
         import multiprocessing as mp
 
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
-            list(ex.map(_train_job, [(n, jobs[n], paths[n]) for n in todo]))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            trained = list(pool.map(_train_task, kwargs))
     else:
-        for n in todo:
-            _train_job((n, jobs[n], paths[n]))
+        trained = [_train_task(kw) for kw in kwargs]
+    for n, data in zip(todo, trained):
+        with open(paths[n], "wb") as f:
+            f.write(data)
     out = {}
     for n, p in paths.items():
         with open(p, "rb") as f:
@@ -83,18 +76,11 @@ def _trained_routers(jobs: dict, out_dir: str, workers: int, reuse: bool, execut
     return out
 
 
-def load_router(data: bytes):
-    """A saved router (zip bytes) as an SB3 PPO model on the CPU."""
-    from stable_baselines3 import PPO
-
-    return PPO.load(io.BytesIO(data), device="cpu")
-
-
 def train_many(jobs: dict, out_dir: str, workers: int = 2, reuse: bool = False, executor=None) -> dict:
     """Train ``{name: train_router kwargs}`` in ``workers`` processes (spawned, one torch thread each), or one
     ``executor`` task per router; returns ``{name: PPO model}``. Models are saved as ``out_dir/<name>.zip``;
     ``reuse`` loads existing ones instead."""
-    return {n: load_router(d) for n, d in _trained_routers(jobs, out_dir, workers, reuse, executor).items()}
+    return {n: ppo_from_bytes(d) for n, d in _trained_routers(jobs, out_dir, workers, reuse, executor).items()}
 
 
 def rollout(policy, seeds, *, privileged=False, lam=None, **env_kwargs) -> dict:
@@ -372,7 +358,7 @@ def _evaluation_task(item, *, seeds, n_resamples, routers):
     if kind == "fixed":
         return summarize(rollout(BASELINES[name](seed=0) if name == "random" else BASELINES[name](), seeds, **kw),
                          n_resamples)
-    run = rollout(load_router(routers[name]), seeds, **kw)
+    run = rollout(ppo_from_bytes(routers[name]), seeds, **kw)
     if kind == "router":
         return summarize(run, n_resamples)
     return {"cap": kw["max_cost_per_query"], "max_cost": float(run["cost"].max()),
@@ -590,14 +576,8 @@ def main(argv=None):
                         workers=a.workers, out=a.out, reuse=a.reuse)
     if a.quick:
         cfg.per_lambda_strategy, cfg.n_queries = "capacity", 200
-    executor = None
-    if a.backend != "local" or a.checkpoint_dir or a.address:
-        executor = make_executor(a.backend, a.address, a.checkpoint_dir, a.num_cpus)
-    try:
+    with executor_beside_pool(a) as executor:
         res = evaluate(cfg, executor=executor)
-    finally:
-        if executor:
-            executor.close()
     text = format_results(res)
     print(text)
     os.makedirs(cfg.out, exist_ok=True)

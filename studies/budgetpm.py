@@ -14,6 +14,7 @@ code from the file; the package's own ``.npz`` models (students, gates) are plai
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import json
@@ -28,8 +29,8 @@ import numpy as np
 from membudget.agents.rl import load_policy
 from membudget.envs.validation import check_int
 from membudget.studies.execution import BACKENDS, chunks, make_executor
-from membudget.studies.protocol import (SWEEP_CAPS, available, bootstrap_ci, cost_to_match, evaluate_policy,
-                                        package_versions, parse_budget, progress_line, sweep_point)
+from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, cost_to_match, evaluate_policy,
+                                        package_versions, parse_budget, progress_line)
 from membudget.studies.runs import flag_help
 from membudget.studies.suite import POLICIES, fit_suite
 
@@ -149,16 +150,6 @@ SWEPT = ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome")
 """The natural schedules of ``--sweep``."""
 
 
-def _sweep(cfg, suite, executor, seeds):
-    """``{schedule: [row per cap]}`` of the cap sweep: one map of one :func:`sweep_point` task per (schedule,
-    cap) of :data:`SWEPT` × :data:`SWEEP_CAPS` on the evaluation weeks (deterministic schedules: the rows are
-    those of a serial loop)."""
-    items = [(name, cap, tuple(seeds)) for name in SWEPT for cap in SWEEP_CAPS]
-    rows = executor.map(functools.partial(sweep_point, suite, cfg.load), items)
-    n = len(SWEEP_CAPS)
-    return {name: rows[i * n:(i + 1) * n] for i, name in enumerate(SWEPT)}
-
-
 def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
     if cfg.quick:
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
@@ -174,24 +165,19 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
             load_policy(name[len("model:"):])
         elif name not in POLICIES:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")
-    own = executor is None
-    if own:
-        executor = make_executor(cfg.backend, cfg.address or None, cfg.checkpoint_dir or None,
-                                 cfg.num_cpus or None)
-    try:
+    owned = (make_executor(cfg.backend, cfg.address or None, cfg.checkpoint_dir or None, cfg.num_cpus or None)
+             if executor is None else contextlib.nullcontext(executor))
+    with owned as ex:
         if suite is None:
-            suite = fit_suite(progress=lambda m: say(f"fit: {m}"), map=executor.map)
+            suite = fit_suite(progress=lambda m: say(f"fit: {m}"), map=ex.map)
         seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
         budgets = [parse_budget(b) for b in cfg.budgets]
-        say(f"evaluate ({executor.backend} backend)")
-        per, intervals = _evaluate_rows(cfg, suite, executor, seeds, budgets)
+        say(f"evaluate ({ex.backend} backend)")
+        per, intervals = _evaluate_rows(cfg, suite, ex, seeds, budgets)
         sweeps = {}
         if cfg.sweep:
-            say(f"sweep ({executor.backend} backend)")
-            sweeps = _sweep(cfg, suite, executor, seeds)
-    finally:
-        if own:
-            executor.close()
+            say(f"sweep ({ex.backend} backend)")
+            sweeps = cap_sweeps(suite, SWEPT, seeds, load=cfg.load, map=ex.map)
     results = []
     for (name, b), res in per.items():
         row = {"budget": b, "policy": name, "set_f1": res["set_f1"], "on_time_recall": res["on_time_recall"],

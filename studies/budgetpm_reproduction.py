@@ -19,7 +19,7 @@ import numpy as np
 
 from membudget.envs.pm import WorldConfig, budget_levels, generate_episode
 from membudget.studies.budgetpm import evaluate_task
-from membudget.studies.execution import Executor, add_backend_flags, make_executor
+from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, cost_to_match, sweep, write_page
 from membudget.studies.suite import fit_suite
 from membudget.teachers.structure import headroom, open_after_exhaustion
@@ -33,6 +33,7 @@ PUBLISHED_SPEND = {  # BudgetPM appendix C.2, severe-scarcity weeks 8000-8029
 PUBLISHED_GREEDY = {"B5": 0.6714, "B10": 0.7832, "B15": 0.8305, "B20": 0.8310}
 PUBLISHED_HEADROOM = {"B5": 0.00737, "B10": 0.00367, "B15": 0.0, "B20": 0.0}
 PUBLISHED_LOAD = {0: 0.0, 3: 0.0065}
+STRUCTURE_BUDGETS = ("B5", "B10", "B15", "B20")
 REPETITIONS = 3
 """Seeds of RandomFeasible per week (:func:`~membudget.studies.protocol.evaluate_policy`'s default)."""
 ANALYSIS, SEVERE, BOUNDARY, LOAD_WEEKS = range(4000, 4030), range(8000, 8030), range(9000, 9030), range(21000, 21240)
@@ -93,14 +94,16 @@ def build(n_resamples: int = 100_000, progress=print, executor=None) -> str:
     analysis, severe, boundary = ANALYSIS, SEVERE, BOUNDARY
     policy_keys = evaluation_keys()
     sweep_keys = [(n, seeds) for seeds in (severe, boundary) for n in ("DeadlineOutcome", "PeriodicOutcome")]
-    ablation_keys = [(boundary, 0, n_time, c) for n_time in (None, 0.0) for c in (10, 21)]
+    # the time-trigger ablation's headrooms and section 7's (structure_items), each computed once
+    headroom_keys = list(dict.fromkeys([(boundary, 0, n_time, c) for n_time in (None, 0.0) for c in (10, 21)]
+                                       + structure_items()))
     items = ([("policy", *k) for k in policy_keys] + [("sweep", *k) for k in sweep_keys]
-             + [("headroom", *k) for k in ablation_keys])
+             + [("headroom", *k) for k in headroom_keys])
     progress(f"{len(items)} evaluations, sweeps and headrooms ({executor.backend} backend)")
     out = executor.map(functools.partial(report_task, suite), items)
     ev = dict(zip(policy_keys, out))
     sweeps = dict(zip(sweep_keys, out[len(policy_keys):]))
-    ablation = dict(zip(ablation_keys, out[len(policy_keys) + len(sweep_keys):]))
+    headrooms = dict(zip(headroom_keys, out[len(policy_keys) + len(sweep_keys):]))
 
     def get(name, budget, seeds, load=0):
         return ev[(name, budget, seeds, load)]
@@ -211,13 +214,13 @@ def build(n_resamples: int = 100_000, progress=print, executor=None) -> str:
 
     progress("7. structural results and the time-trigger ablation")
     weeks = [generate_episode(x) for x in boundary]
-    base, abl = ({c: float(np.mean(ablation[(boundary, 0, n_time, c)]["dp"] - ablation[(boundary, 0, n_time, c)]
+    base, abl = ({c: float(np.mean(headrooms[(boundary, 0, n_time, c)]["dp"] - headrooms[(boundary, 0, n_time, c)]
                                    ["greedy"])) for c in (10, 21)} for n_time in (None, 0.0))
     collisions = float(np.mean([sum(n * (n - 1) // 2 for n in np.bincount(
         ep.declared_start[(ep.kind == 0) & ep.registered & (ep.polarity == 0)], minlength=ep.horizon))
         for ep in weeks]))
     L += ["", "## 7. Teachers: structural headroom", "", "```",
-          structure_report(n_resamples, executor=executor).rstrip(), "```"]
+          structure_report(n_resamples, headrooms=headrooms).rstrip(), "```"]
     L += ["", "## 8. RL versus distillation", "",
           "Trained allocators (PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger from the hindsight DP) "
           "against the teachers and BudgetPM's gates at B5/B10/B20 on weeks 8000-8029 and 9000-9029 live in "
@@ -251,16 +254,23 @@ def main(argv=None):
     parser.add_argument("--resamples", type=int, default=100_000)
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         text = build(args.resamples, progress=lambda m: print(m, flush=True), executor=executor)
-    finally:
-        executor.close()
     write_page(args.out, text)
     print(f"wrote {args.out}")
 
 
-def structure_report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: int = 240, executor=None) -> str:
+def structure_items(n_boundary: int = 30, n_load: int = 240) -> list:
+    """The :func:`headroom_task` items of :func:`structure_report`: the boundary weeks at B5/B10/B15/B20, then the
+    controlled-load weeks at B10 for k=0 and k=3."""
+    levels = budget_levels()
+    boundary, load_weeks = range(9000, 9000 + n_boundary), range(21000, 21000 + n_load)
+    return ([(boundary, 0, None, levels[name]) for name in STRUCTURE_BUDGETS]
+            + [(load_weeks, k, None, levels["B10"]) for k in (0, 3)])
+
+
+def structure_report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: int = 240, executor=None,
+                     headrooms=None) -> str:
     """Structural results of BudgetPM appendix C.3.3 / C.4 on our world:
 
     - current-greedy Set F1 at B5/B10/B15/B20 on the boundary weeks 9000-9029 beside the published values;
@@ -270,19 +280,17 @@ def structure_report(n_resamples: int = 100_000, n_boundary: int = 30, n_load: i
       base seed), and the k=3 minus k=0 difference;
     - positive opportunities still open after the greedy oracle exhausts its cap, by episode quarter.
 
-    Each headroom (week range, load, budget) is a task of ``executor`` (:func:`headroom_task`; default: this
-    process).
+    Each headroom (week range, load, budget; :func:`structure_items`) is a task of ``executor``
+    (:func:`headroom_task`; default: this process), unless ``headrooms`` (``{item: headroom}``) already holds them.
     """
     levels = budget_levels()
-    budgets = ("B5", "B10", "B15", "B20")
     boundary, load_weeks = range(9000, 9000 + n_boundary), range(21000, 21000 + n_load)
-    items = ([(boundary, 0, None, levels[name]) for name in budgets]
-             + [(load_weeks, k, None, levels["B10"]) for k in (0, 3)])
-    out = dict(zip(items, (executor or Executor()).map(headroom_task, items)))
+    items = structure_items(n_boundary, n_load)
+    out = headrooms if headrooms is not None else dict(zip(items, (executor or Executor()).map(headroom_task, items)))
     lines = [f"Boundary weeks 9000-{8999 + n_boundary} (unit costs, N_max = 2, late policy expire)", "",
              f"{'budget':>6} {'greedy F1':>10} {'published':>10} {'cost':>7} | "
              f"{'DP - greedy at exact cost [95% CI]':<38}{'published':>10} | open after exhaustion by quarter"]
-    for name in budgets:
+    for name in STRUCTURE_BUDGETS:
         h = out[(boundary, 0, None, levels[name])]
         mean, lo, hi = bootstrap_ci(h["dp"] - h["greedy"], n_resamples)
         opened = h["opened"].sum(axis=0)
@@ -310,11 +318,8 @@ def structure_main(argv=None):
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         text = structure_report(args.resamples, executor=executor)
-    finally:
-        executor.close()
     print(text)
     print(f"\ncommand: python -m membudget.evaluate structure   ({time.perf_counter() - start:.1f} s)")
     return text

@@ -34,7 +34,7 @@ from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_le
                                          mean_all_semantic_cost)
 from membudget.envs.conversation.rollout import rollout
 from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
-from membudget.studies.execution import Executor, add_backend_flags, make_executor
+from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers.conversation import ConversationGreedy, ConversationOptimum, build_conversation_dataset
 
@@ -212,9 +212,10 @@ def table_keys() -> list:
 
 
 def diagnostic_keys() -> list:
-    """The diagnostics' rollouts: the call breakdowns, Static's scorer at fixed thresholds, PPO per learner seed."""
+    """The diagnostics' rollouts: the call breakdowns, Static's scorer at fixed thresholds, PPO per learner seed
+    after the first (the table's PPO row is learner seed 0)."""
     return ([("breakdown", name, b) for name, b in BREAKDOWN] + [("quality", thr) for thr in QUALITY_THRESHOLDS]
-            + [("ppo", b, seed) for b in CALIBRATED for seed in PPO_SEEDS])
+            + [("ppo", b, seed) for b in CALIBRATED for seed in PPO_SEEDS[1:]])
 
 
 def evaluate(gates, seeds, n_resamples, executor) -> tuple:
@@ -226,9 +227,11 @@ def evaluate(gates, seeds, n_resamples, executor) -> tuple:
     items = [("run", *key) for key in table] + diagnostics_
     out = dict(zip(items, executor.map(functools.partial(evaluation_task, gates, seeds), items)))
     res = {key: out[("run", *key)] for key in table}
-    diag = {"breakdown": {}, "quality": {}, "ppo": {}}
-    for kind, *key in diagnostics_:
-        diag[kind][key[0] if kind == "quality" else tuple(key)] = out[(kind, *key)]
+    diag = {"breakdown": {key: out[("breakdown", *key)] for key in BREAKDOWN},
+            "quality": {thr: out[("quality", thr)] for thr in QUALITY_THRESHOLDS},
+            # learner seed 0's rollout is the table's PPO row (policy("PPO", b, gates), seed 0)
+            "ppo": {(b, s): res[("PPO", b)] if s == PPO_SEEDS[0] else out[("ppo", b, s)]
+                    for b in CALIBRATED for s in PPO_SEEDS}}
     paired = [(name, b) for name, b in table if b is not None and name != "Static"]
     diffs = [res[(name, b)]["macro_accuracy"] - res[("Static", b)]["macro_accuracy"] for name, b in paired]
     intervals = dict(zip(paired, executor.map(functools.partial(bootstrap_ci, n_resamples=n_resamples), diffs)))
@@ -501,11 +504,8 @@ def main(argv=None):
     parser.add_argument("--out", default="docs/conversation.md")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         text = results(args.resamples, progress=lambda m: print(m, flush=True), executor=executor)
-    finally:
-        executor.close()
     print(text)
     write_page(args.out, text)
 

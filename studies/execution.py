@@ -170,6 +170,12 @@ class Executor:
     def close(self):
         """Release the backend's resources (nothing for the local backend)."""
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 _FUNCTIONS = {}
 """A worker's task functions by object id: a study's function (a fitted suite, a label configuration) is
@@ -247,6 +253,22 @@ def make_executor(backend: str = "local", address: str | None = None, checkpoint
     raise ValueError(f"unknown backend {backend!r}; known: {BACKENDS}")
 
 
+def executor_from_flags(args, progress=None) -> Executor:
+    """The executor of the flags of :func:`add_backend_flags` (a context manager that closes it)."""
+    return make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus, progress=progress)
+
+
+def executor_beside_pool(args, progress=None):
+    """For a study with its own local process pool: ``contextlib.nullcontext()`` (the pool) on the plain local
+    backend, else :func:`executor_from_flags` (``--backend ray``, ``--checkpoint-dir``, or an ``--address`` that
+    :func:`make_executor` refuses without ``--backend ray``)."""
+    import contextlib
+
+    if args.backend == "local" and not args.checkpoint_dir and not args.address:
+        return contextlib.nullcontext()
+    return executor_from_flags(args, progress)
+
+
 def add_backend_flags(parser: argparse.ArgumentParser) -> None:
     """``--backend``, ``--address``, ``--num-cpus`` and ``--checkpoint-dir`` on a study's command line."""
     g = parser.add_argument_group("execution")
@@ -274,5 +296,5 @@ class _Timed:
         return out, (start, time.time(), os.getpid())
 
 
-__all__ = ["BACKENDS", "Executor", "RayExecutor", "add_backend_flags", "chunks", "make_executor", "task_id",
-           "timed"]
+__all__ = ["BACKENDS", "Executor", "RayExecutor", "add_backend_flags", "chunks", "executor_beside_pool",
+           "executor_from_flags", "make_executor", "task_id", "timed"]

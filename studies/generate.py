@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from membudget.studies.execution import add_backend_flags, make_executor
+from membudget.studies.execution import add_backend_flags, executor_from_flags
 from membudget.studies.protocol import parse_budget
 from membudget.teachers import build_label_dataset
 
@@ -27,13 +27,10 @@ def labels_main(argv=None):
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         ds = build_label_dataset(range(args.first_seed, args.first_seed + args.n_weeks),
                                  [parse_budget(b) for b in args.budgets], map=executor.map,
                                  chunk_weeks=args.chunk_weeks)
-    finally:
-        executor.close()
     ds.save(args.out)
     print(f"{args.out}: {len(ds)} rows from weeks {args.first_seed}-{args.first_seed + args.n_weeks - 1}, "
           f"budgets {ds.budget_names.tolist()}, {args.backend} backend, {time.perf_counter() - start:.1f} s")
@@ -53,12 +50,9 @@ def demonstrations_main(argv=None):
     from membudget.teachers.minari_export import export_dp_demonstrations
 
     start = time.perf_counter()
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         ds = export_dp_demonstrations(args.dataset_id, range(args.first_seed, args.first_seed + args.n_weeks),
                                       budget=parse_budget(args.budget), map=executor.map)
-    finally:
-        executor.close()
     print(f"{args.dataset_id}: {ds.total_episodes} weeks, {ds.total_steps} steps, {args.backend} backend "
           f"({time.perf_counter() - start:.1f} s)")
     return ds

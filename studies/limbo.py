@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import io
 import json
 import os
 import shlex
@@ -26,9 +25,9 @@ from membudget.agents.linucb import LinUCB
 from membudget.agents.replay_ppo import make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import BUDGETS, MODES
-from membudget.studies.execution import Executor, add_backend_flags, make_executor
+from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, package_versions
-from membudget.studies.runs import TrainCommand, start_run, write_metrics
+from membudget.studies.runs import TrainCommand, model_to_bytes, ppo_from_bytes, start_run, write_metrics
 
 PAPER_SEEDS = (42, 43, 44)
 # LIMBO's "memory-augmented baselines" (replay, compression, retrieval); GSC is voting without memory and is
@@ -136,11 +135,8 @@ def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), prof
 def ppo_task(total_timesteps, seed, cost_weight, item) -> bytes:
     """PPO trained for one ``(family, profile)`` of :func:`evaluate`; returns the saved model (a zip, as bytes)."""
     family, profile = item
-    model = train_ppo(family=family, profile=profile, total_timesteps=total_timesteps, seed=seed,
-                      cost_weight=cost_weight)
-    buf = io.BytesIO()
-    model.save(buf)
-    return buf.getvalue()
+    return model_to_bytes(train_ppo(family=family, profile=profile, total_timesteps=total_timesteps, seed=seed,
+                                    cost_weight=cost_weight))
 
 
 def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item) -> dict:
@@ -151,9 +147,7 @@ def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item) -> dict:
         return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family,
                           profile=profile, seed=seed, cost_weight=cost_weight)
     if agent == "ppo":
-        from stable_baselines3 import PPO
-
-        policy = PPO.load(io.BytesIO(ppo_models[(family, profile)]), device="cpu")
+        policy = ppo_from_bytes(ppo_models[(family, profile)])
     elif agent == "oracle":
         policy = HindsightOracle(None)
     else:
@@ -318,11 +312,8 @@ def select_alpha_main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha", description=select_alpha.__doc__)
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         best, scores = select_alpha(executor=executor)
-    finally:
-        executor.close()
     print("LinUCB alpha on development seeds 0-9, all six family x profile settings, 500-task streams")
     print(f"{'alpha':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
     for a, (r, acc, tok) in scores.items():
@@ -352,13 +343,10 @@ def replay_main(argv=None):
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
                         cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
                         executor=executor)
-    finally:
-        executor.close()
     n_tasks = rows[0]["runs"][0]["tokens"].size
     text = (f"ReplayStream-v0, seeds {args.seeds}, {n_tasks}-task streams, LinUCB alpha={args.alpha} "
             f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"

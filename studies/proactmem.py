@@ -28,7 +28,7 @@ import numpy as np
 from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, make_env, train_ppo
 from membudget.baselines.proactive import POLICIES
 from membudget.envs.proactive.env import episode_metrics
-from membudget.studies.execution import Executor, add_backend_flags, chunks, make_executor
+from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
 from membudget.studies.protocol import package_versions
 from membudget.studies.runs import TrainCommand, net_arch, record_training, start_run, write_metrics
 
@@ -252,12 +252,9 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else ["proactive", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
                            executor=executor, chunk_streams=args.chunk_streams)
-    finally:
-        executor.close()
     cis = intervals(results, args.bootstrap)
     text = (f"ProactiveStream-v0, held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + args.streams - 1} "
             f"per scope; metrics pooled over streams (seed 002 appendix B.4); intervals: 95% bootstrap over streams "

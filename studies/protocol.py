@@ -83,10 +83,18 @@ def sweep_point(suite, load, item):
             "recall": float(np.nanmean(res["on_time_recall"])), "cost": float(res["realized_cost"].mean())}
 
 
+def cap_sweeps(suite, names, seeds, caps=SWEEP_CAPS, load=0, map=map) -> dict:
+    """``{name: [row per cap]}``: mean Set F1 / on-time recall / realized cost of each natural schedule of ``names``
+    at each cap, one :func:`sweep_point` task per (schedule, cap) in one ``map`` (``map(fn, items)`` -> results
+    in item order, e.g. an executor's ``map``)."""
+    items = [(name, int(cap), tuple(seeds)) for name in names for cap in caps]
+    rows = list(map(functools.partial(sweep_point, suite, load), items))
+    return {name: rows[i * len(caps):(i + 1) * len(caps)] for i, name in enumerate(names)}
+
+
 def sweep(suite, name, seeds, caps=SWEEP_CAPS, load=0, map=map):
-    """Mean Set F1 / on-time recall / realized cost of a natural schedule at each cap, one :func:`sweep_point`
-    task per cap through ``map`` (``map(fn, items)`` -> results in item order, e.g. an executor's ``map``)."""
-    return list(map(functools.partial(sweep_point, suite, load), [(name, int(cap), tuple(seeds)) for cap in caps]))
+    """The cap sweep of one natural schedule (:func:`cap_sweeps`)."""
+    return cap_sweeps(suite, (name,), seeds, caps, load, map)[name]
 
 
 def package_versions() -> dict:
@@ -120,5 +128,5 @@ def write_page(path, text) -> str:
     return folder
 
 
-__all__ = ["SWEEP_CAPS", "available", "bootstrap_ci", "cost_to_match", "evaluate_policy", "package_versions",
-           "parse_budget", "progress_line", "rollout", "sweep", "sweep_point", "write_page"]
+__all__ = ["SWEEP_CAPS", "available", "bootstrap_ci", "cap_sweeps", "cost_to_match", "evaluate_policy",
+           "package_versions", "parse_budget", "progress_line", "rollout", "sweep", "sweep_point", "write_page"]

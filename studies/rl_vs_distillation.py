@@ -27,7 +27,7 @@ from membudget.agents.rl import (TRAIN_SEEDS, as_policy, train_conditioned_ppo,
 from membudget.agents.tasks import TASKS
 from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.pm.world import WorldConfig
-from membudget.studies.execution import add_backend_flags, make_executor
+from membudget.studies.execution import add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, evaluate_policy, rollout, write_page
 from membudget.studies.runs import TrainCommand, budget_flag, finish_run, net_arch, show_bar, start_run
 from membudget.studies.suite import fit_suite
@@ -731,14 +731,8 @@ def benchmark_main(argv=None):
         show = sys.stderr.isatty() if args.progress_bar == "auto" else args.progress_bar == "on"
         say = (lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", file=sys.stderr, flush=True)) if show else None
         overrides = {} if args.workers is None else {"workers": args.workers}
-        executor = None
-        if args.backend != "local" or args.checkpoint_dir:
-            executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus, progress=say)
-        try:
+        with executor_beside_pool(args, progress=say) as executor:
             res = run_benchmark(quick=args.quick, progress=say, executor=executor, **overrides)
-        finally:
-            if executor:
-                executor.close()
         res["command"] = command
     text = format_benchmark(res, command)
     print(text)

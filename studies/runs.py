@@ -16,6 +16,7 @@ import csv
 import dataclasses
 import functools
 import inspect
+import io
 import itertools
 import json
 import os
@@ -52,6 +53,21 @@ def run_seed(run, cfg, command, seed):
     torch.set_num_threads(1)
     named = {"name": f"{cfg.name}-seed{seed}"} if getattr(cfg, "name", "") else {}
     return run(dataclasses.replace(cfg, seed=int(seed), **named), f"{command} (seed {seed})")
+
+
+def model_to_bytes(model) -> bytes:
+    """An SB3 model saved as a zip in memory: how a training task hands its model back (small, and loadable in any
+    process)."""
+    buf = io.BytesIO()
+    model.save(buf)
+    return buf.getvalue()
+
+
+def ppo_from_bytes(data: bytes):
+    """The SB3 PPO model of :func:`model_to_bytes`, on the CPU."""
+    from stable_baselines3 import PPO
+
+    return PPO.load(io.BytesIO(data), device="cpu")
 
 
 def run_seeds(run, cfg, command, seeds, executor):

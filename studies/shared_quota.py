@@ -26,7 +26,7 @@ from membudget.agents import StaticGate
 from membudget.agents.multiagent import train_shared_ppo
 from membudget.envs import shared_budget
 from membudget.envs.pm import budget_levels, generate_episode
-from membudget.studies.execution import Executor, add_backend_flags, make_executor
+from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers import HindsightDP, build_label_dataset
 
@@ -150,11 +150,8 @@ def main(argv=None):
     parser.add_argument("--out", default="docs/shared_budget.md")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    executor = make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus)
-    try:
+    with executor_from_flags(args) as executor:
         text = results(args.timesteps, progress=lambda m: print(m, flush=True), executor=executor)
-    finally:
-        executor.close()
     print(text)
     write_page(args.out, text)
 

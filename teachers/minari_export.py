@@ -41,16 +41,15 @@ def export_dp_demonstrations(dataset_id: str, seeds, *, budget="B10", per_step_c
     item order, e.g. a study executor's ``map`` for Ray); this process then records the weeks with those
     schedules, so the dataset is the same for every ``map``."""
     seeds = [int(s) for s in seeds]
-    schedules = dict(zip(seeds, map(functools.partial(dp_week_schedule, budget, per_step_cap, env_kwargs), seeds)))
+    schedules = iter(list(map(functools.partial(dp_week_schedule, budget, per_step_cap, env_kwargs), seeds)))
     env = _make_env(budget, per_step_cap, env_kwargs)
     plan = {}
-    week = iter(seeds)
 
     def act(base, obs, info):
         t = int(base._core.t[0])
         if t == 0:  # a new week: the DP's schedule for it
             plan.clear()
-            for s, r in schedules[next(week)]:
+            for s, r in next(schedules):
                 plan.setdefault(s, []).append(r)
         a = np.zeros(base.action_space.shape, dtype=base.action_space.dtype)
         a[plan.get(t, [])] = 1
