@@ -1,0 +1,163 @@
+"""The compiled PPO engine (membudget.agents.ppo_compiled) against autograd, torch's Adam and the network class."""
+
+import numpy as np
+import pytest
+import torch
+
+from membudget.agents.per_resource import N_INPUT, PerResourceNet
+from membudget.agents.ppo import _bernoulli_log_prob, _mlp, _per_sample, ppo_losses, train_ppo
+from membudget.agents.ppo_compiled import adam_, clip_grads, minibatch_grads, rollout_actor, sigmoid_tanh
+
+
+def _minibatch(n=48, k=120, obs_width=30, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(k, N_INPUT, generator=gen)
+    sample = torch.sort(torch.randint(0, n - 3, (k,), generator=gen)).values  # the last 3 samples: no candidates
+    proposed = (torch.rand(k, generator=gen) < 0.4).float()
+    obs = torch.randn(n, obs_width, generator=gen)
+    adv, ret = torch.randn(n, generator=gen), torch.randn(n, generator=gen)
+    return x, sample, proposed, obs, adv, ret, gen
+
+
+@pytest.mark.parametrize("with_actor", [True, False])
+@pytest.mark.parametrize("ent_coef", [0.0, 0.01])
+@pytest.mark.parametrize("critic_arch", [(16,), (24, 20)])
+def test_grads_equal_autograd(ent_coef, critic_arch, with_actor):
+    torch.manual_seed(1)
+    n = 48
+    x, sample, proposed, obs, adv, ret, gen = _minibatch(n)
+    actor, critic = PerResourceNet((32, 16)), _mlp(obs.shape[1], critic_arch)
+    with torch.no_grad():
+        logits = actor.forward_rows(x, sample, n)[:, 0]
+        # old log-probabilities off by up to ±0.5, so that ratios fall outside the clip range on both sides
+        old_logp = (_per_sample(_bernoulli_log_prob(logits, proposed), sample, n)
+                    + (torch.rand(n, generator=gen) - 0.5))
+    pg, v_loss, entropy = ppo_losses(actor.forward_rows(x, sample, n)[:, 0], proposed, sample, old_logp, adv,
+                                     critic(obs)[:, 0], ret, 0.2)
+    (pg + 0.5 * v_loss - ent_coef * entropy if with_actor else 0.5 * v_loss).backward()
+    count = torch.bincount(sample, minlength=n).clamp(min=1).float()
+    with torch.no_grad():
+        actor_grads, critic_grads = minibatch_grads(
+            [p.detach() for p in actor.parameters()], [p.detach() for p in critic.parameters()], x, obs, sample,
+            (1 / count)[:, None], proposed, old_logp, adv, ret, clip_coef=torch.tensor(0.2), vf_coef=0.5,
+            ent_coef=ent_coef, with_actor=with_actor)
+    assert (actor_grads is None) == (not with_actor)
+    pairs = list(zip(critic.parameters(), critic_grads))
+    if with_actor:
+        pairs += list(zip(actor.parameters(), actor_grads))
+    else:
+        assert all(p.grad is None for p in actor.parameters())
+    assert len(pairs) == len(list(critic.parameters())) + (len(list(actor.parameters())) if with_actor else 0)
+    for param, grad in pairs:
+        assert grad.shape == param.shape
+        torch.testing.assert_close(grad, param.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_bf16_critic_products_stay_close():
+    torch.manual_seed(1)
+    n = 48
+    x, sample, proposed, obs, adv, ret, _ = _minibatch(n)
+    actor, critic = PerResourceNet((32, 16)), _mlp(obs.shape[1], (64, 64))
+    args = ([p.detach() for p in actor.parameters()], [p.detach() for p in critic.parameters()], x, obs, sample,
+            torch.ones(n, 1), proposed, torch.zeros(n), adv, ret)
+    exact = minibatch_grads(*args, clip_coef=0.2, vf_coef=0.5, ent_coef=0.0)
+    bf16 = minibatch_grads(*args, clip_coef=0.2, vf_coef=0.5, ent_coef=0.0, critic_dtype=torch.bfloat16)
+    for a, b in zip(exact[0], bf16[0]):
+        torch.testing.assert_close(a, b)  # the actor's products stay float32
+    for a, b in zip(exact[1], bf16[1]):
+        assert float((a - b).norm() / b.norm()) < 0.02
+
+
+def test_clip_grads_equals_clip_grad_norm():
+    gen = torch.Generator().manual_seed(5)
+    for scale in (0.01, 10.0):
+        grads = [torch.randn(4, 3, generator=gen) * scale, torch.randn(6, generator=gen) * scale]
+        params = [torch.zeros_like(g, requires_grad=True) for g in grads]
+        for p, g in zip(params, grads):
+            p.grad = g.clone()
+        torch.nn.utils.clip_grad_norm_(params, 0.5)
+        for ours, p in zip(clip_grads(grads, torch.tensor(0.5)), params):
+            torch.testing.assert_close(ours, p.grad)
+
+
+def test_adam_equals_torch_adam():
+    torch.manual_seed(4)
+    params = [torch.randn(5, 3), torch.randn(7)]
+    reference = [p.clone().requires_grad_() for p in params]
+    opt = torch.optim.Adam(reference, lr=3e-3, eps=1e-5)
+    exp_avgs, exp_avg_sqs = [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
+    for t in range(1, 8):
+        grads = [torch.randn_like(p) for p in params]
+        for p, g in zip(reference, grads):
+            p.grad = g.clone()
+        opt.step()
+        adam_(params, grads, exp_avgs, exp_avg_sqs, torch.tensor(3e-3 / (1 - 0.9 ** t)),
+              torch.tensor((1 - 0.999 ** t) ** 0.5))
+    for p, r in zip(params, reference):
+        torch.testing.assert_close(p, r.detach(), rtol=1e-5, atol=1e-7)
+
+
+def test_sigmoid_tanh_equals_tanh():
+    z = torch.linspace(-12, 12, 10001)
+    torch.testing.assert_close(sigmoid_tanh(z.clone()), torch.tanh(z), rtol=0, atol=2e-7)
+
+
+def test_rollout_actor_equals_the_network():
+    torch.manual_seed(2)
+    n = 10
+    x, sample, _, _, _, _, _ = _minibatch(n, k=25)
+    actor = PerResourceNet((64, 64))
+    with torch.no_grad():
+        actor.head.weight.mul_(200)  # logits of ±100 and beyond: the sigmoid must not overflow
+    weights = [p.detach().numpy() for p in actor.parameters()]
+    with np.errstate(all="raise"):
+        p, proposed, logp = rollout_actor(weights, x.numpy(), sample.numpy(), n, np.random.default_rng(0))
+    with torch.no_grad():
+        logits = actor.forward_rows(x, sample, n)[:, 0]
+        expected = _per_sample(_bernoulli_log_prob(logits, torch.as_tensor(proposed, dtype=torch.float32)), sample,
+                               n)
+    np.testing.assert_allclose(p, torch.sigmoid(logits).numpy(), rtol=1e-5, atol=1e-30)
+    np.testing.assert_allclose(logp, expected.numpy(), rtol=1e-5, atol=1e-5)
+    assert logp.dtype == np.float32 and logp.shape == (n,) and (logp[-3:] == 0).all()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"critic_counts": True, "critic_warmup": 1, "ent_coef": 0.01,
+                                         "anneal_lr": True, "init": "student"}])
+def test_compiled_engine_trains_and_is_reproducible(kwargs):
+    kwargs = dict(kwargs)
+    if kwargs.get("init") == "student":
+        torch.manual_seed(7)
+        kwargs["init"] = PerResourceNet((64, 64))
+    runs = [train_ppo("B10", total_timesteps=2 * 4 * 80, seed=3, n_envs=4, n_minibatches=2, eval_every=0,
+                      eval_seeds=[4000], engine="compiled", **kwargs) for _ in range(2)]
+    (policy, history), (again, _) = runs
+    assert [row["env_steps"] for row in history] == [0, 2 * 4 * 80]
+    assert policy.config["engine"] == "compiled"
+    start = kwargs.get("init") or PerResourceNet((64, 64))
+    assert any(not torch.equal(a, b) for a, b in zip(policy.net.state_dict().values(), start.state_dict().values()))
+    for a, b in zip(policy.net.state_dict().values(), again.net.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_compiled_critic_warmup_keeps_the_actor():
+    torch.manual_seed(7)
+    init = PerResourceNet((64, 64))
+    policy, _ = train_ppo("B10", total_timesteps=4 * 80, seed=3, n_envs=4, n_minibatches=2, eval_every=0,
+                          eval_seeds=[4000], engine="compiled", init=init, critic_warmup=1)
+    for a, b in zip(policy.net.state_dict().values(), init.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"actor": "flat-mlp"}, "two hidden layers and context"),
+    ({"context": False}, "two hidden layers and context"),
+    ({"hidden": (64,)}, "two hidden layers and context"),
+    ({"hidden": (64, 64, 64)}, "two hidden layers and context"),
+    ({"bc_coef": 0.1, "bc_data": (0, 0, 0, 0)}, "bc_coef"),
+    ({"task": "conversation"}, "PMWeek-v0 only"),
+    ({"engine": "jax"}, "engine must be one of"),
+])
+def test_compiled_engine_refuses_what_it_does_not_train(bad, message):
+    kwargs = {"engine": "compiled", **bad}
+    with pytest.raises(ValueError, match=message):
+        train_ppo("B10", total_timesteps=1, n_envs=2, **kwargs)
