@@ -142,14 +142,19 @@ def rollout_actor(weights, x, sample, n: int, rng):
     network's ``weights`` (its ``parameters()`` as arrays): ``(probabilities, proposed, log-probability per
     sample)``, the proposals drawn from ``rng``."""
     w1, b1, w2, b2, w3, b3 = weights
-    h1 = np.maximum(x @ w1.T + b1, 0)
+    h = w1.shape[0]
+    h1 = x @ w1.T
+    h1 += b1
+    np.maximum(h1, 0, out=h1)
+    # the context: each sample's mean first-layer activation through the second layer's pooled half, by sample
     counts = np.bincount(sample, minlength=n)
-    pooled = np.zeros((n, h1.shape[1]), dtype=np.float32)
-    some = counts > 0
-    if some.any():
-        starts = (np.cumsum(counts) - counts)[some]
-        pooled[some] = np.add.reduceat(h1, starts, axis=0) / counts[some, None]
-    h2 = np.maximum(np.concatenate([h1, pooled[sample]], 1) @ w2.T + b2, 0)
+    mean = np.zeros((n, sample.size), dtype=np.float32)
+    mean[sample, np.arange(sample.size)] = 1.0 / counts[sample]
+    context = (mean @ h1) @ w2[:, h:].T
+    context += b2
+    h2 = h1 @ w2[:, :h].T
+    h2 += context[sample]
+    np.maximum(h2, 0, out=h2)
     logit = h2 @ w3[0] + b3[0]
     softplus = np.logaddexp(0, logit)
     p = np.exp(logit - softplus)  # sigmoid without overflow
@@ -216,7 +221,8 @@ class CompiledPPO:
         ``with_actor=False`` only the critic learns (a critic warm-up)."""
         from membudget.agents.ppo import gae
 
-        obs, rows, rewards = batch["obs"], batch["rows"], batch["rewards"]
+        # the critic's products read its input in critic_dtype anyway: store it so, and gather half the bytes
+        obs, rows, rewards = batch["obs"].to(self.critic_dtype), batch["rows"], batch["rewards"]
         T, n_envs = rewards.shape
         with torch.no_grad():
             values = critic_values(self.state[1][0], obs, self.critic_dtype, sigmoid_tanh)[0].reshape(T, n_envs)
