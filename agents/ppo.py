@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 from torch import nn
 
 from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows, check_widths,
@@ -314,26 +315,29 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                 opt.step()
         return T
 
-    record()
-    while steps < total_timesteps:
-        if anneal_lr:
-            for g in opt.param_groups:
-                g["lr"] = learning_rate * (1.0 - steps / total_timesteps)
-        idx = (next_week + np.arange(n_envs)) % weeks.size
-        next_week = int((next_week + n_envs) % weeks.size)
-        obs, _ = venv.reset(seed=[int(w) for w in weeks[idx]])
-        if compiled is not None:
-            batch, T = compiled.rollout(venv, obs, reward_scale, critic_counts)
-            steps += T * n_envs
-            update += 1
-            compiled.learn(batch, learning_rate=opt.param_groups[0]["lr"], with_actor=update >= critic_warmup)
-        else:
-            T = autograd_update(obs)
-        if eval_every and steps // eval_every != (steps - T * n_envs) // eval_every:
-            record()
-    if history[-1]["env_steps"] != steps:
+    # numpy's BLAS on as many threads as torch: two training processes on two cores otherwise spin each other's
+    # BLAS threads (the compiled engine's rollout ran 3-7x slower so)
+    with threadpool_limits(limits=int(torch_threads) if torch_threads else None, user_api="blas"):
         record()
-    venv.close()
+        while steps < total_timesteps:
+            if anneal_lr:
+                for g in opt.param_groups:
+                    g["lr"] = learning_rate * (1.0 - steps / total_timesteps)
+            idx = (next_week + np.arange(n_envs)) % weeks.size
+            next_week = int((next_week + n_envs) % weeks.size)
+            obs, _ = venv.reset(seed=[int(w) for w in weeks[idx]])
+            if compiled is not None:
+                batch, T = compiled.rollout(venv, obs, reward_scale, critic_counts)
+                steps += T * n_envs
+                update += 1
+                compiled.learn(batch, learning_rate=opt.param_groups[0]["lr"], with_actor=update >= critic_warmup)
+            else:
+                T = autograd_update(obs)
+            if eval_every and steps // eval_every != (steps - T * n_envs) // eval_every:
+                record()
+        if history[-1]["env_steps"] != steps:
+            record()
+        venv.close()
     if keep_best:
         actor.load_state_dict(best["state"])
     cfg = {"method": "ppo", "env": task.name, "budget": budget, "seed": seed, "total_timesteps": total_timesteps,
