@@ -210,10 +210,10 @@ class CompiledPPO:
             done = terminated | truncated
             if done.any() and not done.all():
                 raise RuntimeError("weeks of one rollout must end together (equal horizons)")
-        batch = dict(obs=torch.as_tensor(np.concatenate(flat)), rows=torch.as_tensor(np.concatenate(rows)),
-                     row_sample=np.concatenate(row_sample), proposed=np.concatenate(row_prop),
-                     old_logp=torch.as_tensor(np.concatenate(old_logp)),
-                     rewards=torch.as_tensor(np.stack(rewards), dtype=torch.float32))
+        batch = {"obs": torch.as_tensor(np.concatenate(flat)), "rows": torch.as_tensor(np.concatenate(rows)),
+                 "row_sample": np.concatenate(row_sample), "proposed": np.concatenate(row_prop),
+                 "old_logp": torch.as_tensor(np.concatenate(old_logp)),
+                 "rewards": torch.as_tensor(np.stack(rewards), dtype=torch.float32)}
         return batch, len(rewards)
 
     def learn(self, batch, *, learning_rate: float, with_actor: bool = True):

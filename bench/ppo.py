@@ -1,26 +1,29 @@
-"""Training throughput of PPO on ``PMWeek-v0`` with the per-resource actor: the package's native PPO loop
-(:mod:`membudget.agents.ppo`) against Stable-Baselines3 PPO with the same actor
-(:class:`~membudget.agents.per_resource.PerResourceActorCriticPolicy`), in one process, one torch thread each.
+"""Training throughput of PPO on ``PMWeek-v0`` with the per-resource actor: the package's native PPO
+(:func:`membudget.agents.ppo.train_ppo`) in its two engines — ``compiled`` (the study's; hand-written gradients
+under ``torch.compile``, bfloat16 critic products) and ``autograd`` (eager float32) — against Stable-Baselines3 PPO
+with the same actor (:class:`~membudget.agents.per_resource.PerResourceActorCriticPolicy`), in one process, one
+torch thread each.
 
-Both run the same algorithm settings — 64 weeks × 80 steps per update (SB3: ``n_envs=64, n_steps=80``), 4 epochs,
-16 minibatches of 320, Adam 1e-3, the same actor and critic widths — so the ratio measures the implementations,
-not the hyperparameters. Rounds alternate so that machine noise hits both alike. Training wall clock only: the
-native loop's learning-curve evaluations are excluded, SB3 runs without callbacks.
+All run the same algorithm settings — 64 weeks × 80 steps per update (SB3: ``n_envs=64, n_steps=80``), 4 epochs,
+16 minibatches of 320, Adam 1e-3, the same actor and critic widths — so the ratios measure the implementations,
+not the hyperparameters. One untimed run of each comes first (the compiled engine compiles on its first update);
+then rounds alternate so that machine noise hits all alike. Training wall clock only: the native loop's
+learning-curve evaluations are excluded, SB3 runs without callbacks.
 
-The GEMM floor bounds what any implementation of these settings can reach on the machine: the time of the matrix
-products alone (forward, and backward's weight and input gradients) that one update of each loop must do — the
-critic on every state, the actor on the candidates (native; their count measured on a rollout of development
-weeks) or on all 11 resources (SB3) — timed as bare ``torch.mm`` calls at the same shapes, with no autograd,
-elementwise work, optimizer or environment. ``native floor / SB3 measured`` is the highest ratio a loop with no
-overhead at all could show against this SB3 run.
+The fp32 GEMM floor bounds what any float32 implementation of these settings can reach on the machine: the time
+of the matrix products alone (forward, and backward's weight and input gradients) that one update of the native
+loop must do — the critic on every state, the actor on the candidates (their count measured on a rollout of
+development weeks) — timed as bare ``torch.mm`` calls at the same shapes, with no autograd, elementwise work,
+optimizer or environment. ``fp32 floor / SB3`` is the highest ratio a float32 loop with no overhead at all could
+show against this SB3 run.
 
 ``--torchrl`` also times TorchRL's PPO with the same actor, critic and settings (:func:`torchrl_rate`; TorchRL is in
-the interop extra).
+the interop extra). ``--bf16`` also times the products in bfloat16 and one autograd minibatch in fp32 and under
+bfloat16 autocast (:func:`minibatch_ms`). ``--quality B10`` instead trains PPO with the full study's settings
+(:func:`quality`; ``--engine``, ``--seeds``) and prints each seed's held-out Set F1.
 
-``--bf16`` also times the native update's products in bfloat16 and one native minibatch in fp32 and under
-bfloat16 autocast (:func:`minibatch_ms`).
-
-``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl] [--bf16]``
+``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl] [--bf16]``;
+``python -m membudget.bench.ppo --quality B10 [--engine compiled|autograd] [--seeds 0,1,2]``
 """
 
 from __future__ import annotations
@@ -284,11 +287,9 @@ def main(argv=None):
     from membudget.envs.pm import PMWeekVectorEnv
 
     space = PMWeekVectorEnv(num_envs=1).single_observation_space
-    n_res = space["mask"].shape[0]
     obs_width = sum(int(np.prod(s.shape)) for s in space.spaces.values())
     rows = candidates_per_state()
     native_shapes = gemm_shapes(rows, obs_width, N_INPUT)
-    sb3_shapes = gemm_shapes(n_res, obs_width, N_INPUT)
     # one untimed run of each loop first: the compiled engine compiles its update (seconds; inductor caches it on
     # disk), and every loop's first run in a process is slower while its allocations grow
     native_rate(N_ENVS * HORIZON, args.rounds, "compiled"), native_rate(args.steps, args.rounds)
