@@ -218,9 +218,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             raise ValueError("engine='compiled' has no behaviour-cloning loss; bc_coef > 0 needs engine='autograd'")
         from membudget.agents.ppo_compiled import CompiledPPO
 
-        compiled = CompiledPPO(actor, critic, gamma=gamma, gae_lambda=gae_lambda, clip_coef=clip_coef,
-                               ent_coef=ent_coef, vf_coef=vf_coef, max_grad_norm=max_grad_norm, n_epochs=n_epochs,
-                               n_minibatches=n_minibatches, rng=rng)
+        compiled = CompiledPPO(actor, critic, clip_coef=clip_coef, ent_coef=ent_coef, vf_coef=vf_coef,
+                               max_grad_norm=max_grad_norm, n_epochs=n_epochs, n_minibatches=n_minibatches, rng=rng)
     if bc_data is not None:
         bc_res, bc_bud, bc_mask, bc_y = (torch.as_tensor(a, dtype=torch.float32) for a in bc_data)
         pos = float((bc_y * bc_mask).sum())
@@ -330,7 +329,10 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                 batch, T = compiled.rollout(venv, obs, reward_scale, critic_counts)
                 steps += T * n_envs
                 update += 1
-                compiled.learn(batch, learning_rate=opt.param_groups[0]["lr"], with_actor=update >= critic_warmup)
+                values = compiled.values(batch)
+                adv = gae(batch["rewards"], values, gamma, gae_lambda)
+                compiled.learn(batch, adv.reshape(-1), (adv + values).reshape(-1),
+                               learning_rate=opt.param_groups[0]["lr"], with_actor=update >= critic_warmup)
             else:
                 T = autograd_update(obs)
             if eval_every and steps // eval_every != (steps - T * n_envs) // eval_every:

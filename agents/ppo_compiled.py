@@ -165,12 +165,12 @@ def rollout_actor(weights, x, sample, n: int, rng):
 
 class CompiledPPO:
     """The engine's state for one training run: the networks (updated in place), Adam's moments and step counts
-    per network, and the compiled update. :meth:`update` plays one rollout and runs the epochs."""
+    per network, and the compiled update. :meth:`rollout` plays the weeks of an update, :meth:`values` and the
+    caller's GAE (:func:`membudget.agents.ppo.gae`) give advantages, :meth:`learn` runs the epochs."""
 
-    def __init__(self, actor, critic, *, gamma: float, gae_lambda: float, clip_coef: float,
+    def __init__(self, actor, critic, *, clip_coef: float,
                  ent_coef: float, vf_coef: float, max_grad_norm: float, n_epochs: int, n_minibatches: int, rng,
                  critic_dtype=torch.bfloat16, compile: bool = True):
-        self.gamma, self.gae_lambda = gamma, gae_lambda
         # tensors, not floats: a compiled graph specialises on Python numbers, and one graph serves every run
         coef = {k: torch.tensor(float(v)) for k, v in (("clip_coef", clip_coef), ("vf_coef", vf_coef),
                                                          ("ent_coef", ent_coef))}
@@ -188,7 +188,7 @@ class CompiledPPO:
 
     def rollout(self, venv, obs, reward_scale: float, with_counts: bool):
         """Play the weeks of ``venv`` (reset, first observation ``obs``) to their end: the batch :meth:`learn`
-        takes and the number of steps ``T``."""
+        takes (``rewards`` scaled by ``reward_scale``, ``(T, n_envs)``) and the number of steps ``T``."""
         n_envs = obs["mask"].shape[0]
         flat, rows, row_sample, row_prop, old_logp, rewards = [], [], [], [], [], []
         done = np.zeros(n_envs, dtype=bool)
@@ -210,24 +210,24 @@ class CompiledPPO:
             done = terminated | truncated
             if done.any() and not done.all():
                 raise RuntimeError("weeks of one rollout must end together (equal horizons)")
-        batch = {"obs": torch.as_tensor(np.concatenate(flat)), "rows": torch.as_tensor(np.concatenate(rows)),
+        # the critic's products read its input in critic_dtype anyway: stored so, the epochs gather half the bytes
+        batch = {"obs": torch.as_tensor(np.concatenate(flat)).to(self.critic_dtype),
+                 "rows": torch.as_tensor(np.concatenate(rows)),
                  "row_sample": np.concatenate(row_sample), "proposed": np.concatenate(row_prop),
                  "old_logp": torch.as_tensor(np.concatenate(old_logp)),
                  "rewards": torch.as_tensor(np.stack(rewards), dtype=torch.float32)}
         return batch, len(rewards)
 
-    def learn(self, batch, *, learning_rate: float, with_actor: bool = True):
-        """GAE on ``batch`` (:meth:`rollout`) and ``n_epochs`` epochs of minibatch updates; with
-        ``with_actor=False`` only the critic learns (a critic warm-up)."""
-        from membudget.agents.ppo import gae
-
-        # the critic's products read its input in critic_dtype anyway: store it so, and gather half the bytes
-        obs, rows, rewards = batch["obs"].to(self.critic_dtype), batch["rows"], batch["rewards"]
-        T, n_envs = rewards.shape
+    def values(self, batch):
+        """The critic's values of a :meth:`rollout`'s states, ``(T, n_envs)``."""
+        T, n_envs = batch["rewards"].shape
         with torch.no_grad():
-            values = critic_values(self.state[1][0], obs, self.critic_dtype, sigmoid_tanh)[0].reshape(T, n_envs)
-        adv = gae(rewards, values, self.gamma, self.gae_lambda)
-        ret, adv = (adv + values).reshape(-1), adv.reshape(-1)
+            return critic_values(self.state[1][0], batch["obs"], self.critic_dtype, sigmoid_tanh)[0].reshape(T, n_envs)
+
+    def learn(self, batch, adv, ret, *, learning_rate: float, with_actor: bool = True):
+        """``n_epochs`` epochs of minibatch updates on a :meth:`rollout`'s ``batch`` with its advantages and returns
+        (flat, ``T * n_envs``); with ``with_actor=False`` only the critic learns (a critic warm-up)."""
+        obs, rows = batch["obs"], batch["rows"]
         proposed = torch.as_tensor(batch["proposed"], dtype=torch.float32)
         n = adv.numel()
         counts = np.bincount(batch["row_sample"], minlength=n)
