@@ -46,7 +46,7 @@ from membudget.envs.validation import check_int, check_number
 ENGINES = ("autograd", "compiled")
 """Engines of :func:`train_ppo`: eager torch with autograd in float32 (the reference), or
 :mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by ``torch.compile``, bfloat16 critic
-products; about twice the env steps per second, not bit-equal)."""
+products; about 2.7 times the env steps per second (bench/ppo.py), not bit-equal)."""
 
 ACTORS = ("per-resource", "flat-mlp")
 """Actors of :func:`train_ppo`: the shared per-resource network (every PMWeek learner's policy class) or the
@@ -154,8 +154,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     ``tune.report``).
 
     ``engine``: :data:`ENGINES` — ``"autograd"`` (eager torch, float32) or ``"compiled"``
-    (:mod:`membudget.agents.ppo_compiled`: the same algorithm and settings, about twice the env steps per second,
-    other numerics; the per-resource actor with two hidden layers and context on ``PMWeek-v0``, no ``bc_coef``)."""
+    (:mod:`membudget.agents.ppo_compiled`: the same algorithm and settings, about 2.7 times the env steps per
+    second (bench/ppo.py), other numerics; the per-resource actor with two hidden layers and context on ``PMWeek-v0``, no ``bc_coef``)."""
     check_int("total_timesteps", total_timesteps, 1)
     check_int("n_envs", n_envs, 1)
     check_int("n_epochs", n_epochs, 1)

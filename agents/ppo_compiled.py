@@ -1,7 +1,7 @@
 """The compiled engine of :func:`membudget.agents.ppo.train_ppo` (``engine="compiled"``): the same PPO — the
 per-resource actor on the candidates, the critic over the flattened observation, one week per slot and update, GAE,
 epochs of minibatches, clipped ratio, value loss, entropy bonus, gradient clipping, Adam — with the work around
-the matrix products cut down, for about twice the native loop's env steps per second on one CPU thread:
+the matrix products cut down, for about 2.7 times the autograd engine's env steps per second on one CPU thread:
 
 - the rollout's actor runs in numpy (:func:`rollout_actor`) on the candidates and its proposals come from the
   loop's numpy generator; the critic's values for the whole rollout come from one batched pass after it (they never

@@ -200,7 +200,7 @@ class NativePPOConfig(_RunSettings):
     """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
     engine: str = "autograd"
     """autograd (eager torch, float32) or compiled (hand-written gradients under torch.compile, bfloat16 critic
-    products: about twice the env steps per second; the per-resource actor on PMWeek-v0, no bc_coef)."""
+    products: about 2.7 times the env steps per second; the per-resource actor on PMWeek-v0, no bc_coef)."""
     task: str = "pmweek"
     """Environment: pmweek (PMWeek-v0) or conversation (ConversationPM-v0: the 12 development conversations,
     validation conversations 3000-3009, budget levels B20...B80; unit costs, no counts for the critic)."""
