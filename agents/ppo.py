@@ -155,7 +155,8 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
 
     ``engine``: :data:`ENGINES` — ``"autograd"`` (eager torch, float32) or ``"compiled"``
     (:mod:`membudget.agents.ppo_compiled`: the same algorithm and settings, about 2.7 times the env steps per
-    second (bench/ppo.py), other numerics; the per-resource actor with two hidden layers and context on ``PMWeek-v0``, no ``bc_coef``)."""
+    second (bench/ppo.py), other numerics; the per-resource actor with two hidden layers and context on
+    ``PMWeek-v0``, no ``bc_coef``)."""
     check_int("total_timesteps", total_timesteps, 1)
     check_int("n_envs", n_envs, 1)
     check_int("n_epochs", n_epochs, 1)
