@@ -177,7 +177,6 @@ class CompiledPPO:
         self.loss = dict(coef, critic_dtype=critic_dtype, tanh=sigmoid_tanh)
         self.max_grad_norm = torch.tensor(float(max_grad_norm))
         self.n_epochs, self.n_minibatches, self.rng = n_epochs, n_minibatches, rng
-        self.critic_dtype = critic_dtype
         self.state = []
         for net in (actor, critic):
             params = [p.detach() for p in net.parameters()]
@@ -211,7 +210,7 @@ class CompiledPPO:
             if done.any() and not done.all():
                 raise RuntimeError("weeks of one rollout must end together (equal horizons)")
         # the critic's products read its input in critic_dtype anyway: stored so, the epochs gather half the bytes
-        batch = {"obs": torch.as_tensor(np.concatenate(flat)).to(self.critic_dtype),
+        batch = {"obs": torch.as_tensor(np.concatenate(flat)).to(self.loss["critic_dtype"]),
                  "rows": torch.as_tensor(np.concatenate(rows)),
                  "row_sample": np.concatenate(row_sample), "proposed": np.concatenate(row_prop),
                  "old_logp": torch.as_tensor(np.concatenate(old_logp)),
@@ -222,7 +221,8 @@ class CompiledPPO:
         """The critic's values of a :meth:`rollout`'s states, ``(T, n_envs)``."""
         T, n_envs = batch["rewards"].shape
         with torch.no_grad():
-            return critic_values(self.state[1][0], batch["obs"], self.critic_dtype, sigmoid_tanh)[0].reshape(T, n_envs)
+            return critic_values(self.state[1][0], batch["obs"], self.loss["critic_dtype"],
+                                 self.loss["tanh"])[0].reshape(T, n_envs)
 
     def learn(self, batch, adv, ret, *, learning_rate: float, with_actor: bool = True):
         """``n_epochs`` epochs of minibatch updates on a :meth:`rollout`'s ``batch`` with its advantages and returns
