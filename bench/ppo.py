@@ -20,10 +20,13 @@ show against this SB3 run.
 ``--torchrl`` also times TorchRL's PPO with the same actor, critic and settings (:func:`torchrl_rate`; TorchRL is in
 the interop extra). ``--bf16`` also times the products in bfloat16 and one autograd minibatch in fp32 and under
 bfloat16 autocast (:func:`minibatch_ms`). ``--quality B10`` instead trains PPO with the full study's settings
-(:func:`quality`; ``--engine``, ``--seeds``) and prints each seed's held-out Set F1.
+(:func:`quality`; ``--engine``, ``--seeds``) and prints each seed's held-out Set F1; with ``--out FILE`` it keeps one
+line per seed there, and ``--compare FILE`` compares the engines over those seeds (:func:`compare`: failed seeds,
+Fisher's exact test of the failure rates, bootstrap intervals of the difference of the means).
 
 ``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl] [--bf16]``;
-``python -m membudget.bench.ppo --quality B10 [--engine compiled|autograd] [--seeds 0,1,2]``
+``python -m membudget.bench.ppo --quality B10 [--engine compiled|autograd] [--seeds 0-2] [--out FILE]``;
+``python -m membudget.bench.ppo --compare FILE [--fail-margin 0.05]``
 """
 
 from __future__ import annotations
@@ -240,9 +243,29 @@ def minibatch_ms(rows_per_state: float, obs_width: int, bf16: bool, repeats: int
     return 1000 * (time.perf_counter() - start) / repeats
 
 
-def quality(budget: str, seeds, engine: str) -> list:
+def parse_seeds(text: str) -> list:
+    """``"0,1,2"`` or ranges, ``"12-60"`` (inclusive), or both: ``"0-2,7"``."""
+    seeds = []
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"--seeds: {part!r} is neither a seed nor a range like 12-60")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds: {text!r} names no seed or a seed twice")
+    return seeds
+
+
+def quality(budget: str, seeds, engine: str, out=None) -> list:
     """Held-out Set F1 (weeks 8000-8029, 9000-9029) of PPO trained with the full study's settings
-    (``BENCH_FULL["ppo"]``: 4M steps, early stopping on validation weeks 4000-4029) per learner seed."""
+    (``BENCH_FULL["ppo"]``: 4M steps, early stopping on validation weeks 4000-4029) per learner seed.
+
+    With ``out`` (a JSON-lines file), each seed's result is appended to it as one line (budget, engine, seed,
+    held-out Set F1, training wall clock, the selected checkpoint and the validation curve) and a seed already there
+    is read, not trained again: a population of seeds can be run in pieces, by concurrent processes, and compared
+    by :func:`compare`."""
+    import json
+
     import numpy as np
 
     from membudget.agents.ppo import train_ppo
@@ -252,14 +275,89 @@ def quality(budget: str, seeds, engine: str) -> list:
     held_out = list(BENCH_FULL["eval_seeds"])
     scores = []
     for seed in seeds:
+        done = {(r["budget"], r["engine"], r["seed"]): r for r in read_results(out)} if out else {}
+        if (budget, engine, seed) in done:
+            scores.append(done[budget, engine, seed]["held_out_set_f1"])
+            continue
         policy, history = train_ppo(budget, seed=seed, eval_every=BENCH_FULL["eval_every"],
                                     eval_seeds=list(BENCH_FULL["val_seeds"]), **{**BENCH_FULL["ppo"], "engine": engine})
         scores.append(PMWEEK.validate(policy, budget, held_out, **PMWEEK.env_kwargs(
             per_step_cap=2, cost_profile="unit", late_policy="expire")))
         print(f"{budget} {engine} seed {seed}: held-out Set F1 {scores[-1]:.4f}, training "
               f"{history[-1]['wall_clock']:.0f} s", flush=True)
+        if out:
+            line = json.dumps({
+                "budget": budget, "engine": engine, "seed": seed, "held_out_set_f1": scores[-1],
+                "wall_clock": history[-1]["wall_clock"], "selected_env_steps": policy.config["selected_env_steps"],
+                "curve": [[r["env_steps"], r["val_set_f1"]] for r in history]})
+            with open(out, "a") as f:  # one write of one line: concurrent processes may share the file
+                f.write(line + "\n")
     print(f"{budget} {engine}: mean {np.mean(scores):.4f} ± {np.std(scores, ddof=1) if len(scores) > 1 else 0:.4f}")
     return scores
+
+
+def read_results(path) -> list:
+    """The seeds' results in a JSON-lines file written by :func:`quality` (none if it does not exist yet)."""
+    import json
+    import pathlib
+
+    path = pathlib.Path(path)
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def fisher_exact(a: int, n_a: int, b: int, n_b: int) -> float:
+    """Two-sided p-value of Fisher's exact test that ``a`` of ``n_a`` and ``b`` of ``n_b`` come from one rate: the
+    probability, given the total count, of a split no more likely than the one observed."""
+    from math import comb
+
+    k, total = a + b, comb(n_a + n_b, a + b)
+    p = [comb(n_a, i) * comb(n_b, k - i) / total for i in range(max(0, k - n_b), min(k, n_a) + 1)]
+    observed = comb(n_a, a) * comb(n_b, b) / total
+    return min(1.0, sum(q for q in p if q <= observed * (1 + 1e-9)))
+
+
+def compare(out, fail_margin: float = 0.05, n_resamples: int = 10000, seed: int = 0) -> dict:
+    """The engines' held-out Set F1 over the seeds in the file ``out`` (written by :func:`quality`), per budget: seeds,
+    mean, s.d., median, the failed seeds — more than ``fail_margin`` below the median of both engines' seeds
+    pooled — with Fisher's exact test of the failure rates, and compiled − autograd differences of the means
+    (all seeds, and the seeds that did not fail) with percentile bootstrap intervals (each engine's seeds
+    resampled on their own)."""
+    import numpy as np
+
+    runs = {}
+    for r in read_results(out):
+        runs.setdefault(r["budget"], {}).setdefault(r["engine"], {})[r["seed"]] = r["held_out_set_f1"]
+    rng = np.random.default_rng(seed)
+
+    def diff_ci(x, y):
+        dx = x[rng.integers(0, x.size, (n_resamples, x.size))].mean(1)
+        dy = y[rng.integers(0, y.size, (n_resamples, y.size))].mean(1)
+        d = dx - dy
+        return float(x.mean() - y.mean()), float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975))
+
+    result = {}
+    for budget, engines in sorted(runs.items()):
+        scores = {e: np.array([v for _, v in sorted(s.items())]) for e, s in engines.items()}
+        floor = float(np.median(np.concatenate(list(scores.values())))) - fail_margin
+        row = {"fail_below": floor}
+        for e, x in sorted(scores.items()):
+            failed = sorted(s for s, v in engines[e].items() if v < floor)
+            row[e] = {"seeds": int(x.size), "mean": float(x.mean()), "sd": float(x.std(ddof=1)) if x.size > 1 else 0.0,
+                      "median": float(np.median(x)), "failed_seeds": failed}
+            print(f"{budget} {e:>8}: {x.size} seeds, mean {x.mean():.4f}, s.d. {row[e]['sd']:.4f}, median "
+                  f"{np.median(x):.4f}, {len(failed)} failed (below {floor:.4f}): {failed}")
+        if {"compiled", "autograd"} <= scores.keys():
+            c, a = row["compiled"], row["autograd"]
+            row["fisher_p"] = fisher_exact(len(c["failed_seeds"]), c["seeds"], len(a["failed_seeds"]), a["seeds"])
+            row["mean_diff"] = diff_ci(scores["compiled"], scores["autograd"])
+            kept = {e: scores[e][scores[e] >= floor] for e in ("compiled", "autograd")}
+            row["mean_diff_not_failed"] = diff_ci(kept["compiled"], kept["autograd"])
+            print(f"{budget}: failure rates {len(c['failed_seeds'])}/{c['seeds']} vs {len(a['failed_seeds'])}/"
+                  f"{a['seeds']}, Fisher's exact p = {row['fisher_p']:.3f}; compiled − autograd mean "
+                  "{:+.4f} [{:+.4f}, {:+.4f}], seeds that did not fail {:+.4f} [{:+.4f}, {:+.4f}]".format(
+                      *row["mean_diff"], *row["mean_diff_not_failed"]))
+        result[budget] = row
+    return result
 
 
 def main(argv=None):
@@ -276,13 +374,21 @@ def main(argv=None):
                         help="instead: train PPO with the study's settings at this budget (--engine, --seeds) and "
                              "print its held-out Set F1 per seed")
     parser.add_argument("--engine", default="compiled", choices=("compiled", "autograd"), help="for --quality")
-    parser.add_argument("--seeds", default="0,1,2", help="learner seeds for --quality, comma-separated")
+    parser.add_argument("--seeds", default="0,1,2", help="learner seeds for --quality: 0,1,2 or ranges, 12-60")
+    parser.add_argument("--out", metavar="FILE", help="for --quality: a JSON-lines file of the seeds' results "
+                                                      "(seeds already there are read, not trained)")
+    parser.add_argument("--compare", metavar="FILE",
+                        help="instead: compare the engines over the seeds that --quality --out wrote to FILE")
+    parser.add_argument("--fail-margin", type=float, default=0.05,
+                        help="for --compare: a seed failed when it is more than this below the pooled median")
     parser.add_argument("--bf16", action="store_true",
                         help="also time the native update's products and one minibatch in bfloat16")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.compare:
+        return compare(args.compare, args.fail_margin)
     if args.quality:
-        return quality(args.quality, [int(s) for s in args.seeds.split(",")], args.engine)
+        return quality(args.quality, parse_seeds(args.seeds), args.engine, args.out)
     from membudget.agents.per_resource import N_INPUT
     from membudget.envs.pm import PMWeekVectorEnv
 

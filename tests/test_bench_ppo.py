@@ -1,0 +1,66 @@
+"""The engine comparison of bench/ppo.py: seed lists, resumable per-seed results, Fisher's exact test and the
+failed-seed count, on hand-built results (training a population is the benchmark's job, not the tests')."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import fisher_exact as scipy_fisher
+
+from membudget.bench.ppo import compare, fisher_exact, parse_seeds, quality
+
+
+def test_parse_seeds():
+    assert parse_seeds("0,1,2") == [0, 1, 2]
+    assert parse_seeds("12-15") == [12, 13, 14, 15]
+    assert parse_seeds("0-2, 7") == [0, 1, 2, 7]
+
+
+@pytest.mark.parametrize("bad", ["", "a", "3-", "-3", "1,1", "5-3", "0-2,2", "1.5"])
+def test_parse_seeds_refuses(bad):
+    with pytest.raises(ValueError, match="--seeds"):
+        parse_seeds(bad)
+
+
+@pytest.mark.parametrize("table", [(1, 12, 0, 9), (0, 30, 0, 30), (3, 40, 0, 30), (5, 10, 1, 10), (10, 10, 0, 10),
+                                   (2, 5, 7, 9), (0, 1, 1, 1)])
+def test_fisher_exact_equals_scipy(table):
+    a, n_a, b, n_b = table
+    expected = scipy_fisher([[a, n_a - a], [b, n_b - b]], alternative="two-sided")[1]
+    assert fisher_exact(*table) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def _write(path, engine, scores, budget="B10"):
+    with open(path, "a") as f:
+        for seed, f1 in scores.items():
+            f.write(json.dumps({"budget": budget, "engine": engine, "seed": seed, "held_out_set_f1": f1}) + "\n")
+
+
+def test_compare_counts_failures_and_differences(tmp_path):
+    compiled = {0: 0.76, 1: 0.77, 2: 0.66, 3: 0.765, 4: 0.64}
+    autograd = {0: 0.764, 1: 0.766, 2: 0.762, 3: 0.768}
+    out = tmp_path / "seeds.jsonl"
+    _write(out, "compiled", compiled)
+    _write(out, "autograd", autograd)
+    _write(out, "autograd", {0: 0.1}, budget="B5")  # another budget: compared on its own
+    result = compare(out, fail_margin=0.05, n_resamples=2000)
+    row = result["B10"]
+    assert result["B5"]["autograd"]["seeds"] == 1 and "fisher_p" not in result["B5"]
+    pooled = np.median(list(compiled.values()) + list(autograd.values()))
+    assert row["fail_below"] == pytest.approx(pooled - 0.05)
+    assert row["compiled"]["failed_seeds"] == [2, 4] and row["autograd"]["failed_seeds"] == []
+    assert row["compiled"]["seeds"] == 5 and row["autograd"]["median"] == pytest.approx(0.765)
+    assert row["fisher_p"] == pytest.approx(scipy_fisher([[2, 3], [0, 4]])[1])
+    mean, lo, hi = row["mean_diff"]
+    assert mean == pytest.approx(np.mean(list(compiled.values())) - np.mean(list(autograd.values())))
+    assert lo < mean < hi
+    kept, lo, hi = row["mean_diff_not_failed"]
+    assert kept == pytest.approx(np.mean([0.76, 0.77, 0.765]) - np.mean(list(autograd.values())))
+    assert lo <= kept <= hi
+
+
+def test_quality_reads_seeds_already_run(tmp_path):
+    out = tmp_path / "seeds.jsonl"
+    _write(out, "compiled", {3: 0.7123, 4: 0.7456})
+    # both seeds are on file, so nothing trains (4M steps each otherwise)
+    assert quality("B10", [3, 4], "compiled", out=out) == [0.7123, 0.7456]
