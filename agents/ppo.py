@@ -61,6 +61,16 @@ def _mlp(width, arch):
     return nn.Sequential(*layers, nn.Linear(width, 1))
 
 
+def new_actor(kind: str, hidden, context: bool, n_resources: int, n_features: int):
+    """A fresh actor of :data:`ACTORS` for ``n_resources`` resources of ``n_features`` features, its output layer
+    near zero (orthogonal, gain 0.01; bias 0): every candidate starts proposed with probability about 1/2."""
+    net = (PerResourceNet(hidden, context, n_resource_features=n_features) if kind == "per-resource"
+           else FlatMLPNet(n_resources, hidden, n_resource_features=n_features))
+    nn.init.orthogonal_(net.head.weight, gain=0.01)
+    nn.init.zeros_(net.head.bias)
+    return net
+
+
 def _flat(res, bud, mask, counts=None):
     parts = [res.flatten(1), bud, mask] + ([counts] if counts is not None else [])
     return torch.cat(parts, dim=1)
@@ -199,10 +209,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                              f"{n_features}")
         actor = copy.deepcopy(init)
     else:
-        actor = (PerResourceNet(hidden, context, n_resource_features=n_features) if kind == "per-resource"
-                 else FlatMLPNet(n_res, hidden, n_resource_features=n_features))
-        nn.init.orthogonal_(actor.head.weight, gain=0.01)
-        nn.init.zeros_(actor.head.bias)
+        actor = new_actor(kind, hidden, context, n_res, n_features)
     per_resource = isinstance(actor, PerResourceNet)
     flat_dim = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
     critic = _mlp(flat_dim, critic_arch)

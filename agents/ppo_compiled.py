@@ -224,29 +224,39 @@ class CompiledPPO:
             return critic_values(self.state[1][0], batch["obs"], self.loss["critic_dtype"],
                                  self.loss["tanh"])[0].reshape(T, n_envs)
 
-    def learn(self, batch, adv, ret, *, learning_rate: float, with_actor: bool = True):
-        """``n_epochs`` epochs of minibatch updates on a :meth:`rollout`'s ``batch`` with its advantages and returns
-        (flat, ``T * n_envs``); with ``with_actor=False`` only the critic learns (a critic warm-up)."""
+    def minibatches(self, batch, adv, ret):
+        """One epoch of a :meth:`rollout`'s ``batch`` with its advantages and returns (``T * n_envs`` along the first
+        axis; a second axis is carried along): its
+        samples in a random order, cut into ``n_minibatches``; per minibatch the arguments of
+        :func:`minibatch_grads` after the networks' parameters."""
         obs, rows = batch["obs"], batch["rows"]
         proposed = torch.as_tensor(batch["proposed"], dtype=torch.float32)
-        n = adv.numel()
+        n = adv.shape[0]
         counts = np.bincount(batch["row_sample"], minlength=n)
         starts = np.cumsum(counts) - counts
         mb = max(1, n // self.n_minibatches)
+        # the samples in a random order; a sample's candidate rows are contiguous, so they follow in blocks
+        order = self.rng.permutation(n)
+        count = counts[order]
+        ends = np.cumsum(count)
+        row_order = torch.as_tensor(np.repeat(starts[order] - (ends - count), count) + np.arange(ends[-1]))
+        row_sample = torch.as_tensor(np.repeat(np.arange(n), count))
+        bounds = np.concatenate([[0], ends])[np.minimum(np.arange(0, n + mb, mb), n)].tolist()
+        inv_count = torch.as_tensor(1.0 / np.maximum(count, 1), dtype=torch.float32)[:, None]
+        order = torch.as_tensor(order)
+        e_obs, e_rows = torch.index_select(obs, 0, order), torch.index_select(rows, 0, row_order)
+        e_prop, e_old, e_adv, e_ret = proposed[row_order], batch["old_logp"][order], adv[order], ret[order]
+        for j, start in enumerate(range(0, n, mb)):
+            lo, hi, b = bounds[j], bounds[j + 1], slice(start, min(start + mb, n))
+            yield (e_rows[lo:hi], e_obs[b], row_sample[lo:hi] - start, inv_count[b], e_prop[lo:hi], e_old[b],
+                   e_adv[b], e_ret[b])
+
+    def learn(self, batch, adv, ret, *, learning_rate: float, with_actor: bool = True):
+        """``n_epochs`` epochs of minibatch updates (:meth:`minibatches`) on a :meth:`rollout`'s ``batch`` with its
+        advantages and returns (flat, ``T * n_envs``); with ``with_actor=False`` only the critic learns (a critic
+        warm-up)."""
         for _ in range(self.n_epochs):
-            # the samples in a random order; a sample's candidate rows are contiguous, so they follow in blocks
-            order = self.rng.permutation(n)
-            count = counts[order]
-            ends = np.cumsum(count)
-            row_order = torch.as_tensor(np.repeat(starts[order] - (ends - count), count) + np.arange(ends[-1]))
-            row_sample = torch.as_tensor(np.repeat(np.arange(n), count))
-            bounds = np.concatenate([[0], ends])[np.minimum(np.arange(0, n + mb, mb), n)].tolist()
-            inv_count = torch.as_tensor(1.0 / np.maximum(count, 1), dtype=torch.float32)[:, None]
-            order = torch.as_tensor(order)
-            e_obs, e_rows = torch.index_select(obs, 0, order), torch.index_select(rows, 0, row_order)
-            e_prop, e_old, e_adv, e_ret = proposed[row_order], batch["old_logp"][order], adv[order], ret[order]
-            for j, start in enumerate(range(0, n, mb)):
-                lo, hi, b = bounds[j], bounds[j + 1], slice(start, min(start + mb, n))
+            for minibatch in self.minibatches(batch, adv, ret):
                 steps = []
                 for k in (0, 1) if with_actor else (1,):
                     self.adam_steps[k] += 1
@@ -254,7 +264,5 @@ class CompiledPPO:
                     steps.append((torch.tensor(learning_rate / (1 - ADAM_BETAS[0] ** t)),
                                   torch.tensor((1 - ADAM_BETAS[1] ** t) ** 0.5)))
                 with torch.no_grad():
-                    self.step_fn(self.state, steps if with_actor else [None, *steps],
-                                 e_rows[lo:hi], e_obs[b], row_sample[lo:hi] - start, inv_count[b], e_prop[lo:hi],
-                                 e_old[b], e_adv[b], e_ret[b], max_grad_norm=self.max_grad_norm,
-                                 with_actor=with_actor, **self.loss)
+                    self.step_fn(self.state, steps if with_actor else [None, *steps], *minibatch,
+                                 max_grad_norm=self.max_grad_norm, with_actor=with_actor, **self.loss)
