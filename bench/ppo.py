@@ -22,11 +22,14 @@ the interop extra). ``--bf16`` also times the products in bfloat16 and one autog
 bfloat16 autocast (:func:`minibatch_ms`). ``--quality B10`` instead trains PPO with the full study's settings
 (:func:`quality`; ``--engine``, ``--seeds``) and prints each seed's held-out Set F1; with ``--out FILE`` it keeps one
 line per seed there, and ``--compare FILE`` compares the engines over those seeds (:func:`compare`: failed seeds,
-Fisher's exact test of the failure rates, bootstrap intervals of the difference of the means).
+Fisher's exact test of the failure rates, bootstrap intervals of the difference of the means). ``--numerics B10``
+measures how far the compiled engine's bfloat16 critic moves the values, advantages and gradients PPO learns from,
+against the spread of PPO's own minibatch gradients (:func:`numerics`).
 
 ``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl] [--bf16]``;
 ``python -m membudget.bench.ppo --quality B10 [--engine compiled|autograd] [--seeds 0-2] [--out FILE]``;
-``python -m membudget.bench.ppo --compare FILE [--fail-margin 0.05]``
+``python -m membudget.bench.ppo --compare FILE [--fail-margin 0.05]``;
+``python -m membudget.bench.ppo --numerics B10 [--seeds 0] [--checkpoints 0,10,25,50,100,200]``
 """
 
 from __future__ import annotations
@@ -243,16 +246,16 @@ def minibatch_ms(rows_per_state: float, obs_width: int, bf16: bool, repeats: int
     return 1000 * (time.perf_counter() - start) / repeats
 
 
-def parse_seeds(text: str) -> list:
-    """``"0,1,2"`` or ranges, ``"12-60"`` (inclusive), or both: ``"0-2,7"``."""
+def parse_seeds(text: str, name: str = "--seeds") -> list:
+    """``"0,1,2"`` or ranges, ``"12-60"`` (inclusive), or both: ``"0-2,7"``; ``name`` is the option's in errors."""
     seeds = []
     for part in text.split(","):
         lo, dash, hi = part.strip().partition("-")
         if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise ValueError(f"--seeds: {part!r} is neither a seed nor a range like 12-60")
+            raise ValueError(f"{name}: {part!r} is neither a number nor a range like 12-60")
         seeds += list(range(int(lo), int(hi or lo) + 1))
     if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds: {text!r} names no seed or a seed twice")
+        raise ValueError(f"{name}: {text!r} names no number or one twice")
     return seeds
 
 
@@ -294,6 +297,96 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
                 f.write(line + "\n")
     print(f"{budget} {engine}: mean {np.mean(scores):.4f} ± {np.std(scores, ddof=1) if len(scores) > 1 else 0:.4f}")
     return scores
+
+
+def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updates=None) -> list:
+    """How far the compiled engine's bfloat16 critic moves what PPO learns from, against the noise PPO has anyway.
+
+    Trains PPO with the compiled engine and the study's settings (``BENCH_FULL["ppo"]``; the same networks, weeks
+    and random streams as ``train_ppo(budget, seed=seed, engine="compiled", ...)``, so the same trajectory) for
+    ``updates`` updates (default: the last checkpoint). Before each update in ``checkpoints`` it plays one more
+    rollout of that update's weeks with the current networks (its own random stream, so training is unchanged)
+    and compares, on it, the critic's products in bfloat16 on the bf16-rounded observation (what the engine trains
+    with) against float32:
+
+    - ``values``, ``advantages``: RMS difference over RMS of the float32 ones (the advantages normalised as the
+      loss does, over the whole rollout);
+    - ``actor_grad``, ``critic_grad``: per minibatch of one epoch, ``|g_bf16 - g_fp32| / |g_fp32|`` (median over
+      the minibatches), each from its own values, advantages and returns;
+    - ``actor_noise``, ``critic_noise``: the spread PPO's minibatch sampling puts on the same float32 gradients,
+      ``|g_minibatch - g_epoch| / |g_minibatch|`` (median), ``g_epoch`` the mean over the epoch's minibatches.
+
+    Returns one row per checkpoint (``update``, ``env_steps`` and the ratios above) and the trained actor."""
+    import numpy as np
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from membudget.agents.ppo import _mlp, gae, new_actor
+    from membudget.agents.ppo_compiled import CompiledPPO, minibatch_grads, sigmoid_tanh
+    from membudget.agents.rl import week_order
+    from membudget.agents.tasks import PMWEEK
+    from membudget.studies.rl_vs_distillation import BENCH_FULL
+
+    cfg = {"n_epochs": 4, "gamma": 1.0, "gae_lambda": 0.95, "clip_coef": 0.2, "vf_coef": 0.5, "max_grad_norm": 0.5,
+           "ent_coef": 0.0, **BENCH_FULL["ppo"]}
+    n_envs, updates = cfg["n_envs"], max(checkpoints) + 1 if updates is None else updates
+    torch.set_num_threads(1)  # train_ppo's default (torch_threads=1): products on more threads round otherwise
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    venv = PMWEEK.vector_env(n_envs, budget, **PMWEEK.env_kwargs())
+    weeks = week_order(seed, PMWEEK.train_seeds)
+    n_res, n_features = venv.single_observation_space["resources"].shape
+    actor = new_actor("per-resource", ACTOR, True, n_res, n_features)
+    critic = _mlp(sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values()), CRITIC)
+    coef = {k: cfg[k] for k in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm")}
+    engine = CompiledPPO(actor, critic, **coef, n_epochs=cfg["n_epochs"], n_minibatches=cfg["n_minibatches"], rng=rng)
+    # the float32 twin: the same parameter tensors, float32 products; it only plays and measures
+    twin = CompiledPPO(actor, critic, **coef, n_epochs=1, n_minibatches=cfg["n_minibatches"],
+                       rng=np.random.default_rng([seed, 1]), critic_dtype=torch.float32, compile=False)
+    loss = {k: cfg[k] for k in ("clip_coef", "ent_coef", "vf_coef")}
+    rows, steps = [], 0
+
+    def rel(a, b):
+        return float(torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b))
+
+    def measure(batch):
+        v32 = twin.values(batch)
+        v16 = engine.values({**batch, "obs": batch["obs"].to(torch.bfloat16)})
+        adv = [gae(batch["rewards"], v, cfg["gamma"], cfg["gae_lambda"]) for v in (v32, v16)]
+        norm = [(a - a.mean()) / a.std() for a in adv]
+        both_adv = torch.stack([a.reshape(-1) for a in adv], 1)  # carried through one epoch's minibatches together
+        both_ret = torch.stack([(a + v).reshape(-1) for a, v in zip(adv, (v32, v16))], 1)
+        grads = []  # per minibatch: [(actor, critic) in fp32, (actor, critic) in bf16], each flattened
+        for x, obs, *rest, a, r in twin.minibatches(batch, both_adv, both_ret):
+            grads.append([[torch.cat([g.reshape(-1) for g in part]) for part in minibatch_grads(
+                twin.state[0][0], twin.state[1][0], x, obs.to(dtype), *rest, a[:, j].contiguous(),
+                r[:, j].contiguous(), critic_dtype=dtype, tanh=sigmoid_tanh, **loss)]
+                for j, dtype in enumerate((torch.float32, torch.bfloat16))])
+        row = {"values": rel(v16, v32), "advantages": rel(norm[1], norm[0])}
+        for k, part in enumerate(("actor", "critic")):
+            mean = torch.stack([g[0][k] for g in grads]).mean(0)
+            row[f"{part}_grad"] = float(np.median([rel(g[1][k], g[0][k]) for g in grads]))
+            row[f"{part}_noise"] = float(np.median([rel(mean, g[0][k]) for g in grads]))
+        return row
+
+    # numpy's BLAS on one thread, as in train_ppo: the rollout's products then round alike
+    with threadpool_limits(limits=1, user_api="blas"), torch.no_grad():
+        for update in range(updates):
+            week_ids = [int(w) for w in weeks[(update * n_envs + np.arange(n_envs)) % weeks.size]]
+            if update in checkpoints:
+                obs, _ = venv.reset(seed=week_ids)
+                rows.append({"update": update, "env_steps": steps,
+                             **measure(twin.rollout(venv, obs, cfg["reward_scale"], False)[0])})
+                print(f"seed {seed}  " + "  ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                                                   for k, v in rows[-1].items()), flush=True)
+            obs, _ = venv.reset(seed=week_ids)
+            batch, T = engine.rollout(venv, obs, cfg["reward_scale"], False)
+            steps += T * n_envs
+            values = engine.values(batch)
+            adv = gae(batch["rewards"], values, cfg["gamma"], cfg["gae_lambda"])
+            engine.learn(batch, adv.reshape(-1), (adv + values).reshape(-1), learning_rate=cfg["learning_rate"])
+    venv.close()
+    return rows, actor
 
 
 def read_results(path) -> list:
@@ -381,12 +474,20 @@ def main(argv=None):
                         help="instead: compare the engines over the seeds that --quality --out wrote to FILE")
     parser.add_argument("--fail-margin", type=float, default=0.05,
                         help="for --compare: a seed failed when it is more than this below the pooled median")
+    parser.add_argument("--numerics", choices=("B5", "B10", "B20"),
+                        help="instead: how far the compiled engine's bfloat16 critic moves the values, advantages "
+                             "and gradients at this budget, against PPO's minibatch noise (--seeds, --checkpoints)")
+    parser.add_argument("--checkpoints", default="0,10,25,50,100,200",
+                        help="for --numerics: the updates (of 5,120 env steps) before which to measure")
     parser.add_argument("--bf16", action="store_true",
                         help="also time the native update's products and one minibatch in bfloat16")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.compare:
         return compare(args.compare, args.fail_margin)
+    if args.numerics:
+        checkpoints = tuple(parse_seeds(args.checkpoints, "--checkpoints"))
+        return [numerics(args.numerics, seed, checkpoints)[0] for seed in parse_seeds(args.seeds)]
     if args.quality:
         return quality(args.quality, parse_seeds(args.seeds), args.engine, args.out)
     from membudget.agents.per_resource import N_INPUT

@@ -1,5 +1,6 @@
 """The engine comparison of bench/ppo.py: seed lists, resumable per-seed results, Fisher's exact test and the
-failed-seed count, on hand-built results (training a population is the benchmark's job, not the tests')."""
+failed-seed count on hand-built results (training a population is the benchmark's job, not the tests'), and the
+bfloat16 numerics probe on three updates."""
 
 import json
 
@@ -64,3 +65,22 @@ def test_quality_reads_seeds_already_run(tmp_path):
     _write(out, "compiled", {3: 0.7123, 4: 0.7456})
     # both seeds are on file, so nothing trains (4M steps each otherwise)
     assert quality("B10", [3, 4], "compiled", out=out) == [0.7123, 0.7456]
+
+
+def test_numerics_follows_train_ppo_and_bf16_stays_inside_minibatch_noise():
+    import torch
+
+    from membudget.agents.ppo import train_ppo
+    from membudget.bench.ppo import numerics
+    from membudget.studies.rl_vs_distillation import BENCH_FULL
+
+    rows, actor = numerics("B10", seed=3, checkpoints=(0, 2), updates=3)
+    # the measurements play on their own stream: training is train_ppo's, weight for weight
+    policy, _ = train_ppo("B10", seed=3, eval_every=0, eval_seeds=[4000],
+                          **{**BENCH_FULL["ppo"], "total_timesteps": 3 * 64 * 80, "keep_best": False})
+    assert all(torch.equal(a, b) for a, b in zip(actor.state_dict().values(), policy.net.state_dict().values()))
+    assert [r["update"] for r in rows] == [0, 2] and rows[1]["env_steps"] == 2 * 64 * 80
+    for r in rows:
+        assert 0 < r["values"] < 0.02 and 0 < r["advantages"] < 0.01
+        for part in ("actor", "critic"):
+            assert 0 < r[f"{part}_grad"] < 0.05 * r[f"{part}_noise"]
