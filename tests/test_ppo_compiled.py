@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from membudget.agents.per_resource import N_INPUT, PerResourceNet
-from membudget.agents.ppo import _bernoulli_log_prob, _mlp, _per_sample, ppo_losses, train_ppo
-from membudget.agents.ppo_compiled import adam_, clip_grads, minibatch_grads, rollout_actor, sigmoid_tanh
+from membudget.agents.per_resource import N_INPUT, PerResourceNet, candidate_rows, obs_tensors
+from membudget.agents.ppo import _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
+from membudget.agents.ppo_compiled import (CompiledPPO, adam_, clip_grads, minibatch_grads, rollout_actor,
+                                           sigmoid_tanh)
+from membudget.agents.tasks import PMWEEK
 
 
 def _minibatch(n=48, k=120, obs_width=30, seed=0):
@@ -119,6 +121,34 @@ def test_rollout_actor_equals_the_network():
     np.testing.assert_allclose(p, torch.sigmoid(logits).numpy(), rtol=1e-5, atol=1e-30)
     np.testing.assert_allclose(logp, expected.numpy(), rtol=1e-5, atol=1e-5)
     assert logp.dtype == np.float32 and logp.shape == (n,) and (logp[-3:] == 0).all()
+
+
+def test_rollout_and_minibatches_keep_each_state_with_its_candidates():
+    torch.manual_seed(0)
+    venv = PMWEEK.vector_env(8, "B10", **PMWEEK.env_kwargs())
+    n_res, n_features = venv.single_observation_space["resources"].shape
+    obs_width = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
+    engine = CompiledPPO(new_actor("per-resource", (16, 16), True, n_res, n_features), _mlp(obs_width, (8,)),
+                         clip_coef=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, n_epochs=1, n_minibatches=5,
+                         rng=np.random.default_rng(0), compile=False)
+    first, _ = venv.reset(seed=list(range(2000, 2008)))
+    batch, T = engine.rollout(venv, first, 100.0, False)
+    x, sample, _ = candidate_rows(*obs_tensors(first)[:3])  # the first step's rows, as the network class builds them
+    assert torch.equal(batch["rows"][:len(sample)], x) and np.array_equal(batch["row_sample"][:len(sample)], sample)
+    n = T * 8
+    ids = torch.arange(n, dtype=torch.float32)  # each state's index, carried as its advantage
+    row_sample, seen = torch.as_tensor(batch["row_sample"]), []
+    for x, obs, local, inv_count, proposed, old_logp, adv, ret in engine.minibatches(batch, ids, -ids):
+        assert torch.equal(ret, -adv)
+        for i, state in enumerate(adv.long().tolist()):
+            own = row_sample == state
+            assert torch.equal(x[local == i], batch["rows"][own])
+            own_proposed = torch.as_tensor(batch["proposed"][own.numpy()], dtype=torch.float32)
+            assert torch.equal(proposed[local == i], own_proposed)
+            assert old_logp[i] == batch["old_logp"][state] and torch.equal(obs[i], batch["obs"][state])
+            assert inv_count[i, 0] == pytest.approx(1 / max(1, int(own.sum())))
+        seen += adv.long().tolist()
+    assert sorted(seen) == list(range(n))
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"critic_counts": True, "critic_warmup": 1, "ent_coef": 0.01,
