@@ -299,7 +299,7 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
     return scores
 
 
-def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updates=None) -> list:
+def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updates=None) -> tuple:
     """How far the compiled engine's bfloat16 critic moves what PPO learns from, against the noise PPO has anyway.
 
     Trains PPO with the compiled engine and the study's settings (``BENCH_FULL["ppo"]``; the same networks, weeks
@@ -317,18 +317,21 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
       ``|g_minibatch - g_epoch| / |g_minibatch|`` (median), ``g_epoch`` the mean over the epoch's minibatches.
 
     Returns one row per checkpoint (``update``, ``env_steps`` and the ratios above) and the trained actor."""
+    import inspect
+
     import numpy as np
     import torch
     from threadpoolctl import threadpool_limits
 
-    from membudget.agents.ppo import _mlp, gae, new_actor
+    from membudget.agents.ppo import _mlp, gae, new_actor, train_ppo
     from membudget.agents.ppo_compiled import CompiledPPO, minibatch_grads, sigmoid_tanh
     from membudget.agents.rl import week_order
     from membudget.agents.tasks import PMWEEK
     from membudget.studies.rl_vs_distillation import BENCH_FULL
 
-    cfg = {"n_epochs": 4, "gamma": 1.0, "gae_lambda": 0.95, "clip_coef": 0.2, "vf_coef": 0.5, "max_grad_norm": 0.5,
-           "ent_coef": 0.0, **BENCH_FULL["ppo"]}
+    cfg = {**{k: p.default for k, p in inspect.signature(train_ppo).parameters.items()}, **BENCH_FULL["ppo"]}
+    if cfg["anneal_lr"] or cfg["critic_warmup"] or cfg["critic_counts"] or cfg["init"] is not None:
+        raise ValueError("numerics replays train_ppo without a learning-rate schedule, critic warm-up, counts or init")
     n_envs, updates = cfg["n_envs"], max(checkpoints) + 1 if updates is None else updates
     torch.set_num_threads(1)  # train_ppo's default (torch_threads=1): products on more threads round otherwise
     torch.manual_seed(seed)
@@ -336,8 +339,8 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     venv = PMWEEK.vector_env(n_envs, budget, **PMWEEK.env_kwargs())
     weeks = week_order(seed, PMWEEK.train_seeds)
     n_res, n_features = venv.single_observation_space["resources"].shape
-    actor = new_actor("per-resource", ACTOR, True, n_res, n_features)
-    critic = _mlp(sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values()), CRITIC)
+    actor = new_actor(cfg["actor"], cfg["hidden"], cfg["context"], n_res, n_features)
+    critic = _mlp(sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values()), cfg["critic_arch"])
     coef = {k: cfg[k] for k in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm")}
     engine = CompiledPPO(actor, critic, **coef, n_epochs=cfg["n_epochs"], n_minibatches=cfg["n_minibatches"], rng=rng)
     # the float32 twin: the same parameter tensors, float32 products; it only plays and measures
