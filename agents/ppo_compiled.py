@@ -226,9 +226,8 @@ class CompiledPPO:
 
     def minibatches(self, batch, adv, ret):
         """One epoch of a :meth:`rollout`'s ``batch`` with its advantages and returns (``T * n_envs`` along the first
-        axis; a second axis is carried along): its
-        samples in a random order, cut into ``n_minibatches``; per minibatch the arguments of
-        :func:`minibatch_grads` after the networks' parameters."""
+        axis; a second axis is carried along): its samples in a random order, cut into ``n_minibatches``; per
+        minibatch the arguments of :func:`minibatch_grads` after the networks' parameters."""
         obs, rows = batch["obs"], batch["rows"]
         proposed = torch.as_tensor(batch["proposed"], dtype=torch.float32)
         n = adv.shape[0]
