@@ -130,6 +130,18 @@ def _minibatch_rows(batch, row_sample, n: int):
     return rows, local[row_sample[rows]]
 
 
+def compiled_update(engine, venv, obs, *, reward_scale: float, critic_counts: bool, gamma: float, gae_lambda: float,
+                    learning_rate: float, with_actor: bool = True) -> int:
+    """One update of the compiled engine (a :class:`~membudget.agents.ppo_compiled.CompiledPPO`) on the weeks
+    ``venv`` was reset to (first observation ``obs``): rollout, values, GAE, epochs; returns the steps per week."""
+    batch, T = engine.rollout(venv, obs, reward_scale, critic_counts)
+    values = engine.values(batch)
+    adv = gae(batch["rewards"], values, gamma, gae_lambda)
+    engine.learn(batch, adv.reshape(-1), (adv + values).reshape(-1), learning_rate=learning_rate,
+                 with_actor=with_actor)
+    return T
+
+
 def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, n_envs: int = 64,
               n_epochs: int = 4, n_minibatches: int = 4, learning_rate: float = 3e-4, anneal_lr: bool = False,
               gamma: float = 1.0, gae_lambda: float = 0.95, clip_coef: float = 0.2, ent_coef: float = 0.0,
@@ -334,13 +346,11 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             next_week = int((next_week + n_envs) % weeks.size)
             obs, _ = venv.reset(seed=[int(w) for w in weeks[idx]])
             if compiled is not None:
-                batch, T = compiled.rollout(venv, obs, reward_scale, critic_counts)
-                steps += T * n_envs
                 update += 1
-                values = compiled.values(batch)
-                adv = gae(batch["rewards"], values, gamma, gae_lambda)
-                compiled.learn(batch, adv.reshape(-1), (adv + values).reshape(-1),
-                               learning_rate=opt.param_groups[0]["lr"], with_actor=update >= critic_warmup)
+                T = compiled_update(compiled, venv, obs, reward_scale=reward_scale, critic_counts=critic_counts,
+                                    gamma=gamma, gae_lambda=gae_lambda, learning_rate=opt.param_groups[0]["lr"],
+                                    with_actor=update >= critic_warmup)
+                steps += T * n_envs
             else:
                 T = autograd_update(obs)
             if eval_every and steps // eval_every != (steps - T * n_envs) // eval_every:

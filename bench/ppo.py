@@ -323,7 +323,7 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     import torch
     from threadpoolctl import threadpool_limits
 
-    from membudget.agents.ppo import _mlp, gae, new_actor, train_ppo
+    from membudget.agents.ppo import _mlp, compiled_update, gae, new_actor, train_ppo
     from membudget.agents.ppo_compiled import CompiledPPO, minibatch_grads, sigmoid_tanh
     from membudget.agents.rl import week_order
     from membudget.agents.tasks import PMWEEK
@@ -383,11 +383,8 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
                 print(f"seed {seed}  " + "  ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
                                                    for k, v in rows[-1].items()), flush=True)
             obs, _ = venv.reset(seed=week_ids)
-            batch, T = engine.rollout(venv, obs, cfg["reward_scale"], False)
-            steps += T * n_envs
-            values = engine.values(batch)
-            adv = gae(batch["rewards"], values, cfg["gamma"], cfg["gae_lambda"])
-            engine.learn(batch, adv.reshape(-1), (adv + values).reshape(-1), learning_rate=cfg["learning_rate"])
+            steps += n_envs * compiled_update(engine, venv, obs, critic_counts=False, **{
+                k: cfg[k] for k in ("reward_scale", "gamma", "gae_lambda", "learning_rate")})
     venv.close()
     return rows, actor
 
