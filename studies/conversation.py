@@ -14,6 +14,10 @@ With ``--backend ray`` (or ``--checkpoint-dir``) the study's independent work ru
 (:mod:`membudget.studies.execution`): the 12 PPO trainings (one task per budget and learner seed), the evaluations
 (one task per policy and budget, and per diagnostic rollout) and the paired intervals (one task per row). Every
 task seeds itself from its key, so the page's numbers do not depend on the backend.
+
+``--quick`` is a smoke run of the same pipeline (every gate and learner fitted, PPO for :data:`QUICK_PPO_STEPS`
+steps with one learner seed, the analysis conversations 4000-4004, 1,000 resamples): a page with the main table
+only, marked as a smoke run, without the reproduction verdicts or the diagnostics.
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ LOSSES = ("not_candidate", "not_proposed", "budget", "count_cap")
 """Why a true fire goes unverified: below the similarity gate, not proposed, skipped for the episode budget, skipped
 for the per-step cap."""
 BREAKDOWN = (("Static", "B60"), ("Pacing", "B60"), ("DueGate", "B60"), ("Static", "B80"), ("Pacing", "B80"))
+QUICK_SEEDS = range(4000, 4005)
+QUICK_PPO_STEPS = 2 * 16 * PACING_HORIZON
+"""Two updates of 16 conversations each."""
+QUICK_RESAMPLES = 1_000
 CEILING_SEEDS = 300
 """Conversations over which the study states the expected share of activations All-semantic hits."""
 QUALITY_THRESHOLDS = (0.1, 0.2)
@@ -97,10 +105,11 @@ def threshold(gate, budget: str) -> float:
     return float(np.interp(q, qs, [gate.thresholds_[f"B{k}"] for k in qs]))
 
 
-def fit_gates(dataset, levels, progress=print, executor=None, ppo_settings=None):
+def fit_gates(dataset, levels, progress=print, executor=None, ppo_settings=None, ppo_seeds=None):
     """Every gate and learner of the study by key; the PPO trainings (:func:`train_task`, one per budget and
-    learner seed, with ``ppo_settings``, default :data:`PPO_SETTINGS`) are tasks of ``executor`` (default: this
-    process)."""
+    learner seed of ``ppo_seeds``, default :data:`PPO_SEEDS`, with ``ppo_settings``, default :data:`PPO_SETTINGS`)
+    are tasks of ``executor`` (default: this process)."""
+    ppo_seeds = PPO_SEEDS if ppo_seeds is None else tuple(ppo_seeds)
     gates = {"Static": StaticGate(n_folds=N_FOLDS).fit(dataset, levels),
              "DueGate": StaticGate(label="due", n_folds=N_FOLDS).fit(dataset, levels),
              "Similarity": RelevanceGate().fit(dataset, levels)}
@@ -112,8 +121,8 @@ def fit_gates(dataset, levels, progress=print, executor=None, ppo_settings=None)
         progress(f"fitting BC and DAgger students at {b}")
         gates[("bc", b)], _ = fit_bc(DEV_SEEDS, b, task=CONVERSATION)
         gates[("dagger", b)], _ = fit_dagger(DEV_SEEDS, b, iterations=DAGGER_ITERATIONS, task=CONVERSATION)
-    progress(f"training PPO at {', '.join(CALIBRATED)}, learner seeds {PPO_SEEDS}")
-    items = [(b, seed) for b in CALIBRATED for seed in PPO_SEEDS]
+    progress(f"training PPO at {', '.join(CALIBRATED)}, learner seeds {ppo_seeds}")
+    items = [(b, seed) for b in CALIBRATED for seed in ppo_seeds]
     trained = (executor or Executor()).map(functools.partial(train_task, ppo_settings or PPO_SETTINGS), items)
     for (b, seed), (net, history) in zip(items, trained):
         gates[("ppo", b, seed)], gates[("ppo-history", b, seed)] = net, history
@@ -186,17 +195,26 @@ def teacher_metrics(teacher_cls, budget, seeds):
     return {k: np.array(v) for k, v in out.items()}
 
 
-def results(n_resamples=100_000, progress=print, executor=None):
+def results(n_resamples=100_000, progress=print, executor=None, quick=False):
     """The page's text; the PPO trainings, the evaluations and the paired intervals run as tasks of ``executor``
-    (default: this process)."""
+    (default: this process). ``quick``: the smoke run of the module docstring (``n_resamples`` is then
+    :data:`QUICK_RESAMPLES`)."""
     start = time.time()
     executor = executor or Executor()
     levels = budget_levels()
     progress("labels of the development conversations")
     data = build_conversation_dataset(DEV_SEEDS, CALIBRATED)
-    gates = fit_gates(data, levels, progress, executor, PPO_SETTINGS)
+    if quick:
+        n_resamples, seeds = QUICK_RESAMPLES, QUICK_SEEDS
+        settings = {**PPO_SETTINGS, "total_timesteps": QUICK_PPO_STEPS, "n_envs": 16, "eval_every": 0,
+                    "keep_best": False}
+        gates = fit_gates(data, levels, progress, executor, settings, PPO_SEEDS[:1])
+    else:
+        seeds, gates = ANALYSIS_SEEDS, fit_gates(data, levels, progress, executor, PPO_SETTINGS)
     progress("evaluating")
-    res, intervals, diag = evaluate(gates, ANALYSIS_SEEDS, n_resamples, executor)
+    res, intervals, diag = evaluate(gates, seeds, n_resamples, executor, diagnostics=not quick)
+    if quick:
+        return render_quick(res, len(data), levels, n_resamples, time.time() - start, intervals)
     return render(res, data, levels, gates, n_resamples, time.time() - start, diag, intervals)
 
 
@@ -218,16 +236,16 @@ def diagnostic_keys() -> list:
             + [("ppo", b, seed) for b in CALIBRATED for seed in PPO_SEEDS[1:]])
 
 
-def evaluate(gates, seeds, n_resamples, executor) -> tuple:
+def evaluate(gates, seeds, n_resamples, executor, diagnostics=True) -> tuple:
     """``(res, intervals, diag)`` on the conversations ``seeds`` as two maps of ``executor``: one task per table
-    row and per diagnostic rollout (:func:`evaluation_task`), then one task per paired interval (a row's macro
-    accuracy minus Static's at its budget)."""
+    row and per diagnostic rollout (:func:`evaluation_task`; none with ``diagnostics=False``, ``diag`` is then
+    None), then one task per paired interval (a row's macro accuracy minus Static's at its budget)."""
     seeds = tuple(int(s) for s in seeds)
-    table, diagnostics_ = table_keys(), diagnostic_keys()
+    table, diagnostics_ = table_keys(), diagnostic_keys() if diagnostics else []
     items = [("run", *key) for key in table] + diagnostics_
     out = dict(zip(items, executor.map(functools.partial(evaluation_task, gates, seeds), items)))
     res = {key: out[("run", *key)] for key in table}
-    diag = {"breakdown": {key: out[("breakdown", *key)] for key in BREAKDOWN},
+    diag = None if not diagnostics else {"breakdown": {key: out[("breakdown", *key)] for key in BREAKDOWN},
             "quality": {thr: out[("quality", thr)] for thr in QUALITY_THRESHOLDS},
             # learner seed 0's rollout is the table's PPO row (policy("PPO", b, gates), seed 0)
             "ppo": {(b, s): res[("PPO", b)] if s == PPO_SEEDS[0] else out[("ppo", b, s)]
@@ -273,20 +291,12 @@ def _fmt(x, d=3):
     return f"{x:.{d}f}"
 
 
-def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> str:
-    intro = ("Generated by `python -m membudget.evaluate conversation` (the environment: "
-             "[ConversationPM-v0](envs/conversation.md)). Gates fitted on the 12 development conversations "
-             f"2000-2011 ({len(data)} candidate rows, 4 whole-conversation folds); evaluation on the analysis "
-             f"conversations 4000-4029; paired bootstrap over conversations with {n_resamples} resamples. "
-             f"Budgets: {', '.join(f'{k} = {v}' for k, v in levels.items())} verifier calls "
-             f"(q% of the mean All-semantic cost, {mean_all_semantic_cost():.2f}). "
-             "Per-step cap 2, false-fire penalty 1 activation. HindsightOptimum and CurrentGreedy are privileged "
-             "teachers (they read the verifier's answers), shown as references; 'exhausted' counts the "
-             "conversations whose budget ran out.")
+def _table(res, intervals) -> list:
+    """The main table's lines: macro accuracy, the paired difference to Static, components, queries, false fires,
+    score and exhausted conversations per policy and budget."""
     header = ("| budget | policy | macro accuracy | vs Static [95% CI] | PM accuracy | TR accuracy | queries | "
               "false fires | score | exhausted |")
-    lines = ["# ConversationPM-v0: BudgetPM's GoodAI comparison", "", intro, "", header,
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|"]
     a = res[("AllSemantic", None)]
     lines.append(f"| none | AllSemantic | {_fmt(a['macro_accuracy'].mean(), 4)} | | "
                  f"{_fmt(a['pm_accuracy'].mean())} | {_fmt(a['tr_accuracy'].mean())} | {_fmt(a['queries'].mean(), 2)} "
@@ -306,6 +316,33 @@ def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> s
             ex = f"{exhausted_of(r)}/{r['score'].size}" if "exhaustion_step" in r else ""
             lines.append(f"| {b} | {name} | {_fmt(r['macro_accuracy'].mean(), 4)} | {diff} | {comp}"
                          f"{_fmt(r['queries'].mean(), 2)} | {ff} | {_fmt(r['score'].mean(), 4)} | {ex} |")
+    return lines
+
+
+def render_quick(res, n_rows, levels, n_resamples, seconds, intervals) -> str:
+    """The smoke run's page: the main table alone, saying it is a smoke run."""
+    intro = (f"**Smoke run** (`--quick`): the study's pipeline at toy scale — PPO trained for {QUICK_PPO_STEPS:,} "
+             f"steps (one learner seed), evaluation on conversations {QUICK_SEEDS[0]}-{QUICK_SEEDS[-1]} only, "
+             f"{n_resamples:,} resamples. Its figures are not the study's and carry no verdicts; "
+             f"`python -m membudget.evaluate conversation` runs the study. Gates fitted on the 12 development "
+             f"conversations 2000-2011 ({n_rows} candidate rows). Budgets: "
+             f"{', '.join(f'{k} = {v}' for k, v in levels.items())} verifier calls.")
+    lines = ["# ConversationPM-v0: BudgetPM's GoodAI comparison (smoke run)", "", intro, "", *_table(res, intervals),
+             "", f"command: python -m membudget.evaluate conversation --quick   ({seconds:.0f} s)", ""]
+    return "\n".join(lines)
+
+
+def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> str:
+    intro = ("Generated by `python -m membudget.evaluate conversation` (the environment: "
+             "[ConversationPM-v0](envs/conversation.md)). Gates fitted on the 12 development conversations "
+             f"2000-2011 ({len(data)} candidate rows, 4 whole-conversation folds); evaluation on the analysis "
+             f"conversations 4000-4029; paired bootstrap over conversations with {n_resamples} resamples. "
+             f"Budgets: {', '.join(f'{k} = {v}' for k, v in levels.items())} verifier calls "
+             f"(q% of the mean All-semantic cost, {mean_all_semantic_cost():.2f}). "
+             "Per-step cap 2, false-fire penalty 1 activation. HindsightOptimum and CurrentGreedy are privileged "
+             "teachers (they read the verifier's answers), shown as references; 'exhausted' counts the "
+             "conversations whose budget ran out.")
+    lines = ["# ConversationPM-v0: BudgetPM's GoodAI comparison", "", intro, "", *_table(res, intervals)]
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
     lines += ["", *reproduction(res, data, levels), "", *ppo_seeds(res, gates, diag), "",
               *diagnostics(res, data, levels, gates, diag), "",
@@ -502,10 +539,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate conversation")
     parser.add_argument("--resamples", type=int, default=100_000)
     parser.add_argument("--out", default="docs/conversation.md")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a smoke run: PPO for {QUICK_PPO_STEPS} steps, one learner seed, conversations "
+                             f"{QUICK_SEEDS[0]}-{QUICK_SEEDS[-1]}, {QUICK_RESAMPLES} resamples; the main table only")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:
-        text = results(args.resamples, progress=lambda m: print(m, flush=True), executor=executor)
+        text = results(args.resamples, progress=lambda m: print(m, flush=True), executor=executor,
+                       quick=args.quick)
     print(text)
     write_page(args.out, text)
 

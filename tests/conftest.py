@@ -21,3 +21,14 @@ def cluster():
     yield c
     ray.shutdown()
     c.shutdown()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave the tests marked ``slow`` out of a plain run; ``-m`` or a test named by
+    its node id (``path::name``) runs them: ``-m slow`` alone, ``-m "slow or not slow"`` with the rest."""
+    if config.option.markexpr or any("::" in str(a) for a in config.args):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]

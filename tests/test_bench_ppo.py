@@ -67,6 +67,7 @@ def test_quality_reads_seeds_already_run(tmp_path):
     assert quality("B10", [3, 4], "compiled", out=out) == [0.7123, 0.7456]
 
 
+@pytest.mark.slow
 def test_numerics_follows_train_ppo_and_bf16_stays_inside_minibatch_noise():
     import torch
 

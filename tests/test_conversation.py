@@ -460,6 +460,23 @@ def test_the_study_s_evaluations_do_not_depend_on_the_task_order(monkeypatch):
             diag_again["breakdown"][key]["calls"]
 
 
+def test_the_quick_page_is_the_main_table_marked_as_a_smoke_run(monkeypatch):
+    from conversation_tiny import SEEDS, tiny_study
+
+    from membudget.envs.conversation import budget_levels
+    from membudget.studies import conversation as study
+
+    gates = tiny_study(monkeypatch)
+    res, intervals, diag = study.evaluate(gates, SEEDS, 500, Executor(), diagnostics=False)
+    assert diag is None and list(res) == study.table_keys()
+    page = study.render_quick(res, 620, budget_levels(), 500, 1.0, intervals)
+    assert "(smoke run)" in page.splitlines()[0] and "not the study's and carry no verdicts" in page
+    assert " met" not in page and "## " not in page  # no verdicts, no diagnostics sections
+    assert page.count("\n| B60 | ") == len(res) - 1  # every row but AllSemantic's, at the one budget left
+    m, lo, hi = intervals[("Pacing", "B60")]
+    assert f"| B60 | Pacing | {res[('Pacing', 'B60')]['macro_accuracy'].mean():.4f} | {m:+.4f} [{lo:+.4f}, {hi:+.4f}]" in page
+
+
 def test_ppo_trainings_seed_themselves_from_their_key():
     from membudget.studies.conversation import train_task
 

@@ -104,6 +104,7 @@ def test_each_page_renders_its_class_docstring(env_id):
     assert f"::: {module}.{name}" in page
 
 
+@pytest.mark.slow
 def test_site_builds_in_strict_mode(tmp_path):
     mkdocs = shutil.which("mkdocs", path=os.path.dirname(sys.executable)) or shutil.which("mkdocs")
     assert mkdocs, "mkdocs is part of the test extra (pip install -e '.[test]')"

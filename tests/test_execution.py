@@ -139,6 +139,7 @@ class _Recording(Executor):
         return super().map(fn, items)
 
 
+@pytest.mark.slow
 def test_evaluation_rows_are_tasks_with_their_paired_intervals(small_suite):
     from membudget.studies import budgetpm
     from membudget.studies.protocol import bootstrap_ci, evaluate_policy
@@ -180,6 +181,7 @@ class _ReversedRecording(_Recording):
     _run = _Reversed._run
 
 
+@pytest.mark.slow
 def test_cap_sweep_is_one_map_of_the_table_executor_and_equals_the_serial_sweep(small_suite):
     from membudget.studies import budgetpm
     from membudget.studies.protocol import SWEEP_CAPS, evaluate_policy

@@ -223,6 +223,7 @@ def test_gates_work_on_real_weeks_better_than_random(static):
     assert generate_episode(9000).horizon == 80
 
 
+@pytest.mark.slow
 def test_suite_policies_at_int_and_no_budget():
     from membudget.studies.suite import fit_suite
     from membudget.studies.protocol import available, evaluate_policy

@@ -55,7 +55,7 @@ def test_shared_budget_infos_have_one_signature():
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
-@pytest.mark.parametrize("mode", ["sync", "async-fork", "async-spawn"])
+@pytest.mark.parametrize("mode", ["sync", "async-fork", pytest.param("async-spawn", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("autoreset", list(AutoresetMode))
 def test_every_env_batches_in_gymnasium_vector_envs(env_id, mode, autoreset):
     kind, _, context = mode.partition("-")

@@ -30,7 +30,7 @@ def copy_of_package(tmp_path):
     """The package's Python files laid out as ``membudget/`` (as installed), with the contracts beside it."""
     dst = tmp_path / "membudget"
     shutil.copytree(ROOT, dst, ignore=lambda d, names: [n for n in names if n in (
-        ".git", ".venv", "tests", "docs", "site", "runs", "__pycache__", ".import_linter_cache") or (
+        ".git", ".venv", "tests", "docs", "site", "runs", "build", "dist", "__pycache__", ".import_linter_cache", "setup.py") or (
         os.path.isfile(os.path.join(d, n)) and not n.endswith(".py"))])
     shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp_path / "pyproject.toml")
     assert _lint(tmp_path, str(tmp_path)).returncode == 0

@@ -270,6 +270,7 @@ def _set(d, path, value):
 _DELETE = object()
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(JSON_VALUES, st.just(_DELETE))), min_size=1,
                 max_size=3))

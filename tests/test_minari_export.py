@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from membudget.envs.pm import generate_episode, budget_levels
 from membudget.teachers import HindsightDP
@@ -21,6 +22,7 @@ print(json.dumps({"returns": [float(e.rewards.sum()) for e in ds.iterate_episode
 """
 
 
+@pytest.mark.slow
 def test_dp_demonstrations_export_and_load_in_a_fresh_process(tmp_path):
     env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path))
     out = subprocess.run([sys.executable, "-m", "membudget.teachers", "export-minari", "--dataset-id",
@@ -124,8 +126,6 @@ def test_dp_demonstrations_do_not_depend_on_the_map_and_equal_solving_while_reco
 
 
 def test_demonstrations_command_on_the_backend_equals_the_teachers_export(tmp_path, monkeypatch):
-    import pytest
-
     from membudget import evaluate
     from membudget.teachers.__main__ import main as teachers_main
 

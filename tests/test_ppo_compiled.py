@@ -151,6 +151,7 @@ def test_rollout_and_minibatches_keep_each_state_with_its_candidates():
     assert sorted(seen) == list(range(n))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [{}, {"critic_counts": True, "critic_warmup": 1, "ent_coef": 0.01,
                                          "anneal_lr": True, "init": "student"}])
 def test_compiled_engine_trains_and_is_reproducible(kwargs):
@@ -169,6 +170,7 @@ def test_compiled_engine_trains_and_is_reproducible(kwargs):
         assert torch.equal(a, b)
 
 
+@pytest.mark.slow
 def test_compiled_critic_warmup_keeps_the_actor():
     torch.manual_seed(7)
     init = PerResourceNet((64, 64))

@@ -350,6 +350,7 @@ class _Reversed(Executor):
             yield i, fn(items[i])
 
 
+@pytest.mark.slow
 def test_evaluate_gives_the_same_runs_in_any_task_order_and_split_and_resumes(tmp_path):
     local = evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None)
     split = evaluate(["code"], 3, ppo_timesteps=128, progress=lambda m: None, executor=_Reversed(tmp_path),

@@ -117,6 +117,7 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
+@pytest.mark.slow
 def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one(monkeypatch, one_torch_thread):
     trained = []  # the PPO task's model, trained on one short rollout (64 steps, one minibatch)
     monkeypatch.setattr(limbo, "train_ppo", lambda **kw: trained.append(train_ppo(**kw, n_steps=64, batch_size=64))

@@ -100,6 +100,7 @@ def test_training_weeks_are_development_weeks():
     np.testing.assert_array_equal(o["resources"], o_next["resources"])
 
 
+@pytest.mark.slow
 def test_benchmark_quick(tmp_path, capsys):
     from membudget import evaluate
 

@@ -124,6 +124,7 @@ def test_same_seed_same_model(tmp_path):
     assert rows[0] == rows[1]
 
 
+@pytest.mark.slow
 def test_evaluate_loads_model_by_path(tmp_path, capsys):
     from membudget.studies import budgetpm
     from membudget.studies.suite import fit_suite

@@ -149,6 +149,7 @@ def test_labels_equal_a_fresh_continuation_solve_at_every_visited_state(seed):
         obs, _, done, _, info = env.step(a)
 
 
+@pytest.mark.slow
 def test_the_docs_dagger_example_runs_against_the_wrapper_alone():
     import os
     import re

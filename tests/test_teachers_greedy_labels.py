@@ -171,6 +171,7 @@ def test_structure_report_headrooms_do_not_depend_on_the_task_order():
     assert report(**small, executor=_Reversed()) == report(**small)
 
 
+@pytest.mark.slow
 def test_report_tasks_seed_themselves_from_their_key():
     from membudget.envs.pm import budget_levels
     from membudget.studies.budgetpm_reproduction import headroom_task, report_task

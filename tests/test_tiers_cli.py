@@ -129,6 +129,7 @@ def test_frontier_mixture_and_paired_gain_closed_form():
     assert mean == pytest.approx(0.1) and lo == pytest.approx(0.025) and hi == pytest.approx(0.175)
 
 
+@pytest.mark.slow
 def test_results_command_with_capped_routers(tmp_path, capsys):
     from membudget.evaluate import main
 
