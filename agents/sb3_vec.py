@@ -14,6 +14,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 from membudget.envs.pm import PMWeekVectorEnv
+from membudget.envs.vector_info import info_row
 
 
 class NativeVecEnv(VecEnv):
@@ -58,13 +59,12 @@ class PMWeekSB3VecEnv(NativeVecEnv):
     def step_wait(self):
         obs, rewards, terminated, truncated, info = self.venv.step(self._actions)
         dones = terminated | truncated
-        infos = [{} for _ in range(self.num_envs)]
+        infos = [info_row(info, i) for i in range(self.num_envs)]
+        for i, row in enumerate(infos):  # as DummyVecEnv: on every step
+            row["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
         if dones.any():
-            metrics = info["episode_metrics"]
             for i in np.flatnonzero(dones):
                 infos[i]["terminal_observation"] = {k: v[i].copy() for k, v in obs.items()}
-                infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-                infos[i]["episode_metrics"] = {k: float(v[i]) for k, v in metrics.items()}
             fresh, _ = self.venv.reset(seed=self._autoreset_seeds(dones), options={"reset_mask": dones})
             for k in obs:
                 obs[k][dones] = fresh[k][dones]

@@ -15,7 +15,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from membudget.envs.pm.core import PMWeekCore, step_outputs
-from membudget.envs.pm.env import action_to_scores, check_arguments, episode_summary, spaces_for
+from membudget.envs.pm.env import SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, spaces_for
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import generate_episode
 from membudget.envs.rendering import RENDER_MODES, TextRender, check_render_mode
@@ -80,7 +80,8 @@ class raw_env(TextRender, ParallelEnv):
 
     ## Version History
 
-    - v0: initial version.
+    - v0: initial version. Since 0.2.0 the skipped proposals are flat info keys (``skipped_budget``, ...; they were
+      the nested dict ``info["skipped"]``); dynamics, observation and reward are unchanged.
     """
 
     metadata = {"name": "membudget_shared_budget_v0", "render_modes": list(RENDER_MODES), "is_parallelizable": True}
@@ -229,11 +230,10 @@ class raw_env(TextRender, ParallelEnv):
         for i, a in enumerate(self.possible_agents):
             tp, fp, fn = self._events[i, :3].tolist()
             infos[a] = {"queried": self._sel[i].astype(bool), "cost": int(core.c_hist[i, t]), "tp": tp,
-                        "fp": fp, "fn": fn, "remaining_budget": -1 if self.remaining is None else int(self.remaining),
-                        "skipped": dict(zip(("non_candidate", "budget", "count_cap", "cost_cap"),
-                                            skipped[i].tolist()))}
+                        "fp": fp, "fn": fn, "remaining_budget": -1 if self.remaining is None else int(self.remaining)}
+            infos[a].update(zip(SKIPPED_KEYS, skipped[i].tolist()))
             if done:
-                infos[a]["episode_metrics"] = episode_summary(self._metrics[i], self.episodes[i])
+                infos[a]["episode_metrics"] = episode_summary(self._metrics[i], core.vis_counts[i])
         out_rewards = {a: float(rewards[i]) for i, a in enumerate(self.possible_agents)}
         terms = {a: done for a in self.possible_agents}
         truncs = {a: False for a in self.possible_agents}

@@ -182,7 +182,7 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
     for (name, b), res in per.items():
         row = {"budget": b, "policy": name, "set_f1": res["set_f1"], "on_time_recall": res["on_time_recall"],
                "realized_cost": res["realized_cost"], "exhaustion_progress": res["exhaustion_progress"],
-               "spend_per_quarter": np.stack([res[f"spend_q{q}"] for q in range(1, 5)], axis=1)}
+               "spend_per_quarter": res["spend_per_quarter"]}
         if (name, b) in intervals:
             row["diff_vs_reference"] = intervals[(name, b)]
         results.append(row)

@@ -93,9 +93,9 @@ def test_a_lure_fire_costs_the_penalty_only_and_penalty_zero_is_the_benchmark_ru
 def test_non_candidates_are_never_verified_and_caps_hold():
     conv = tiny(verifier_pairs=[(5, 0), (4, 1), (7, 1), (10, 1)], candidate_pairs=[(4, 0)])
     _, infos = play(conv, [(2, 0), (2, 1), (4, 0), (4, 1), (5, 0), (7, 1), (10, 1)], budget=3, per_step_cap=1)
-    assert not infos[2]["queried"].any() and infos[2]["skipped"]["non_candidate"] == 2
-    assert infos[4]["queried"].sum() == 1 and infos[4]["skipped"]["count_cap"] == 1
-    assert sum(int(i["cost"]) for i in infos) == 3 and infos[10]["skipped"]["budget"] == 1
+    assert not infos[2]["queried"].any() and infos[2]["skipped_non_candidate"] == 2
+    assert infos[4]["queried"].sum() == 1 and infos[4]["skipped_count_cap"] == 1
+    assert sum(int(i["cost"]) for i in infos) == 3 and infos[10]["skipped_budget"] == 1
 
 
 @pytest.mark.parametrize("seed", [4000, 4001])

@@ -122,7 +122,7 @@ def test_only_active_intentions_resolve():
     assert obs["mask"][1] == 0  # not yet in the ledger at step 0
     infos, _ = play(env, {0: [1], 1: [1], 4: [1]}, 6)
     assert all(not i["events"] or i["events"] == [("C1", "miss")] for i in infos)
-    assert infos[0]["skipped"]["non_candidate"] == 1  # proposals on non-candidates are never queried
+    assert infos[0]["skipped_non_candidate"] == 1  # proposals on non-candidates are never queried
     assert infos[-1]["episode_metrics"]["fn"] == 1
 
 
@@ -178,7 +178,7 @@ def test_executor_skips_the_unaffordable_and_keeps_scanning():
     # prices clock 1, a 2, b 4; budget 3: b (4) is skipped, then a (2) and clock (1) fit
     env, _ = make_env(week(rows, costs=(1, 2, 4)), budget=3)
     _, _, _, _, info = env.step(np.array([1, 1, 1]))
-    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped"]["budget"] == 1
+    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped_budget"] == 1
     assert info["cost"] == 3 and info["remaining_budget"] == 0
 
 
@@ -187,11 +187,11 @@ def test_count_cap_and_cost_cap():
             intention("T1", kind="time", resource="clock", onset=0, deadline=5)]
     env, _ = make_env(week(rows), per_step_cap=2)
     _, _, _, _, info = env.step(np.array([1, 1, 1]))
-    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped"]["count_cap"] == 1  # unit costs: index order
+    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped_count_cap"] == 1  # unit costs: index order
     env, _ = make_env(week(rows, costs=(1, 2, 4)), per_step_cost_cap=5)
     _, _, _, _, info = env.step(np.array([1, 1, 1]))
     # unequal prices: cheaper first (clock 1, a 2 -> 3), then b (4) would exceed L = 5
-    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped"]["cost_cap"] == 1
+    assert np.flatnonzero(info["queried"]).tolist() == [0, 1] and info["skipped_cost_cap"] == 1
 
 
 def test_scores_order_by_score_over_cost_with_ties_to_lower_cost_then_index():

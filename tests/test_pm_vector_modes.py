@@ -60,7 +60,8 @@ def test_same_step_mode_equals_single_envs_and_reports_final_obs():
             sobs, r, t, tr, _ = e.step(a[i])
             assert vr[i] == r and vt[i] == t and vtr[i] == tr
             if t or tr:
-                assert info["_final_obs"][i] and _same(info["final_obs"], sobs, i)
+                final = info["final_obs"][i]  # Gymnasium's form: an object array of single observations
+                assert info["_final_obs"][i] and all(np.array_equal(final[k], sobs[k]) for k in sobs)
                 sobs, _ = e.reset()
                 finals += 1
             assert _same(vobs, sobs, i)
@@ -107,3 +108,63 @@ def test_seeds_are_refused_not_coerced(bad):
     if not isinstance(bad, list):
         with pytest.raises(ValueError, match="seed"):
             shared_budget.parallel_env().reset(seed=bad)
+
+
+def _assert_same_info(native, sync, where=""):
+    """Batched infos equal key by key: the same keys (masks included), dtypes, shapes and values (NaN == NaN);
+    object arrays (final_obs) element by element."""
+    assert sorted(native) == sorted(sync), (where, sorted(set(native) ^ set(sync)))
+    for k, v in sync.items():
+        n, at = native[k], f"{where}/{k}"
+        if isinstance(v, dict):
+            _assert_same_info(n, v, at)
+        elif v.dtype == object:
+            assert n.dtype == object and n.shape == v.shape, at
+            for a, b in zip(n, v):
+                assert (a is None and b is None) or _assert_same_info(a, b, at) is None
+        else:
+            assert n.dtype == v.dtype and n.shape == v.shape, (at, n.dtype, v.dtype, n.shape, v.shape)
+            np.testing.assert_array_equal(n, v, err_msg=at)
+
+
+@pytest.mark.parametrize("autoreset", list(AutoresetMode))
+@pytest.mark.parametrize("kwargs", [{}, {"budget": None, "max_episode_steps": 50},
+                                    {"cost_profile": "skewed", "per_step_cost_cap": 20, "late_policy": "execute"}])
+def test_infos_are_the_single_envs_infos_batched_as_sync_vector_env_batches_them(autoreset, kwargs):
+    """Reset and step infos of whole weeks (and the autoresets after them) against Gymnasium's SyncVectorEnv of
+    single environments: same keys, masks, dtypes, shapes and values, episode_metrics and final_info included."""
+    kwargs = dict(kwargs)
+    max_steps = kwargs.pop("max_episode_steps", None)
+    native = PMWeekVectorEnv(num_envs=N, autoreset_mode=autoreset, max_episode_steps=max_steps, **kwargs)
+    sync = gym.vector.SyncVectorEnv(
+        [lambda: gym.make("membudget/PMWeek-v0", max_episode_steps=max_steps, **kwargs)] * N, autoreset_mode=autoreset)
+    _, ninfo = native.reset(seed=300)
+    _, sinfo = sync.reset(seed=300)
+    _assert_same_info(ninfo, sinfo, "reset")
+    ended = np.zeros(N, dtype=bool)
+    metrics_seen = ends_seen = 0
+    for t, a in enumerate(_actions(2)):
+        restart = np.array([t == 10, False, t == 20])  # staggers the weeks, so that later ends are partial
+        if (autoreset == AutoresetMode.DISABLED and ended.any()) or restart.any():
+            mask = ended | restart if autoreset == AutoresetMode.DISABLED else restart
+            _, ninfo = native.reset(options={"reset_mask": mask})
+            _, sinfo = sync.reset(options={"reset_mask": mask})
+            _assert_same_info(ninfo, sinfo, f"masked reset before step {t}")
+        nres, sres = native.step(a), sync.step(a)
+        for x, y in zip(nres[:4], sres[:4]):
+            np.testing.assert_array_equal(x["mask"] if isinstance(x, dict) else x, y["mask"] if isinstance(y, dict) else y)
+        _assert_same_info(nres[4], sres[4], f"step {t}")
+        metrics_seen += "episode_metrics" in nres[4] or "final_info" in nres[4]
+        ended = nres[2] | nres[3]
+        ends_seen += ended.any()
+    assert ends_seen >= 1 and (metrics_seen >= 1 or max_steps is not None)  # the comparison covered weeks' ends
+
+
+def test_teachers_read_their_settings_from_either_env():
+    from membudget.teachers import HindsightDP
+
+    kw = dict(budget="B20", per_step_cap=3, per_step_cost_cap=7, cost_profile="mild", late_policy="execute")
+    single, vector = HindsightDP.from_env(gym.make("membudget/PMWeek-v0", **kw)), HindsightDP.from_env(
+        gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode="vector_entry_point", **kw))
+    assert vars(single) == vars(vector)
+    assert (vector.per_step_cap, vector.per_step_cost_cap, vector.late_policy) == (3, 7, "execute")

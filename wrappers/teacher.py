@@ -148,10 +148,9 @@ class HindsightTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return obs, info
 
     def step(self, action):
-        t = int(self.env.unwrapped._core.t[0]) if self._kind == "pm" else None
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self._kind == "pm" and not terminated:
-            self._pm.after_step(t, np.flatnonzero(info["queried"]))
+            self._pm.after_step(info["step"], np.flatnonzero(info["queried"]))
         self.teacher_action = self._label(terminated or truncated)
         info[TEACHER_KEY] = self.teacher_action
         return obs, reward, terminated, truncated, info
@@ -174,6 +173,7 @@ class HindsightTeacherVector(gym.vector.VectorWrapper):
         self.mode = mode
         self._plans = [_PMPlan(base, i, mode) for i in range(base.num_envs)]
         self.teacher_action = np.stack([_neutral(base.single_action_space)] * base.num_envs)
+        self._resetting = np.zeros(base.num_envs, dtype=bool)  # weeks the next step autoresets (NEXT_STEP)
 
     def _labels(self, done):
         base = self.env.unwrapped
@@ -189,23 +189,22 @@ class HindsightTeacherVector(gym.vector.VectorWrapper):
         for i, p in enumerate(self._plans):
             if mask is None or mask[i]:
                 p.solve()
+        self._resetting &= False if mask is None else ~np.asarray(mask)
         n = self.num_envs
         info = dict(info, **{TEACHER_KEY: self._labels(np.zeros(n, dtype=bool)), f"_{TEACHER_KEY}": np.ones(n, bool)})
         return obs, info
 
     def step(self, actions):
         base = self.env.unwrapped
-        t = base._core.t.copy()
-        resetting = base._autoreset.copy()
+        resetting = self._resetting
         obs, rewards, terminated, truncated, info = self.env.step(actions)
         ended = terminated | truncated
-        stepping = np.flatnonzero(~resetting)
-        for i in stepping:
-            if not ended[i]:
-                self._plans[i].after_step(int(t[i]), np.flatnonzero(base._sel[i]))
+        for i in np.flatnonzero(~resetting & ~ended):
+            self._plans[i].after_step(int(info["step"][i]), np.flatnonzero(info["queried"][i]))
         same_step = base.autoreset_mode == gym.vector.AutoresetMode.SAME_STEP
         for i in np.flatnonzero(resetting | (ended if same_step else False)):
             self._plans[i].solve()  # a new week began in this step
+        self._resetting = ended & (base.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP)
         n = self.num_envs
         done = np.zeros(n, dtype=bool) if same_step else ended
         info = dict(info, **{TEACHER_KEY: self._labels(done), f"_{TEACHER_KEY}": np.ones(n, bool)})

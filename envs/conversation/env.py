@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from ..pm.core import M, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, \
     S_HIT, PMWeekCore, step_outputs
-from ..pm.env import ACTION_MODES, action_to_scores, spaces_for
+from ..pm.env import ACTION_MODES, SKIPPED_KEYS, action_to_scores, spaces_for
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int, check_number
 from .episode_io import validate_conversation
@@ -138,8 +138,8 @@ class ConversationPMEnv(TextRender, gym.Env):
     All-semantic cost), exhaustion step (-1: never) and spend per quarter (an array of 4) — numbers only.
 
     ``info`` at every step has the same keys, fixed shapes and numeric dtypes: ``step``; ``queried`` (``(R,)``
-    bool); ``cost``; ``remaining_budget`` (-1 without a budget); ``skipped`` (non-candidate, budget, count cap,
-    cost cap); ``hits`` (confirmed true fires), ``false_fires``, ``rejected`` (verified pairs the verifier
+    bool); ``cost``; ``remaining_budget`` (-1 without a budget); ``skipped_non_candidate``, ``skipped_budget``,
+    ``skipped_count_cap``, ``skipped_cost_cap`` (proposals skipped, by reason); ``hits`` (confirmed true fires), ``false_fires``, ``rejected`` (verified pairs the verifier
     declined) and ``missed`` (true fires of this message left without a confirmed fire).
 
     ## Arguments
@@ -155,7 +155,8 @@ class ConversationPMEnv(TextRender, gym.Env):
 
     ## Version History
 
-    - v0: initial version.
+    - v0: initial version. Since 0.2.0 the skipped proposals are flat info keys (``skipped_budget``, ...; they were
+      the nested dict ``info["skipped"]``); dynamics, observation and reward are unchanged.
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
@@ -218,11 +219,11 @@ class ConversationPMEnv(TextRender, gym.Env):
         return self._obs(), self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0)
 
     def _info(self, step, queried, cost, skipped, hits, false_fires, rejected, missed) -> dict:
-        s0, s1, s2, s3 = skipped.tolist()
-        return {"step": step, "queried": queried, "cost": cost,
-                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0]),
-                "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
-                "hits": hits, "false_fires": false_fires, "rejected": rejected, "missed": missed}
+        info = {"step": step, "queried": queried, "cost": cost,
+                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0])}
+        info.update(zip(SKIPPED_KEYS, skipped.tolist()))
+        info.update(hits=hits, false_fires=false_fires, rejected=rejected, missed=missed)
+        return info
 
     def step(self, action):
         if self.conversation is None:

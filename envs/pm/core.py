@@ -46,6 +46,9 @@ S_OPEN, S_HIT, S_FALSE, S_LATE_MISS, S_LATE_EXEC, S_EXPIRED_NEG = range(6)
 EV_MISS = 6
 EVENT_NAMES = ("", "hit", "false_execution", "late_miss", "late_execution", "expired_negative", "miss")
 
+VIS_DUE, VIS_HIT = range(2)
+"""Columns of ``PMWeekCore.vis_counts``: a week's visible positives due within the horizon, and executed."""
+
 # Skip reasons of the executor.
 SKIP_NAMES = ("non_candidate", "budget", "count_cap", "cost_cap")
 
@@ -74,7 +77,7 @@ assert _GEN_BOOL == ("cross_day", "update_sensitive", "registered")
 # PMWeekCore arrays in the order of _fill_slot's arguments.
 _SLOT_STATE = ("table", "live_from", "live_order", "n_entered", "n_live", "miss_cost", "vis_step", "cal", "status",
                "n_int", "n_total", "horizon", "t", "costs", "is_clock", "cost_ratio", "max_cost", "min_cost", "unequal",
-               "lookahead", "remaining", "counters", "last_q", "unchanged", "q_hist", "c_hist", "hints")
+               "lookahead", "remaining", "counters", "last_q", "unchanged", "q_hist", "c_hist", "hints", "vis_counts")
 
 
 @numba.njit(cache=True, inline="always")
@@ -450,15 +453,20 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
                update_sensitive, miss, visible_outcome, ep_hints, ep_costs, ep_cal, ep_is_clock, lookahead,
                budget_value, table, live_from, live_order, n_entered, n_live, miss_cost, vis_step, cal, status, n_int,
                n_total, horizon, t_arr, costs, is_clock, cost_ratio, max_cost, min_cost, unequal, lookahead_arr,
-               remaining, counters, last_q, unchanged, q_hist, c_hist, hints):
+               remaining, counters, last_q, unchanged, q_hist, c_hist, hints, vis_counts):
     """Copy an episode's hidden intentions into row ``i`` of the intention table, its visible outcomes, calendar
-    features and hints into the per-step arrays, and reset the slot's state."""
+    features and hints into the per-step arrays, the week's visible positives due and executed into
+    ``vis_counts[i]``, and reset the slot's state."""
     table[i] = 0
     vis_step[i] = 0
+    vis_counts[i] = 0
     k = 0
     for j in range(kind.size):
         if kind[j] == KIND_VISIBLE:
             code = visible_outcome[j]  # 1 tp, 2 fn, 3 fp, 4 tn
+            if polarity[j] == POS:
+                vis_counts[i, VIS_DUE] += onset[j] <= T - 1
+                vis_counts[i, VIS_HIT] += code == 1
             if code == 1:
                 vis_step[i, onset[j], 0] += 1
             elif code == 3:
@@ -586,6 +594,7 @@ class PMWeekCore:
         self.last_q = np.full((n, n_resources), -1, dtype=np.int64)
         self.unchanged = np.zeros((n, n_resources), dtype=np.int64)
         self.mask_state = np.zeros((n, n_resources), dtype=np.int8)
+        self.vis_counts = np.zeros((n, 2), dtype=np.int64)
         self.metrics = np.zeros((n, len(METRIC_NAMES)))
         self._episodes: list = [None] * n  # an Episode, or a callable that builds it when first asked for
         # scratch of the kernel, and stand-ins for the outputs that a call does not produce

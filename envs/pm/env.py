@@ -8,14 +8,26 @@ from gymnasium import spaces
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int
-from .core import M, METRIC_NAMES, N_RESOURCE_FEATURES, PMWeekCore, step_outputs
+from ..vector_info import info_row
+from .core import M, METRIC_NAMES, N_RESOURCE_FEATURES, SKIP_NAMES, VIS_DUE, VIS_HIT, PMWeekCore, step_outputs
 from .episode_io import validate_episode
 from .levels import resolve_budget
-from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, POS, VISIBLE_OUTCOMES, Episode,
-                    WorldConfig, generate_episode)
+from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, Episode, WorldConfig,
+                    generate_episode)
 
 ACTION_MODES = ("binary", "scores")
 LATE_POLICIES = ("expire", "execute")
+SKIPPED_KEYS = tuple(f"skipped_{name}" for name in SKIP_NAMES)
+"""Info keys of the proposals the executor skipped this step, by reason."""
+EVENT_KEYS = ("tp", "fp", "fn", "late_execution", "late_miss", "expired_negative")
+"""Info keys of this step's events, in the order of the core's event counts."""
+STEP_INFO_KEYS = ("step", "queried", "cost", "remaining_budget", *SKIPPED_KEYS, *EVENT_KEYS)
+"""The keys of ``info`` at every step and at reset, single and vector env alike."""
+TRIGGER_TYPES = ("time", "channel", "cross_day", "update_sensitive", "visible")
+"""Keys of ``episode_metrics["per_trigger_type"]``."""
+INT_METRICS = ("tp", "fp", "fn", "realized_cost", "queries", "exhaustion_step", "on_time_hit", "late_execution", "miss",
+               "false_alarm", "update_violation")
+"""``episode_metrics`` entries that are counts (int); the others are floats."""
 
 
 def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world, action_mode):
@@ -78,31 +90,40 @@ def action_to_scores(action, shape: tuple, action_mode: str) -> np.ndarray:
     return s
 
 
-def trigger_breakdown(metrics: np.ndarray, ep: Episode) -> dict:
-    """Due / on-time counts and recall per trigger type."""
-    out = {}
-    for name in ("time", "channel", "cross_day", "update_sensitive"):
-        due, hit = int(metrics[M[f"{name}_due"]]), int(metrics[M[f"{name}_hit"]])
-        out[name] = {"due": due, "hit": hit, "recall": hit / due if due else float("nan")}
-    vis = (ep.kind == KIND_VISIBLE) & (ep.polarity == POS)
-    due = int(np.sum(vis & (ep.onset <= ep.horizon - 1)))
-    hit = int(np.sum(vis & (ep.visible_outcome == VISIBLE_OUTCOMES.index("tp"))))
-    out["visible"] = {"due": due, "hit": hit, "recall": hit / due if due else float("nan")}
+def episode_metrics_batch(metrics: np.ndarray, visible: np.ndarray) -> dict:
+    """The ``info["episode_metrics"]`` of several weeks as arrays over the weeks (without masks), from their rows of
+    the core's metric vectors ``metrics`` (``(n, len(METRIC_NAMES))``) and visible counts ``visible`` (``(n, 2)``,
+    the core's ``vis_counts``): Set F1 and the other totals (:data:`INT_METRICS` as int64, the rest float64;
+    ``exhaustion_step`` -1: never exhausted), ``spend_per_quarter`` ``(n, 4)`` and ``per_trigger_type`` (due /
+    on-time counts and recall per type of :data:`TRIGGER_TYPES`; recall NaN where nothing was due)."""
+    skip = {f"{t}_{k}" for t in TRIGGER_TYPES[:4] for k in ("due", "hit")} | {f"spend_q{q}" for q in range(1, 5)}
+    out = {name: metrics[:, i].astype(np.int64) if name in INT_METRICS else metrics[:, i].copy()
+           for i, name in enumerate(METRIC_NAMES) if name not in skip}
+    out["spend_per_quarter"] = metrics[:, [M[f"spend_q{q}"] for q in range(1, 5)]]
+    counts = {t: (metrics[:, M[f"{t}_due"]].astype(np.int64), metrics[:, M[f"{t}_hit"]].astype(np.int64))
+              for t in TRIGGER_TYPES[:4]}
+    counts["visible"] = (visible[:, VIS_DUE].copy(), visible[:, VIS_HIT].copy())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["per_trigger_type"] = {t: {"due": due, "hit": hit, "recall": np.where(due > 0, hit / due, np.nan)}
+                                   for t, (due, hit) in counts.items()}
     return out
 
 
-def episode_summary(metrics: np.ndarray, ep: Episode) -> dict:
-    """The end-of-episode ``info["episode_metrics"]`` dict of one week."""
-    breakdown = {f"{t}_{k}" for t in ("time", "channel", "cross_day", "update_sensitive") for k in ("due", "hit")}
-    out = {name: float(metrics[i]) for i, name in enumerate(METRIC_NAMES) if name not in breakdown}
-    for k in ("tp", "fp", "fn", "realized_cost", "queries", "on_time_hit", "late_execution", "miss",
-              "false_alarm", "update_violation"):
-        out[k] = int(out[k])
-    out["exhaustion_step"] = int(metrics[M["exhaustion_step"]])  # -1: the budget was never exhausted
-    out["spend_per_quarter"] = np.array([metrics[M[f"spend_q{q}"]] for q in range(1, 5)], dtype=np.float64)
-    for q in range(1, 5):
-        del out[f"spend_q{q}"]
-    out["per_trigger_type"] = trigger_breakdown(metrics, ep)
+def episode_summary(metrics: np.ndarray, visible: np.ndarray) -> dict:
+    """The end-of-episode ``info["episode_metrics"]`` dict of one week (numbers, ``spend_per_quarter`` an array of 4,
+    ``per_trigger_type`` a dict of dicts), from its metric vector and visible counts: one row of
+    :func:`episode_metrics_batch`, so the single and vector envs report the same fields."""
+    return info_row(episode_metrics_batch(metrics[None], np.asarray(visible)[None]), 0)
+
+
+def step_info_batch(step, queried, cost, remaining_budget, skipped, events) -> dict:
+    """The step ``info`` of several weeks as arrays over the weeks (without masks), keys :data:`STEP_INFO_KEYS`:
+    ``step`` (the step the action was taken at), ``queried`` ``(n, R)`` bool, ``cost``, ``remaining_budget`` (-1
+    without a budget), the skipped proposals by reason (``skipped`` ``(n, 4)``) and the step's events (``events``
+    ``(n, >= 6)``)."""
+    out = {"step": step, "queried": queried, "cost": cost, "remaining_budget": remaining_budget}
+    out.update(zip(SKIPPED_KEYS, skipped.T.astype(np.int64)))
+    out.update(zip(EVENT_KEYS, events[:, :6].T.astype(np.int64)))
     return out
 
 
@@ -163,11 +184,12 @@ class PMWeekEnv(TextRender, gym.Env):
     realized cost, queries, exhaustion step (-1: never exhausted), spend per quarter (an array of 4), the PM-Bench
     diagnostic counters and a breakdown per trigger type — numbers only.
 
-    ``info`` at every step has the same keys, fixed shapes and numeric dtypes (so vector environments batch it):
-    ``step``; ``queried`` (a ``(R,)`` bool array of the resources queried at this step); ``cost``;
-    ``remaining_budget`` (-1 without a budget); ``skipped`` (proposals skipped as non-candidates or for the budget,
-    the count cap, the cost cap); ``tp``, ``fp``, ``fn``, ``late_execution``, ``late_miss``,
-    ``expired_negative`` (this step's events). Which intentions they were: ``env.unwrapped.last_events``.
+    ``info`` at every step (and at reset, with nothing queried) has the same flat keys, fixed shapes and numeric
+    dtypes (so vector environments batch it): ``step``; ``queried`` (a ``(R,)`` bool array of the resources
+    queried at this step); ``cost``; ``remaining_budget`` (-1 without a budget); ``skipped_non_candidate``,
+    ``skipped_budget``, ``skipped_count_cap``, ``skipped_cost_cap`` (proposals the executor skipped, by reason);
+    ``tp``, ``fp``, ``fn``, ``late_execution``, ``late_miss``, ``expired_negative`` (this step's events). Which
+    intentions they were: ``env.unwrapped.last_events``. The native vector env returns exactly these infos batched.
 
     ## Arguments
 
@@ -188,6 +210,9 @@ class PMWeekEnv(TextRender, gym.Env):
 
     - v0: initial version. Before 0.1.0 ``info["queried"]`` was an index array of varying length, ``remaining_budget``
       and ``exhaustion_step`` could be None and ``info["events"]`` held the step's events (now ``last_events``).
+      Since 0.2.0 the skipped proposals are flat keys (``skipped_budget``, ...; they were the nested dict
+      ``info["skipped"]``, which TorchRL's batched info reader cannot read); dynamics, observation and reward are
+      unchanged.
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
@@ -245,14 +270,13 @@ class PMWeekEnv(TextRender, gym.Env):
                                        np.zeros(6, np.int64))
 
     def _info(self, step, queried, cost, skipped, events) -> dict:
-        """The per-step info (the reset info has the same keys, with nothing queried)."""
-        s0, s1, s2, s3 = skipped.tolist()
-        tp, fp, fn, late_exec, late_miss, expired = events[:6].tolist()
-        return {"step": step, "queried": queried, "cost": cost,
-                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0]),
-                "skipped": {"non_candidate": s0, "budget": s1, "count_cap": s2, "cost_cap": s3},
-                "tp": tp, "fp": fp, "fn": fn, "late_execution": late_exec, "late_miss": late_miss,
-                "expired_negative": expired}
+        """The per-step info (the reset info has the same keys, with nothing queried): a row of
+        :func:`step_info_batch`, built directly (it is on every step's path)."""
+        info = {"step": step, "queried": queried, "cost": cost,
+                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0])}
+        info.update(zip(SKIPPED_KEYS, skipped.tolist()))
+        info.update(zip(EVENT_KEYS, events[:6].tolist()))
+        return info
 
     def step(self, action):
         if self.episode is None:
@@ -269,7 +293,7 @@ class PMWeekEnv(TextRender, gym.Env):
         info = self._info(t, self._sel[0].astype(bool), int(core.c_hist[0, t]), self._skipped[0], self._events[0])
         self.last_events = [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else []
         if terminated:
-            info["episode_metrics"] = episode_summary(self._metrics[0], self.episode)
+            info["episode_metrics"] = episode_summary(self._metrics[0], core.vis_counts[0])
         return self._obs(observe=False), float(self._reward[0]), terminated, False, info
 
     def _text(self) -> str:

@@ -10,7 +10,8 @@ from .vector import PMWeekVectorEnv
 
 def rollout(policy, seeds, **env_kwargs) -> dict:
     """Run ``policy`` (policy protocol) once on each week in ``seeds`` with the native vector env; returns
-    ``{metric: array over weeks}`` of the end-of-episode metrics."""
+    ``{metric: array over weeks}`` of the end-of-episode metrics (the numbers of ``info["episode_metrics"]``,
+    ``spend_per_quarter`` of shape ``(weeks, 4)``; not the per-trigger-type breakdown) and ``exhaustion_progress``."""
     seeds = list(seeds)
     env = PMWeekVectorEnv(num_envs=len(seeds), **env_kwargs)
     obs, _ = env.reset(seed=seeds)
@@ -24,7 +25,8 @@ def rollout(policy, seeds, **env_kwargs) -> dict:
         if "episode_metrics" in info:
             first = info["_episode_metrics"] & ~done
             for k, v in info["episode_metrics"].items():
-                out.setdefault(k, np.zeros(len(seeds)))[first] = v[first]
+                if not k.startswith("_") and not isinstance(v, dict):
+                    out.setdefault(k, np.zeros(v.shape))[first] = v[first]
             done |= info["_episode_metrics"]
     env.close()
     horizon = env.world.horizon

@@ -10,8 +10,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..validation import check_int
-from .core import METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, generator_list, step_outputs
-from .env import action_to_scores, check_arguments, spaces_for
+from ..vector_info import read_only, with_masks
+from .core import N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, generator_list, step_outputs
+from .env import action_to_scores, check_arguments, episode_metrics_batch, spaces_for, step_info_batch
 from .levels import resolve_budget
 from .world import check_generation, episode_from_state
 
@@ -28,11 +29,16 @@ class PMWeekVectorEnv(VectorEnv):
     waits for ``reset(options={"reset_mask": ...})`` and stepping it raises. ``max_episode_steps`` truncates every
     week after that many steps (as Gymnasium's ``TimeLimit`` on the single environment).
 
-    ``infos`` holds per-week arrays ``tp``, ``fp``, ``fn``, ``cost``, ``remaining_budget`` (-1 without a budget)
-    and, for weeks that terminated on this step, ``episode_metrics`` — a dict of metric arrays (``set_f1``,
-    ``on_time_recall``, ``realized_cost``, ...) with the boolean mask ``_episode_metrics`` (named so that
-    Gymnasium's ``RecordEpisodeStatistics``, which owns ``episode``, can wrap the environment).
-    Arguments are those of :class:`PMWeekEnv` plus ``num_envs``.
+    ``infos`` (of ``reset`` and ``step``) are exactly the single environment's infos batched the way Gymnasium's
+    ``SyncVectorEnv`` batches them: every key of :data:`~membudget.envs.pm.env.STEP_INFO_KEYS` as an array over the
+    weeks with its mask ``_key``; for weeks that terminated on this step, ``episode_metrics`` with the same fields
+    as the single environment's (``set_f1``, ..., ``spend_per_quarter`` ``(num_envs, 4)``, ``per_trigger_type``),
+    each with its mask, and ``_episode_metrics`` (``RecordEpisodeStatistics``, which owns ``episode``, can wrap the
+    environment); a week autoreset on this step reports its reset info; with ``SAME_STEP``, ``final_obs`` (an object
+    array of the ended weeks' last observations) and ``final_info`` (their step infos, ``episode_metrics``
+    included). The mask arrays are read-only (one array serves several keys).
+    Arguments are those of :class:`PMWeekEnv` plus ``num_envs``; the settings are public attributes as there
+    (``budget``, ``per_step_cap``, ``per_step_cost_cap``, ``cost_profile``, ``late_policy``, ``load``, ...).
 
     One numba kernel call per step advances every week and writes every observation (one pass over each week's
     live intentions); the weeks that start at an autoreset are drawn, from each sub-environment's own generator,
@@ -58,7 +64,8 @@ class PMWeekVectorEnv(VectorEnv):
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load,
                                      world, action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
-        self.cost_profile, self.load, self.action_mode = cost_profile, load, action_mode
+        self.per_step_cap, self.per_step_cost_cap = per_step_cap, per_step_cost_cap
+        self.cost_profile, self.late_policy, self.load, self.action_mode = cost_profile, late_policy, load, action_mode
         if render_mode is not None:
             raise ValueError(f"render_mode {render_mode!r} is not supported (no render modes)")
         self.render_mode = render_mode
@@ -78,6 +85,7 @@ class PMWeekVectorEnv(VectorEnv):
         self._no_scores = np.zeros((n, r))
         _, _, _, self._sel, self._skipped, self._reward, self._events, self._metrics = step_outputs(n, r)
         self._autoreset = np.zeros(n, dtype=bool)
+        self._everyone = read_only(np.ones(n, dtype=bool))
         self._generator_list = None
         self._started = False
 
@@ -119,6 +127,15 @@ class PMWeekVectorEnv(VectorEnv):
     def _obs(self):
         return self._advance(self._none, self._no_scores)
 
+    def _info_values(self) -> dict:
+        """The step infos of every week (arrays, no masks) from the last kernel call: for a week stepped by it, its
+        step; for a week (re)started since, its reset info."""
+        core = self._core
+        step = np.maximum(core.t - 1, 0)
+        remaining = core.remaining.copy() if self.budget is not None else np.full(self.num_envs, -1, dtype=np.int64)
+        return step_info_batch(step, self._sel.astype(bool), core.c_hist[self._all, step], remaining, self._skipped,
+                               self._events)
+
     def reset(self, *, seed=None, options=None):
         options = dict(options or {})
         reset_mask = options.pop("reset_mask", None)
@@ -153,7 +170,9 @@ class PMWeekVectorEnv(VectorEnv):
         self._new_weeks(slots, [seeds[i] for i in slots])
         self._started = True
         self._autoreset[reset_mask] = False
-        return self._obs(), {}
+        obs = self._obs()
+        values = _only_rows(reset_mask, self._info_values())
+        return obs, with_masks(values, read_only(reset_mask.copy()))
 
     def step(self, actions):
         if not self._started:
@@ -171,23 +190,29 @@ class PMWeekVectorEnv(VectorEnv):
         truncated = np.zeros(n, dtype=bool)
         if self.max_episode_steps is not None:
             truncated = (core.t >= self.max_episode_steps) & ~terminated
-        events = self._events
-        infos = {
-            "tp": events[:, 0].copy(), "fp": events[:, 1].copy(), "fn": events[:, 2].copy(),
-            # a week just reset has an empty cost history, so its entry is 0
-            "cost": core.c_hist[self._all, np.maximum(core.t - 1, 0)],
-            "remaining_budget": core.remaining.copy() if self.budget is not None else np.full(n, -1),
-        }
+        values = self._info_values()
+        infos = with_masks(values, self._everyone)
         if terminated.any():
-            metrics = np.where(terminated[:, None], self._metrics, 0.0).T.copy()
-            infos["episode_metrics"] = dict(zip(METRIC_NAMES, metrics))
-            infos["_episode_metrics"] = terminated.copy()
+            done = read_only(terminated.copy())
+            metrics = _only_rows(terminated, episode_metrics_batch(self._metrics, core.vis_counts))
+            infos["episode_metrics"], infos["_episode_metrics"] = with_masks(metrics, done), done
         ended = terminated | truncated
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
-            if ended.any():
-                infos["final_obs"], infos["_final_obs"] = obs, ended
+            if ended.any():  # as SyncVectorEnv: the ended weeks' last step goes to final_obs / final_info
+                gone = read_only(ended.copy())
+                final_obs = np.full(n, None, dtype=object)
+                for i in np.flatnonzero(ended):
+                    final_obs[i] = {k: v[i].copy() for k, v in obs.items()}
+                final = with_masks(_only_rows(ended, values), gone)
+                if "episode_metrics" in infos:
+                    final["episode_metrics"] = infos.pop("episode_metrics")
+                    final["_episode_metrics"] = infos.pop("_episode_metrics")
                 self._new_weeks(np.flatnonzero(ended))
                 obs = self._obs()
+                fresh = self._info_values()
+                infos = with_masks({k: np.where(_rows(ended, v), fresh[k], v) for k, v in values.items()},
+                                   self._everyone)
+                infos.update(final_obs=final_obs, _final_obs=gone, final_info=final, _final_info=gone)
             ended = np.zeros(n, dtype=bool)
         self._autoreset = ended
         return obs, rewards, terminated, truncated, infos
@@ -195,3 +220,15 @@ class PMWeekVectorEnv(VectorEnv):
     def action_masks(self) -> np.ndarray:
         """``(num_envs, 2R)`` masks in sb3-contrib's MultiBinary form (see :meth:`PMWeekEnv.action_masks`)."""
         return np.stack([self._core.action_masks(i) for i in range(self.num_envs)])
+
+
+def _rows(mask: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``mask`` over the first axis, shaped to broadcast against ``like``."""
+    return mask.reshape(mask.shape + (1,) * (like.ndim - 1))
+
+
+def _only_rows(mask: np.ndarray, values: dict) -> dict:
+    """``values`` (arrays over the weeks, nested dicts allowed) in the rows of ``mask`` and 0 elsewhere, as
+    Gymnasium's batching leaves the sub-environments that did not report a key (new arrays, same dtypes)."""
+    return {k: _only_rows(mask, v) if isinstance(v, dict) else np.where(_rows(mask, v), v, np.zeros((), v.dtype))
+            for k, v in values.items()}
