@@ -3,17 +3,23 @@ training runs the studies register (:class:`membudget.studies.runs.TrainCommand`
 
 Subcommands:
 
-- ``ppo`` / ``maskable-ppo``: SB3 PPO (``MultiInputPolicy``) / sb3-contrib MaskablePPO on PMWeek-v0 at one budget;
-- ``ppo-conditioned``: one PPO trained across B5/B10/B15/B20 at once (the target-fraction feature tells it the
-  budget);
+- ``ppo``: the native PPO with the per-resource actor on PMWeek-v0 (or ConversationPM-v0) at one budget — the
+  study's learner, its defaults the settings chosen on validation weeks (``membudget.agents.ppo.PPOConfig``);
+- ``sb3-ppo`` / ``sb3-maskable-ppo``: Stable-Baselines3 PPO / sb3-contrib MaskablePPO on PMWeek-v0 at one budget;
+- ``sb3-ppo-conditioned``: one SB3 PPO trained across B5/B10/B15/B20 at once (the target-fraction feature tells it
+  the budget);
 - ``bc`` / ``dagger``: the per-resource student imitating the hindsight DP (behaviour cloning / DAgger);
 - ``tiers``: the PPO tier router on TierRouting-v0 (optional behaviour-cloning warm start from an oracle);
 - ``proactive-ppo``: SB3 PPO on ProactiveStream-v0 choosing the memory depth and the decision per event;
 - ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v0;
 - ``rllib-ppo``: RLlib PPO on PMWeekFlat-v0, ReplayStream-v0, TierRouting-v0 or the shared-budget env
   (multi-agent), EnvRunners in several processes (needs ``ray[rllib]``; docs/ray.md);
-- ``sweep``: a Ray Tune search (Optuna, ASHA) over ``ppo-native``'s hyperparameters on the validation weeks
-  4000-4029; writes ``best_config.json`` for ``ppo-native --config`` (needs ``membudget[ray]``).
+- ``sweep``: a Ray Tune search (Optuna, ASHA) over ``ppo``'s hyperparameters on the validation weeks
+  4000-4029; writes ``best_config.json`` for ``ppo --config`` (needs ``membudget[ray]``).
+
+Renamed in 0.2.0 (the old names still work for one release, with a warning): ``ppo-native`` → ``ppo``,
+``maskable-ppo`` → ``sb3-maskable-ppo``, ``ppo-conditioned`` → ``sb3-ppo-conditioned``; 0.1.0's ``ppo`` (SB3's
+PPO) is ``sb3-ppo``.
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
@@ -35,6 +41,7 @@ import argparse
 import importlib
 import shlex
 import sys
+import warnings
 
 STUDIES = (
     "membudget.studies.rl_vs_distillation",
@@ -54,11 +61,26 @@ def commands() -> dict:
     return out
 
 
+def deprecated_commands() -> dict:
+    """``{old name: new name}`` of renamed subcommands (each study's ``DEPRECATED_COMMANDS``)."""
+    out = {}
+    for module in STUDIES:
+        out.update(getattr(importlib.import_module(module), "DEPRECATED_COMMANDS", {}))
+    return out
+
+
 def main(argv=None):
     from membudget.studies.execution import add_backend_flags, make_executor
     from membudget.studies.runs import add_fields, load_config_file, resolve_config, run_seeds
 
     table = commands()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    renamed = deprecated_commands()
+    if argv and argv[0] in renamed:
+        old, argv[0] = argv[0], renamed[argv[0]]
+        warnings.warn(f"'python -m membudget.train {old}' is deprecated and will be removed in the next release; "
+                      f"use '{argv[0]}'", DeprecationWarning, stacklevel=2)
+        print(f"note: {old} is now called {argv[0]}; the old name works until the next release", file=sys.stderr)
     parser = argparse.ArgumentParser(prog="python -m membudget.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -71,7 +93,6 @@ def main(argv=None):
     cmd = table[args.pop("command")]
     seeds = args.pop("seeds")
     backend = {k: args.pop(k) for k in ("backend", "address", "num_cpus", "checkpoint_dir")}
-    argv = sys.argv[1:] if argv is None else argv
     command = "python -m membudget.train " + " ".join(shlex.quote(a) for a in argv)
     config_path = args.pop("config", None)
     file_values = load_config_file(config_path) if config_path else {}

@@ -29,7 +29,9 @@ an untrained critic.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -43,14 +45,118 @@ from membudget.agents.tasks import PMWEEK, TASKS
 from membudget.envs.validation import check_int, check_number
 
 
-ENGINES = ("autograd", "compiled")
+ENGINES = ("auto", "autograd", "compiled")
 """Engines of :func:`train_ppo`: eager torch with autograd in float32 (the reference), or
 :mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by ``torch.compile``, bfloat16 critic
-products; about 2.7 times the env steps per second (bench/ppo.py), not bit-equal)."""
+products; about 2.7 times the env steps per second (bench/ppo.py), not bit-equal); ``auto``: the compiled engine
+where it trains the configuration (the per-resource actor with two hidden layers and context on PMWeek-v0, no
+behaviour-cloning loss), the autograd engine elsewhere."""
 
 ACTORS = ("per-resource", "flat-mlp")
 """Actors of :func:`train_ppo`: the shared per-resource network (every PMWeek learner's policy class) or the
 flat-MLP ablation (:class:`~membudget.agents.per_resource.FlatMLPNet`)."""
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """The native PPO's settings. The defaults are the settings chosen on the validation weeks 4000-4029 (the trials
+    are listed in docs/studies.md): ``train_ppo(budget)`` with no config trains the PPO of the RL-versus-distillation
+    study, and ``python -m membudget.train ppo`` is generated from these fields."""
+
+    total_timesteps: int = 4_000_000
+    """Environment steps to train for (whole episodes: rounded up to n_envs × the horizon)."""
+    n_envs: int = 64
+    """Episodes played per update."""
+    n_epochs: int = 4
+    """PPO epochs per update."""
+    n_minibatches: int = 16
+    """Minibatches per epoch."""
+    learning_rate: float = 1e-3
+    """Adam learning rate."""
+    anneal_lr: bool = False
+    """Anneal the learning rate linearly to 0 over the run."""
+    gamma: float = 1.0
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_coef: float = 0.2
+    """PPO clipping range."""
+    ent_coef: float = 0.003
+    """Entropy bonus (over the candidates' Bernoullis)."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    reward_scale: float = 100.0
+    """Factor on the rewards PPO learns from: the critic then fits returns of order 1 instead of Set F1 increments of
+    order 0.01 (the policy gradient is unchanged up to advantage normalisation)."""
+    actor: str = "per-resource"
+    """per-resource (the policy class every PMWeek learner shares) or flat-mlp (the architecture ablation)."""
+    hidden: tuple = (64, 64)
+    """Layer widths of the actor."""
+    context: bool = True
+    """The resources see the candidates' mean first-layer activation."""
+    critic_arch: tuple = (128, 128)
+    """Hidden layer sizes of the critic (an MLP over the flattened observation)."""
+    critic_counts: bool = False
+    """The critic also reads the running TP / FP / FN (PMWeekEnv(observe_counts=True))."""
+    bc_coef: float = 0.0
+    """Weight of a behaviour-cloning loss on teacher demonstrations (bc_data) in every minibatch (0: none)."""
+    critic_warmup: int = 0
+    """Updates at the start that train only the critic (the actor acts but stays fixed)."""
+    keep_best: bool = True
+    """Return the actor of the learning-curve point with the best validation quality (early stopping)."""
+    eval_every: int = 250_000
+    """Learning-curve point every this many environment steps (0: only at the start and the end)."""
+    eval_episodes: int = 30
+    """Validation episodes of a learning-curve point: the first this many of the task's validation range (weeks
+    4000-4029 on PMWeek-v0, conversations from 3000 on ConversationPM-v0)."""
+    engine: str = "auto"
+    """auto (compiled where it trains the configuration, else autograd; the run's config records the choice),
+    compiled (hand-written gradients under torch.compile, bfloat16 critic products; the per-resource actor with two
+    hidden layers and context on PMWeek-v0, no bc_coef) or autograd (eager torch, float32: everything)."""
+    torch_threads: int = 1
+    """torch.set_num_threads (and numpy's BLAS threads) for training (0: leave the defaults)."""
+    per_step_cap: int = 2
+    """Per-step query cap N_max of the training and validation environments."""
+    cost_profile: str = "unit"
+    """Cost profile (unit, mild, skewed)."""
+    late_policy: str = "expire"
+    """Late policy of the controller (expire, execute)."""
+
+    def __post_init__(self):
+        for name in ("total_timesteps", "n_envs", "n_epochs", "n_minibatches", "eval_episodes"):
+            check_int(name, getattr(self, name), 1)
+        for name in ("eval_every", "critic_warmup", "torch_threads"):
+            check_int(name, getattr(self, name), 0)
+        check_int("per_step_cap", self.per_step_cap, 1)
+        check_number("learning_rate", self.learning_rate, 0, low_open=True)
+        check_number("gamma", self.gamma, 0, 1)
+        check_number("gae_lambda", self.gae_lambda, 0, 1)
+        for name in ("clip_coef", "reward_scale", "max_grad_norm"):
+            check_number(name, getattr(self, name), 0, low_open=True)
+        for name in ("ent_coef", "vf_coef", "bc_coef"):
+            check_number(name, getattr(self, name), 0)
+        for name in ("anneal_lr", "context", "critic_counts", "keep_best"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.actor not in ACTORS:
+            raise ValueError(f"actor must be one of {ACTORS}, got {self.actor!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        object.__setattr__(self, "hidden", check_widths("hidden", self.hidden))
+        object.__setattr__(self, "critic_arch", check_widths("critic_arch", self.critic_arch))
+
+
+def ppo_config(config: PPOConfig | None = None, **overrides) -> PPOConfig:
+    """``config`` (default :class:`PPOConfig`'s validated settings) with the fields in ``overrides`` replaced."""
+    config = PPOConfig() if config is None else config
+    if not isinstance(config, PPOConfig):
+        raise TypeError(f"config must be a PPOConfig, got {type(config).__name__}")
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(PPOConfig)})
+    if unknown:
+        raise TypeError(f"unknown PPO settings {unknown}; the settings are PPOConfig's fields")
+    return dataclasses.replace(config, **overrides)
 
 
 def _mlp(width, arch):
@@ -142,29 +248,23 @@ def compiled_update(engine, venv, obs, *, reward_scale: float, critic_counts: bo
     return T
 
 
-def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, n_envs: int = 64,
-              n_epochs: int = 4, n_minibatches: int = 4, learning_rate: float = 3e-4, anneal_lr: bool = False,
-              gamma: float = 1.0, gae_lambda: float = 0.95, clip_coef: float = 0.2, ent_coef: float = 0.0,
-              vf_coef: float = 0.5, max_grad_norm: float = 0.5, reward_scale: float = 1.0, hidden=(64, 64),
-              context: bool = True, actor: str = "per-resource",
-              critic_arch=(128, 128), critic_counts: bool = False, init: PerResourceNet | None = None,
-              bc_coef: float = 0.0, bc_data=None, critic_warmup: int = 0, keep_best: bool = False,
-              eval_every: int = 250_000, eval_seeds=None,
-              test_seeds=None, per_step_cap: int = 2, cost_profile: str = "unit", late_policy: str = "expire",
-              train_seeds=None, task=PMWEEK, engine: str = "autograd", torch_threads: int = 1, progress=None,
-              report=None):
+def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, task=PMWEEK,
+              init: PerResourceNet | None = None, bc_data=None, eval_seeds=None, test_seeds=None, train_seeds=None,
+              progress=None, report=None, **overrides):
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
+
+    ``config``: the settings (:class:`PPOConfig`; default its validated settings, the study's PPO); ``overrides``:
+    fields of it to replace, e.g. ``train_ppo("B5", n_envs=8, engine="autograd")``.
 
     ``task``: :data:`~membudget.agents.tasks.PMWEEK` (default) or :data:`~membudget.agents.tasks.CONVERSATION`
     (``ConversationPM-v0``, its conversations side by side; the same loop, network class and settings), or its
     name in :data:`~membudget.agents.tasks.TASKS`.
-    ``train_seeds`` / ``eval_seeds`` default to the task's training and validation episodes.
+    ``train_seeds`` / ``eval_seeds`` default to the task's training episodes and the first ``eval_episodes`` of its
+    validation episodes; ``init``: a fitted student's network the actor starts from (distil-then-RL); ``bc_data``:
+    ``(resources, budget, mask, labels)`` of teacher states for ``bc_coef > 0``.
 
     ``actor``: :data:`ACTORS` — the per-resource network (``hidden``, ``context``) or the flat-MLP ablation
     (``hidden``; same loop, loss and settings, so only the architecture differs).
-
-    ``reward_scale`` multiplies the rewards PPO learns from (the critic then fits returns of order 1 instead of
-    Set F1 increments of order 0.01; the policy gradient is unchanged up to advantage normalisation).
 
     ``history`` rows: ``env_steps``, ``wall_clock`` (training seconds, evaluation excluded), ``val_set_f1`` (the
     deterministic policy on ``eval_seeds``; ``val_score`` on conversations) and, with ``test_seeds``,
@@ -175,71 +275,61 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
     ``report(row)``, if given, receives each history row as it is recorded (e.g. a Tune trial's
     ``tune.report``).
 
-    ``engine``: :data:`ENGINES` — ``"autograd"`` (eager torch, float32) or ``"compiled"``
-    (:mod:`membudget.agents.ppo_compiled`: the same algorithm and settings, about 2.7 times the env steps per
-    second (bench/ppo.py), other numerics; the per-resource actor with two hidden layers and context on
-    ``PMWeek-v0``, no ``bc_coef``)."""
-    check_int("total_timesteps", total_timesteps, 1)
-    check_int("n_envs", n_envs, 1)
-    check_int("n_epochs", n_epochs, 1)
-    check_int("n_minibatches", n_minibatches, 1)
-    check_int("eval_every", eval_every, 0)
-    check_int("critic_warmup", critic_warmup, 0)
-    check_number("learning_rate", learning_rate, 0, low_open=True)
-    check_number("gamma", gamma, 0, 1)
-    check_number("gae_lambda", gae_lambda, 0, 1)
-    check_number("clip_coef", clip_coef, 0, low_open=True)
-    check_number("reward_scale", reward_scale, 0, low_open=True)
-    for name, v in (("ent_coef", ent_coef), ("vf_coef", vf_coef), ("bc_coef", bc_coef)):
-        check_number(name, v, 0)
-    check_number("max_grad_norm", max_grad_norm, 0, low_open=True)
-    if bc_coef > 0 and bc_data is None:
+    ``engine``: :data:`ENGINES` — ``"compiled"`` (:mod:`membudget.agents.ppo_compiled`: the same algorithm and
+    settings, about 2.7 times the env steps per second (bench/ppo.py), other numerics; the per-resource actor with
+    two hidden layers and context on ``PMWeek-v0``, no ``bc_coef``), ``"autograd"`` (eager torch, float32; every
+    actor and task) or ``"auto"`` (the default: compiled where it can, else autograd; the policy's ``config``
+    records which)."""
+    cfg = ppo_config(config, **overrides)
+    check_int("seed", seed, 0)
+    if cfg.bc_coef > 0 and bc_data is None:
         raise ValueError("bc_coef > 0 needs bc_data=(resources, budget, mask, labels) of teacher states")
-    if torch_threads:
-        torch.set_num_threads(int(torch_threads))
+    if cfg.torch_threads:
+        torch.set_num_threads(int(cfg.torch_threads))
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    if actor not in ACTORS:
-        raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    critic_arch = check_widths("critic_arch", critic_arch)
-    hidden = check_widths("hidden", hidden)
     if isinstance(task, str):
         if task not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)} (or a task object), got {task!r}")
         task = TASKS[task]
-    env_kwargs = task.env_kwargs(per_step_cap=per_step_cap, cost_profile=cost_profile, late_policy=late_policy)
-    eval_seeds = task.validation_seeds if eval_seeds is None else eval_seeds
-    venv = task.vector_env(n_envs, budget, observe_counts=critic_counts, **env_kwargs)
+    env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
+    if eval_seeds is None:
+        first = task.validation_seeds[0]
+        eval_seeds = range(first, first + cfg.eval_episodes)
+    venv = task.vector_env(cfg.n_envs, budget, observe_counts=cfg.critic_counts, **env_kwargs)
     weeks, next_week = week_order(seed, task.train_seeds if train_seeds is None else train_seeds), 0
     n_res, n_features = venv.single_observation_space["resources"].shape
-    kind = actor
+    kind = cfg.actor
     if init is not None:
         if init.n_resource_features != n_features:
             raise ValueError(f"init reads {init.n_resource_features} features per resource, {task.name} observes "
                              f"{n_features}")
         actor = copy.deepcopy(init)
     else:
-        actor = new_actor(kind, hidden, context, n_res, n_features)
+        actor = new_actor(kind, cfg.hidden, cfg.context, n_res, n_features)
     per_resource = isinstance(actor, PerResourceNet)
     flat_dim = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
-    critic = _mlp(flat_dim, critic_arch)
+    critic = _mlp(flat_dim, cfg.critic_arch)
     params = list(actor.parameters()) + list(critic.parameters())
-    opt = torch.optim.Adam(params, lr=learning_rate, eps=1e-5, foreach=True)
+    opt = torch.optim.Adam(params, lr=cfg.learning_rate, eps=1e-5, foreach=True)
     compiled = None
+    engine = cfg.engine
+    if engine == "auto":
+        engine = "compiled" if (task is PMWEEK and per_resource and actor.context and len(actor.hidden) == 2
+                                and cfg.bc_coef == 0) else "autograd"
     if engine == "compiled":
         if task is not PMWEEK:
             raise ValueError(f"engine='compiled' trains on PMWeek-v0 only; {task.name} trains with engine='autograd'")
         if not per_resource or not actor.context or len(actor.hidden) != 2:
             raise ValueError("engine='compiled' trains the per-resource actor with two hidden layers and context "
                              "(hidden=(h1, h2), context=True, actor='per-resource', or such an init)")
-        if bc_coef > 0:
+        if cfg.bc_coef > 0:
             raise ValueError("engine='compiled' has no behaviour-cloning loss; bc_coef > 0 needs engine='autograd'")
         from membudget.agents.ppo_compiled import CompiledPPO
 
-        compiled = CompiledPPO(actor, critic, clip_coef=clip_coef, ent_coef=ent_coef, vf_coef=vf_coef,
-                               max_grad_norm=max_grad_norm, n_epochs=n_epochs, n_minibatches=n_minibatches, rng=rng)
+        compiled = CompiledPPO(actor, critic, clip_coef=cfg.clip_coef, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
+                               max_grad_norm=cfg.max_grad_norm, n_epochs=cfg.n_epochs,
+                               n_minibatches=cfg.n_minibatches, rng=rng)
     if bc_data is not None:
         bc_res, bc_bud, bc_mask, bc_y = (torch.as_tensor(a, dtype=torch.float32) for a in bc_data)
         pos = float((bc_y * bc_mask).sum())
@@ -259,7 +349,7 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         history.append({"env_steps": steps, "wall_clock": t - t0 - eval_time, val_key: evaluate(eval_seeds)})
         if test_seeds is not None:
             history[-1][test_key] = evaluate(test_seeds)
-        if keep_best and history[-1][val_key] > best[val_key]:
+        if cfg.keep_best and history[-1][val_key] > best[val_key]:
             best.update({val_key: history[-1][val_key], "env_steps": steps,
                          "state": copy.deepcopy(actor.state_dict())})
         eval_time += time.perf_counter() - t
@@ -273,21 +363,21 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
         engine); returns the number of steps per week."""
         nonlocal steps, update
         buf = {k: [] for k in ("res", "bud", "mask", "counts", "proposed", "logp", "val", "rew")}
-        done = np.zeros(n_envs, dtype=bool)
+        done = np.zeros(cfg.n_envs, dtype=bool)
         while not done.all():
             res, bud, mask, _ = obs_tensors(obs)
-            counts = torch.as_tensor(obs["counts"], dtype=torch.float32) if critic_counts else None
+            counts = torch.as_tensor(obs["counts"], dtype=torch.float32) if cfg.critic_counts else None
             with torch.no_grad():
                 out, sample, resource = actor.forward_candidates(res, bud, mask)
                 p = torch.sigmoid(out[:, 0])
                 proposed = (torch.rand(p.shape) < p).float()
-                logp = _per_sample(_bernoulli_log_prob(out[:, 0], proposed), sample, n_envs)
+                logp = _per_sample(_bernoulli_log_prob(out[:, 0], proposed), sample, cfg.n_envs)
                 val = critic(_flat(res, bud, mask, counts))[:, 0]
             action = np.full(mask.shape, -1.0, dtype=np.float32)
             action[sample.numpy(), resource.numpy()] = np.where(proposed.numpy() > 0, p.clamp(min=1e-6).numpy(),
                                                                 -1.0)
             obs, reward, terminated, truncated, _ = venv.step(action)
-            rew = torch.as_tensor(reward * reward_scale, dtype=torch.float32)
+            rew = torch.as_tensor(reward * cfg.reward_scale, dtype=torch.float32)
             for k, v in (("res", res), ("bud", bud), ("mask", mask), ("counts", counts), ("proposed", proposed),
                          ("logp", logp), ("val", val), ("rew", rew)):
                 buf[k].append(v)
@@ -295,20 +385,20 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
             if done.any() and not done.all():
                 raise RuntimeError("weeks of one rollout must end together (equal horizons)")
         T = len(buf["rew"])
-        steps += T * n_envs
+        steps += T * cfg.n_envs
         rew, val = torch.stack(buf["rew"]), torch.stack(buf["val"])
-        adv = gae(rew, val, gamma, gae_lambda)
+        adv = gae(rew, val, cfg.gamma, cfg.gae_lambda)
         ret = adv + val
         res, bud, mask = (torch.cat(buf[k]) for k in ("res", "bud", "mask"))
         old_logp = torch.cat(buf["logp"])
-        critic_in = _flat(res, bud, mask, torch.cat(buf["counts"]) if critic_counts else None)
+        critic_in = _flat(res, bud, mask, torch.cat(buf["counts"]) if cfg.critic_counts else None)
         rows, row_sample, row_resource = candidate_rows(res, bud, mask)
         row_prop = torch.cat(buf["proposed"])  # the steps' candidates in candidate_rows' row-major order
         flat_adv, flat_ret = adv.reshape(-1), ret.reshape(-1)
         n = flat_adv.numel()
-        mb = max(1, n // n_minibatches)
+        mb = max(1, n // cfg.n_minibatches)
         update += 1
-        for _ in range(n_epochs):
+        for _ in range(cfg.n_epochs):
             order = torch.as_tensor(rng.permutation(n))
             for start in range(0, n, mb):
                 b = order[start:start + mb]
@@ -318,52 +408,50 @@ def train_ppo(budget="B10", *, total_timesteps: int = 3_000_000, seed: int = 0, 
                 else:
                     logits = actor(res[b], bud[b], mask[b])[sample, row_resource[r], 0]
                 pg, v_loss, entropy = ppo_losses(logits, row_prop[r], sample, old_logp[b], flat_adv[b],
-                                                 critic(critic_in[b])[:, 0], flat_ret[b], clip_coef)
-                loss = pg + vf_coef * v_loss - ent_coef * entropy
-                if update < critic_warmup:
-                    loss = vf_coef * v_loss
-                elif bc_coef > 0:
+                                                 critic(critic_in[b])[:, 0], flat_ret[b], cfg.clip_coef)
+                loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+                if update < cfg.critic_warmup:
+                    loss = cfg.vf_coef * v_loss
+                elif cfg.bc_coef > 0:
                     j = torch.as_tensor(rng.integers(0, bc_y.shape[0], size=min(mb, bc_y.shape[0])))
                     z, bs, br = actor.forward_candidates(bc_res[j], bc_bud[j], bc_mask[j])
                     if bs.numel():
-                        loss = loss + bc_coef * nn.functional.binary_cross_entropy_with_logits(
+                        loss = loss + cfg.bc_coef * nn.functional.binary_cross_entropy_with_logits(
                             z[:, 0], bc_y[j][bs, br], pos_weight=bc_pos_weight)
                 opt.zero_grad()
                 loss.backward()
-                nn.utils.clip_grad_norm_(params, max_grad_norm)
+                nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 opt.step()
         return T
 
     # numpy's BLAS on as many threads as torch: two training processes on two cores otherwise spin each other's
     # BLAS threads (the compiled engine's rollout ran 3-7x slower so)
-    with threadpool_limits(limits=int(torch_threads) if torch_threads else None, user_api="blas"):
+    with threadpool_limits(limits=int(cfg.torch_threads) if cfg.torch_threads else None, user_api="blas"):
         record()
-        while steps < total_timesteps:
-            if anneal_lr:
+        while steps < cfg.total_timesteps:
+            if cfg.anneal_lr:
                 for g in opt.param_groups:
-                    g["lr"] = learning_rate * (1.0 - steps / total_timesteps)
-            idx = (next_week + np.arange(n_envs)) % weeks.size
-            next_week = int((next_week + n_envs) % weeks.size)
+                    g["lr"] = cfg.learning_rate * (1.0 - steps / cfg.total_timesteps)
+            idx = (next_week + np.arange(cfg.n_envs)) % weeks.size
+            next_week = int((next_week + cfg.n_envs) % weeks.size)
             obs, _ = venv.reset(seed=[int(w) for w in weeks[idx]])
             if compiled is not None:
                 update += 1
-                T = compiled_update(compiled, venv, obs, reward_scale=reward_scale, critic_counts=critic_counts,
-                                    gamma=gamma, gae_lambda=gae_lambda, learning_rate=opt.param_groups[0]["lr"],
-                                    with_actor=update >= critic_warmup)
-                steps += T * n_envs
+                T = compiled_update(compiled, venv, obs, reward_scale=cfg.reward_scale, critic_counts=cfg.critic_counts,
+                                    gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, learning_rate=opt.param_groups[0]["lr"],
+                                    with_actor=update >= cfg.critic_warmup)
+                steps += T * cfg.n_envs
             else:
                 T = autograd_update(obs)
-            if eval_every and steps // eval_every != (steps - T * n_envs) // eval_every:
+            if cfg.eval_every and steps // cfg.eval_every != (steps - T * cfg.n_envs) // cfg.eval_every:
                 record()
         if history[-1]["env_steps"] != steps:
             record()
         venv.close()
-    if keep_best:
+    if cfg.keep_best:
         actor.load_state_dict(best["state"])
-    cfg = {"method": "ppo", "env": task.name, "budget": budget, "seed": seed, "total_timesteps": total_timesteps,
-           "n_envs": n_envs,
-           "learning_rate": learning_rate, "ent_coef": ent_coef, "bc_coef": bc_coef, "init": init is not None,
-           "critic_counts": critic_counts, "critic_warmup": critic_warmup, "n_resources": n_res,
-           "actor": "per-resource" if per_resource else "flat-mlp", "engine": engine,
-           "selected_env_steps": best["env_steps"] if keep_best else steps}
-    return StudentPolicy(actor, config=cfg), history
+    settings = dataclasses.asdict(cfg)
+    settings.update(method="ppo", env=task.name, budget=budget, seed=seed, init=init is not None, n_resources=n_res,
+                    actor="per-resource" if per_resource else "flat-mlp", engine=engine,
+                    selected_env_steps=best["env_steps"] if cfg.keep_best else steps)
+    return StudentPolicy(actor, config=settings), history

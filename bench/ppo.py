@@ -47,7 +47,7 @@ def native_rate(steps: int, seed: int = 0, engine: str = "autograd") -> float:
 
     _, history = train_ppo("B10", total_timesteps=steps, seed=seed, n_envs=N_ENVS, n_epochs=EPOCHS,
                            n_minibatches=MINIBATCHES, learning_rate=LR, hidden=ACTOR, critic_arch=CRITIC, eval_every=0,
-                           eval_seeds=[4000], engine=engine)
+                           eval_seeds=[4000], engine=engine, reward_scale=1.0, ent_coef=0.0, keep_best=False)
     return history[-1]["env_steps"] / history[-1]["wall_clock"]
 
 
@@ -282,8 +282,8 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
         if (budget, engine, seed) in done:
             scores.append(done[budget, engine, seed]["held_out_set_f1"])
             continue
-        policy, history = train_ppo(budget, seed=seed, eval_every=BENCH_FULL["eval_every"],
-                                    eval_seeds=list(BENCH_FULL["val_seeds"]), **{**BENCH_FULL["ppo"], "engine": engine})
+        policy, history = train_ppo(budget, BENCH_FULL["ppo"], seed=seed, eval_seeds=list(BENCH_FULL["val_seeds"]),
+                                    engine=engine)
         scores.append(PMWEEK.validate(policy, budget, held_out, **PMWEEK.env_kwargs(
             per_step_cap=2, cost_profile="unit", late_policy="expire")))
         print(f"{budget} {engine} seed {seed}: held-out Set F1 {scores[-1]:.4f}, training "
@@ -317,21 +317,21 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
       ``|g_minibatch - g_epoch| / |g_minibatch|`` (median), ``g_epoch`` the mean over the epoch's minibatches.
 
     Returns one row per checkpoint (``update``, ``env_steps`` and the ratios above) and the trained actor."""
-    import inspect
+    import dataclasses
 
     import numpy as np
     import torch
     from threadpoolctl import threadpool_limits
 
-    from membudget.agents.ppo import _mlp, compiled_update, gae, new_actor, train_ppo
+    from membudget.agents.ppo import _mlp, compiled_update, gae, new_actor
     from membudget.agents.ppo_compiled import CompiledPPO, minibatch_grads, sigmoid_tanh
     from membudget.agents.rl import week_order
     from membudget.agents.tasks import PMWEEK
     from membudget.studies.rl_vs_distillation import BENCH_FULL
 
-    cfg = {**{k: p.default for k, p in inspect.signature(train_ppo).parameters.items()}, **BENCH_FULL["ppo"]}
-    if cfg["anneal_lr"] or cfg["critic_warmup"] or cfg["critic_counts"] or cfg["init"] is not None:
-        raise ValueError("numerics replays train_ppo without a learning-rate schedule, critic warm-up, counts or init")
+    cfg = dataclasses.asdict(BENCH_FULL["ppo"])
+    if cfg["anneal_lr"] or cfg["critic_warmup"] or cfg["critic_counts"]:
+        raise ValueError("numerics replays train_ppo without a learning-rate schedule, critic warm-up or counts")
     n_envs, updates = cfg["n_envs"], max(checkpoints) + 1 if updates is None else updates
     torch.set_num_threads(1)  # train_ppo's default (torch_threads=1): products on more threads round otherwise
     torch.manual_seed(seed)

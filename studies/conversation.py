@@ -23,6 +23,7 @@ only, marked as a smoke run, without the reproduction verdicts or the diagnostic
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import time
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from membudget.agents.gates import StaticGate, TemporalGate
 from membudget.agents.imitation import fit_bc, fit_dagger
-from membudget.agents.ppo import train_ppo
+from membudget.agents.ppo import PPOConfig, train_ppo
 from membudget.agents.tasks import CONVERSATION
 from membudget.baselines.pm import AllRelevant, RandomFeasible
 from membudget.baselines.schedules import FractionPacing, RelevanceGate
@@ -58,10 +59,9 @@ table)."""
 IMITATION = LEARNED[:2]
 DAGGER_ITERATIONS = 2
 PPO_SEEDS = (0, 1, 2)
-PPO_SETTINGS = {"total_timesteps": 300_000, "n_envs": 64, "n_minibatches": 16, "learning_rate": 1e-3,
-                "reward_scale": 100.0, "ent_coef": 0.003, "eval_every": 50_000, "keep_best": True}
-"""PMWeek-v0's chosen PPO settings; early stopping on the validation conversations 3000-3009 (never the analysis
-conversations)."""
+PPO_SETTINGS = PPOConfig(total_timesteps=300_000, eval_every=50_000, eval_episodes=10, engine="autograd")
+"""PMWeek-v0's chosen PPO settings (:class:`~membudget.agents.ppo.PPOConfig`'s defaults) with a shorter run;
+early stopping on the validation conversations 3000-3009 (never the analysis conversations)."""
 LOSSES = ("not_candidate", "not_proposed", "budget", "count_cap")
 """Why a true fire goes unverified: below the similarity gate, not proposed, skipped for the episode budget, skipped
 for the per-step cap."""
@@ -129,11 +129,11 @@ def fit_gates(dataset, levels, progress=print, executor=None, ppo_settings=None,
     return gates
 
 
-def train_task(settings, item):
+def train_task(settings: PPOConfig, item):
     """One PPO training as a task: ``(budget, learner seed)`` -> ``(policy, history)`` of :func:`train_ppo` with
     ``settings`` (seeded by the learner seed, one torch thread)."""
     budget, seed = item
-    return train_ppo(budget, seed=seed, task=CONVERSATION, **settings)
+    return train_ppo(budget, settings, seed=seed, task=CONVERSATION)
 
 
 def policy(name, budget, gates, seed=0):
@@ -206,8 +206,8 @@ def results(n_resamples=100_000, progress=print, executor=None, quick=False):
     data = build_conversation_dataset(DEV_SEEDS, CALIBRATED)
     if quick:
         n_resamples, seeds = QUICK_RESAMPLES, QUICK_SEEDS
-        settings = {**PPO_SETTINGS, "total_timesteps": QUICK_PPO_STEPS, "n_envs": 16, "eval_every": 0,
-                    "keep_best": False}
+        settings = dataclasses.replace(PPO_SETTINGS, total_timesteps=QUICK_PPO_STEPS, n_envs=16, eval_every=0,
+                                       keep_best=False)
         gates = fit_gates(data, levels, progress, executor, settings, PPO_SEEDS[:1])
     else:
         seeds, gates = ANALYSIS_SEEDS, fit_gates(data, levels, progress, executor, PPO_SETTINGS)
@@ -428,11 +428,11 @@ def ppo_seeds(res, gates, diag) -> list:
     """PPO's learner seeds: macro accuracy per seed, mean and spread, the validation point kept and the training
     time, beside the imitation students and the hindsight optimum."""
     out = ["## PPO across learner seeds", "",
-           f"The native PPO of PMWeek-v0, unchanged ({PPO_SETTINGS['total_timesteps']:,} conversation steps per run, "
-           f"{PPO_SETTINGS['n_envs']} conversations per update, learning rate {PPO_SETTINGS['learning_rate']}, reward "
-           f"scale {PPO_SETTINGS['reward_scale']:.0f}, entropy bonus {PPO_SETTINGS['ent_coef']}), trained on the 12 "
+           f"The native PPO of PMWeek-v0, unchanged ({PPO_SETTINGS.total_timesteps:,} conversation steps per run, "
+           f"{PPO_SETTINGS.n_envs} conversations per update, learning rate {PPO_SETTINGS.learning_rate}, reward "
+           f"scale {PPO_SETTINGS.reward_scale:.0f}, entropy bonus {PPO_SETTINGS.ent_coef}), trained on the 12 "
            "development conversations and kept at its best point on the validation conversations 3000-3009 "
-           f"(learning-curve points every {PPO_SETTINGS['eval_every']:,} steps). Macro accuracy on the analysis "
+           f"(learning-curve points every {PPO_SETTINGS.eval_every:,} steps). Macro accuracy on the analysis "
            "conversations 4000-4029; the main table's PPO row is learner seed 0.", "",
            "| budget | " + " | ".join(f"seed {s}" for s in PPO_SEEDS) + " | mean ± sd | kept at (steps) | training s "
            "| BC | DAgger | HindsightOptimum |", "|---" * (len(PPO_SEEDS) + 7) + "|"]

@@ -1,7 +1,8 @@
 """RL versus distillation on ``PMWeek-v0``: PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger trained on
 identical dynamics and compared with the hindsight DP, current-greedy and BudgetPM's gates.
 
-- the training runs behind ``python -m membudget.train ppo | maskable-ppo | ppo-conditioned | bc | dagger``
+- the training runs behind ``python -m membudget.train ppo | sb3-ppo | sb3-maskable-ppo | sb3-ppo-conditioned |
+  bc | dagger``
   (:data:`TRAIN_COMMANDS`): one config dataclass each, a run directory with the model, ``config.json``,
   ``metrics.csv`` and learning curves;
 - :func:`run_benchmark`, :func:`format_benchmark`, :func:`plot_curves` and :func:`benchmark_main`
@@ -11,6 +12,7 @@ identical dynamics and compared with the hindsight DP, current-greedy and Budget
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.agents.imitation import fit_bc, fit_dagger
+from membudget.agents.ppo import PPOConfig
 from membudget.agents.rl import (TRAIN_SEEDS, as_policy, train_conditioned_ppo,
                                  train_ppo_allocator)
 from membudget.agents.tasks import TASKS
@@ -34,7 +37,7 @@ from membudget.studies.suite import fit_suite
 from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RunOutput:
     """Settings every PMWeek training subcommand shares (every field is a command-line flag of the same name)."""
 
@@ -52,7 +55,7 @@ class _RunOutput:
     """Write learning_curve.csv / learning_curve.png (on, off)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RunSettings(_RunOutput):
     """The environment settings of the RL subcommands."""
 
@@ -64,7 +67,7 @@ class _RunSettings(_RunOutput):
     """Late policy of the controller (expire, execute)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class _PPOSettings(_RunSettings):
     """Settings shared by the SB3 PPO subcommands."""
 
@@ -91,9 +94,9 @@ class _PPOSettings(_RunSettings):
     """torch.set_num_threads for training (0: leave torch's default)."""
 
 
-@dataclass
-class PPOConfig(_PPOSettings):
-    """PPO / MaskablePPO on PMWeek-v0 at one budget."""
+@dataclass(frozen=True)
+class SB3PPOConfig(_PPOSettings):
+    """Stable-Baselines3 PPO / sb3-contrib MaskablePPO on PMWeek-v0 at one budget."""
 
     total_timesteps: int = 20000
     """Environment steps to train for."""
@@ -107,7 +110,7 @@ class PPOConfig(_PPOSettings):
     """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConditionedPPOConfig(_PPOSettings):
     """One budget-conditioned PPO trained across several budgets at once."""
 
@@ -123,7 +126,7 @@ class ConditionedPPOConfig(_PPOSettings):
     """Learning-curve point every this many environment steps (validation weeks 4000-4009, every budget)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ImitationConfig(_RunOutput):
     """Behaviour cloning / DAgger from the hindsight DP (membudget.agents.imitation; every field is a flag)."""
 
@@ -148,62 +151,25 @@ class ImitationConfig(_RunOutput):
     exact hindsight optimum; training conversations in 2000-2999, budget levels B20...B80)."""
 
 
-@dataclass
-class NativePPOConfig(_RunSettings):
-    """PPO on the native vector env with the per-resource actor (membudget.agents.ppo; every field is a flag)."""
+@dataclass(frozen=True)
+class NativePPOConfig(_RunOutput, PPOConfig):
+    """PPO with the per-resource actor on the native vector env (membudget.agents.ppo; every field is a flag): the
+    PPO settings are :class:`~membudget.agents.ppo.PPOConfig`'s fields with its validated defaults (the study's
+    PPO), beside the run's own."""
 
     budget: str = "B10"
     """Episode budget: a level (B5...B80), an integer or none."""
-    total_timesteps: int = 1_000_000
-    """Environment steps to train for (whole weeks: rounded up to n_envs × the horizon)."""
     seed: int = 0
     """Seeds the networks, the proposals and the order of the training weeks (development seeds 2000-3999)."""
-    n_envs: int = 64
-    """Weeks played per update."""
-    n_epochs: int = 4
-    """PPO epochs per update."""
-    n_minibatches: int = 16
-    """Minibatches per epoch."""
-    learning_rate: float = 1e-3
-    """Adam learning rate (chosen on validation weeks 4000-4029; 3e-4 for distil-then-RL)."""
-    reward_scale: float = 100.0
-    """Factor on the rewards PPO learns from (chosen on validation weeks 4000-4029)."""
-    gamma: float = 1.0
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_coef: float = 0.2
-    """PPO clipping range."""
-    ent_coef: float = 0.003
-    """Entropy bonus (over the candidates' Bernoullis; chosen on validation weeks 4000-4029)."""
-    actor: str = "per-resource"
-    """per-resource (the policy class every PMWeek learner shares) or flat-mlp (the architecture ablation)."""
-    hidden: str = "64,64"
-    """Layer widths of the actor, comma-separated."""
-    context: str = "on"
-    """on: the resources see the candidates' mean first-layer activation."""
-    critic_arch: str = "128,128"
-    """Hidden layer sizes of the critic, comma-separated."""
-    critic_counts: str = "off"
-    """on: the critic also reads the running TP / FP / FN (PMWeekEnv(observe_counts=True))."""
     init_from: str = ""
-    """Start the actor from a fitted student (a bc / dagger run directory or its model.npz): distil-then-RL."""
-    bc_coef: float = 0.0
-    """Weight of a behaviour-cloning loss on DP demonstrations of the first bc_weeks development weeks (0: none)."""
+    """Start the actor from a fitted student (a bc / dagger run directory or its model.npz): distil-then-RL
+    (validated there with learning rate 3e-4 and critic warm-up 20)."""
     bc_weeks: int = 40
     """Development weeks whose DP schedules the behaviour-cloning loss uses (with bc_coef > 0)."""
-    critic_warmup: int = 0
-    """Updates at the start that train only the critic (the actor, e.g. a student from init_from, stays fixed)."""
-    keep_best: str = "off"
-    """on: keep the actor of the learning-curve point with the best validation Set F1 (early stopping)."""
-    eval_every: int = 250_000
-    """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
-    engine: str = "autograd"
-    """autograd (eager torch, float32) or compiled (hand-written gradients under torch.compile, bfloat16 critic
-    products: about 2.7 times the env steps per second; the per-resource actor on PMWeek-v0, no bc_coef)."""
     task: str = "pmweek"
     """Environment: pmweek (PMWeek-v0) or conversation (ConversationPM-v0: the 12 development conversations,
-    validation conversations 3000-3009, budget levels B20...B80; unit costs, no counts for the critic)."""
+    validation conversations from 3000, budget levels B20...B80; unit costs, no counts for the critic; engine
+    autograd)."""
 
 
 def train_native(cfg: NativePPOConfig, command: str = "") -> str:
@@ -223,25 +189,19 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
         init = StudentPolicy.load(path).net
     bc_data = (dp_demonstrations(list(task.train_seeds)[: cfg.bc_weeks], budget, task=task).arrays()
                if cfg.bc_coef > 0 else None)
-    run_dir = start_run("ppo-native", cfg, command, f"ppo-native-{cfg.budget}-seed{cfg.seed}")
-    policy, history = native_ppo(
-        budget, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs, n_epochs=cfg.n_epochs,
-        n_minibatches=cfg.n_minibatches, learning_rate=cfg.learning_rate, reward_scale=cfg.reward_scale,
-        gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, clip_coef=cfg.clip_coef, ent_coef=cfg.ent_coef,
-        hidden=net_arch(cfg.hidden), context=cfg.context == "on", actor=cfg.actor,
-        critic_arch=net_arch(cfg.critic_arch), critic_counts=cfg.critic_counts == "on",
-        init=init, bc_coef=cfg.bc_coef, bc_data=bc_data, critic_warmup=cfg.critic_warmup,
-        keep_best=cfg.keep_best == "on", eval_every=cfg.eval_every, task=task, engine=cfg.engine,
-        progress=print if show_bar(cfg.progress_bar) else None, **env_kwargs)
+    settings = PPOConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(PPOConfig)})
+    run_dir = start_run("ppo", cfg, command, f"ppo-{cfg.budget}-seed{cfg.seed}")
+    policy, history = native_ppo(budget, settings, seed=cfg.seed, task=task, init=init, bc_data=bc_data,
+                                 progress=print if show_bar(cfg.progress_bar) else None)
     policy.save(os.path.join(run_dir, "model.npz"))
-    return finish_run(run_dir, "ppo-native", cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"],
+    return finish_run(run_dir, "ppo", cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"],
                       policy, [cfg.budget], {"action_mode": "scores", **env_kwargs}, task=task)
 
 
-def train_ppo(cfg: PPOConfig, command: str = "", algo: str = "ppo") -> str:
-    """Train PPO (``algo="ppo"``) or MaskablePPO (``"maskable_ppo"``) at one budget, evaluate and save; returns the
-    run directory."""
-    sub = "ppo" if algo == "ppo" else "maskable-ppo"
+def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> str:
+    """Train SB3 PPO (``algo="ppo"``) or MaskablePPO (``"maskable_ppo"``) at one budget, evaluate and save; returns
+    the run directory."""
+    sub = "sb3-ppo" if algo == "ppo" else "sb3-maskable-ppo"
     run_dir = start_run(sub, cfg, command, f"{sub}-{cfg.budget}-seed{cfg.seed}")
     env_kwargs = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
     model, history = train_ppo_allocator(
@@ -260,7 +220,7 @@ def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
     budgets = [budget_flag(b.strip()) for b in cfg.budgets.split(",") if b.strip()]
     if not budgets:
         raise ValueError("--budgets must name at least one budget level")
-    run_dir = start_run("ppo-conditioned", cfg, command, f"ppo-conditioned-seed{cfg.seed}")
+    run_dir = start_run("sb3-ppo-conditioned", cfg, command, f"sb3-ppo-conditioned-seed{cfg.seed}")
     env_kwargs = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
     model, history = train_conditioned_ppo(
         budgets, total_timesteps=cfg.total_timesteps, seed=cfg.seed, envs_per_budget=cfg.envs_per_budget,
@@ -269,7 +229,7 @@ def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
         eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap, progress_bar=show_bar(cfg.progress_bar),
         torch_threads=cfg.torch_threads, policy=cfg.policy, **env_kwargs)
     model.save(os.path.join(run_dir, "model.zip"))
-    return finish_run(run_dir, "ppo-conditioned", cfg, history, history[-1]["wall_clock"], model.num_timesteps,
+    return finish_run(run_dir, "sb3-ppo-conditioned", cfg, history, history[-1]["wall_clock"], model.num_timesteps,
                        model, budgets, env_kwargs)
 
 
@@ -314,41 +274,41 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
 
 
 TRAIN_COMMANDS = {
-    "ppo-native": TrainCommand(NativePPOConfig, "PPO with the per-resource actor on the native vector env (fast; "
-                                                "distil-then-RL with --init-from)", train_native),
-    "ppo": TrainCommand(PPOConfig, "SB3 PPO on PMWeek-v0 at one budget (per-resource actor; --policy mlp: flat)",
-                        functools.partial(train_ppo, algo="ppo")),
-    "maskable-ppo": TrainCommand(PPOConfig, "sb3-contrib MaskablePPO (candidate mask) on PMWeek-v0 at one budget",
-                                 functools.partial(train_ppo, algo="maskable_ppo")),
-    "ppo-conditioned": TrainCommand(ConditionedPPOConfig, "one budget-conditioned PPO across B5-B20",
-                                    train_conditioned),
+    "ppo": TrainCommand(NativePPOConfig, "PPO with the per-resource actor on the native vector env: the study's "
+                                         "learner and settings (distil-then-RL with --init-from)", train_native),
+    "sb3-ppo": TrainCommand(SB3PPOConfig, "Stable-Baselines3 PPO on PMWeek-v0 at one budget (per-resource actor; "
+                                          "--policy mlp: SB3's flat MultiInputPolicy)",
+                            functools.partial(train_sb3_ppo, algo="ppo")),
+    "sb3-maskable-ppo": TrainCommand(SB3PPOConfig, "sb3-contrib MaskablePPO (candidate mask) on PMWeek-v0 at one "
+                                                   "budget", functools.partial(train_sb3_ppo, algo="maskable_ppo")),
+    "sb3-ppo-conditioned": TrainCommand(ConditionedPPOConfig, "one budget-conditioned SB3 PPO across B5-B20",
+                                        train_conditioned),
     "bc": TrainCommand(ImitationConfig, "behaviour cloning of the hindsight DP",
                        functools.partial(train_imitation, method="bc"), {"iterations": 0}),
     "dagger": TrainCommand(ImitationConfig, "DAgger from the hindsight DP",
                            functools.partial(train_imitation, method="dagger")),
 }
 """The PMWeek learners' ``python -m membudget.train`` subcommands."""
+DEPRECATED_COMMANDS = {"ppo-native": "ppo", "maskable-ppo": "sb3-maskable-ppo", "ppo-conditioned": "sb3-ppo-conditioned"}
+"""Names of 0.1.0 that still work for one release, with a warning: ``old: new``. (0.1.0's ``ppo`` was SB3's PPO,
+now ``sb3-ppo``; ``ppo`` is the native PPO.)"""
+
 
 
 BENCH_FULL = dict(
     budgets=("B5", "B10", "B20"), learner_seeds=(0, 1, 2),
     eval_seeds=tuple(range(8000, 8030)) + tuple(range(9000, 9030)), val_seeds=tuple(range(4000, 4030)),
-    ppo=dict(total_timesteps=4_000_000, n_envs=64, n_minibatches=16, learning_rate=1e-3, reward_scale=100.0,
-             ent_coef=0.003, keep_best=True, engine="compiled"),
-    eval_every=250_000,
-    finetune=dict(total_timesteps=1_000_000, n_envs=64, n_minibatches=16, learning_rate=3e-4, reward_scale=100.0,
-                  critic_warmup=20, keep_best=True, engine="compiled"),
+    ppo=PPOConfig(),
+    finetune=PPOConfig(total_timesteps=1_000_000, learning_rate=3e-4, critic_warmup=20),
     counts_steps=1_000_000, sb3_steps=300_000, imitation_weeks=40, epochs=60, dagger_iterations=3,
     bootstrap=100_000, workers=2, suite=None)
-"""The full comparison. PPO's settings (``ppo``, ``finetune``) were chosen on validation weeks 4000-4029 only
-(docs/studies.md lists the trials)."""
+"""The full comparison. PPO's settings (``ppo``: :class:`~membudget.agents.ppo.PPOConfig`'s defaults; ``finetune``,
+distil-then-RL's) were chosen on validation weeks 4000-4029 only (docs/studies.md lists the trials)."""
 BENCH_QUICK = dict(
     budgets=("B10",), learner_seeds=(0, 1), eval_seeds=(8000, 8001, 9000, 9001), val_seeds=(4000, 4001),
-    ppo=dict(total_timesteps=2 * 8 * 80, n_envs=8, n_minibatches=2, learning_rate=1e-3, reward_scale=100.0,
-             ent_coef=0.003, keep_best=True, engine="compiled"),
-    eval_every=8 * 80,
-    finetune=dict(total_timesteps=8 * 80, n_envs=8, n_minibatches=2, learning_rate=3e-4, reward_scale=100.0,
-                  critic_warmup=1, keep_best=True, engine="compiled"),
+    ppo=PPOConfig(total_timesteps=2 * 8 * 80, n_envs=8, n_minibatches=2, eval_every=8 * 80),
+    finetune=PPOConfig(total_timesteps=8 * 80, n_envs=8, n_minibatches=2, learning_rate=3e-4, critic_warmup=1,
+                       eval_every=8 * 80),
     counts_steps=8 * 80, sb3_steps=256, imitation_weeks=2, epochs=3, dagger_iterations=1, bootstrap=1000,
     workers=1, suite=dict(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002)))
 REFERENCES = ("HindsightDP", "CurrentGreedy", "Sequential", "Myopic", "Static")
@@ -382,14 +342,14 @@ def _job(spec):
     start = time.perf_counter()
     calls, net = 0, None
     if kind in ("PPO", "DAgger→PPO", "PPO + counts critic", "PPO, flat MLP"):
-        kw = dict(P["finetune"] if kind == "DAgger→PPO" else P["ppo"])
+        kw = {}
         if kind == "PPO + counts critic":
-            kw["total_timesteps"] = P["counts_steps"]
+            kw.update(total_timesteps=P["counts_steps"], critic_counts=True)
         if kind == "PPO, flat MLP":
             kw.update(actor="flat-mlp", engine="autograd")  # the compiled engine trains the per-resource actor only
-        policy, history = native_ppo(budget, seed=seed, eval_every=P["eval_every"], eval_seeds=P["val_seeds"],
-                                     test_seeds=test, critic_counts=kind == "PPO + counts critic",
-                                     init=init["net"] if init else None, **kw)
+        policy, history = native_ppo(budget, P["finetune"] if kind == "DAgger→PPO" else P["ppo"], seed=seed,
+                                     eval_seeds=P["val_seeds"], test_seeds=test, init=init["net"] if init else None,
+                                     **kw)
         if init:  # distil-then-RL's curve starts where its student's training ended
             for row in history:
                 row["env_steps"] += init["env_steps"]
@@ -477,7 +437,8 @@ def run_benchmark(quick: bool = False, progress=None, executor=None, **overrides
         for name in ("Sequential", "Myopic", "Static"):
             if name == "Static" or (name.lower(), b) in suite.temporal:
                 per_week[(b, name)] = evaluate_policy(suite, name, b, seeds)
-    return {"params": P, "quick": quick, "budgets": budgets, "seeds": seeds, "learner_seeds": lseeds,
+    params = {k: dataclasses.asdict(v) if isinstance(v, PPOConfig) else v for k, v in P.items()}
+    return {"params": params, "quick": quick, "budgets": budgets, "seeds": seeds, "learner_seeds": lseeds,
             "per_week": per_week, "per_seed": per_seed, "training": training, "curves": curves,
             "seconds": time.perf_counter() - t_start}
 
@@ -591,7 +552,7 @@ def format_benchmark(res, command: str = "") -> str:
                      f"{r['realized_cost'].mean():.2f} | {cost} |")
     L += ["", "Environment steps needed to reach a reference's held-out Set F1 (first learning-curve checkpoint at "
           "which the seed-mean reaches it; PPO-style learners only, curves every "
-          f"{res['params']['eval_every']:,} steps):", "",
+          f"{res['params']['ppo'].get('eval_every', res['params'].get('eval_every')):,} steps):", "",
           "| method | budget | Static | Sequential | 95% of the hindsight DP |", "|---|---|---|---|---|"]
     for (m, b), hist in res["curves"].items():
         if len(hist[0]) < 2 or (b, "Static") not in pw:

@@ -207,13 +207,42 @@ def flag_help(cls, name: str, default=dataclasses.MISSING) -> str:
     return doc if default is dataclasses.MISSING else f"{doc} (default: {default})".lstrip()
 
 
+def on_off(text: str) -> bool:
+    """A boolean flag's value: ``on`` or ``off`` (never argparse's ``type=bool``, for which "off" is true)."""
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+    return text == "on"
+
+
+def widths(text: str) -> tuple:
+    """A tuple-of-widths flag's value: comma-separated positive integers, e.g. ``64,64``."""
+    try:
+        return net_arch(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
+
+
+def _shown(value):
+    """A default as it is typed on the command line."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return ",".join(map(str, value)) if isinstance(value, tuple) else value
+
+
 def add_fields(parser, cls, suppress=False, defaults=None):
+    """A flag per field of the config dataclass ``cls``: bool fields take on / off, tuple fields comma-separated
+    integers, the others their default's type (with :data:`CHOICES` where listed)."""
     defaults = defaults or {}
     for f in dataclasses.fields(cls):
         default = defaults.get(f.name, f.default)
-        kw = {"type": type(f.default), "default": argparse.SUPPRESS if suppress else default,
-              "help": flag_help(cls, f.name, default)}
-        if f.name in CHOICES:
+        kind = type(f.default)
+        kw = {"type": {bool: on_off, tuple: widths}.get(kind, kind),
+              "default": argparse.SUPPRESS if suppress else default, "help": flag_help(cls, f.name, _shown(default))}
+        if kind is bool:
+            kw["metavar"] = "{on,off}"
+        elif kind is tuple:
+            kw["metavar"] = "N[,N...]"
+        elif f.name in CHOICES:
             kw["choices"] = CHOICES[f.name]
         parser.add_argument(f"--{f.name.replace('_', '-')}", **kw)
     if suppress:
@@ -253,6 +282,13 @@ def resolve_config(cls, given: dict, file_values: dict, defaults=None, source="c
         raise ValueError(f"{source}: unknown keys {unknown}; known: {sorted(types)}")
     for k, v in file_values.items():
         t = types[k]
+        if t is bool and v in ("on", "off"):
+            v = v == "on"
+        if t is tuple:
+            try:
+                v = net_arch(",".join(map(str, v)) if isinstance(v, list) else v)
+            except (ValueError, TypeError):
+                raise ValueError(f"{source}: {k} must be positive integers (a list or 64,64), got {v!r}") from None
         if t is str and isinstance(v, list):  # e.g. budgets: [B5, B10] or net_arch: [64, 64]
             v = ",".join(str(x) for x in v)
         if t is float and isinstance(v, int) and not isinstance(v, bool):
@@ -264,9 +300,9 @@ def resolve_config(cls, given: dict, file_values: dict, defaults=None, source="c
                 pass
         if t is str and isinstance(v, int) and not isinstance(v, bool):  # e.g. budget: 42
             v = str(v)
-        if not isinstance(v, t) or isinstance(v, bool):
-            raise ValueError(f"{source}: {k} must be {t.__name__}, got {v!r}")
-        if k in CHOICES and v not in CHOICES[k]:
+        if not isinstance(v, t) or (isinstance(v, bool) and t is not bool):
+            raise ValueError(f"{source}: {k} must be {'on or off' if t is bool else t.__name__}, got {v!r}")
+        if t is not bool and k in CHOICES and v not in CHOICES[k]:
             raise ValueError(f"{source}: {k} must be one of {CHOICES[k]}, got {v!r}")
         values[k] = v
     values.update(given)

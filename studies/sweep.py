@@ -1,6 +1,6 @@
 """``python -m membudget.train sweep``: a Ray Tune search over the native PPO's hyperparameters on PMWeek-v0
 (Optuna's TPE search, ASHA early stopping), selecting on the validation weeks 4000-4029 only. The best trial's
-settings are written as ``best_config.json``, a ``--config`` file of ``python -m membudget.train ppo-native``.
+settings are written as ``best_config.json``, a ``--config`` file of ``python -m membudget.train ppo``.
 
 Search space (:data:`SEARCH_SPACE`): learning rate log-uniform in [1e-4, 3e-3]; reward scale in {1, 10, 100};
 PPO epochs in {2, 4, 8}; minibatches per epoch in {4, 8, 16}; clipping range uniform in [0.1, 0.3]; GAE lambda
@@ -33,7 +33,7 @@ def search_space():
 
 SEARCH_SPACE = ("learning_rate", "reward_scale", "n_epochs", "n_minibatches", "clip_coef", "gae_lambda",
                 "ent_coef")
-"""The hyperparameters a sweep searches (the ppo-native flags of the same names)."""
+"""The hyperparameters a sweep searches (the ppo flags of the same names)."""
 
 
 @dataclass
@@ -63,14 +63,16 @@ class SweepConfig:
 def _trial(settings, fixed):
     from ray import tune
 
-    from membudget.agents.ppo import train_ppo
+    from membudget.agents.ppo import PPOConfig, train_ppo
 
     def report(row):
         tune.report({"val_set_f1": row["val_set_f1"], "env_steps": row["env_steps"]})
 
-    train_ppo(budget_flag(fixed["budget"]), total_timesteps=fixed["total_timesteps"], seed=fixed["seed"],
-              n_envs=fixed["n_envs"], eval_every=fixed["eval_every"], eval_seeds=range(*VALIDATION),
-              report=report, **settings)
+    # the searched settings over PPOConfig's; the eager engine (nothing to compile in each trial's worker), every
+    # reported point as trained (Tune, not keep_best, picks the best)
+    train_ppo(budget_flag(fixed["budget"]), PPOConfig(engine="autograd", keep_best=False), seed=fixed["seed"],
+              total_timesteps=fixed["total_timesteps"], n_envs=fixed["n_envs"], eval_every=fixed["eval_every"],
+              eval_seeds=range(*VALIDATION), report=report, **settings)
 
 
 def run_sweep(cfg: SweepConfig, command: str) -> str:
@@ -110,7 +112,7 @@ def run_sweep(cfg: SweepConfig, command: str) -> str:
     cols = [c for c in frame.columns if c in ("val_set_f1", "env_steps") or c.startswith("config/")]
     frame[cols].to_csv(os.path.join(run_dir, "trials.csv"), index=False)
     print(f"{run_dir}: {len(frame)} trials; best validation Set F1 (weeks 4000-4029) "
-          f"{best.metrics['val_set_f1']:.4f} with {settings}; python -m membudget.train ppo-native --config "
+          f"{best.metrics['val_set_f1']:.4f} with {settings}; python -m membudget.train ppo --config "
           f"{os.path.join(run_dir, 'best_config.json')}")
     return run_dir
 

@@ -275,7 +275,7 @@ def test_train_ppo_smoke(tmp_path, capsys):
 
     from membudget import train
 
-    run_dir = train.main(["ppo", "--total-timesteps", "1024", "--n-steps", "256", "--eval-weeks", "2", "--out",
+    run_dir = train.main(["sb3-ppo", "--total-timesteps", "1024", "--n-steps", "256", "--eval-weeks", "2", "--out",
                           str(tmp_path), "--progress-bar", "off"])
     assert os.path.dirname(os.path.normpath(run_dir)) == str(tmp_path)
     assert sorted(os.listdir(run_dir)) == ["config.json", "learning_curve.csv", "learning_curve.png", "metrics.csv",
@@ -284,7 +284,7 @@ def test_train_ppo_smoke(tmp_path, capsys):
         cfg = json.load(f)
     assert cfg["seed"] == 0 and cfg["config"]["total_timesteps"] == 1024 and cfg["config"]["n_steps"] == 256
     assert isinstance(cfg["versions"], dict) and cfg["versions"]["stable-baselines3"]
-    assert cfg["command"].startswith("python -m membudget.train ppo")
+    assert cfg["command"].startswith("python -m membudget.train sb3-ppo")
     with open(os.path.join(run_dir, "metrics.csv")) as f:
         rows = list(csv.DictReader(f))
     assert [int(r["seed"]) for r in rows] == [4010, 4011]

@@ -478,9 +478,10 @@ def test_the_quick_page_is_the_main_table_marked_as_a_smoke_run(monkeypatch):
 
 
 def test_ppo_trainings_seed_themselves_from_their_key():
+    from membudget.agents.ppo import PPOConfig
     from membudget.studies.conversation import train_task
 
-    settings = {"total_timesteps": 4 * 66, "n_envs": 4, "n_minibatches": 2, "eval_every": 0, "eval_seeds": [3000]}
+    settings = PPOConfig(total_timesteps=4 * 66, n_envs=4, n_minibatches=2, eval_every=0, eval_episodes=1)
     fn = functools.partial(train_task, settings)
     items = [("B40", 0), ("B40", 1)]
     forward, backward = Executor().map(fn, items), _Reversed().map(fn, items)

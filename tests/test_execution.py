@@ -304,11 +304,11 @@ def test_ray_resumes_a_local_checkpoint(cluster, tmp_path):
 def test_ray_three_seed_training_run_equals_local(cluster, tmp_path):
     from membudget import train
 
-    args = ["ppo-native", "--total-timesteps", "640", "--n-envs", "8", "--n-minibatches", "2", "--eval-every",
+    args = ["ppo", "--engine", "autograd", "--total-timesteps", "640", "--n-envs", "8", "--n-minibatches", "2", "--eval-every",
             "640", "--eval-weeks", "2", "--learning-curve", "off", "--progress-bar", "off", "--seeds", "0,1,2"]
     local = train.main(args + ["--out", str(tmp_path / "local")])
     remote = train.main(args + ["--out", str(tmp_path / "ray"), "--backend", "ray"])
-    assert [os.path.basename(d) for d in local] == [f"ppo-native-B10-seed{s}" for s in range(3)]
+    assert [os.path.basename(d) for d in local] == [f"ppo-B10-seed{s}" for s in range(3)]
     texts = [[_read(os.path.join(d, "metrics.csv")) for d in run] for run in (local, remote)]
     assert texts[0] == texts[1]
     assert len(set(texts[0])) == 3  # the seeds differ

@@ -39,7 +39,7 @@ def _check_run(run_dir, subcommand, model_file, budgets=("B10",)):
     return meta
 
 
-@pytest.mark.parametrize("sub", ["ppo", "maskable-ppo"])
+@pytest.mark.parametrize("sub", ["sb3-ppo", "sb3-maskable-ppo"])
 @pytest.mark.parametrize("policy", ["per-resource", "mlp"])
 def test_ppo_subcommands(tmp_path, sub, policy):
     run_dir = train.main([sub, *TINY_PPO, "--policy", policy, "--learning-curve", "on", "--out", str(tmp_path)])
@@ -56,21 +56,97 @@ TINY_NATIVE = ["--total-timesteps", "640", "--n-envs", "4", "--n-minibatches", "
 
 def test_ppo_native_and_distil_then_rl(tmp_path):
     student_dir = train.main(["dagger", *TINY_IMIT, "--hidden", "16", "--out", str(tmp_path)])
-    run_dir = train.main(["ppo-native", *TINY_NATIVE, "--hidden", "16,16", "--init-from", student_dir,
+    run_dir = train.main(["ppo", *TINY_NATIVE, "--hidden", "16,16", "--init-from", student_dir,
                           "--bc-coef", "0.5", "--bc-weeks", "2", "--out", str(tmp_path)])
-    meta = _check_run(run_dir, "ppo-native", "model.npz")
-    assert meta["config"]["init_from"] == student_dir
+    meta = _check_run(run_dir, "ppo", "model.npz")
+    assert meta["config"]["init_from"] == student_dir and meta["config"]["hidden"] == [16, 16]
     with open(os.path.join(run_dir, "learning_curve.csv")) as f:
         assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [0, 320, 640]
     with pytest.raises(SystemExit):
-        train.main(["ppo-native", "--critic-counts", "maybe", "--out", str(tmp_path)])
+        train.main(["ppo", "--critic-counts", "maybe", "--out", str(tmp_path)])
 
 
 def test_ppo_conditioned_subcommand(tmp_path):
-    run_dir = train.main(["ppo-conditioned", *TINY_PPO[:2], "--envs-per-budget", "2", "--n-steps", "32",
+    run_dir = train.main(["sb3-ppo-conditioned", *TINY_PPO[:2], "--envs-per-budget", "2", "--n-steps", "32",
                           "--batch-size", "64", "--n-epochs", "1", "--eval-weeks", "2", "--progress-bar", "off",
                           "--budgets", "B5,B20", "--out", str(tmp_path)])
-    _check_run(run_dir, "ppo-conditioned", "model.zip", budgets=("B5", "B20"))
+    _check_run(run_dir, "sb3-ppo-conditioned", "model.zip", budgets=("B5", "B20"))
+
+
+def test_the_library_the_command_line_and_the_study_train_one_ppo():
+    """One source of truth: PPOConfig's defaults are the study's PPO settings and the ppo subcommand's defaults."""
+    import dataclasses
+
+    from membudget.agents.ppo import PPOConfig
+    from membudget.studies.rl_vs_distillation import BENCH_FULL, NativePPOConfig
+
+    assert BENCH_FULL["ppo"] == PPOConfig()
+    assert list(BENCH_FULL["val_seeds"]) == list(range(4000, 4000 + PPOConfig().eval_episodes))
+    cli = train.commands()["ppo"]
+    assert cli.config is NativePPOConfig and not cli.defaults
+    flags = NativePPOConfig()
+    assert all(getattr(flags, f.name) == f.default for f in dataclasses.fields(PPOConfig))
+    assert PPOConfig().engine == "auto" and PPOConfig().keep_best and PPOConfig().total_timesteps == 4_000_000
+
+
+def test_library_defaults_train_the_study_s_ppo_weight_for_weight(tmp_path):
+    """A short run three ways — train_ppo with the defaults, the study's training job, the ppo subcommand — with the
+    same overrides: the library and the command line give the same weights, and the study's job the same validation
+    curve and held-out scores."""
+    import numpy as np
+    import torch
+
+    from membudget.agents.per_resource import StudentPolicy
+    from membudget.agents.ppo import PPOConfig, train_ppo
+    from membudget.envs.pm.rollout import rollout
+    from membudget.studies.rl_vs_distillation import BENCH_FULL, BENCH_QUICK, _job
+
+    short = dict(total_timesteps=2 * 4 * 80, n_envs=4, n_minibatches=2, eval_every=4 * 80, engine="autograd")
+    lib, history = train_ppo("B10", seed=1, **short)
+    study = _job(("PPO", "B10", 1, dict(BENCH_QUICK, val_seeds=BENCH_FULL["val_seeds"], eval_seeds=(8000, 8001),
+                                        ppo=PPOConfig(**short)), None))
+    run_dir = train.main(["ppo", "--seed", "1", "--total-timesteps", "640", "--n-envs", "4", "--n-minibatches", "2",
+                          "--eval-every", "320", "--engine", "autograd", "--eval-weeks", "1", "--progress-bar", "off",
+                          "--learning-curve", "off", "--out", str(tmp_path)])
+    cli = StudentPolicy.load(os.path.join(run_dir, "model.npz"))
+    for a, b in zip(lib.net.state_dict().values(), cli.net.state_dict().values()):
+        assert torch.equal(a, b)
+    assert [r["val_set_f1"] for r in study["history"]] == [r["val_set_f1"] for r in history]
+    mine = rollout(lib, [8000, 8001], budget="B10", per_step_cap=2, action_mode="scores")
+    np.testing.assert_array_equal(study["per_week"]["set_f1"], mine["set_f1"])
+    assert lib.config["engine"] == "autograd" and lib.config["selected_env_steps"] in (0, 320, 640)
+
+
+def test_renamed_subcommands_still_work_with_a_warning(tmp_path):
+    with pytest.warns(DeprecationWarning, match="ppo-conditioned.*sb3-ppo-conditioned"):
+        run_dir = train.main(["ppo-conditioned", *TINY_PPO[:2], "--envs-per-budget", "2", "--n-steps", "32",
+                              "--batch-size", "64", "--n-epochs", "1", "--eval-weeks", "1", "--progress-bar", "off",
+                              "--learning-curve", "off", "--budgets", "B5", "--out", str(tmp_path)])
+    with open(os.path.join(run_dir, "config.json")) as f:
+        assert json.load(f)["subcommand"] == "sb3-ppo-conditioned"
+
+
+def test_a_run_s_config_json_is_a_config_file_that_resolves_to_the_same_config(tmp_path):
+    from membudget.studies.rl_vs_distillation import NativePPOConfig
+    from membudget.studies.runs import load_config_file, resolve_config
+
+    cfg = NativePPOConfig(hidden=(32, 16), context=False, critic_counts=True, learning_rate=3e-4, budget="B5")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dataclasses_asdict(cfg)))
+    assert resolve_config(NativePPOConfig, {}, load_config_file(str(path))) == cfg
+    yaml_path = tmp_path / "config.yaml"
+    yaml_path.write_text("hidden: 32,16\ncontext: off\ncritic_counts: on\nlearning_rate: 3.0e-4\nbudget: B5\n")
+    assert resolve_config(NativePPOConfig, {}, load_config_file(str(yaml_path))) == cfg
+    with pytest.raises(ValueError, match="hidden"):
+        resolve_config(NativePPOConfig, {}, {"hidden": [0, 4]})
+    with pytest.raises(ValueError, match="keep_best must be on or off"):
+        resolve_config(NativePPOConfig, {}, {"keep_best": "yes"})
+
+
+def dataclasses_asdict(cfg):
+    import dataclasses
+
+    return dataclasses.asdict(cfg)
 
 
 @pytest.mark.parametrize("sub", ["bc", "dagger"])
@@ -90,12 +166,12 @@ def test_config_file_and_flag_override(tmp_path, fmt):
     else:
         path.write_text("total_timesteps: 128\nn_envs: 2\nn_steps: 32\nbatch_size: 64\nn_epochs: 1\n"
                         "eval_weeks: 2\nbudget: B5\nseed: 3\nprogress_bar: 'off'\nnet_arch: [16, 16]\n")
-    run_dir = train.main(["ppo", "--config", str(path), "--budget", "B20", "--out", str(tmp_path)])
+    run_dir = train.main(["sb3-ppo", "--config", str(path), "--budget", "B20", "--out", str(tmp_path)])
     with open(os.path.join(run_dir, "config.json")) as f:
         cfg = json.load(f)["config"]
     assert cfg["budget"] == "B20"  # the flag overrides the file
     assert cfg["seed"] == 3 and cfg["n_envs"] == 2 and cfg["total_timesteps"] == 128  # the file overrides defaults
-    assert os.path.basename(run_dir) == "ppo-B20-seed3"
+    assert os.path.basename(run_dir) == "sb3-ppo-B20-seed3"
     if fmt == "json":
         assert cfg["learning_rate"] == 1.0
     else:
@@ -116,7 +192,7 @@ def test_config_file_errors(tmp_path):
 
 
 def test_same_seed_same_model(tmp_path):
-    dirs = [train.main(["ppo", *TINY_PPO, "--out", str(tmp_path / str(i))]) for i in range(2)]
+    dirs = [train.main(["sb3-ppo", *TINY_PPO, "--out", str(tmp_path / str(i))]) for i in range(2)]
     rows = []
     for d in dirs:
         with open(os.path.join(d, "metrics.csv")) as f:
@@ -129,7 +205,7 @@ def test_evaluate_loads_model_by_path(tmp_path, capsys):
     from membudget.studies import budgetpm
     from membudget.studies.suite import fit_suite
 
-    run_dir = train.main(["maskable-ppo", *TINY_PPO, "--out", str(tmp_path)])
+    run_dir = train.main(["sb3-maskable-ppo", *TINY_PPO, "--out", str(tmp_path)])
     cfg = budgetpm.EvalConfig(policies=["Static"], budgets=["B10"], first_seed=8000, n_weeks=2, model=[run_dir],
                               reference="Static", bootstrap=100)
     suite = fit_suite(dev_seeds=range(2000, 2005), temporal_budgets=("B10",), analysis_seeds=range(4000, 4002))
@@ -176,18 +252,18 @@ def test_every_config_field_documents_its_flag(capsys):
         missing = [f.name for f in dataclasses.fields(cls) if not docs.get(f.name)]
         assert not missing, f"{name}: fields without a docstring: {missing}"
     with pytest.raises(SystemExit):
-        train.main(["ppo-native", "--help"])
-    assert " ".join(capsys.readouterr().out.split()).count(field_docs(configs["ppo-native"])["keep_best"]) == 1
+        train.main(["ppo", "--help"])
+    assert " ".join(capsys.readouterr().out.split()).count(field_docs(configs["ppo"])["keep_best"]) == 1
 
 
-@pytest.mark.parametrize("sub", ["ppo-native", "bc", "dagger"])
+@pytest.mark.parametrize("sub", ["ppo", "bc", "dagger"])
 def test_training_subcommands_on_conversations(tmp_path, sub):
     from membudget.agents.per_resource import StudentPolicy
     from membudget.agents.tasks import CONVERSATION
     from membudget.envs.conversation import ConversationPMEnv
 
     args = (["--total-timesteps", str(2 * 4 * 66), "--n-envs", "4", "--n-minibatches", "2", "--eval-every", "0"]
-            if sub == "ppo-native" else ["--train-weeks", "2", "--epochs", "2", "--iterations", "1"])
+            if sub == "ppo" else ["--train-weeks", "2", "--epochs", "2", "--iterations", "1"])
     run_dir = train.main([sub, *args, "--task", "conversation", "--budget", "B60", "--eval-weeks", "2",
                           "--progress-bar", "off", "--out", str(tmp_path)])
     with open(os.path.join(run_dir, "metrics.csv")) as f:
@@ -210,6 +286,6 @@ def test_conversation_runs_refuse_pmweek_only_settings(tmp_path):
         train.main(["bc", "--task", "conversation", "--train-first-seed", "2990", "--train-weeks", "20",
                     "--out", str(tmp_path)])
     with pytest.raises(ValueError, match="unit verifier costs"):
-        train.main(["ppo-native", "--task", "conversation", "--cost-profile", "skewed", "--out", str(tmp_path)])
+        train.main(["ppo", "--task", "conversation", "--cost-profile", "skewed", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
-        train.main(["ppo-native", "--task", "goodai", "--out", str(tmp_path)])
+        train.main(["ppo", "--task", "goodai", "--out", str(tmp_path)])

@@ -1,4 +1,4 @@
-"""``python -m membudget.train sweep``: a Tune search (Optuna, ASHA) whose best config ppo-native accepts.
+"""``python -m membudget.train sweep``: a Tune search (Optuna, ASHA) whose best config ppo accepts.
 Skipped where Ray Tune or Optuna is not installed (.ci/ray installs them)."""
 
 import csv
@@ -26,8 +26,9 @@ def test_sweep_writes_a_best_config_that_ppo_native_accepts(tmp_path):
     assert any(all(best[k] == pytest.approx(float(r[f"config/{k}"])) for k in SEARCH_SPACE)
                for r in trials if float(r["val_set_f1"]) == top)
     assert 1e-4 <= best["learning_rate"] <= 3e-3 and best["reward_scale"] in (1.0, 10.0, 100.0)
-    ppo_dir = train.main(["ppo-native", "--config", os.path.join(run_dir, "best_config.json"), "--eval-weeks", "2",
-                          "--learning-curve", "off", "--progress-bar", "off", "--out", str(tmp_path)])
+    ppo_dir = train.main(["ppo", "--config", os.path.join(run_dir, "best_config.json"), "--eval-weeks", "2",
+                          "--engine", "autograd", "--learning-curve", "off", "--progress-bar", "off",
+                          "--out", str(tmp_path)])
     with open(os.path.join(ppo_dir, "config.json")) as f:
         used = json.load(f)["config"]
     assert all(used[k] == best[k] for k in best)
