@@ -56,6 +56,8 @@ def entry_points():
     with a ``__main__`` block."""
     out = []
     for info in pkgutil.walk_packages(membudget.__path__, "membudget."):
+        if info.name.endswith(".__main__"):  # its package runs it
+            continue
         if info.ispkg:
             if importlib.util.find_spec(info.name + ".__main__"):
                 out.append(info.name)
