@@ -107,13 +107,13 @@ class StaticGate(ThresholdGate):
         self._fit_scorer(X, y)
         return self
 
-    def _arrays(self):
+    def fitted_arrays(self):
         return {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_, "intercept": np.array(self.intercept_)}
 
-    def _set_arrays(self, z):
+    def set_fitted_arrays(self, z):
         self.mean_, self.scale_, self.coef_, self.intercept_ = z["mean"], z["scale"], z["coef"], float(z["intercept"])
 
-    def _check_arrays(self):
+    def check_fitted_arrays(self):
         for name in ("mean", "scale", "coef"):
             a = getattr(self, name + "_")
             if a.shape != (self.n_features,) or a.dtype.kind != "f":
@@ -182,15 +182,15 @@ class BoostedGate(StaticGate):
         return _sigmoid(_boosted_raw(X, self.left_, self.right_, self.feature_, self.threshold_, self.value_,
                                      self.init_, self.learning_rate, self.max_depth))
 
-    def _arrays(self):
+    def fitted_arrays(self):
         return {"left": self.left_, "right": self.right_, "feature": self.feature_, "threshold": self.threshold_,
                 "value": self.value_, "init": np.array(self.init_)}
 
-    def _set_arrays(self, z):
+    def set_fitted_arrays(self, z):
         self.left_, self.right_, self.feature_ = z["left"], z["right"], z["feature"]
         self.threshold_, self.value_, self.init_ = z["threshold"], z["value"], float(z["init"])
 
-    def _check_arrays(self):
+    def check_fitted_arrays(self):
         """Trees as scikit-learn stores them: every child after its parent (so no path loops), both children or
         none, split features in range, and no leaf deeper than ``max_depth`` (which bounds :meth:`score`)."""
         check_int("max_depth", self.max_depth, 1, MAX_TREE_DEPTH)

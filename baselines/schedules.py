@@ -215,8 +215,8 @@ class RelevanceGate(ThresholdGate):
         self.thresholds_ = {b: target_count_threshold(s, dataset.week, levels[b]) for b in self.calibration_budgets}
         return self
 
-    def _arrays(self):
+    def fitted_arrays(self):
         return {}
 
-    def _set_arrays(self, z):
+    def set_fitted_arrays(self, z):
         pass

@@ -45,7 +45,7 @@ class ThresholdGate:
     every resource, propose candidates scoring >= threshold (as their score; -1 elsewhere).
 
     Subclasses give ``score(X) -> (n,)`` over feature rows, ``fit`` (setting ``thresholds_``: budget name ->
-    threshold), ``_arrays`` / ``_set_arrays`` (their fitted arrays, saved as plain ``.npz`` entries) and
+    threshold), ``fitted_arrays`` / ``set_fitted_arrays`` (their fitted arrays, saved as plain ``.npz`` entries) and
     ``uses_budget_features`` (score the 27 resource features, or those plus the 9 budget features)."""
 
     uses_budget_features = False
@@ -76,7 +76,7 @@ class ThresholdGate:
         """Width of the feature rows :meth:`score` takes."""
         return len(RESOURCE_FEATURE_NAMES) + (len(BUDGET_FEATURE_NAMES) if self.uses_budget_features else 0)
 
-    def _check_arrays(self):
+    def check_fitted_arrays(self):
         """Structural checks of loaded arrays (shapes, indices), beyond finiteness; ``ValueError`` naming one."""
 
     def _check_fitted(self):
@@ -105,7 +105,7 @@ class ThresholdGate:
         self._check_fitted()
         np.savez(os.fspath(path), kind=np.array(type(self).__name__),
                  config=np.array(json.dumps(self.get_params())),
-                 thresholds=np.array(json.dumps(self.thresholds_)), **self._arrays())
+                 thresholds=np.array(json.dumps(self.thresholds_)), **self.fitted_arrays())
 
     @classmethod
     def load(cls, path):
@@ -122,14 +122,14 @@ class ThresholdGate:
                 raise ValueError(f"config has unknown keys {unknown}")
             cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) else v for k, v in cfg.items()}
             gate = cls(**cfg)
-            gate._set_arrays(z)
+            gate.set_fitted_arrays(z)
             thresholds = json.loads(str(z["thresholds"]))
             for budget, thr in thresholds.items():
                 if not isinstance(thr, (int, float)) or not np.isfinite(thr):
                     raise ValueError(f"threshold of {budget!r} must be a finite number, got {thr!r}")
-            for name, arr in gate._arrays().items():
+            for name, arr in gate.fitted_arrays().items():
                 if not np.all(np.isfinite(np.asarray(arr, dtype=np.float64))):
                     raise ValueError(f"array {name!r} has non-finite entries")
-            gate._check_arrays()
+            gate.check_fitted_arrays()
             gate.thresholds_ = thresholds
         return gate

@@ -56,7 +56,7 @@ class _Stepper:
 def _round(pmv, cpv, pm_actions, cp_actions, seconds, slices):
     """One round: (CartPole rate, PMWeek rate, PMWeek ms per step in all, in the kernel, in autoreset draws)."""
     cp, pm = _Stepper(cpv, cp_actions), _Stepper(pmv, pm_actions)
-    core = pmv.unwrapped._core
+    core = pmv.unwrapped.core
     kernel, draws = _Timed(core.advance), _Timed(core.draw_into)
     core.advance, core.draw_into = kernel, draws
     try:

@@ -58,7 +58,7 @@ class ConversationSchedule:
 def _pair_codes(env: ConversationPMEnv) -> np.ndarray:
     """Per memory, the controller's outcome if it is verified at the current step: ``S_HIT`` (a confirmed true
     fire), ``S_FALSE`` (a confirmed false fire) or 0 (not a candidate, or the verifier declines)."""
-    ep, t = env.pm_episode, int(env._core.t[0])
+    ep, t = env.pm_episode, int(env.core.t[0])
     codes = np.zeros(ep.n_resources, dtype=np.int64)
     lo, hi = np.searchsorted(ep.active_from, [t, t + 1])
     for m in range(lo, hi):
@@ -120,7 +120,7 @@ class ConversationOptimum(_Teacher):
         """An exact optimal continuation from ``env``'s current state (its step, remaining budget, per-step cap and
         scorecard): ``(step, memory)`` pairs in step order (see the module docstring for why this is exact)."""
         e = env.unwrapped
-        core, ep, card = e._core, e.pm_episode, e.scorecard
+        core, ep, card = e.core, e.pm_episode, e.scorecard
         t = int(core.t[0])
         ahead = np.arange(np.searchsorted(ep.active_from, t), ep.n_intentions)
         ahead = ahead[(ep.onset[ahead] < NEVER) & (ep.polarity[ahead] == POS)]
@@ -140,8 +140,8 @@ class ConversationOptimum(_Teacher):
     def act(self, env) -> np.ndarray:
         """The binary action of an optimal continuation at ``env``'s current step (DAgger's label)."""
         e = env.unwrapped
-        action = np.zeros(e._core.n_resources, dtype=np.int8)
-        t = int(e._core.t[0])
+        action = np.zeros(e.core.n_resources, dtype=np.int8)
+        t = int(e.core.t[0])
         action[[r for s, r in self.continuation(env) if s == t]] = 1
         return action
 
@@ -152,7 +152,7 @@ class ConversationGreedy(_Teacher):
     def act(self, env) -> np.ndarray:
         """The greedy binary action for an environment's current step."""
         e = env.unwrapped
-        card, core = e.scorecard, e._core
+        card, core = e.scorecard, e.core
         codes = _pair_codes(e)
         gain = np.array([card.effect(r, c) for r, c in enumerate(codes)])
         order = [r for r in np.argsort(-gain, kind="stable").tolist() if gain[r] > 0 and core.mask_state[0, r]]

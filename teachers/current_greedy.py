@@ -92,6 +92,6 @@ class CurrentGreedy(PMTeacher):
     def act(self, env) -> np.ndarray:
         """The greedy binary action for an environment's current step (reads its hidden state)."""
         e = env.unwrapped
-        action = np.zeros(e._core.n_resources, dtype=np.int8)
-        action[list(greedy_subset(e._core))] = 1
+        action = np.zeros(e.core.n_resources, dtype=np.int8)
+        action[list(greedy_subset(e.core))] = 1
         return action

@@ -58,7 +58,7 @@ def reference_rows(ep, world: WorldConfig, late_policy: str):
     """(step, resource, features, outcome, due) of the All-relevant reference rollout of ``ep``."""
     env = PMWeekEnv(budget=None, per_step_cap=None, late_policy=late_policy, world=world)
     obs, _ = env.reset(options={"episode": ep})
-    core = env._core
+    core = env.core
     out = []
     for t in range(ep.horizon):
         cands = np.flatnonzero(obs["mask"])

@@ -46,7 +46,7 @@ def export_dp_demonstrations(dataset_id: str, seeds, *, budget="B10", per_step_c
     plan = {}
 
     def act(base, obs, info):
-        t = int(base._core.t[0])
+        t = int(base.core.t[0])
         if t == 0:  # a new week: the DP's schedule for it
             plan.clear()
             for s, r in next(schedules):

@@ -98,7 +98,7 @@ def problem_from_env(env, slot: int = 0) -> Problem:
     """The rest of the week an environment is in (what DAgger queries). ``env`` is a ``PMWeekEnv`` or, with
     ``slot``, a ``PMWeekVectorEnv`` (wrappers are unwrapped), after ``reset``."""
     env = env.unwrapped
-    core = env._core
+    core = env.core
     ep = core.episode(slot)
     if ep is None:
         raise RuntimeError("call reset() before asking for a continuation")

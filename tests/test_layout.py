@@ -60,3 +60,29 @@ def test_command_lines_are_thin():
     for name in ("train.py", "evaluate.py"):
         with open(os.path.join(ROOT, name)) as f:
             assert sum(1 for _ in f) <= 200, name
+
+
+def _package_sources():
+    """``(path, AST)`` of every module of the package (not the tests, docs or CI scripts)."""
+    import ast
+
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
+            "tests", "docs", "build", "dist", "runs", "site", "__pycache__")]
+        for name in filenames:
+            if name.endswith(".py") and name != "setup.py":
+                path = os.path.join(dirpath, name)
+                with open(path) as f:
+                    yield os.path.relpath(path, ROOT), ast.parse(f.read())
+
+
+def test_no_module_reads_another_object_s_private_attributes():
+    """``x._name`` only on ``self`` / ``cls`` (and ``super()``): other objects are read through their public API."""
+    import ast
+
+    found = [f"{path}:{node.lineno} {ast.unparse(node)}" for path, tree in _package_sources()
+             for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+             and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+             and not (isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "super")]
+    assert found == []

@@ -186,7 +186,7 @@ def boosted(tmp_path_factory):
 
 def _resave(gate, path, **arrays):
     z = {"kind": np.array("BoostedGate"), "config": np.array(json.dumps(gate.get_params())),
-         "thresholds": np.array(json.dumps(gate.thresholds_)), **gate._arrays(), **arrays}
+         "thresholds": np.array(json.dumps(gate.thresholds_)), **gate.fitted_arrays(), **arrays}
     np.savez(path, **z)
     return path
 
@@ -230,7 +230,7 @@ def test_static_gate_arrays_of_the_wrong_shape_are_refused(tmp_path, arrays, mat
     gate.mean_, gate.scale_, gate.coef_, gate.intercept_ = np.zeros(27), np.ones(27), np.zeros(27), 0.0
     gate.thresholds_ = {"B20": 0.5}
     z = {"kind": np.array("StaticGate"), "config": np.array(json.dumps(gate.get_params())),
-         "thresholds": np.array(json.dumps(gate.thresholds_)), **gate._arrays(), **arrays}
+         "thresholds": np.array(json.dumps(gate.thresholds_)), **gate.fitted_arrays(), **arrays}
     np.savez(tmp_path / "s.npz", **z)
     with pytest.raises(ValueError, match=match):
         StaticGate.load(tmp_path / "s.npz")
@@ -371,7 +371,7 @@ def test_fuzzed_vector_seeds_are_refused_or_play_those_weeks(seeds):
     event("played")
     for i, s in enumerate(seeds):
         if s is not None:  # None draws a fresh week
-            np.testing.assert_array_equal(env._core.episode(i).onset, generate_episode(s).onset)
+            np.testing.assert_array_equal(env.core.episode(i).onset, generate_episode(s).onset)
 
 
 def test_world_config_sizes_are_bounded_before_any_allocation():

@@ -86,7 +86,7 @@ def _solving_while_recording(dataset_id, seeds, budget):
     plan = {}
 
     def act(base, obs, info):
-        t = int(base._core.t[0])
+        t = int(base.core.t[0])
         if t == 0:
             plan.clear()
             for s, r in HindsightDP.from_env(base).solve(base.episode).schedule:

@@ -112,7 +112,7 @@ def test_negative_after_its_deadline_resolves_without_action():
     infos, _ = play(env, {3: [1]}, 6)
     assert infos[3]["events"] == [("L1", "expired_negative")] and infos[3]["fp"] == 0
     # resolved: no longer a candidate afterwards
-    assert env.unwrapped._core.mask_state[0, 1] == 0
+    assert env.unwrapped.core.mask_state[0, 1] == 0
 
 
 def test_only_active_intentions_resolve():

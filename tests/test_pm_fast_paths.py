@@ -36,7 +36,7 @@ def test_vector_weeks_are_the_single_envs_weeks(config):
     venv.reset(seed=seed)
     for i, env in enumerate(singles):
         env.reset(seed=seed + i)
-        assert_same_fields(venv.unwrapped._core.episode(i), env.episode)
+        assert_same_fields(venv.unwrapped.core.episode(i), env.episode)
         assert_same_fields(env.episode, generate_episode(seed + i, cost_profile=config.get("cost_profile", "unit"),
                                                     load=config.get("load", 0)))
     actions = np.zeros((n, R), dtype=np.int8)
@@ -44,7 +44,7 @@ def test_vector_weeks_are_the_single_envs_weeks(config):
         venv.step(actions)
     for i, env in enumerate(singles):
         env.reset()
-        assert_same_fields(venv.unwrapped._core.episode(i), env.episode)
+        assert_same_fields(venv.unwrapped.core.episode(i), env.episode)
 
 
 def _load_state(core, i):
@@ -111,4 +111,4 @@ def test_vector_env_pickles_and_continues_identically():
         a, b = venv.step(actions)[0], clone.step(actions)[0]
         for key in a:
             assert np.array_equal(a[key], b[key])
-    assert_same_fields(venv.unwrapped._core.episode(2), clone.unwrapped._core.episode(2))
+    assert_same_fields(venv.unwrapped.core.episode(2), clone.unwrapped.core.episode(2))

@@ -40,7 +40,7 @@ def test_after_a_deviation_the_label_is_the_continuation_from_the_visited_state(
     for _ in range(k):
         obs, _, _, _, info = env.step(np.where(obs["mask"] > 0, rng.uniform(-1, 1, 11), -1).astype(np.float32))
     cont = HindsightDP.from_env(env).continuation(env)
-    t = int(env.unwrapped._core.t[0])
+    t = int(env.unwrapped.core.t[0])
     assert np.flatnonzero(info[TEACHER_KEY] > 0).tolist() == sorted(r for s, r in cont.schedule if s == t)
     assert _follow(env, obs, info)["episode_metrics"]["set_f1"] == pytest.approx(cont.f1, abs=1e-12)
 
@@ -66,7 +66,7 @@ def test_vector_teacher_matches_single_envs_and_batches():
         a = np.where(obs["mask"] > 0, rng.uniform(-1, 1, (3, 11)), -1).astype(np.float32)
         obs, _, term, _, info = venv.step(a)
         for i, e in enumerate(singles):
-            if e.unwrapped._core.t[0] >= 80:
+            if e.unwrapped.core.t[0] >= 80:
                 s_info[i] = e.reset()[1]
                 s_info[i] = {TEACHER_KEY: np.full(11, -1.0, np.float32)} if term[i] else s_info[i]
             else:
@@ -142,7 +142,7 @@ def test_labels_equal_a_fresh_continuation_solve_at_every_visited_state(seed):
     done = False
     while not done:
         cont = HindsightDP.from_env(env).continuation(env)
-        t = int(env.unwrapped._core.t[0])
+        t = int(env.unwrapped.core.t[0])
         assert np.flatnonzero(info[TEACHER_KEY] > 0).tolist() == sorted(r for s, r in cont.schedule if s == t)
         follow = rng.uniform() < 0.7  # a student that mostly agrees with the teacher
         a = info[TEACHER_KEY] if follow else np.where(obs["mask"] > 0, rng.uniform(-1, 1, 11), -1).astype(np.float32)

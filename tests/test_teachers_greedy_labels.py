@@ -37,7 +37,7 @@ def test_current_greedy_takes_the_best_immediate_subset(seed):
         sched = greedy.solve(ep).schedule
         counts = np.zeros(3, dtype=int)
         for t in range(ep.horizon):
-            mask = env._core.mask_state[0].astype(bool)
+            mask = env.core.mask_state[0].astype(bool)
             cands = np.flatnonzero(mask)
             best, best_key = None, None
             for bits in range(1 << cands.size):

@@ -61,7 +61,7 @@ class _PMPlan:
         self.plan = {}
         left = None
         if self.exact_cost is not None:
-            left = self.exact_cost - int(self.env._core.c_hist[self.slot].sum())
+            left = self.exact_cost - int(self.env.core.c_hist[self.slot].sum())
         schedule = solve_problem(problem_from_env(self.env, self.slot), left) if left is None or left >= 0 else None
         for t, r in schedule.schedule if schedule is not None else ():
             self.plan.setdefault(int(t), []).append(int(r))
@@ -72,7 +72,7 @@ class _PMPlan:
             self.solve()
 
     def now(self) -> list:
-        return self.plan.get(int(self.env._core.t[self.slot]), [])
+        return self.plan.get(int(self.env.core.t[self.slot]), [])
 
 
 def _pm_action(resources, space, action_mode):

@@ -278,6 +278,12 @@ class ConversationPMEnv(TextRender, gym.Env):
                          f"{sim:>11.2f}{int(card.hits[r]):>5}")
         return "\n".join(lines)
 
+    @property
+    def core(self) -> PMWeekCore:
+        """The kernel state of the week (step, budget left, intentions and their status, query history, ...), which
+        the teachers read to plan from where the agent is. Read it; writing to it is undefined."""
+        return self._core
+
     def action_masks(self) -> np.ndarray:
         """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form (1-bits only for candidates)."""
         return self._core.action_masks(0)

@@ -310,6 +310,12 @@ class PMWeekEnv(TextRender, gym.Env):
                          f"{last if last >= 0 else '-':>11}")
         return "\n".join(lines)
 
+    @property
+    def core(self) -> PMWeekCore:
+        """The kernel state of the week (step, budget left, intentions and their status, query history, ...), which
+        the teachers read to plan from where the agent is. Read it; writing to it is undefined."""
+        return self._core
+
     def action_masks(self) -> np.ndarray:
         """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form: ``[r0=0, r0=1, r1=0, r1=1, ...]``;
         setting a bit to 1 is allowed only for current candidates."""

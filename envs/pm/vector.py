@@ -217,6 +217,12 @@ class PMWeekVectorEnv(VectorEnv):
         self._autoreset = ended
         return obs, rewards, terminated, truncated, infos
 
+    @property
+    def core(self) -> PMWeekCore:
+        """The kernel state of the weeks (step, budget left, intentions and their status, query history, ...), which
+        the teachers read to plan from where the agent is. Read it; writing to it is undefined."""
+        return self._core
+
     def action_masks(self) -> np.ndarray:
         """``(num_envs, 2R)`` masks in sb3-contrib's MultiBinary form (see :meth:`PMWeekEnv.action_masks`)."""
         return np.stack([self._core.action_masks(i) for i in range(self.num_envs)])

@@ -152,7 +152,7 @@ def _summarise(stream: Stream, days: Sequence[int], day_indices: Sequence[np.nda
     """:func:`summarise_day` for several days at once (in order; their segments' draws come from ``rng`` in the
     same order), vectorised over their events. Returns per day the segments, per segment whether an error was
     injected (a segment without one claims exactly its cited events' facts at their times), and the claims of the
-    segments without one as :attr:`DailyRecord._claims` groups them (``{fact: sorted times}``)."""
+    segments without one as :attr:`DailyRecord.claims` groups them (``{fact: sorted times}``)."""
     idx = np.concatenate([np.asarray(i, np.int64) for i in day_indices]) if len(day_indices) else np.zeros(0, np.int64)
     position = np.repeat(np.arange(len(day_indices)), [len(i) for i in day_indices])
     keep = stream.observed[idx]
@@ -252,10 +252,10 @@ class DailyRecord:
 
     def occurrences(self, fact: int) -> tuple:
         """Sorted absolute times at which the accepted segments claim ``fact`` on this day."""
-        return self._claims.get(fact, ())
+        return self.claims.get(fact, ())
 
     @cached_property
-    def _claims(self) -> dict:
+    def claims(self) -> dict:
         """``{fact: sorted claim times}``, built once: replay, proposals, online updates and the environment's
         features all read the same record many times (a record does not change once built)."""
         claims = {}
@@ -265,7 +265,7 @@ class DailyRecord:
         return {f: tuple(sorted(times)) for f, times in claims.items()}
 
     @cached_property
-    def _replayed(self) -> dict:
+    def replay_cache(self) -> dict:
         """:func:`replay`'s counts of this day per ``(trigger, behaviour, start, end)`` on an applicable weekday:
         every weekly consolidation replays each candidate over the last four cycles' records again, mostly with an
         unchanged window."""
@@ -324,7 +324,7 @@ def day_outcome(reg: Regularity, record: DailyRecord) -> str:
         return "inapplicable"
     day_start = record.day * MINUTES_PER_DAY
     window_start, window_end = day_start + reg.start, day_start + reg.end
-    claims = record._claims
+    claims = record.claims
     triggers = claims.get(reg.trigger, ())              # sorted: the first is the earliest
     if not triggers or triggers[0] > window_end:
         return "untriggered"
@@ -354,14 +354,14 @@ def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, f
         if not weekdays >> (day % 7) & 1:                # inapplicable
             continue
         key = (reg.trigger, reg.behaviour, start, end)
-        counts = record._replayed.get(key)
+        counts = record.replay_cache.get(key)
         if counts is None:
             outcome = day_outcome(reg, record)
             lo = day * MINUTES_PER_DAY + start
             hi = lo + end - start
             seen_all = _any_within(record.observed_times, lo, hi) and not _any_within(record.gaps, lo, hi)
-            counts = record._replayed[key] = (outcome == "fulfilled", outcome == "violated", seen_all,
-                                              seen_all and _any_within(record._claims.get(reg.behaviour, ()), lo, hi))
+            counts = record.replay_cache[key] = (outcome == "fulfilled", outcome == "violated", seen_all,
+                                              seen_all and _any_within(record.claims.get(reg.behaviour, ()), lo, hi))
         n_f += counts[0]
         n_v += counts[1]
         observable += counts[2]
@@ -439,7 +439,7 @@ def propose(records: Sequence[DailyRecord], spec: ScopeSpec, min_days: int = PRO
         raise ValueError(f"min_days must be at least 1, got {min_days}")
     proposals = []
     n_bins = MINUTES_PER_DAY // PROPOSAL_GRID
-    claims = [record._claims for record in records]
+    claims = [record.claims for record in records]
     behaviours = spec.behaviour_ids
     for g in spec.trigger_ids:
         for p in behaviours:
@@ -772,7 +772,7 @@ class ProactiveMemory:
                              tuple([t for t, seen in zip(times, observed) if not seen]),
                              tuple([t for t, seen in zip(times, observed) if seen]))
         if len(accepted) == injected.count(False):      # exactly the segments without an injected error:
-            record.__dict__["_claims"] = claims          # their claims, grouped by the summary pass
+            record.__dict__["claims"] = claims          # their claims, grouped by the summary pass
         self._records.append(record)
         self._cycle.append(record)
         for reg in self._eligible:
