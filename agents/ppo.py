@@ -248,9 +248,192 @@ def compiled_update(engine, venv, obs, *, reward_scale: float, critic_counts: bo
     return T
 
 
+class AutogradEngine:
+    """The eager engine: float32 torch with autograd, ``clip_grad_norm_`` and torch's Adam. It trains every actor of
+    :data:`ACTORS` on every task, with the optional behaviour-cloning anchor (``bc_data``: teacher states
+    ``(resources, budget, mask, labels)``, a weighted BCE on ``bc_coef``'s scale added to each minibatch)."""
+
+    def __init__(self, actor, critic, cfg: PPOConfig, rng, bc_data=None):
+        self.actor, self.critic, self.cfg, self.rng = actor, critic, cfg, rng
+        self.params = list(actor.parameters()) + list(critic.parameters())
+        self.opt = torch.optim.Adam(self.params, lr=cfg.learning_rate, eps=1e-5, foreach=True)
+        self.bc = None
+        if bc_data is not None:
+            res, bud, mask, y = (torch.as_tensor(a, dtype=torch.float32) for a in bc_data)
+            pos = float((y * mask).sum())
+            self.bc = res, bud, mask, y, torch.tensor(max(1.0, (float(mask.sum()) - pos) / max(pos, 1.0)))
+
+    def update(self, venv, obs, learning_rate: float, with_actor: bool) -> int:
+        """One rollout of the weeks ``venv`` was reset to (first observation ``obs``) and its epochs of minibatch
+        updates (the critic alone unless ``with_actor``); returns the number of steps per week."""
+        for g in self.opt.param_groups:
+            g["lr"] = learning_rate
+        batch, T = self._rollout(venv, obs)
+        self._learn(batch, with_actor)
+        return T
+
+    def _rollout(self, venv, obs):
+        cfg, actor, n_envs = self.cfg, self.actor, self.cfg.n_envs
+        buf = {k: [] for k in ("res", "bud", "mask", "counts", "proposed", "logp", "val", "rew")}
+        done = np.zeros(n_envs, dtype=bool)
+        while not done.all():
+            res, bud, mask, _ = obs_tensors(obs)
+            counts = torch.as_tensor(obs["counts"], dtype=torch.float32) if cfg.critic_counts else None
+            with torch.no_grad():
+                out, sample, resource = actor.forward_candidates(res, bud, mask)
+                p = torch.sigmoid(out[:, 0])
+                proposed = (torch.rand(p.shape) < p).float()
+                logp = _per_sample(_bernoulli_log_prob(out[:, 0], proposed), sample, n_envs)
+                val = self.critic(_flat(res, bud, mask, counts))[:, 0]
+            action = np.full(mask.shape, -1.0, dtype=np.float32)
+            action[sample.numpy(), resource.numpy()] = np.where(proposed.numpy() > 0, p.clamp(min=1e-6).numpy(),
+                                                                -1.0)
+            obs, reward, terminated, truncated, _ = venv.step(action)
+            rew = torch.as_tensor(reward * cfg.reward_scale, dtype=torch.float32)
+            for k, v in (("res", res), ("bud", bud), ("mask", mask), ("counts", counts), ("proposed", proposed),
+                         ("logp", logp), ("val", val), ("rew", rew)):
+                buf[k].append(v)
+            done = terminated | truncated
+            _check_weeks_end_together(done)
+        rew, val = torch.stack(buf["rew"]), torch.stack(buf["val"])
+        adv = gae(rew, val, cfg.gamma, cfg.gae_lambda)
+        res, bud, mask = (torch.cat(buf[k]) for k in ("res", "bud", "mask"))
+        rows, row_sample, row_resource = candidate_rows(res, bud, mask)
+        batch = {"res": res, "bud": bud, "mask": mask, "rows": rows, "row_sample": row_sample,
+                 "row_resource": row_resource, "proposed": torch.cat(buf["proposed"]),  # candidate_rows' row order
+                 "old_logp": torch.cat(buf["logp"]), "adv": adv.reshape(-1), "ret": (adv + val).reshape(-1),
+                 "critic_in": _flat(res, bud, mask, torch.cat(buf["counts"]) if cfg.critic_counts else None)}
+        return batch, len(buf["rew"])
+
+    def _learn(self, batch, with_actor: bool):
+        cfg, actor = self.cfg, self.actor
+        n = batch["adv"].numel()
+        mb = max(1, n // cfg.n_minibatches)
+        for _ in range(cfg.n_epochs):
+            order = torch.as_tensor(self.rng.permutation(n))
+            for start in range(0, n, mb):
+                b = order[start:start + mb]
+                r, sample = _minibatch_rows(b, batch["row_sample"], n)
+                if isinstance(actor, PerResourceNet):
+                    logits = actor.forward_rows(batch["rows"][r], sample, b.numel())[:, 0]
+                else:
+                    logits = actor(batch["res"][b], batch["bud"][b], batch["mask"][b])[
+                        sample, batch["row_resource"][r], 0]
+                pg, v_loss, entropy = ppo_losses(logits, batch["proposed"][r], sample, batch["old_logp"][b],
+                                                 batch["adv"][b], self.critic(batch["critic_in"][b])[:, 0],
+                                                 batch["ret"][b], cfg.clip_coef)
+                loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+                if not with_actor:
+                    loss = cfg.vf_coef * v_loss
+                elif self.bc is not None and cfg.bc_coef > 0:
+                    bc = self._bc_loss(mb)
+                    if bc is not None:
+                        loss = loss + cfg.bc_coef * bc
+                self.opt.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+                self.opt.step()
+
+    def _bc_loss(self, mb: int):
+        res, bud, mask, y, pos_weight = self.bc
+        j = torch.as_tensor(self.rng.integers(0, y.shape[0], size=min(mb, y.shape[0])))
+        z, bs, br = self.actor.forward_candidates(res[j], bud[j], mask[j])
+        if not bs.numel():  # no candidate among the drawn states
+            return None
+        return nn.functional.binary_cross_entropy_with_logits(z[:, 0], y[j][bs, br], pos_weight=pos_weight)
+
+
+class CompiledEngine:
+    """The compiled engine (:class:`~membudget.agents.ppo_compiled.CompiledPPO`) behind the engine interface."""
+
+    def __init__(self, actor, critic, cfg: PPOConfig, rng):
+        from membudget.agents.ppo_compiled import CompiledPPO
+
+        self.cfg = cfg
+        self.ppo = CompiledPPO(actor, critic, clip_coef=cfg.clip_coef, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
+                               max_grad_norm=cfg.max_grad_norm, n_epochs=cfg.n_epochs,
+                               n_minibatches=cfg.n_minibatches, rng=rng)
+
+    def update(self, venv, obs, learning_rate: float, with_actor: bool) -> int:
+        cfg = self.cfg
+        return compiled_update(self.ppo, venv, obs, reward_scale=cfg.reward_scale, critic_counts=cfg.critic_counts,
+                               gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, learning_rate=learning_rate,
+                               with_actor=with_actor)
+
+
+def _check_weeks_end_together(done: np.ndarray) -> None:
+    if done.any() and not done.all():
+        raise RuntimeError("weeks of one rollout must end together (equal horizons)")
+
+
+def choose_engine(cfg: PPOConfig, task, actor) -> str:
+    """The engine that trains ``actor`` under ``cfg`` on ``task`` (``auto`` resolved); an explicit ``compiled``
+    that cannot train the configuration raises ``ValueError`` saying why."""
+    per_resource = isinstance(actor, PerResourceNet)
+    if cfg.engine == "auto":
+        fits = task is PMWEEK and per_resource and actor.context and len(actor.hidden) == 2 and cfg.bc_coef == 0
+        return "compiled" if fits else "autograd"
+    if cfg.engine == "compiled":
+        if task is not PMWEEK:
+            raise ValueError(f"engine='compiled' trains on PMWeek-v0 only; {task.name} trains with engine='autograd'")
+        if not per_resource or not actor.context or len(actor.hidden) != 2:
+            raise ValueError("engine='compiled' trains the per-resource actor with two hidden layers and context "
+                             "(hidden=(h1, h2), context=True, actor='per-resource', or such an init)")
+        if cfg.bc_coef > 0:
+            raise ValueError("engine='compiled' has no behaviour-cloning loss; bc_coef > 0 needs engine='autograd'")
+    return cfg.engine
+
+
+class LearningCurve:
+    """A run's learning curve: a row per point (``env_steps``, ``wall_clock`` — training seconds, the evaluations
+    excluded — the validation quality and, with test seeds, the test quality), the best point's actor weights
+    (``keep_best``) and the callback that sees each row."""
+
+    def __init__(self, actor, validate, eval_seeds, test_seeds, quality: str, keep_best: bool, report=None):
+        self.actor, self.validate, self.eval_seeds, self.test_seeds = actor, validate, eval_seeds, test_seeds
+        self.keep_best, self.report = keep_best, report
+        self.val_key, self.test_key = f"val_{quality}", f"test_{quality}"
+        self.rows, self.best, self.eval_time, self.start = [], {self.val_key: -np.inf}, 0.0, time.perf_counter()
+
+    def record(self, steps: int) -> None:
+        t = time.perf_counter()
+        row = {"env_steps": steps, "wall_clock": t - self.start - self.eval_time,
+               self.val_key: self.validate(self.eval_seeds)}
+        if self.test_seeds is not None:
+            row[self.test_key] = self.validate(self.test_seeds)
+        self.rows.append(row)
+        if self.keep_best and row[self.val_key] > self.best[self.val_key]:
+            self.best = {self.val_key: row[self.val_key], "env_steps": steps,
+                         "state": copy.deepcopy(self.actor.state_dict())}
+        self.eval_time += time.perf_counter() - t
+        if self.report:
+            self.report(dict(row))
+
+    def selected_steps(self, steps: int) -> int:
+        """The env steps of the actor the run returns (restoring the best point's weights with ``keep_best``)."""
+        if not self.keep_best:
+            return steps
+        self.actor.load_state_dict(self.best["state"])
+        return self.best["env_steps"]
+
+
+def _networks(cfg: PPOConfig, venv, init, task_name: str):
+    """The actor (a copy of ``init``, or a new one) and the critic, in this order of torch's random draws."""
+    n_res, n_features = venv.single_observation_space["resources"].shape
+    if init is not None:
+        if init.n_resource_features != n_features:
+            raise ValueError(f"init reads {init.n_resource_features} features per resource, {task_name} observes "
+                             f"{n_features}")
+        actor = copy.deepcopy(init)
+    else:
+        actor = new_actor(cfg.actor, cfg.hidden, cfg.context, n_res, n_features)
+    flat_dim = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
+    return actor, _mlp(flat_dim, cfg.critic_arch)
+
+
 def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, task=PMWEEK,
-              init: PerResourceNet | None = None, bc_data=None, eval_seeds=None, test_seeds=None, train_seeds=None,
-              progress=None, report=None, **overrides):
+              init: PerResourceNet | None = None, bc_data=None, eval_seeds=None, test_seeds=None, report=None,
+              **overrides):
     """Train the per-resource actor with PPO at one budget; returns ``(StudentPolicy, history)``.
 
     ``config``: the settings (:class:`PPOConfig`; default its validated settings, the study's PPO); ``overrides``:
@@ -259,8 +442,8 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
     ``task``: :data:`~membudget.agents.tasks.PMWEEK` (default) or :data:`~membudget.agents.tasks.CONVERSATION`
     (``ConversationPM-v0``, its conversations side by side; the same loop, network class and settings), or its
     name in :data:`~membudget.agents.tasks.TASKS`.
-    ``train_seeds`` / ``eval_seeds`` default to the task's training episodes and the first ``eval_episodes`` of its
-    validation episodes; ``init``: a fitted student's network the actor starts from (distil-then-RL); ``bc_data``:
+    Training plays the task's training episodes in a seed-dependent order; ``eval_seeds`` defaults to the first
+    ``eval_episodes`` of its validation episodes; ``init``: a fitted student's network the actor starts from (distil-then-RL); ``bc_data``:
     ``(resources, budget, mask, labels)`` of teacher states for ``bc_coef > 0``.
 
     ``actor``: :data:`ACTORS` — the per-resource network (``hidden``, ``context``) or the flat-MLP ablation
@@ -272,8 +455,8 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
     recorded every ``eval_every`` steps (0: only at the start and end). With ``keep_best=True`` the returned
     policy is the actor of the recorded point with the best validation quality (early stopping on the validation
     episodes; ``config["selected_env_steps"]`` says which).
-    ``report(row)``, if given, receives each history row as it is recorded (e.g. a Tune trial's
-    ``tune.report``).
+    ``report(row)``, if given, receives each history row as it is recorded (e.g. a Tune trial's ``tune.report``, or a
+    progress line).
 
     ``engine``: :data:`ENGINES` — ``"compiled"`` (:mod:`membudget.agents.ppo_compiled`: the same algorithm and
     settings, about 2.7 times the env steps per second (bench/ppo.py), other numerics; the per-resource actor with
@@ -284,174 +467,46 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
     check_int("seed", seed, 0)
     if cfg.bc_coef > 0 and bc_data is None:
         raise ValueError("bc_coef > 0 needs bc_data=(resources, budget, mask, labels) of teacher states")
-    if cfg.torch_threads:
-        torch.set_num_threads(int(cfg.torch_threads))
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
     if isinstance(task, str):
         if task not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)} (or a task object), got {task!r}")
         task = TASKS[task]
-    env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
+    if cfg.torch_threads:
+        torch.set_num_threads(int(cfg.torch_threads))
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile,
+                                 late_policy=cfg.late_policy)
     if eval_seeds is None:
-        first = task.validation_seeds[0]
-        eval_seeds = range(first, first + cfg.eval_episodes)
+        eval_seeds = range(task.validation_seeds[0], task.validation_seeds[0] + cfg.eval_episodes)
     venv = task.vector_env(cfg.n_envs, budget, observe_counts=cfg.critic_counts, **env_kwargs)
-    weeks, next_week = week_order(seed, task.train_seeds if train_seeds is None else train_seeds), 0
-    n_res, n_features = venv.single_observation_space["resources"].shape
-    kind = cfg.actor
-    if init is not None:
-        if init.n_resource_features != n_features:
-            raise ValueError(f"init reads {init.n_resource_features} features per resource, {task.name} observes "
-                             f"{n_features}")
-        actor = copy.deepcopy(init)
-    else:
-        actor = new_actor(kind, cfg.hidden, cfg.context, n_res, n_features)
-    per_resource = isinstance(actor, PerResourceNet)
-    flat_dim = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
-    critic = _mlp(flat_dim, cfg.critic_arch)
-    params = list(actor.parameters()) + list(critic.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.learning_rate, eps=1e-5, foreach=True)
-    compiled = None
-    engine = cfg.engine
-    if engine == "auto":
-        engine = "compiled" if (task is PMWEEK and per_resource and actor.context and len(actor.hidden) == 2
-                                and cfg.bc_coef == 0) else "autograd"
-    if engine == "compiled":
-        if task is not PMWEEK:
-            raise ValueError(f"engine='compiled' trains on PMWeek-v0 only; {task.name} trains with engine='autograd'")
-        if not per_resource or not actor.context or len(actor.hidden) != 2:
-            raise ValueError("engine='compiled' trains the per-resource actor with two hidden layers and context "
-                             "(hidden=(h1, h2), context=True, actor='per-resource', or such an init)")
-        if cfg.bc_coef > 0:
-            raise ValueError("engine='compiled' has no behaviour-cloning loss; bc_coef > 0 needs engine='autograd'")
-        from membudget.agents.ppo_compiled import CompiledPPO
-
-        compiled = CompiledPPO(actor, critic, clip_coef=cfg.clip_coef, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
-                               max_grad_norm=cfg.max_grad_norm, n_epochs=cfg.n_epochs,
-                               n_minibatches=cfg.n_minibatches, rng=rng)
-    if bc_data is not None:
-        bc_res, bc_bud, bc_mask, bc_y = (torch.as_tensor(a, dtype=torch.float32) for a in bc_data)
-        pos = float((bc_y * bc_mask).sum())
-        bc_pos_weight = torch.tensor(max(1.0, (float(bc_mask.sum()) - pos) / max(pos, 1.0)))
-
-    def evaluate(seeds):
-        return task.validate(StudentPolicy(copy.deepcopy(actor)), budget, list(seeds), **env_kwargs)
-
-    history, steps, eval_time, t0 = [], 0, 0.0, time.perf_counter()
-    update = -1
-    val_key, test_key = f"val_{task.quality}", f"test_{task.quality}"
-    best = {val_key: -np.inf}
-
-    def record():
-        nonlocal eval_time
-        t = time.perf_counter()
-        history.append({"env_steps": steps, "wall_clock": t - t0 - eval_time, val_key: evaluate(eval_seeds)})
-        if test_seeds is not None:
-            history[-1][test_key] = evaluate(test_seeds)
-        if cfg.keep_best and history[-1][val_key] > best[val_key]:
-            best.update({val_key: history[-1][val_key], "env_steps": steps,
-                         "state": copy.deepcopy(actor.state_dict())})
-        eval_time += time.perf_counter() - t
-        if progress:
-            progress(f"{steps} steps: validation {task.quality} {history[-1][val_key]:.4f}")
-        if report:
-            report(dict(history[-1]))
-
-    def autograd_update(obs):
-        """One rollout of the weeks reset to ``obs`` and its epochs of minibatch updates (the autograd
-        engine); returns the number of steps per week."""
-        nonlocal steps, update
-        buf = {k: [] for k in ("res", "bud", "mask", "counts", "proposed", "logp", "val", "rew")}
-        done = np.zeros(cfg.n_envs, dtype=bool)
-        while not done.all():
-            res, bud, mask, _ = obs_tensors(obs)
-            counts = torch.as_tensor(obs["counts"], dtype=torch.float32) if cfg.critic_counts else None
-            with torch.no_grad():
-                out, sample, resource = actor.forward_candidates(res, bud, mask)
-                p = torch.sigmoid(out[:, 0])
-                proposed = (torch.rand(p.shape) < p).float()
-                logp = _per_sample(_bernoulli_log_prob(out[:, 0], proposed), sample, cfg.n_envs)
-                val = critic(_flat(res, bud, mask, counts))[:, 0]
-            action = np.full(mask.shape, -1.0, dtype=np.float32)
-            action[sample.numpy(), resource.numpy()] = np.where(proposed.numpy() > 0, p.clamp(min=1e-6).numpy(),
-                                                                -1.0)
-            obs, reward, terminated, truncated, _ = venv.step(action)
-            rew = torch.as_tensor(reward * cfg.reward_scale, dtype=torch.float32)
-            for k, v in (("res", res), ("bud", bud), ("mask", mask), ("counts", counts), ("proposed", proposed),
-                         ("logp", logp), ("val", val), ("rew", rew)):
-                buf[k].append(v)
-            done = terminated | truncated
-            if done.any() and not done.all():
-                raise RuntimeError("weeks of one rollout must end together (equal horizons)")
-        T = len(buf["rew"])
-        steps += T * cfg.n_envs
-        rew, val = torch.stack(buf["rew"]), torch.stack(buf["val"])
-        adv = gae(rew, val, cfg.gamma, cfg.gae_lambda)
-        ret = adv + val
-        res, bud, mask = (torch.cat(buf[k]) for k in ("res", "bud", "mask"))
-        old_logp = torch.cat(buf["logp"])
-        critic_in = _flat(res, bud, mask, torch.cat(buf["counts"]) if cfg.critic_counts else None)
-        rows, row_sample, row_resource = candidate_rows(res, bud, mask)
-        row_prop = torch.cat(buf["proposed"])  # the steps' candidates in candidate_rows' row-major order
-        flat_adv, flat_ret = adv.reshape(-1), ret.reshape(-1)
-        n = flat_adv.numel()
-        mb = max(1, n // cfg.n_minibatches)
-        update += 1
-        for _ in range(cfg.n_epochs):
-            order = torch.as_tensor(rng.permutation(n))
-            for start in range(0, n, mb):
-                b = order[start:start + mb]
-                r, sample = _minibatch_rows(b, row_sample, n)
-                if per_resource:
-                    logits = actor.forward_rows(rows[r], sample, b.numel())[:, 0]
-                else:
-                    logits = actor(res[b], bud[b], mask[b])[sample, row_resource[r], 0]
-                pg, v_loss, entropy = ppo_losses(logits, row_prop[r], sample, old_logp[b], flat_adv[b],
-                                                 critic(critic_in[b])[:, 0], flat_ret[b], cfg.clip_coef)
-                loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
-                if update < cfg.critic_warmup:
-                    loss = cfg.vf_coef * v_loss
-                elif cfg.bc_coef > 0:
-                    j = torch.as_tensor(rng.integers(0, bc_y.shape[0], size=min(mb, bc_y.shape[0])))
-                    z, bs, br = actor.forward_candidates(bc_res[j], bc_bud[j], bc_mask[j])
-                    if bs.numel():
-                        loss = loss + cfg.bc_coef * nn.functional.binary_cross_entropy_with_logits(
-                            z[:, 0], bc_y[j][bs, br], pos_weight=bc_pos_weight)
-                opt.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-                opt.step()
-        return T
-
+    weeks = week_order(seed, task.train_seeds)
+    actor, critic = _networks(cfg, venv, init, task.name)
+    engine = choose_engine(cfg, task, actor)
+    trainer = (CompiledEngine(actor, critic, cfg, rng) if engine == "compiled"
+               else AutogradEngine(actor, critic, cfg, rng, bc_data))
+    curve = LearningCurve(actor, lambda seeds: task.validate(StudentPolicy(copy.deepcopy(actor)), budget,
+                                                             list(seeds), **env_kwargs),
+                          eval_seeds, test_seeds, task.quality, cfg.keep_best, report)
+    steps, update = 0, 0
     # numpy's BLAS on as many threads as torch: two training processes on two cores otherwise spin each other's
     # BLAS threads (the compiled engine's rollout ran 3-7x slower so)
     with threadpool_limits(limits=int(cfg.torch_threads) if cfg.torch_threads else None, user_api="blas"):
-        record()
+        curve.record(steps)
         while steps < cfg.total_timesteps:
-            if cfg.anneal_lr:
-                for g in opt.param_groups:
-                    g["lr"] = cfg.learning_rate * (1.0 - steps / cfg.total_timesteps)
-            idx = (next_week + np.arange(cfg.n_envs)) % weeks.size
-            next_week = int((next_week + cfg.n_envs) % weeks.size)
-            obs, _ = venv.reset(seed=[int(w) for w in weeks[idx]])
-            if compiled is not None:
-                update += 1
-                T = compiled_update(compiled, venv, obs, reward_scale=cfg.reward_scale, critic_counts=cfg.critic_counts,
-                                    gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, learning_rate=opt.param_groups[0]["lr"],
-                                    with_actor=update >= cfg.critic_warmup)
-                steps += T * cfg.n_envs
-            else:
-                T = autograd_update(obs)
-            if cfg.eval_every and steps // cfg.eval_every != (steps - T * cfg.n_envs) // cfg.eval_every:
-                record()
-        if history[-1]["env_steps"] != steps:
-            record()
+            lr = cfg.learning_rate * (1.0 - steps / cfg.total_timesteps) if cfg.anneal_lr else cfg.learning_rate
+            week_ids = weeks[(update * cfg.n_envs + np.arange(cfg.n_envs)) % weeks.size]
+            obs, _ = venv.reset(seed=[int(w) for w in week_ids])
+            played = trainer.update(venv, obs, lr, with_actor=update >= cfg.critic_warmup) * cfg.n_envs
+            steps, update = steps + played, update + 1
+            if cfg.eval_every and steps // cfg.eval_every != (steps - played) // cfg.eval_every:
+                curve.record(steps)
+        if curve.rows[-1]["env_steps"] != steps:
+            curve.record(steps)
         venv.close()
-    if cfg.keep_best:
-        actor.load_state_dict(best["state"])
     settings = dataclasses.asdict(cfg)
-    settings.update(method="ppo", env=task.name, budget=budget, seed=seed, init=init is not None, n_resources=n_res,
-                    actor="per-resource" if per_resource else "flat-mlp", engine=engine,
-                    selected_env_steps=best["env_steps"] if cfg.keep_best else steps)
-    return StudentPolicy(actor, config=settings), history
+    settings.update(method="ppo", env=task.name, budget=budget, seed=seed, init=init is not None,
+                    n_resources=venv.single_observation_space["resources"].shape[0],
+                    actor="per-resource" if isinstance(actor, PerResourceNet) else "flat-mlp", engine=engine,
+                    selected_env_steps=curve.selected_steps(steps))
+    return StudentPolicy(actor, config=settings), curve.rows

@@ -191,8 +191,11 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
                if cfg.bc_coef > 0 else None)
     settings = PPOConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(PPOConfig)})
     run_dir = start_run("ppo", cfg, command, f"ppo-{cfg.budget}-seed{cfg.seed}")
+    def progress(row):
+        print(f"{row['env_steps']} steps: validation {task.quality} {row[f'val_{task.quality}']:.4f}", flush=True)
+
     policy, history = native_ppo(budget, settings, seed=cfg.seed, task=task, init=init, bc_data=bc_data,
-                                 progress=print if show_bar(cfg.progress_bar) else None)
+                                 report=progress if show_bar(cfg.progress_bar) else None)
     policy.save(os.path.join(run_dir, "model.npz"))
     return finish_run(run_dir, "ppo", cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"],
                       policy, [cfg.budget], {"action_mode": "scores", **env_kwargs}, task=task)
