@@ -47,10 +47,14 @@ from membudget.envs.validation import check_int, check_number
 
 ENGINES = ("auto", "autograd", "compiled")
 """Engines of :func:`train_ppo`: eager torch with autograd in float32 (the reference), or
-:mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by ``torch.compile``, bfloat16 critic
-products; about 2.7 times the env steps per second (bench/ppo.py), not bit-equal); ``auto``: the compiled engine
-where it trains the configuration (the per-resource actor with two hidden layers and context on PMWeek-v0, no
-behaviour-cloning loss), the autograd engine elsewhere."""
+:mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by ``torch.compile``, the critic's products
+in bfloat16 where the CPU has them natively; about 2.7 times the env steps per second (bench/ppo.py), not
+bit-equal); ``auto``: the compiled engine for runs of at least :data:`AUTO_COMPILED_STEPS` steps where it trains
+the configuration (the per-resource actor with two hidden layers and context on PMWeek-v0, no behaviour-cloning
+loss), the autograd engine elsewhere."""
+AUTO_COMPILED_STEPS = 1_000_000
+"""The shortest run ``engine="auto"`` trains with the compiled engine: below it, the first compilation on a machine
+(tens of seconds with an empty inductor cache, docs/speed.md) costs more than the compiled engine saves."""
 
 ACTORS = ("per-resource", "flat-mlp")
 """Actors of :func:`train_ppo`: the shared per-resource network (every PMWeek learner's policy class) or the
@@ -112,9 +116,13 @@ class PPOConfig:
     """Validation episodes of a learning-curve point: the first this many of the task's validation range (weeks
     4000-4029 on PMWeek-v0, conversations from 3000 on ConversationPM-v0)."""
     engine: str = "auto"
-    """auto (compiled where it trains the configuration, else autograd; the run's config records the choice),
-    compiled (hand-written gradients under torch.compile, bfloat16 critic products; the per-resource actor with two
-    hidden layers and context on PMWeek-v0, no bc_coef) or autograd (eager torch, float32: everything)."""
+    """auto (compiled for runs of at least AUTO_COMPILED_STEPS steps where it trains the configuration, else
+    autograd; the run's config records the choice), compiled (hand-written gradients under torch.compile; the
+    per-resource actor with two hidden layers and context on PMWeek-v0, no bc_coef) or autograd (eager torch,
+    float32: everything)."""
+    critic_dtype: str = "auto"
+    """The compiled engine's critic products: auto (bfloat16 where this CPU multiplies bf16 natively, else float32;
+    recorded in the run's config), bfloat16 or float32. Results are reproducible per (engine, critic_dtype)."""
     torch_threads: int = 1
     """torch.set_num_threads (and numpy's BLAS threads) for training (0: leave the defaults)."""
     per_step_cap: int = 2
@@ -144,6 +152,8 @@ class PPOConfig:
             raise ValueError(f"actor must be one of {ACTORS}, got {self.actor!r}")
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.critic_dtype not in ("auto", "bfloat16", "float32"):
+            raise ValueError(f"critic_dtype must be auto, bfloat16 or float32, got {self.critic_dtype!r}")
         object.__setattr__(self, "hidden", check_widths("hidden", self.hidden))
         object.__setattr__(self, "critic_arch", check_widths("critic_arch", self.critic_arch))
 
@@ -347,12 +357,13 @@ class CompiledEngine:
     """The compiled engine (:class:`~membudget.agents.ppo_compiled.CompiledPPO`) behind the engine interface."""
 
     def __init__(self, actor, critic, cfg: PPOConfig, rng):
-        from membudget.agents.ppo_compiled import CompiledPPO
+        from membudget.agents.ppo_compiled import CRITIC_DTYPES, CompiledPPO, critic_dtype_name
 
-        self.cfg = cfg
+        self.cfg, self.critic_dtype = cfg, critic_dtype_name(cfg.critic_dtype)
         self.ppo = CompiledPPO(actor, critic, clip_coef=cfg.clip_coef, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
                                max_grad_norm=cfg.max_grad_norm, n_epochs=cfg.n_epochs,
-                               n_minibatches=cfg.n_minibatches, rng=rng)
+                               n_minibatches=cfg.n_minibatches, rng=rng,
+                               critic_dtype=CRITIC_DTYPES[self.critic_dtype])
 
     def update(self, venv, obs, learning_rate: float, with_actor: bool) -> int:
         cfg = self.cfg
@@ -372,7 +383,7 @@ def choose_engine(cfg: PPOConfig, task, actor) -> str:
     per_resource = isinstance(actor, PerResourceNet)
     if cfg.engine == "auto":
         fits = task is PMWEEK and per_resource and actor.context and len(actor.hidden) == 2 and cfg.bc_coef == 0
-        return "compiled" if fits else "autograd"
+        return "compiled" if fits and cfg.total_timesteps >= AUTO_COMPILED_STEPS else "autograd"
     if cfg.engine == "compiled":
         if task is not PMWEEK:
             raise ValueError(f"engine='compiled' trains on PMWeek-v0 only; {task.name} trains with engine='autograd'")
@@ -508,5 +519,6 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
     settings.update(method="ppo", env=task.name, budget=budget, seed=seed, init=init is not None,
                     n_resources=venv.single_observation_space["resources"].shape[0],
                     actor="per-resource" if isinstance(actor, PerResourceNet) else "flat-mlp", engine=engine,
+                    critic_dtype=trainer.critic_dtype if engine == "compiled" else "float32",
                     selected_env_steps=curve.selected_steps(steps))
     return StudentPolicy(actor, config=settings), curve.rows

@@ -12,9 +12,11 @@ the matrix products cut down, for about 2.7 times the autograd engine's env step
   and applied by an in-place Adam (:func:`adam_`, torch's update rule, tested), all in one function compiled by
   ``torch.compile`` (inductor, dynamic shapes; it needs a C++ compiler, and its first update compiles for several
   seconds);
-- the critic's products run in bfloat16 (bf16 operands and outputs, fp32 weights and elementwise work; the actor's
-  stay float32) and its ``tanh`` is computed as ``2 sigmoid(2x) - 1`` (``torch.tanh`` costs several times
-  ``torch.sigmoid`` on the CPUs measured).
+- on a CPU that multiplies bfloat16 matrices natively (:func:`native_bf16`: measured once per process) the
+  critic's products run in bfloat16 (bf16 operands and outputs, fp32 weights and elementwise work; the actor's stay
+  float32); elsewhere (AVX2-only CPUs, where bf16 products are emulated and run tens of times slower than float32)
+  in float32 (``critic_dtype``); its ``tanh`` is computed as ``2 sigmoid(2x) - 1`` (``torch.tanh`` costs several
+  times ``torch.sigmoid`` on the CPUs measured).
 
 So the numbers differ from the autograd engine's (another random stream, bf16 critic products): the engines are
 compared by the quality they reach, not bit for bit (docs/studies.md, "Training throughput"). Supported: the
@@ -25,11 +27,48 @@ with the autograd engine.
 
 from __future__ import annotations
 
+import functools
+import time
+
 import numpy as np
 import torch
 from torch import nn
 
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-5
+CRITIC_DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+"""The critic's product dtypes of the compiled engine by name (``PPOConfig.critic_dtype``; ``auto``: by
+:func:`native_bf16`)."""
+
+
+@functools.cache
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices at least as fast as float32 ones: a product at the critic's
+    shape (320 × 317 @ 317 × 128, one thread, best of 15) timed in both dtypes, once per process. Native bf16
+    (AVX512-BF16, AMX) makes it about twice as fast; emulated bf16 (AVX2) tens of times slower."""
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(320, 317, generator=g), torch.randn(317, 128, generator=g)
+    best = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for dtype in (torch.float32, torch.bfloat16, torch.float32, torch.bfloat16):
+            x, y = a.to(dtype), b.to(dtype)
+            for _ in range(15):
+                start = time.perf_counter()
+                torch.mm(x, y)
+                best[dtype] = min(best.get(dtype, np.inf), time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    return bool(best[torch.bfloat16] <= best[torch.float32])
+
+
+def critic_dtype_name(setting: str) -> str:
+    """The critic's product dtype ``setting`` (``auto``, ``bfloat16`` or ``float32``) resolved for this CPU."""
+    if setting == "auto":
+        return "bfloat16" if native_bf16() else "float32"
+    if setting not in CRITIC_DTYPES:
+        raise ValueError(f"critic_dtype must be 'auto' or one of {sorted(CRITIC_DTYPES)}, got {setting!r}")
+    return setting
 
 
 def _mm(a, b, dtype):

@@ -42,13 +42,64 @@ N_ENVS, HORIZON, EPOCHS, MINIBATCHES, LR = 64, 80, 4, 16, 1e-3
 ACTOR, CRITIC = (64, 64), (128, 128)
 
 
-def native_rate(steps: int, seed: int = 0, engine: str = "autograd") -> float:
+def native_rate(steps: int, seed: int = 0, engine: str = "autograd", critic_dtype: str = "auto") -> float:
     from membudget.agents.ppo import train_ppo
 
     _, history = train_ppo("B10", total_timesteps=steps, seed=seed, n_envs=N_ENVS, n_epochs=EPOCHS,
                            n_minibatches=MINIBATCHES, learning_rate=LR, hidden=ACTOR, critic_arch=CRITIC, eval_every=0,
-                           eval_seeds=[4000], engine=engine, reward_scale=1.0, ent_coef=0.0, keep_best=False)
+                           eval_seeds=[4000], engine=engine, critic_dtype=critic_dtype, reward_scale=1.0, ent_coef=0.0,
+                           keep_best=False)
     return history[-1]["env_steps"] / history[-1]["wall_clock"]
+
+
+def cpu_line() -> str:
+    """The CPU a figure was measured on: torch's capability, whether bf16 products are native, what auto picks."""
+    import torch
+
+    from membudget.agents.ppo import AUTO_COMPILED_STEPS
+    from membudget.agents.ppo_compiled import critic_dtype_name, native_bf16
+
+    return (f"CPU: torch capability {torch.backends.cpu.get_cpu_capability()}, native bf16 products "
+            f"{'yes' if native_bf16() else 'no'}; engine='auto' trains runs of >= {AUTO_COMPILED_STEPS:,} steps with "
+            f"the compiled engine, critic products in {critic_dtype_name('auto')}")
+
+
+def check_auto(steps: int, rounds: int) -> float:
+    """CI's check: the engine ``engine="auto"`` picks for a long run on this machine (the compiled engine with this
+    CPU's critic dtype) against the autograd engine, env steps per second after one untimed run of each; the
+    median ratio over ``rounds`` (raises ``SystemExit`` when below 1)."""
+    native_rate(N_ENVS * HORIZON, rounds, "compiled"), native_rate(N_ENVS * HORIZON, rounds)
+    ratios = sorted(native_rate(steps, k, "compiled") / native_rate(steps, k) for k in range(rounds))
+    median = ratios[len(ratios) // 2]
+    print(f"{cpu_line()}\nauto's long-run engine / autograd, env steps per second, rounds "
+          f"{', '.join(f'{r:.2f}' for r in ratios)}: median {median:.2f} (must be >= 1)")
+    if median < 1:
+        raise SystemExit(f"engine='auto' picks an engine slower than autograd on this CPU ({median:.2f}x)")
+    return median
+
+
+def cold_start(steps: int) -> dict:
+    """Seconds to train ``steps`` env steps in a fresh process with an empty inductor cache, per engine setting
+    (``autograd``, ``compiled``, ``auto``): what a user's first run costs."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    out = {}
+    for engine in ("autograd", "compiled", "auto"):
+        with tempfile.TemporaryDirectory() as cache:
+            code = (f"import time; t = time.perf_counter(); from membudget.agents.ppo import train_ppo; "
+                    f"p, _ = train_ppo('B10', total_timesteps={steps}, eval_every=0, eval_seeds=[4000], "
+                    f"engine={engine!r}, keep_best=False); print(time.perf_counter() - t, p.config['engine'])")
+            run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache))
+            seconds, chosen = run.stdout.split()[-2:]
+            out[engine] = (float(seconds), chosen)
+            print(f"{engine:>9}: {float(seconds):6.1f} s to {steps:,} env steps from an empty inductor cache "
+                  f"(trained with {chosen})", flush=True)
+    print(cpu_line())
+    return out
 
 
 def sb3_rate(steps: int, seed: int = 0) -> float:
@@ -259,6 +310,12 @@ def parse_seeds(text: str, name: str = "--seeds") -> list:
     return seeds
 
 
+QUALITY_ENGINES = {"compiled": {"engine": "compiled", "critic_dtype": "bfloat16"},
+                   "compiled-float32": {"engine": "compiled", "critic_dtype": "float32"},
+                   "autograd": {"engine": "autograd"}}
+"""The engine populations of ``--quality`` (their labels in the results file) and their PPOConfig settings."""
+
+
 def quality(budget: str, seeds, engine: str, out=None) -> list:
     """Held-out Set F1 (weeks 8000-8029, 9000-9029) of PPO trained with the full study's settings
     (``BENCH_FULL["ppo"]``: 4M steps, early stopping on validation weeks 4000-4029) per learner seed.
@@ -283,7 +340,7 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
             scores.append(done[budget, engine, seed]["held_out_set_f1"])
             continue
         policy, history = train_ppo(budget, BENCH_FULL["ppo"], seed=seed, eval_seeds=list(BENCH_FULL["val_seeds"]),
-                                    engine=engine)
+                                    **QUALITY_ENGINES[engine])
         scores.append(PMWEEK.validate(policy, budget, held_out, **PMWEEK.env_kwargs(
             per_step_cap=2, cost_profile="unit", late_policy="expire")))
         print(f"{budget} {engine} seed {seed}: held-out Set F1 {scores[-1]:.4f}, training "
@@ -439,16 +496,17 @@ def compare(out, fail_margin: float = 0.05, n_resamples: int = 10000, seed: int 
                       "median": float(np.median(x)), "failed_seeds": failed}
             print(f"{budget} {e:>8}: {x.size} seeds, mean {x.mean():.4f}, s.d. {row[e]['sd']:.4f}, median "
                   f"{np.median(x):.4f}, {len(failed)} failed (below {floor:.4f}): {failed}")
-        if {"compiled", "autograd"} <= scores.keys():
-            c, a = row["compiled"], row["autograd"]
-            row["fisher_p"] = fisher_exact(len(c["failed_seeds"]), c["seeds"], len(a["failed_seeds"]), a["seeds"])
-            row["mean_diff"] = diff_ci(scores["compiled"], scores["autograd"])
-            kept = {e: scores[e][scores[e] >= floor] for e in ("compiled", "autograd")}
-            row["mean_diff_not_failed"] = diff_ci(kept["compiled"], kept["autograd"])
-            print(f"{budget}: failure rates {len(c['failed_seeds'])}/{c['seeds']} vs {len(a['failed_seeds'])}/"
-                  f"{a['seeds']}, Fisher's exact p = {row['fisher_p']:.3f}; compiled − autograd mean "
+        for e in sorted(set(scores) - {"autograd"}) if "autograd" in scores else ():
+            c, a = row[e], row["autograd"]
+            p = fisher_exact(len(c["failed_seeds"]), c["seeds"], len(a["failed_seeds"]), a["seeds"])
+            kept = {k: scores[k][scores[k] >= floor] for k in (e, "autograd")}
+            vs = {"fisher_p": p, "mean_diff": diff_ci(scores[e], scores["autograd"]),
+                  "mean_diff_not_failed": diff_ci(kept[e], kept["autograd"])}
+            row.update(vs) if e == "compiled" else row.setdefault("versus_autograd", {}).update({e: vs})
+            print(f"{budget}: failure rates {e} {len(c['failed_seeds'])}/{c['seeds']} vs autograd "
+                  f"{len(a['failed_seeds'])}/{a['seeds']}, Fisher's exact p = {p:.3f}; {e} − autograd mean "
                   "{:+.4f} [{:+.4f}, {:+.4f}], seeds that did not fail {:+.4f} [{:+.4f}, {:+.4f}]".format(
-                      *row["mean_diff"], *row["mean_diff_not_failed"]))
+                      *vs["mean_diff"], *vs["mean_diff_not_failed"]))
         result[budget] = row
     return result
 
@@ -466,7 +524,8 @@ def main(argv=None):
     parser.add_argument("--quality", choices=("B5", "B10", "B20"),
                         help="instead: train PPO with the study's settings at this budget (--engine, --seeds) and "
                              "print its held-out Set F1 per seed")
-    parser.add_argument("--engine", default="compiled", choices=("compiled", "autograd"), help="for --quality")
+    parser.add_argument("--engine", default="compiled", choices=QUALITY_ENGINES,
+                        help="for --quality: compiled (bfloat16 critic products), compiled-float32 or autograd")
     parser.add_argument("--seeds", default="0,1,2", help="learner seeds for --quality: 0,1,2 or ranges, 12-60")
     parser.add_argument("--out", metavar="FILE", help="for --quality: a JSON-lines file of the seeds' results "
                                                       "(seeds already there are read, not trained)")
@@ -481,8 +540,18 @@ def main(argv=None):
                         help="for --numerics: the updates (of 5,120 env steps) before which to measure")
     parser.add_argument("--bf16", action="store_true",
                         help="also time the native update's products and one minibatch in bfloat16")
+    parser.add_argument("--check-auto", action="store_true",
+                        help="instead: CI's check that the engine engine='auto' picks for long runs is not slower "
+                             "than the autograd engine on this CPU (exit status 1 if it is)")
+    parser.add_argument("--cold-start", type=int, metavar="STEPS",
+                        help="instead: seconds to STEPS env steps per engine setting, each in a fresh process with "
+                             "an empty inductor cache")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.check_auto:
+        return check_auto(args.steps, args.rounds)
+    if args.cold_start:
+        return cold_start(args.cold_start)
     if args.compare:
         return compare(args.compare, args.fail_margin)
     if args.numerics:
@@ -500,26 +569,31 @@ def main(argv=None):
     # one untimed run of each loop first: the compiled engine compiles its update (seconds; inductor caches it on
     # disk), and every loop's first run in a process is slower while its allocations grow
     native_rate(N_ENVS * HORIZON, args.rounds, "compiled"), native_rate(args.steps, args.rounds)
+    native_rate(N_ENVS * HORIZON, args.rounds, "compiled", "float32")
     sb3_rate(args.steps, args.rounds)
-    print(f"{'round':>5} {'compiled':>9} {'autograd':>9} {'SB3':>7} {'compiled/SB3':>13} {'autograd/SB3':>13} "
-          f"{'fp32 floor/SB3':>15}" + (f" {'TorchRL':>8} {'TorchRL/SB3':>12}" if args.torchrl else "")
-          + "   (env steps/s)")
-    ratios, autograd_ratios, bounds, others = [], [], [], []
+    print(cpu_line())
+    print(f"{'round':>5} {'compiled':>9} {'fp32 cmp':>9} {'autograd':>9} {'SB3':>7} {'compiled/SB3':>13} "
+          f"{'fp32 cmp/SB3':>13} {'autograd/SB3':>13} {'fp32 floor/SB3':>15}"
+          + (f" {'TorchRL':>8} {'TorchRL/SB3':>12}" if args.torchrl else "") + "   (env steps/s)")
+    ratios, fp32_ratios, autograd_ratios, bounds, others = [], [], [], [], []
     for k in range(args.rounds):
         ours, autograd = native_rate(args.steps, k, "compiled"), native_rate(args.steps, k)
+        fp32 = native_rate(args.steps, k, "compiled", "float32")
         theirs = sb3_rate(args.steps, k)
         other = torchrl_rate(args.steps, k) if args.torchrl else None
         floor = gemm_floor_rate(native_shapes)
         ratios.append(ours / theirs)
+        fp32_ratios.append(fp32 / theirs)
         autograd_ratios.append(autograd / theirs)
         bounds.append(floor / theirs)
-        line = (f"{k:>5} {ours:>9,.0f} {autograd:>9,.0f} {theirs:>7,.0f} {ratios[-1]:>13.2f} "
-                f"{autograd_ratios[-1]:>13.2f} {bounds[-1]:>15.2f}")
+        line = (f"{k:>5} {ours:>9,.0f} {fp32:>9,.0f} {autograd:>9,.0f} {theirs:>7,.0f} {ratios[-1]:>13.2f} "
+                f"{fp32_ratios[-1]:>13.2f} {autograd_ratios[-1]:>13.2f} {bounds[-1]:>15.2f}")
         if other is not None:
             others.append(other / theirs)
             line += f" {other:>8,.0f} {others[-1]:>12.2f}"
         print(line, flush=True)
     ratios.sort()
+    fp32_ratios.sort()
     autograd_ratios.sort()
     bounds.sort()
     others.sort()
@@ -530,9 +604,10 @@ def main(argv=None):
         print(f"bfloat16: native GEMM floor {bf16:,.0f} env steps/s ({bf16 / fp32:.1f}x the fp32 floor "
               f"{fp32:,.0f}); one native minibatch {minibatch_ms(rows, obs_width, False):.2f} ms in fp32, "
               f"{minibatch_ms(rows, obs_width, True):.2f} ms under bfloat16 autocast")
-    print(f"candidates per state {rows:.2f}; median compiled / SB3 {ratios[len(ratios) // 2]:.2f} (target ≥ 4), "
+    print(f"candidates per state {rows:.2f}; median compiled (critic auto) / SB3 {ratios[len(ratios) // 2]:.2f} "
+          f"(target ≥ 4), compiled with float32 critic products / SB3 {fp32_ratios[len(ratios) // 2]:.2f}, "
           f"autograd / SB3 {autograd_ratios[len(ratios) // 2]:.2f}; the most an fp32 loop could reach (fp32 GEMM "
-          f"floor / SB3 measured), median {bounds[len(bounds) // 2]:.2f}")
+          f"floor / SB3 measured), median {bounds[len(bounds) // 2]:.2f}\n{cpu_line()}")
     return ratios, bounds
 
 

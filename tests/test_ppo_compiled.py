@@ -160,7 +160,7 @@ def test_compiled_engine_trains_and_is_reproducible(kwargs):
         torch.manual_seed(7)
         kwargs["init"] = PerResourceNet((64, 64))
     runs = [train_ppo("B10", total_timesteps=2 * 4 * 80, seed=3, n_envs=4, n_minibatches=2, eval_every=0,
-                      eval_seeds=[4000], engine="compiled", **kwargs) for _ in range(2)]
+                      eval_seeds=[4000], engine="compiled", keep_best=False, **kwargs) for _ in range(2)]
     (policy, history), (again, _) = runs
     assert [row["env_steps"] for row in history] == [0, 2 * 4 * 80]
     assert policy.config["engine"] == "compiled"
@@ -175,7 +175,7 @@ def test_compiled_critic_warmup_keeps_the_actor():
     torch.manual_seed(7)
     init = PerResourceNet((64, 64))
     policy, _ = train_ppo("B10", total_timesteps=4 * 80, seed=3, n_envs=4, n_minibatches=2, eval_every=0,
-                          eval_seeds=[4000], engine="compiled", init=init, critic_warmup=1)
+                          eval_seeds=[4000], engine="compiled", init=init, critic_warmup=1, keep_best=False)
     for a, b in zip(policy.net.state_dict().values(), init.state_dict().values()):
         assert torch.equal(a, b)
 
@@ -193,3 +193,41 @@ def test_compiled_engine_refuses_what_it_does_not_train(bad, message):
     kwargs = {"engine": "compiled", **bad}
     with pytest.raises(ValueError, match=message):
         train_ppo("B10", total_timesteps=1, n_envs=2, **kwargs)
+
+
+def test_auto_picks_the_compiled_engine_only_where_it_trains_the_run_and_pays_for_its_compilation():
+    from membudget.agents.ppo import AUTO_COMPILED_STEPS, PPOConfig, choose_engine
+    from membudget.agents.tasks import CONVERSATION, PMWEEK
+
+    net, flat = PerResourceNet((64, 64)), PerResourceNet((64, 64), context=False)
+    long, short = PPOConfig(), PPOConfig(total_timesteps=AUTO_COMPILED_STEPS - 1)
+    assert long.total_timesteps >= AUTO_COMPILED_STEPS
+    assert choose_engine(long, PMWEEK, net) == "compiled"
+    assert choose_engine(short, PMWEEK, net) == "autograd"  # the first compilation would cost more than it saves
+    assert choose_engine(long, CONVERSATION, net) == "autograd"
+    assert choose_engine(long, PMWEEK, flat) == "autograd"
+    assert choose_engine(PPOConfig(bc_coef=0.1), PMWEEK, net) == "autograd"
+    assert choose_engine(PPOConfig(engine="autograd"), PMWEEK, net) == "autograd"
+    assert choose_engine(PPOConfig(engine="compiled", total_timesteps=1), PMWEEK, net) == "compiled"
+
+
+def test_the_critic_s_dtype_follows_the_cpu_unless_set():
+    from membudget.agents.ppo_compiled import critic_dtype_name, native_bf16
+
+    assert isinstance(native_bf16(), bool) and native_bf16() is native_bf16()  # measured once per process
+    assert critic_dtype_name("auto") == ("bfloat16" if native_bf16() else "float32")
+    assert critic_dtype_name("float32") == "float32" and critic_dtype_name("bfloat16") == "bfloat16"
+    with pytest.raises(ValueError, match="critic_dtype"):
+        critic_dtype_name("float16")
+
+
+@pytest.mark.slow
+def test_the_float32_compiled_path_trains_reproducibly_and_records_its_dtype():
+    kw = dict(total_timesteps=2 * 4 * 80, seed=3, n_envs=4, n_minibatches=2, eval_every=0, eval_seeds=[4000],
+              engine="compiled", critic_dtype="float32", keep_best=False)
+    (a, _), (b, _) = train_ppo("B10", **kw), train_ppo("B10", **kw)
+    assert a.config["engine"] == "compiled" and a.config["critic_dtype"] == "float32"
+    assert all(torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), b.net.state_dict().values()))
+    bf16, _ = train_ppo("B10", **dict(kw, critic_dtype="bfloat16"))
+    assert bf16.config["critic_dtype"] == "bfloat16"
+    assert any(not torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), bf16.net.state_dict().values()))
