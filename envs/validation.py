@@ -8,6 +8,7 @@ import json
 import math
 import numbers
 import zipfile
+import zlib
 
 
 def _bounds(low, high, low_open=False, high_open=False) -> str:
@@ -52,7 +53,7 @@ def reading_artefact(path, what: str):
     one (missing, truncated, wrong entries) or one whose check (raised as ``ValueError`` inside) failed."""
     try:
         yield
-    except (KeyError, OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, TypeError) as e:
+    except (KeyError, OSError, EOFError, zipfile.BadZipFile, zlib.error, json.JSONDecodeError, TypeError) as e:
         raise ValueError(f"{path} is not a saved {what}: {type(e).__name__}: {e}") from None
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
