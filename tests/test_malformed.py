@@ -3,10 +3,14 @@ options) and into the saved gates: each malformed input is refused with the proj
 the field, or runs to a result inside the documented ranges. Regression cases for each class of input that was once
 accepted wrongly or failed obscurely, then hypothesis fuzzing (derandomized: the same examples on every run)."""
 
+import base64
 import copy
 import importlib
 import inspect
 import json
+import os
+import re
+import zipfile
 
 import gymnasium as gym
 import numpy as np
@@ -449,3 +453,228 @@ def test_impossible_training_settings_are_refused_before_any_work(monkeypatch, l
              2002), "B10", **kw), "dagger": lambda **kw: imitation.fit_dagger(range(2000, 2002), "B10", **kw)}[learner]
     with pytest.raises(ValueError, match=match):
         train(**kwargs)
+
+
+# --- SB3 model files: loaded without running code from them, malformed ones refused naming the file -------------
+
+TINY_SB3 = ["--total-timesteps", "64", "--n-envs", "2", "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1",
+            "--eval-every", "0", "--eval-weeks", "1", "--progress-bar", "off", "--learning-curve", "off"]
+SB3_RUNS = {"ppo-mlp": ["ppo", "--policy", "mlp"], "maskable-ppo": ["maskable-ppo"],
+            "ppo-conditioned": ["ppo-conditioned", "--envs-per-budget", "1", "--budgets", "B5,B20"]}
+
+
+@pytest.fixture(scope="module")
+def sb3_models(tmp_path_factory):
+    """``{run: model.zip}`` of genuine models saved by ``python -m membudget.train`` (tiny runs)."""
+    from membudget import train
+
+    out = tmp_path_factory.mktemp("sb3")
+    args = {run: [a for a in TINY_SB3 if run != "ppo-conditioned" or a not in ("--n-envs", "2")] for run in SB3_RUNS}
+    return {run: os.path.join(train.main([*SB3_RUNS[run], *args[run], "--out", str(out), "--name", run]),
+                              "model.zip") for run in SB3_RUNS}
+
+
+def _rewrite(src, dst, data=None, drop=(), entries=None):
+    """A copy of the archive ``src`` at ``dst``: ``data(d)`` edits the parsed data entry, ``drop`` leaves entries
+    out, ``entries`` replaces (or adds) entries by name."""
+    with zipfile.ZipFile(src) as z:
+        files = {n: z.read(n) for n in z.namelist() if n not in drop}
+    if data is not None:
+        d = json.loads(files["data"])
+        data(d)
+        files["data"] = json.dumps(d).encode()
+    files.update(entries or {})
+    with zipfile.ZipFile(dst, "w") as z:
+        for n, b in files.items():
+            z.writestr(n, b)
+    return str(dst)
+
+
+class _Marker:
+    """Unpickling it creates the directory ``path``: the code a crafted model file would run."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return os.makedirs, (self.path,)
+
+
+def _planted(path):
+    import cloudpickle
+
+    return {":type:": "<class 'function'>", ":serialized:": base64.b64encode(cloudpickle.dumps(_Marker(path))).decode()}
+
+
+@pytest.mark.parametrize("run", sorted(SB3_RUNS))
+def test_safe_load_of_a_trained_model_acts_as_the_trusted_load(sb3_models, run):
+    from membudget.agents.rl import load_policy
+
+    safe, kw = load_policy(os.path.dirname(sb3_models[run]))
+    trusted, kw_trusted = load_policy(sb3_models[run], trust_remote_code=True)
+    assert kw == kw_trusted == {"action_mode": "binary"} and type(safe) is type(trusted)
+    safe_model, trusted_model = getattr(safe, "model", safe), getattr(trusted, "model", trusted)
+    assert type(safe_model.policy) is type(trusted_model.policy)
+    assert safe_model.observation_space == trusted_model.observation_space
+    assert safe_model.action_space == trusted_model.action_space
+    assert safe_model.clip_range(1.0) == trusted_model.clip_range(1.0) == 0.2
+    env = PMWeekVectorEnv(num_envs=4, budget="B10")
+    obs, _ = env.reset(seed=9000)
+    for _ in range(20):
+        a, _ = safe.predict(obs, deterministic=True)
+        np.testing.assert_array_equal(a, trusted.predict(obs, deterministic=True)[0])
+        np.testing.assert_array_equal(safe.predict({k: v[0] for k, v in obs.items()}, deterministic=True)[0], a[0])
+        obs, *_ = env.step(a)
+
+
+def test_a_crafted_pickle_never_runs_on_the_default_path(sb3_models, tmp_path, monkeypatch):
+    from membudget import evaluate
+    from membudget.agents.rl import load_policy
+    from membudget.studies import budgetpm
+
+    genuine, marker = sb3_models["maskable-ppo"], tmp_path / "ran"
+    monkeypatch.setattr(budgetpm, "fit_suite", lambda **kw: pytest.fail("loaded"))
+    # entries the safe load rebuilds or drops: the file's pickles are ignored, the model loads (also on the
+    # command line, which then goes on to fit the gates)
+    for key in ("clip_range", "ep_info_buffer"):
+        swapped = _rewrite(genuine, tmp_path / f"{key}.zip", data=lambda d: d[key].update(
+            {":serialized:": _planted(marker)[":serialized:"]}))
+        assert load_policy(swapped)[0].model.clip_range(1.0) == 0.2
+        with pytest.raises(pytest.fail.Exception, match="loaded"):
+            evaluate.main(["--model", swapped, "--progress-bar", "off"])
+    # an entry it cannot rebuild, or a policy class that is not a plain reference: refused by name
+    extra = _rewrite(genuine, tmp_path / "extra.zip", data=lambda d: d.update(evil=_planted(marker)))
+    with pytest.raises(ValueError, match=r"extra\.zip: entry 'evil' is pickled .*trust_remote_code=True"):
+        load_policy(extra)
+    with pytest.raises(ValueError, match=r"extra\.zip: entry 'evil' is pickled"):
+        evaluate.main(["--model", extra, "--progress-bar", "off"])
+    policy = _rewrite(genuine, tmp_path / "policy.zip", data=lambda d: d["policy_class"].update(
+        {":serialized:": _planted(marker)[":serialized:"]}))
+    with pytest.raises(ValueError, match=r"policy\.zip: entry 'policy_class' is a pickle that is not a plain class"):
+        load_policy(policy)
+    assert not marker.exists()
+    # the payload is live: the trusted load (library or command line) runs it
+    load_policy(swapped, trust_remote_code=True)
+    assert marker.is_dir()
+    marker.rmdir()
+    with pytest.raises(pytest.fail.Exception, match="loaded"):
+        evaluate.main(["--model", swapped, "--trust-model", "--progress-bar", "off"])
+    assert marker.is_dir()
+
+
+def _written(path, content: bytes) -> str:
+    path.write_bytes(content)
+    return str(path)
+
+
+def _flipped(path, entry):
+    """``path`` with one byte of ``entry``'s stored data inverted (its checksum no longer matches)."""
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(entry)
+    raw = bytearray(open(path, "rb").read())
+    raw[info.header_offset + 30 + len(info.filename) + len(info.extra) + 100] ^= 0xFF
+    open(path, "wb").write(raw)
+    return path
+
+
+def _a2c_model(tmp_path):
+    from stable_baselines3 import A2C
+
+    from membudget.agents.sb3_vec import PMWeekSB3VecEnv
+
+    model = A2C("MultiInputPolicy", PMWeekSB3VecEnv(1), n_steps=4, device="cpu")
+    model.save(tmp_path / "a2c.zip")
+    return str(tmp_path / "a2c.zip")
+
+
+def _counts_model(tmp_path):
+    from stable_baselines3 import PPO
+
+    from membudget.agents.sb3_vec import PMWeekSB3VecEnv
+
+    model = PPO("MultiInputPolicy", PMWeekSB3VecEnv(1, observe_counts=True), n_steps=64, batch_size=64,
+                device="cpu")
+    model.save(tmp_path / "counts.zip")
+    return str(tmp_path / "counts.zip")
+
+
+MODEL_FILES = {
+    "text": (lambda g, t: _written(t / "m.zip", b"not a zip"), "not a saved .*BadZipFile"),
+    "truncated": (lambda g, t: _written(t / "m.zip", open(g, "rb").read()[:5000]), "not a saved .*BadZipFile"),
+    "not weights": (lambda g, t: _rewrite(g, t / "m.zip", entries={"policy.pth": b"\0" * 64}), "not plain tensors"),
+    "bit flip": (lambda g, t: _flipped(_rewrite(g, t / "m.zip"), "policy.pth"), "'policy.pth' is corrupt"),
+    "no weights": (lambda g, t: _rewrite(g, t / "m.zip", drop=("policy.pth",)), r"lacks the entries \['policy.pth'\]"),
+    "no data": (lambda g, t: _rewrite(g, t / "m.zip", drop=("data",)), r"lacks the entries \['data'\]"),
+    "data not json": (lambda g, t: _rewrite(g, t / "m.zip", entries={"data": b"{nope"}), "JSONDecodeError"),
+    "data a list": (lambda g, t: _rewrite(g, t / "m.zip", entries={"data": b"[]"}), "must be a JSON object"),
+    "no policy class": (lambda g, t: _rewrite(g, t / "m.zip", data=lambda d: d.pop("policy_class")),
+                        "no serialized policy_class"),
+    "a2c": (lambda g, t: _a2c_model(t), r"lacks \['batch_size', 'n_epochs', 'clip_range'\]: not a PPO model"),
+    "other spaces": (lambda g, t: _counts_model(t), "'observation_space' is not PMWeek-v0's|differs"),
+    "other actions": (lambda g, t: _rewrite(g, t / "m.zip", data=lambda d: d["action_space"].update(n=12)),
+                      r"'action_space' differs .*'n'"),
+    "weights of another policy": (lambda g, t: _rewrite(g, t / "m.zip", data=lambda d: d["policy_kwargs"].update(
+        net_arch=[8])), "weights do not fit"),
+    "huge rollout": (lambda g, t: _rewrite(g, t / "m.zip", data=lambda d: d.update(n_steps=10**9)),
+                     "rollout buffer is limited"),
+    "replaces a method": (lambda g, t: _rewrite(g, t / "m.zip", data=lambda d: d.update(predict=1)),
+                          "'predict' is not an attribute SB3 saves"),
+    "unknown policy kwargs": (lambda g, t: _rewrite(g, t / "m.zip", data=lambda d: d["policy_kwargs"].update(
+        ortho_init=False)), r"policy_kwargs' has keys \['ortho_init'\]"),
+    "learning-rate schedule": (lambda g, t: _rewrite(g, t / "m.zip", data=lambda d: d.update(learning_rate=0.5)),
+                               "'lr_schedule' is the constant 0.0003"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MODEL_FILES))
+def test_malformed_model_files_are_refused_naming_the_file(sb3_models, tmp_path, case):
+    from membudget.agents.rl import load_policy
+
+    make, match = MODEL_FILES[case]
+    path = make(sb3_models["ppo-mlp"], tmp_path)
+    with pytest.raises(ValueError, match=rf"^{re.escape(path)}:? .*({match})"):
+        load_policy(path)
+
+
+# --- --config files: bounded before any field is read ---------------------------------------------------------
+
+LAUGHS = "".join(f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+CONFIG_FILES = {
+    "aliases.yaml": ("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + LAUGHS, "anchors and aliases"),
+    "anchor.yaml": ("seed: &s 3\n", "anchors and aliases"),
+    "merge.yaml": ("base: &b {seed: 1}\nrun:\n  <<: *b\n", "anchors and aliases"),
+    "deep.yaml": ("a: " + "[" * 5 + "]" * 5 + "\n", "nested deeper than 4"),
+    "deep.json": ('{"a": ' + "[" * 5 + "]" * 5 + "}", "nested deeper than 4"),
+    "abyss.json": ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper than 4"),
+    "huge.json": ('{"seed": 1, "pad": "' + "x" * (1 << 20) + '"}', "limited to 1048576 bytes"),
+    "broken.yaml": ("seed: [1,\n", "not valid YAML"),
+    "latin1.json": (b'{"budget": "\xe9"}', "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_FILES))
+def test_malformed_config_files_are_refused_before_parsing_a_field(tmp_path, monkeypatch, name):
+    import yaml
+
+    from membudget import train
+    from membudget.studies import runs
+
+    content, match = CONFIG_FILES[name]
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    if "anchors" in match or "deeper" in match:
+        monkeypatch.setattr(yaml, "safe_load", lambda *a: pytest.fail("YAML constructed before the checks"))
+    monkeypatch.setattr(runs, "resolve_config", lambda *a, **k: pytest.fail("a field was read"))
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}: .*{match}"):
+        runs.load_config_file(str(path))
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}: .*{match}"):
+        train.main(["ppo", "--config", str(path), "--out", str(tmp_path)])
+
+
+def test_config_files_within_the_bounds_still_load(tmp_path):
+    from membudget.studies.runs import load_config_file
+
+    (tmp_path / "c.yaml").write_text("seed: 3\nbudgets: [B5, B10]\nnet-arch: [16, 16]\n")
+    assert load_config_file(str(tmp_path / "c.yaml")) == {"seed": 3, "budgets": ["B5", "B10"], "net_arch": [16, 16]}
+    (tmp_path / "c.json").write_text(json.dumps({"seed": 3, "x": [[[1]]]}))
+    assert load_config_file(str(tmp_path / "c.json")) == {"seed": 3, "x": [[[1]]]}
