@@ -49,6 +49,9 @@ MAX_ROLLOUT = 2**20
 """Largest rollout buffer (``n_steps * n_envs`` transitions) a loaded model may allocate."""
 TRAINING_STATE = ("_last_obs", "_last_episode_starts", "_last_original_obs", "ep_info_buffer", "ep_success_buffer")
 """Serialized entries of the training loop's state, dropped by the safe load."""
+REBUILT = ("policy_class", "observation_space", "action_space", "clip_range", "lr_schedule", "rollout_buffer_class",
+           *TRAINING_STATE)
+"""The serialized entries the safe load rebuilds (or drops); any other is refused."""
 EXCLUDED = ("policy", "device", "env", "replay_buffer", "rollout_buffer", "_vec_normalize_env", "_episode_storage",
             "_logger", "_custom_logger")
 """Attributes SB3 never saves (``_excluded_save_params``): a file that sets one is refused."""
@@ -274,15 +277,10 @@ def load_sb3_model(path, *, trust_remote_code: bool = False):
         policy = _referenced_class("policy_class", data["policy_class"], classes)
         algo = classes[policy]
         _check_plain(algo, policy, data)
-        custom = None if trust_remote_code else _rebuilt(algo, data)
-        if not trust_remote_code and "pytorch_variables.pth" in names:
-            import torch
-
-            with zipfile.ZipFile(io.BytesIO(raw)) as z, z.open("pytorch_variables.pth") as f:
-                variables = torch.load(f, map_location="cpu", weights_only=True)
-            if variables not in (None, {}):
-                raise ValueError(f"entry 'pytorch_variables.pth' holds {sorted(variables)}; "
-                                 f"{algo.__name__} saves none")
+        custom = None
+        if not trust_remote_code:
+            custom = _rebuilt(algo, policy, data)
+            _check_no_torch_variables(raw, names, algo)
         try:
             model = algo.load(io.BytesIO(raw), device="cpu", custom_objects=custom)
         except pickle.UnpicklingError as e:
@@ -297,14 +295,27 @@ def load_sb3_model(path, *, trust_remote_code: bool = False):
     return model
 
 
-def _rebuilt(algo, data) -> dict:
-    """``custom_objects`` for every serialized entry of ``data``; ``ValueError`` naming an entry that cannot be
-    rebuilt."""
+def _check_no_torch_variables(raw, names, algo) -> None:
+    """SB3 sets every tensor of ``pytorch_variables.pth`` on the model by the name the file gives it; PPO and
+    MaskablePPO save none."""
+    if "pytorch_variables.pth" not in names:
+        return
+    import torch
+
+    with zipfile.ZipFile(io.BytesIO(raw)) as z, z.open("pytorch_variables.pth") as f:
+        variables = torch.load(f, map_location="cpu", weights_only=True)
+    if variables not in (None, {}):
+        raise ValueError(f"entry 'pytorch_variables.pth' holds {sorted(variables)[:10]}; {algo.__name__} saves none")
+
+
+def _rebuilt(algo, policy, data) -> dict:
+    """``custom_objects`` for every serialized entry of ``data`` (``policy``: the class ``policy_class`` names);
+    ``ValueError`` naming an entry that cannot be rebuilt."""
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer
     from stable_baselines3.common.buffers import DictRolloutBuffer
 
-    custom = {"policy_class": _referenced_class("policy_class", data["policy_class"], policy_classes())}
+    custom = {"policy_class": policy}
     for key in ("observation_space", "action_space", "clip_range"):
         if not _serialized(data.get(key)):
             raise ValueError(f"the data entry has no serialized {key}: not a {algo.__name__} model")
@@ -325,9 +336,8 @@ def _rebuilt(algo, data) -> dict:
             custom[key] = None
         else:
             raise ValueError(f"entry {key!r} is pickled ({entry.get(':type:', 'of unknown type')}); the safe load "
-                             f"rebuilds only {['policy_class', 'observation_space', 'action_space', 'clip_range', 'lr_schedule', 'rollout_buffer_class', *TRAINING_STATE]}. Load the file with "
-                             "trust_remote_code=True (python -m membudget.evaluate --trust-model) only if you trust it: "
-                             "that runs its code")
+                             f"rebuilds only {list(REBUILT)}. Load the file with trust_remote_code=True (python -m "
+                             "membudget.evaluate --trust-model) only if you trust it: that runs its code")
     if "lr_schedule" in custom and custom["lr_schedule"] != data["learning_rate"]:
         raise ValueError(f"entry 'lr_schedule' is the constant {custom['lr_schedule']}, entry 'learning_rate' "
                          f"{data['learning_rate']}: a schedule the safe load does not rebuild")
