@@ -10,6 +10,8 @@ import numbers
 import zipfile
 import zlib
 
+import numpy as np
+
 
 def _bounds(low, high, low_open=False, high_open=False) -> str:
     if low is not None and high is not None:
@@ -47,6 +49,22 @@ def check_number(name, value, low=None, high=None, *, low_open=False, high_open=
     return float(value)
 
 
+def check_discrete_action(action, n: int) -> int:
+    """``action`` as an ``int`` when it is a member of ``Discrete(n)`` in one of the forms Gymnasium's
+    ``Discrete.contains`` accepts: a Python int, a NumPy integer scalar or a 0-d integer array (of a dtype that
+    casts safely to int64) — but never a bool, as everywhere in the package. Anything else, a shape-(1,) array, a
+    float or a string included, raises the same ``ValueError`` in every environment with a ``Discrete`` action
+    space."""
+    if type(action) is int:  # the common case first
+        if 0 <= action < n:
+            return action
+    elif isinstance(action, (np.integer, np.ndarray)) and action.shape == () and action.dtype.kind in "iu" \
+            and np.can_cast(action.dtype, np.int64) and 0 <= action < n:
+        return int(action)
+    raise ValueError(f"action must be an integer in [0, {n}) (Discrete({n})): a Python int, a NumPy integer or a "
+                     f"0-d integer array, got {action!r}")
+
+
 @contextlib.contextmanager
 def reading_artefact(path, what: str):
     """Errors raised while reading a saved artefact become one ``ValueError`` naming the file: a file that is not
@@ -59,4 +77,4 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_int", "check_number", "reading_artefact"]
+__all__ = ["check_discrete_action", "check_int", "check_number", "reading_artefact"]

@@ -678,3 +678,38 @@ def test_config_files_within_the_bounds_still_load(tmp_path):
     assert load_config_file(str(tmp_path / "c.yaml")) == {"seed": 3, "budgets": ["B5", "B10"], "net_arch": [16, 16]}
     (tmp_path / "c.json").write_text(json.dumps({"seed": 3, "x": [[[1]]]}))
     assert load_config_file(str(tmp_path / "c.json")) == {"seed": 3, "x": [[[1]]]}
+
+
+# --- Discrete actions: one rule in every environment with a Discrete action space --------------------------------
+
+DISCRETE_IDS = [i for i in ENV_IDS if isinstance(gym.make(i).action_space, gym.spaces.Discrete)]
+ACTION_FORMS = {
+    "int": lambda a: a, "np.int64": np.int64, "np.int8": np.int8, "np.uint8": np.uint8, "0-d array": np.array,
+    "0-d uint16 array": lambda a: np.array(a, dtype=np.uint16), "np.uint64": np.uint64,
+    "shape (1,)": lambda a: np.array([a]), "shape (1, 1)": lambda a: np.array([[a]]), "list": lambda a: [a],
+    "float": float, "np.float32": np.float32, "0-d float array": lambda a: np.array(float(a)), "str": str,
+    "bool": bool, "np.bool_": np.bool_, "None": lambda a: None, "past n": lambda a: 10**6, "negative": lambda a: -1,
+    "past int64": lambda a: 2**64,
+}
+
+
+def test_every_discrete_id_is_covered():
+    assert set(DISCRETE_IDS) == {"membudget/TierRouting-v0", "membudget/ReplayStream-v0",
+                                 "membudget/ProactiveStream-v0"}
+
+
+@pytest.mark.parametrize("form", sorted(ACTION_FORMS))
+@pytest.mark.parametrize("env_id", DISCRETE_IDS)
+def test_discrete_actions_are_accepted_in_exactly_the_forms_gymnasium_accepts(env_id, form):
+    env = gym.make(env_id).unwrapped  # no PassiveEnvChecker: the environment's own check answers
+    env.reset(seed=0)
+    action = ACTION_FORMS[form](1)
+    accepted = form not in ("bool", "np.bool_") and env.action_space.contains(action)
+    assert accepted == (form in ("int", "np.int64", "np.int8", "np.uint8", "0-d array", "0-d uint16 array"))
+    if accepted:
+        env.step(action)
+        return
+    with pytest.raises(ValueError, match=re.escape(f"action must be an integer in [0, {env.action_space.n}) "
+                                                   f"(Discrete({env.action_space.n})): a Python int, a NumPy "
+                                                   "integer or a 0-d integer array, got")):
+        env.step(action)
