@@ -713,3 +713,61 @@ def test_discrete_actions_are_accepted_in_exactly_the_forms_gymnasium_accepts(en
                                                    f"(Discrete({env.action_space.n})): a Python int, a NumPy "
                                                    "integer or a 0-d integer array, got")):
         env.step(action)
+
+
+# --- the shared-budget env's AEC and parallel forms: our own ValueError naming the agent --------------------------
+
+def _aec_at_the_end():
+    from membudget.envs import shared_budget
+
+    env = shared_budget.env(n_agents=2)
+    env.reset(seed=0)
+    while not all(env.terminations.values()):
+        env.step(np.zeros(11, np.float32))
+    return env
+
+
+def test_aec_refuses_an_action_for_a_terminated_agent_and_after_the_episode():
+    env = _aec_at_the_end()
+    agent = env.agent_selection
+    with pytest.raises(ValueError, match=rf"agent '{agent}' has terminated: its remaining step takes None"):
+        env.step(np.zeros(11, np.float32))
+    while env.agents:
+        env.step(None)
+    for action in (None, np.zeros(11, np.float32)):
+        with pytest.raises(ValueError, match=r"the episode is over: .*call reset\(\)"):
+            env.step(action)
+    env.reset(seed=1)
+    env.step(np.zeros(11, np.float32))  # a new episode plays
+
+
+@pytest.mark.parametrize("action,match", [(np.zeros(5), r"shape \(11,\)"), (np.full(11, 2.0), r"\[-1, 1\]"),
+                                          (np.array(["x"] * 11), "numeric"), ("x", "shape")])
+def test_aec_refuses_a_malformed_action_naming_the_agent_when_given(action, match):
+    from membudget.envs import shared_budget
+
+    env = shared_budget.env(n_agents=3)
+    with pytest.raises(ValueError, match=r"call reset\(\) before step\(\)"):
+        env.step(np.zeros(11, np.float32))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=rf"agent 'agent_0': .*{match}"):
+        env.step(action)  # the first agent's action, not the last's
+    env.step(np.zeros(11, np.float32))
+    with pytest.raises(ValueError, match=rf"agent 'agent_1': .*{match}"):
+        env.step(action)
+
+
+def test_parallel_form_refuses_unknown_agents_and_actions_after_the_episode():
+    from membudget.envs import shared_budget
+
+    env = shared_budget.parallel_env(n_agents=2)
+    env.reset(seed=0)
+    ok = {"agent_0": np.zeros(11, np.float32), "agent_1": np.zeros(11, np.float32)}
+    with pytest.raises(ValueError, match=r"actions for \['agent_2'\], which are not agents"):
+        env.step({**ok, "agent_2": np.zeros(11, np.float32)})
+    with pytest.raises(ValueError, match=r"agent 'agent_1': .*shape \(11,\)"):
+        env.step({**ok, "agent_1": np.zeros(3)})
+    while env.agents:
+        env.step(ok)
+    with pytest.raises(ValueError, match=r"the episode is over: .*\['agent_0', 'agent_1'\]"):
+        env.step(ok)
