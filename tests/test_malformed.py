@@ -771,3 +771,29 @@ def test_parallel_form_refuses_unknown_agents_and_actions_after_the_episode():
         env.step(ok)
     with pytest.raises(ValueError, match=r"the episode is over: .*\['agent_0', 'agent_1'\]"):
         env.step(ok)
+
+
+# --- a teacher given a week and its settings: every bad field named, the week's costs included -------------------
+
+@pytest.mark.parametrize("teacher", ["HindsightDP", "CurrentGreedy"])
+@pytest.mark.parametrize("budget,costs,match", [
+    (MAX_BUDGET + 1, 0, r"^budget must be an int in \[1, 1000000000000\].*; episode resources\.cost: costs must be"),
+    (0, MAX_COST + 1, r"^budget must be .*got 0; episode resources\.cost: costs must be integers in 1\.\.1000000"),
+    (10, 0, r"^episode resources\.cost: costs must be integers"),
+    (MAX_BUDGET + 1, 1, r"^budget must be an int in \[1, 1000000000000\] or None, got 1000000000001$"),
+])
+def test_teachers_name_a_bad_budget_and_bad_costs_together(teacher, budget, costs, match):
+    from membudget import teachers
+
+    ep = replace(BASE, costs=np.full_like(BASE.costs, costs))
+    error = ValueError if costs == 1 else EpisodeFormatError
+    with pytest.raises(error, match=match):
+        getattr(teachers, teacher)(budget=budget).solve(ep)
+
+
+def test_teachers_name_every_bad_argument():
+    from membudget.teachers import HindsightDP
+
+    with pytest.raises(ValueError, match=r"budget .*; per_step_cap must be an int in \[1, 1000\] or None, got 0; "
+                                         r"per_step_cost_cap .*; lookahead .*; late_policy must be"):
+        HindsightDP(budget=-1, per_step_cap=0, per_step_cost_cap=1.5, lookahead=-1, late_policy="x").solve(BASE)
