@@ -797,3 +797,72 @@ def test_teachers_name_every_bad_argument():
     with pytest.raises(ValueError, match=r"budget .*; per_step_cap must be an int in \[1, 1000\] or None, got 0; "
                                          r"per_step_cost_cap .*; lookahead .*; late_policy must be"):
         HindsightDP(budget=-1, per_step_cap=0, per_step_cost_cap=1.5, lookahead=-1, late_policy="x").solve(BASE)
+
+
+# --- LinUCB: inputs checked where they enter, each error naming the argument ------------------------------------
+
+def _bandit():
+    from membudget.agents.linucb import LinUCB
+
+    return LinUCB().fit(np.zeros((2, 3)), [0, 1], [1, 0], [0.1, 0.2])
+
+
+LINUCB_CASES = {
+    "fit: strings": (lambda b: b.fit([["a", "b", "c"]], [0], [1], [0]), r"^X must be numbers"),
+    "fit: ragged": (lambda b: b.fit([[1, 2, 3], [1]], [0, 1], [1, 1], [0, 0]), r"^X must be numbers in a regular"),
+    "fit: None target": (lambda b: b.fit(np.zeros((1, 3)), [0], None, [0]), r"^correct must be numbers, got None"),
+    "fit: string target": (lambda b: b.fit(np.zeros((1, 3)), [0], [1], ["0.5"]), r"^cost must be numbers"),
+    "fit: huge X": (lambda b: b.fit(np.full((1, 3), 1e200), [0], [1], [0]), r"^X is too large: at most 1e\+50"),
+    "fit: nan X": (lambda b: b.fit(np.array([[0, np.nan, 0]]), [0], [1], [0]), r"^X must be finite, found nan at"),
+    "fit: huge target": (lambda b: b.fit(np.zeros((1, 3)), [0], [1e200], [0]), r"^correct is too large"),
+    "fit: inf target": (lambda b: b.fit(np.zeros((1, 3)), [0], [1], [np.inf]), r"^cost must be finite"),
+    "fit: targets per row": (lambda b: b.fit(np.zeros((2, 3)), [0, 1], [1, 0, 1], 0.1), r"^correct must be one number"),
+    "update: strings": (lambda b: b.update(["1", "2", "3"], 0, 1.0, 0.1), r"^x must be numbers"),
+    "update: None x": (lambda b: b.update(None, 0, 1.0, 0.1), r"^x must be numbers, got None"),
+    "update: huge x": (lambda b: b.update(np.array([0, 1e200, 0]), 0, 1.0, 0.1), r"^x\[1\] is too large.*1e\+200"),
+    "update: inf x": (lambda b: b.update(np.array([0, np.inf, 0]), 0, 1.0, 0.1), r"^x\[1\] must be finite"),
+    "update: None target": (lambda b: b.update(np.zeros(3), 0, None, 0.1), r"^correct must be numbers, got None"),
+    "update: string target": (lambda b: b.update(np.zeros(3), 0, 1.0, "0.1"), r"^cost must be numbers"),
+    "update: huge target": (lambda b: b.update(np.zeros(3), 0, 1.0, 1e200), r"^cost is too large.*1e\+200"),
+    "select: huge x": (lambda b: b.select(np.array([0, 1e60, 0])), r"^x\[1\] is too large"),
+    "select: nan x": (lambda b: b.select(np.array([0, np.nan, 0])), r"^x\[1\] must be finite"),
+    "predict: strings": (lambda b: b.predict(np.array(["a", "b", "c"])), r"^observation must be numbers"),
+    "predict: huge": (lambda b: b.predict(np.array([1e200, 0, 0])), r"^observation is too large"),
+    "alpha": (lambda b: b.set_params(alpha=1e300).fit(np.zeros((1, 3)), [0], [1], [0]), r"^alpha is too large"),
+    "l2_lambda": (lambda b: b.set_params(l2_lambda=1e-300).fit(np.zeros((1, 3)), [0], [1], [0]),
+                  r"^l2_lambda is too small"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LINUCB_CASES))
+def test_linucb_inputs_are_refused_naming_the_argument(case):
+    call, match = LINUCB_CASES[case]
+    b = _bandit()
+    before = copy.deepcopy((b.A_inv_, b.b_, b.theta_))
+    with pytest.raises(ValueError, match=match):
+        call(b)
+    if not case.startswith(("fit", "alpha", "l2_lambda")):
+        for was, now in zip(before, (b.A_inv_, b.b_, b.theta_)):
+            np.testing.assert_array_equal(was, now)  # a refused update changes nothing
+
+
+def test_linucb_values_up_to_the_bound_keep_the_ridge_state_finite():
+    from membudget.agents.linucb import MAX_MAGNITUDE, LinUCB
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (20, 12)) * MAX_MAGNITUDE
+    b = LinUCB(alpha=MAX_MAGNITUDE, cost_weight=MAX_MAGNITUDE)
+    b.fit(X[:10], rng.integers(0, 12, 10), np.full(10, MAX_MAGNITUDE), np.full(10, -MAX_MAGNITUDE))
+    for x in X[10:]:
+        b.update(x, b.select(x), -MAX_MAGNITUDE, MAX_MAGNITUDE)
+    assert all(np.isfinite(a).all() for a in (b.A_inv_, b.b_, b.theta_, b.decision_function(X)))
+
+
+def test_linucb_batch_of_collinear_rows_at_a_large_scale_updates_exactly():
+    from membudget.agents.linucb import LinUCB
+
+    x = np.full(12, 1e9)  # S = I + X A^-1 X^T is singular in float64 (x·x = 1.2e19): one row at a time
+    batched = LinUCB().fit(np.stack([x, -x]), [0, 0], [1.0, 0.0], [0.5, 0.5])
+    rows = LinUCB().fit(x[None], [0], [1.0], [0.5]).partial_fit(-x[None], [0], [0.0], [0.5])
+    np.testing.assert_array_equal(batched.A_inv_, rows.A_inv_)
+    np.testing.assert_array_equal(batched.theta_, rows.theta_)
