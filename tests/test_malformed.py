@@ -866,3 +866,56 @@ def test_linucb_batch_of_collinear_rows_at_a_large_scale_updates_exactly():
     rows = LinUCB().fit(x[None], [0], [1.0], [0.5]).partial_fit(-x[None], [0], [0.0], [0.5])
     np.testing.assert_array_equal(batched.A_inv_, rows.A_inv_)
     np.testing.assert_array_equal(batched.theta_, rows.theta_)
+
+
+# --- gates: a config field of the wrong type is refused at load, not inside predict ------------------------------
+
+def _static_gate_file(path, config=None, thresholds=None):
+    gate = StaticGate()
+    gate.mean_, gate.scale_, gate.coef_, gate.intercept_ = np.zeros(27), np.ones(27), np.zeros(27), 0.0
+    np.savez(path, kind=np.array("StaticGate"), config=np.array(json.dumps({**gate.get_params(), **(config or {})})),
+             thresholds=np.array(json.dumps({"B20": 0.5} if thresholds is None else thresholds)), **gate._arrays())
+    return path
+
+
+@pytest.mark.parametrize("config,match", [
+    ({"budget": ["B20"]}, r"config: budget must be a budget level name such as 'B20' or a positive int, got \['B20'\]"),
+    ({"budget": "twenty"}, "config: budget must be"), ({"budget": True}, "config: budget must be"),
+    ({"label": ["outcome"]}, "config: label must be 'outcome' or 'due'"), ({"C": "1.0"}, "config: C must be"),
+    ({"max_iter": 0}, "config: max_iter must be a positive int"), ({"n_folds": 1.5}, "config: n_folds must be"),
+    ({"calibration_budgets": "B20"}, r"config: calibration_budgets must be a non-empty list"),
+    ({"calibration_budgets": [["B20"]]}, r"config: calibration_budgets\[0\] must be a budget level name"),
+])
+def test_gate_config_fields_of_the_wrong_type_are_refused_at_load(tmp_path, config, match):
+    path = _static_gate_file(tmp_path / "g.npz", config=config)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: {match}"):
+        StaticGate.load(path)
+
+
+@pytest.mark.parametrize("thresholds,match", [({"B20": "0.5"}, "threshold of 'B20' must be a finite number"),
+                                              ({"twenty": 0.5}, "a thresholds key must be"),
+                                              ({}, "thresholds must map budgets to numbers")])
+def test_gate_thresholds_of_the_wrong_type_are_refused_at_load(tmp_path, thresholds, match):
+    with pytest.raises(ValueError, match=match):
+        StaticGate.load(_static_gate_file(tmp_path / "g.npz", thresholds=thresholds))
+
+
+@pytest.mark.parametrize("config,match", [({"teacher": "oracle"}, "teacher must be"),
+                                          ({"grid": [0.5, "0.6"]}, r"grid\[1\] must be a finite number"),
+                                          ({"grid": []}, "grid must be a non-empty list"),
+                                          ({"per_step_cap": 0}, "per_step_cap must be")])
+def test_temporal_gate_config_is_checked_at_load(tmp_path, config, match):
+    from membudget.agents import TemporalGate
+
+    gate = TemporalGate(budget=42)
+    gate.mean_, gate.scale_, gate.coef_, gate.intercept_ = np.zeros(36), np.ones(36), np.zeros(36), 0.0
+    gate.thresholds_ = {42: 0.5}
+    gate.save(tmp_path / "t.npz")
+    obs = PMWeekEnv(budget=42, action_mode="scores").reset(seed=0)[0]
+    np.testing.assert_array_equal(TemporalGate.load(tmp_path / "t.npz").predict(obs)[0], gate.predict(obs)[0])
+    with np.load(tmp_path / "t.npz") as z:
+        arrays = dict(z)
+    arrays["config"] = np.array(json.dumps({**gate.get_params(), **config}))
+    np.savez(tmp_path / "t.npz", **arrays)
+    with pytest.raises(ValueError, match=f"config: {match}"):
+        TemporalGate.load(tmp_path / "t.npz")
