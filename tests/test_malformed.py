@@ -919,3 +919,65 @@ def test_temporal_gate_config_is_checked_at_load(tmp_path, config, match):
     np.savez(tmp_path / "t.npz", **arrays)
     with pytest.raises(ValueError, match=f"config: {match}"):
         TemporalGate.load(tmp_path / "t.npz")
+
+
+# --- students: fitting data, settings and observations checked where they enter ----------------------------------
+
+def _student(threshold=0.5):
+    from membudget.agents.per_resource import StudentPolicy
+
+    return StudentPolicy(_net(), threshold)
+
+
+def _net(**kwargs):
+    from membudget.agents.per_resource import PerResourceNet
+
+    return PerResourceNet(hidden=(8,), **kwargs)
+
+
+def _fit_bc(**kwargs):
+    from membudget.agents.imitation import fit_bc
+
+    return fit_bc(range(2000, 2001), "B10", **kwargs)
+
+
+def _demos(**change):
+    from membudget.agents.imitation import Demonstrations
+
+    arrays = dict(resources=np.zeros((4, 11, 27)), budget=np.zeros((4, 9)), mask=np.ones((4, 11)),
+                  labels=np.zeros((4, 11)))
+    return Demonstrations(**{**arrays, **change})
+
+
+OBS = ENV.reset(seed=0)[0]
+STUDENT_CASES = {
+    "threshold 1.5": (lambda: _student(1.5), r"^threshold must be a finite number in \(0, 1\)"),
+    "threshold nan": (lambda: _student(float("nan")), "^threshold must be a finite number"),
+    "threshold string": (lambda: _student("0.5"), "^threshold must be a finite number"),
+    "context string": (lambda: _net(context="no"), "^context must be a bool"),
+    "fit_bc context": (lambda: _fit_bc(context="yes"), "^context must be a bool"),
+    "demos labels None": (lambda: _demos(labels=None), "^labels must be numbers"),
+    "demos strings": (lambda: _demos(resources=np.full((4, 11, 27), "x")), "^resources must be numbers"),
+    "demos nan": (lambda: _demos(budget=np.full((4, 9), np.nan)), "^budget must be finite"),
+    "demos shapes": (lambda: _demos(mask=np.ones((4, 10))), r"^mask must have shape \(4, 11\)"),
+    "demos labels 2": (lambda: _demos(labels=np.full((4, 11), 2.0)), "^labels must be 0 or 1"),
+    "predict list": (lambda: _student().predict([1, 2, 3]), "^observation must be a mapping"),
+    "predict strings": (lambda: _student().predict({**OBS, "budget": np.full(9, "x")}),
+                        r"^observation\['budget'\] must be numbers"),
+    "predict nan": (lambda: _student().predict({**OBS, "resources": np.full((11, 27), np.nan)}),
+                    r"^observation\['resources'\] must be finite"),
+    "predict features": (lambda: _student().predict({**OBS, "resources": np.zeros((11, 26))}),
+                         r"^observation\['resources'\] must have shape \(R, 27\)"),
+    "predict mask": (lambda: _student().predict({**OBS, "mask": np.ones(10)}),
+                     r"^observation\['mask'\] must have shape \(11,\)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STUDENT_CASES))
+def test_student_inputs_are_refused_naming_the_argument(monkeypatch, case):
+    from membudget.agents import imitation
+
+    monkeypatch.setattr(imitation, "dp_demonstrations", _no_work)
+    call, match = STUDENT_CASES[case]
+    with pytest.raises(ValueError, match=match):
+        call()
