@@ -981,3 +981,127 @@ def test_student_inputs_are_refused_naming_the_argument(monkeypatch, case):
     call, match = STUDENT_CASES[case]
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- every policy kind follows SB3's predict contract: SB3's evaluate_policy plays it as our own loop does --------
+
+def _gate(cls=StaticGate, budget="B20", n_features=27, **kwargs):
+    gate = cls(budget=budget, **kwargs)
+    gate.mean_, gate.scale_, gate.intercept_ = np.zeros(n_features), np.ones(n_features), -0.5
+    gate.coef_ = np.random.default_rng(0).normal(size=n_features)
+    gate.thresholds_ = {budget: 0.5}
+    return gate
+
+
+def _pm(budget="B20", **kwargs):
+    return lambda: PMWeekEnv(budget=budget, action_mode="scores", **kwargs)
+
+
+EVAL_SEED = 11
+
+
+def _dp_schedule(env):
+    """The hindsight DP's schedule of the week the evaluation plays, replayed."""
+    from membudget.teachers import HindsightDP
+    from membudget.teachers.policy import SchedulePolicy
+
+    env.reset(seed=EVAL_SEED)
+    return SchedulePolicy([HindsightDP.from_env(env).solve(env.episode).schedule], 11)
+
+
+def _policy_kinds():
+    from membudget.agents import TemporalGate
+    from membudget.agents.linucb import LinUCB
+    from membudget.agents.per_resource import StudentPolicy
+    from membudget.baselines import proactive
+    from membudget.baselines.pm import AllRelevant, RandomFeasible
+    from membudget.baselines.replay import HindsightOracle, NoReplay
+    from membudget.baselines.schedules import DeadlineBackoffOutcome, FractionPacing, Pacing, RelevanceGate
+    from membudget.baselines.tiers import AllMid, RandomTiers
+    from membudget.envs.proactive import ProactiveStreamEnv
+    from membudget.envs.replay import ReplayStreamEnv
+    from membudget.teachers.tier_oracle import HindsightTierOracle
+    from membudget.wrappers import HindsightTeacher, TeacherPolicy
+
+    relevance = RelevanceGate()
+    relevance.thresholds_ = {"B20": 0.3}
+    return {  # name: (environment factory, policy factory taking the environment)
+        "gate": (_pm(), lambda env: _gate()),
+        "temporal gate": (_pm("B10"), lambda env: _gate(TemporalGate, "B10", 36)),
+        "relevance gate": (_pm(), lambda env: relevance),
+        "schedule": (_pm(10), lambda env: DeadlineBackoffOutcome(scorer=_gate(), cap=10)),
+        "pacing": (_pm("B10"), lambda env: Pacing(scorer=_gate(), threshold=0.5)),
+        "fraction pacing": (_pm(), lambda env: FractionPacing(scorer=_gate(), fraction=0.2,
+                                                              thresholds={"B20": 0.5, "B40": 0.4})),
+        "student": (_pm("B10"), lambda env: StudentPolicy(_net())),
+        "teacher": (lambda: HindsightTeacher(PMWeekEnv(budget="B10")), TeacherPolicy),
+        "dp schedule": (lambda: PMWeekEnv(budget="B10"), _dp_schedule),
+        "all relevant": (lambda: PMWeekEnv(budget=None, per_step_cap=None), lambda env: AllRelevant()),
+        "random feasible": (lambda: PMWeekEnv(budget="B10"), lambda env: RandomFeasible(seed=3)),
+        "tier oracle": (TierRoutingEnv, HindsightTierOracle),
+        "tier baseline": (TierRoutingEnv, lambda env: AllMid()),
+        "random tiers": (TierRoutingEnv, lambda env: RandomTiers(seed=3)),
+        "replay oracle": (lambda: ReplayStreamEnv(n_tasks=30), HindsightOracle),
+        "replay baseline": (lambda: ReplayStreamEnv(n_tasks=30), lambda env: NoReplay()),
+        "linucb": (lambda: ReplayStreamEnv(n_tasks=30), lambda env: LinUCB().fit(
+            np.random.default_rng(0).random((40, 12)), np.arange(40) % 12, np.ones(40), np.zeros(40))),
+        "proactive rule": (lambda: ProactiveStreamEnv(n_days=14), lambda env: proactive.FullHierarchy()),
+    }
+
+
+POLICY_KINDS = sorted(_policy_kinds())
+
+
+def _own_loop(policy, env, seed):
+    obs, _ = env.reset(seed=seed)
+    total, done, first = 0.0, False, True
+    while not done:
+        action, _ = policy.predict(obs, episode_start=np.array([first]), deterministic=True)
+        assert np.shape(action) == env.action_space.shape
+        obs, reward, terminated, truncated, _ = env.step(action)
+        total, done, first = total + reward, terminated or truncated, False
+    return total
+
+
+def _sb3_evaluation(policy, env, seed):
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = DummyVecEnv([lambda: env])
+    venv.seed(seed)
+    mean, _ = evaluate_policy(policy, venv, n_eval_episodes=1, deterministic=True, warn=False)
+    return mean
+
+
+@pytest.mark.parametrize("kind", POLICY_KINDS)
+def test_sb3_evaluate_policy_plays_every_policy_kind_as_a_single_observation_loop(kind):
+    make_env, make_policy = _policy_kinds()[kind]
+    env = make_env()
+    own = _own_loop(make_policy(env), env, seed=EVAL_SEED)
+    env = make_env()
+    assert _sb3_evaluation(make_policy(env), env, seed=EVAL_SEED) == pytest.approx(own, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("run", ["ppo-mlp", "maskable-ppo"])
+def test_sb3_evaluate_policy_plays_a_loaded_model(sb3_models, run):
+    from membudget.agents.rl import load_policy
+
+    policy, kw = load_policy(sb3_models[run])
+    own = _own_loop(policy, PMWeekEnv(budget="B10", **kw), seed=EVAL_SEED)
+    assert _sb3_evaluation(policy, PMWeekEnv(budget="B10", **kw), seed=EVAL_SEED) == pytest.approx(own, rel=1e-6)
+
+
+def test_single_environment_policies_refuse_a_batch_of_several():
+    from membudget.baselines.replay import HindsightOracle
+    from membudget.envs.replay import ReplayStreamEnv
+    from membudget.teachers.tier_oracle import HindsightTierOracle
+    from membudget.wrappers import HindsightTeacher, TeacherPolicy
+
+    for env, policy in ((TierRoutingEnv(), HindsightTierOracle), (ReplayStreamEnv(n_tasks=5), HindsightOracle)):
+        obs, _ = env.reset(seed=0)
+        with pytest.raises(ValueError, match=r"one environment: pass one observation \(d,\) or a batch of one"):
+            policy(env).predict(np.stack([obs, obs]))
+    env = HindsightTeacher(PMWeekEnv(budget="B10"))
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(ValueError, match="the teacher follows 1 environment: .*got a batch of 2"):
+        TeacherPolicy(env).predict({k: np.stack([v, v]) for k, v in obs.items()})
