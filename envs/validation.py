@@ -3,6 +3,7 @@ number within bounds, never a ``bool`` (``True`` is an ``int`` to Python), nothi
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
@@ -49,6 +50,23 @@ def check_number(name, value, low=None, high=None, *, low_open=False, high_open=
     return float(value)
 
 
+def int_flag(low: int, high: int | None = None):
+    """An argparse ``type`` for an integer flag of at least ``low`` (and at most ``high``): counts of weeks,
+    episodes, seeds, steps, rounds (``low=1``, or 0 where 0 means "none"), first seeds (``low=0``). argparse
+    refuses anything else before any work, naming the flag (exit status 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be an integer{_bounds(low, high)}, got {text!r}")
+        return value
+
+    parse.__name__ = f"int >= {low}"
+    return parse
+
+
 def check_discrete_action(action, n: int) -> int:
     """``action`` as an ``int`` when it is a member of ``Discrete(n)`` in one of the forms Gymnasium's
     ``Discrete.contains`` accepts: a Python int, a NumPy integer scalar or a 0-d integer array (of a dtype that
@@ -77,4 +95,4 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_discrete_action", "check_int", "check_number", "reading_artefact"]
+__all__ = ["check_discrete_action", "check_int", "check_number", "int_flag", "reading_artefact"]

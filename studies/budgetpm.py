@@ -160,7 +160,8 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
                                   first_seed=9000, n_weeks=30, load=0, sweep=False)
     say = progress or (lambda msg: None)
-    for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1)):
+    for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1),
+                      ("repetitions", 1), ("first_seed", 0), ("num_cpus", 0)):
         check_int(name, getattr(cfg, name), low)
     if cfg.model:
         cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model

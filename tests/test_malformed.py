@@ -1105,3 +1105,63 @@ def test_single_environment_policies_refuse_a_batch_of_several():
     obs, _ = env.reset(seed=0)
     with pytest.raises(ValueError, match="the teacher follows 1 environment: .*got a batch of 2"):
         TeacherPolicy(env).predict({k: np.stack([v, v]) for k, v in obs.items()})
+
+
+# --- command lines: every count refuses 0 or negatives where they make no sense, before any work -----------------
+
+CLI_COUNTS = [  # (module:function, arguments before the count, flag, smallest value accepted)
+    ("membudget.envs.pm.__main__:main", ["calibrate"], "--n-weeks", 1),
+    ("membudget.envs.pm.__main__:main", ["calibrate"], "--first-seed", 0),
+    ("membudget.teachers.__main__:main", ["export-minari", "--dataset-id", "x/y-v0"], "--n-weeks", 1),
+    ("membudget.teachers.__main__:main", ["labels", "--out", "l.npz"], "--n-weeks", 1),
+    ("membudget.teachers.__main__:main", ["labels", "--out", "l.npz"], "--first-seed", 0),
+    ("membudget.studies.generate:labels_main", ["--out", "l.npz"], "--n-weeks", 1),
+    ("membudget.studies.generate:labels_main", ["--out", "l.npz"], "--chunk-weeks", 0),
+    ("membudget.studies.generate:labels_main", ["--out", "l.npz"], "--num-cpus", 1),
+    ("membudget.studies.generate:demonstrations_main", ["--dataset-id", "x/y-v0"], "--n-weeks", 1),
+    ("membudget.studies.shared_quota:main", [], "--timesteps", 1),
+    ("membudget.studies.budgetpm_reproduction:main", [], "--resamples", 1),
+    ("membudget.studies.budgetpm_reproduction:structure_main", [], "--resamples", 1),
+    ("membudget.studies.conversation:main", [], "--resamples", 1),
+    ("membudget.studies.limbo:replay_main", [], "--bootstrap", 1),
+    ("membudget.studies.limbo:replay_main", [], "--seeds", 0),
+    ("membudget.studies.limbo:replay_main", [], "--ppo-timesteps", 0),
+    ("membudget.studies.proactmem:main", [], "--streams", 2),
+    ("membudget.studies.proactmem:main", [], "--bootstrap", 100),
+    ("membudget.studies.budgetmem:main", [], "--n-queries", 1),
+    ("membudget.studies.budgetmem:main", [], "--timesteps", 1),
+    ("membudget.studies.budgetmem:main", [], "--bc-queries", 0),
+    ("membudget.studies.budgetmem:main", [], "--workers", 1),
+    ("membudget.bench.teachers:main", [], "--n-weeks", 1),
+    ("membudget.bench.teacher:main", [], "--weeks", 1),
+    ("membudget.bench.linucb:main", [], "--n-tasks", 1),
+    ("membudget.bench.vector:main", [], "--num-envs", 1),
+    ("membudget.bench.speed:main", [], "--rounds", 1),
+    ("membudget.bench.proactive:main", [], "--days", 14),
+    ("membudget.bench.ray_scaling:main", [], "--label-weeks", 1),
+    ("membudget.bench.conversation:main", [], "--rounds", 1),
+]
+
+
+@pytest.mark.parametrize("target,args,flag,low", CLI_COUNTS, ids=[f"{t.split(':')[0].split('.')[-1]}:{t.split(':')[1]}"
+                                                                  f"{flag}" for t, _, flag, _ in CLI_COUNTS])
+def test_command_line_counts_below_their_minimum_are_refused(capsys, target, args, flag, low):
+    module, function = target.split(":")
+    main = getattr(importlib.import_module(module), function)
+    for value in (low - 1, -1, "ten"):
+        with pytest.raises(SystemExit) as exit_:
+            main([*args, flag, str(value)])
+        assert exit_.value.code == 2
+        assert f"argument {flag}: must be an integer >= {low}, got '{value}'" in capsys.readouterr().err
+
+
+def test_evaluate_counts_are_refused_before_the_gates_are_fitted(monkeypatch):
+    from membudget import evaluate
+    from membudget.studies import budgetpm
+
+    monkeypatch.setattr(budgetpm, "fit_suite", lambda **kw: pytest.fail("fitted before checking the counts"))
+    for flag, value, match in (("--repetitions", 0, "repetitions must be a positive int"),
+                               ("--n-weeks", 0, "n_weeks must be a positive int"),
+                               ("--first-seed", -1, "first_seed must be a non-negative int")):
+        with pytest.raises(ValueError, match=match):
+            evaluate.main([flag, str(value), "--progress-bar", "off"])
