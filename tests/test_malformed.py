@@ -930,9 +930,14 @@ def _student(threshold=0.5):
 
 
 def _net(**kwargs):
+    """A small untrained student network, the same on every call."""
+    import torch
+
     from membudget.agents.per_resource import PerResourceNet
 
-    return PerResourceNet(hidden=(8,), **kwargs)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return PerResourceNet(hidden=(8,), **kwargs)
 
 
 def _fit_bc(**kwargs):
