@@ -555,8 +555,8 @@ def main(argv=None):
                    help="oracle queries for the behaviour-cloning warm start of each router (0: none)")
     p.add_argument("--bc-teacher", choices=BC_TEACHERS, default=d.bc_teacher,
                    help="oracle of the warm start: expected (before judge noise) or hindsight (after it)")
-    p.add_argument("--timesteps", type=int_flag(1), default=d.timesteps)
-    p.add_argument("--conditioned-timesteps", type=int_flag(1), default=d.conditioned_timesteps)
+    p.add_argument("--timesteps", type=int_flag(0), default=d.timesteps)
+    p.add_argument("--conditioned-timesteps", type=int_flag(0), default=d.conditioned_timesteps)
     p.add_argument("--n-queries", type=int_flag(1), default=d.n_queries)
     p.add_argument("--eval-first-seed", type=int_flag(0), default=d.eval_first_seed,
                    help="first evaluation query (held-out: ≥ 50000; validation below it)")

@@ -1134,7 +1134,7 @@ CLI_COUNTS = [  # (module:function, arguments before the count, flag, smallest v
     ("membudget.studies.proactmem:main", [], "--streams", 2),
     ("membudget.studies.proactmem:main", [], "--bootstrap", 100),
     ("membudget.studies.budgetmem:main", [], "--n-queries", 1),
-    ("membudget.studies.budgetmem:main", [], "--timesteps", 1),
+    ("membudget.studies.budgetmem:main", [], "--timesteps", 0),
     ("membudget.studies.budgetmem:main", [], "--bc-queries", 0),
     ("membudget.studies.budgetmem:main", [], "--workers", 1),
     ("membudget.bench.teachers:main", [], "--n-weeks", 1),
@@ -1170,3 +1170,25 @@ def test_evaluate_counts_are_refused_before_the_gates_are_fitted(monkeypatch):
                                ("--first-seed", -1, "first_seed must be a non-negative int")):
         with pytest.raises(ValueError, match=match):
             evaluate.main([flag, str(value), "--progress-bar", "off"])
+
+
+@pytest.mark.parametrize("learner,kwargs,match", [
+    ("replay", dict(total_timesteps=0), "total_timesteps must be a positive int"),
+    ("replay", dict(n_steps=1), r"n_steps x n_envs must be at least 2"),
+    ("replay", dict(batch_size=1), r"batch_size must be an int >= 2"),
+    ("replay", dict(learning_rate=0.0), "learning_rate must be"),
+    ("proactive", dict(n_envs=0), "n_envs must be a positive int"),
+    ("proactive", dict(gamma=1.5), "gamma must be"),
+    ("tiers", dict(n_epochs=0), "n_epochs must be a positive int"),
+    ("tiers", dict(total_timesteps=-1), "total_timesteps must be a non-negative int"),
+    ("tiers", dict(bc_epochs=0), "bc_epochs must be a positive int"),
+])
+def test_sb3_learners_of_the_other_envs_refuse_impossible_settings_before_any_work(monkeypatch, learner, kwargs,
+                                                                                   match):
+    from membudget.agents import proactive_ppo, replay_ppo, tier_router
+
+    module = {"replay": replay_ppo, "proactive": proactive_ppo, "tiers": tier_router}[learner]
+    monkeypatch.setattr(module, "make_env", _no_work)
+    train = tier_router.train_router if learner == "tiers" else module.train_ppo
+    with pytest.raises(ValueError, match=match):
+        train(**kwargs)
