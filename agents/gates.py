@@ -79,6 +79,21 @@ class StaticGate(ThresholdGate):
         self.n_folds = n_folds
         self.calibration_budgets = calibration_budgets
 
+    def validate_params(self):
+        super().validate_params()
+        self._validate_labels()
+        check_int("n_folds", self.n_folds, 2)
+        self._validate_scorer()
+
+    def _validate_labels(self):
+        if self.label not in ("outcome", "due"):
+            raise ValueError(f"label must be 'outcome' or 'due', got {self.label!r}")
+
+    def _validate_scorer(self):
+        check_number("C", self.C, 0, low_open=True)
+        check_int("max_iter", self.max_iter, 1)
+        check_number("tol", self.tol, 0, low_open=True)
+
     def _fit_scorer(self, X, y):
         self.mean_, self.scale_, self.coef_, self.intercept_ = _Logistic.fit(X, y, C=self.C, max_iter=self.max_iter,
                                                                             tol=self.tol)
@@ -90,8 +105,7 @@ class StaticGate(ThresholdGate):
     def fit(self, dataset, levels: dict | None = None):
         """Fit on ``dataset`` (a :class:`~membudget.teachers.LabelDataset`); ``levels`` maps budget names to query
         counts (default: the budget levels of the dataset's world and cost profile)."""
-        if self.label not in ("outcome", "due"):
-            raise ValueError(f"label must be 'outcome' or 'due', got {self.label!r}")
+        self.validate_params()
         levels = levels or levels_of(dataset)
         X, y, weeks = dataset.features.astype(np.float64), getattr(dataset, self.label), dataset.week
         if y.min() == y.max():
@@ -155,6 +169,12 @@ class BoostedGate(StaticGate):
         self.n_folds = n_folds
         self.calibration_budgets = calibration_budgets
 
+    def _validate_scorer(self):
+        check_int("n_estimators", self.n_estimators, 1)
+        check_int("max_depth", self.max_depth, 1, MAX_TREE_DEPTH)
+        check_number("learning_rate", self.learning_rate, 0, low_open=True)
+        check_int("random_state", self.random_state, 0, none_ok=True)
+
     def _fit_scorer(self, X, y):
         from sklearn.ensemble import GradientBoostingClassifier
 
@@ -193,8 +213,6 @@ class BoostedGate(StaticGate):
     def check_fitted_arrays(self):
         """Trees as scikit-learn stores them: every child after its parent (so no path loops), both children or
         none, split features in range, and no leaf deeper than ``max_depth`` (which bounds :meth:`score`)."""
-        check_int("max_depth", self.max_depth, 1, MAX_TREE_DEPTH)
-        check_number("learning_rate", self.learning_rate, 0, low_open=True)
         shape = self.left_.shape
         if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
             raise ValueError(f"array 'left' must have shape (n_trees, n_nodes), got {shape}")
@@ -248,11 +266,19 @@ class TemporalGate(StaticGate):
         self.n_folds = n_folds
         self.grid = grid
 
+    def _validate_labels(self):
+        if self.teacher not in ("myopic", "sequential"):
+            raise ValueError(f"teacher must be 'myopic' or 'sequential', got {self.teacher!r}")
+        check_int("per_step_cap", self.per_step_cap, 1, none_ok=True)
+        if not isinstance(self.grid, (tuple, list)) or not self.grid:
+            raise ValueError(f"grid must be a non-empty list of thresholds, got {self.grid!r}")
+        for i, g in enumerate(self.grid):
+            check_number(f"grid[{i}]", g, 0, 1)
+
     def fit(self, dataset, levels: dict | None = None):
         """Fit on ``dataset``'s rows with this gate's teacher labels at ``budget``; select the threshold by
         out-of-fold complete-week Set F1 in the environment."""
-        if self.teacher not in ("myopic", "sequential"):
-            raise ValueError(f"teacher must be 'myopic' or 'sequential', got {self.teacher!r}")
+        self.validate_params()
         j = dataset.budget_index(self.budget)
         y = getattr(dataset, self.teacher)[j]
         X = np.concatenate([dataset.features, getattr(dataset, f"budget_features_{self.teacher}")[j]],

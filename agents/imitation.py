@@ -29,18 +29,41 @@ import torch
 
 from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
 from membudget.agents.tasks import PMWEEK
+from membudget.envs.pm import BUDGET_FEATURE_NAMES
 from membudget.envs.validation import check_int, check_number
 
 
 class Demonstrations:
-    """Teacher-labelled states: ``resources (n, R, 27)``, ``budget (n, 9)``, ``mask (n, R)``, ``labels (n, R)``
-    (1: the teacher queries the resource at that state)."""
+    """Teacher-labelled states: ``resources (n, R, F)`` (F = 27 on PMWeek-v0), ``budget (n, 9)``, ``mask (n, R)``,
+    ``labels (n, R)`` (1: the teacher queries the resource at that state). Anything else — strings, ``None``,
+    non-finite values, shapes that do not match, a mask or labels other than 0 / 1 — raises ``ValueError`` naming
+    the array."""
 
     def __init__(self, resources, budget, mask, labels):
-        self.resources = np.asarray(resources, dtype=np.float32)
-        self.budget = np.asarray(budget, dtype=np.float32)
-        self.mask = np.asarray(mask, dtype=np.float32)
-        self.labels = np.asarray(labels, dtype=np.float32)
+        arrays = {}
+        for name, value in (("resources", resources), ("budget", budget), ("mask", mask), ("labels", labels)):
+            try:
+                a = np.asarray(value)
+            except ValueError as e:
+                raise ValueError(f"{name} must be a regular array of numbers ({e})") from None
+            if a.dtype.kind not in "biuf":
+                raise ValueError(f"{name} must be numbers, got {type(value).__name__} of dtype {a.dtype}")
+            if not np.isfinite(a).all():
+                raise ValueError(f"{name} must be finite")
+            arrays[name] = a.astype(np.float32)
+        res = arrays["resources"]
+        if res.ndim != 3 or 0 in res.shape[1:]:
+            raise ValueError(f"resources must have shape (n, R, F), got {res.shape}")
+        n, R, _ = res.shape
+        for name, shape in (("budget", (n, len(BUDGET_FEATURE_NAMES))), ("mask", (n, R)), ("labels", (n, R))):
+            if arrays[name].shape != shape:
+                raise ValueError(f"{name} must have shape {shape} to match resources {res.shape}, got "
+                                 f"{arrays[name].shape}")
+        for name in ("mask", "labels"):
+            if not np.isin(arrays[name], (0.0, 1.0)).all():
+                raise ValueError(f"{name} must be 0 or 1")
+        self.resources, self.budget, self.mask, self.labels = (arrays[k] for k in ("resources", "budget", "mask",
+                                                                                   "labels"))
 
     def __len__(self):
         return len(self.labels)
@@ -106,11 +129,13 @@ def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, 
     return net.eval()
 
 
-def _settings(hidden, epochs, seed) -> tuple:
+def _settings(hidden, context, epochs, seed) -> tuple:
     """The layer widths (an int ``h`` means ``(h, h)``), after checking the settings shared by BC and DAgger before
     any teacher call."""
     check_int("epochs", epochs, 1)
     check_int("seed", seed, 0)
+    if not isinstance(context, (bool, np.bool_)):
+        raise ValueError(f"context must be a bool, got {context!r}")
     if isinstance(hidden, (int, np.integer)) and not isinstance(hidden, bool):
         hidden = (int(hidden),) * 2
     if not isinstance(hidden, (tuple, list)) or not hidden:
@@ -122,7 +147,7 @@ def fit_bc(train_seeds, budget, *, epochs=60, hidden=(64, 64), context=True, see
     """Behaviour cloning on the teacher's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
     ``hidden``: layer widths of the :class:`PerResourceNet` (an int ``h`` means ``(h, h)``); ``task``:
     :data:`PMWEEK` or :data:`CONVERSATION`."""
-    hidden = _settings(hidden, epochs, seed)
+    hidden = _settings(hidden, context, epochs, seed)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
     net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
@@ -145,7 +170,7 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
     one per week plus one per state the student reached off the teacher's plan; on conversations one per state).
     ``task``: :data:`PMWEEK` or :data:`CONVERSATION`."""
     check_int("iterations", iterations, 1)
-    hidden = _settings(hidden, epochs, seed)
+    hidden = _settings(hidden, context, epochs, seed)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
     net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)

@@ -17,6 +17,12 @@ learned attributes end in ``_``. Both follow the policy protocol ``predict(obser
 episode_start=None, deterministic=True) -> (action, state)`` for one observation ``(d,)`` or a batch ``(n, d)``;
 ``predict`` never learns — call ``update`` / ``partial_fit`` with the outcome (see
 :func:`membudget.studies.limbo.run_bandit` for the online loop).
+
+Inputs are checked where they enter, each error naming the argument: observations (``X`` / ``x`` /
+``observation``) and targets (``correct``, ``cost``, ``rewards``) must be numeric (never strings or ``None``),
+finite, and at most :data:`MAX_MAGNITUDE` in absolute value ("too large" and "not finite" are told apart); so must
+``alpha`` and ``cost_weight``, and ``l2_lambda`` lies in ``[1 / MAX_MAGNITUDE, MAX_MAGNITUDE]``. Within these
+bounds every product of the ridge updates and of the scores stays inside float64.
 """
 
 from __future__ import annotations
@@ -29,17 +35,73 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 
+MAX_MAGNITUDE = 1e50
+"""Largest absolute value of an observation, a target, ``alpha``, ``cost_weight`` or ``l2_lambda`` (and
+``1 / l2_lambda``): ``x^T A^{-1} x``, ``θ`` and the scores then stay far inside float64 (a value of 1e200 once
+overflowed the ridge update)."""
+
+
 def _check_number(name, value, *, low, low_inclusive=True):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if value < low or (value == low and not low_inclusive):
         raise ValueError(f"{name} must be {'>=' if low_inclusive else '>'} {low}, got {value!r}")
+    if abs(value) > MAX_MAGNITUDE:
+        raise ValueError(f"{name} is too large: at most {MAX_MAGNITUDE:g} in absolute value, got {value!r}")
+
+
+def _numeric(name, value) -> np.ndarray:
+    """``value`` as an array of numbers (bools, integers or floats); anything else — strings, ``None``, ragged
+    nests — raises ``ValueError`` naming ``name``."""
+    try:
+        a = np.asarray(value)
+    except ValueError as e:  # a ragged nest
+        raise ValueError(f"{name} must be numbers in a regular array, got {value!r} ({e})") from None
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numbers, got {value!r} (dtype {a.dtype})")
+    return a
+
+
+def _check_values(name, a: np.ndarray) -> None:
+    """``ValueError`` naming ``name`` and the first offending entry when ``a`` is not finite or too large."""
+    a = a.astype(np.float64, copy=False)  # float32 cannot hold the bound
+    bad = ~np.isfinite(a)
+    if bad.any():
+        raise ValueError(f"{name} must be finite, found {a[bad].flat[0]} at index "
+                         f"{tuple(int(i) for i in np.argwhere(bad)[0])}")
+    big = np.abs(a) > MAX_MAGNITUDE
+    if big.any():
+        raise ValueError(f"{name} is too large: at most {MAX_MAGNITUDE:g} in absolute value, found "
+                         f"{a[big].flat[0]:g} at index {tuple(int(i) for i in np.argwhere(big)[0])}")
+
+
+# Codes of the kernels' input checks (0: fine).
+_X_NOT_FINITE, _X_TOO_LARGE, _TARGET_NOT_FINITE, _TARGET_TOO_LARGE = 1, 2, 3, 4
 
 
 @numba.njit(cache=True)
-def _select_kernel(A_inv, score_theta, x, alpha):
+def _input_code(x, targets, limit):
+    """The first problem of a row and its targets (a code above, and the index of the offending entry)."""
+    for i in range(x.size):
+        if not np.isfinite(x[i]):
+            return _X_NOT_FINITE, i
+        if abs(x[i]) > limit:
+            return _X_TOO_LARGE, i
+    for h in range(len(targets)):
+        if not np.isfinite(targets[h]):
+            return _TARGET_NOT_FINITE, h
+        if abs(targets[h]) > limit:
+            return _TARGET_TOO_LARGE, h
+    return 0, 0
+
+
+@numba.njit(cache=True)
+def _select_kernel(A_inv, score_theta, x, alpha, limit):
     """``argmax_a score_theta[a]·x + α sqrt(x^T A_inv[a] x)`` (ties to the lowest index) and the chosen action's
-    bonus; action −1 when a score is not finite."""
+    bonus; when ``x`` is not finite or an entry exceeds ``limit``: ``(−code, index)`` (:func:`_input_code`)."""
+    code, where = _input_code(x, np.empty(0), limit)
+    if code:
+        return -code, float(where)
     K, d = score_theta.shape
     best, best_bonus, chosen = -np.inf, 0.0, 0
     for a in range(K):
@@ -50,21 +112,22 @@ def _select_kernel(A_inv, score_theta, x, alpha):
                 row += A_inv[a, i, j] * x[j]
             q += x[i] * row
             mean += score_theta[a, i] * x[i]
-        bonus = alpha * np.sqrt(q)
+        bonus = alpha * np.sqrt(max(q, 0.0))  # x^T A^-1 x >= 0; below 0 only by rounding (see _bonus)
         score = mean + bonus
-        if not np.isfinite(score):
-            return -1, bonus
         if score > best:
             best, best_bonus, chosen = score, bonus, a
     return chosen, best_bonus
 
 
 @numba.njit(cache=True)
-def _sherman_morrison_kernel(A_inv, b, theta, score_theta, head_weights, a, x, targets):
+def _sherman_morrison_kernel(A_inv, b, theta, score_theta, head_weights, a, x, targets, limit):
     """Add row ``x`` with its head ``targets`` to action ``a``: ``A_inv[a] −= u u^T / (1 + x·u)`` with
     ``u = A_inv[a] x``, ``b[a] += targets ⊗ x``, ``theta[a] = b[a] A_inv[a]`` and ``score_theta[a] =
-    head_weights · theta[a]``. Returns False (and changes nothing) when the denominator or a target is not
-    finite."""
+    head_weights · theta[a]``. Returns ``(code, index)`` of :func:`_input_code` (0: done; otherwise nothing is
+    changed)."""
+    code, where = _input_code(x, targets, limit)
+    if code:
+        return code, where
     d = x.size
     u = np.empty(d)
     for i in range(d):
@@ -75,11 +138,6 @@ def _sherman_morrison_kernel(A_inv, b, theta, score_theta, head_weights, a, x, t
     den = 1.0
     for i in range(d):
         den += x[i] * u[i]
-    total = den
-    for h in range(len(targets)):
-        total += targets[h]
-    if not np.isfinite(total):
-        return False
     for j in range(d):
         v = u[j] / den
         for i in range(d):
@@ -96,7 +154,7 @@ def _sherman_morrison_kernel(A_inv, b, theta, score_theta, head_weights, a, x, t
             theta[a, h, j] = acc
             combined += head_weights[h] * acc
         score_theta[a, j] = combined
-    return True
+    return 0, 0
 
 
 class _LinUCBBase(BaseEstimator):
@@ -112,6 +170,9 @@ class _LinUCBBase(BaseEstimator):
             raise ValueError(f"n_actions must be an int >= 1, got {n!r}")
         _check_number("alpha", self.alpha, low=0.0)
         _check_number("l2_lambda", self.l2_lambda, low=0.0, low_inclusive=False)
+        if self.l2_lambda < 1.0 / MAX_MAGNITUDE:
+            raise ValueError(f"l2_lambda is too small: at least {1.0 / MAX_MAGNITUDE:g} (A^-1 starts at "
+                             f"I / l2_lambda), got {self.l2_lambda!r}")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be a bool, got {self.fit_intercept!r}")
 
@@ -129,58 +190,68 @@ class _LinUCBBase(BaseEstimator):
         self._xbuf = np.ones(d)
         self._d_in = n_features
 
-    def _check_X(self, X, *, first_use_ok=True):
-        """2-D float64 design ``(n, d_in)`` (a 1-D observation becomes one row); initialises on first use."""
-        X = np.asarray(X)
-        if X.dtype.kind not in "biuf":
-            raise TypeError(f"observations must be numeric, got dtype {X.dtype}")
+    def _check_X(self, X, *, name="X", first_use_ok=True):
+        """2-D float64 design ``(n, d_in)`` (a 1-D observation becomes one row); initialises on first use. Errors
+        name the argument ``name``."""
+        X = _numeric(name, X)
         if X.ndim == 1:
             X = X[None, :]
         if X.ndim != 2 or X.shape[1] == 0:
-            raise ValueError(f"observations must have shape (d,) or (n, d) with d >= 1, got {np.shape(X)}")
-        if not np.isfinite(X).all():
-            raise ValueError("observations must be finite (found NaN or inf)")
+            raise ValueError(f"{name} must have shape (d,) or (n, d) with d >= 1, got {np.shape(X)}")
+        _check_values(name, X)
         if not hasattr(self, "A_inv_"):
             if not first_use_ok:
                 raise ValueError("the bandit has no state yet")
             self._initialize(X.shape[1])
         elif X.shape[1] != self.n_features_in_:
-            raise ValueError(f"observations have {X.shape[1]} features, the bandit was set up with "
+            raise ValueError(f"{name} has {X.shape[1]} features, the bandit was set up with "
                              f"{self.n_features_in_}")
         X = X.astype(np.float64, copy=False)
         if self.fit_intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         return X
 
-    def _check_targets(self, X, actions, targets):
-        actions = np.asarray(actions)
+    def _check_targets(self, X, actions, targets: dict):
+        """Actions ``(n,)`` and the targets ``{name: values}`` as columns ``(n, n_heads)``."""
+        actions = _numeric("actions", actions)
         if actions.ndim == 0:
             actions = actions[None]
         if actions.shape != (X.shape[0],) or actions.dtype.kind not in "iu":
-            raise ValueError(f"actions must be {X.shape[0]} integers, got {np.asarray(actions)!r}")
+            raise ValueError(f"actions must be {X.shape[0]} integers, got {actions!r}")
         if ((actions < 0) | (actions >= self.n_actions)).any():
             raise ValueError(f"actions must lie in [0, {self.n_actions}), got {actions}")
-        Y = np.column_stack([np.broadcast_to(np.asarray(t, dtype=np.float64), (X.shape[0],)) for t in targets])
-        if not np.isfinite(Y).all():
-            raise ValueError("targets must be finite")
-        return actions, Y
+        columns = []
+        for name, t in targets.items():
+            t = _numeric(name, t)
+            if t.shape not in ((), (X.shape[0],)):
+                raise ValueError(f"{name} must be one number or {X.shape[0]} (one per row), got shape {t.shape}")
+            t = np.broadcast_to(t.astype(np.float64), (X.shape[0],))
+            _check_values(name, t)
+            columns.append(t)
+        return actions, np.column_stack(columns)
 
     # ------------------------------------------------------------------------------------------------ learning
 
     def _partial_fit(self, X, actions, Y):
-        """Woodbury update per touched action (rank ``m`` = rows of that action); exact for any batch order."""
+        """Woodbury update per touched action (rank ``m`` = rows of that action); exact for any batch order. When
+        ``S = I + X_a A^{-1} X_a^T`` is singular in floating point (nearly collinear rows at a large scale, e.g.
+        ``x`` and ``-x`` with ``x·x / λ`` past 1e16) the rows go in one Sherman-Morrison update at a time, whose
+        denominators stay >= 1."""
         for a in np.unique(actions):
             rows = actions == a
             Xa, Ya = X[rows], Y[rows]
             Ai = self.A_inv_[a]
-            if Xa.shape[0] == 1:
-                x = Xa[0]
-                u = Ai @ x
-                Ai -= np.multiply.outer(u, u / (1.0 + x @ u))
+            U = Ai @ Xa.T                                           # (d, m)
+            try:
+                W = U @ np.linalg.solve(np.eye(Xa.shape[0]) + Xa @ U, U.T) if Xa.shape[0] > 1 else None
+            except np.linalg.LinAlgError:
+                W = None
+            if W is None:
+                for x in Xa:
+                    u = Ai @ x
+                    Ai -= np.multiply.outer(u, u / (1.0 + x @ u))
             else:
-                U = Ai @ Xa.T                                       # (d, m)
-                S = np.eye(Xa.shape[0]) + Xa @ U                    # (m, m)
-                Ai -= U @ np.linalg.solve(S, U.T)
+                Ai -= W
                 Ai += Ai.T
                 Ai *= 0.5                                           # keep it symmetric
             self.b_[a] += Ya.T @ Xa
@@ -193,33 +264,53 @@ class _LinUCBBase(BaseEstimator):
         return np.ones(1)
 
     def _fast_x(self, x):
-        """``x`` as the float64 row the fast path works on (intercept appended); shape-checked. Finiteness is
-        checked on the scores / the Sherman-Morrison denominator instead (a NaN or inf reaches both)."""
-        shape = x.shape if isinstance(x, np.ndarray) else np.shape(x)
-        if shape != (self._d_in,):
-            raise ValueError(f"observation must have shape ({self._d_in},), got {shape}")
+        """``x`` as the float64 row the fast path works on (intercept appended); type- and shape-checked here,
+        finiteness and magnitude in the kernels (:func:`_input_code`)."""
+        if not (isinstance(x, np.ndarray) and x.dtype.kind in "biuf"):
+            x = _numeric("x", x)
+        if x.shape != (self._d_in,):
+            raise ValueError(f"x must have shape ({self._d_in},), got {x.shape}")
         buf = self._xbuf
         buf[:self._d_in] = x
         return buf
 
-    def _sm_update(self, x, a, targets):
-        """Sherman-Morrison update of action ``a`` with one row ``x`` and its head targets (a numba kernel)."""
+    @staticmethod
+    def _refuse(code, where, x, targets=None):
+        """The ``ValueError`` of a kernel's input code, naming the argument (``x`` or a target's name)."""
+        if code in (_X_NOT_FINITE, _X_TOO_LARGE):
+            name, value = f"x[{where}]", x[where]
+        else:
+            name, value = list(targets.items())[where]
+        if code in (_X_NOT_FINITE, _TARGET_NOT_FINITE):
+            return ValueError(f"{name} must be finite, got {value}")
+        return ValueError(f"{name} is too large: at most {MAX_MAGNITUDE:g} in absolute value, got {value:g}")
+
+    def _sm_update(self, x, a, targets: dict):
+        """Sherman-Morrison update of action ``a`` with one row ``x`` and its head targets ``{name: value}`` (a
+        numba kernel)."""
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Integral) or not 0 <= a < self.n_actions:
             raise ValueError(f"action must be an int in [0, {self.n_actions}), got {a!r}")
-        if not _sherman_morrison_kernel(self.A_inv_, self.b_, self.theta_, self._score_theta, self._w, int(a), x,
-                                        targets):
-            raise ValueError(f"observation and targets must be finite, got x={x}, targets={targets}")
+        for name, v in targets.items():
+            if type(v) is not float:
+                v = _numeric(name, v)
+                if v.ndim:
+                    raise ValueError(f"{name} must be one number, got shape {v.shape}")
+                targets[name] = float(v)
+        code, where = _sherman_morrison_kernel(self.A_inv_, self.b_, self.theta_, self._score_theta, self._w, int(a),
+                                               x, tuple(targets.values()), MAX_MAGNITUDE)
+        if code:
+            raise self._refuse(code, where, x, targets)
         self.n_updates_[a] += 1
 
     def select(self, x) -> int:
         """Choose the action for one observation ``x (d,)`` (fast path of the online loop, same rule as
         :meth:`predict`); records the chosen action's UCB bonus in ``last_bonus_``."""
         if not hasattr(self, "A_inv_"):
-            self._check_X(x)
+            self._check_X(x, name="x")
         x = self._fast_x(x)
-        a, bonus = _select_kernel(self.A_inv_, self._score_theta, x, float(self.alpha))
+        a, bonus = _select_kernel(self.A_inv_, self._score_theta, x, float(self.alpha), MAX_MAGNITUDE)
         if a < 0:
-            raise ValueError(f"observation must be finite, got {x[:self._d_in]}")
+            raise self._refuse(-a, int(bonus), x)
         self.last_bonus_ = bonus
         return a
 
@@ -229,10 +320,16 @@ class _LinUCBBase(BaseEstimator):
 
     # --------------------------------------------------------------------------------------------- estimates
 
+    def _bonus(self, X):
+        """``α sqrt(x^T A_a^{-1} x)`` of checked rows. The quadratic form of the positive definite ``A_a^{-1}`` is
+        never negative, but rounding makes it so for rows the bandit has seen at a large scale (an error of about
+        ``|x|² × 1e-16``); it is taken as 0, as scikit-learn's Gaussian processes do with negative variances."""
+        return self.alpha * np.sqrt(np.maximum(np.einsum("nd,kde,ne->nk", X, self.A_inv_, X), 0.0))
+
     def ucb_bonus(self, X) -> np.ndarray:
         """``α sqrt(x^T A_a^{-1} x)`` per observation and action, ``(n, n_actions)``."""
         X = self._check_X(X)
-        return self.alpha * np.sqrt(np.einsum("nd,kde,ne->nk", X, self.A_inv_, X))
+        return self._bonus(X)
 
     def ridge_estimates(self) -> np.ndarray:
         """``θ`` as ``(n_actions, n_heads, d)`` (``d`` includes the intercept last when ``fit_intercept``)."""
@@ -244,7 +341,7 @@ class _LinUCBBase(BaseEstimator):
         """Policy protocol: the selected action for one observation ``(d,)`` (an int64 scalar array) or a batch
         ``(n, d)`` (an ``(n,)`` array). Selection is deterministic (ties to the lowest index); nothing is learned."""
         single = np.ndim(observation) == 1
-        actions = self.decision_function(observation).argmax(axis=1)
+        actions = self._scores(self._check_X(observation, name="observation")).argmax(axis=1)
         return (actions[0] if single else actions), state
 
 
@@ -286,14 +383,16 @@ class LinUCB(_LinUCBBase):
     def partial_fit(self, X, actions, correct, cost):
         """Add observations (batched: one Woodbury update per touched action)."""
         X = self._check_X(X)
-        actions, Y = self._check_targets(X, actions, (correct, cost))
+        actions, Y = self._check_targets(X, actions, {"correct": correct, "cost": cost})
         return self._partial_fit(X, actions, Y)
 
     def decision_function(self, X) -> np.ndarray:
         """Selection scores ``(n, n_actions)``: correctness UCB minus ``w`` × predicted cost."""
-        X = self._check_X(X)
+        return self._scores(self._check_X(X))
+
+    def _scores(self, X):
         m = np.einsum("nd,khd->nkh", X, self.theta_)
-        bonus = self.alpha * np.sqrt(np.einsum("nd,kde,ne->nk", X, self.A_inv_, X))
+        bonus = self._bonus(X)
         return m[:, :, 0] + bonus - self.cost_weight * m[:, :, 1]
 
     def predict_heads(self, X) -> np.ndarray:
@@ -307,8 +406,8 @@ class LinUCB(_LinUCBBase):
     def update(self, x, action, correct, cost):
         """Add one observation (Sherman–Morrison); the fast path of :meth:`partial_fit`."""
         if not hasattr(self, "A_inv_"):
-            self._check_X(x)
-        self._sm_update(self._fast_x(x), action, (float(correct), float(cost)))
+            self._check_X(x, name="x")
+        self._sm_update(self._fast_x(x), action, {"correct": correct, "cost": cost})
 
 
 class SingleHeadLinUCB(_LinUCBBase):
@@ -332,19 +431,21 @@ class SingleHeadLinUCB(_LinUCBBase):
 
     def partial_fit(self, X, actions, rewards):
         X = self._check_X(X)
-        actions, Y = self._check_targets(X, actions, (rewards,))
+        actions, Y = self._check_targets(X, actions, {"rewards": rewards})
         return self._partial_fit(X, actions, Y)
 
     def decision_function(self, X) -> np.ndarray:
-        X = self._check_X(X)
+        return self._scores(self._check_X(X))
+
+    def _scores(self, X):
         m = np.einsum("nd,kd->nk", X, self.theta_[:, 0])
-        return m + self.alpha * np.sqrt(np.einsum("nd,kde,ne->nk", X, self.A_inv_, X))
+        return m + self._bonus(X)
 
     def update(self, x, action, reward):
         """Add one observation (Sherman–Morrison); the fast path of :meth:`partial_fit`."""
         if not hasattr(self, "A_inv_"):
-            self._check_X(x)
-        self._sm_update(self._fast_x(x), action, (float(reward),))
+            self._check_X(x, name="x")
+        self._sm_update(self._fast_x(x), action, {"reward": reward})
 
 
 __all__ = ["LinUCB", "SingleHeadLinUCB"]

@@ -32,7 +32,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from torch import nn
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
-from membudget.envs.validation import check_int, reading_artefact
+from membudget.envs.validation import check_int, check_number, reading_artefact
 
 N_INPUT = len(RESOURCE_FEATURE_NAMES) + len(BUDGET_FEATURE_NAMES) + 1
 """Inputs per resource: its 27 features, the 9 budget features, its candidate bit."""
@@ -65,6 +65,8 @@ class PerResourceNet(nn.Module):
         hidden = check_widths("hidden", hidden)
         check_int("n_out", n_out, 1, 2)
         check_int("n_resource_features", n_resource_features, 1, MAX_WIDTH)
+        if not isinstance(context, (bool, np.bool_)):
+            raise ValueError(f"context must be a bool, got {context!r}")
         self.hidden, self.context, self.n_out = hidden, bool(context), int(n_out)
         self.n_resource_features = int(n_resource_features)
         self.first = nn.Linear(N_INPUT - len(RESOURCE_FEATURE_NAMES) + self.n_resource_features, hidden[0])
@@ -186,14 +188,41 @@ class StudentPolicy:
     ``config`` records how it was fitted (method, budget, weeks, ...)."""
 
     def __init__(self, net: nn.Module, threshold: float = 0.5, config=None):
-        if net.n_out != 1:
-            raise ValueError(f"a student scores one logit per resource, got n_out={net.n_out}")
+        if not isinstance(net, (PerResourceNet, FlatMLPNet)) or net.n_out != 1:
+            raise ValueError(f"net must be a PerResourceNet with n_out=1 or a FlatMLPNet (one logit per resource), "
+                             f"got {type(net).__name__}" + (f" with n_out={net.n_out}" if hasattr(net, "n_out") else ""))
         self.net = net.eval()
-        self.threshold = float(threshold)
+        self.threshold = check_number("threshold", threshold, 0, 1, low_open=True, high_open=True)
+        if config is not None and not isinstance(config, dict):
+            raise ValueError(f"config must be a dict or None, got {type(config).__name__}")
         self.config = dict(config or {})
 
+    def _observation(self, observation) -> dict:
+        """The observation's arrays, checked: numbers, finite, shapes of one ``(R, F)`` or a batch ``(n, R, F)``
+        observation of the network's ``F`` features (and ``R`` resources for the flat MLP)."""
+        try:
+            obs = {k: np.asarray(observation[k]) for k in ("resources", "budget", "mask")}
+        except (KeyError, TypeError, IndexError, ValueError):
+            raise ValueError("observation must be a mapping of 'resources', 'budget' and 'mask' arrays, got "
+                             f"{type(observation).__name__}") from None
+        for k, a in obs.items():
+            if a.dtype.kind not in "biuf":
+                raise ValueError(f"observation[{k!r}] must be numbers, got dtype {a.dtype}")
+            if not np.isfinite(a).all():
+                raise ValueError(f"observation[{k!r}] must be finite")
+        res, F = obs["resources"], self.net.n_resource_features
+        R = getattr(self.net, "n_resources", None)
+        if res.ndim not in (2, 3) or res.shape[-1] != F or (R is not None and res.shape[-2] != R):
+            raise ValueError(f"observation['resources'] must have shape ({R or 'R'}, {F}) or (n, {R or 'R'}, {F}), "
+                             f"got {res.shape}")
+        for k, shape in (("mask", res.shape[:-1]), ("budget", res.shape[:-2] + (len(BUDGET_FEATURE_NAMES),))):
+            if obs[k].shape != shape:
+                raise ValueError(f"observation[{k!r}] must have shape {shape} to match 'resources' {res.shape}, "
+                                 f"got {obs[k].shape}")
+        return obs
+
     def probabilities(self, observation) -> np.ndarray:
-        res, bud, mask, single = obs_tensors(observation)
+        res, bud, mask, single = obs_tensors(self._observation(observation))
         with torch.no_grad():
             p = torch.sigmoid(self.net(res, bud, mask)[..., 0]).numpy().astype(np.float64)
         return p[0] if single else p

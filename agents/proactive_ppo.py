@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from membudget.envs.validation import check_ppo_settings
+
 ENV_ID = "membudget/ProactiveStream-v0"
 HELD_OUT_FIRST_SEED = 10_000
 """Held-out streams start here; training streams are drawn from seeds below it."""
@@ -27,6 +29,8 @@ def train_ppo(*, scope="sports", total_timesteps=200_000, seed=0, n_envs=4, n_st
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
+    check_ppo_settings(total_timesteps=total_timesteps, n_steps=n_steps, batch_size=batch_size,
+                       learning_rate=learning_rate, seed=seed, n_envs=n_envs, ent_coef=ent_coef, gamma=gamma)
     torch.set_num_threads(1)   # a 64-64 MLP: one thread is fastest, and several oversubscribe a shared machine
 
     if seed + n_envs > HELD_OUT_FIRST_SEED:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from membudget.envs.validation import check_ppo_settings
+
 ENV_ID = "membudget/ReplayStream-v0"
 
 
@@ -21,6 +23,8 @@ def train_ppo(*, family="db", profile="mid", total_timesteps=20000, seed=0, n_st
     Returns the model; it follows the policy protocol (``run_policy(model, ...)``)."""
     from stable_baselines3 import PPO
 
+    check_ppo_settings(total_timesteps=total_timesteps, n_steps=n_steps, batch_size=batch_size,
+                       learning_rate=learning_rate, seed=seed)
     env = make_env(family, profile, **env_kwargs)
     env.reset(seed=seed)
     model = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=batch_size, learning_rate=learning_rate, seed=seed,

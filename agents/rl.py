@@ -16,7 +16,8 @@ range 2000-3999 (a seed-dependent permutation, cycled), so no held-out week (400
 (``wall_clock``: training seconds so far, evaluation time excluded).
 
 :func:`load_policy` loads any trained model by path (an SB3 ``.zip``, an imitation student ``.npz`` or a run
-directory of ``python -m membudget.train``) as a policy-protocol object with the environment arguments it needs.
+directory of ``python -m membudget.train``) as a policy-protocol object with the environment arguments it needs;
+it never runs code from the file unless told to trust it (``trust_remote_code=True``).
 """
 
 from __future__ import annotations
@@ -297,15 +298,20 @@ def train_conditioned_ppo(budgets=CONDITIONED_BUDGETS, *, total_timesteps: int =
     return model, cb.history
 
 
-def load_policy(path: str):
+def load_policy(path: str, *, trust_remote_code: bool = False):
     """``(policy, env_kwargs)`` for a model trained on PMWeek-v0: a run directory of ``python -m membudget.train``
     (its ``config.json`` names the learner), an SB3 / sb3-contrib ``.zip`` (PPO or MaskablePPO, told apart by the
     policy class recorded in the archive) or a per-resource student ``.npz`` (``action_mode="scores"``; a
-    student of another task is refused)."""
+    student of another task is refused).
+
+    A ``.zip`` is loaded without running any code from it (:func:`membudget.agents.sb3_files.load_sb3_model`:
+    only the weights and plain data are read, everything pickled is rebuilt from membudget's own code);
+    ``trust_remote_code=True`` unpickles the whole archive as SB3 does, which runs whatever code it holds. A file
+    that is not such a model raises ``ValueError`` naming it."""
     if os.path.isdir(path):
         for name in ("model.zip", "model.npz"):
             if os.path.exists(os.path.join(path, name)):
-                return load_policy(os.path.join(path, name))
+                return load_policy(os.path.join(path, name), trust_remote_code=trust_remote_code)
         raise FileNotFoundError(f"{path} holds no model.zip or model.npz")
     if not os.path.exists(path):
         raise FileNotFoundError(f"no model at {path}")
@@ -321,13 +327,6 @@ def load_policy(path: str):
         return student, {"action_mode": "scores"}
     if not path.endswith(".zip"):
         raise ValueError(f"unknown model format {path!r}: expected a .zip (SB3) or .npz (imitation student)")
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3 import PPO
+    from membudget.agents.sb3_files import load_sb3_model
 
-    import zipfile
-
-    with zipfile.ZipFile(path) as z:
-        data = z.read("data").decode() if "data" in z.namelist() else ""
-    if "sb3_contrib.common.maskable" in data or "MaskablePerResourceActorCriticPolicy" in data:
-        return MaskedPolicy(MaskablePPO.load(path, device="cpu")), {"action_mode": "binary"}
-    return PPO.load(path, device="cpu"), {"action_mode": "binary"}
+    return as_policy(load_sb3_model(path, trust_remote_code=trust_remote_code)), {"action_mode": "binary"}

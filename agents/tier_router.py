@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 
+from membudget.envs.validation import check_int, check_ppo_settings
+
 ENV_ID = "membudget/TierRouting-v0"
 BC_TEACHERS = ("expected", "hindsight")
 HELD_OUT_FIRST_SEED = 50_000
@@ -92,6 +94,10 @@ def train_router(*, lam=0.3, lam_conditioned=False, strategy="capacity", populat
     import torch
     from stable_baselines3 import PPO
 
+    check_ppo_settings(total_timesteps=total_timesteps, n_steps=n_steps, batch_size=batch_size, n_epochs=n_epochs,
+                       learning_rate=learning_rate, ent_coef=ent_coef, seed=seed, min_timesteps=0)
+    check_int("bc_queries", bc_queries, 0)
+    check_int("bc_epochs", bc_epochs, 1)
     torch.set_num_threads(1)
     t0 = time.time()
     env = make_env(strategy=strategy, population=population, backbone=backbone, lam=lam,

@@ -130,8 +130,12 @@ class HindsightOracle:
         self.env = env
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        if np.ndim(observation) != 1:
-            raise ValueError("HindsightOracle follows one environment: pass a single (d,) observation")
+        """The cheapest correct action for the task about to be played: one action for a single observation
+        ``(d,)``, a ``(1,)`` array for a batch of one ``(1, d)`` (the oracle follows one environment)."""
+        shape = np.shape(observation)
+        if len(shape) not in (1, 2) or (len(shape) == 2 and shape[0] != 1):
+            raise ValueError(f"HindsightOracle follows one environment: pass one observation (d,) or a batch of one "
+                             f"(1, d), got shape {shape}")
         env = self.env.unwrapped
         if getattr(env, "stream", None) is None:
             raise RuntimeError("the oracle's environment has not been reset")
@@ -141,7 +145,8 @@ class HindsightOracle:
             raise RuntimeError("the stream has ended")
         ok = correct[t]
         cand = np.flatnonzero(ok) if ok.any() else np.arange(ok.size)
-        return np.int64(cand[np.argmin(tokens[t, cand])]), state
+        a = np.int64(cand[np.argmin(tokens[t, cand])])
+        return (a if len(shape) == 1 else np.array([a])), state
 
 
 def reference_baselines() -> dict:

@@ -210,6 +210,7 @@ class RelevanceGate(ThresholdGate):
         return np.asarray(X, dtype=np.float64)[:, _F["max_relevance"]]
 
     def fit(self, dataset, levels=None):
+        self.validate_params()
         levels = levels or levels_of(dataset)
         s = self.score(dataset.features)
         self.thresholds_ = {b: target_count_threshold(s, dataset.week, levels[b]) for b in self.calibration_budgets}

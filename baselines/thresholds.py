@@ -11,11 +11,14 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, WorldConfig, budget_levels
 from membudget.envs.validation import reading_artefact
+
+_LEVEL = re.compile(r"B[1-9][0-9]*")
 
 STATIC_BUDGETS = ("B20", "B40", "B60", "B80")
 """Budget levels the Static calibration fits thresholds for; lower levels reuse the lowest one's."""
@@ -30,6 +33,30 @@ def target_count_threshold(scores: np.ndarray, weeks: np.ndarray, target: float)
     if k <= 0:
         return float(s[0]) + 1e-12
     return float(s[min(k, s.size) - 1])
+
+
+def check_level(name: str, value) -> str:
+    """``value`` when it is a budget level name (``"B20"``); otherwise ``ValueError`` naming ``name``."""
+    if not isinstance(value, str) or not _LEVEL.fullmatch(value):
+        raise ValueError(f"{name} must be a budget level name such as 'B20', got {value!r}")
+    return value
+
+
+def check_budget(name: str, value):
+    """``value`` when it is a budget level name or a positive int (a budget in cost units)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0:
+        return value
+    if not isinstance(value, str) or not _LEVEL.fullmatch(value):
+        raise ValueError(f"{name} must be a budget level name such as 'B20' or a positive int, got {value!r}")
+    return value
+
+
+def check_levels(name: str, value) -> tuple:
+    """A non-empty tuple or list of budget level names, as a tuple."""
+    if not isinstance(value, (tuple, list)) or not value:
+        raise ValueError(f"{name} must be a non-empty list of budget level names such as ('B20', 'B40'), got "
+                         f"{value!r}")
+    return tuple(check_level(f"{name}[{i}]", v) for i, v in enumerate(value))
 
 
 def world_from_meta(meta):
@@ -79,6 +106,13 @@ class ThresholdGate:
     def check_fitted_arrays(self):
         """Structural checks of loaded arrays (shapes, indices), beyond finiteness; ``ValueError`` naming one."""
 
+    def validate_params(self):
+        """The constructor arguments' types and ranges (scikit-learn's rule: checked in ``fit``, and by ``load``
+        before anything else is read); ``ValueError`` naming the argument. Subclasses extend it."""
+        check_budget("budget", self.budget)
+        if hasattr(self, "calibration_budgets"):
+            check_levels("calibration_budgets", self.calibration_budgets)
+
     def _check_fitted(self):
         if not hasattr(self, "thresholds_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
@@ -120,12 +154,22 @@ class ThresholdGate:
             unknown = sorted(set(cfg) - set(defaults) - {"self"})
             if unknown:
                 raise ValueError(f"config has unknown keys {unknown}")
-            cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) else v for k, v in cfg.items()}
+            cfg = {k: tuple(v) if isinstance(defaults[k].default, tuple) and isinstance(v, list) else v
+                   for k, v in cfg.items()}
             gate = cls(**cfg)
+            try:
+                gate.validate_params()
+            except ValueError as e:
+                raise ValueError(f"config: {e}") from None
             gate.set_fitted_arrays(z)
             thresholds = json.loads(str(z["thresholds"]))
+            if not isinstance(thresholds, dict) or not thresholds:
+                raise ValueError(f"thresholds must map budgets to numbers, got {thresholds!r}")
+            # JSON keys are strings: a budget in cost units (a TemporalGate's) comes back as its digits
+            thresholds = {int(k) if k.isdigit() else k: v for k, v in thresholds.items()}
             for budget, thr in thresholds.items():
-                if not isinstance(thr, (int, float)) or not np.isfinite(thr):
+                check_budget("a thresholds key", budget)
+                if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not np.isfinite(thr):
                     raise ValueError(f"threshold of {budget!r} must be a finite number, got {thr!r}")
             for name, arr in gate.fitted_arrays().items():
                 if not np.all(np.isfinite(np.asarray(arr, dtype=np.float64))):

@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from membudget.envs.validation import int_flag
+
 
 def stream_data(seed=42, family="db", profile="mid", n_tasks=500):
     """Features of every task and the counterfactual (correct, normalised-by-max tokens) table of one stream."""
@@ -67,12 +69,12 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.linucb", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--n-tasks", type=int, default=500)
+    parser.add_argument("--rounds", type=int_flag(1), default=3)
+    parser.add_argument("--n-tasks", type=int_flag(1), default=500)
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[42, 43, 44])
+    parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=[42, 43, 44])
     args = parser.parse_args(argv)
     w, K = args.cost_weight, 12
     data = {s: stream_data(s, n_tasks=args.n_tasks) for s in args.seeds}

@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 from membudget.bench.speed import _single_rate
+from membudget.envs.validation import int_flag
 
 SCOPES = ("sports", "home", "code")
 
@@ -59,9 +60,9 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.proactive", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int_flag(1), default=3)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per rate")
-    parser.add_argument("--days", type=int, nargs="*", default=[14, 56, 182, 365, 730],
+    parser.add_argument("--days", type=int_flag(14), nargs="*", default=[14, 56, 182, 365, 730],
                         help="stream lengths of the reset- and episode-time lines (empty: skip them)")
     args = parser.parse_args(argv)
     actions = np.random.default_rng(0).integers(0, 3, size=100_000)

@@ -38,6 +38,8 @@ import time
 
 import numpy as np
 
+from membudget.envs.validation import int_flag
+
 EVAL_POLICIES = ("AllRelevant", "RandomFeasible", "Relevance", "Static", "MatchedDue", "Boosted", "Myopic",
                  "Sequential", "DeadlineOutcome", "PacingLB")
 
@@ -214,11 +216,11 @@ def projection(path="docs/rl_vs_distillation.json", cores=(2, 8, 64)):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.ray_scaling", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--label-weeks", type=int, default=240)
-    parser.add_argument("--eval-weeks", type=int, default=60)
+    parser.add_argument("--workers", type=int_flag(1), default=2)
+    parser.add_argument("--label-weeks", type=int_flag(1), default=240)
+    parser.add_argument("--eval-weeks", type=int_flag(1), default=60)
     parser.add_argument("--budgets", nargs="+", default=["B5", "B10", "B15", "B20"])
-    parser.add_argument("--repeats", type=int, default=3, help="local and Ray runs of each workload (medians)")
+    parser.add_argument("--repeats", type=int_flag(1), default=3, help="local and Ray runs of each workload (medians)")
     parser.add_argument("--kill", action="store_true", help="also kill a random worker during a label run")
     args = parser.parse_args(argv)
 

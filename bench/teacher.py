@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from membudget.envs.validation import int_flag
+
 
 def run(weeks, follow: float, budget="B10"):
     from membudget.envs.pm import PMWeekEnv
@@ -52,7 +54,7 @@ def run(weeks, follow: float, budget="B10"):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.teacher", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--weeks", type=int, default=30, help="weeks 8000 onwards")
+    parser.add_argument("--weeks", type=int_flag(1), default=30, help="weeks 8000 onwards")
     parser.add_argument("--follow", type=float, default=0.7, help="probability the student takes the label")
     args = parser.parse_args(argv)
     run(range(7000, 7002), args.follow)  # compile and warm up

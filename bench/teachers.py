@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from membudget.envs.validation import int_flag
+
 
 def _timed(fn, *args):
     start = time.perf_counter()
@@ -22,9 +24,9 @@ def _timed(fn, *args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.teachers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--first-seed", type=int, default=9000)
-    parser.add_argument("--n-weeks", type=int, default=30)
-    parser.add_argument("--milp-weeks", type=int, default=10, help="weeks also solved by the MILP")
+    parser.add_argument("--first-seed", type=int_flag(0), default=9000)
+    parser.add_argument("--n-weeks", type=int_flag(1), default=30)
+    parser.add_argument("--milp-weeks", type=int_flag(0), default=10, help="weeks also solved by the MILP")
     args = parser.parse_args(argv)
 
     from membudget.envs.pm import PMWeekEnv, budget_levels, generate_episode

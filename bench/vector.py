@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from membudget.envs.validation import int_flag
+
 
 class _Timed:
     """A callable that adds the time spent in ``fn`` to ``self.seconds``."""
@@ -72,10 +74,10 @@ def _round(pmv, cpv, pm_actions, cp_actions, seconds, slices):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.vector", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int_flag(1), default=5)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per environment per round")
-    parser.add_argument("--slices", type=int, default=10, help="turns per environment per round")
-    parser.add_argument("--num-envs", type=int, default=1024)
+    parser.add_argument("--slices", type=int_flag(1), default=10, help="turns per environment per round")
+    parser.add_argument("--num-envs", type=int_flag(1), default=1024)
     args = parser.parse_args(argv)
 
     from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv

@@ -1,7 +1,8 @@
 """Several assistants, one observation quota: PM weeks sharing one hard-cap executor (PettingZoo).
 
 Module conventions of PettingZoo: :func:`parallel_env` (the native form), :func:`env` (AEC, through PettingZoo's
-``parallel_to_aec`` converter) and :class:`raw_env`, documented there.
+``parallel_to_aec`` converter, whose ``step`` checks each action as it is given) and :class:`raw_env`, documented
+there.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
-from pettingzoo.utils.conversions import parallel_to_aec
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 from membudget.envs.pm.core import PMWeekCore, step_outputs
 from membudget.envs.pm.env import SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, spaces_for
@@ -26,8 +27,33 @@ def parallel_env(**kwargs) -> "raw_env":
     return raw_env(**kwargs)
 
 
-def env(**kwargs):
-    return parallel_to_aec(parallel_env(**kwargs))
+def env(**kwargs) -> "AECSharedBudget":
+    return AECSharedBudget(parallel_env(**kwargs))
+
+
+class AECSharedBudget(parallel_to_aec_wrapper):
+    """The AEC form: PettingZoo's converter, whose ``step`` refuses with a ``ValueError`` naming the agent what
+    the converter only asserts or lets pass — an action for an agent that has terminated (its remaining step takes
+    None), any step once every agent is done, a malformed action (checked when given, not when the last agent
+    acts)."""
+
+    def step(self, action):
+        agent = getattr(self, "agent_selection", None)
+        if agent is None:
+            raise ValueError("call reset() before step()")
+        if not self.agents:
+            raise ValueError(f"the episode is over: every agent has terminated and left (the last was {agent!r}); "
+                             f"call reset(), got the action {action!r}")
+        if self.terminations[agent] or self.truncations[agent]:
+            if action is not None:
+                raise ValueError(f"agent {agent!r} has terminated: its remaining step takes None (PettingZoo's dead "
+                                 f"step), got the action {action!r}")
+        else:
+            try:
+                action_to_scores(action, self.action_space(agent).shape, "scores")
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"agent {agent!r}: {e}") from None
+        super().step(action)
 
 
 class raw_env(TextRender, ParallelEnv):
@@ -203,16 +229,26 @@ class raw_env(TextRender, ParallelEnv):
         return selected, skipped, cost
 
     def step(self, actions):
-        if not self.agents:
-            raise RuntimeError("the episode has terminated; call reset()")
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict {{agent: action}} (PettingZoo's parallel API), got "
                             f"{type(actions).__name__}")
+        if not self.agents:
+            raise ValueError(f"the episode is over: every agent has terminated; call reset(), got actions for "
+                             f"{sorted(map(str, actions))}")
         missing = set(self.agents) - set(actions)
         if missing:
             raise ValueError(f"actions missing for {sorted(missing)}")
+        unknown = set(actions) - set(self.agents)
+        if unknown:
+            raise ValueError(f"actions for {sorted(map(str, unknown))}, which are not agents of this episode "
+                             f"{self.agents}")
         core, R = self._core, self._core.n_resources
-        scores = np.stack([action_to_scores(actions[a], (R,), "scores") for a in self.possible_agents])
+        scores = np.empty((self.n_agents, R))
+        for i, a in enumerate(self.possible_agents):
+            try:
+                scores[i] = action_to_scores(actions[a], (R,), "scores")
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"agent {a!r}: {e}") from None
         selected, skipped, cost = self._execute(scores)
         chosen = np.zeros((self.n_agents, R))
         for i, r in selected:

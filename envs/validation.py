@@ -3,11 +3,15 @@ number within bounds, never a ``bool`` (``True`` is an ``int`` to Python), nothi
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
 import numbers
 import zipfile
+import zlib
+
+import numpy as np
 
 
 def _bounds(low, high, low_open=False, high_open=False) -> str:
@@ -46,16 +50,69 @@ def check_number(name, value, low=None, high=None, *, low_open=False, high_open=
     return float(value)
 
 
+def check_ppo_settings(*, total_timesteps, n_steps, batch_size, learning_rate, seed, n_envs=1, n_epochs=1,
+                       ent_coef=0.0, gamma=0.99, min_timesteps=1) -> None:
+    """The settings of a Stable-Baselines3 PPO run, checked before any work (SB3 itself answers a batch of 1 or
+    a rollout of one step with a bare ``AssertionError``, and trains nothing for 0 steps); ``min_timesteps``: 0
+    where a run may skip PPO (a behaviour-cloning warm start alone)."""
+    check_int("total_timesteps", total_timesteps, min_timesteps)
+    check_int("n_steps", n_steps, 1)
+    check_int("n_envs", n_envs, 1)
+    if n_steps * n_envs < 2:
+        raise ValueError(f"n_steps x n_envs must be at least 2 (PPO's advantages need two steps), got "
+                         f"{n_steps} x {n_envs}")
+    check_int("batch_size", batch_size, 2)
+    check_int("n_epochs", n_epochs, 1)
+    check_int("seed", seed, 0)
+    check_number("learning_rate", learning_rate, 0, low_open=True)
+    check_number("ent_coef", ent_coef, 0)
+    check_number("gamma", gamma, 0, 1)
+
+
+def int_flag(low: int, high: int | None = None):
+    """An argparse ``type`` for an integer flag of at least ``low`` (and at most ``high``): counts of weeks,
+    episodes, seeds, steps, rounds (``low=1``, or 0 where 0 means "none"), first seeds (``low=0``). argparse
+    refuses anything else before any work, naming the flag (exit status 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be an integer{_bounds(low, high)}, got {text!r}")
+        return value
+
+    parse.__name__ = f"int >= {low}"
+    return parse
+
+
+def check_discrete_action(action, n: int) -> int:
+    """``action`` as an ``int`` when it is a member of ``Discrete(n)`` in one of the forms Gymnasium's
+    ``Discrete.contains`` accepts: a Python int, a NumPy integer scalar or a 0-d integer array (of a dtype that
+    casts safely to int64) — but never a bool, as everywhere in the package. Anything else, a shape-(1,) array, a
+    float or a string included, raises the same ``ValueError`` in every environment with a ``Discrete`` action
+    space."""
+    if type(action) is int:  # the common case first
+        if 0 <= action < n:
+            return action
+    elif isinstance(action, (np.integer, np.ndarray)) and action.shape == () and action.dtype.kind in "iu" \
+            and np.can_cast(action.dtype, np.int64) and 0 <= action < n:
+        return int(action)
+    raise ValueError(f"action must be an integer in [0, {n}) (Discrete({n})): a Python int, a NumPy integer or a "
+                     f"0-d integer array, got {action!r}")
+
+
 @contextlib.contextmanager
 def reading_artefact(path, what: str):
     """Errors raised while reading a saved artefact become one ``ValueError`` naming the file: a file that is not
     one (missing, truncated, wrong entries) or one whose check (raised as ``ValueError`` inside) failed."""
     try:
         yield
-    except (KeyError, OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, TypeError) as e:
+    except (KeyError, OSError, EOFError, zipfile.BadZipFile, zlib.error, json.JSONDecodeError, TypeError) as e:
         raise ValueError(f"{path} is not a saved {what}: {type(e).__name__}: {e}") from None
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_int", "check_number", "reading_artefact"]
+__all__ = ["check_discrete_action", "check_int", "check_number", "check_ppo_settings", "int_flag",
+           "reading_artefact"]

@@ -30,6 +30,7 @@ import numpy as np
 from membudget.agents.tier_router import BC_TEACHERS, HELD_OUT_FIRST_SEED, train_router
 from membudget.baselines.tiers import BASELINES, OracleTiers
 from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, reference_costs
+from membudget.envs.validation import int_flag
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
 from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci
@@ -550,17 +551,17 @@ def main(argv=None):
     p.add_argument("--lambdas", nargs="+", type=float, default=d.lambdas)
     p.add_argument("--caps", nargs="+", type=float, default=d.caps,
                    help="per-query caps of the capped routers, as multiples of the all-MID reference cost")
-    p.add_argument("--bc-queries", type=int, default=d.bc_queries,
+    p.add_argument("--bc-queries", type=int_flag(0), default=d.bc_queries,
                    help="oracle queries for the behaviour-cloning warm start of each router (0: none)")
     p.add_argument("--bc-teacher", choices=BC_TEACHERS, default=d.bc_teacher,
                    help="oracle of the warm start: expected (before judge noise) or hindsight (after it)")
-    p.add_argument("--timesteps", type=int, default=d.timesteps)
-    p.add_argument("--conditioned-timesteps", type=int, default=d.conditioned_timesteps)
-    p.add_argument("--n-queries", type=int, default=d.n_queries)
-    p.add_argument("--eval-first-seed", type=int, default=d.eval_first_seed,
+    p.add_argument("--timesteps", type=int_flag(0), default=d.timesteps)
+    p.add_argument("--conditioned-timesteps", type=int_flag(0), default=d.conditioned_timesteps)
+    p.add_argument("--n-queries", type=int_flag(1), default=d.n_queries)
+    p.add_argument("--eval-first-seed", type=int_flag(0), default=d.eval_first_seed,
                    help="first evaluation query (held-out: ≥ 50000; validation below it)")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--workers", type=int, default=d.workers,
+    p.add_argument("--seed", type=int_flag(0), default=d.seed)
+    p.add_argument("--workers", type=int_flag(1), default=d.workers,
                    help="local processes training the routers (with --backend ray or --checkpoint-dir: one "
                         "executor task per router instead)")
     p.add_argument("--out", default=d.out)

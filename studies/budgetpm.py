@@ -7,8 +7,8 @@ any policies × budgets × seed range can be chosen, ``--sweep`` adds the cap sw
 natural schedules with the cost each needs to match a policy, and ``--out DIR`` writes ``results.json``,
 ``results.md`` and ``frontiers.png``. ``--model PATH`` (or a policy named ``model:PATH``) evaluates a model trained
 by ``python -m membudget.train`` (its run directory, an SB3 ``.zip`` or an imitation ``.npz``) like any other
-policy. Load only SB3 ``.zip`` models you trust: SB3 stores parts of a model with cloudpickle, and loading one runs
-code from the file; the package's own ``.npz`` models (students, gates) are plain arrays.
+policy. An SB3 ``.zip`` is loaded without running code from it (its weights and plain data only; docs/security.md);
+``--trust-model`` unpickles it as SB3 does, which runs whatever code the file holds: only for files you trust.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ class EvalConfig:
     model: list = field(default_factory=list)
     """Trained models to evaluate as well (run directories of membudget.train, .zip or .npz files); each is added
     to the policies as model:PATH."""
+    trust_model: bool = False
+    """Load SB3 .zip models with SB3's full load, which unpickles them and so runs any code they hold (default: the
+    safe load, weights and plain data only). Only for files you trust."""
     budgets: list = field(default_factory=lambda: ["B5", "B10", "B20", "B60"])
     """Budgets: levels (B5...B80), integers, or none."""
     first_seed: int = 9000
@@ -84,13 +87,13 @@ class EvalConfig:
     """One file per finished task (gate fits, label chunks, evaluations); a restarted run loads them."""
 
 
-def evaluate_task(suite, load, repetitions, item):
+def evaluate_task(suite, load, repetitions, item, trust_model=False):
     """One evaluation task: per-week metrics of policy ``name`` at ``budget`` on the weeks ``seeds``."""
     name, budget, seeds = item
-    return evaluate_policy(suite, name, budget, list(seeds), load, repetitions)
+    return evaluate_policy(suite, name, budget, list(seeds), load, repetitions, trust_model)
 
 
-def rows_task(suite, load, repetitions, n_resamples, item):
+def rows_task(suite, load, repetitions, n_resamples, item, trust_model=False):
     """Rows of the table as one task: ``[(per-week metrics, paired interval or None), ...]`` of the policies
     ``names`` at ``budget`` on the weeks ``seeds``, each interval of its per-week Set F1 minus the reference's
     (evaluated in the task unless it is one of ``names``; None when ``reference`` is None or for the reference's
@@ -98,7 +101,7 @@ def rows_task(suite, load, repetitions, n_resamples, item):
     budget, names, seeds, reference = item
 
     def evaluate(name):
-        return evaluate_task(suite, load, repetitions, (name, budget, seeds))
+        return evaluate_task(suite, load, repetitions, (name, budget, seeds), trust_model)
 
     per = {name: evaluate(name) for name in names}
     if reference is not None and reference not in per:
@@ -123,7 +126,8 @@ def _evaluate_rows(cfg, suite, executor, seeds, budgets):
         items = [(name, b, weeks) for name, b in keys for weeks in chunks(seeds, cfg.chunk_weeks)]
         merged = {}
         for (name, b, _), part in zip(items, executor.map(
-                functools.partial(evaluate_task, suite, cfg.load, cfg.repetitions), items)):
+                functools.partial(evaluate_task, suite, cfg.load, cfg.repetitions, trust_model=cfg.trust_model),
+                items)):
             merged.setdefault((name, b), []).append(part)
         per = {k: {m: np.concatenate([p[m] for p in merged[k]]) for m in merged[k][0]} for k in keys}
         paired = [(name, b) for name, b in keys if name != cfg.reference and (cfg.reference, b) in per]
@@ -138,7 +142,8 @@ def _evaluate_rows(cfg, suite, executor, seeds, budgets):
         items += [(b, tuple(names[i::n_tasks]), tuple(seeds), reference) for i in range(n_tasks)]
     per, intervals = {}, {}
     for (b, names, _, _), out in zip(items, executor.map(
-            functools.partial(rows_task, suite, cfg.load, cfg.repetitions, cfg.bootstrap), items)):
+            functools.partial(rows_task, suite, cfg.load, cfg.repetitions, cfg.bootstrap,
+                              trust_model=cfg.trust_model), items)):
         for name, (res, ci) in zip(names, out):
             per[(name, b)] = res
             if ci is not None:
@@ -155,14 +160,15 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
                                   first_seed=9000, n_weeks=30, load=0, sweep=False)
     say = progress or (lambda msg: None)
-    for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1)):
+    for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1),
+                      ("repetitions", 1), ("first_seed", 0), ("num_cpus", 0)):
         check_int(name, getattr(cfg, name), low)
     if cfg.model:
         cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model
                                                                       if f"model:{p}" not in cfg.policies])
     for name in cfg.policies:  # checked before the gates are fitted (about a minute), not after
         if name.startswith("model:"):
-            load_policy(name[len("model:"):])
+            load_policy(name[len("model:"):], trust_remote_code=cfg.trust_model)
         elif name not in POLICIES:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")
     owned = (make_executor(cfg.backend, cfg.address or None, cfg.checkpoint_dir or None, cfg.num_cpus or None)

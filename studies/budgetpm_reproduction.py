@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from membudget.envs.pm import WorldConfig, budget_levels, generate_episode
+from membudget.envs.validation import int_flag
 from membudget.studies.budgetpm import evaluate_task
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, cost_to_match, sweep, write_page
@@ -251,7 +252,7 @@ def build(n_resamples: int = 100_000, progress=print, executor=None) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate report")
     parser.add_argument("--out", default="docs/reproduction.md")
-    parser.add_argument("--resamples", type=int, default=100_000)
+    parser.add_argument("--resamples", type=int_flag(1), default=100_000)
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:
@@ -314,7 +315,7 @@ def structure_main(argv=None):
     """``python -m membudget.evaluate structure [--resamples N]``: :func:`structure_report` alone."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate structure",
                                      description="greedy Set F1, exact-cost DP headroom, load intervention")
-    parser.add_argument("--resamples", type=int, default=100_000, help="paired bootstrap resamples")
+    parser.add_argument("--resamples", type=int_flag(1), default=100_000, help="paired bootstrap resamples")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -39,6 +39,7 @@ from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_le
                                          mean_all_semantic_cost)
 from membudget.envs.conversation.rollout import rollout
 from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
+from membudget.envs.validation import int_flag
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers.conversation import ConversationGreedy, ConversationOptimum, build_conversation_dataset
@@ -537,7 +538,7 @@ def diagnostics(res, data, levels, gates, diag) -> list:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate conversation")
-    parser.add_argument("--resamples", type=int, default=100_000)
+    parser.add_argument("--resamples", type=int_flag(1), default=100_000)
     parser.add_argument("--out", default="docs/conversation.md")
     parser.add_argument("--quick", action="store_true",
                         help=f"a smoke run: PPO for {QUICK_PPO_STEPS} steps, one learner seed, conversations "

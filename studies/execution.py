@@ -33,6 +33,8 @@ import time
 
 import numpy as np
 
+from membudget.envs.validation import int_flag
+
 BACKENDS = ("local", "ray")
 
 
@@ -275,7 +277,7 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--backend", choices=BACKENDS, default="local",
                    help="local: tasks in this process; ray: Ray tasks (a local cluster unless --address)")
     g.add_argument("--address", default=None, help="an existing Ray cluster (auto, or ray://host:10001)")
-    g.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray cluster (default: all)")
+    g.add_argument("--num-cpus", type=int_flag(1), default=None, help="CPUs of the local Ray cluster (default: all)")
     g.add_argument("--checkpoint-dir", default=None,
                    help="one file per finished task; a restarted run loads them instead of recomputing")
 

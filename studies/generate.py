@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from membudget.envs.validation import int_flag
 from membudget.studies.execution import add_backend_flags, executor_from_flags
 from membudget.studies.protocol import parse_budget
 from membudget.teachers import build_label_dataset
@@ -19,10 +20,10 @@ def labels_main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate labels",
                                      description="the imitation-label dataset (compressed npz), in week chunks")
     parser.add_argument("--out", required=True, help="output .npz path")
-    parser.add_argument("--first-seed", type=int, default=2000)
-    parser.add_argument("--n-weeks", type=int, default=20)
+    parser.add_argument("--first-seed", type=int_flag(0), default=2000)
+    parser.add_argument("--n-weeks", type=int_flag(1), default=20)
     parser.add_argument("--budgets", nargs="+", default=["B5", "B10", "B15", "B20"])
-    parser.add_argument("--chunk-weeks", type=int, default=10, help="weeks per task (the dataset does not depend "
+    parser.add_argument("--chunk-weeks", type=int_flag(0), default=10, help="weeks per task (the dataset does not depend "
                                                                      "on it)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
@@ -42,8 +43,8 @@ def demonstrations_main(argv=None):
                                      description="the hindsight DP's demonstrations as a Minari dataset (under "
                                                  "MINARI_DATASETS_PATH), one DP task per week")
     parser.add_argument("--dataset-id", required=True, help="e.g. membudget/pmweek-dp-B10-v0")
-    parser.add_argument("--first-seed", type=int, default=2000)
-    parser.add_argument("--n-weeks", type=int, default=20)
+    parser.add_argument("--first-seed", type=int_flag(0), default=2000)
+    parser.add_argument("--n-weeks", type=int_flag(1), default=20)
     parser.add_argument("--budget", default="B10", help="a level (B5...B80), an integer or none")
     add_backend_flags(parser)
     args = parser.parse_args(argv)

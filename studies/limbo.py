@@ -25,6 +25,7 @@ from membudget.agents.linucb import LinUCB
 from membudget.agents.replay_ppo import make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import BUDGETS, MODES
+from membudget.envs.validation import int_flag
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, package_versions
 from membudget.studies.runs import TrainCommand, model_to_bytes, ppo_from_bytes, start_run, write_metrics
@@ -329,14 +330,14 @@ def replay_main(argv=None):
                                                  "of every agent per family x profile, with intervals")
     parser.add_argument("--families", nargs="+", default=["db", "os"], choices=("db", "os"))
     parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"], choices=("strong", "mid", "weak"))
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(PAPER_SEEDS))
+    parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(PAPER_SEEDS))
     parser.add_argument("--alpha", type=float, default=SELECTED_ALPHA,
                         help="LinUCB exploration scale (default: chosen on development seeds 0-9)")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
-    parser.add_argument("--ppo-timesteps", type=int, default=0, help="train and add PPO (0: skip)")
-    parser.add_argument("--ppo-seed", type=int, default=0)
-    parser.add_argument("--bootstrap", type=int, default=10000)
+    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip)")
+    parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
+    parser.add_argument("--bootstrap", type=int_flag(1), default=10000)
     parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
     add_backend_flags(parser)
     args = parser.parse_args(argv)

@@ -28,6 +28,7 @@ import numpy as np
 from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, make_env, train_ppo
 from membudget.baselines.proactive import POLICIES
 from membudget.envs.proactive.env import episode_metrics
+from membudget.envs.validation import int_flag
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
 from membudget.studies.protocol import package_versions
 from membudget.studies.runs import TrainCommand, net_arch, record_training, start_run, write_metrics
@@ -238,17 +239,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate proactive",
                                      description="seed 002's comparison on ProactiveStream-v0")
     parser.add_argument("--scopes", nargs="+", default=list(SCOPE_NAMES), choices=SCOPE_NAMES)
-    parser.add_argument("--streams", type=int, default=20, help="held-out streams per scope")
-    parser.add_argument("--ppo-timesteps", type=int, default=0, help="train and add PPO per scope (0: skip)")
-    parser.add_argument("--ppo-seed", type=int, default=0)
-    parser.add_argument("--bootstrap", type=int, default=2000)
+    parser.add_argument("--streams", type=int_flag(2), default=20, help="held-out streams per scope")
+    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO per scope (0: skip)")
+    parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
+    parser.add_argument("--bootstrap", type=int_flag(100), default=2000)
     parser.add_argument("--out", default="docs", help="directory for proactive_stream.md / .json / _ablation.png")
-    parser.add_argument("--chunk-streams", type=int, default=0,
+    parser.add_argument("--chunk-streams", type=int_flag(0), default=0,
                         help="streams per evaluation task (0: one task per policy and scope)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    if args.streams < 2 or args.ppo_timesteps < 0 or args.bootstrap < 100 or args.chunk_streams < 0:
-        parser.error("--streams must be ≥ 2, --ppo-timesteps ≥ 0, --bootstrap ≥ 100 and --chunk-streams ≥ 0")
     argv = list(sys.argv[1:] if argv is None else ["proactive", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()

@@ -40,14 +40,15 @@ def parse_budget(b):
     return int(b) if str(b).isdigit() else b
 
 
-def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3):
-    """Per-week metrics of one policy at one budget (stochastic policies averaged over ``repetitions``)."""
+def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3, trust_model=False):
+    """Per-week metrics of one policy at one budget (stochastic policies averaged over ``repetitions``).
+    ``trust_model``: load a ``model:PATH`` with ``trust_remote_code`` (it may run code from the file)."""
     reps = []
     for r in range(repetitions if name == "RandomFeasible" else 1):
         if name.startswith("model:"):  # a trained model by path
             from membudget.agents.rl import load_policy
 
-            policy, kw = load_policy(name[len("model:"):])
+            policy, kw = load_policy(name[len("model:"):], trust_remote_code=trust_model)
         else:
             policy, kw = suite.policy(name, budget, seed=r)
         env_kw = {"budget": budget, "per_step_cap": 2, "load": load, **kw}

@@ -250,21 +250,73 @@ def add_fields(parser, cls, suppress=False, defaults=None):
                             help="JSON or YAML file of flag values (flags on the command line override it)")
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest ``--config`` file read (a config is a few hundred bytes)."""
+MAX_CONFIG_DEPTH = 4
+"""Deepest nesting of a ``--config`` file (the top-level mapping is depth 1; a list value is depth 2)."""
+
+
+def _yaml_config(path: str, text: str):
+    """A YAML config parsed with ``yaml.safe_load`` after its events are checked: no anchors or aliases (a few
+    hundred bytes of nested aliases expand into hundreds of megabytes) and at most :data:`MAX_CONFIG_DEPTH` levels
+    of nesting."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML ships with most stacks
+        raise ImportError("reading a YAML config needs PyYAML (pip install pyyaml); or use JSON") from None
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise ValueError(f"{path}: YAML anchors and aliases (&name, *name, <<) are not accepted in a "
+                                 "config; write every value out")
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_CONFIG_DEPTH:
+                    raise ValueError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} levels; a config maps flag "
+                                     "names to values or lists of values")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML ({e})") from None
+
+
+def _depth(value) -> int:
+    """Nesting depth of parsed JSON (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 def load_config_file(path: str) -> dict:
-    """Flag values from a JSON or YAML file (data only: json.load / yaml.safe_load); keys may use dashes."""
-    with open(path) as f:
-        text = f.read()
+    """Flag values from a JSON or YAML file (data only: json.loads / yaml.safe_load); keys may use dashes. Before
+    any field is read, a file over :data:`MAX_CONFIG_BYTES`, nested deeper than :data:`MAX_CONFIG_DEPTH`, with
+    YAML anchors or aliases, or that is not UTF-8 JSON / YAML is refused with a ``ValueError`` naming it."""
+    size = os.path.getsize(path)
+    if size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path}: {size} bytes; config files are limited to {MAX_CONFIG_BYTES} bytes")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e})") from None
     if path.endswith((".yaml", ".yml")):
-        try:
-            import yaml
-        except ImportError:  # pragma: no cover - PyYAML ships with most stacks
-            raise ImportError("reading a YAML config needs PyYAML (pip install pyyaml); or use JSON") from None
-        data = yaml.safe_load(text)
+        data = _yaml_config(path, text)
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: not valid JSON ({e}); YAML files must end in .yaml or .yml") from None
+        except RecursionError:
+            raise ValueError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} levels") from None
+        if _depth(data) > MAX_CONFIG_DEPTH:
+            raise ValueError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} levels; a config maps flag names to "
+                             "values or lists of values")
     if data is None:
         data = {}
     if not isinstance(data, dict):

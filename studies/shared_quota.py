@@ -26,6 +26,7 @@ from membudget.agents import StaticGate
 from membudget.agents.multiagent import train_shared_ppo
 from membudget.envs import shared_budget
 from membudget.envs.pm import budget_levels, generate_episode
+from membudget.envs.validation import int_flag
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers import HindsightDP, build_label_dataset
@@ -146,7 +147,7 @@ def results(timesteps=20_000, agent_counts=(2, 3, 5), levels=("B10", "B20"), pro
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate shared-budget")
-    parser.add_argument("--timesteps", type=int, default=20_000)
+    parser.add_argument("--timesteps", type=int_flag(1), default=20_000)
     parser.add_argument("--out", default="docs/shared_budget.md")
     add_backend_flags(parser)
     args = parser.parse_args(argv)

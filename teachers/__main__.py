@@ -5,6 +5,8 @@ structural results are ``python -m membudget.evaluate structure``)."""
 import argparse
 import time
 
+from membudget.envs.validation import int_flag
+
 from .labels import build_label_dataset
 
 
@@ -13,13 +15,13 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     lab = sub.add_parser("labels", help="build the imitation-label dataset (compressed npz)")
     lab.add_argument("--out", required=True, help="output .npz path")
-    lab.add_argument("--first-seed", type=int, default=2000)
-    lab.add_argument("--n-weeks", type=int, default=20)
+    lab.add_argument("--first-seed", type=int_flag(0), default=2000)
+    lab.add_argument("--n-weeks", type=int_flag(1), default=20)
     lab.add_argument("--budgets", nargs="+", default=["B5", "B10", "B15", "B20"])
     mx = sub.add_parser("export-minari", help="the hindsight DP's demonstrations as a Minari dataset")
     mx.add_argument("--dataset-id", required=True, help="e.g. membudget/pmweek-dp-B10-v0")
-    mx.add_argument("--first-seed", type=int, default=2000)
-    mx.add_argument("--n-weeks", type=int, default=20)
+    mx.add_argument("--first-seed", type=int_flag(0), default=2000)
+    mx.add_argument("--n-weeks", type=int_flag(1), default=20)
     mx.add_argument("--budget", default="B10", help="a level (B5...B80), an integer or none")
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -67,7 +67,7 @@ class CurrentGreedy(PMTeacher):
 
     def solve(self, episode) -> Schedule:
         """Play the whole week greedily; the schedule and its counts."""
-        self._check()
+        self._check(episode)
         core = PMWeekCore(1, episode.n_resources, budget=self.budget, per_step_cap=self.per_step_cap,
                           per_step_cost_cap=self.per_step_cost_cap, late_policy=self.late_policy, b_frac=1.0)
         core.load(0, episode, self.lookahead)

@@ -750,7 +750,7 @@ class HindsightDP(PMTeacher):
     def solve(self, episode, exact_cost=None) -> Schedule | None:
         """The optimal schedule of ``episode``; with ``exact_cost`` the optimum among schedules costing exactly
         that much (None when there is none)."""
-        self._check()
+        self._check(episode)
         if exact_cost is not None and (isinstance(exact_cost, bool) or not isinstance(exact_cost, (int, np.integer))):
             raise TypeError(f"exact_cost must be an int or None, got {exact_cost!r}")
         prob = problem_from_episode(episode, budget=self.budget, per_step_cap=self.per_step_cap,

@@ -20,9 +20,13 @@ class SchedulePolicy:
         self.t = 0
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        n = np.asarray(observation["mask"]).shape[0]
+        """The schedules' queries at the current step: ``(n, R)`` for a batch of ``n`` weeks (one schedule each),
+        ``(R,)`` for a single observation (one schedule)."""
+        mask = np.asarray(observation["mask"])
+        single = mask.ndim == 1
+        n = 1 if single else mask.shape[0]
         if n != len(self.plans):
-            raise ValueError(f"{len(self.plans)} schedules for a batch of {n} weeks")
+            raise ValueError(f"{len(self.plans)} schedules for {'a single week' if single else f'a batch of {n} weeks'}")
         if episode_start is not None and np.all(episode_start):
             self.t = 0
         a = np.zeros((n, self.n_resources), dtype=np.int8)
@@ -30,4 +34,4 @@ class SchedulePolicy:
             for r in plan.get(self.t, ()):
                 a[i, r] = 1
         self.t += 1
-        return a, state
+        return (a[0] if single else a), state

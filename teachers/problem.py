@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from membudget.envs.pm.world import KIND_VISIBLE, NEVER, POS, VISIBLE_OUTCOMES, Episode
+from membudget.envs.pm.episode_io import EpisodeFormatError, validate_episode
+from membudget.envs.pm.world import (KIND_VISIBLE, MAX_BUDGET, MAX_RESOURCES, NEVER, POS, VISIBLE_OUTCOMES,
+                                     Episode)
 from membudget.envs.validation import check_int
 
 
@@ -128,12 +130,27 @@ class PMTeacher:
         return cls(budget=e.budget, per_step_cap=e.per_step_cap, per_step_cost_cap=e.per_step_cost_cap,
                    late_policy=e.late_policy, lookahead=e.world.lookahead)
 
-    def _check(self):
-        for name in ("budget", "per_step_cap", "per_step_cost_cap"):
-            check_int(name, getattr(self, name), 1, none_ok=True)
+    def _check(self, episode):
+        """Every bad argument (in the bounds of ``PMWeekEnv``: budget and cost cap 1..MAX_BUDGET, count cap
+        1..MAX_RESOURCES) and the episode's first bad field (:func:`validate_episode`'s order: horizon,
+        resources, intentions, calendar, costs, hints, then each intention) in one error: an
+        :class:`EpisodeFormatError` when the episode is among them, else a ``ValueError``."""
+        problems, error = [], ValueError
+        for name, low, high in (("budget", 1, MAX_BUDGET), ("per_step_cap", 1, MAX_RESOURCES),
+                                ("per_step_cost_cap", 1, MAX_BUDGET), ("lookahead", 0, None)):
+            try:
+                check_int(name, getattr(self, name), low, high, none_ok=name != "lookahead")
+            except ValueError as e:
+                problems.append(str(e))
         if self.late_policy not in ("expire", "execute"):
-            raise ValueError(f"late_policy must be 'expire' or 'execute', got {self.late_policy!r}")
-        check_int("lookahead", self.lookahead, 0)
+            problems.append(f"late_policy must be 'expire' or 'execute', got {self.late_policy!r}")
+        try:
+            validate_episode(episode)
+        except EpisodeFormatError as e:
+            problems.append(f"episode {e}")
+            error = EpisodeFormatError
+        if problems:
+            raise error("; ".join(problems))
 
 
 @dataclass

@@ -109,12 +109,16 @@ class HindsightTierOracle:
         return tuple(int(a) for a in COMBOS[i])
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        if np.asarray(observation).ndim != 1:
-            raise ValueError("HindsightTierOracle acts on one environment: pass a single observation")
+        """The oracle's tier for the module about to be routed: one action for a single observation ``(d,)``, a
+        ``(1,)`` array for a batch of one ``(1, d)`` (the oracle follows one environment)."""
+        shape = np.shape(observation)
+        if len(shape) not in (1, 2) or (len(shape) == 2 and shape[0] != 1):
+            raise ValueError(f"HindsightTierOracle acts on one environment: pass one observation (d,) or a batch of "
+                             f"one (1, d), got shape {shape}")
         if self.env is None:
             raise ValueError("HindsightTierOracle needs the environment (privileged): pass env=...")
-        k = self.env.unwrapped.module_index
-        return np.int64(self.combination()[k]), state
+        a = np.int64(self.combination()[self.env.unwrapped.module_index])
+        return (a if len(shape) == 1 else np.array([a])), state
 
 
 def demonstrations(env, seeds, **objective) -> tuple:

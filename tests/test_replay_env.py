@@ -143,5 +143,5 @@ def test_baseline_protocol_and_errors():
         NoReplay(budget="huge").predict(obs)
     with pytest.raises(ValueError, match="n must be one of"):
         GroupSelfConsistency(n=0).score_stream(None)
-    with pytest.raises(ValueError, match="single"):
+    with pytest.raises(ValueError, match=r"one environment: pass one observation \(d,\) or a batch of one"):
         HindsightOracle(gym.make(ENV_ID)).predict(np.zeros((2, N_FEATURES)))

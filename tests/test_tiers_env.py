@@ -180,7 +180,7 @@ def test_bad_actions_and_calls_raise():
         env.step(0)
     env.reset(seed=0)
     for bad in (3, -1, 1.0, np.array([0, 1]), "LOW"):
-        with pytest.raises(ValueError, match="integer tier"):
+        with pytest.raises(ValueError, match=r"action must be an integer in \[0, 3\)"):
             env.step(bad)
     with pytest.raises(ValueError, match="unknown reset options"):
         env.reset(options={"budget": 1})

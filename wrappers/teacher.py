@@ -227,4 +227,21 @@ class TeacherPolicy:
         self.env = teacher
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        return self.env.teacher_action.copy(), state
+        """The teacher's action for the wrapped environment's current state, shaped as SB3's ``predict`` shapes
+        it: one action for a single observation, ``(n, ...)`` for a batch of ``n``. The batch must be the
+        environments the teacher follows: ``num_envs`` of a :class:`HindsightTeacherVector`, one of a
+        :class:`HindsightTeacher` (as SB3's ``evaluate_policy`` passes it)."""
+        from stable_baselines3.common.utils import is_vectorized_observation
+
+        vector = isinstance(self.env, HindsightTeacherVector)
+        space = self.env.single_observation_space if vector else self.env.observation_space
+        n = self.env.num_envs if vector else 1
+        batched = is_vectorized_observation(observation, space)
+        rows = len(next(iter(observation.values())) if isinstance(observation, dict) else observation) \
+            if batched else None
+        if (rows or 1) != n or (vector and not batched):
+            raise ValueError(f"the teacher follows {n} environment{'s' * (n > 1)}: pass "
+                             f"{'a batch of ' + str(n) if vector else 'one observation, or a batch of one'}, got "
+                             f"{'a batch of ' + str(rows) if batched else 'a single observation'}")
+        action = self.env.teacher_action.copy()
+        return (action[None] if batched and not vector else action), state

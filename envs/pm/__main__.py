@@ -2,6 +2,7 @@
 
 import argparse
 
+from ..validation import int_flag
 from .calibration import report
 from .levels import DEV_SEEDS
 
@@ -10,8 +11,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.envs.pm")
     sub = parser.add_subparsers(dest="command", required=True)
     cal = sub.add_parser("calibrate", help="measured world statistics beside the PM-Bench/BudgetPM targets")
-    cal.add_argument("--first-seed", type=int, default=DEV_SEEDS[0])
-    cal.add_argument("--n-weeks", type=int, default=len(DEV_SEEDS))
+    cal.add_argument("--first-seed", type=int_flag(0), default=DEV_SEEDS[0])
+    cal.add_argument("--n-weeks", type=int_flag(1), default=len(DEV_SEEDS))
     args = parser.parse_args(argv)
     print(report(range(args.first_seed, args.first_seed + args.n_weeks)))
 

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
-from ..validation import check_int, check_number
+from ..validation import check_discrete_action, check_int, check_number
 from .memory import MemoryTrace, ProactiveMemory
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
 from .world import DEFAULT_DAYS, check_scope, evidence_all, feasible_all, generate_stream
@@ -452,14 +452,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._t >= self._n:
             raise RuntimeError("the stream has ended; call reset()")
-        if type(action) is not int:                  # fast path; bool, floats and arrays go through the checks
-            a = np.asarray(action)
-            if a.shape != () or a.dtype.kind not in "iu":
-                raise ValueError(f"action must be an integer in [0, 3) (Discrete(3)), got {action!r}")
-            action = int(a)
-        if not 0 <= action < 3:
-            raise ValueError(f"action must be an integer in [0, 3) (Discrete(3)), got {action!r}")
-        a, t = action, self._t
+        a, t = check_discrete_action(action, 3), self._t
         if self._phase == 0:
             depth = a
             costs = self._token_rows[t]

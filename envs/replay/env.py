@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
-from ..validation import check_int, check_number
+from ..validation import check_discrete_action, check_int, check_number
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
 
@@ -149,10 +149,7 @@ class ReplayStreamEnv(TextRender, gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._t >= self.n_tasks:
             raise RuntimeError("the stream has ended; call reset()")
-        a = np.asarray(action)
-        if a.shape != () or a.dtype.kind not in "iu" or not 0 <= int(a) < N_ACTIONS:
-            raise ValueError(f"action must be an integer in [0, {N_ACTIONS}) (Discrete(12)), got {action!r}")
-        a = int(a)
+        a = check_discrete_action(action, N_ACTIONS)
         s, t = self.stream, self._t
         correct, error = bool(s.correct[t, a]), bool(s.error[t, a])
         tokens = int(s.tokens[t, a])

@@ -8,7 +8,7 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
-from ..validation import check_int, check_number
+from ..validation import check_discrete_action, check_int, check_number
 from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
                     N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments,
                     combo_index, floor_cost_bound, generate_query, outcomes, reference_costs, validate_query)
@@ -227,10 +227,7 @@ class TierRoutingEnv(TextRender, gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._k >= N_MODULES:
             raise RuntimeError("the query has been answered; call reset()")
-        a = np.asarray(action)
-        if a.shape not in ((), (1,)) or a.dtype.kind not in "iu" or not 0 <= int(a.reshape(())) < N_TIERS:
-            raise ValueError(f"action must be an integer tier in [0, 3) (Discrete(3): LOW, MID, HIGH), got {action!r}")
-        k, req = self._k, int(a.reshape(()))
+        k, req = self._k, check_discrete_action(action, N_TIERS)
         applied = req
         if self.max_cost_per_query is not None:
             remaining = self.max_cost_per_query - self._spent
