@@ -459,8 +459,8 @@ def test_impossible_training_settings_are_refused_before_any_work(monkeypatch, l
 
 TINY_SB3 = ["--total-timesteps", "64", "--n-envs", "2", "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1",
             "--eval-every", "0", "--eval-weeks", "1", "--progress-bar", "off", "--learning-curve", "off"]
-SB3_RUNS = {"ppo-mlp": ["ppo", "--policy", "mlp"], "maskable-ppo": ["maskable-ppo"],
-            "ppo-conditioned": ["ppo-conditioned", "--envs-per-budget", "1", "--budgets", "B5,B20"]}
+SB3_RUNS = {"ppo-mlp": ["sb3-ppo", "--policy", "mlp"], "maskable-ppo": ["sb3-maskable-ppo"],
+            "ppo-conditioned": ["sb3-ppo-conditioned", "--envs-per-budget", "1", "--budgets", "B5,B20"]}
 
 
 @pytest.fixture(scope="module")
