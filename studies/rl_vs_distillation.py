@@ -145,8 +145,8 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     policy, history = native_ppo(budget, settings, seed=cfg.seed, task=task, init=init, bc_data=bc_data,
                                  progress=print if show_bar(cfg.progress_bar) else None)
     policy.save(os.path.join(run_dir, "model.npz"))
-    return finish_run(run_dir, "ppo", cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"],
-                      policy, [cfg.budget], {"action_mode": "scores", **env_kwargs}, task=task)
+    return finish_run(run_dir, "ppo", cfg, history, policy, [cfg.budget], {"action_mode": "scores", **env_kwargs},
+                      task=task)
 
 
 def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> str:
@@ -158,8 +158,7 @@ def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> st
     model, history = train_ppo_allocator(budget_flag(cfg.budget), settings, algo=algo, seed=cfg.seed,
                                          progress_bar=show_bar(cfg.progress_bar))
     model.save(os.path.join(run_dir, "model.zip"))
-    return finish_run(run_dir, sub, cfg, history, history[-1]["wall_clock"], model.num_timesteps, as_policy(model),
-                      [cfg.budget], settings.env_kwargs())
+    return finish_run(run_dir, sub, cfg, history, as_policy(model), [cfg.budget], settings.env_kwargs())
 
 
 def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
@@ -171,8 +170,7 @@ def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
     settings = ConditionedPPOAllocatorConfig.of(cfg)
     model, history = train_conditioned_ppo(budgets, settings, seed=cfg.seed, progress_bar=show_bar(cfg.progress_bar))
     model.save(os.path.join(run_dir, "model.zip"))
-    return finish_run(run_dir, "sb3-ppo-conditioned", cfg, history, history[-1]["wall_clock"], model.num_timesteps,
-                      model, budgets, settings.env_kwargs())
+    return finish_run(run_dir, "sb3-ppo-conditioned", cfg, history, model, budgets, settings.env_kwargs())
 
 
 def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc") -> str:
@@ -209,8 +207,7 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
     if bar is not None:
         bar.close()
     policy.save(os.path.join(run_dir, "model.npz"))
-    return finish_run(run_dir, method, cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"], policy,
-                       [cfg.budget], {"action_mode": "scores"}, task=task)
+    return finish_run(run_dir, method, cfg, history, policy, [cfg.budget], {"action_mode": "scores"}, task=task)
 
 
 
