@@ -4,8 +4,11 @@ seed 002): fitting code only; the comparison is the study :mod:`membudget.studie
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from membudget.envs.validation import check_ppo_settings
+from membudget.agents.rl import SB3PPOSettings
+from membudget.envs.validation import check_int, check_number
+
 
 ENV_ID = "membudget/ProactiveStream-v0"
 HELD_OUT_FIRST_SEED = 10_000
@@ -20,28 +23,55 @@ def make_env(scope="sports", **env_kwargs):
     return gym.make(ENV_ID, scope=scope, **env_kwargs)
 
 
-def train_ppo(*, scope="sports", total_timesteps=200_000, seed=0, n_envs=4, n_steps=1024, batch_size=256,
-              learning_rate=3e-4, ent_coef=0.01, gamma=0.9, net_arch=(64, 64), **env_kwargs):
-    """SB3 PPO on training streams: copy ``i`` starts at stream ``seed + i`` (below :data:`HELD_OUT_FIRST_SEED`)
-    and later resets continue its generator, so training never replays a held-out stream's seed; returns the model
-    with ``train_seconds`` set."""
-    import torch
-    from stable_baselines3 import PPO
+@dataclass(frozen=True)
+class ProactiveStreamPPOConfig(SB3PPOSettings):
+    """The ProactiveStream PPO's settings (:func:`train_ppo`): SB3's own with longer rollouts, an entropy bonus and a
+    short horizon; ``python -m membudget.train proactive-ppo`` is generated from these fields."""
+
+    total_timesteps: int = 200_000
+    """Environment steps (two per event: depth, then decision)."""
+    n_steps: int = 1024
+    """PPO rollout length per copy and update."""
+    batch_size: int = 256
+    gamma: float = 0.9
+    """Discount (rewards follow the decision that earns them within one or two steps)."""
+    ent_coef: float = 0.01
+    n_envs: int = 4
+    """Training environment copies (SB3 DummyVecEnv)."""
+    memory: str = "full"
+    """Memory variant (full, no_replay_gate, no_validation)."""
+    intrusion_penalty: float = 0.5
+    """Reward of a false intervention is minus this."""
+    token_weight: float = 2e-6
+    """Reward per memory token loaded is minus this."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("n_envs", self.n_envs, 1)
+        check_number("intrusion_penalty", self.intrusion_penalty, 0)
+        check_number("token_weight", self.token_weight, 0)
+
+    def env_kwargs(self) -> dict:
+        """The environment's arguments besides the scope."""
+        return dict(memory=self.memory, intrusion_penalty=self.intrusion_penalty, token_weight=self.token_weight)
+
+
+def train_ppo(scope="sports", config: ProactiveStreamPPOConfig | None = None, *, seed: int = 0, **overrides):
+    """SB3 PPO on training streams of ``scope``: copy ``i`` starts at stream ``seed + i`` (below
+    :data:`HELD_OUT_FIRST_SEED`) and later resets continue its generator, so training never replays a held-out
+    stream's seed; returns the model with ``train_seconds`` set. ``config``: :class:`ProactiveStreamPPOConfig`
+    (default its defaults); ``overrides``: fields of it to replace."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    check_ppo_settings(total_timesteps=total_timesteps, n_steps=n_steps, batch_size=batch_size,
-                       learning_rate=learning_rate, seed=seed, n_envs=n_envs, ent_coef=ent_coef, gamma=gamma)
-    torch.set_num_threads(1)   # a 64-64 MLP: one thread is fastest, and several oversubscribe a shared machine
-
-    if seed + n_envs > HELD_OUT_FIRST_SEED:
-        raise ValueError(f"training seeds {seed}..{seed + n_envs - 1} would reach the held-out streams")
-    vec = DummyVecEnv([lambda: make_env(scope, **env_kwargs) for _ in range(n_envs)])
+    cfg = ProactiveStreamPPOConfig.resolve(config, **overrides)
+    check_int("seed", seed, 0)
+    if seed + cfg.n_envs > HELD_OUT_FIRST_SEED:
+        raise ValueError(f"training seeds {seed}..{seed + cfg.n_envs - 1} would reach the held-out streams")
+    vec = DummyVecEnv([lambda: make_env(scope, **cfg.env_kwargs()) for _ in range(cfg.n_envs)])
     vec.seed(seed)
-    model = PPO("MlpPolicy", vec, n_steps=n_steps, batch_size=batch_size, learning_rate=learning_rate,
-                        ent_coef=ent_coef, gamma=gamma, policy_kwargs={"net_arch": list(net_arch)}, seed=seed,
-                        verbose=0)
+    model = cfg.new_model("MlpPolicy", vec, seed)
     start = time.perf_counter()
-    model.learn(total_timesteps=total_timesteps)
+    model.learn(total_timesteps=cfg.total_timesteps)
     model.train_seconds = time.perf_counter() - start
     vec.close()
     return model

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gymnasium as gym
 
-from membudget.envs.validation import check_ppo_settings
+from membudget.agents.rl import SB3PPOSettings
+from membudget.envs.validation import check_int, check_number
 
 ENV_ID = "membudget/ReplayStream-v0"
 
@@ -16,18 +19,38 @@ def make_env(family="db", profile="mid", **env_kwargs):
     return gym.make(ENV_ID, family=family, profile=profile, **env_kwargs)
 
 
-def train_ppo(*, family="db", profile="mid", total_timesteps=20000, seed=0, n_steps=500, batch_size=100,
-              learning_rate=3e-4, **env_kwargs):
-    """SB3 PPO (``MlpPolicy``) trained on streams drawn from ``reset(seed=seed)`` onwards (then unseeded resets
-    continue the environment's generator, so training streams differ from the evaluation seeds' streams).
-    Returns the model; it follows the policy protocol (``run_policy(model, ...)``)."""
-    from stable_baselines3 import PPO
+@dataclass(frozen=True)
+class ReplayStreamPPOConfig(SB3PPOSettings):
+    """The ReplayStream PPO's settings (:func:`train_ppo`): SB3's own with shorter rollouts and minibatches;
+    ``python -m membudget.train replay-ppo`` is generated from these fields."""
 
-    check_ppo_settings(total_timesteps=total_timesteps, n_steps=n_steps, batch_size=batch_size,
-                       learning_rate=learning_rate, seed=seed)
-    env = make_env(family, profile, **env_kwargs)
+    total_timesteps: int = 20_000
+    """Environment steps (tasks) to train for."""
+    n_steps: int = 500
+    """PPO rollout length per update."""
+    batch_size: int = 100
+    torch_threads: int = 0
+    n_tasks: int = 500
+    """Stream length."""
+    cost_weight: float = 0.5
+    """w in the reward correct - w * cost."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("n_tasks", self.n_tasks, 1)
+        check_number("cost_weight", self.cost_weight, 0)
+
+
+def train_ppo(family="db", profile="mid", config: ReplayStreamPPOConfig | None = None, *, seed: int = 0,
+              **overrides):
+    """SB3 PPO (``MlpPolicy``) trained on streams of ``family`` / ``profile`` drawn from ``reset(seed=seed)``
+    onwards (then unseeded resets continue the environment's generator, so training streams differ from the
+    evaluation seeds' streams). ``config``: :class:`ReplayStreamPPOConfig` (default its defaults); ``overrides``:
+    fields of it to replace. Returns the model; it follows the policy protocol (``run_policy(model, ...)``)."""
+    cfg = ReplayStreamPPOConfig.resolve(config, **overrides)
+    check_int("seed", seed, 0)
+    env = make_env(family, profile, n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
     env.reset(seed=seed)
-    model = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=batch_size, learning_rate=learning_rate, seed=seed,
-                verbose=0, device="cpu")
-    model.learn(total_timesteps=total_timesteps)
+    model = cfg.new_model("MlpPolicy", env, seed)
+    model.learn(total_timesteps=cfg.total_timesteps)
     return model

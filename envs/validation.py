@@ -50,25 +50,6 @@ def check_number(name, value, low=None, high=None, *, low_open=False, high_open=
     return float(value)
 
 
-def check_ppo_settings(*, total_timesteps, n_steps, batch_size, learning_rate, seed, n_envs=1, n_epochs=1,
-                       ent_coef=0.0, gamma=0.99, min_timesteps=1) -> None:
-    """The settings of a Stable-Baselines3 PPO run, checked before any work (SB3 itself answers a batch of 1 or
-    a rollout of one step with a bare ``AssertionError``, and trains nothing for 0 steps); ``min_timesteps``: 0
-    where a run may skip PPO (a behaviour-cloning warm start alone)."""
-    check_int("total_timesteps", total_timesteps, min_timesteps)
-    check_int("n_steps", n_steps, 1)
-    check_int("n_envs", n_envs, 1)
-    if n_steps * n_envs < 2:
-        raise ValueError(f"n_steps x n_envs must be at least 2 (PPO's advantages need two steps), got "
-                         f"{n_steps} x {n_envs}")
-    check_int("batch_size", batch_size, 2)
-    check_int("n_epochs", n_epochs, 1)
-    check_int("seed", seed, 0)
-    check_number("learning_rate", learning_rate, 0, low_open=True)
-    check_number("ent_coef", ent_coef, 0)
-    check_number("gamma", gamma, 0, 1)
-
-
 def int_flag(low: int, high: int | None = None):
     """An argparse ``type`` for an integer flag of at least ``low`` (and at most ``high``): counts of weeks,
     episodes, seeds, steps, rounds (``low=1``, or 0 where 0 means "none"), first seeds (``low=0``). argparse
@@ -114,5 +95,5 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_discrete_action", "check_int", "check_number", "check_ppo_settings", "int_flag",
+__all__ = ["check_discrete_action", "check_int", "check_number", "int_flag",
            "reading_artefact"]

@@ -27,15 +27,15 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from membudget.agents.tier_router import BC_TEACHERS, HELD_OUT_FIRST_SEED, train_router
+from membudget.agents.tier_router import BC_TEACHERS, HELD_OUT_FIRST_SEED, TierRouterConfig, train_router
 from membudget.baselines.tiers import BASELINES, OracleTiers
 from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, reference_costs
 from membudget.envs.validation import int_flag
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
 from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci
-from membudget.studies.runs import (TrainCommand, model_to_bytes, net_arch, ppo_from_bytes, record_training,
-                                   start_run, write_metrics)
+from membudget.studies.runs import (TrainCommand, model_to_bytes, ppo_from_bytes, record_training, start_run,
+                                   write_metrics)
 
 LAMBDAS = (0.0, 0.1, 0.3, 0.5, 1.0)
 SWEEP_LAMBDAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)   # the results' default: dense enough for a frontier
@@ -251,7 +251,7 @@ class ResultsConfig:
     (:func:`cap_grid`): one λ = 0 router per admissible cap and strategy, trained with the cap in its observation."""
     per_lambda_strategy: str = "all"
     """Strategy of the per-λ routers: one name or 'all'. The λ-conditioned router is trained for every strategy."""
-    timesteps: int = 20_000
+    timesteps: int = TierRouterConfig.total_timesteps
     conditioned_timesteps: int = 30_000
     n_queries: int = 300
     eval_first_seed: int = HELD_OUT_FIRST_SEED
@@ -264,10 +264,10 @@ class ResultsConfig:
     n_resamples: int = 10_000
     reuse: bool = False
     """Load routers already saved in ``out`` instead of retraining them."""
-    bc_queries: int = 3000
+    bc_queries: int = TierRouterConfig.bc_queries
     """Behaviour-cloning warm start of every router's actor from an oracle on this many training queries before
     PPO fine-tuning (0: PPO from scratch)."""
-    bc_teacher: str = "expected"
+    bc_teacher: str = TierRouterConfig.bc_teacher
     """The warm start's oracle (:func:`bc_warm_start`): ``expected`` or ``hindsight``."""
 
 
@@ -589,49 +589,14 @@ def main(argv=None):
     return res
 
 
-@dataclass
-class TiersConfig:
-    """PPO tier router on TierRouting-v0 (membudget.agents.tier_router.train_router; every field is a flag)."""
+@dataclass(frozen=True)
+class TiersConfig(TierRouterConfig):
+    """PPO tier router on TierRouting-v0 (membudget.agents.tier_router.train_router; every field is a flag):
+    :class:`~membudget.agents.tier_router.TierRouterConfig`'s fields beside the run's own."""
 
-    strategy: str = "capacity"
-    """Tiering strategy (implementation, reasoning, capacity)."""
-    population: str = "locomo"
-    """Query population (locomo, longmemeval, hotpotqa)."""
-    backbone: str = "llama"
-    """Price / capability family (llama, qwen)."""
-    lam: float = 0.3
-    """λ of seed 001's §5.5 reward r_task + λ·β·r_cost (ignored with --lam-conditioned on)."""
-    lam_conditioned: str = "off"
-    """on: one router for every λ (λ in the observation, drawn per query from 0, 0.1, 0.3, 0.5, 1.0)."""
-    use_beta: str = "on"
-    """off: the β ablation (β = 1 in the §5.5 reward)."""
-    max_cost_per_query: float = 0.0
-    """Hard per-query budget in dollars (0: none)."""
-    total_timesteps: int = 20000
-    """PPO environment steps (5 per query)."""
     seed: int = 0
     """Seeds the policy and the training queries (reset(seed=seed) then unseeded resets; BC queries from seed + 10000)."""
-    bc_queries: int = 3000
-    """Oracle queries for the behaviour-cloning warm start of the actor before PPO (0: PPO from scratch)."""
-    bc_teacher: str = "expected"
-    """Oracle of the warm start: expected (best combination before judge noise) or hindsight (after it)."""
-    bc_epochs: int = 30
-    """Epochs of the behaviour-cloning warm start."""
-    n_steps: int = 500
-    """PPO rollout length per update."""
-    batch_size: int = 100
-    """PPO minibatch size."""
-    n_epochs: int = 4
-    """PPO epochs per update."""
-    learning_rate: float = 1e-3
-    """Adam learning rate of PPO."""
-    ent_coef: float = 0.01
-    """Entropy bonus."""
-    net_arch: str = "64,64"
-    """Hidden layer sizes of the policy and value networks, comma-separated."""
-    normalize_reward: str = "off"
-    """on: SB3 VecNormalize of the reward during training (observations are already in [0, 1])."""
-    eval_first_seed: int = 50000
+    eval_first_seed: int = HELD_OUT_FIRST_SEED
     """First held-out query of the final evaluation (held-out queries start at 50000)."""
     eval_queries: int = 300
     """Number of held-out queries of the final evaluation."""
@@ -646,21 +611,12 @@ def train_tiers(cfg: TiersConfig, command: str = "") -> str:
     if cfg.eval_queries < 1 or cfg.eval_first_seed < HELD_OUT_FIRST_SEED:
         raise ValueError(f"--eval-queries must be positive and --eval-first-seed ≥ {HELD_OUT_FIRST_SEED} "
                          "(the held-out queries)")
-    if cfg.bc_queries < 0 or cfg.total_timesteps < 0:
-        raise ValueError("--bc-queries and --total-timesteps must be ≥ 0")
-    conditioned = cfg.lam_conditioned == "on"
-    cap = cfg.max_cost_per_query or None
+    conditioned = cfg.lam_conditioned
     tag = "conditioned" if conditioned else f"lam{cfg.lam:g}"
     run_dir = start_run("tiers", cfg, command, f"tiers-{cfg.strategy}-{tag}-seed{cfg.seed}")
     env_kwargs = dict(strategy=cfg.strategy, population=cfg.population, backbone=cfg.backbone,
-                      max_cost_per_query=cap)
-    model, info = train_router(lam=cfg.lam, lam_conditioned=conditioned, use_beta=cfg.use_beta == "on",
-                               total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_steps=cfg.n_steps,
-                               batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, learning_rate=cfg.learning_rate,
-                               ent_coef=cfg.ent_coef, bc_queries=cfg.bc_queries, bc_epochs=cfg.bc_epochs,
-                               bc_teacher=cfg.bc_teacher,
-                               normalize_reward=cfg.normalize_reward == "on", net_arch=net_arch(cfg.net_arch),
-                               return_info=True, **env_kwargs)
+                      max_cost_per_query=cfg.max_cost_per_query or None)
+    model, info = train_router(TierRouterConfig.of(cfg), seed=cfg.seed, return_info=True)
     model.save(os.path.join(run_dir, "model.zip"))
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_queries)
     lams = [0.0, 0.1, 0.3, 0.5, 1.0] if conditioned else [cfg.lam]

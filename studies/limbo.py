@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.agents.linucb import LinUCB
-from membudget.agents.replay_ppo import make_env, train_ppo
+from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import BUDGETS, MODES
 from membudget.envs.validation import int_flag
@@ -373,28 +373,17 @@ def replay_main(argv=None):
     return rows
 
 
-@dataclass
-class ReplayPPOConfig:
-    """PPO on ReplayStream-v0 (every field is a command-line flag of the same name)."""
+@dataclass(frozen=True)
+class ReplayPPOConfig(ReplayStreamPPOConfig):
+    """PPO on ReplayStream-v0 (membudget.agents.replay_ppo.train_ppo; every field is a command-line flag of the same
+    name): :class:`~membudget.agents.replay_ppo.ReplayStreamPPOConfig`'s fields beside the run's own."""
 
     family: str = "db"
     """Task family (db, os)."""
     profile: str = "mid"
     """Backbone profile (strong, mid, weak)."""
-    total_timesteps: int = 20000
-    """Environment steps (tasks) to train for."""
     seed: int = 0
     """Seeds the policy and the training streams (reset(seed=seed) then unseeded resets)."""
-    n_tasks: int = 500
-    """Stream length."""
-    cost_weight: float = 0.5
-    """w in the reward correct - w * cost."""
-    n_steps: int = 500
-    """PPO rollout length per update."""
-    batch_size: int = 100
-    """PPO minibatch size."""
-    learning_rate: float = 3e-4
-    """Adam learning rate."""
     eval_seeds: str = "42,43,44"
     """Comma-separated evaluation streams for metrics.csv (LIMBO's seeds)."""
     out: str = "runs"
@@ -413,9 +402,7 @@ def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
         raise ValueError("--eval-seeds must name at least one seed")
     env_kwargs = dict(n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
     run_dir = start_run("replay-ppo", cfg, command, f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
-    model = train_ppo(family=cfg.family, profile=cfg.profile, total_timesteps=cfg.total_timesteps,
-                             seed=cfg.seed, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
-                             learning_rate=cfg.learning_rate, **env_kwargs)
+    model = train_ppo(cfg.family, cfg.profile, ReplayStreamPPOConfig.of(cfg), seed=cfg.seed)
     model.save(os.path.join(run_dir, "model.zip"))
     rows = []
     for s in eval_seeds:

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, make_env, train_ppo
+from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, ProactiveStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.proactive import POLICIES
 from membudget.envs.proactive.env import episode_metrics
 from membudget.envs.validation import int_flag
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
 from membudget.studies.protocol import package_versions
-from membudget.studies.runs import TrainCommand, net_arch, record_training, start_run, write_metrics
+from membudget.studies.runs import TrainCommand, record_training, start_run, write_metrics
 
 SCOPE_NAMES = ("sports", "home", "code")
 METRICS = ("relevance", "coverage", "effectiveness", "intrusion", "balance", "frequency")
@@ -272,36 +272,15 @@ def main(argv=None):
     return results
 
 
-@dataclass
-class ProactivePPOConfig:
-    """PPO on ProactiveStream-v0 (membudget.agents.proactive_ppo.train_ppo; every field is a flag)."""
+@dataclass(frozen=True)
+class ProactivePPOConfig(ProactiveStreamPPOConfig):
+    """PPO on ProactiveStream-v0 (membudget.agents.proactive_ppo.train_ppo; every field is a flag):
+    :class:`~membudget.agents.proactive_ppo.ProactiveStreamPPOConfig`'s fields beside the run's own."""
 
     scope: str = "sports"
     """Scope of the streams (sports, home, code)."""
-    memory: str = "full"
-    """Memory variant (full, no_replay_gate, no_validation)."""
-    total_timesteps: int = 200_000
-    """Environment steps (two per event: depth, then decision)."""
     seed: int = 0
     """Seeds the policy and the training streams (copy i starts at stream seed + i, then unseeded resets)."""
-    n_envs: int = 4
-    """Training environment copies (SB3 DummyVecEnv)."""
-    n_steps: int = 1024
-    """PPO rollout length per copy and update."""
-    batch_size: int = 256
-    """PPO minibatch size."""
-    learning_rate: float = 3e-4
-    """Adam learning rate."""
-    ent_coef: float = 0.01
-    """Entropy bonus."""
-    gamma: float = 0.9
-    """Discount (rewards follow the decision that earns them within one or two steps)."""
-    net_arch: str = "64,64"
-    """Hidden layer sizes of the policy and value networks, comma-separated."""
-    intrusion_penalty: float = 0.5
-    """Reward of a false intervention is minus this."""
-    token_weight: float = 2e-6
-    """Reward per memory token loaded is minus this."""
     eval_streams: int = 20
     """Held-out streams (seeds 10000 onwards) of the final evaluation."""
     out: str = "runs"
@@ -315,10 +294,9 @@ def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:
     if cfg.eval_streams < 1 or cfg.total_timesteps < 1:
         raise ValueError("--eval-streams and --total-timesteps must be positive")
     run_dir = start_run("proactive-ppo", cfg, command, f"proactive-ppo-{cfg.scope}-seed{cfg.seed}")
-    env_kwargs = dict(memory=cfg.memory, intrusion_penalty=cfg.intrusion_penalty, token_weight=cfg.token_weight)
-    model = train_ppo(scope=cfg.scope, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs,
-                      n_steps=cfg.n_steps, batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
-                      ent_coef=cfg.ent_coef, gamma=cfg.gamma, net_arch=net_arch(cfg.net_arch), **env_kwargs)
+    settings = ProactiveStreamPPOConfig.of(cfg)
+    env_kwargs = settings.env_kwargs()
+    model = train_ppo(cfg.scope, settings, seed=cfg.seed)
     model.save(os.path.join(run_dir, "model.zip"))
     runs = run_policy(model, cfg.scope, range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + cfg.eval_streams),
                       **env_kwargs)

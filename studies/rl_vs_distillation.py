@@ -25,14 +25,14 @@ import numpy as np
 
 from membudget.agents.imitation import fit_bc, fit_dagger
 from membudget.agents.ppo import PPOConfig
-from membudget.agents.rl import (TRAIN_SEEDS, as_policy, train_conditioned_ppo,
-                                 train_ppo_allocator)
+from membudget.agents.rl import (CONDITIONED_BUDGETS, TRAIN_SEEDS, ConditionedPPOAllocatorConfig,
+                                 PPOAllocatorConfig, as_policy, train_conditioned_ppo, train_ppo_allocator)
 from membudget.agents.tasks import TASKS
 from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.pm.world import WorldConfig
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, evaluate_policy, rollout, write_page
-from membudget.studies.runs import TrainCommand, budget_flag, finish_run, net_arch, show_bar, start_run
+from membudget.studies.runs import TrainCommand, budget_flag, finish_run, show_bar, start_run
 from membudget.studies.suite import fit_suite
 from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
 
@@ -56,74 +56,25 @@ class _RunOutput:
 
 
 @dataclass(frozen=True)
-class _RunSettings(_RunOutput):
-    """The environment settings of the RL subcommands."""
+class SB3PPOConfig(_RunOutput, PPOAllocatorConfig):
+    """Stable-Baselines3 PPO / sb3-contrib MaskablePPO on PMWeek-v0 at one budget (membudget.agents.rl; every field
+    is a flag): :class:`~membudget.agents.rl.PPOAllocatorConfig`'s fields beside the run's own."""
 
-    per_step_cap: int = 2
-    """Per-step query cap N_max."""
-    cost_profile: str = "unit"
-    """Cost profile (unit, mild, skewed)."""
-    late_policy: str = "expire"
-    """Late policy of the controller (expire, execute)."""
-
-
-@dataclass(frozen=True)
-class _PPOSettings(_RunSettings):
-    """Settings shared by the SB3 PPO subcommands."""
-
-    n_steps: int = 128
-    """PPO rollout length per environment per update."""
-    batch_size: int = 512
-    """PPO minibatch size."""
-    n_epochs: int = 5
-    """PPO epochs per update."""
-    learning_rate: float = 3e-4
-    """Adam learning rate."""
-    gamma: float = 1.0
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    ent_coef: float = 0.0
-    """Entropy bonus."""
-    policy: str = "per-resource"
-    """Actor: per-resource (the shared per-resource network every PMWeek learner uses) or mlp (SB3's flat
-    MultiInputPolicy, the architecture ablation)."""
-    net_arch: str = "128,128"
-    """Hidden layer sizes, comma-separated: the critic's (per-resource) or the policy and value networks' (mlp)."""
-    torch_threads: int = 1
-    """torch.set_num_threads for training (0: leave torch's default)."""
-
-
-@dataclass(frozen=True)
-class SB3PPOConfig(_PPOSettings):
-    """Stable-Baselines3 PPO / sb3-contrib MaskablePPO on PMWeek-v0 at one budget."""
-
-    total_timesteps: int = 20000
-    """Environment steps to train for."""
-    seed: int = 0
-    """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
     budget: str = "B10"
     """Episode budget: a level (B5...B80), an integer or none."""
-    n_envs: int = 16
-    """Weeks stepped together in the native vector env."""
-    eval_every: int = 20000
-    """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009)."""
+    seed: int = 0
+    """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
 
 
 @dataclass(frozen=True)
-class ConditionedPPOConfig(_PPOSettings):
-    """One budget-conditioned PPO trained across several budgets at once."""
+class ConditionedPPOConfig(_RunOutput, ConditionedPPOAllocatorConfig):
+    """One budget-conditioned PPO trained across several budgets at once (membudget.agents.rl; every field is a
+    flag): :class:`~membudget.agents.rl.ConditionedPPOAllocatorConfig`'s fields beside the run's own."""
 
-    total_timesteps: int = 40000
-    """Environment steps to train for (over all budgets together)."""
+    budgets: str = ",".join(CONDITIONED_BUDGETS)
+    """Comma-separated budget levels trained at once (the target-fraction feature tells the policy which)."""
     seed: int = 0
     """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
-    budgets: str = "B5,B10,B15,B20"
-    """Comma-separated budget levels trained at once (the target-fraction feature tells the policy which)."""
-    envs_per_budget: int = 8
-    """Weeks per budget stepped together."""
-    eval_every: int = 40000
-    """Learning-curve point every this many environment steps (validation weeks 4000-4009, every budget)."""
 
 
 @dataclass(frozen=True)
@@ -197,8 +148,8 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     policy, history = native_ppo(budget, settings, seed=cfg.seed, task=task, init=init, bc_data=bc_data,
                                  report=progress if show_bar(cfg.progress_bar) else None)
     policy.save(os.path.join(run_dir, "model.npz"))
-    return finish_run(run_dir, "ppo", cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"],
-                      policy, [cfg.budget], {"action_mode": "scores", **env_kwargs}, task=task)
+    return finish_run(run_dir, "ppo", cfg, history, policy, [cfg.budget], {"action_mode": "scores", **env_kwargs},
+                      task=task)
 
 
 def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> str:
@@ -206,16 +157,11 @@ def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> st
     the run directory."""
     sub = "sb3-ppo" if algo == "ppo" else "sb3-maskable-ppo"
     run_dir = start_run(sub, cfg, command, f"{sub}-{cfg.budget}-seed{cfg.seed}")
-    env_kwargs = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
-    model, history = train_ppo_allocator(
-        budget_flag(cfg.budget), algo=algo, total_timesteps=cfg.total_timesteps, seed=cfg.seed, n_envs=cfg.n_envs,
-        n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, learning_rate=cfg.learning_rate,
-        gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, net_arch=net_arch(cfg.net_arch),
-        eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap, progress_bar=show_bar(cfg.progress_bar),
-        torch_threads=cfg.torch_threads, policy=cfg.policy, **env_kwargs)
+    settings = PPOAllocatorConfig.of(cfg)
+    model, history = train_ppo_allocator(budget_flag(cfg.budget), settings, algo=algo, seed=cfg.seed,
+                                         progress_bar=show_bar(cfg.progress_bar))
     model.save(os.path.join(run_dir, "model.zip"))
-    return finish_run(run_dir, sub, cfg, history, history[-1]["wall_clock"], model.num_timesteps, as_policy(model),
-                       [cfg.budget], env_kwargs)
+    return finish_run(run_dir, sub, cfg, history, as_policy(model), [cfg.budget], settings.env_kwargs())
 
 
 def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
@@ -224,16 +170,10 @@ def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
     if not budgets:
         raise ValueError("--budgets must name at least one budget level")
     run_dir = start_run("sb3-ppo-conditioned", cfg, command, f"sb3-ppo-conditioned-seed{cfg.seed}")
-    env_kwargs = dict(cost_profile=cfg.cost_profile, late_policy=cfg.late_policy)
-    model, history = train_conditioned_ppo(
-        budgets, total_timesteps=cfg.total_timesteps, seed=cfg.seed, envs_per_budget=cfg.envs_per_budget,
-        n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, learning_rate=cfg.learning_rate,
-        gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, net_arch=net_arch(cfg.net_arch),
-        eval_every=cfg.eval_every, per_step_cap=cfg.per_step_cap, progress_bar=show_bar(cfg.progress_bar),
-        torch_threads=cfg.torch_threads, policy=cfg.policy, **env_kwargs)
+    settings = ConditionedPPOAllocatorConfig.of(cfg)
+    model, history = train_conditioned_ppo(budgets, settings, seed=cfg.seed, progress_bar=show_bar(cfg.progress_bar))
     model.save(os.path.join(run_dir, "model.zip"))
-    return finish_run(run_dir, "sb3-ppo-conditioned", cfg, history, history[-1]["wall_clock"], model.num_timesteps,
-                       model, budgets, env_kwargs)
+    return finish_run(run_dir, "sb3-ppo-conditioned", cfg, history, model, budgets, settings.env_kwargs())
 
 
 def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc") -> str:
@@ -270,8 +210,7 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
     if bar is not None:
         bar.close()
     policy.save(os.path.join(run_dir, "model.npz"))
-    return finish_run(run_dir, method, cfg, history, history[-1]["wall_clock"], history[-1]["env_steps"], policy,
-                       [cfg.budget], {"action_mode": "scores"}, task=task)
+    return finish_run(run_dir, method, cfg, history, policy, [cfg.budget], {"action_mode": "scores"}, task=task)
 
 
 
@@ -281,17 +220,21 @@ TRAIN_COMMANDS = {
                                          "learner and settings (distil-then-RL with --init-from)", train_native),
     "sb3-ppo": TrainCommand(SB3PPOConfig, "Stable-Baselines3 PPO on PMWeek-v0 at one budget (per-resource actor; "
                                           "--policy mlp: SB3's flat MultiInputPolicy)",
-                            functools.partial(train_sb3_ppo, algo="ppo")),
+                            functools.partial(train_sb3_ppo, algo="ppo"), {"total_timesteps": 20_000}),
     "sb3-maskable-ppo": TrainCommand(SB3PPOConfig, "sb3-contrib MaskablePPO (candidate mask) on PMWeek-v0 at one "
-                                                   "budget", functools.partial(train_sb3_ppo, algo="maskable_ppo")),
+                                                   "budget", functools.partial(train_sb3_ppo, algo="maskable_ppo"),
+                                     {"total_timesteps": 20_000}),
     "sb3-ppo-conditioned": TrainCommand(ConditionedPPOConfig, "one budget-conditioned SB3 PPO across B5-B20",
-                                        train_conditioned),
+                                        train_conditioned, {"total_timesteps": 40_000}),
     "bc": TrainCommand(ImitationConfig, "behaviour cloning of the hindsight DP",
                        functools.partial(train_imitation, method="bc"), {"iterations": 0}),
     "dagger": TrainCommand(ImitationConfig, "DAgger from the hindsight DP",
                            functools.partial(train_imitation, method="dagger")),
 }
-"""The PMWeek learners' ``python -m membudget.train`` subcommands."""
+"""The PMWeek learners' ``python -m membudget.train`` subcommands. The SB3 ones train a short run unless
+``--total-timesteps`` says otherwise (the library's defaults, :class:`~membudget.agents.rl.PPOAllocatorConfig`'s
+200,000 steps and :class:`~membudget.agents.rl.ConditionedPPOAllocatorConfig`'s 400,000, were never tuned
+either: the SB3 path is not a tuned arm)."""
 DEPRECATED_COMMANDS = {"ppo-native": "ppo", "maskable-ppo": "sb3-maskable-ppo", "ppo-conditioned": "sb3-ppo-conditioned"}
 """Names of 0.1.0 that still work for one release, with a warning: ``old: new``. (0.1.0's ``ppo`` was SB3's PPO,
 now ``sb3-ppo``; ``ppo`` is the native PPO.)"""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from membudget.studies.runs import TrainCommand, budget_flag, record_training, start_run, write_metrics
 
 
-@dataclass
+@dataclass(frozen=True)
 class RLlibPPOConfig:
     """RLlib PPO on one membudget environment."""
 

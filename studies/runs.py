@@ -126,10 +126,10 @@ def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
         json.dump(meta, f, indent=1)
 
 
-def finish_run(run_dir, subcommand, cfg, history, train_seconds, env_steps, policy, budgets, env_kwargs,
-               task=PMWEEK):
-    """Held-out metrics.csv (the task's metrics), learning curves, a line on stdout; adds training totals to
-    config.json."""
+def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, task=PMWEEK):
+    """Held-out metrics.csv (the task's metrics), learning curves, a line on stdout; adds the training totals (the
+    last history row's ``wall_clock`` and ``env_steps``) to config.json."""
+    train_seconds, env_steps = history[-1]["wall_clock"], history[-1]["env_steps"]
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
     rows, summary = [], []
     for b in budgets:

@@ -435,7 +435,7 @@ TRAINING_CASES = [
     ("ppo", dict(hidden=(1.5, 8)), "hidden"), ("ppo", dict(n_minibatches=0), "n_minibatches"),
     ("sb3", dict(gamma=5.0), "gamma"), ("sb3", dict(n_epochs=-5), "n_epochs"), ("sb3", dict(net_arch=(0,)), "net_arch"),
     ("sb3", dict(learning_rate=float("nan")), "learning_rate"), ("sb3", dict(batch_size=0), "batch_size"),
-    ("sb3", dict(seed=-1), "seed"), ("sb3", dict(n_envs=0), "num_envs"),
+    ("sb3", dict(seed=-1), "seed"), ("sb3", dict(n_envs=0), "n_envs"),
     ("bc", dict(epochs=0), "epochs"), ("bc", dict(hidden=0), "hidden"), ("bc", dict(hidden=(64, 2.5)), "hidden"),
     ("bc", dict(seed=1.5), "seed"), ("dagger", dict(iterations=0), "iterations"), ("dagger", dict(epochs=-1), "epochs"),
 ]

@@ -175,7 +175,7 @@ def test_config_file_and_flag_override(tmp_path, fmt):
     if fmt == "json":
         assert cfg["learning_rate"] == 1.0
     else:
-        assert cfg["net_arch"] == "16,16"
+        assert cfg["net_arch"] == [16, 16]
 
 
 def test_config_file_errors(tmp_path):

@@ -157,7 +157,7 @@ def test_learned_router_never_exceeds_hard_cap():
 
     cap = 0.0015
     model = train_router(lam=0.0, strategy="capacity", total_timesteps=1000, n_steps=250, batch_size=50,
-                         max_cost_per_query=cap)
+                         max_cost_per_query=cap, bc_queries=0)
     run = rollout(model, range(50_000, 50_100), strategy="capacity", max_cost_per_query=cap)
     assert run["cost"].max() <= cap + 1e-15
     assert (run["tiers"] <= run["requested"]).all() and run["downgrades"].sum() == (run["tiers"]
