@@ -360,10 +360,7 @@ class CompiledEngine:
         from membudget.agents.ppo_compiled import CRITIC_DTYPES, CompiledPPO, critic_dtype_name
 
         self.cfg, self.critic_dtype = cfg, critic_dtype_name(cfg.critic_dtype)
-        self.ppo = CompiledPPO(actor, critic, clip_coef=cfg.clip_coef, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
-                               max_grad_norm=cfg.max_grad_norm, n_epochs=cfg.n_epochs,
-                               n_minibatches=cfg.n_minibatches, rng=rng,
-                               critic_dtype=CRITIC_DTYPES[self.critic_dtype])
+        self.ppo = CompiledPPO(actor, critic, cfg, rng, critic_dtype=CRITIC_DTYPES[self.critic_dtype])
 
     def update(self, venv, obs, learning_rate: float, with_actor: bool) -> int:
         cfg = self.cfg

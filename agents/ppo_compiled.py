@@ -207,15 +207,15 @@ class CompiledPPO:
     per network, and the compiled update. :meth:`rollout` plays the weeks of an update, :meth:`values` and the
     caller's GAE (:func:`membudget.agents.ppo.gae`) give advantages, :meth:`learn` runs the epochs."""
 
-    def __init__(self, actor, critic, *, clip_coef: float,
-                 ent_coef: float, vf_coef: float, max_grad_norm: float, n_epochs: int, n_minibatches: int, rng,
-                 critic_dtype=torch.bfloat16, compile: bool = True):
+    def __init__(self, actor, critic, settings, rng, *, critic_dtype=torch.bfloat16, compile: bool = True):
+        """``settings``: the run's :class:`~membudget.agents.ppo.PPOConfig` (its ``clip_coef``, ``ent_coef``,
+        ``vf_coef``, ``max_grad_norm``, ``n_epochs`` and ``n_minibatches`` are read); ``rng``: the loop's numpy
+        generator (proposals, minibatch order)."""
         # tensors, not floats: a compiled graph specialises on Python numbers, and one graph serves every run
-        coef = {k: torch.tensor(float(v)) for k, v in (("clip_coef", clip_coef), ("vf_coef", vf_coef),
-                                                         ("ent_coef", ent_coef))}
-        self.loss = dict(coef, critic_dtype=critic_dtype, tanh=sigmoid_tanh)
-        self.max_grad_norm = torch.tensor(float(max_grad_norm))
-        self.n_epochs, self.n_minibatches, self.rng = n_epochs, n_minibatches, rng
+        self.loss = dict({k: torch.tensor(float(getattr(settings, k))) for k in ("clip_coef", "vf_coef", "ent_coef")},
+                         critic_dtype=critic_dtype, tanh=sigmoid_tanh)
+        self.max_grad_norm = torch.tensor(float(settings.max_grad_norm))
+        self.n_epochs, self.n_minibatches, self.rng = settings.n_epochs, settings.n_minibatches, rng
         self.state = []
         for net in (actor, critic):
             params = [p.detach() for p in net.parameters()]

@@ -360,8 +360,8 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     """How far the compiled engine's bfloat16 critic moves what PPO learns from, against the noise PPO has anyway.
 
     Trains PPO with the compiled engine and the study's settings (``BENCH_FULL["ppo"]``; the same networks, weeks
-    and random streams as ``train_ppo(budget, seed=seed, engine="compiled", ...)``, so the same trajectory) for
-    ``updates`` updates (default: the last checkpoint). Before each update in ``checkpoints`` it plays one more
+    and random streams as ``train_ppo(budget, seed=seed, engine="compiled", critic_dtype="bfloat16", ...)``, so the
+    same trajectory) for ``updates`` updates (default: the last checkpoint). Before each update in ``checkpoints`` it plays one more
     rollout of that update's weeks with the current networks (its own random stream, so training is unchanged)
     and compares, on it, the critic's products in bfloat16 on the bf16-rounded observation (what the engine trains
     with) against float32:
@@ -398,11 +398,10 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     n_res, n_features = venv.single_observation_space["resources"].shape
     actor = new_actor(cfg["actor"], cfg["hidden"], cfg["context"], n_res, n_features)
     critic = _mlp(sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values()), cfg["critic_arch"])
-    coef = {k: cfg[k] for k in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm")}
-    engine = CompiledPPO(actor, critic, **coef, n_epochs=cfg["n_epochs"], n_minibatches=cfg["n_minibatches"], rng=rng)
+    engine = CompiledPPO(actor, critic, BENCH_FULL["ppo"], rng)
     # the float32 twin: the same parameter tensors, float32 products; it only plays and measures
-    twin = CompiledPPO(actor, critic, **coef, n_epochs=1, n_minibatches=cfg["n_minibatches"],
-                       rng=np.random.default_rng([seed, 1]), critic_dtype=torch.float32, compile=False)
+    twin = CompiledPPO(actor, critic, dataclasses.replace(BENCH_FULL["ppo"], n_epochs=1),
+                       np.random.default_rng([seed, 1]), critic_dtype=torch.float32, compile=False)
     loss = {k: cfg[k] for k in ("clip_coef", "ent_coef", "vf_coef")}
     rows, steps = [], 0
 

@@ -78,7 +78,7 @@ def test_numerics_follows_train_ppo_and_bf16_stays_inside_minibatch_noise():
     rows, actor = numerics("B10", seed=3, checkpoints=(0, 2), updates=3)
     # the measurements play on their own stream: training is train_ppo's, weight for weight
     policy, _ = train_ppo("B10", BENCH_FULL["ppo"], seed=3, eval_every=0, eval_seeds=[4000],
-                          total_timesteps=3 * 64 * 80, keep_best=False)
+                          total_timesteps=3 * 64 * 80, keep_best=False, engine="compiled", critic_dtype="bfloat16")
     assert all(torch.equal(a, b) for a, b in zip(actor.state_dict().values(), policy.net.state_dict().values()))
     assert [r["update"] for r in rows] == [0, 2] and rows[1]["env_steps"] == 2 * 64 * 80
     for r in rows:

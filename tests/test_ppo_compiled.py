@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from membudget.agents.per_resource import N_INPUT, PerResourceNet, candidate_rows, obs_tensors
-from membudget.agents.ppo import _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
+from membudget.agents.ppo import PPOConfig, _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
 from membudget.agents.ppo_compiled import (CompiledPPO, adam_, clip_grads, minibatch_grads, rollout_actor,
                                            sigmoid_tanh)
 from membudget.agents.tasks import PMWEEK
@@ -129,8 +129,8 @@ def test_rollout_and_minibatches_keep_each_state_with_its_candidates():
     n_res, n_features = venv.single_observation_space["resources"].shape
     obs_width = sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values())
     engine = CompiledPPO(new_actor("per-resource", (16, 16), True, n_res, n_features), _mlp(obs_width, (8,)),
-                         clip_coef=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, n_epochs=1, n_minibatches=5,
-                         rng=np.random.default_rng(0), compile=False)
+                         PPOConfig(ent_coef=0.0, n_epochs=1, n_minibatches=5), np.random.default_rng(0),
+                         compile=False)
     first, _ = venv.reset(seed=list(range(2000, 2008)))
     batch, T = engine.rollout(venv, first, 100.0, False)
     x, sample, _ = candidate_rows(*obs_tensors(first)[:3])  # the first step's rows, as the network class builds them
