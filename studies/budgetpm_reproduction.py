@@ -192,7 +192,7 @@ def build(n_resamples: int = 100_000, progress=print, executor=None) -> str:
     for b in ("B5", "B10"):
         for n in ("Static", "Myopic", "Sequential"):
             r = get(n, b, severe)
-            q = "/".join(f"{r[f'spend_q{i}'].mean():.2f}" for i in range(1, 5))
+            q = "/".join(f"{v:.2f}" for v in r["spend_per_quarter"].mean(axis=0))
             ex = r["exhaustion_progress"]
             k = int(np.sum(~np.isnan(ex)))
             L.append(f"| {b} | {n} | {q} | {PUBLISHED_SPEND[(n, b)]} | {k}/30"
