@@ -482,7 +482,8 @@ def _lp_multipliers(rel: _Relaxation, forbidden):
 
 @dataclass
 class SearchStats:
-    """What the branch and bound of a solve did (summed over its linear problems)."""
+    """What the branch and bound did: for one linear problem (``_LinearSolver.stats_``), or summed over a solve's
+    Dinkelbach iterations (``HindsightDP.stats_``)."""
 
     nodes: int = 0
     """Nodes queued (a node queued again under a tightened bound counts again)."""
