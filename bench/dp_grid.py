@@ -37,7 +37,7 @@ def _rss_mb():
 def grid(seeds):
     """``[(cell, seed, seconds)]`` over the whole grid and the number of MILP hand-overs."""
     from membudget.envs.pm import budget_levels, generate_episode
-    from membudget.teachers import HindsightDP, hindsight_dp
+    from membudget.teachers import HindsightDP
 
     rows, handed = [], 0
     for profile, load in itertools.product(PROFILES, LOADS):
@@ -48,11 +48,10 @@ def grid(seeds):
                              per_step_cost_cap=cost_cap, late_policy=late)
             cell = (profile, load, n_max, cost_cap, budget, late)
             for s, ep in zip(seeds, weeks):
-                before = hindsight_dp.MILP_HANDOVERS
                 start = time.perf_counter()
                 dp.solve(ep)
                 rows.append((cell, s, time.perf_counter() - start))
-                handed += hindsight_dp.MILP_HANDOVERS - before
+                handed += dp.stats_.milp_handovers
     return rows, handed
 
 
@@ -133,18 +132,19 @@ def main(argv=None):
 def beyond(seeds):
     """Seconds per week at load 8, skewed prices, B20, ``N_max`` 1 (outside the grid), with MILP hand-overs."""
     from membudget.envs.pm import budget_levels, generate_episode
-    from membudget.teachers import HindsightDP, hindsight_dp
+    from membudget.teachers import HindsightDP
 
     dp = HindsightDP(budget=budget_levels(cost_profile="skewed")["B20"], per_step_cap=1)
-    before, times = hindsight_dp.MILP_HANDOVERS, []
+    handed, times = 0, []
     for s in seeds:
         ep = generate_episode(s, cost_profile="skewed", load=8)
         start = time.perf_counter()
         dp.solve(ep)
         times.append(time.perf_counter() - start)
+        handed += dp.stats_.milp_handovers
     print(f"beyond the grid (load 8, skewed, B20, N_max 1): median {np.median(times) * 1e3:.0f} ms, max "
           f"{max(times) * 1e3:.0f} ms per week; linear problems handed to the MILP guard: "
-          f"{hindsight_dp.MILP_HANDOVERS - before}")
+          f"{handed}")
 
 
 if __name__ == "__main__":

@@ -18,14 +18,18 @@ objectives ``(2 - λ)·TP - λ·FP`` with ``λ = n/d`` kept as an exact fraction
    counts none of them. Large searches also take optimal multipliers from the LP relaxation
    (:func:`_lp_multipliers`). A guard hands a linear problem that still needs more than :data:`MAX_NODES` nodes,
    or whose LP bound stays :data:`LP_GAP` grains above the incumbent, to the exact MILP
-   (:mod:`membudget.teachers.milp`); ``python -m membudget.bench.dp_grid`` counts how often.
+   (:mod:`membudget.teachers.milp`); ``python -m membudget.bench.dp_grid`` counts how often. The search is
+   :class:`_BranchAndBound`; after a solve, ``HindsightDP.stats_`` (:class:`SearchStats`) tells what it took.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
+from dataclasses import astuple, dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -60,8 +64,6 @@ than the MILP (measured at opportunity load 8)."""
 MAX_NODES = 1000
 """Past this many branch-and-bound nodes a linear problem is handed to the exact MILP (a guard; see
 docs/speed.md for how often it fires)."""
-MILP_HANDOVERS = 0
-"""Linear problems handed to the MILP in this process so far (read by ``python -m membudget.bench.dp_grid``)."""
 
 
 @numba.njit(cache=True)
@@ -378,30 +380,56 @@ def _pack(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, mu, nu, beta, or
     return z
 
 
-def _lp_multipliers(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, exact):
+def _cap(x) -> int:
+    """A per-step cap or budget as the kernels take it: -1 where absent."""
+    return -1 if x is None else int(x)
+
+
+class _Relaxation(NamedTuple):
+    """A linear problem as the bounding kernels take it."""
+
+    vals: np.ndarray
+    """Float link values ``vals[r, p + 1, q]`` (``w_tp·TP - w_fp·FP`` of a query at ``q`` after one at ``p``)."""
+    ms: np.ndarray
+    """Per resource, :func:`_latest_start` (candidacy)."""
+    costs: np.ndarray
+    p0s: np.ndarray
+    """Per resource, the step of its last query before ``t0`` (-1: never)."""
+    t0: int
+    n_max: int
+    """Per-step query cap (-1: none)."""
+    cost_cap: int
+    """Per-step cost cap (-1: none)."""
+    budget: int
+    """The budget, or the exact cost when ``exact`` (-1: none)."""
+    exact: bool
+
+
+def _lp_multipliers(rel: _Relaxation, forbidden):
     """Optimal Lagrange multipliers ``(mu, nu, beta)`` of the per-step caps and the budget (as in
     :func:`_lagrangian`): the duals of the linear relaxation of the chain (arc) formulation — one arc per link
     ``p -> q`` of a resource, flow kept along each chain — whose value equals the best Lagrangian bound, since each
-    chain problem is a longest path. Subgradient steps alone can stall far above it. Also returns the relaxation's
-    (resource, step) pairs queried with weight above one half. None if the relaxation has no solution."""
-    R, T = ms.shape
+    chain problem is a longest path. Subgradient steps alone can stall far above it. ``forbidden``: an (R, T) mask
+    of pairs no arc enters. Also returns the relaxation's (resource, step) pairs queried with weight above one
+    half. None if the relaxation has no solution."""
+    R, T = rel.ms.shape
     steps = np.arange(T)
     rows, cols, coef, obj, qs, rs = [], [], [], [], [], []
     n = 0
     n_flow = R * T
     for r in range(R):
-        m, p0 = ms[r], p0s[r]
-        ok = ~forbidden[r] & (steps >= t0)
+        m, p0 = rel.ms[r], rel.p0s[r]
+        ok = ~forbidden[r] & (steps >= rel.t0)
         q1 = np.flatnonzero(ok & (m > p0))
         p2, q2 = np.nonzero(ok[:, None] & ok[None, :] & (steps[:, None] < steps[None, :])
                             & (steps[:, None] < m[None, :]))
         p = np.concatenate([np.full(q1.size, p0), p2])
         q = np.concatenate([q1, q2])
         k = np.arange(n, n + q.size)
-        obj.append(vals[r, p + 1, q])
+        obj.append(rel.vals[r, p + 1, q])
         qs.append(q)
         rs.append(np.full(q.size, r))
-        start = p < t0  # the first query: at most one
+        start = p < rel.t0  # the first query: at most one
         rows += [np.full(int(start.sum()), R * T + r), r * T + p[~start], r * T + q]
         cols += [k[start], k[~start], k]
         coef += [np.ones(int(start.sum())), np.ones(int((~start).sum())), -np.ones(q.size)]
@@ -412,45 +440,64 @@ def _lp_multipliers(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget
     k = np.arange(n)
     base = n_flow + R
     ub = [np.zeros(n_flow), np.ones(R)]
-    if n_max >= 0:
+    if rel.n_max >= 0:
         rows.append(base + q)
         cols.append(k)
         coef.append(np.ones(n))
-        ub.append(np.full(T, float(n_max)))
+        ub.append(np.full(T, float(rel.n_max)))
         base += T
-    if cost_cap >= 0:
+    if rel.cost_cap >= 0:
         rows.append(base + q)
         cols.append(k)
-        coef.append(costs[r].astype(np.float64))
-        ub.append(np.full(T, float(cost_cap)))
+        coef.append(rel.costs[r].astype(np.float64))
+        ub.append(np.full(T, float(rel.cost_cap)))
         base += T
     a_ub = sparse.csr_array((np.concatenate(coef), (np.concatenate(rows), np.concatenate(cols))), shape=(base, n))
-    price = costs[r].astype(np.float64)[None, :]
-    kw = {"A_eq": price, "b_eq": [budget]} if exact else {}
-    if budget >= 0 and not exact:
+    price = rel.costs[r].astype(np.float64)[None, :]
+    kw = {"A_eq": price, "b_eq": [rel.budget]} if rel.exact else {}
+    if rel.budget >= 0 and not rel.exact:
         a_ub = sparse.vstack([a_ub, sparse.csr_array(price)])
-        ub.append([float(budget)])
+        ub.append([float(rel.budget)])
     res = linprog(-np.concatenate(obj), A_ub=a_ub, b_ub=np.concatenate(ub), bounds=(0, 1), method="highs", **kw)
     if res.status != 0:
         return None
     mu, nu, beta = np.zeros(T), np.zeros(T), 0.0
     dual = -res.ineqlin.marginals
     at = n_flow + R
-    if n_max >= 0:
+    if rel.n_max >= 0:
         mu = np.maximum(dual[at: at + T], 0.0)
         at += T
-    if cost_cap >= 0:
+    if rel.cost_cap >= 0:
         nu = np.maximum(dual[at: at + T], 0.0)
         at += T
-    if budget >= 0:
-        beta = float(-res.eqlin.marginals[0]) if exact else max(float(dual[at]), 0.0)
+    if rel.budget >= 0:
+        beta = float(-res.eqlin.marginals[0]) if rel.exact else max(float(dual[at]), 0.0)
     queried = np.zeros((R, T))
     np.add.at(queried, (r, q), res.x)
     return (mu, nu, beta), queried > 0.5
 
 
+@dataclass
+class SearchStats:
+    """What the branch and bound did: for one linear problem (``_LinearSolver.stats_``), or summed over a solve's
+    Dinkelbach iterations (``HindsightDP.stats_``)."""
+
+    nodes: int = 0
+    """Nodes queued (a node queued again under a tightened bound counts again)."""
+    expanded: int = 0
+    """Nodes branched on: one child per resource of the node's first clash."""
+    bounds: int = 0
+    """Lagrangian bounds computed (:func:`_lagrangian`; one per tightened node)."""
+    milp_handovers: int = 0
+    """Linear problems handed to the exact MILP (:mod:`membudget.teachers.milp`)."""
+
+    def __add__(self, other: SearchStats) -> SearchStats:
+        return SearchStats(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
+
 class _LinearSolver:
-    """Exact maximiser of ``w_tp·TP - w_fp·FP`` over the feasible schedules of a problem."""
+    """Exact maximiser of ``w_tp·TP - w_fp·FP`` over the feasible schedules of a problem; ``stats_``: the
+    :class:`SearchStats` of the last :meth:`solve`."""
 
     def __init__(self, prob: Problem):
         self.prob = prob
@@ -480,224 +527,18 @@ class _LinearSolver:
         self.never[np.asarray(self.k_max) == 0] = True
 
     def solve(self, w_tp: int, w_fp: int, exact_cost=None, hint=None):
-        """``(value, schedule as {r: [steps]}, tp, fp, cost)`` of the best feasible schedule, or None. ``hint``: a
-        feasible schedule ({r: [steps]}), the first incumbent.
-
-        Best-first branch and bound over forbidden (resource, step) pairs. A node's key is an upper bound on
-        every schedule in it: the relaxation without the per-step caps (solved exactly, budget included), and,
-        once the search goes past :data:`EAGER_NODES` nodes, the lower Lagrangian bound of
-        :func:`_lagrangian` (computed when the node reaches the top of the queue; past :data:`LP_NODES`
-        tightened nodes also from the root's LP multipliers). Feasible schedules found on the way (relaxations
-        that meet the caps, repaired and packed Lagrangian schedules, the rounded LP) are incumbents; the search
-        stops when no key can beat the incumbent by one grain (every value is a multiple of
-        ``gcd(w_tp, w_fp)``). Past :data:`MAX_NODES` nodes, or when the LP bound lies :data:`LP_GAP` grains
-        above the incumbent, the linear problem goes to the exact MILP (:mod:`membudget.teachers.milp`).
-        """
-        prob = self.prob
-        T, R = prob.horizon, prob.n_resources
-        vals = [w_tp * tp - w_fp * fp for tp, fp in zip(self.tp, self.fp)]
-        # float link values, per resource and stacked, made only where used (large arrays cost page faults)
-        fval = {}
-        stacked = []
-
-        def fvals():
-            if not stacked:
-                stacked.append(np.stack(vals).astype(np.float64) if R else np.zeros((0, T + 1, T)))
-            return stacked[0]
-
-        p0s = prob.last_query.astype(np.int64)
-        free = prob.budget_left is None and exact_cost is None
-        if exact_cost is not None and (exact_cost < 0 or exact_cost > self.cap):
+        """``(value, schedule as {r: [steps]}, tp, fp, cost)`` of the best feasible schedule (by
+        :class:`_BranchAndBound`), or None. ``hint``: a feasible schedule ({r: [steps]}), the first incumbent."""
+        search = _BranchAndBound(self, w_tp, w_fp, exact_cost)
+        plan = search.run(hint)
+        self.stats_ = search.stats
+        if plan is None:
             return None
-        cache = {}
-        zero_pen = np.zeros(T)
+        tp, fp, cost = self.outcome(plan)
+        return w_tp * tp - w_fp * fp, plan, tp, fp, cost
 
-        def chain_masked(r, mask):
-            if free:
-                if r not in fval:
-                    fval[r] = vals[r].astype(np.float64)
-                v, steps = _free_chain(fval[r], self.m[r], prob.t0, int(p0s[r]), zero_pen, mask)
-                return round(v), steps.tolist()
-            return _chain(vals[r], self.m[r], prob.t0, int(p0s[r]), self.k_max[r], mask)
-
-        def chain(r, forb):
-            key = (r, forb)
-            if key not in cache:
-                mask = self.never[r].copy()
-                mask[list(forb)] = True
-                cache[key] = chain_masked(r, mask)
-            return cache[key]
-
-        def evaluate(forbidden, masks=None):
-            """The relaxation without the per-step caps, with ``forbidden`` {r: steps} (or a full mask)."""
-            if masks is None:
-                chains = [chain(r, forbidden.get(r, frozenset())) for r in range(R)]
-            else:
-                chains = [chain_masked(r, masks[r]) for r in range(R)]
-            if free:
-                return sum(v for v, _ in chains), {r: steps for r, (_, steps) in enumerate(chains) if steps}
-            K = max(self.k_max) + 1
-            values = np.full((R, K), NEG, dtype=np.int64)
-            for r, (best, _, _) in enumerate(chains):
-                values[r, : best.size] = best
-            cap = self.cap if exact_cost is None else int(exact_cost)
-            g, pick = _knapsack(values, prob.costs, cap)
-            last = g[-1]
-            c = int(np.argmax(last)) if exact_cost is None else cap  # ties: the cheaper schedule
-            if last[c] == NEG:
-                return None
-            value = int(last[c])
-            plan = {}
-            for j in range(R, 0, -1):
-                k = int(pick[j, c])
-                c -= k * int(prob.costs[j - 1])
-                if k:
-                    best, end, par = chains[j - 1]
-                    steps, q = [], int(end[k])
-                    for kk in range(k, 0, -1):
-                        steps.append(q)
-                        q = int(par[kk, q])
-                    plan[j - 1] = steps[::-1]
-            return value, plan
-
-        costs = prob.costs.tolist()
-        n_max = R if prob.n_max is None else prob.n_max
-        cost_cap = sum(costs) if prob.cost_cap is None else prob.cost_cap
-
-        def violation(plan):
-            """The first step where ``plan`` breaks a per-step cap and the resources it queries there, or None."""
-            count, cost = [0] * T, [0] * T
-            for r, steps in plan.items():
-                for t in steps:
-                    count[t] += 1
-                    cost[t] += costs[r]
-            for t in range(T):
-                if count[t] > n_max or cost[t] > cost_cap:
-                    return t, [r for r, steps in plan.items() if t in steps]
-            return None
-
-        neg1 = lambda x: -1 if x is None else int(x)
-        budget = neg1(exact_cost if exact_cost is not None else prob.budget_left)
-        incumbent = [None, None]  # value, plan
-        grain = math.gcd(w_tp, w_fp) or 1  # every schedule's value is a multiple of it
-
-        def offer(value, plan):
-            if incumbent[0] is None or value > incumbent[0]:
-                incumbent[0], incumbent[1] = value, plan
-
-        def tighten(forbidden, plan, mult):
-            mask = self.never.copy()
-            for r, ts in forbidden.items():
-                mask[r, list(ts)] = True
-            if incumbent[0] is None:
-                z = np.zeros((R, T), dtype=np.bool_)
-                for r, steps in plan.items():
-                    z[r, steps] = True
-                target = repaired(z)
-            stop = -np.inf if incumbent[0] is None else float(incumbent[0])
-            if incumbent[0] is not None:
-                target = stop
-            if not lp_mult and tightenings[0] >= LP_NODES:
-                lp = _lp_multipliers(fvals(), self.ms, prob.costs, p0s, prob.t0, self.never, neg1(prob.n_max),
-                                     neg1(prob.cost_cap), budget, exact_cost is not None)
-                lp_mult.append(None if lp is None else lp[0])
-                if lp is not None:  # an incumbent from the relaxation's pairs, trimmed to the caps
-                    allowed, _ = _repair(fvals(), prob.costs, p0s, prob.t0, lp[1], neg1(prob.n_max),
-                                         neg1(prob.cost_cap), -1)
-                    ev = evaluate(None, self.never | ~allowed)
-                    if ev is not None:
-                        offer(*ev)
-                    root_bound = _lagrangian(fvals(), self.ms, prob.costs, p0s, prob.t0, self.never.copy(),
-                                             neg1(prob.n_max), neg1(prob.cost_cap), budget, exact_cost is not None,
-                                             *lp[0], 0.0, -np.inf, grain, 1, 1.0)[0]
-                    wide[0] = incumbent[0] is not None and root_bound - incumbent[0] >= LP_GAP * grain
-            bound = np.inf
-            for start in [mult] + [m for m in lp_mult if m is not None]:
-                out = _lagrangian(fvals(), self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
-                                  neg1(prob.cost_cap), budget, exact_cost is not None, *start, max(target, stop),
-                                  stop, grain, LAGRANGE_ITERS, BUDGET_SCALE / float(np.mean(prob.costs)))
-                if out[0] < bound:
-                    bound, mu, nu, beta, z = out
-            repaired(z)
-            tightenings[0] += 1
-            if tightenings[0] <= 4 or tightenings[0] % HEUR_EVERY == 0:
-                order = np.argsort(-z.sum(axis=1), kind="stable")
-                packed = _pack(fvals(), self.ms, prob.costs, p0s, prob.t0, mask, neg1(prob.n_max),
-                               neg1(prob.cost_cap), mu, nu, beta, order)
-                # the best schedule (budget exact) using only the packed (resource, step) pairs meets the caps
-                ev = evaluate(None, mask | ~packed)
-                if ev is not None:
-                    offer(*ev)
-            return bound, (mu, nu, beta)
-
-        def repaired(z):
-            """Offers the repair of ``z`` as an incumbent; its value."""
-            z, value = _repair(fvals(), prob.costs, p0s, prob.t0, z, neg1(prob.n_max), neg1(prob.cost_cap),
-                               neg1(prob.budget_left))
-            if (incumbent[0] is None or round(value) > incumbent[0]) and (
-                    exact_cost is None or int(np.sum(z * prob.costs[:, None])) == exact_cost):
-                offer(round(value), {r: np.flatnonzero(z[r]).tolist() for r in range(R) if z[r].any()})
-            return value
-
-        if hint is not None:
-            _, _, tp, fp, _ = self._result(0, hint)
-            offer(w_tp * tp - w_fp * fp, hint)
-        tightenings = [0]
-        lp_mult = []  # the root's LP multipliers, once the search is large
-        wide = [False]  # the root's LP bound lies LP_GAP grains or more above the incumbent
-        root = evaluate({})
-        if root is None:
-            return None
-        mult0 = (np.zeros(T), np.zeros(T), 0.0)
-        # (-key, order, forbidden, relaxed value, relaxed plan, multipliers, tightened)
-        heap = [(-root[0], 0, {}, root[0], root[1], mult0, False)]
-        seen = {frozenset()}
-        counter = 1
-        while heap:
-            neg_key, _, forbidden, value, plan, mult, tightened = heapq.heappop(heap)
-            if incumbent[0] is not None and -neg_key < incumbent[0] + grain - 1e-6:
-                break
-            clash = violation(plan)
-            if clash is None:
-                offer(value, plan)
-                continue
-            if not tightened and counter > EAGER_NODES:
-                bound, mult = tighten(forbidden, plan, mult)
-                if bound < -neg_key:
-                    heapq.heappush(heap, (-bound, counter, forbidden, value, plan, mult, True))
-                    counter += 1
-                    continue
-            if counter > MAX_NODES or wide[0]:
-                return self._milp(w_tp, w_fp, exact_cost)
-            t, rs = clash
-            for r in rs:
-                child = dict(forbidden)
-                child[r] = forbidden.get(r, frozenset()) | {t}
-                key = frozenset((rr, tt) for rr, ts in child.items() for tt in ts)
-                if key in seen:
-                    continue
-                seen.add(key)
-                ev = evaluate(child)
-                if ev is not None:
-                    heapq.heappush(heap, (-min(ev[0], -neg_key), counter, child, ev[0], ev[1], mult, False))
-                    counter += 1
-        if incumbent[0] is None:
-            return None
-        return self._result(incumbent[0], incumbent[1])
-
-    def _milp(self, w_tp, w_fp, exact_cost):
-        global MILP_HANDOVERS
-        MILP_HANDOVERS += 1
-        res = linear_milp(self.prob, w_tp, w_fp, exact_cost)
-        if res is None:
-            return None
-        plan = {}
-        for t, r in res[0]:
-            plan.setdefault(int(r), []).append(int(t))
-        out = self._result(0, plan)
-        return (w_tp * out[2] - w_fp * out[3],) + out[1:]
-
-    def _result(self, value, plan):
+    def outcome(self, plan):
+        """``(tp, fp, cost)`` of a schedule {r: [steps]} from ``t0`` on (TP weighted as the problem's)."""
         tp = fp = cost = 0
         p = self.prob
         for r, steps in plan.items():
@@ -707,20 +548,276 @@ class _LinearSolver:
                 fp += int(self.fp[r][prev + 1, q])
                 prev = q
             cost += len(steps) * int(p.costs[r])
-        return value, plan, tp, fp, cost
+        return tp, fp, cost
 
 
-def solve_problem(prob: Problem, exact_cost=None) -> Schedule | None:
-    """Dinkelbach iterations over exact linear solves; the optimum schedule or None (no schedule costs exactly
-    ``exact_cost``)."""
+class _BranchAndBound:
+    """Best-first branch and bound of one linear problem, ``max w_tp·TP - w_fp·FP`` (exactly ``exact_cost`` if
+    given), over forbidden (resource, step) pairs; :meth:`run` returns the best schedule, :attr:`stats` what it
+    took.
+
+    A node's key is an upper bound on every schedule in it: the relaxation without the per-step caps (solved
+    exactly, budget included, :meth:`relax`), and, once the search goes past :data:`EAGER_NODES` nodes, the lower
+    Lagrangian bound of :func:`_lagrangian` (computed when the node reaches the top of the queue; past
+    :data:`LP_NODES` bounds also from the root's LP multipliers). Feasible schedules found on the way (relaxations
+    that meet the caps, repaired and packed Lagrangian schedules, the rounded LP) are incumbents; the search stops
+    when no key can beat the incumbent by one grain (every value is a multiple of ``gcd(w_tp, w_fp)``). Past
+    :data:`MAX_NODES` nodes, or when the LP bound lies :data:`LP_GAP` grains above the incumbent, the linear
+    problem goes to the exact MILP (:mod:`membudget.teachers.milp`).
+    """
+
+    def __init__(self, solver: _LinearSolver, w_tp: int, w_fp: int, exact_cost=None):
+        prob = solver.prob
+        self.solver, self.prob, self.w_tp, self.w_fp, self.exact_cost = solver, prob, w_tp, w_fp, exact_cost
+        self.vals = [w_tp * tp - w_fp * fp for tp, fp in zip(solver.tp, solver.fp)]
+        self.p0s = prob.last_query.astype(np.int64)
+        # no budget: chains need no count dimension (_free_chain) and no knapsack joins them
+        self.free = prob.budget_left is None and exact_cost is None
+        self.costs = prob.costs.tolist()
+        # absent caps as caps that never bind, for :meth:`violation`
+        self.n_max = prob.n_resources if prob.n_max is None else prob.n_max
+        self.cost_cap = sum(self.costs) if prob.cost_cap is None else prob.cost_cap
+        self.grain = math.gcd(w_tp, w_fp) or 1  # every schedule's value is a multiple of it
+        self.value = self.plan = None  # the incumbent
+        self.chains = {}  # (r, forbidden steps) -> the resource's chain
+        self.float_vals = {}  # per resource, made only where used (large arrays cost page faults)
+        self.zero_pen = np.zeros(prob.horizon)
+        self.heap = []  # (-key, order queued, forbidden, relaxed value, relaxed plan, multipliers, tightened)
+        self.seen = {frozenset()}  # the forbidden pairs of every node queued
+        self.lp_tried = False
+        self.lp_mult = None  # the root's LP multipliers, once the search is large
+        self.wide = False  # the root's LP bound lies LP_GAP grains or more above the incumbent
+        self.stats = SearchStats()
+
+    @functools.cached_property
+    def relaxation(self) -> _Relaxation:
+        prob, (R, T) = self.prob, self.solver.never.shape
+        vals = np.stack(self.vals).astype(np.float64) if R else np.zeros((0, T + 1, T))
+        exact = self.exact_cost is not None
+        return _Relaxation(vals, self.solver.ms, prob.costs, self.p0s, prob.t0, _cap(prob.n_max), _cap(prob.cost_cap),
+                           _cap(self.exact_cost if exact else prob.budget_left), exact)
+
+    def run(self, hint=None):
+        """The best feasible schedule ({r: [steps]}), or None. ``hint``: a feasible schedule, the first incumbent."""
+        if self.exact_cost is not None and (self.exact_cost < 0 or self.exact_cost > self.solver.cap):
+            return None
+        if hint is not None:
+            tp, fp, _ = self.solver.outcome(hint)
+            self.offer(self.w_tp * tp - self.w_fp * fp, hint)
+        root = self.relax({})
+        if root is None:
+            return None
+        T = self.prob.horizon
+        self.queue(root[0], {}, root, (np.zeros(T), np.zeros(T), 0.0), False)
+        while self.heap:
+            neg_key, _, forbidden, value, plan, mult, tightened = heapq.heappop(self.heap)
+            key = -neg_key
+            if self.value is not None and key < self.value + self.grain - 1e-6:
+                break
+            clash = self.violation(plan)
+            if clash is None:
+                self.offer(value, plan)
+                continue
+            if not tightened and self.stats.nodes > EAGER_NODES:
+                bound, mult = self.tighten(forbidden, plan, mult)
+                if bound < key:
+                    self.queue(bound, forbidden, (value, plan), mult, True)
+                    continue
+            if self.stats.nodes > MAX_NODES or self.wide:
+                return self.milp()
+            self.branch(clash, forbidden, key, mult)
+        return self.plan
+
+    def queue(self, key, forbidden, relaxed, mult, tightened):
+        heapq.heappush(self.heap, (-key, self.stats.nodes, forbidden, *relaxed, mult, tightened))
+        self.stats.nodes += 1
+
+    def branch(self, clash, forbidden, key, mult):
+        """Queues the children of a node: each forbids one resource of the ``clash`` its step (every feasible
+        schedule avoids at least one of them)."""
+        self.stats.expanded += 1
+        t, rs = clash
+        for r in rs:
+            child = dict(forbidden)
+            child[r] = forbidden.get(r, frozenset()) | {t}
+            pairs = frozenset((rr, tt) for rr, ts in child.items() for tt in ts)
+            if pairs in self.seen:
+                continue
+            self.seen.add(pairs)
+            relaxed = self.relax(child)
+            if relaxed is not None:
+                self.queue(min(relaxed[0], key), child, relaxed, mult, False)
+
+    def offer(self, value, plan):
+        if self.value is None or value > self.value:
+            self.value, self.plan = value, plan
+
+    def violation(self, plan):
+        """The first step where ``plan`` breaks a per-step cap and the resources it queries there, or None."""
+        T = self.prob.horizon
+        count, cost = [0] * T, [0] * T
+        for r, steps in plan.items():
+            for t in steps:
+                count[t] += 1
+                cost[t] += self.costs[r]
+        for t in range(T):
+            if count[t] > self.n_max or cost[t] > self.cost_cap:
+                return t, [r for r, steps in plan.items() if t in steps]
+        return None
+
+    def relax(self, forbidden):
+        """``(value, plan)`` of the relaxation without the per-step caps with ``forbidden`` {r: steps}, or None."""
+        return self.join([self.chain(r, forbidden.get(r, frozenset())) for r in range(self.prob.n_resources)])
+
+    def relax_masked(self, mask):
+        """The same with an (R, T) mask of forbidden pairs."""
+        return self.join([self.chain_masked(r, mask[r]) for r in range(self.prob.n_resources)])
+
+    def chain(self, r, steps):
+        """Resource ``r``'s chain with ``steps`` forbidden (memoised)."""
+        key = (r, steps)
+        if key not in self.chains:
+            mask = self.solver.never[r].copy()
+            mask[list(steps)] = True
+            self.chains[key] = self.chain_masked(r, mask)
+        return self.chains[key]
+
+    def chain_masked(self, r, mask):
+        """Without a budget, the value and steps of resource ``r``'s best chain avoiding ``mask``; else its best
+        value and back-pointers per number of queries (:func:`_chain`)."""
+        solver, t0, p0 = self.solver, self.prob.t0, int(self.p0s[r])
+        if self.free:
+            if r not in self.float_vals:
+                self.float_vals[r] = self.vals[r].astype(np.float64)
+            v, steps = _free_chain(self.float_vals[r], solver.m[r], t0, p0, self.zero_pen, mask)
+            return round(v), steps.tolist()
+        return _chain(self.vals[r], solver.m[r], t0, p0, solver.k_max[r], mask)
+
+    def join(self, chains):
+        """``(value, plan)`` of the best schedule of the resources' ``chains`` under the budget (or of exactly
+        the exact cost), by :func:`_knapsack`; None if there is none."""
+        if self.free:
+            return sum(v for v, _ in chains), {r: steps for r, (_, steps) in enumerate(chains) if steps}
+        R = len(chains)
+        values = np.full((R, max(self.solver.k_max) + 1), NEG, dtype=np.int64)
+        for r, (best, _, _) in enumerate(chains):
+            values[r, : best.size] = best
+        cap = self.solver.cap if self.exact_cost is None else int(self.exact_cost)
+        g, pick = _knapsack(values, self.prob.costs, cap)
+        last = g[-1]
+        c = int(np.argmax(last)) if self.exact_cost is None else cap  # ties: the cheaper schedule
+        if last[c] == NEG:
+            return None
+        value = int(last[c])
+        plan = {}
+        for j in range(R, 0, -1):
+            k = int(pick[j, c])
+            c -= k * self.costs[j - 1]
+            if k:
+                _, end, par = chains[j - 1]
+                steps, q = [], int(end[k])
+                for kk in range(k, 0, -1):
+                    steps.append(q)
+                    q = int(par[kk, q])
+                plan[j - 1] = steps[::-1]
+        return value, plan
+
+    def tighten(self, forbidden, plan, mult):
+        """A Lagrangian bound of the node that forbids ``forbidden`` (its relaxation's schedule: ``plan``), from
+        the parent's multipliers ``mult`` and, past :data:`LP_NODES` bounds, the root's LP multipliers; offers
+        the incumbents found on the way. Returns the bound and its multipliers."""
+        mask = self.solver.never.copy()
+        for r, ts in forbidden.items():
+            mask[r, list(ts)] = True
+        if self.value is None:
+            z = np.zeros(mask.shape, dtype=np.bool_)
+            for r, steps in plan.items():
+                z[r, steps] = True
+            target = self.repaired(z)
+        stop = -np.inf if self.value is None else float(self.value)
+        if self.value is not None:
+            target = stop
+        if not self.lp_tried and self.stats.bounds >= LP_NODES:
+            self.root_lp()
+        bound = np.inf
+        for start in [mult] if self.lp_mult is None else [mult, self.lp_mult]:
+            out = self.lagrangian(mask, start, target, stop, LAGRANGE_ITERS,
+                                  BUDGET_SCALE / float(np.mean(self.prob.costs)))
+            if out[0] < bound:
+                bound, mu, nu, beta, z = out
+        self.repaired(z)
+        self.stats.bounds += 1
+        if self.stats.bounds <= 4 or self.stats.bounds % HEUR_EVERY == 0:
+            self.pack(mask, z, (mu, nu, beta))
+        return bound, (mu, nu, beta)
+
+    def lagrangian(self, mask, mult, target, stop, iters, scale):
+        rel = self.relaxation
+        return _lagrangian(rel.vals, rel.ms, rel.costs, rel.p0s, rel.t0, mask, rel.n_max, rel.cost_cap, rel.budget,
+                           rel.exact, *mult, target, stop, self.grain, iters, scale)
+
+    def root_lp(self):
+        """Once: the root's LP multipliers (:func:`_lp_multipliers`) for every later bound, the LP's pairs trimmed
+        to the caps as an incumbent, and whether the LP's bound lies :data:`LP_GAP` grains or more above the
+        incumbent."""
+        self.lp_tried = True
+        rel, never = self.relaxation, self.solver.never
+        lp = _lp_multipliers(rel, never)
+        if lp is None:
+            return
+        self.lp_mult, queried = lp
+        allowed, _ = _repair(rel.vals, rel.costs, rel.p0s, rel.t0, queried, rel.n_max, rel.cost_cap, -1)
+        relaxed = self.relax_masked(never | ~allowed)
+        if relaxed is not None:
+            self.offer(*relaxed)
+        root_bound = self.lagrangian(never.copy(), self.lp_mult, 0.0, -np.inf, 1, 1.0)[0]
+        self.wide = self.value is not None and root_bound - self.value >= LP_GAP * self.grain
+
+    def repaired(self, z):
+        """Offers the repair of ``z`` (:func:`_repair`) as an incumbent; its value."""
+        rel, prob = self.relaxation, self.prob
+        z, value = _repair(rel.vals, rel.costs, rel.p0s, rel.t0, z, rel.n_max, rel.cost_cap, _cap(prob.budget_left))
+        if (self.value is None or round(value) > self.value) and (
+                self.exact_cost is None or int(np.sum(z * prob.costs[:, None])) == self.exact_cost):
+            self.offer(round(value), {r: np.flatnonzero(z[r]).tolist() for r in range(prob.n_resources) if z[r].any()})
+        return value
+
+    def pack(self, mask, z, mult):
+        """Offers the best schedule (budget exact) using only the pairs :func:`_pack` gives the resources, most
+        queried in the Lagrangian schedule ``z`` first: it meets the caps."""
+        rel = self.relaxation
+        order = np.argsort(-z.sum(axis=1), kind="stable")
+        packed = _pack(rel.vals, rel.ms, rel.costs, rel.p0s, rel.t0, mask, rel.n_max, rel.cost_cap, *mult, order)
+        relaxed = self.relax_masked(mask | ~packed)
+        if relaxed is not None:
+            self.offer(*relaxed)
+
+    def milp(self):
+        """The best schedule by the exact MILP, or None."""
+        self.stats.milp_handovers += 1
+        res = linear_milp(self.prob, self.w_tp, self.w_fp, self.exact_cost)
+        if res is None:
+            return None
+        plan = {}
+        for t, r in res[0]:
+            plan.setdefault(int(r), []).append(int(t))
+        return plan
+
+
+def _dinkelbach(prob: Problem, exact_cost=None):
+    """Dinkelbach iterations over exact linear solves: the optimum schedule or None (no schedule costs exactly
+    ``exact_cost``), and the :class:`SearchStats` of the linear solves together."""
     solver = _LinearSolver(prob)
     lam = Fraction(0)
     best = None
+    stats = SearchStats()
     while True:
         n, d = lam.numerator, lam.denominator
         res = solver.solve(2 * d - n, n, exact_cost, None if best is None else best[0])
+        stats += solver.stats_
         if res is None:
-            return None
+            best = None
+            break
         _, plan, tp, fp, cost = res
         tp_all, fp_all, fn_all = prob.counts(tp, fp)
         denom = 2 * tp_all + fp_all + fn_all
@@ -731,11 +828,19 @@ def solve_problem(prob: Problem, exact_cost=None) -> Schedule | None:
         if ratio == lam:
             break
         lam = ratio
+    if best is None:
+        return None, stats
     plan, tp, fp, cost, _ = best
     tp_all, fp_all, fn_all = prob.counts(tp, fp)
     schedule = sorted((t, r) for r, steps in plan.items() for t in steps)
     return Schedule(schedule=schedule, f1=prob.f1(tp, fp), tp=tp_all, fp=fp_all, fn=fn_all, cost=cost,
-                    tp_future=tp, fp_future=fp)
+                    tp_future=tp, fp_future=fp), stats
+
+
+def solve_problem(prob: Problem, exact_cost=None) -> Schedule | None:
+    """The optimum schedule of ``prob`` (Dinkelbach iterations over exact linear solves), or None (no schedule
+    costs exactly ``exact_cost``)."""
+    return _dinkelbach(prob, exact_cost)[0]
 
 
 class HindsightDP(PMTeacher):
@@ -744,7 +849,8 @@ class HindsightDP(PMTeacher):
 
     Parameters mirror :class:`~membudget.envs.pm.PMWeekEnv` (``budget`` is an int or None here; resolve level
     names with :func:`membudget.envs.pm.budget_levels`). ``lookahead`` must equal the world's
-    (``WorldConfig.lookahead``) because it defines the candidates.
+    (``WorldConfig.lookahead``) because it defines the candidates. After each solve ``stats_`` holds its
+    :class:`SearchStats`.
     """
 
     def solve(self, episode, exact_cost=None) -> Schedule | None:
@@ -756,10 +862,12 @@ class HindsightDP(PMTeacher):
         prob = problem_from_episode(episode, budget=self.budget, per_step_cap=self.per_step_cap,
                                     per_step_cost_cap=self.per_step_cost_cap, late_policy=self.late_policy,
                                     lookahead=self.lookahead)
-        return solve_problem(prob, exact_cost)
+        schedule, self.stats_ = _dinkelbach(prob, exact_cost)
+        return schedule
 
     def continuation(self, env, slot: int = 0) -> Schedule:
         """The optimal continuation from the environment's current state (step, remaining budget, what is
         already resolved, counts so far); ``slot``: which week of a ``PMWeekVectorEnv``. Uses the environment's
         own budget, caps and late policy."""
-        return solve_problem(problem_from_env(env, slot))
+        schedule, self.stats_ = _dinkelbach(problem_from_env(env, slot))
+        return schedule

@@ -281,11 +281,34 @@ def test_lagrangian_bounds_and_milp_guard_stay_exact(monkeypatch, max_nodes, lp_
     monkeypatch.setattr(hindsight_dp, "MAX_NODES", max_nodes)
     monkeypatch.setattr(hindsight_dp, "LP_NODES", lp_nodes)
     monkeypatch.setattr(hindsight_dp, "LP_GAP", lp_gap)
-    bad, before = [], hindsight_dp.MILP_HANDOVERS
+    handed = []
+
+    def solve(ep, kw, exact=None):
+        dp = HindsightDP(**kw)
+        schedule = dp.solve(ep, exact_cost=exact)
+        handed.append(dp.stats_.milp_handovers)
+        return schedule
+
+    bad = []
     for ep, kw in list(instances(400, 40)) + list(_priced_above_cap(401, 20)):
-        bad += check_instance(ep, kw)
+        bad += check_instance(ep, kw, solve)
     assert not bad, bad[:3]
-    assert (hindsight_dp.MILP_HANDOVERS > before) == (max_nodes == 1 or lp_gap == 0)
+    assert (sum(handed) > 0) == (max_nodes == 1 or lp_gap == 0)
+
+
+def test_search_stats_are_the_last_solve_s():
+    """``stats_`` counts one solve's work (the same week twice: the same counts, not their sum); without per-step
+    caps no relaxation clashes, so every linear problem ends at its root."""
+    ep = generate_episode(9003, cost_profile="mild", load=3)
+    dp = HindsightDP(budget=102, per_step_cap=None, per_step_cost_cap=2, late_policy="execute")
+    dp.solve(ep)
+    first = dp.stats_
+    dp.solve(ep)
+    assert dp.stats_ == first
+    assert first.nodes > hindsight_dp.EAGER_NODES and first.expanded > 0 and first.bounds > 0
+    free = HindsightDP(budget=102, per_step_cap=None)
+    free.solve(ep)
+    assert free.stats_.nodes > 0 and free.stats_.expanded == free.stats_.bounds == free.stats_.milp_handovers == 0
 
 
 @pytest.mark.parametrize("seed, profile, load, budget, cap, cost_cap, late_policy", [

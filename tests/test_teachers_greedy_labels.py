@@ -201,3 +201,28 @@ def test_report_and_structure_command_lines_pass_bad_backend_input_to_make_execu
     for entry in (main, structure_main):
         with pytest.raises(ValueError, match="--address needs --backend ray"):
             entry(["--address", "auto"])
+
+
+def test_the_report_s_spend_profiles_read_a_rollout():
+    """Section 5 of the reproduction report on real rollouts (a query-every-candidate policy standing in for Static,
+    Myopic and Sequential): its spend by quarter adds up to the mean realized cost, and a week counts as exhausted
+    when it spends the whole budget (unit prices)."""
+    from membudget.envs.pm import budget_levels
+    from membudget.envs.pm.rollout import rollout
+    from membudget.studies.budgetpm_reproduction import SEVERE, _Measured, _spend_profiles
+
+    class AllCandidates:
+        def predict(self, obs, state=None, episode_start=None, deterministic=True):
+            return obs["mask"], state
+
+    levels = budget_levels()
+    runs = {b: rollout(AllCandidates(), SEVERE, budget=levels[b], per_step_cap=2) for b in ("B5", "B10")}
+    evaluations = {(n, b, SEVERE, 0): runs[b] for n in ("Static", "Myopic", "Sequential") for b in runs}
+    rows = [line.split(" | ") for line in _spend_profiles(_Measured(None, evaluations, {}, {}, 1000))
+            if line.startswith("| B")]
+    assert len(rows) == 6
+    for cells in rows:
+        run = runs[cells[0][2:]]
+        assert abs(sum(float(x) for x in cells[2].split("/")) - run["realized_cost"].mean()) <= 0.02
+        exhausted = int(np.sum(run["realized_cost"] == levels[cells[0][2:]]))
+        assert 0 < exhausted and cells[4].startswith(f"{exhausted}/30")
