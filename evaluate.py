@@ -56,8 +56,15 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in SUBCOMMANDS:
         return entry_point(SUBCOMMANDS[argv[0]])(argv[1:])
+    if argv[:1] and not argv[0].startswith("-"):
+        from membudget.studies.cli import usage_error
+
+        usage_error("python -m membudget.evaluate", f"unknown study {argv[0]!r}; the studies are "
+                                                    f"{', '.join(SUBCOMMANDS)} (none: BudgetPM's headline table)")
     if argv[:1] in (["-h"], ["--help"]):
-        print(__doc__)
+        from membudget.studies.cli import plain
+
+        print(plain(__doc__))
     return entry_point(DEFAULT)(argv)
 
 

@@ -70,6 +70,8 @@ def deprecated_commands() -> dict:
 
 
 def main(argv=None):
+    from membudget.studies.cli import (check_extras, check_run_config, optional_extras, plain, usage_error,
+                                       user_input)
     from membudget.studies.execution import add_backend_flags, make_executor
     from membudget.studies.runs import add_fields, load_config_file, resolve_config, run_seeds
 
@@ -81,29 +83,43 @@ def main(argv=None):
         warnings.warn(f"'python -m membudget.train {old}' is deprecated and will be removed in the next release; "
                       f"use '{argv[0]}'", DeprecationWarning, stacklevel=2)
         print(f"note: {old} is now called {argv[0]}; the old name works until the next release", file=sys.stderr)
-    parser = argparse.ArgumentParser(prog="python -m membudget.train", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.train", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, cmd in table.items():
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        p = sub.add_parser(name, help=plain(cmd.help), description=plain(cmd.help))
         add_fields(p, cmd.config, suppress=True, defaults=cmd.defaults)
         p.add_argument("--seeds", default=None, help="comma-separated seeds: one run per seed (multi-seed run)")
         add_backend_flags(p)
     args = vars(parser.parse_args(argv))
-    cmd = table[args.pop("command")]
+    name = args.pop("command")
+    cmd, prog = table[name], f"python -m membudget.train {name}"
     seeds = args.pop("seeds")
     backend = {k: args.pop(k) for k in ("backend", "address", "num_cpus", "checkpoint_dir")}
     command = "python -m membudget.train " + " ".join(shlex.quote(a) for a in argv)
     config_path = args.pop("config", None)
-    file_values = load_config_file(config_path) if config_path else {}
-    cfg = resolve_config(cmd.config, args, file_values, cmd.defaults, source=config_path or "config")
-    if seeds is None:
-        if backend["backend"] != "local" or backend["address"] or backend["checkpoint_dir"]:
-            raise SystemExit("--backend, --address and --checkpoint-dir apply to the seeds of --seeds; give "
-                             "--seeds for a multi-seed run")
-        return cmd.run(cfg, command)
-    with make_executor(**backend) as executor:
-        return run_seeds(cmd.run, cfg, command, [int(s) for s in seeds.split(",") if s.strip()], executor)
+    with optional_extras(prog):
+        check_extras(cmd.requires)
+    with user_input(prog):  # every mistake in the flags or the config file is one line, before any work
+        seed_list = None if seeds is None else [check_int_seed(s) for s in seeds.split(",") if s.strip()]
+        file_values = load_config_file(config_path) if config_path else {}
+        cfg = resolve_config(cmd.config, args, file_values, cmd.defaults, source=config_path or "config")
+        check_run_config(cfg)
+    if seed_list is None and (backend["backend"] != "local" or backend["address"] or backend["checkpoint_dir"]):
+        usage_error(prog, "--backend, --address and --checkpoint-dir apply to the seeds of --seeds; give --seeds "
+                          "for a multi-seed run")
+    with optional_extras(prog):
+        if seed_list is None:
+            return cmd.run(cfg, command)
+        with make_executor(**backend) as executor:
+            return run_seeds(cmd.run, cfg, command, seed_list, executor)
+
+
+def check_int_seed(text: str) -> int:
+    """One seed of ``--seeds``: a non-negative integer."""
+    if not text.strip().isdigit():
+        raise ValueError(f"--seeds must be comma-separated non-negative integers, got {text!r}")
+    return int(text)
 
 
 if __name__ == "__main__":

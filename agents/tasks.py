@@ -15,8 +15,10 @@ import gymnasium as gym
 
 from membudget.agents.rl import TRAIN_SEEDS, VALIDATION_SEEDS
 from membudget.envs.conversation import DEV_SEEDS, ConversationPMEnv
+from membudget.envs.conversation.levels import LEVELS as CONVERSATION_LEVELS
 from membudget.envs.conversation.rollout import rollout as conversation_rollout
 from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
+from membudget.envs.pm.levels import LEVELS as PMWEEK_LEVELS
 from membudget.envs.pm.rollout import rollout
 from membudget.teachers import HindsightDP
 from membudget.teachers.conversation import ConversationOptimum
@@ -48,6 +50,8 @@ class PMWeekTask(_Task):
     :class:`~membudget.wrappers.HindsightTeacher` wrapper; quality Set F1; training weeks 2000-3999."""
 
     name = "PMWeek-v0"
+    levels = PMWEEK_LEVELS
+    """The budget level names the environment accepts (``"B5"``...``"B80"``)."""
     episodes = "weeks"
     quality = "set_f1"
     train_seeds = TRAIN_SEEDS
@@ -92,6 +96,8 @@ class ConversationTask(_Task):
     conversations 2000-2011 (the ones Static is calibrated on)."""
 
     name = "ConversationPM-v0"
+    levels = CONVERSATION_LEVELS
+    """The budget level names the environment accepts (``"B20"``...``"B80"``)."""
     episodes = "conversations"
     quality = "score"
     train_seeds = DEV_SEEDS

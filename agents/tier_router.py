@@ -19,8 +19,6 @@ from typing import ClassVar
 from membudget.agents.rl import SB3PPOSettings
 from membudget.envs.validation import check_int, check_number
 
-from membudget.envs.validation import check_int
-
 ENV_ID = "membudget/TierRouting-v0"
 BC_TEACHERS = ("expected", "hindsight")
 HELD_OUT_FIRST_SEED = 50_000

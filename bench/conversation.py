@@ -11,10 +11,11 @@ import numpy as np
 
 from membudget.bench.speed import _single_rate
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.conversation", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.conversation", description=plain(__doc__))
     parser.add_argument("--rounds", type=int_flag(1), default=5)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per environment per round")
     args = parser.parse_args(argv)

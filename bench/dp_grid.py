@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from membudget.studies.cli import plain
+
 PROFILES = ("unit", "mild", "skewed")
 N_MAX = (1, 2, None)
 COST_CAPS = (None, 1, 2, 4, 8)
@@ -92,7 +94,7 @@ def _warm_up():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.dp_grid", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.dp_grid", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="weeks 9000-9001 instead of 9000-9009")
     parser.add_argument("--beyond", action="store_true", help="also load 8, skewed prices, B20, N_max 1")

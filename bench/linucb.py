@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 
 def stream_data(seed=42, family="db", profile="mid", n_tasks=500):
@@ -67,7 +68,7 @@ def run_mabwiser(X, correct, cost, w, alpha, l2_lambda, n_actions):
 def main(argv=None):
     from membudget.agents.linucb import LinUCB, SingleHeadLinUCB
 
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.linucb", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.linucb", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int_flag(1), default=3)
     parser.add_argument("--n-tasks", type=int_flag(1), default=500)

@@ -38,6 +38,9 @@ import argparse
 import itertools
 import time
 
+from membudget.studies.cli import plain
+
+
 N_ENVS, HORIZON, EPOCHS, MINIBATCHES, LR = 64, 80, 4, 16, 1e-3
 ACTOR, CRITIC = (64, 64), (128, 128)
 
@@ -514,7 +517,7 @@ def main(argv=None):
     import numpy as np
     import torch
 
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.ppo", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.ppo", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10 * N_ENVS * HORIZON, help="environment steps per run")
     parser.add_argument("--rounds", type=int, default=3)

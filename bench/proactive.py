@@ -19,6 +19,7 @@ import time
 import numpy as np
 from membudget.bench.speed import _single_rate
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 SCOPES = ("sports", "home", "code")
 
@@ -58,7 +59,7 @@ def main(argv=None):
     from gymnasium.envs.classic_control import CartPoleEnv
     from membudget.envs.proactive import ProactiveStreamEnv
 
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.proactive", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.proactive", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int_flag(1), default=3)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per rate")

@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 EVAL_POLICIES = ("AllRelevant", "RandomFeasible", "Relevance", "Static", "MatchedDue", "Boosted", "Myopic",
                  "Sequential", "DeadlineOutcome", "PacingLB")
@@ -214,7 +215,7 @@ def projection(path="docs/rl_vs_distillation.json", cores=(2, 8, 64)):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.ray_scaling", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.ray_scaling", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int_flag(1), default=2)
     parser.add_argument("--label-weeks", type=int_flag(1), default=240)

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 
 def _single_rate(env, actions, seconds):
@@ -33,7 +34,7 @@ def _single_rate(env, actions, seconds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.speed", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.speed", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int_flag(1), default=3)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per environment per round")

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 
 def run(weeks, follow: float, budget="B10"):
@@ -52,18 +53,18 @@ def run(weeks, follow: float, budget="B10"):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.teacher", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.teacher", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weeks", type=int_flag(1), default=30, help="weeks 8000 onwards")
     parser.add_argument("--follow", type=float, default=0.7, help="probability the student takes the label")
     args = parser.parse_args(argv)
     run(range(7000, 7002), args.follow)  # compile and warm up
-    plain, wrapped, solves = run(range(8000, 8000 + args.weeks), args.follow)
-    over = (wrapped - plain) * 1e3
+    unwrapped, wrapped, solves = run(range(8000, 8000 + args.weeks), args.follow)
+    over = (wrapped - unwrapped) * 1e3
     print(f"{args.weeks} weeks, student follows the label with probability {args.follow}; per step (reset included):")
-    print(f"  unwrapped  median {np.median(plain) * 1e3:.3f} ms   max {plain.max() * 1e3:.2f} ms")
+    print(f"  unwrapped  median {np.median(unwrapped) * 1e3:.3f} ms   max {unwrapped.max() * 1e3:.2f} ms")
     print(f"  wrapped    median {np.median(wrapped) * 1e3:.3f} ms   max {wrapped.max() * 1e3:.2f} ms   "
-          f"(ratio of medians {np.median(wrapped) / np.median(plain):.1f}x)")
+          f"(ratio of medians {np.median(wrapped) / np.median(unwrapped):.1f}x)")
     print(f"  overhead   median {np.median(over):.3f} ms   max {over.max():.2f} ms   (goal: median <= 1 ms, "
           f"max <= 20 ms); DP solves per week {solves:.1f}")
     return over

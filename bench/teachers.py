@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 
 def _timed(fn, *args):
@@ -22,7 +23,7 @@ def _timed(fn, *args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.teachers", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.teachers", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--first-seed", type=int_flag(0), default=9000)
     parser.add_argument("--n-weeks", type=int_flag(1), default=30)

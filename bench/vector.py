@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 
 
 class _Timed:
@@ -72,7 +73,7 @@ def _round(pmv, cpv, pm_actions, cp_actions, seconds, slices):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m membudget.bench.vector", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.bench.vector", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int_flag(1), default=5)
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per environment per round")

@@ -28,6 +28,7 @@ import numpy as np
 
 from membudget.agents.rl import load_policy
 from membudget.envs.validation import check_int
+from membudget.studies.cli import make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, cost_to_match, evaluate_policy,
                                         package_versions, parse_budget, progress_line)
@@ -155,29 +156,45 @@ SWEPT = ("PeriodicOutcome", "DeadlineOutcome", "DeadlineBackoffOutcome")
 """The natural schedules of ``--sweep``."""
 
 
-def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
+def check(cfg: EvalConfig) -> EvalConfig:
+    """``cfg`` resolved (``quick``'s settings, ``model`` added to the policies) and checked before any work — counts,
+    budgets (levels, integers or none), policy names, models (loaded once) and ``out``; a mistake is a ``ValueError``
+    (``FileNotFoundError`` for a model path) naming the field."""
     if cfg.quick:
         cfg = dataclasses.replace(cfg, policies=EvalConfig().policies, budgets=EvalConfig().budgets,
                                   first_seed=9000, n_weeks=30, load=0, sweep=False)
-    say = progress or (lambda msg: None)
     for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1),
                       ("repetitions", 1), ("first_seed", 0), ("num_cpus", 0)):
         check_int(name, getattr(cfg, name), low)
     if cfg.model:
         cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model
                                                                       if f"model:{p}" not in cfg.policies])
+    for b in cfg.budgets:
+        parse_budget(b)
     for name in cfg.policies:  # checked before the gates are fitted (about a minute), not after
         if name.startswith("model:"):
             load_policy(name[len("model:"):], trust_remote_code=cfg.trust_model)
         elif name not in POLICIES:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")
+    if cfg.out:
+        make_folder("out", cfg.out)
+    return cfg
+
+
+def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
+    """The evaluation of ``cfg`` (checked first, :func:`check`): ``(results, sweeps)``."""
+    return _run(check(cfg), suite, progress, executor)
+
+
+def _run(cfg: EvalConfig, suite=None, progress=None, executor=None):
+    say = progress or (lambda msg: None)
+    budgets = [parse_budget(b) for b in cfg.budgets]
     owned = (make_executor(cfg.backend, cfg.address or None, cfg.checkpoint_dir or None, cfg.num_cpus or None)
              if executor is None else contextlib.nullcontext(executor))
     with owned as ex:
         if suite is None:
             suite = fit_suite(progress=lambda m: say(f"fit: {m}"), map=ex.map)
         seeds = list(range(cfg.first_seed, cfg.first_seed + cfg.n_weeks))
-        budgets = [parse_budget(b) for b in cfg.budgets]
         say(f"evaluate ({ex.backend} backend)")
         per, intervals = _evaluate_rows(cfg, suite, ex, seeds, budgets)
         sweeps = {}
@@ -248,7 +265,7 @@ def plot_frontiers(sweeps, results, path):
 
 
 def parse_args(argv=None) -> EvalConfig:
-    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in dataclasses.fields(EvalConfig):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
@@ -268,8 +285,10 @@ def parse_args(argv=None) -> EvalConfig:
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = parse_args(argv)
+    with user_input("python -m membudget.evaluate"):
+        cfg = check(cfg)
     start = time.perf_counter()
-    results, sweeps = run(cfg, progress=progress_line(cfg.progress_bar))
+    results, sweeps = _run(cfg, progress=progress_line(cfg.progress_bar))
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     text = (f"PMWeek-v0, weeks {cfg.first_seed}-{cfg.first_seed + cfg.n_weeks - 1}, unit prices, N_max 2, "
             f"late policy expire, load {cfg.load}; gates fitted on development weeks 2000-2019; paired bootstrap "

@@ -288,6 +288,11 @@ def _run(name, budget, gates, seeds):
     return {k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}
 
 
+def _studied() -> list:
+    """The budgets the study evaluates, in increasing order."""
+    return sorted(CALIBRATED + INTERPOLATED, key=lambda b: int(b[1:]))
+
+
 def _fmt(x, d=3):
     return f"{x:.{d}f}"
 
@@ -327,7 +332,7 @@ def render_quick(res, n_rows, levels, n_resamples, seconds, intervals) -> str:
              f"{n_resamples:,} resamples. Its figures are not the study's and carry no verdicts; "
              f"`python -m membudget.evaluate conversation` runs the study. Gates fitted on the 12 development "
              f"conversations 2000-2011 ({n_rows} candidate rows). Budgets: "
-             f"{', '.join(f'{k} = {v}' for k, v in levels.items())} verifier calls.")
+             f"{', '.join(f'{k} = {levels[k]}' for k in _studied())} verifier calls.")
     lines = ["# ConversationPM-v0: BudgetPM's GoodAI comparison (smoke run)", "", intro, "", *_table(res, intervals),
              "", f"command: python -m membudget.evaluate conversation --quick   ({seconds:.0f} s)", ""]
     return "\n".join(lines)
@@ -338,7 +343,7 @@ def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> s
              "[ConversationPM-v0](envs/conversation.md)). Gates fitted on the 12 development conversations "
              f"2000-2011 ({len(data)} candidate rows, 4 whole-conversation folds); evaluation on the analysis "
              f"conversations 4000-4029; paired bootstrap over conversations with {n_resamples} resamples. "
-             f"Budgets: {', '.join(f'{k} = {v}' for k, v in levels.items())} verifier calls "
+             f"Budgets: {', '.join(f'{k} = {levels[k]}' for k in _studied())} verifier calls "
              f"(q% of the mean All-semantic cost, {mean_all_semantic_cost():.2f}). "
              "Per-step cap 2, false-fire penalty 1 activation. HindsightOptimum and CurrentGreedy are privileged "
              "teachers (they read the verifier's answers), shown as references; 'exhausted' counts the "

@@ -26,6 +26,7 @@ from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_p
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import BUDGETS, MODES
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, package_versions
 from membudget.studies.runs import TrainCommand, model_to_bytes, ppo_from_bytes, start_run, write_metrics
@@ -310,7 +311,8 @@ def plot_replay_frontier(rows, path):
 def select_alpha_main(argv=None):
     """``python -m membudget.evaluate replay-alpha``: LinUCB's alpha chosen on development seeds 0-9
     (:func:`select_alpha`), with the score of every alpha of the grid."""
-    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha", description=select_alpha.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha",
+                                     description=plain(select_alpha.__doc__))
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:

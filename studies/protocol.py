@@ -11,7 +11,10 @@ import sys
 
 import numpy as np
 
+from membudget.envs.pm.levels import LEVELS, check_level
 from membudget.envs.pm.rollout import rollout
+from membudget.envs.pm.world import MAX_BUDGET
+from membudget.envs.validation import check_int
 
 SWEEP_CAPS = tuple(int(c) for c in np.round(np.linspace(5, 210, 20)))
 
@@ -34,10 +37,16 @@ def bootstrap_ci(values, n_resamples: int = 10000, seed: int = 0, level: float =
     return float(x.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1.0 - alpha))
 
 
-def parse_budget(b):
-    if b is None or b == "none":
+def parse_budget(text, levels=LEVELS):
+    """A budget as the command lines and config files give it, checked before any work: ``none`` (or None) → no
+    budget, a positive integer → that many queries, else a level name among ``levels`` (default PMWeek-v0's;
+    :func:`~membudget.envs.pm.levels.check_level` names the accepted ones)."""
+    if text is None or text == "none":
         return None
-    return int(b) if str(b).isdigit() else b
+    if isinstance(text, int) or str(text).isdigit():
+        return check_int("budget", int(text), 1, MAX_BUDGET)
+    check_level(str(text), levels)
+    return str(text)
 
 
 def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3, trust_model=False):

@@ -32,7 +32,7 @@ from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.pm.world import WorldConfig
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, evaluate_policy, rollout, write_page
-from membudget.studies.runs import TrainCommand, budget_flag, finish_run, show_bar, start_run
+from membudget.studies.runs import TrainCommand, parse_budget, finish_run, show_bar, start_run
 from membudget.studies.suite import fit_suite
 from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
 
@@ -130,8 +130,8 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     from membudget.agents.per_resource import StudentPolicy
     from membudget.agents.ppo import train_ppo as native_ppo
 
-    budget = budget_flag(cfg.budget)
     task = TASKS[cfg.task]
+    budget = parse_budget(cfg.budget, task.levels)
     env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile,
                                  late_policy=cfg.late_policy)
     init = None
@@ -158,7 +158,7 @@ def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> st
     sub = "sb3-ppo" if algo == "ppo" else "sb3-maskable-ppo"
     run_dir = start_run(sub, cfg, command, f"{sub}-{cfg.budget}-seed{cfg.seed}")
     settings = PPOAllocatorConfig.of(cfg)
-    model, history = train_ppo_allocator(budget_flag(cfg.budget), settings, algo=algo, seed=cfg.seed,
+    model, history = train_ppo_allocator(parse_budget(cfg.budget), settings, algo=algo, seed=cfg.seed,
                                          progress_bar=show_bar(cfg.progress_bar))
     model.save(os.path.join(run_dir, "model.zip"))
     return finish_run(run_dir, sub, cfg, history, as_policy(model), [cfg.budget], settings.env_kwargs())
@@ -166,7 +166,7 @@ def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> st
 
 def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
     """Train one budget-conditioned PPO across ``cfg.budgets``, evaluate at each budget and save."""
-    budgets = [budget_flag(b.strip()) for b in cfg.budgets.split(",") if b.strip()]
+    budgets = [parse_budget(b.strip()) for b in cfg.budgets.split(",") if b.strip()]
     if not budgets:
         raise ValueError("--budgets must name at least one budget level")
     run_dir = start_run("sb3-ppo-conditioned", cfg, command, f"sb3-ppo-conditioned-seed{cfg.seed}")
@@ -201,10 +201,10 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
             bar.update(1)
 
     if method == "bc":
-        policy, history = fit_bc(seeds, budget_flag(cfg.budget), epochs=cfg.epochs, hidden=cfg.hidden,
+        policy, history = fit_bc(seeds, parse_budget(cfg.budget, task.levels), epochs=cfg.epochs, hidden=cfg.hidden,
                                  context=cfg.context == "on", seed=cfg.seed, progress=progress, task=task)
     else:
-        policy, history = fit_dagger(seeds, budget_flag(cfg.budget), iterations=cfg.iterations, epochs=cfg.epochs,
+        policy, history = fit_dagger(seeds, parse_budget(cfg.budget, task.levels), iterations=cfg.iterations, epochs=cfg.epochs,
                                      hidden=cfg.hidden, context=cfg.context == "on", seed=cfg.seed,
                                      progress=progress, task=task)
     if bar is not None:

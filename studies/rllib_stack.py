@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from membudget.studies.runs import TrainCommand, budget_flag, record_training, start_run, write_metrics
+from membudget.studies.runs import TrainCommand, parse_budget, record_training, start_run, write_metrics
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,9 @@ class RLlibPPOConfig:
 
 def _env_config(cfg):
     if cfg.env == "pmweek-flat":
-        return {"budget": budget_flag(cfg.budget)}
+        return {"budget": parse_budget(cfg.budget)}
     if cfg.env == "shared-budget":
-        return {"budget": budget_flag(cfg.budget), "n_agents": cfg.n_agents}
+        return {"budget": parse_budget(cfg.budget), "n_agents": cfg.n_agents}
     return {}
 
 
@@ -79,5 +79,5 @@ def train_rllib(cfg: RLlibPPOConfig, command: str) -> str:
 
 TRAIN_COMMANDS = {
     "rllib-ppo": TrainCommand(RLlibPPOConfig, "RLlib PPO on PMWeekFlat / ReplayStream / TierRouting / shared budget",
-                              train_rllib),
+                              train_rllib, requires=("ray.rllib",)),
 }

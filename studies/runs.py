@@ -28,7 +28,8 @@ from typing import Callable
 import numpy as np
 
 from membudget.agents.tasks import PMWEEK, TASKS
-from membudget.studies.protocol import package_versions
+from membudget.studies.cli import plain
+from membudget.studies.protocol import package_versions, parse_budget
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class TrainCommand:
     """``run(cfg, command) -> run directory``."""
     defaults: dict = field(default_factory=dict)
     """Overrides of the config's defaults for this subcommand."""
+    requires: tuple = ()
+    """Modules of optional extras the subcommand needs (checked before any work)."""
 
 
 def run_seed(run, cfg, command, seed):
@@ -76,13 +79,6 @@ def run_seeds(run, cfg, command, seeds, executor):
     import functools
 
     return executor.map(functools.partial(run_seed, run, cfg, command), [int(s) for s in seeds])
-
-
-def budget_flag(value: str):
-    """A budget flag: ``none``, an integer or a level name such as ``B10``."""
-    if value == "none":
-        return None
-    return int(value) if value.lstrip("-").isdigit() else value
 
 
 def show_bar(setting: str) -> bool:
@@ -133,7 +129,7 @@ def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, t
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
     rows, summary = [], []
     for b in budgets:
-        res = task.rollout(policy, seeds, budget=budget_flag(b),
+        res = task.rollout(policy, seeds, budget=parse_budget(b, task.levels),
                            **{"per_step_cap": getattr(cfg, "per_step_cap", 2), **env_kwargs})
         for i, s in enumerate(seeds):
             rows.append([b, s, *(res[key][i] for key, _ in task.metrics)])
@@ -203,7 +199,7 @@ def field_docs(cls) -> dict:
 
 def flag_help(cls, name: str, default=dataclasses.MISSING) -> str:
     """The ``--help`` text of field ``name`` of ``cls``: its docstring (argparse-escaped) and its default."""
-    doc = field_docs(cls).get(name, "").replace("%", "%%")
+    doc = plain(field_docs(cls).get(name, "")).replace("%", "%%")
     return doc if default is dataclasses.MISSING else f"{doc} (default: {default})".lstrip()
 
 

@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from membudget.studies.runs import TrainCommand, budget_flag, start_run
+from membudget.studies.runs import TrainCommand, parse_budget, start_run
 
 VALIDATION = (4000, 4030)
 """The weeks a sweep selects on (4000-4029); never the held-out weeks."""
@@ -70,7 +70,7 @@ def _trial(settings, fixed):
 
     # the searched settings over PPOConfig's; the eager engine (nothing to compile in each trial's worker), every
     # reported point as trained (Tune, not keep_best, picks the best)
-    train_ppo(budget_flag(fixed["budget"]), PPOConfig(engine="autograd", keep_best=False), seed=fixed["seed"],
+    train_ppo(parse_budget(fixed["budget"]), PPOConfig(engine="autograd", keep_best=False), seed=fixed["seed"],
               total_timesteps=fixed["total_timesteps"], n_envs=fixed["n_envs"], eval_every=fixed["eval_every"],
               eval_seeds=range(*VALIDATION), report=report, **settings)
 
@@ -119,5 +119,5 @@ def run_sweep(cfg: SweepConfig, command: str) -> str:
 
 TRAIN_COMMANDS = {
     "sweep": TrainCommand(SweepConfig, "Ray Tune search (Optuna + ASHA) over native PPO on validation weeks",
-                          run_sweep),
+                          run_sweep, requires=("ray.tune", "optuna")),
 }

@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import re
 
 import pytest
 
@@ -178,17 +179,23 @@ def test_config_file_and_flag_override(tmp_path, fmt):
         assert cfg["net_arch"] == [16, 16]
 
 
-def test_config_file_errors(tmp_path):
+def refused(capsys, argv, match, main=train.main):
+    """``main(argv)`` refuses with one line on stderr matching ``match`` and exit status 2."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and re.search(match, err) and err.endswith("\n") and err.count("\n") == 1, err
+
+
+def test_config_file_errors(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"no_such_flag": 1}))
-    with pytest.raises(ValueError, match="unknown keys"):
-        train.main(["ppo", "--config", str(bad), "--out", str(tmp_path)])
+    refused(capsys, ["ppo", "--config", str(bad), "--out", str(tmp_path)], "unknown keys")
     bad.write_text(json.dumps({"total_timesteps": "many"}))
-    with pytest.raises(ValueError, match="total_timesteps must be int"):
-        train.main(["ppo", "--config", str(bad), "--out", str(tmp_path)])
+    refused(capsys, ["ppo", "--config", str(bad), "--out", str(tmp_path)], "total_timesteps must be int")
     bad.write_text("__import__('os')")
-    with pytest.raises(ValueError, match="not valid JSON"):
-        train.main(["ppo", "--config", str(bad), "--out", str(tmp_path)])
+    refused(capsys, ["ppo", "--config", str(bad), "--out", str(tmp_path)], "not valid JSON")
+    assert os.listdir(tmp_path) == ["bad.json"]  # no run directory
 
 
 def test_same_seed_same_model(tmp_path):
@@ -215,11 +222,11 @@ def test_evaluate_loads_model_by_path(tmp_path, capsys):
     assert 0.0 <= results[1]["set_f1"].mean() <= 1.0 and "diff_vs_reference" in results[1]
 
 
-def test_budget_flags_accept_levels_integers_and_none(tmp_path):
+def test_parse_budgets_accept_levels_integers_and_none(tmp_path):
     from membudget.studies.rl_vs_distillation import ImitationConfig
-    from membudget.studies.runs import budget_flag, resolve_config
+    from membudget.studies.runs import parse_budget, resolve_config
 
-    assert budget_flag("B10") == "B10" and budget_flag("21") == 21 and budget_flag("none") is None
+    assert parse_budget("B10") == "B10" and parse_budget("21") == 21 and parse_budget("none") is None
     cfg = resolve_config(ImitationConfig, {}, {"budget": 21})
     assert cfg.budget == "21"
     run_dir = train.main(["bc", *TINY_IMIT, "--budget", "21", "--out", str(tmp_path)])
@@ -227,15 +234,15 @@ def test_budget_flags_accept_levels_integers_and_none(tmp_path):
         assert json.load(f)["config"]["budget"] == "21"
 
 
-def test_evaluate_refuses_missing_models_and_unknown_policies_before_fitting(monkeypatch):
+def test_evaluate_refuses_missing_models_and_unknown_policies_before_fitting(monkeypatch, capsys):
     from membudget import evaluate
     from membudget.studies import budgetpm
 
     monkeypatch.setattr(budgetpm, "fit_suite", lambda **kw: pytest.fail("fitted before checking the inputs"))
-    with pytest.raises(FileNotFoundError, match="missing.zip"):
-        evaluate.main(["--model", "missing.zip", "--progress-bar", "off"])
-    with pytest.raises(ValueError, match="unknown policy 'Oracle'"):
-        evaluate.main(["--policies", "Oracle", "--progress-bar", "off"])
+    refused(capsys, ["--model", "missing.zip", "--progress-bar", "off"], "no model at missing.zip", evaluate.main)
+    refused(capsys, ["--policies", "Oracle", "--progress-bar", "off"], "unknown policy 'Oracle'", evaluate.main)
+    with pytest.raises(FileNotFoundError, match="missing.zip"):  # the library raises
+        budgetpm.run(budgetpm.EvalConfig(model=["missing.zip"]))
 
 
 def test_every_config_field_documents_its_flag(capsys):

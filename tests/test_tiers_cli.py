@@ -58,8 +58,9 @@ def test_train_tiers_bad_arguments(tmp_path):
         train.main(["tiers", "--eval-first-seed", "10", "--out", str(tmp_path)])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"lam": "high"}))
-    with pytest.raises(ValueError, match="lam must be float"):
+    with pytest.raises(SystemExit) as e:  # refused on one line before any work
         train.main(["tiers", "--config", str(bad), "--out", str(tmp_path)])
+    assert e.value.code == 2
 
 
 def test_bc_teacher_must_be_known():

@@ -144,8 +144,8 @@ class ConversationPMEnv(TextRender, gym.Env):
 
     ## Arguments
 
-    - ``budget``: ``B`` — an int, a level ``"B20"``...``"B80"`` (q% of the mean All-semantic cost over development
-      conversations 2000-2011) or ``None``. Default ``"B60"``.
+    - ``budget``: ``B`` — an int, a level ``"B10"``, ``"B20"``, ``"B30"``...``"B80"`` (q% of the mean All-semantic
+      cost over development conversations 2000-2011) or ``None``. Default ``"B60"``.
     - ``per_step_cap``: ``N_max``, verifier calls per message (default 2; ``None`` for no cap).
     - ``false_fire_penalty``: cost of a false fire in units of one activation's value (default 1.0; 0 gives the
       benchmark's rule).

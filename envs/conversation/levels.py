@@ -12,7 +12,9 @@ from ..pm.levels import resolve_budget_from_mean
 from .world import ConversationConfig, generate_conversation
 
 DEV_SEEDS = range(2000, 2012)
-LEVELS = (20, 30, 40, 50, 60, 70, 80)
+LEVELS = (10, 20, 30, 40, 50, 60, 70, 80)
+"""The budget level names ``"Bq"`` the environment accepts: BudgetPM's GoodAI budgets B20-B80, its interpolation
+budgets B30/B50/B70, and B10 (5 calls)."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -23,11 +25,12 @@ def mean_all_semantic_cost(config: ConversationConfig | None = None) -> float:
 
 
 def budget_levels(config: ConversationConfig | None = None) -> dict:
-    """``{"B20": int, ..., "B80": int}`` (B30/B50/B70 included: BudgetPM's interpolation budgets)."""
+    """``{"B10": int, ..., "B80": int}`` of :data:`LEVELS` (B30/B50/B70 included: BudgetPM's interpolation
+    budgets)."""
     mean = mean_all_semantic_cost(config or ConversationConfig())
     return {f"B{q}": int(round(q / 100.0 * mean)) for q in LEVELS}
 
 
 def resolve_budget(budget, config: ConversationConfig):
-    """``(B, target_fraction)`` from an int, a level name such as ``"B60"`` or None."""
-    return resolve_budget_from_mean(budget, lambda: mean_all_semantic_cost(config))
+    """``(B, target_fraction)`` from an int, a level name of :data:`LEVELS` such as ``"B60"`` or None."""
+    return resolve_budget_from_mean(budget, lambda: mean_all_semantic_cost(config), LEVELS)

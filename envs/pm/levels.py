@@ -54,22 +54,30 @@ def budget_levels(config: WorldConfig | None = None, cost_profile: str = "unit")
 
 
 def resolve_budget(budget, config: WorldConfig, cost_profile: str):
-    """``(B, target_fraction)`` from an int, a level name such as ``"B10"`` or None (no episode budget)."""
-    return resolve_budget_from_mean(budget, lambda: mean_all_relevant_cost(config, cost_profile))
+    """``(B, target_fraction)`` from an int, a level name of :data:`LEVELS` such as ``"B10"`` or None (no episode
+    budget)."""
+    return resolve_budget_from_mean(budget, lambda: mean_all_relevant_cost(config, cost_profile), LEVELS)
 
 
-def resolve_budget_from_mean(budget, mean_cost):
+def check_level(budget: str, levels=LEVELS) -> int:
+    """The ``q`` of a level name ``"Bq"`` among ``levels``; anything else raises ``ValueError`` naming the accepted
+    levels (the levels the package calibrates its gates for; another budget is an integer number of queries)."""
+    m = _LEVEL_RE.match(budget)
+    if not m or int(m.group(1)) not in levels:
+        hint = f" (did you mean {budget.upper()!r}?)" if budget.upper() != budget and _LEVEL_RE.match(
+            budget.upper()) and int(budget[1:]) in levels else ""
+        raise ValueError(f"budget {budget!r} is not a level{hint}; the levels are "
+                         f"{', '.join(f'B{q}' for q in levels)} (or give an integer budget, or none)")
+    return int(m.group(1))
+
+
+def resolve_budget_from_mean(budget, mean_cost, levels=LEVELS):
     """``(B, target_fraction)`` of a budget against a reference mean cost (``mean_cost()``, called only when
-    needed): an int, a level name ``"Bq"`` (round(q% of the mean)) or None (no episode budget)."""
+    needed): an int, a level name ``"Bq"`` of ``levels`` (round(q% of the mean)) or None (no episode budget)."""
     if budget is None:
         return None, 1.0
     if isinstance(budget, str):
-        m = _LEVEL_RE.match(budget)
-        if not m:
-            raise ValueError(f"budget must be an int, None or a level like 'B10', got {budget!r}")
-        q = int(m.group(1))
-        if q <= 0:
-            raise ValueError(f"budget level must be positive, got {budget!r}")
+        q = check_level(budget, levels)
         value = int(round(q / 100.0 * mean_cost()))
         if value <= 0:
             raise ValueError(f"budget {budget!r} rounds to {value} <= 0 for this world")

@@ -1,0 +1,102 @@
+"""What the package's command lines do with a user's mistake: one line naming the argument, the bad value and what is
+accepted, exit status 2, before any work and without writing anything; a missing optional extra is one line with
+the install command. ``python -m membudget.train`` and ``python -m membudget.evaluate`` use these."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import sys
+
+# The command lines import this module first, to refuse a mistake within a second or two: it imports nothing heavy
+# (the checks that need the environments import them when they run).
+
+EXTRAS = {"ray": "ray", "optuna": "ray", "minari": "minari", "h5py": "minari", "torchrl": "interop",
+          "tianshou": "interop", "rl_zoo3": "interop", "supersuit": "interop", "mkdocs": "docs"}
+"""Top-level modules of the optional extras: ``module: extra`` (``pip install "membudget[extra]"``)."""
+
+
+def usage_error(prog: str, message: str):
+    """Print ``prog: error: message`` on one line and exit with status 2 (argparse's convention)."""
+    print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+@contextlib.contextmanager
+def user_input(prog: str):
+    """Around the reading and checking of a user's input (flags, config files, model paths), before any work: a
+    ``ValueError``, ``TypeError`` or ``FileNotFoundError`` becomes one line and exit status 2."""
+    try:
+        yield
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        usage_error(prog, e)
+
+
+def check_extras(modules) -> None:
+    """Each of ``modules`` (dotted names) can be imported, or ``ModuleNotFoundError`` names the first missing one."""
+    import importlib.util
+
+    for name in modules:
+        root = name.split(".")[0]
+        if importlib.util.find_spec(root) is None or importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@contextlib.contextmanager
+def optional_extras(prog: str):
+    """Around a command's work: an optional extra that is not installed becomes one line naming the install command
+    (any other error propagates with its traceback)."""
+    try:
+        yield
+    except ModuleNotFoundError as e:
+        root = (e.name or "").split(".")[0]
+        if root not in EXTRAS:
+            raise
+        usage_error(prog, f"this needs {root}, which is not installed: pip install \"membudget[{EXTRAS[root]}]\"")
+
+
+def check_run_config(cfg) -> None:
+    """The checks every training run's config passes before its run directory is made: budgets are levels of its
+    task's environment, integers or none; seeds and first weeks are non-negative; week counts positive; ``out`` can
+    be made. Each failure is a ``ValueError`` naming the field."""
+    from membudget.agents.tasks import PMWEEK, TASKS
+    from membudget.envs.validation import check_int
+    from membudget.studies.protocol import parse_budget
+
+    task = TASKS.get(getattr(cfg, "task", ""), PMWEEK)
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name == "budget":
+            parse_budget(value, task.levels)
+        elif f.name == "budgets":
+            for b in str(value).split(","):
+                parse_budget(b.strip(), task.levels)
+        elif f.name == "seed" or f.name.endswith("_seed"):
+            check_int(f.name, value, 0)
+        elif f.name.endswith("_weeks") and isinstance(value, int):
+            check_int(f.name, value, 1)
+    if hasattr(cfg, "out"):
+        make_folder("out", cfg.out)
+
+
+def make_folder(name: str, path: str) -> None:
+    """The output folder ``path`` made (the last check, once everything else passed) or a ``ValueError`` naming
+    ``name`` when it cannot be."""
+    try:
+        os.makedirs(path or ".", exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{name} {path!r} cannot be made: {e.strerror}") from None
+    if not os.access(path or ".", os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {path!r} is not a writable folder")
+
+
+_ROLE = re.compile(r":(?:class|mod|func|meth|data|attr|obj|exc|ref):`(~?)([^`]+)`")
+
+
+def plain(doc: str) -> str:
+    """A docstring as plain text for ``--help``: Sphinx roles dropped (``~`` keeps the last name) and double
+    backticks removed."""
+    text = _ROLE.sub(lambda m: m.group(2).split(".")[-1] if m.group(1) else m.group(2), doc or "")
+    return text.replace("``", "")
