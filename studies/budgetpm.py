@@ -28,10 +28,10 @@ import numpy as np
 
 from membudget.agents.rl import load_policy
 from membudget.envs.validation import check_int
-from membudget.studies.cli import make_folder, plain, user_input
+from membudget.studies.cli import Progress, make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, cost_to_match, evaluate_policy,
-                                        package_versions, parse_budget, progress_line)
+                                        package_versions, parse_budget)
 from membudget.studies.runs import flag_help
 from membudget.studies.suite import POLICIES, fit_suite
 
@@ -70,7 +70,10 @@ class EvalConfig:
     out: str = ""
     """If set, a directory for results.json, results.md and frontiers.png (config, command, versions included)."""
     progress_bar: str = "auto"
-    """on, off or auto (on when attached to a terminal)."""
+    """on (a live line), plain (a line per stage and every 5 s), off, or auto (on when attached to a terminal,
+    plain otherwise)."""
+    quiet: bool = False
+    """No progress output (the table only)."""
     backend: str = "local"
     """local (tasks in this process) or ray (Ray tasks; a local cluster unless --address): docs/ray.md."""
     address: str = ""
@@ -189,8 +192,8 @@ def run(cfg: EvalConfig, suite=None, progress=None, executor=None):
 def _run(cfg: EvalConfig, suite=None, progress=None, executor=None):
     say = progress or (lambda msg: None)
     budgets = [parse_budget(b) for b in cfg.budgets]
-    owned = (make_executor(cfg.backend, cfg.address or None, cfg.checkpoint_dir or None, cfg.num_cpus or None)
-             if executor is None else contextlib.nullcontext(executor))
+    owned = (make_executor(cfg.backend, cfg.address or None, cfg.checkpoint_dir or None, cfg.num_cpus or None,
+                           progress=progress) if executor is None else contextlib.nullcontext(executor))
     with owned as ex:
         if suite is None:
             suite = fit_suite(progress=lambda m: say(f"fit: {m}"), map=ex.map)
@@ -277,7 +280,7 @@ def parse_args(argv=None) -> EvalConfig:
                                 help=flag_help(EvalConfig, f.name, default))
         else:
             parser.add_argument(flag, type=type(default), default=default, help=flag_help(EvalConfig, f.name, default),
-                                choices={"progress_bar": ("on", "off", "auto"),
+                                choices={"progress_bar": ("on", "off", "plain", "auto"),
                                          "backend": BACKENDS}.get(f.name))
     return EvalConfig(**vars(parser.parse_args(argv)))
 
@@ -288,7 +291,8 @@ def main(argv=None):
     with user_input("python -m membudget.evaluate"):
         cfg = check(cfg)
     start = time.perf_counter()
-    results, sweeps = _run(cfg, progress=progress_line(cfg.progress_bar))
+    with Progress("off" if cfg.quiet else cfg.progress_bar) as progress:
+        results, sweeps = _run(cfg, progress=progress)
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     text = (f"PMWeek-v0, weeks {cfg.first_seed}-{cfg.first_seed + cfg.n_weeks - 1}, unit prices, N_max 2, "
             f"late policy expire, load {cfg.load}; gates fitted on development weeks 2000-2019; paired bootstrap "

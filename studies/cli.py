@@ -100,3 +100,77 @@ def plain(doc: str) -> str:
     backticks removed."""
     text = _ROLE.sub(lambda m: m.group(2).split(".")[-1] if m.group(1) else m.group(2), doc or "")
     return text.replace("``", "")
+
+
+class Progress:
+    """What a long command prints while it works, called with each stage's message (``progress("fit: gates")``)
+    and, within a stage, the tasks done (``progress.count(3, 24)``).
+
+    ``mode``: ``"auto"`` (a live line on a terminal, plain lines elsewhere), ``"on"`` (the live line), ``"plain"``
+    or ``"off"``. The live line shows the stage, done/total and the time elapsed, ticking every second; plain lines
+    (for logs, CI, notebooks) come at each stage and then at least every ``every`` seconds while it runs, each with
+    the stage, done/total and the time elapsed, on ``stream`` (standard error)."""
+
+    def __init__(self, mode: str = "auto", every: float = 5.0, stream=None):
+        import threading
+        import time
+
+        self.stream = stream or sys.stderr
+        if mode == "auto":
+            mode = "on" if self.stream.isatty() else "plain"
+        if mode not in ("on", "plain", "off"):
+            raise ValueError(f"progress must be on, off, plain or auto, got {mode!r}")
+        self.mode, self.every, self._time = mode, every, time.perf_counter
+        self.start = self._time()
+        self.stage, self.done, self.total, self._last = "", 0, 0, self.start
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self._thread = None
+        if mode != "off":
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+
+    def __call__(self, message: str) -> None:
+        with self._lock:
+            self.stage, self.done, self.total = str(message), 0, 0
+            self._show()
+
+    def count(self, done: int, total: int) -> None:
+        with self._lock:
+            self.done, self.total = int(done), int(total)
+            if self.mode == "on":
+                self._show()
+
+    def line(self) -> str:
+        counted = f" {self.done}/{self.total}" if self.total else ""
+        return f"{self.stage}{counted} [{self._time() - self.start:.0f} s]"
+
+    def _show(self) -> None:
+        if self.mode == "off":
+            return
+        self._last = self._time()
+        if self.mode == "on":
+            self.stream.write("\r\033[K" + self.line())
+        else:
+            self.stream.write(self.line() + "\n")
+        self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0 if self.mode == "on" else min(1.0, self.every)):
+            with self._lock:
+                if self.stage and (self.mode == "on" or self._time() - self._last >= self.every):
+                    self._show()
+
+    def close(self) -> None:
+        """Stop the ticking (and end the live line)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.mode == "on" and self.stage:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

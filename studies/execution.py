@@ -112,7 +112,8 @@ class Executor:
     Args:
         checkpoint_dir: if set, a directory for one file per finished task; finished tasks found there are
             loaded instead of run.
-        progress: ``progress(message)`` after each finished task.
+        progress: ``progress(message)`` after each finished task (``progress.count(done, total)`` where it has
+            one, as :class:`~membudget.studies.cli.Progress` does).
     """
 
     backend = "local"
@@ -139,12 +140,16 @@ class Executor:
                 self.loaded += 1
             else:
                 todo.append(i)
+        done = len(items) - len(todo)
         for i, value in self._run(fn, items, todo):
             results[i] = value
             self._save(ids[i], value)
             self.computed += 1
-            if self.progress:
-                self.progress(f"task {self.computed + self.loaded}/{len(items)} done")
+            done += 1
+            if hasattr(self.progress, "count"):  # a studies.cli.Progress: the count within its stage
+                self.progress.count(done, len(items))
+            elif self.progress:
+                self.progress(f"task {done}/{len(items)} done")
         return results
 
     def _run(self, fn, items, todo):

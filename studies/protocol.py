@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import os
 import platform
-import sys
 
 import numpy as np
 
@@ -120,15 +119,6 @@ def package_versions() -> dict:
     return out
 
 
-def progress_line(enabled: str):
-    if enabled == "off" or (enabled == "auto" and not sys.stderr.isatty()):
-        return None
-    from tqdm import tqdm
-
-    bar = tqdm(total=0, bar_format="{desc} [{elapsed}]")
-    return lambda msg: (bar.set_description_str(msg), bar.refresh())
-
-
 def write_page(path, text) -> str:
     """Write a generated page (creating its folder); returns the folder."""
     folder = os.path.dirname(path) or "."
@@ -139,4 +129,4 @@ def write_page(path, text) -> str:
 
 
 __all__ = ["SWEEP_CAPS", "available", "bootstrap_ci", "cap_sweeps", "cost_to_match", "evaluate_policy",
-           "package_versions", "parse_budget", "progress_line", "rollout", "sweep", "sweep_point", "write_page"]
+           "package_versions", "parse_budget", "rollout", "sweep", "sweep_point", "write_page"]

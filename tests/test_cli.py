@@ -1,5 +1,6 @@
-"""A newcomer's mistakes on the command lines: each is one line naming the argument, the bad value and what is
-accepted, exit status 2, no traceback, and nothing written — before any work."""
+"""The command lines as a newcomer meets them: a mistake is one line naming the argument, the bad value and what is
+accepted, exit status 2, no traceback, and nothing written — before any work; --help in plain text; progress a
+log can show."""
 
 import importlib.util
 import json
@@ -79,3 +80,27 @@ def test_help_is_plain_text_and_lists_every_subcommand(capsys):
     listed = texts["train"]
     for name in train.commands():
         assert re.search(rf"^\s+{re.escape(name)}\s+\S", listed, re.M), name  # the subcommand and its help line
+
+
+def test_progress_prints_plain_lines_at_each_stage_and_while_a_stage_runs():
+    import io
+    import time
+
+    from membudget.studies.cli import Progress
+
+    out = io.StringIO()
+    with Progress("plain", every=0.2, stream=out) as progress:
+        progress("fit: gates")
+        progress.count(3, 12)
+        time.sleep(0.7)
+        progress("evaluate")
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("fit: gates [") and lines[-1].startswith("evaluate [")
+    beats = [line for line in lines if line.startswith("fit: gates 3/12 [")]
+    assert len(beats) >= 2  # the stage ran 0.7 s: a line at least every 0.2 s, each with done/total and elapsed
+    quiet = io.StringIO()
+    with Progress("off", stream=quiet) as progress:
+        progress("fit: gates")
+    assert quiet.getvalue() == ""
+    with pytest.raises(ValueError, match="progress must be"):
+        Progress("loud")
