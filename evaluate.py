@@ -5,19 +5,20 @@ the studies in :mod:`membudget.studies`.
 (:mod:`membudget.studies.budgetpm`; ``--quick`` is the README's main job). Subcommands, each with its own
 ``--help``:
 
-- ``report``: every BudgetPM finding re-measured, written to ``docs/reproduction.md``;
+- ``report``: every BudgetPM finding re-measured (the page reproduction.md);
 - ``structure``: its structural part alone (greedy Set F1, exact-cost DP headroom, load intervention);
 - ``rl-vs-distillation [--quick]``: PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger against the hindsight
-  DP, current-greedy and the gates; writes ``docs/rl_vs_distillation.md``;
+  DP, current-greedy and the gates (rl_vs_distillation.md);
 - ``replay``: LIMBO's comparison on ReplayStream-v0; ``replay-alpha``: LinUCB's alpha on development streams;
 - ``tiers [--quick]``: BudgetMem's tier routers on TierRouting-v0;
-- ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v0, written to
-  ``docs/proactive_stream.md``;
-- ``shared-budget``: the shared-quota comparison (2, 3, 5 agents), written to ``docs/shared_budget.md``;
-- ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0, written to ``docs/conversation.md``;
+- ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v0 (proactive_stream.md);
+- ``shared-budget``: the shared-quota comparison (2, 3, 5 agents) (shared_budget.md);
+- ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0 (conversation.md);
 - ``labels``: the imitation-label dataset in week-chunk tasks;
 - ``demonstrations``: the hindsight DP's demonstrations as a Minari dataset, one DP task per week.
 
+A study writes its page into a new run folder, ``runs/<study>/<time>/``, unless ``--out`` names another place
+(``--out docs/<page>`` regenerates the documentation's page); it never writes over docs/ by default.
 ``--backend local|ray`` (and ``--address`` for an existing Ray cluster) on every study and generator runs its work
 as deterministic tasks, on Ray with the same numbers as locally (docs/ray.md).
 """

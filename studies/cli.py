@@ -174,3 +174,11 @@ class Progress:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def run_folder(study: str) -> str:
+    """A new run folder of a study, ``runs/<study>/<YYYYmmdd-HHMMSS>``: where a study writes its page unless
+    ``--out`` names another place (a study never writes over the tracked pages under docs/ by default)."""
+    import time
+
+    return os.path.join("runs", study, time.strftime("%Y%m%d-%H%M%S"))

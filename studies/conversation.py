@@ -23,6 +23,7 @@ only, marked as a smoke run, without the reproduction verdicts or the diagnostic
 from __future__ import annotations
 
 import argparse
+import os
 import dataclasses
 import functools
 import time
@@ -40,6 +41,7 @@ from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_le
 from membudget.envs.conversation.rollout import rollout
 from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import run_folder
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers.conversation import ConversationGreedy, ConversationOptimum, build_conversation_dataset
@@ -544,12 +546,15 @@ def diagnostics(res, data, levels, gates, diag) -> list:
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate conversation")
     parser.add_argument("--resamples", type=int_flag(1), default=100_000)
-    parser.add_argument("--out", default="docs/conversation.md")
+    parser.add_argument("--out", default=None, help="the page's path (default runs/conversation/<time>/"
+                                                    "conversation.md; docs/conversation.md regenerates the docs)")
     parser.add_argument("--quick", action="store_true",
                         help=f"a smoke run: PPO for {QUICK_PPO_STEPS} steps, one learner seed, conversations "
                              f"{QUICK_SEEDS[0]}-{QUICK_SEEDS[-1]}, {QUICK_RESAMPLES} resamples; the main table only")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = os.path.join(run_folder("conversation"), "conversation.md")
     with executor_from_flags(args) as executor:
         text = results(args.resamples, progress=lambda m: print(m, flush=True), executor=executor,
                        quick=args.quick)

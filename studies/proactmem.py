@@ -29,6 +29,7 @@ from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, ProactiveStreamP
 from membudget.baselines.proactive import POLICIES
 from membudget.envs.proactive.env import episode_metrics
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import run_folder
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
 from membudget.studies.protocol import package_versions
 from membudget.studies.runs import TrainCommand, record_training, start_run, write_metrics
@@ -243,11 +244,14 @@ def main(argv=None):
     parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO per scope (0: skip)")
     parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
     parser.add_argument("--bootstrap", type=int_flag(100), default=2000)
-    parser.add_argument("--out", default="docs", help="directory for proactive_stream.md / .json / _ablation.png")
+    parser.add_argument("--out", default=None, help="directory for proactive_stream.md / .json / _ablation.png "
+                                                    "(default runs/proactive/<time>; docs regenerates the docs)")
     parser.add_argument("--chunk-streams", type=int_flag(0), default=0,
                         help="streams per evaluation task (0: one task per policy and scope)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = run_folder("proactive")
     argv = list(sys.argv[1:] if argv is None else ["proactive", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()

@@ -30,6 +30,7 @@ from membudget.agents.rl import (CONDITIONED_BUDGETS, TRAIN_SEEDS, ConditionedPP
 from membudget.agents.tasks import TASKS
 from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.pm.world import WorldConfig
+from membudget.studies.cli import run_folder
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, evaluate_policy, rollout, write_page
 from membudget.studies.runs import TrainCommand, parse_budget, finish_run, show_bar, start_run
@@ -646,7 +647,8 @@ def benchmark_main(argv=None):
         res["command"] = command
     text = format_benchmark(res, command)
     print(text)
-    out = args.out if args.out is not None else ("" if args.quick else "docs/rl_vs_distillation.md")
+    out = args.out if args.out is not None else os.path.join(run_folder("rl-vs-distillation"),
+                                                             "rl_vs_distillation.md")
     if out:
         folder = write_page(out, text)
         plot_curves(res, os.path.join(folder, "rl_vs_distillation_curves.png"))
