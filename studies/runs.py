@@ -122,9 +122,15 @@ def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
         json.dump(meta, f, indent=1)
 
 
+HELD_OUT_FIRST = 8000
+"""The first held-out episode of the evaluation protocol (docs/protocol.md: validation 4000-4029, held-out 8000-8029
+and 9000-9029): a run's summary says which kind its evaluation episodes are."""
+
+
 def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, task=PMWEEK):
-    """Held-out metrics.csv (the task's metrics), learning curves, a line on stdout; adds the training totals (the
-    last history row's ``wall_clock`` and ``env_steps``) to config.json."""
+    """metrics.csv (the task's metrics on the evaluation episodes ``cfg.eval_first_seed`` on), learning curves, a
+    line on stdout naming which episodes those are; adds the training totals (the last history row's ``wall_clock``
+    and ``env_steps``) to config.json."""
     train_seconds, env_steps = history[-1]["wall_clock"], history[-1]["env_steps"]
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
     rows, summary = [], []
@@ -133,13 +139,15 @@ def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, t
                            **{"per_step_cap": getattr(cfg, "per_step_cap", 2), **env_kwargs})
         for i, s in enumerate(seeds):
             rows.append([b, s, *(res[key][i] for key, _ in task.metrics)])
-        summary.append(f"{b}: held-out " + ", ".join(
+        summary.append(f"{b}: " + ", ".join(
             f"{label} {np.nanmean(res[key]):.{1 if key == 'realized_cost' else 3}f}" for key, label in task.metrics))
     write_metrics(run_dir, ["budget", "seed", *(key for key, _ in task.metrics)], rows)
     if cfg.learning_curve == "on":
         write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})", task=task)
     record_training(run_dir, train_seconds, env_steps)
-    print(f"{run_dir}: " + "; ".join(summary) + f" (training {train_seconds:.1f} s, {env_steps} env steps)")
+    kind = "held-out" if cfg.eval_first_seed >= HELD_OUT_FIRST else "validation-range"
+    print(f"{run_dir}: {task.episodes} {seeds.start}-{seeds.stop - 1} ({kind}) " + "; ".join(summary)
+          + f" (training {train_seconds:.1f} s, {env_steps} env steps)")
     return run_dir
 
 

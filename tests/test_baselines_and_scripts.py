@@ -291,7 +291,7 @@ def test_train_ppo_smoke(tmp_path, capsys):
     for r in rows:
         assert 0.0 <= float(r["set_f1"]) <= 1.0
         assert 0.0 <= float(r["realized_cost"]) <= budget_levels()["B10"]
-    assert "held-out Set F1" in capsys.readouterr().out
+    assert "weeks 4010-4011 (validation-range) B10: Set F1" in capsys.readouterr().out  # not called held-out
 
     model = PPO.load(os.path.join(run_dir, "model.zip"), device="cpu")
     assert model.num_timesteps >= 1024
