@@ -112,3 +112,6 @@ def test_site_builds_in_strict_mode(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert (tmp_path / "site" / "envs" / "pm_week" / "index.html").exists()
+    raw = re.compile(r":(class|mod|func|meth|data|attr|obj|exc):(<code>|`)|``")  # Sphinx roles shown literally
+    pages = [p for p in (tmp_path / "site").rglob("*.html")]
+    assert len(pages) > 20 and [str(p) for p in pages if raw.search(p.read_text())] == []
