@@ -13,8 +13,8 @@ import numba
 import numpy as np
 from numba.core.errors import NumbaPendingDeprecationWarning
 
-from .world import (_GEN_BOOL, _GEN_INT, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode, WorldConfig,
-                    _draw_week, _world_constants, draw_arguments)
+from .world import (_GEN_BOOL, _GEN_INT, GB, GC, GI, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, OUTCOME, POS,
+                    Episode, WorldConfig, _draw_week, _world_constants, draw_arguments, named_indices)
 
 N_RESOURCE_FEATURES = 27
 N_BUDGET_FEATURES = 9
@@ -31,6 +31,13 @@ BUDGET_FEATURE_NAMES = (
     "spend_minus_progress", "queries_last5", "queries_last10", "queries_prev",
 )
 assert len(RESOURCE_FEATURE_NAMES) == N_RESOURCE_FEATURES and len(BUDGET_FEATURE_NAMES) == N_BUDGET_FEATURES
+RF = named_indices("ResourceFeature", RESOURCE_FEATURE_NAMES)
+"""Column of each resource feature in ``obs["resources"]``: ``RF.urgency == 4``."""
+BF = named_indices("BudgetFeature", BUDGET_FEATURE_NAMES)
+"""Column of each budget feature in ``obs["budget"]``."""
+N_CALENDAR = 4
+"""The calendar features (``PMWeekCore.cal``) are the first resource features, in the same columns."""
+assert RF.cos_weekday == N_CALENDAR - 1
 
 # Columns of the per-intention integer table.
 (F_RES, F_AF, F_AU, F_DS, F_DE, F_ON, F_DL, F_POL, F_KIND, F_PRIO, F_CROSS, F_REV, F_REG, F_DUE_END,
@@ -45,12 +52,20 @@ S_OPEN, S_HIT, S_FALSE, S_LATE_MISS, S_LATE_EXEC, S_EXPIRED_NEG = range(6)
 
 EV_MISS = 6
 EVENT_NAMES = ("", "hit", "false_execution", "late_miss", "late_execution", "expired_negative", "miss")
+"""Names of the codes in ``PMWeekCore.ev_list`` (the status codes, then EV_MISS)."""
+EVL = named_indices("EventListColumn", ("intention", "code"))
+"""Columns of ``PMWeekCore.ev_list``: a step's events as (hidden intention index, EVENT_NAMES code)."""
+
+EVENT_COLUMNS = ("tp", "fp", "fn", "late_execution", "late_miss", "expired_negative", "n_events")
+EV = named_indices("EventColumn", EVENT_COLUMNS)
+"""Columns of the step's ``events`` output: counts per kind, then the number of ``ev_list`` entries."""
 
 VIS_DUE, VIS_HIT = range(2)
 """Columns of ``PMWeekCore.vis_counts``: a week's visible positives due within the horizon, and executed."""
 
-# Skip reasons of the executor.
+# Skip reasons of the executor: the columns of the step's ``skipped`` output.
 SKIP_NAMES = ("non_candidate", "budget", "count_cap", "cost_cap")
+SK = named_indices("SkipColumn", SKIP_NAMES)
 
 # Episode metrics vector.
 METRIC_NAMES = (
@@ -60,6 +75,13 @@ METRIC_NAMES = (
     "update_sensitive_due", "update_sensitive_hit",
 )
 M = {name: i for i, name in enumerate(METRIC_NAMES)}
+MT = named_indices("MetricColumn", METRIC_NAMES)  # M for the kernels
+
+VIS_STEP = named_indices("VisibleStep", ("tp", "fp", "fn"))
+"""Columns of ``PMWeekCore.vis_step``: a step's fixed visible outcomes."""
+# Columns of the kernel's per-resource scratch counts over the open intentions.
+CNT = named_indices("ResourceCount", ("open", "candidate", "in_window", "max_urgency", "sum_priority", "max_priority",
+                                      "max_miss_cost", "unknown", "time", "channel", "cross_day", "revised"))
 
 # Running counters per week.
 C_TP, C_FP, C_FN, C_COST, C_QUERIES, C_EXHAUST, C_LATE_EXEC, C_FALSE_ALARM, C_UPDATE_VIOL = range(9)
@@ -115,9 +137,9 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
         step = stepping[k]
         cntr = counters[n]
         ev = events_out[k]
-        for j in range(7):
+        for j in range(len(EVENT_COLUMNS)):
             ev[j] = 0
-        for j in range(4):
+        for j in range(len(SKIP_NAMES)):
             skipped_out[k, j] = 0
         reward_out[k] = 0.0
         n_sel = 0
@@ -148,13 +170,13 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
                 r = order[j]
                 c = costs[n, r]
                 if mask_state[n, r] == 0:
-                    skipped_out[k, 0] += 1
+                    skipped_out[k, SK.non_candidate] += 1
                 elif budget[n] >= 0 and c > remaining[n] - step_cost:
-                    skipped_out[k, 1] += 1
+                    skipped_out[k, SK.budget] += 1
                 elif n_max >= 0 and n_sel >= n_max:
-                    skipped_out[k, 2] += 1
+                    skipped_out[k, SK.count_cap] += 1
                 elif cost_cap >= 0 and step_cost + c > cost_cap:
-                    skipped_out[k, 3] += 1
+                    skipped_out[k, SK.cost_cap] += 1
                 else:
                     selected_out[k, r] = 1
                     n_sel += 1
@@ -196,51 +218,51 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
                         and live[n, q, F_ON] <= t):
                     resolved[r] = True
                     on_time = t <= live[n, q, F_DL]
-                    ev_list[n, ev[6], 0] = m
+                    ev_list[n, ev[EV.n_events], EVL.intention] = m
                     if pol == POS:
                         if on_time:
                             status[n, m] = S_HIT
                             cntr[C_TP] += 1
-                            ev[0] += 1
+                            ev[EV.tp] += 1
                         elif late_execute:
                             status[n, m] = S_LATE_EXEC
                             cntr[C_FP] += 1
                             cntr[C_LATE_EXEC] += 1
-                            ev[1] += 1
-                            ev[3] += 1
+                            ev[EV.fp] += 1
+                            ev[EV.late_execution] += 1
                         else:
                             status[n, m] = S_LATE_MISS
-                            ev[4] += 1
+                            ev[EV.late_miss] += 1
                     elif on_time:
                         status[n, m] = S_FALSE
                         cntr[C_FP] += 1
-                        ev[1] += 1
+                        ev[EV.fp] += 1
                         if pol == LURE:
                             cntr[C_FALSE_ALARM] += 1
                         else:
                             cntr[C_UPDATE_VIOL] += 1
                     else:
                         status[n, m] = S_EXPIRED_NEG
-                        ev[5] += 1
-                    ev_list[n, ev[6], 1] = status[n, m]
-                    ev[6] += 1
+                        ev[EV.expired_negative] += 1
+                    ev_list[n, ev[EV.n_events], EVL.code] = status[n, m]
+                    ev[EV.n_events] += 1
                 # Positives whose last on-time step is now and that were not executed on time are misses.
                 if pol == POS and live[n, q, F_DUE_END] == t and status[n, m] != S_HIT:
                     cntr[C_FN] += 1
-                    ev[2] += 1
+                    ev[EV.fn] += 1
                     misses[n_miss] = m
                     n_miss += 1
             if observe and reg != 0 and status[n, m] == S_OPEN and af <= to <= au and r >= 0:
-                cnt[r, 0] += 1  # open
+                cnt[r, CNT.open] += 1
                 ds = live[n, q, F_DS]
                 de = live[n, q, F_DE]
                 if ds - lookahead[n] <= to <= de:
-                    cnt[r, 1] += 1  # candidate
+                    cnt[r, CNT.candidate] += 1
                 if ds <= to <= de:
-                    cnt[r, 2] += 1  # declared window contains the step
+                    cnt[r, CNT.in_window] += 1
                 urg = 1.0 / (1.0 + max(0, de - to))
-                if urg > cnt[r, 3]:
-                    cnt[r, 3] = urg
+                if urg > cnt[r, CNT.max_urgency]:
+                    cnt[r, CNT.max_urgency] = urg
                 sd = 0.0
                 if to < ds:
                     sd = ds - to
@@ -249,21 +271,21 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
                 if abs(sd) < abs(best[r]):
                     best[r] = sd
                 prio = live[n, q, F_PRIO]
-                cnt[r, 4] += prio
-                if prio > cnt[r, 5]:
-                    cnt[r, 5] = prio
-                if live_miss[n, q] > cnt[r, 6]:
-                    cnt[r, 6] = live_miss[n, q]
+                cnt[r, CNT.sum_priority] += prio
+                if prio > cnt[r, CNT.max_priority]:
+                    cnt[r, CNT.max_priority] = prio
+                if live_miss[n, q] > cnt[r, CNT.max_miss_cost]:
+                    cnt[r, CNT.max_miss_cost] = live_miss[n, q]
                 lq = t if step and selected_out[k, r] != 0 else last_q[n, r]
                 if lq < af:
-                    cnt[r, 7] += 1
+                    cnt[r, CNT.unknown] += 1
                 kind = live[n, q, F_KIND]
                 if kind == KIND_TIME:
-                    cnt[r, 8] += 1
+                    cnt[r, CNT.time] += 1
                 elif kind == KIND_CHANNEL:
-                    cnt[r, 9] += 1
-                cnt[r, 10] += live[n, q, F_CROSS]
-                cnt[r, 11] += live[n, q, F_REV]
+                    cnt[r, CNT.channel] += 1
+                cnt[r, CNT.cross_day] += live[n, q, F_CROSS]
+                cnt[r, CNT.revised] += live[n, q, F_REV]
             # steps from `to` on read it only while it is open in the ledger or may still be missed
             if ((reg != 0 and status[n, m] == S_OPEN and au >= to)
                     or (pol == POS and live[n, q, F_DUE_END] >= to and status[n, m] != S_HIT)):
@@ -273,20 +295,20 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
         n_live[n] = kept
         if step:
             for j in range(n_miss):
-                ev_list[n, ev[6], 0] = misses[j]
-                ev_list[n, ev[6], 1] = EV_MISS
-                ev[6] += 1
+                ev_list[n, ev[EV.n_events], EVL.intention] = misses[j]
+                ev_list[n, ev[EV.n_events], EVL.code] = EV_MISS
+                ev[EV.n_events] += 1
             for r in range(n_res):
                 if selected_out[k, r]:
                     last_q[n, r] = t
                     unchanged[n, r] = 0 if resolved[r] else unchanged[n, r] + 1
-            cntr[C_TP] += vis_step[n, t, 0]
-            cntr[C_FP] += vis_step[n, t, 1]
-            cntr[C_FN] += vis_step[n, t, 2]
-            cntr[C_FALSE_ALARM] += vis_step[n, t, 1]
-            ev[0] += vis_step[n, t, 0]
-            ev[1] += vis_step[n, t, 1]
-            ev[2] += vis_step[n, t, 2]
+            cntr[C_TP] += vis_step[n, t, VIS_STEP.tp]
+            cntr[C_FP] += vis_step[n, t, VIS_STEP.fp]
+            cntr[C_FN] += vis_step[n, t, VIS_STEP.fn]
+            cntr[C_FALSE_ALARM] += vis_step[n, t, VIS_STEP.fp]
+            ev[EV.tp] += vis_step[n, t, VIS_STEP.tp]
+            ev[EV.fp] += vis_step[n, t, VIS_STEP.fp]
+            ev[EV.fn] += vis_step[n, t, VIS_STEP.fn]
             # --- budget and history ---
             if budget[n] >= 0:
                 remaining[n] -= step_cost
@@ -324,50 +346,49 @@ def _write_observation(k, n, t, T, cnt, best, is_clock, cost_ratio, cal, hints, 
     out = res_out[k]
     for r in range(n_res):
         c = cnt[r]
-        n_open = c[0]
+        n_open = c[CNT.open]
+        n_cand = c[CNT.candidate]
         hint = hints[n, t, r] if t < T else 0.0
-        out[r, 0] = cal[n, tc, 0]
-        out[r, 1] = cal[n, tc, 1]
-        out[r, 2] = cal[n, tc, 2]
-        out[r, 3] = cal[n, tc, 3]
-        out[r, 7] = cost_ratio[n, r]
-        out[r, 8] = is_clock[n, r]
-        out[r, 11] = hint
-        out[r, 22] = 1.0 if last_q[n, r] < 0 else min(1.0, (t - last_q[n, r]) / T)
-        out[r, 23] = unchanged[n, r] / (1.0 + unchanged[n, r])
-        out[r, 24] = 0.0 if last_q[n, r] < 0 else 1.0
+        for j in range(N_CALENDAR):
+            out[r, j] = cal[n, tc, j]
+        out[r, RF.cost] = cost_ratio[n, r]
+        out[r, RF.is_clock] = is_clock[n, r]
+        out[r, RF.max_relevance] = hint
+        out[r, RF.age_since_query] = 1.0 if last_q[n, r] < 0 else min(1.0, (t - last_q[n, r]) / T)
+        out[r, RF.unchanged_count] = unchanged[n, r] / (1.0 + unchanged[n, r])
+        out[r, RF.ever_queried] = 0.0 if last_q[n, r] < 0 else 1.0
         if n_open > 0:
-            out[r, 4] = c[3]
-            out[r, 5] = best[r] / T
-            out[r, 6] = abs(best[r]) / T
-            out[r, 9] = c[1] / (1.0 + c[1])
-            out[r, 10] = n_open / (1.0 + n_open)
-            out[r, 12] = hint * c[1] / (1.0 + hint * c[1])
-            out[r, 13] = c[2] / n_open
-            mean_prio = c[4] / n_open / 3.0
-            out[r, 14] = mean_prio
-            out[r, 15] = c[5] / 3.0
-            out[r, 16] = c[6] / 3.0
-            out[r, 17] = c[7] / (1.0 + c[7])
-            out[r, 18] = c[8] / n_open
-            out[r, 19] = c[9] / n_open
-            out[r, 20] = c[10] / n_open
-            out[r, 21] = c[11] / n_open
-            out[r, 25] = hint * c[3]
-            out[r, 26] = hint * mean_prio * out[r, 13]
+            out[r, RF.urgency] = c[CNT.max_urgency]
+            out[r, RF.signed_window_distance] = best[r] / T
+            out[r, RF.abs_window_distance] = abs(best[r]) / T
+            out[r, RF.candidate_count] = n_cand / (1.0 + n_cand)
+            out[r, RF.open_count] = n_open / (1.0 + n_open)
+            out[r, RF.sum_relevance] = hint * n_cand / (1.0 + hint * n_cand)
+            out[r, RF.resolvability] = c[CNT.in_window] / n_open
+            mean_prio = c[CNT.sum_priority] / n_open / 3.0
+            out[r, RF.mean_priority] = mean_prio
+            out[r, RF.max_priority] = c[CNT.max_priority] / 3.0
+            out[r, RF.max_miss_cost] = c[CNT.max_miss_cost] / 3.0
+            out[r, RF.unknown_conditions] = c[CNT.unknown] / (1.0 + c[CNT.unknown])
+            out[r, RF.frac_time] = c[CNT.time] / n_open
+            out[r, RF.frac_channel] = c[CNT.channel] / n_open
+            out[r, RF.frac_cross_day] = c[CNT.cross_day] / n_open
+            out[r, RF.frac_revised] = c[CNT.revised] / n_open
+            out[r, RF.legacy_utility] = hint * c[CNT.max_urgency]
+            out[r, RF.calibrated_utility] = hint * mean_prio * out[r, RF.resolvability]
         else:
             zero_hint = hint * 0.0  # what hint * count gives for a zero count (and x / 1.0 == x)
-            out[r, 4] = 0.0
-            out[r, 5] = 0.0
-            out[r, 6] = 1.0
-            for j in range(9, 11):
+            out[r, RF.urgency] = 0.0
+            out[r, RF.signed_window_distance] = 0.0
+            out[r, RF.abs_window_distance] = 1.0
+            out[r, RF.candidate_count] = 0.0
+            out[r, RF.open_count] = 0.0
+            out[r, RF.sum_relevance] = zero_hint
+            for j in range(RF.resolvability, RF.frac_revised + 1):
                 out[r, j] = 0.0
-            out[r, 12] = zero_hint
-            for j in range(13, 22):
-                out[r, j] = 0.0
-            out[r, 25] = zero_hint
-            out[r, 26] = zero_hint * 0.0
-        is_cand = 1 if (c[1] > 0 and t < T) else 0
+            out[r, RF.legacy_utility] = zero_hint
+            out[r, RF.calibrated_utility] = zero_hint * 0.0
+        is_cand = 1 if (n_cand > 0 and t < T) else 0
         mask_out[k, r] = is_cand
         mask_state[n, r] = is_cand
     # Budget features of BudgetPM appendix A.2, with one-indexed step t1.
@@ -376,46 +397,46 @@ def _write_observation(k, n, t, T, cnt, best, is_clock, cost_ratio, cal, hints, 
     prog = (t1 - 1) / max(1, T - 1)
     left = T - t1 + 1
     if budget[n] >= 0:
-        bf[0] = b_frac[n]
-        bf[1] = remaining[n] / budget[n]
-        bf[4] = remaining[n] / max(1, left)
-        bf[5] = (budget[n] - remaining[n]) / budget[n] - prog
+        bf[BF.target_fraction] = b_frac[n]
+        bf[BF.remaining_fraction] = remaining[n] / budget[n]
+        bf[BF.remaining_per_step] = remaining[n] / max(1, left)
+        bf[BF.spend_minus_progress] = (budget[n] - remaining[n]) / budget[n] - prog
     else:
-        bf[0] = 1.0
-        bf[1] = 1.0
-        bf[4] = 1.0
-        bf[5] = -prog
-    bf[2] = prog
-    bf[3] = (T - t) / T
+        bf[BF.target_fraction] = 1.0
+        bf[BF.remaining_fraction] = 1.0
+        bf[BF.remaining_per_step] = 1.0
+        bf[BF.spend_minus_progress] = -prog
+    bf[BF.progress] = prog
+    bf[BF.remaining_horizon] = (T - t) / T
     q5 = 0.0
     q10 = 0.0
     for j in range(max(0, t - 10), t):
         q10 += q_hist[n, j]
         if j >= t - 5:
             q5 += q_hist[n, j]
-    bf[6] = q5 / 10.0
-    bf[7] = q10 / 20.0
-    bf[8] = q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
+    bf[BF.queries_last5] = q5 / 10.0
+    bf[BF.queries_last10] = q10 / 20.0
+    bf[BF.queries_prev] = q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _metrics(n, T, n_int, table, status, counters, c_hist, out):
     cnt = counters[n]
     out[:] = 0.0
-    out[0] = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN])
-    out[1] = cnt[C_TP]
-    out[2] = cnt[C_FP]
-    out[3] = cnt[C_FN]
-    out[5] = cnt[C_COST]
-    out[6] = cnt[C_QUERIES]
-    out[7] = cnt[C_EXHAUST]
+    out[MT.set_f1] = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN])
+    out[MT.tp] = cnt[C_TP]
+    out[MT.fp] = cnt[C_FP]
+    out[MT.fn] = cnt[C_FN]
+    out[MT.realized_cost] = cnt[C_COST]
+    out[MT.queries] = cnt[C_QUERIES]
+    out[MT.exhaustion_step] = cnt[C_EXHAUST]
     for t in range(T):
-        out[8 + min(3, (4 * t) // T)] += c_hist[n, t]
-    out[12] = cnt[C_TP]
-    out[13] = cnt[C_LATE_EXEC]
-    out[14] = cnt[C_FN]
-    out[15] = cnt[C_FALSE_ALARM]
-    out[16] = cnt[C_UPDATE_VIOL]
+        out[MT.spend_q1 + min(3, (4 * t) // T)] += c_hist[n, t]
+    out[MT.on_time_hit] = cnt[C_TP]
+    out[MT.late_execution] = cnt[C_LATE_EXEC]
+    out[MT.miss] = cnt[C_FN]
+    out[MT.false_alarm] = cnt[C_FALSE_ALARM]
+    out[MT.update_violation] = cnt[C_UPDATE_VIOL]
     due = 0
     hit = 0
     for m in range(n_int[n]):
@@ -425,26 +446,30 @@ def _metrics(n, T, n_int, table, status, counters, c_hist, out):
         h = 1 if status[n, m] == S_HIT else 0
         due += 1
         hit += h
-        base = 17 if row[F_KIND] == KIND_TIME else 19
-        out[base] += 1
-        out[base + 1] += h
+        if row[F_KIND] == KIND_TIME:
+            out[MT.time_due] += 1
+            out[MT.time_hit] += h
+        else:
+            out[MT.channel_due] += 1
+            out[MT.channel_hit] += h
         if row[F_CROSS]:
-            out[21] += 1
-            out[22] += h
+            out[MT.cross_day_due] += 1
+            out[MT.cross_day_hit] += h
         if row[F_US]:
-            out[23] += 1
-            out[24] += h
-    out[4] = hit / due if due > 0 else np.nan
+            out[MT.update_sensitive_due] += 1
+            out[MT.update_sensitive_hit] += h
+    out[MT.on_time_recall] = hit / due if due > 0 else np.nan
 
 
 @numba.njit(cache=True)
 def _calendar_features(step_hour, weekday):
     """Sine and cosine of the time of day and of the weekday at every step."""
-    out = np.empty((step_hour.size, 4))
+    out = np.empty((step_hour.size, N_CALENDAR))
     for t in range(step_hour.size):
         tod = 2 * np.pi * step_hour[t] / 24.0
         wd = 2 * np.pi * weekday[t] / 7.0
-        out[t, 0], out[t, 1], out[t, 2], out[t, 3] = np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)
+        out[t, RF.sin_time_of_day], out[t, RF.cos_time_of_day] = np.sin(tod), np.cos(tod)
+        out[t, RF.sin_weekday], out[t, RF.cos_weekday] = np.sin(wd), np.cos(wd)
     return out
 
 
@@ -463,16 +488,16 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
     k = 0
     for j in range(kind.size):
         if kind[j] == KIND_VISIBLE:
-            code = visible_outcome[j]  # 1 tp, 2 fn, 3 fp, 4 tn
+            code = visible_outcome[j]
             if polarity[j] == POS:
                 vis_counts[i, VIS_DUE] += onset[j] <= T - 1
-                vis_counts[i, VIS_HIT] += code == 1
-            if code == 1:
-                vis_step[i, onset[j], 0] += 1
-            elif code == 3:
-                vis_step[i, onset[j], 1] += 1
-            elif code == 2:
-                vis_step[i, min(deadline[j], T - 1), 2] += 1
+                vis_counts[i, VIS_HIT] += code == OUTCOME.tp
+            if code == OUTCOME.tp:
+                vis_step[i, onset[j], VIS_STEP.tp] += 1
+            elif code == OUTCOME.fp:
+                vis_step[i, onset[j], VIS_STEP.fp] += 1
+            elif code == OUTCOME.fn:
+                vis_step[i, min(deadline[j], T - 1), VIS_STEP.fn] += 1
             continue
         row = table[i, k]
         row[F_RES], row[F_AF], row[F_AU], row[F_DS], row[F_DE] = resource[j], af[j], au[j], ds[j], de[j]
@@ -495,7 +520,7 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
     n_entered[i] = 0
     n_live[i] = 0
     for t in range(T):
-        for j in range(4):
+        for j in range(N_CALENDAR):
             cal[i, t, j] = ep_cal[t, j]
         for r in range(ep_hints.shape[1]):
             hints[i, t, r] = ep_hints[t, r]
@@ -546,11 +571,14 @@ def _draw_into(gens, slots, draw_args, fill_args, state):
     T = draw_args[0]
     capacity = state[0].shape[1]
     for j in range(slots.size):
-        I, B, mc, _, hints, counts = _draw_week(gens[slots[j]], *draw_args)
-        if counts.sum() - counts[4] <= capacity:
+        I, B, mc, _, hints, counts = _draw_week(gens[slots[j]], draw_args)
+        if counts.sum() - counts[GC.visible] <= capacity:
             fitted[j] = True
-            _fill_slot(slots[j], T, I[:, 0], I[:, 1], I[:, 2], I[:, 3], I[:, 4], I[:, 5], I[:, 6], I[:, 7], I[:, 8],
-                       I[:, 9], B[:, 0], I[:, 10], B[:, 2], B[:, 1], mc, I[:, 11], hints, *fill_args, *state)
+            _fill_slot(slots[j], T, I[:, GI.kind], I[:, GI.resource], I[:, GI.active_from], I[:, GI.active_until],
+                       I[:, GI.declared_start], I[:, GI.declared_end], I[:, GI.onset], I[:, GI.deadline],
+                       I[:, GI.polarity], I[:, GI.priority], B[:, GB.cross_day], I[:, GI.version],
+                       B[:, GB.registered], B[:, GB.update_sensitive], mc, I[:, GI.visible_outcome], hints,
+                       *fill_args, *state)
     return fitted
 
 
@@ -560,7 +588,7 @@ def step_outputs(n: int, n_resources: int) -> tuple:
     return (np.zeros((n, n_resources, N_RESOURCE_FEATURES), dtype=np.float32),
             np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32), np.zeros((n, n_resources), dtype=np.int8),
             np.zeros((n, n_resources), dtype=np.int8), np.zeros((n, len(SKIP_NAMES)), dtype=np.int64), np.zeros(n),
-            np.zeros((n, 7), dtype=np.int64), np.zeros((n, len(METRIC_NAMES))))
+            np.zeros((n, len(EVENT_COLUMNS)), dtype=np.int64), np.zeros((n, len(METRIC_NAMES))))
 
 
 class PMWeekCore:
@@ -594,11 +622,11 @@ class PMWeekCore:
         self.last_q = np.full((n, n_resources), -1, dtype=np.int64)
         self.unchanged = np.zeros((n, n_resources), dtype=np.int64)
         self.mask_state = np.zeros((n, n_resources), dtype=np.int8)
-        self.vis_counts = np.zeros((n, 2), dtype=np.int64)
+        self.vis_counts = np.zeros((n, VIS_HIT + 1), dtype=np.int64)
         self.metrics = np.zeros((n, len(METRIC_NAMES)))
         self._episodes: list = [None] * n  # an Episode, or a callable that builds it when first asked for
         # scratch of the kernel, and stand-ins for the outputs that a call does not produce
-        self._cnt = np.zeros((n_resources, 12))
+        self._cnt = np.zeros((n_resources, len(CNT)))
         self._best = np.zeros(n_resources)
         self._order = np.zeros(n_resources, dtype=np.int64)
         self._key = np.zeros(n_resources)
@@ -609,7 +637,7 @@ class PMWeekCore:
         self._sel = np.zeros((n, n_resources), dtype=np.int8)
         self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
         self._reward = np.zeros(n)
-        self._events = np.zeros((n, 7), dtype=np.int64)
+        self._events = np.zeros((n, len(EVENT_COLUMNS)), dtype=np.int64)
         self._res = np.zeros((1, n_resources, N_RESOURCE_FEATURES), dtype=np.float32)
         self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
         self._mask = np.zeros((1, n_resources), dtype=np.int8)
@@ -625,12 +653,12 @@ class PMWeekCore:
         self.live_miss = np.zeros((n, max_int))
         self.miss_cost = np.zeros((n, max_int))
         self.status = np.zeros((n, max_int), dtype=np.int8)
-        self.cal = np.zeros((n, max_t, 4))
+        self.cal = np.zeros((n, max_t, N_CALENDAR))
         self.hints = np.zeros((n, max_t, r))
-        self.vis_step = np.zeros((n, max_t, 3), dtype=np.int64)
+        self.vis_step = np.zeros((n, max_t, len(VIS_STEP)), dtype=np.int64)
         self.q_hist = np.zeros((n, max_t), dtype=np.int64)
         self.c_hist = np.zeros((n, max_t), dtype=np.int64)
-        self.ev_list = np.zeros((n, max_int, 2), dtype=np.int64)
+        self.ev_list = np.zeros((n, max_int, len(EVL)), dtype=np.int64)
         self._misses = np.zeros(max_int, dtype=np.int64)
 
     def _grow(self, max_t: int, max_int: int):
