@@ -590,7 +590,6 @@ def _draw_into(core, gens, slots, draw_args, world):
     and lookahead), all in one call; returns whether each week fitted the core's tables (one that did not is left
     unloaded)."""
     fitted = np.zeros(slots.size, dtype=np.bool_)
-    T = draw_args[0]
     capacity = core.state.table.shape[1]
     for j in range(slots.size):
         I, B, mc, _, hints, counts = _draw_week(gens[slots[j]], draw_args)
@@ -600,7 +599,7 @@ def _draw_into(core, gens, slots, draw_args, world):
                           I[:, GI.declared_start], I[:, GI.declared_end], I[:, GI.onset], I[:, GI.deadline],
                           I[:, GI.polarity], I[:, GI.priority], B[:, GB.cross_day], I[:, GI.version],
                           B[:, GB.registered], B[:, GB.update_sensitive], mc, I[:, GI.visible_outcome])
-            _fill_slot(core, slots[j], intentions, (T, hints) + world)
+            _fill_slot(core, slots[j], intentions, (hints.shape[0], hints) + world)
     return fitted
 
 
