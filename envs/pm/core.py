@@ -344,7 +344,7 @@ def _advance(core, rows, stepping, observe, scores, out):
             if to == T:
                 _metrics(s, n, metrics_out[k])
         if observe:
-            _write_observation(s, n, to, res_out[k], bud_out[k], mask_out[k])
+            _write_observation(s, k, n, to, res_out, bud_out, mask_out)
 
 
 @numba.njit(cache=True, inline="always")
@@ -355,14 +355,15 @@ def _copy_live(live, live_miss, n, src, dst):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _write_observation(s, n, t, res, bud, mask):
+def _write_observation(s, k, n, t, res_out, bud_out, mask_out):
     """The features of week ``n`` at step ``t`` from its per-resource counts ``s.cnt`` and nearest windows
-    ``s.best``, into the observation rows ``res``, ``bud`` and ``mask`` (and the candidate mask into
-    ``s.mask_state``). A resource without open intentions has all counts 0: its count features are written as
-    the values the general formulas give for zero counts (the same bits), without their divisions."""
+    ``s.best``, into row ``k`` of the outputs (and the candidate mask into ``s.mask_state``). A resource without
+    open intentions has all counts 0: its count features are written as the values the general formulas give for
+    zero counts (the same bits), without their divisions."""
     n_res = s.is_clock.shape[1]
     T = s.horizon[n]
     tc = min(t, T - 1)
+    res = res_out[k]
     for r in range(n_res):
         c = s.cnt[r]
         n_open = c[CNT.open]
@@ -408,10 +409,11 @@ def _write_observation(s, n, t, res, bud, mask):
             res[r, RF.legacy_utility] = zero_hint
             res[r, RF.calibrated_utility] = zero_hint * 0.0
         is_cand = 1 if (n_cand > 0 and t < T) else 0
-        mask[r] = is_cand
+        mask_out[k, r] = is_cand
         s.mask_state[n, r] = is_cand
     # Budget features of BudgetPM appendix A.2, with one-indexed step t1.
     t1 = tc + 1
+    bud = bud_out[k]
     prog = (t1 - 1) / max(1, T - 1)
     left = T - t1 + 1
     if s.budget[n] >= 0:
