@@ -754,3 +754,16 @@ def test_generated_weeks_validate(cost_profile):
         assert ep.cost_profile == cost_profile
         assert ep.costs.tolist() == [round(prices[c] * scale) for c in ep.resource_classes]
         assert ep.hints.shape == (T, R)
+
+
+def test_kernel_column_indices_follow_the_names():
+    """The kernels write and the envs read columns through index records derived from the name tuples, so names
+    and numbers cannot drift; the envs' info keys follow the kernel's event and skip columns."""
+    from membudget.envs.pm.core import BF, EV, EVENT_COLUMNS, METRIC_NAMES, MT, RF, SK, SKIP_NAMES
+    from membudget.envs.pm.env import EVENT_KEYS, SKIPPED_KEYS
+
+    for record, names in ((RF, RESOURCE_FEATURE_NAMES), (BF, BUDGET_FEATURE_NAMES), (EV, EVENT_COLUMNS),
+                          (SK, SKIP_NAMES), (MT, METRIC_NAMES)):
+        assert record._fields == names and tuple(record) == tuple(range(len(names)))
+    assert EVENT_KEYS == EVENT_COLUMNS[:EV.n_events]
+    assert SKIPPED_KEYS == tuple(f"skipped_{name}" for name in SK._fields)

@@ -8,13 +8,16 @@ run exactly the same code.
 from __future__ import annotations
 
 import warnings
+from collections import namedtuple
 
 import numba
 import numpy as np
+from numba.core import types
 from numba.core.errors import NumbaPendingDeprecationWarning
+from numba.experimental import structref
 
-from .world import (_GEN_BOOL, _GEN_INT, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, POS, Episode, WorldConfig,
-                    _draw_week, _world_constants, draw_arguments)
+from .world import (GB, GC, GI, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, OUTCOME, POS,
+                    Episode, WorldConfig, _draw_week, _world_constants, draw_arguments, named_indices)
 
 N_RESOURCE_FEATURES = 27
 N_BUDGET_FEATURES = 9
@@ -31,6 +34,13 @@ BUDGET_FEATURE_NAMES = (
     "spend_minus_progress", "queries_last5", "queries_last10", "queries_prev",
 )
 assert len(RESOURCE_FEATURE_NAMES) == N_RESOURCE_FEATURES and len(BUDGET_FEATURE_NAMES) == N_BUDGET_FEATURES
+RF = named_indices("ResourceFeature", RESOURCE_FEATURE_NAMES)
+"""Column of each resource feature in ``obs["resources"]``: ``RF.urgency == 4``."""
+BF = named_indices("BudgetFeature", BUDGET_FEATURE_NAMES)
+"""Column of each budget feature in ``obs["budget"]``."""
+N_CALENDAR = 4
+"""The calendar features (``PMWeekCore.cal``) are the first resource features, in the same columns."""
+assert RF.cos_weekday == N_CALENDAR - 1
 
 # Columns of the per-intention integer table.
 (F_RES, F_AF, F_AU, F_DS, F_DE, F_ON, F_DL, F_POL, F_KIND, F_PRIO, F_CROSS, F_REV, F_REG, F_DUE_END,
@@ -45,12 +55,20 @@ S_OPEN, S_HIT, S_FALSE, S_LATE_MISS, S_LATE_EXEC, S_EXPIRED_NEG = range(6)
 
 EV_MISS = 6
 EVENT_NAMES = ("", "hit", "false_execution", "late_miss", "late_execution", "expired_negative", "miss")
+"""Names of the codes in ``PMWeekCore.ev_list`` (the status codes, then EV_MISS)."""
+EVL = named_indices("EventListColumn", ("intention", "code"))
+"""Columns of ``PMWeekCore.ev_list``: a step's events as (hidden intention index, EVENT_NAMES code)."""
+
+EVENT_COLUMNS = ("tp", "fp", "fn", "late_execution", "late_miss", "expired_negative", "n_events")
+EV = named_indices("EventColumn", EVENT_COLUMNS)
+"""Columns of the step's ``events`` output: counts per kind, then the number of ``ev_list`` entries."""
 
 VIS_DUE, VIS_HIT = range(2)
 """Columns of ``PMWeekCore.vis_counts``: a week's visible positives due within the horizon, and executed."""
 
-# Skip reasons of the executor.
+# Skip reasons of the executor: the columns of the step's ``skipped`` output.
 SKIP_NAMES = ("non_candidate", "budget", "count_cap", "cost_cap")
+SK = named_indices("SkipColumn", SKIP_NAMES)
 
 # Episode metrics vector.
 METRIC_NAMES = (
@@ -60,24 +78,51 @@ METRIC_NAMES = (
     "update_sensitive_due", "update_sensitive_hit",
 )
 M = {name: i for i, name in enumerate(METRIC_NAMES)}
+MT = named_indices("MetricColumn", METRIC_NAMES)  # M for the kernels
+
+VIS_STEP = named_indices("VisibleStep", ("tp", "fp", "fn"))
+"""Columns of ``PMWeekCore.vis_step``: a step's fixed visible outcomes."""
+# Columns of the kernel's per-resource scratch counts over the open intentions.
+CNT = named_indices("ResourceCount", ("open", "candidate", "in_window", "max_urgency", "sum_priority", "max_priority",
+                                      "max_miss_cost", "unknown", "time", "channel", "cross_day", "revised"))
 
 # Running counters per week.
 C_TP, C_FP, C_FN, C_COST, C_QUERIES, C_EXHAUST, C_LATE_EXEC, C_FALSE_ALARM, C_UPDATE_VIOL = range(9)
 N_COUNTERS = 9
 
-_HUGE = np.iinfo(np.int64).max // 4
+INTENTION_COLUMNS = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
+                     "deadline", "polarity", "priority", "cross_day", "version", "registered", "update_sensitive",
+                     "miss_cost", "visible_outcome")
+"""The intention fields of an Episode that :func:`_fill_slot` loads, in the order it takes them."""
 
-# Episode fields in the order of _fill_slot's arguments.
-_FILL_FIELDS = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
-                "deadline", "polarity", "priority", "cross_day", "version", "registered", "update_sensitive",
-                "miss_cost", "visible_outcome", "hints", "costs")
-# _draw_into reads the drawn columns in this order.
-assert _GEN_INT[:10] == _FILL_FIELDS[:10] and _GEN_INT[10:] == ("version", "visible_outcome")
-assert _GEN_BOOL == ("cross_day", "update_sensitive", "registered")
-# PMWeekCore arrays in the order of _fill_slot's arguments.
-_SLOT_STATE = ("table", "live_from", "live_order", "n_entered", "n_live", "miss_cost", "vis_step", "cal", "status",
-               "n_int", "n_total", "horizon", "t", "costs", "is_clock", "cost_ratio", "max_cost", "min_cost", "unequal",
-               "lookahead", "remaining", "counters", "last_q", "unchanged", "q_hist", "c_hist", "hints", "vis_counts")
+# The attributes of PMWeekCore that the kernels work in (the last six are their scratch buffers): the fields of a
+# CoreState, without the underscore.
+_KERNEL_STATE = (
+    "t", "horizon", "n_int", "n_total", "table", "live_from", "live_order", "n_entered", "live", "live_miss", "n_live",
+    "status", "miss_cost", "costs", "unequal", "max_cost", "min_cost", "is_clock", "cost_ratio", "cal", "hints",
+    "lookahead", "mask_state", "budget", "remaining", "b_frac", "n_max", "cost_cap", "late_execute", "vis_step",
+    "vis_counts", "counters", "q_hist", "c_hist", "last_q", "unchanged", "ev_list",
+    "_cnt", "_best", "_order", "_key", "_resolved", "_misses",
+)
+CoreState = namedtuple("CoreState", [name.lstrip("_") for name in _KERNEL_STATE])
+
+
+@structref.register
+class CoreRefType(types.StructRef):
+    """numba's type of a :class:`CoreRef`."""
+
+
+class CoreRef(structref.StructRefProxy):
+    """A CoreState that the kernels take by reference, in its field ``state``: a kernel call types and unboxes this
+    one object, where numba would check the type of each of some forty arrays at every call."""
+
+
+structref.define_proxy(CoreRef, CoreRefType, ["state"])
+
+
+@numba.njit(cache=True)
+def _new_core_ref(state):
+    return CoreRef(state)  # cached here: numba compiles StructRefProxy's own constructor anew in every process
 
 
 @numba.njit(cache=True, inline="always")
@@ -89,15 +134,11 @@ def _f1(tp, fp, fn):
 # error_model="numpy" drops numba's zero check before each division: every divisor here is non-zero by the
 # validated arguments (horizons, prices and budgets >= 1), so the results are the same bits.
 @numba.njit(cache=True, error_model="numpy")
-def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live_from, live_order, n_entered,
-             live, live_miss, n_live, status, miss_cost, costs, unequal,
-             min_cost, is_clock, cost_ratio, cal, hints, lookahead, mask_state, budget, remaining, b_frac, n_max,
-             cost_cap, late_execute, vis_step, counters, q_hist, c_hist, last_q, unchanged, ev_list, selected_out,
-             skipped_out, reward_out, events_out, metrics_out, res_out, bud_out, mask_out, cnt, best, order, key,
-             resolved, misses):
-    """For each week ``n = rows[k]``: if ``stepping[k]``, one step (executor, controller, scoring) into the
-    ``k``-th rows of the step outputs (zeros otherwise); then, if ``observe``, the pre-query features of the
-    week's (new) current step into the ``k``-th rows of ``res_out``, ``bud_out`` and ``mask_out``.
+def _advance(core, rows, stepping, observe, scores, out):
+    """For each week ``n = rows[k]`` of the ``core`` (a CoreRef): if ``stepping[k]``, one step
+    (executor, controller, scoring) into the ``k``-th rows of the step outputs (zeros otherwise); then, if
+    ``observe``, the pre-query features of the week's (new) current step into the ``k``-th rows of ``res_out``,
+    ``bud_out`` and ``mask_out``. ``out`` holds the outputs in the order of :meth:`PMWeekCore.advance`.
 
     One pass over the week's intentions does both: the controller resolves intention ``m`` at step ``t``, the
     miss check reads its status after that, and the observation counts it at ``t + 1`` with the updated status
@@ -107,17 +148,19 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
     step reaches its ``live_from`` (intentions in ``live_order``, ``n_entered[n]`` of them joined so far) and
     leaves once no later step can read it. ``cnt``, ``best``, ``order``, ``key``, ``resolved`` and ``misses``
     are scratch buffers, so the kernel allocates nothing."""
-    n_res = costs.shape[1]
+    s = core.state  # read once: a field read through the struct at each use is reloaded in every loop
+    selected_out, skipped_out, reward_out, events_out, metrics_out, res_out, bud_out, mask_out = out
+    n_res = s.costs.shape[1]
     for k in range(rows.shape[0]):
         n = rows[k]
-        t = t_arr[n]
-        T = horizon[n]
+        t = s.t[n]
+        T = s.horizon[n]
         step = stepping[k]
-        cntr = counters[n]
+        cntr = s.counters[n]
         ev = events_out[k]
-        for j in range(7):
+        for j in range(len(EVENT_COLUMNS)):
             ev[j] = 0
-        for j in range(4):
+        for j in range(len(SKIP_NAMES)):
             skipped_out[k, j] = 0
         reward_out[k] = 0.0
         n_sel = 0
@@ -128,33 +171,33 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
             # --- hard-cap executor (BudgetPM Algorithm 1) ---
             n_prop = 0
             for r in range(n_res):
-                resolved[r] = False
-                s = scores[k, r]
-                if s > 0.0:
-                    key[r] = s / costs[n, r] if unequal[n] else s
+                s.resolved[r] = False
+                score = scores[k, r]
+                if score > 0.0:
+                    s.key[r] = score / s.costs[n, r] if s.unequal[n] else score
                     # insertion by (key desc, cost asc, index asc)
                     j = n_prop
                     while j > 0:
-                        p = order[j - 1]
-                        if key[p] > key[r] or (key[p] == key[r] and costs[n, p] <= costs[n, r]):
+                        p = s.order[j - 1]
+                        if s.key[p] > s.key[r] or (s.key[p] == s.key[r] and s.costs[n, p] <= s.costs[n, r]):
                             break
-                        order[j] = p
+                        s.order[j] = p
                         j -= 1
-                    order[j] = r
+                    s.order[j] = r
                     n_prop += 1
             for r in range(n_res):
                 selected_out[k, r] = 0
             for j in range(n_prop):
-                r = order[j]
-                c = costs[n, r]
-                if mask_state[n, r] == 0:
-                    skipped_out[k, 0] += 1
-                elif budget[n] >= 0 and c > remaining[n] - step_cost:
-                    skipped_out[k, 1] += 1
-                elif n_max >= 0 and n_sel >= n_max:
-                    skipped_out[k, 2] += 1
-                elif cost_cap >= 0 and step_cost + c > cost_cap:
-                    skipped_out[k, 3] += 1
+                r = s.order[j]
+                c = s.costs[n, r]
+                if s.mask_state[n, r] == 0:
+                    skipped_out[k, SK.non_candidate] += 1
+                elif s.budget[n] >= 0 and c > s.remaining[n] - step_cost:
+                    skipped_out[k, SK.budget] += 1
+                elif s.n_max >= 0 and n_sel >= s.n_max:
+                    skipped_out[k, SK.count_cap] += 1
+                elif s.cost_cap >= 0 and step_cost + c > s.cost_cap:
+                    skipped_out[k, SK.cost_cap] += 1
                 else:
                     selected_out[k, r] = 1
                     n_sel += 1
@@ -164,145 +207,144 @@ def _advance(rows, stepping, observe, scores, t_arr, horizon, n_int, table, live
                 selected_out[k, r] = 0
         to = t + 1 if step else t  # the step observed
         if observe:
-            cnt[:] = 0.0
-            best[:] = T + 1.0
+            s.cnt[:] = 0.0
+            s.best[:] = T + 1.0
         n_miss = 0
-        nl = n_live[n]
-        e = n_entered[n]
-        while e < n_int[n] and live_from[n, e] <= to:
-            m = live_order[n, e]
+        nl = s.n_live[n]
+        e = s.n_entered[n]
+        while e < s.n_int[n] and s.live_from[n, e] <= to:
+            m = s.live_order[n, e]
             j = nl
-            while j > 0 and live[n, j - 1, L_INDEX] > m:
-                _copy_live(live, live_miss, n, j - 1, j)
+            while j > 0 and s.live[n, j - 1, L_INDEX] > m:
+                _copy_live(s.live, s.live_miss, n, j - 1, j)
                 j -= 1
             for f in range(N_FIELDS):
-                live[n, j, f] = table[n, m, f]
-            live[n, j, L_INDEX] = m
-            live_miss[n, j] = miss_cost[n, m]
+                s.live[n, j, f] = s.table[n, m, f]
+            s.live[n, j, L_INDEX] = m
+            s.live_miss[n, j] = s.miss_cost[n, m]
             nl += 1
             e += 1
-        n_entered[n] = e
+        s.n_entered[n] = e
         kept = 0
         for q in range(nl):
-            m = live[n, q, L_INDEX]
-            r = live[n, q, F_RES]
-            reg = live[n, q, F_REG]
-            af = live[n, q, F_AF]
-            au = live[n, q, F_AU]
-            pol = live[n, q, F_POL]
+            m = s.live[n, q, L_INDEX]
+            r = s.live[n, q, F_RES]
+            reg = s.live[n, q, F_REG]
+            af = s.live[n, q, F_AF]
+            au = s.live[n, q, F_AU]
+            pol = s.live[n, q, F_POL]
             if step:
                 # --- controller ---
-                if (r >= 0 and status[n, m] == S_OPEN and reg != 0 and selected_out[k, r] != 0 and af <= t <= au
-                        and live[n, q, F_ON] <= t):
-                    resolved[r] = True
-                    on_time = t <= live[n, q, F_DL]
-                    ev_list[n, ev[6], 0] = m
+                if (r >= 0 and s.status[n, m] == S_OPEN and reg != 0 and selected_out[k, r] != 0 and af <= t <= au
+                        and s.live[n, q, F_ON] <= t):
+                    s.resolved[r] = True
+                    on_time = t <= s.live[n, q, F_DL]
+                    s.ev_list[n, ev[EV.n_events], EVL.intention] = m
                     if pol == POS:
                         if on_time:
-                            status[n, m] = S_HIT
+                            s.status[n, m] = S_HIT
                             cntr[C_TP] += 1
-                            ev[0] += 1
-                        elif late_execute:
-                            status[n, m] = S_LATE_EXEC
+                            ev[EV.tp] += 1
+                        elif s.late_execute:
+                            s.status[n, m] = S_LATE_EXEC
                             cntr[C_FP] += 1
                             cntr[C_LATE_EXEC] += 1
-                            ev[1] += 1
-                            ev[3] += 1
+                            ev[EV.fp] += 1
+                            ev[EV.late_execution] += 1
                         else:
-                            status[n, m] = S_LATE_MISS
-                            ev[4] += 1
+                            s.status[n, m] = S_LATE_MISS
+                            ev[EV.late_miss] += 1
                     elif on_time:
-                        status[n, m] = S_FALSE
+                        s.status[n, m] = S_FALSE
                         cntr[C_FP] += 1
-                        ev[1] += 1
+                        ev[EV.fp] += 1
                         if pol == LURE:
                             cntr[C_FALSE_ALARM] += 1
                         else:
                             cntr[C_UPDATE_VIOL] += 1
                     else:
-                        status[n, m] = S_EXPIRED_NEG
-                        ev[5] += 1
-                    ev_list[n, ev[6], 1] = status[n, m]
-                    ev[6] += 1
+                        s.status[n, m] = S_EXPIRED_NEG
+                        ev[EV.expired_negative] += 1
+                    s.ev_list[n, ev[EV.n_events], EVL.code] = s.status[n, m]
+                    ev[EV.n_events] += 1
                 # Positives whose last on-time step is now and that were not executed on time are misses.
-                if pol == POS and live[n, q, F_DUE_END] == t and status[n, m] != S_HIT:
+                if pol == POS and s.live[n, q, F_DUE_END] == t and s.status[n, m] != S_HIT:
                     cntr[C_FN] += 1
-                    ev[2] += 1
-                    misses[n_miss] = m
+                    ev[EV.fn] += 1
+                    s.misses[n_miss] = m
                     n_miss += 1
-            if observe and reg != 0 and status[n, m] == S_OPEN and af <= to <= au and r >= 0:
-                cnt[r, 0] += 1  # open
-                ds = live[n, q, F_DS]
-                de = live[n, q, F_DE]
-                if ds - lookahead[n] <= to <= de:
-                    cnt[r, 1] += 1  # candidate
+            if observe and reg != 0 and s.status[n, m] == S_OPEN and af <= to <= au and r >= 0:
+                s.cnt[r, CNT.open] += 1
+                ds = s.live[n, q, F_DS]
+                de = s.live[n, q, F_DE]
+                if ds - s.lookahead[n] <= to <= de:
+                    s.cnt[r, CNT.candidate] += 1
                 if ds <= to <= de:
-                    cnt[r, 2] += 1  # declared window contains the step
+                    s.cnt[r, CNT.in_window] += 1
                 urg = 1.0 / (1.0 + max(0, de - to))
-                if urg > cnt[r, 3]:
-                    cnt[r, 3] = urg
+                if urg > s.cnt[r, CNT.max_urgency]:
+                    s.cnt[r, CNT.max_urgency] = urg
                 sd = 0.0
                 if to < ds:
                     sd = ds - to
                 elif to > de:
                     sd = de - to
-                if abs(sd) < abs(best[r]):
-                    best[r] = sd
-                prio = live[n, q, F_PRIO]
-                cnt[r, 4] += prio
-                if prio > cnt[r, 5]:
-                    cnt[r, 5] = prio
-                if live_miss[n, q] > cnt[r, 6]:
-                    cnt[r, 6] = live_miss[n, q]
-                lq = t if step and selected_out[k, r] != 0 else last_q[n, r]
+                if abs(sd) < abs(s.best[r]):
+                    s.best[r] = sd
+                prio = s.live[n, q, F_PRIO]
+                s.cnt[r, CNT.sum_priority] += prio
+                if prio > s.cnt[r, CNT.max_priority]:
+                    s.cnt[r, CNT.max_priority] = prio
+                if s.live_miss[n, q] > s.cnt[r, CNT.max_miss_cost]:
+                    s.cnt[r, CNT.max_miss_cost] = s.live_miss[n, q]
+                lq = t if step and selected_out[k, r] != 0 else s.last_q[n, r]
                 if lq < af:
-                    cnt[r, 7] += 1
-                kind = live[n, q, F_KIND]
+                    s.cnt[r, CNT.unknown] += 1
+                kind = s.live[n, q, F_KIND]
                 if kind == KIND_TIME:
-                    cnt[r, 8] += 1
+                    s.cnt[r, CNT.time] += 1
                 elif kind == KIND_CHANNEL:
-                    cnt[r, 9] += 1
-                cnt[r, 10] += live[n, q, F_CROSS]
-                cnt[r, 11] += live[n, q, F_REV]
+                    s.cnt[r, CNT.channel] += 1
+                s.cnt[r, CNT.cross_day] += s.live[n, q, F_CROSS]
+                s.cnt[r, CNT.revised] += s.live[n, q, F_REV]
             # steps from `to` on read it only while it is open in the ledger or may still be missed
-            if ((reg != 0 and status[n, m] == S_OPEN and au >= to)
-                    or (pol == POS and live[n, q, F_DUE_END] >= to and status[n, m] != S_HIT)):
+            if ((reg != 0 and s.status[n, m] == S_OPEN and au >= to)
+                    or (pol == POS and s.live[n, q, F_DUE_END] >= to and s.status[n, m] != S_HIT)):
                 if kept != q:
-                    _copy_live(live, live_miss, n, q, kept)
+                    _copy_live(s.live, s.live_miss, n, q, kept)
                 kept += 1
-        n_live[n] = kept
+        s.n_live[n] = kept
         if step:
             for j in range(n_miss):
-                ev_list[n, ev[6], 0] = misses[j]
-                ev_list[n, ev[6], 1] = EV_MISS
-                ev[6] += 1
+                s.ev_list[n, ev[EV.n_events], EVL.intention] = s.misses[j]
+                s.ev_list[n, ev[EV.n_events], EVL.code] = EV_MISS
+                ev[EV.n_events] += 1
             for r in range(n_res):
                 if selected_out[k, r]:
-                    last_q[n, r] = t
-                    unchanged[n, r] = 0 if resolved[r] else unchanged[n, r] + 1
-            cntr[C_TP] += vis_step[n, t, 0]
-            cntr[C_FP] += vis_step[n, t, 1]
-            cntr[C_FN] += vis_step[n, t, 2]
-            cntr[C_FALSE_ALARM] += vis_step[n, t, 1]
-            ev[0] += vis_step[n, t, 0]
-            ev[1] += vis_step[n, t, 1]
-            ev[2] += vis_step[n, t, 2]
+                    s.last_q[n, r] = t
+                    s.unchanged[n, r] = 0 if s.resolved[r] else s.unchanged[n, r] + 1
+            cntr[C_TP] += s.vis_step[n, t, VIS_STEP.tp]
+            cntr[C_FP] += s.vis_step[n, t, VIS_STEP.fp]
+            cntr[C_FN] += s.vis_step[n, t, VIS_STEP.fn]
+            cntr[C_FALSE_ALARM] += s.vis_step[n, t, VIS_STEP.fp]
+            ev[EV.tp] += s.vis_step[n, t, VIS_STEP.tp]
+            ev[EV.fp] += s.vis_step[n, t, VIS_STEP.fp]
+            ev[EV.fn] += s.vis_step[n, t, VIS_STEP.fn]
             # --- budget and history ---
-            if budget[n] >= 0:
-                remaining[n] -= step_cost
-                if cntr[C_EXHAUST] < 0 and remaining[n] < min_cost[n]:
+            if s.budget[n] >= 0:
+                s.remaining[n] -= step_cost
+                if cntr[C_EXHAUST] < 0 and s.remaining[n] < s.min_cost[n]:
                     cntr[C_EXHAUST] = t + 1
             cntr[C_COST] += step_cost
             cntr[C_QUERIES] += n_sel
-            q_hist[n, t] = n_sel
-            c_hist[n, t] = step_cost
+            s.q_hist[n, t] = n_sel
+            s.c_hist[n, t] = step_cost
             reward_out[k] = _f1(cntr[C_TP], cntr[C_FP], cntr[C_FN]) - f1_before
-            t_arr[n] = to
+            s.t[n] = to
             if to == T:
-                _metrics(n, T, n_int, table, status, counters, c_hist, metrics_out[k])
+                _metrics(s, n, metrics_out[k])
         if observe:
-            _write_observation(k, n, to, T, cnt, best, is_clock, cost_ratio, cal, hints, last_q, unchanged, budget,
-                               remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state)
+            _write_observation(s, k, n, to, res_out, bud_out, mask_out)
 
 
 @numba.njit(cache=True, inline="always")
@@ -313,168 +355,174 @@ def _copy_live(live, live_miss, n, src, dst):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _write_observation(k, n, t, T, cnt, best, is_clock, cost_ratio, cal, hints, last_q, unchanged, budget,
-                       remaining, b_frac, q_hist, res_out, bud_out, mask_out, mask_state):
-    """The features of week ``n`` at step ``t`` from its per-resource counts ``cnt`` and nearest windows
-    ``best``, into row ``k`` of the outputs (and the candidate mask into ``mask_state``). A resource without
-    open intentions has all counts 0: its count features are written as the values the general formulas give
-    for zero counts (the same bits), without their divisions."""
-    n_res = is_clock.shape[1]
+def _write_observation(s, k, n, t, res_out, bud_out, mask_out):
+    """The features of week ``n`` at step ``t`` from its per-resource counts ``s.cnt`` and nearest windows
+    ``s.best``, into row ``k`` of the outputs (and the candidate mask into ``s.mask_state``). A resource without
+    open intentions has all counts 0: its count features are written as the values the general formulas give for
+    zero counts (the same bits), without their divisions."""
+    n_res = s.is_clock.shape[1]
+    T = s.horizon[n]
     tc = min(t, T - 1)
-    out = res_out[k]
+    res = res_out[k]
     for r in range(n_res):
-        c = cnt[r]
-        n_open = c[0]
-        hint = hints[n, t, r] if t < T else 0.0
-        out[r, 0] = cal[n, tc, 0]
-        out[r, 1] = cal[n, tc, 1]
-        out[r, 2] = cal[n, tc, 2]
-        out[r, 3] = cal[n, tc, 3]
-        out[r, 7] = cost_ratio[n, r]
-        out[r, 8] = is_clock[n, r]
-        out[r, 11] = hint
-        out[r, 22] = 1.0 if last_q[n, r] < 0 else min(1.0, (t - last_q[n, r]) / T)
-        out[r, 23] = unchanged[n, r] / (1.0 + unchanged[n, r])
-        out[r, 24] = 0.0 if last_q[n, r] < 0 else 1.0
+        c = s.cnt[r]
+        n_open = c[CNT.open]
+        n_cand = c[CNT.candidate]
+        hint = s.hints[n, t, r] if t < T else 0.0
+        for j in range(N_CALENDAR):
+            res[r, j] = s.cal[n, tc, j]
+        res[r, RF.cost] = s.cost_ratio[n, r]
+        res[r, RF.is_clock] = s.is_clock[n, r]
+        res[r, RF.max_relevance] = hint
+        res[r, RF.age_since_query] = 1.0 if s.last_q[n, r] < 0 else min(1.0, (t - s.last_q[n, r]) / T)
+        res[r, RF.unchanged_count] = s.unchanged[n, r] / (1.0 + s.unchanged[n, r])
+        res[r, RF.ever_queried] = 0.0 if s.last_q[n, r] < 0 else 1.0
         if n_open > 0:
-            out[r, 4] = c[3]
-            out[r, 5] = best[r] / T
-            out[r, 6] = abs(best[r]) / T
-            out[r, 9] = c[1] / (1.0 + c[1])
-            out[r, 10] = n_open / (1.0 + n_open)
-            out[r, 12] = hint * c[1] / (1.0 + hint * c[1])
-            out[r, 13] = c[2] / n_open
-            mean_prio = c[4] / n_open / 3.0
-            out[r, 14] = mean_prio
-            out[r, 15] = c[5] / 3.0
-            out[r, 16] = c[6] / 3.0
-            out[r, 17] = c[7] / (1.0 + c[7])
-            out[r, 18] = c[8] / n_open
-            out[r, 19] = c[9] / n_open
-            out[r, 20] = c[10] / n_open
-            out[r, 21] = c[11] / n_open
-            out[r, 25] = hint * c[3]
-            out[r, 26] = hint * mean_prio * out[r, 13]
+            res[r, RF.urgency] = c[CNT.max_urgency]
+            res[r, RF.signed_window_distance] = s.best[r] / T
+            res[r, RF.abs_window_distance] = abs(s.best[r]) / T
+            res[r, RF.candidate_count] = n_cand / (1.0 + n_cand)
+            res[r, RF.open_count] = n_open / (1.0 + n_open)
+            res[r, RF.sum_relevance] = hint * n_cand / (1.0 + hint * n_cand)
+            res[r, RF.resolvability] = c[CNT.in_window] / n_open
+            mean_prio = c[CNT.sum_priority] / n_open / 3.0
+            res[r, RF.mean_priority] = mean_prio
+            res[r, RF.max_priority] = c[CNT.max_priority] / 3.0
+            res[r, RF.max_miss_cost] = c[CNT.max_miss_cost] / 3.0
+            res[r, RF.unknown_conditions] = c[CNT.unknown] / (1.0 + c[CNT.unknown])
+            res[r, RF.frac_time] = c[CNT.time] / n_open
+            res[r, RF.frac_channel] = c[CNT.channel] / n_open
+            res[r, RF.frac_cross_day] = c[CNT.cross_day] / n_open
+            res[r, RF.frac_revised] = c[CNT.revised] / n_open
+            res[r, RF.legacy_utility] = hint * c[CNT.max_urgency]
+            res[r, RF.calibrated_utility] = hint * mean_prio * res[r, RF.resolvability]
         else:
             zero_hint = hint * 0.0  # what hint * count gives for a zero count (and x / 1.0 == x)
-            out[r, 4] = 0.0
-            out[r, 5] = 0.0
-            out[r, 6] = 1.0
-            for j in range(9, 11):
-                out[r, j] = 0.0
-            out[r, 12] = zero_hint
-            for j in range(13, 22):
-                out[r, j] = 0.0
-            out[r, 25] = zero_hint
-            out[r, 26] = zero_hint * 0.0
-        is_cand = 1 if (c[1] > 0 and t < T) else 0
+            res[r, RF.urgency] = 0.0
+            res[r, RF.signed_window_distance] = 0.0
+            res[r, RF.abs_window_distance] = 1.0
+            res[r, RF.candidate_count] = 0.0
+            res[r, RF.open_count] = 0.0
+            res[r, RF.sum_relevance] = zero_hint
+            for j in range(RF.resolvability, RF.frac_revised + 1):
+                res[r, j] = 0.0
+            res[r, RF.legacy_utility] = zero_hint
+            res[r, RF.calibrated_utility] = zero_hint * 0.0
+        is_cand = 1 if (n_cand > 0 and t < T) else 0
         mask_out[k, r] = is_cand
-        mask_state[n, r] = is_cand
+        s.mask_state[n, r] = is_cand
     # Budget features of BudgetPM appendix A.2, with one-indexed step t1.
     t1 = tc + 1
-    bf = bud_out[k]
+    bud = bud_out[k]
     prog = (t1 - 1) / max(1, T - 1)
     left = T - t1 + 1
-    if budget[n] >= 0:
-        bf[0] = b_frac[n]
-        bf[1] = remaining[n] / budget[n]
-        bf[4] = remaining[n] / max(1, left)
-        bf[5] = (budget[n] - remaining[n]) / budget[n] - prog
+    if s.budget[n] >= 0:
+        bud[BF.target_fraction] = s.b_frac[n]
+        bud[BF.remaining_fraction] = s.remaining[n] / s.budget[n]
+        bud[BF.remaining_per_step] = s.remaining[n] / max(1, left)
+        bud[BF.spend_minus_progress] = (s.budget[n] - s.remaining[n]) / s.budget[n] - prog
     else:
-        bf[0] = 1.0
-        bf[1] = 1.0
-        bf[4] = 1.0
-        bf[5] = -prog
-    bf[2] = prog
-    bf[3] = (T - t) / T
+        bud[BF.target_fraction] = 1.0
+        bud[BF.remaining_fraction] = 1.0
+        bud[BF.remaining_per_step] = 1.0
+        bud[BF.spend_minus_progress] = -prog
+    bud[BF.progress] = prog
+    bud[BF.remaining_horizon] = (T - t) / T
     q5 = 0.0
     q10 = 0.0
     for j in range(max(0, t - 10), t):
-        q10 += q_hist[n, j]
+        q10 += s.q_hist[n, j]
         if j >= t - 5:
-            q5 += q_hist[n, j]
-    bf[6] = q5 / 10.0
-    bf[7] = q10 / 20.0
-    bf[8] = q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
+            q5 += s.q_hist[n, j]
+    bud[BF.queries_last5] = q5 / 10.0
+    bud[BF.queries_last10] = q10 / 20.0
+    bud[BF.queries_prev] = s.q_hist[n, t - 1] / 2.0 if t >= 1 else 0.0
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _metrics(n, T, n_int, table, status, counters, c_hist, out):
-    cnt = counters[n]
+def _metrics(s, n, out):
+    """The episode metrics (``METRIC_NAMES``) of week ``n``, into ``out``."""
+    T = s.horizon[n]
+    cnt = s.counters[n]
     out[:] = 0.0
-    out[0] = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN])
-    out[1] = cnt[C_TP]
-    out[2] = cnt[C_FP]
-    out[3] = cnt[C_FN]
-    out[5] = cnt[C_COST]
-    out[6] = cnt[C_QUERIES]
-    out[7] = cnt[C_EXHAUST]
+    out[MT.set_f1] = _f1(cnt[C_TP], cnt[C_FP], cnt[C_FN])
+    out[MT.tp] = cnt[C_TP]
+    out[MT.fp] = cnt[C_FP]
+    out[MT.fn] = cnt[C_FN]
+    out[MT.realized_cost] = cnt[C_COST]
+    out[MT.queries] = cnt[C_QUERIES]
+    out[MT.exhaustion_step] = cnt[C_EXHAUST]
     for t in range(T):
-        out[8 + min(3, (4 * t) // T)] += c_hist[n, t]
-    out[12] = cnt[C_TP]
-    out[13] = cnt[C_LATE_EXEC]
-    out[14] = cnt[C_FN]
-    out[15] = cnt[C_FALSE_ALARM]
-    out[16] = cnt[C_UPDATE_VIOL]
+        out[MT.spend_q1 + min(3, (4 * t) // T)] += s.c_hist[n, t]
+    out[MT.on_time_hit] = cnt[C_TP]
+    out[MT.late_execution] = cnt[C_LATE_EXEC]
+    out[MT.miss] = cnt[C_FN]
+    out[MT.false_alarm] = cnt[C_FALSE_ALARM]
+    out[MT.update_violation] = cnt[C_UPDATE_VIOL]
     due = 0
     hit = 0
-    for m in range(n_int[n]):
-        row = table[n, m]
+    for m in range(s.n_int[n]):
+        row = s.table[n, m]
         if row[F_POL] != POS or row[F_DUE_END] < 0:
             continue
-        h = 1 if status[n, m] == S_HIT else 0
+        h = 1 if s.status[n, m] == S_HIT else 0
         due += 1
         hit += h
-        base = 17 if row[F_KIND] == KIND_TIME else 19
-        out[base] += 1
-        out[base + 1] += h
+        if row[F_KIND] == KIND_TIME:
+            out[MT.time_due] += 1
+            out[MT.time_hit] += h
+        else:
+            out[MT.channel_due] += 1
+            out[MT.channel_hit] += h
         if row[F_CROSS]:
-            out[21] += 1
-            out[22] += h
+            out[MT.cross_day_due] += 1
+            out[MT.cross_day_hit] += h
         if row[F_US]:
-            out[23] += 1
-            out[24] += h
-    out[4] = hit / due if due > 0 else np.nan
+            out[MT.update_sensitive_due] += 1
+            out[MT.update_sensitive_hit] += h
+    out[MT.on_time_recall] = hit / due if due > 0 else np.nan
 
 
 @numba.njit(cache=True)
 def _calendar_features(step_hour, weekday):
     """Sine and cosine of the time of day and of the weekday at every step."""
-    out = np.empty((step_hour.size, 4))
+    out = np.empty((step_hour.size, N_CALENDAR))
     for t in range(step_hour.size):
         tod = 2 * np.pi * step_hour[t] / 24.0
         wd = 2 * np.pi * weekday[t] / 7.0
-        out[t, 0], out[t, 1], out[t, 2], out[t, 3] = np.sin(tod), np.cos(tod), np.sin(wd), np.cos(wd)
+        out[t, RF.sin_time_of_day], out[t, RF.cos_time_of_day] = np.sin(tod), np.cos(tod)
+        out[t, RF.sin_weekday], out[t, RF.cos_weekday] = np.sin(wd), np.cos(wd)
     return out
 
 
 @numba.njit(cache=True)
-def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, priority, cross, version, registered,
-               update_sensitive, miss, visible_outcome, ep_hints, ep_costs, ep_cal, ep_is_clock, lookahead,
-               budget_value, table, live_from, live_order, n_entered, n_live, miss_cost, vis_step, cal, status, n_int,
-               n_total, horizon, t_arr, costs, is_clock, cost_ratio, max_cost, min_cost, unequal, lookahead_arr,
-               remaining, counters, last_q, unchanged, q_hist, c_hist, hints, vis_counts):
-    """Copy an episode's hidden intentions into row ``i`` of the intention table, its visible outcomes, calendar
-    features and hints into the per-step arrays, the week's visible positives due and executed into
-    ``vis_counts[i]``, and reset the slot's state."""
-    table[i] = 0
-    vis_step[i] = 0
-    vis_counts[i] = 0
+def _fill_slot(core, i, intentions, week):
+    """Load a week into slot ``i`` and reset the slot's state: its hidden intentions (``intentions``, the columns
+    :data:`INTENTION_COLUMNS` of its intentions) into row ``i`` of the intention table, its visible outcomes,
+    calendar features and hints into the per-step arrays, and its visible positives due and executed into
+    ``vis_counts[i]``. ``week`` is (horizon, hints, prices, calendar features, clock flags, lookahead)."""
+    s = core.state
+    kind, resource, af, au, ds, de, onset, deadline, polarity, priority, cross, version, registered, \
+        update_sensitive, miss, visible_outcome = intentions
+    T, ep_hints, ep_costs, ep_cal, ep_is_clock, lookahead = week
+    s.table[i] = 0
+    s.vis_step[i] = 0
+    s.vis_counts[i] = 0
     k = 0
     for j in range(kind.size):
         if kind[j] == KIND_VISIBLE:
-            code = visible_outcome[j]  # 1 tp, 2 fn, 3 fp, 4 tn
+            code = visible_outcome[j]
             if polarity[j] == POS:
-                vis_counts[i, VIS_DUE] += onset[j] <= T - 1
-                vis_counts[i, VIS_HIT] += code == 1
-            if code == 1:
-                vis_step[i, onset[j], 0] += 1
-            elif code == 3:
-                vis_step[i, onset[j], 1] += 1
-            elif code == 2:
-                vis_step[i, min(deadline[j], T - 1), 2] += 1
+                s.vis_counts[i, VIS_DUE] += onset[j] <= T - 1
+                s.vis_counts[i, VIS_HIT] += code == OUTCOME.tp
+            if code == OUTCOME.tp:
+                s.vis_step[i, onset[j], VIS_STEP.tp] += 1
+            elif code == OUTCOME.fp:
+                s.vis_step[i, onset[j], VIS_STEP.fp] += 1
+            elif code == OUTCOME.fn:
+                s.vis_step[i, min(deadline[j], T - 1), VIS_STEP.fn] += 1
             continue
-        row = table[i, k]
+        row = s.table[i, k]
         row[F_RES], row[F_AF], row[F_AU], row[F_DS], row[F_DE] = resource[j], af[j], au[j], ds[j], de[j]
         row[F_ON], row[F_DL], row[F_POL], row[F_KIND], row[F_PRIO] = onset[j], deadline[j], polarity[j], kind[j], \
             priority[j]
@@ -485,40 +533,40 @@ def _fill_slot(i, T, kind, resource, af, au, ds, de, onset, deadline, polarity, 
         first = af[j] if registered[j] else _NEVER_LIVE
         if polarity[j] == POS and row[F_DUE_END] >= 0:
             first = min(first, row[F_DUE_END])
-        live_from[i, k] = first
-        miss_cost[i, k] = miss[j]
+        s.live_from[i, k] = first
+        s.miss_cost[i, k] = miss[j]
         k += 1
-    order = np.argsort(live_from[i, :k], kind="mergesort")
+    order = np.argsort(s.live_from[i, :k], kind="mergesort")
     for j in range(k):
-        live_order[i, j] = order[j]
-    live_from[i, :k] = live_from[i, :k][order]
-    n_entered[i] = 0
-    n_live[i] = 0
+        s.live_order[i, j] = order[j]
+    s.live_from[i, :k] = s.live_from[i, :k][order]
+    s.n_entered[i] = 0
+    s.n_live[i] = 0
     for t in range(T):
-        for j in range(4):
-            cal[i, t, j] = ep_cal[t, j]
+        for j in range(N_CALENDAR):
+            s.cal[i, t, j] = ep_cal[t, j]
         for r in range(ep_hints.shape[1]):
-            hints[i, t, r] = ep_hints[t, r]
-    status[i] = 0
-    n_int[i] = k
-    n_total[i] = max(1, kind.size)
-    horizon[i] = T
-    t_arr[i] = 0
-    costs[i] = ep_costs
-    is_clock[i] = ep_is_clock
-    max_cost[i] = ep_costs.max()
+            s.hints[i, t, r] = ep_hints[t, r]
+    s.status[i] = 0
+    s.n_int[i] = k
+    s.n_total[i] = max(1, kind.size)
+    s.horizon[i] = T
+    s.t[i] = 0
+    s.costs[i] = ep_costs
+    s.is_clock[i] = ep_is_clock
+    s.max_cost[i] = ep_costs.max()
     for r in range(ep_costs.size):
-        cost_ratio[i, r] = ep_costs[r] / max_cost[i]
-    min_cost[i] = ep_costs.min()
-    unequal[i] = ep_costs.min() != ep_costs.max()
-    lookahead_arr[i] = lookahead
-    remaining[i] = budget_value
-    counters[i] = 0
-    counters[i, C_EXHAUST] = -1
-    last_q[i] = -1
-    unchanged[i] = 0
-    q_hist[i] = 0
-    c_hist[i] = 0
+        s.cost_ratio[i, r] = ep_costs[r] / s.max_cost[i]
+    s.min_cost[i] = ep_costs.min()
+    s.unequal[i] = ep_costs.min() != ep_costs.max()
+    s.lookahead[i] = lookahead
+    s.remaining[i] = s.budget[i]
+    s.counters[i] = 0
+    s.counters[i, C_EXHAUST] = -1
+    s.last_q[i] = -1
+    s.unchanged[i] = 0
+    s.q_hist[i] = 0
+    s.c_hist[i] = 0
 
 
 @numba.njit(cache=True)
@@ -538,19 +586,22 @@ def generator_list(gens: list):
 
 
 @numba.njit(cache=True)
-def _draw_into(gens, slots, draw_args, fill_args, state):
+def _draw_into(core, gens, slots, draw_args, world):
     """Draw the next week of each slot ``i`` in ``slots`` from its generator ``gens[i]`` (``_draw_week`` with
-    ``draw_args``) and load it into the slot (``_fill_slot`` with ``fill_args`` and the core arrays ``state``),
-    all in one call; returns whether each week fitted the core's tables (one that did not is left unloaded)."""
+    ``draw_args``) and load it into the slot (``_fill_slot``; ``world``: the prices, calendar features, clock flags
+    and lookahead), all in one call; returns whether each week fitted the core's tables (one that did not is left
+    unloaded)."""
     fitted = np.zeros(slots.size, dtype=np.bool_)
-    T = draw_args[0]
-    capacity = state[0].shape[1]
+    capacity = core.state.table.shape[1]
     for j in range(slots.size):
-        I, B, mc, _, hints, counts = _draw_week(gens[slots[j]], *draw_args)
-        if counts.sum() - counts[4] <= capacity:
+        I, B, mc, _, hints, counts = _draw_week(gens[slots[j]], draw_args)
+        if counts.sum() - counts[GC.visible] <= capacity:
             fitted[j] = True
-            _fill_slot(slots[j], T, I[:, 0], I[:, 1], I[:, 2], I[:, 3], I[:, 4], I[:, 5], I[:, 6], I[:, 7], I[:, 8],
-                       I[:, 9], B[:, 0], I[:, 10], B[:, 2], B[:, 1], mc, I[:, 11], hints, *fill_args, *state)
+            intentions = (I[:, GI.kind], I[:, GI.resource], I[:, GI.active_from], I[:, GI.active_until],
+                          I[:, GI.declared_start], I[:, GI.declared_end], I[:, GI.onset], I[:, GI.deadline],
+                          I[:, GI.polarity], I[:, GI.priority], B[:, GB.cross_day], I[:, GI.version],
+                          B[:, GB.registered], B[:, GB.update_sensitive], mc, I[:, GI.visible_outcome])
+            _fill_slot(core, slots[j], intentions, (hints.shape[0], hints) + world)
     return fitted
 
 
@@ -560,7 +611,7 @@ def step_outputs(n: int, n_resources: int) -> tuple:
     return (np.zeros((n, n_resources, N_RESOURCE_FEATURES), dtype=np.float32),
             np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32), np.zeros((n, n_resources), dtype=np.int8),
             np.zeros((n, n_resources), dtype=np.int8), np.zeros((n, len(SKIP_NAMES)), dtype=np.int64), np.zeros(n),
-            np.zeros((n, 7), dtype=np.int64), np.zeros((n, len(METRIC_NAMES))))
+            np.zeros((n, len(EVENT_COLUMNS)), dtype=np.int64), np.zeros((n, len(METRIC_NAMES))))
 
 
 class PMWeekCore:
@@ -594,11 +645,11 @@ class PMWeekCore:
         self.last_q = np.full((n, n_resources), -1, dtype=np.int64)
         self.unchanged = np.zeros((n, n_resources), dtype=np.int64)
         self.mask_state = np.zeros((n, n_resources), dtype=np.int8)
-        self.vis_counts = np.zeros((n, 2), dtype=np.int64)
+        self.vis_counts = np.zeros((n, VIS_HIT + 1), dtype=np.int64)
         self.metrics = np.zeros((n, len(METRIC_NAMES)))
         self._episodes: list = [None] * n  # an Episode, or a callable that builds it when first asked for
         # scratch of the kernel, and stand-ins for the outputs that a call does not produce
-        self._cnt = np.zeros((n_resources, 12))
+        self._cnt = np.zeros((n_resources, len(CNT)))
         self._best = np.zeros(n_resources)
         self._order = np.zeros(n_resources, dtype=np.int64)
         self._key = np.zeros(n_resources)
@@ -609,15 +660,24 @@ class PMWeekCore:
         self._sel = np.zeros((n, n_resources), dtype=np.int8)
         self._skipped = np.zeros((n, len(SKIP_NAMES)), dtype=np.int64)
         self._reward = np.zeros(n)
-        self._events = np.zeros((n, 7), dtype=np.int64)
+        self._events = np.zeros((n, len(EVENT_COLUMNS)), dtype=np.int64)
         self._res = np.zeros((1, n_resources, N_RESOURCE_FEATURES), dtype=np.float32)
         self._bud = np.zeros((1, N_BUDGET_FEATURES), dtype=np.float32)
         self._mask = np.zeros((1, n_resources), dtype=np.int8)
         self._alloc(1, 1)
 
+    def _core_ref(self) -> CoreRef:
+        """The arrays and settings the kernels work in, gathered once per allocation."""
+        if self._ref is None:
+            self._ref = _new_core_ref(CoreState(*(getattr(self, name) for name in _KERNEL_STATE)))
+        return self._ref
+
+    def __getstate__(self):
+        return dict(self.__dict__, _ref=None)  # numba's struct does not pickle; it is gathered again when needed
+
     def _alloc(self, max_t: int, max_int: int):
         n, r = self.n, self.n_resources
-        self._state = None  # the arrays below are new: advance() gathers them again
+        self._ref = None  # the arrays below are new: _core_ref() gathers them again
         self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int32)
         self.live_from = np.zeros((n, max_int), dtype=np.int32)  # sorted
         self.live_order = np.zeros((n, max_int), dtype=np.int32)
@@ -625,12 +685,12 @@ class PMWeekCore:
         self.live_miss = np.zeros((n, max_int))
         self.miss_cost = np.zeros((n, max_int))
         self.status = np.zeros((n, max_int), dtype=np.int8)
-        self.cal = np.zeros((n, max_t, 4))
+        self.cal = np.zeros((n, max_t, N_CALENDAR))
         self.hints = np.zeros((n, max_t, r))
-        self.vis_step = np.zeros((n, max_t, 3), dtype=np.int64)
+        self.vis_step = np.zeros((n, max_t, len(VIS_STEP)), dtype=np.int64)
         self.q_hist = np.zeros((n, max_t), dtype=np.int64)
         self.c_hist = np.zeros((n, max_t), dtype=np.int64)
-        self.ev_list = np.zeros((n, max_int, 2), dtype=np.int64)
+        self.ev_list = np.zeros((n, max_int, len(EVL)), dtype=np.int64)
         self._misses = np.zeros(max_int, dtype=np.int64)
 
     def _grow(self, max_t: int, max_int: int):
@@ -648,9 +708,8 @@ class PMWeekCore:
         if ep.horizon > self.cal.shape[1] or n_hidden > self.table.shape[1]:
             self._grow(ep.horizon, n_hidden)
         is_clock = np.array([c == "clock" for c in ep.resource_classes], dtype=np.float64)
-        _fill_slot(i, ep.horizon, *(getattr(ep, name) for name in _FILL_FIELDS),
-                   _calendar_features(ep.step_hour, ep.weekday), is_clock, lookahead, self.budget_value,
-                   *(getattr(self, name) for name in _SLOT_STATE))
+        _fill_slot(self._core_ref(), i, tuple(getattr(ep, name) for name in INTENTION_COLUMNS),
+                   (ep.horizon, ep.hints, ep.costs, _calendar_features(ep.step_hour, ep.weekday), is_clock, lookahead))
         self._episodes[i] = ep
 
     def draw_into(self, slots: np.ndarray, gens, world: WorldConfig, cost_profile: str, load: int) -> np.ndarray:
@@ -663,9 +722,9 @@ class PMWeekCore:
             self._grow(world.horizon, 1)
         w = _world_constants(world)
         is_clock = np.array([c == "clock" for c in w["classes"]], dtype=np.float64)
-        return _draw_into(gens, slots, draw_arguments(world, load),
+        return _draw_into(self._core_ref(), gens, slots, draw_arguments(world, load),
                           (w["costs"][cost_profile], _calendar_features(w["step_hour"], w["weekday"]), is_clock,
-                           world.lookahead, self.budget_value), tuple(getattr(self, name) for name in _SLOT_STATE))
+                           world.lookahead))
 
     def set_episode(self, i: int, make_episode):
         """Slot ``i`` holds the week that ``make_episode()`` builds (called when :meth:`episode` first asks)."""
@@ -682,17 +741,8 @@ class PMWeekCore:
                 metrics_out, res_out, bud_out, mask_out):
         """Step the weeks ``rows[k]`` with ``stepping[k]`` (scores ``scores[k]``), then, if ``observe``, write
         every week's observation (see :func:`_advance`); outputs are indexed like ``rows``."""
-        state = self._state
-        if state is None:  # gathered once per allocation: attribute lookups cost more than the kernel's dispatch
-            state = self._state = (
-                self.t, self.horizon, self.n_int, self.table, self.live_from, self.live_order, self.n_entered,
-                self.live, self.live_miss, self.n_live, self.status, self.miss_cost, self.costs, self.unequal,
-                self.min_cost, self.is_clock, self.cost_ratio, self.cal, self.hints, self.lookahead, self.mask_state,
-                self.budget, self.remaining, self.b_frac, self.n_max, self.cost_cap, self.late_execute,
-                self.vis_step, self.counters, self.q_hist, self.c_hist, self.last_q, self.unchanged, self.ev_list)
-        _advance(rows, stepping, observe, scores, *state, selected_out, skipped_out, reward_out, events_out,
-                 metrics_out, res_out, bud_out, mask_out, self._cnt, self._best, self._order, self._key,
-                 self._resolved, self._misses)
+        _advance(self._core_ref(), rows, stepping, observe, scores,
+                 (selected_out, skipped_out, reward_out, events_out, metrics_out, res_out, bud_out, mask_out))
 
     def observe(self, rows, res_out, bud_out, mask_out):
         """Observation of the weeks ``rows`` at their current step."""

@@ -9,7 +9,8 @@ from gymnasium import spaces
 from ..rendering import RENDER_MODES, TextRender, check_render_mode
 from ..validation import check_int
 from ..vector_info import info_row
-from .core import M, METRIC_NAMES, N_RESOURCE_FEATURES, SKIP_NAMES, VIS_DUE, VIS_HIT, PMWeekCore, step_outputs
+from .core import (BF, C_FN, C_FP, C_TP, EV, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RF, SKIP_NAMES,
+                   VIS_DUE, VIS_HIT, PMWeekCore, step_outputs)
 from .episode_io import validate_episode
 from .levels import resolve_budget
 from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, Episode, WorldConfig,
@@ -50,12 +51,15 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
 def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode, observe_counts=False):
     """Single-week observation and action spaces (with ``observe_counts``: the ``"counts"`` key too)."""
     low = np.zeros((n_res, N_RESOURCE_FEATURES), dtype=np.float32)
-    low[:, [0, 1, 2, 3, 5]] = -1.0
+    low[:, [RF.sin_time_of_day, RF.cos_time_of_day, RF.sin_weekday, RF.cos_weekday, RF.signed_window_distance]] = -1.0
     high = np.ones((n_res, N_RESOURCE_FEATURES), dtype=np.float32)
     cap = n_res if per_step_cap is None else min(per_step_cap, n_res)
-    b_low = np.array([0, 0, 0, 0, 0, -1, 0, 0, 0], dtype=np.float32)
-    b_high = np.array([max(1.0, b_frac), 1, 1, 1, 1.0 if budget is None else max(1.0, budget), 1,
-                       cap * 5 / 10, cap * 10 / 20, cap / 2], dtype=np.float32)
+    b_low = np.zeros(N_BUDGET_FEATURES, dtype=np.float32)
+    b_low[BF.spend_minus_progress] = -1.0
+    b_high = np.ones(N_BUDGET_FEATURES, dtype=np.float32)
+    b_high[BF.target_fraction] = max(1.0, b_frac)
+    b_high[BF.remaining_per_step] = 1.0 if budget is None else max(1.0, budget)
+    b_high[[BF.queries_last5, BF.queries_last10, BF.queries_prev]] = cap * 5 / 10, cap * 10 / 20, cap / 2
     obs = {
         "resources": spaces.Box(low, high, dtype=np.float32),
         "budget": spaces.Box(b_low, b_high, dtype=np.float32),
@@ -123,7 +127,7 @@ def step_info_batch(step, queried, cost, remaining_budget, skipped, events) -> d
     ``(n, >= 6)``)."""
     out = {"step": step, "queried": queried, "cost": cost, "remaining_budget": remaining_budget}
     out.update(zip(SKIPPED_KEYS, skipped.T.astype(np.int64)))
-    out.update(zip(EVENT_KEYS, events[:, :6].T.astype(np.int64)))
+    out.update(zip(EVENT_KEYS, events[:, :EV.n_events].T.astype(np.int64)))
     return out
 
 
@@ -266,8 +270,8 @@ class PMWeekEnv(TextRender, gym.Env):
         self.episode = ep
         self._hidden_ids = [ep.ids[i] for i in np.flatnonzero(ep.kind != KIND_VISIBLE)]
         self.last_events = []
-        return self._obs(), self._info(0, np.zeros(len(self.world.resources), dtype=bool), 0, np.zeros(4, np.int64),
-                                       np.zeros(6, np.int64))
+        return self._obs(), self._info(0, np.zeros(len(self.world.resources), dtype=bool), 0,
+                                       np.zeros(len(SKIPPED_KEYS), np.int64), np.zeros(len(EVENT_KEYS), np.int64))
 
     def _info(self, step, queried, cost, skipped, events) -> dict:
         """The per-step info (the reset info has the same keys, with nothing queried): a row of
@@ -275,7 +279,7 @@ class PMWeekEnv(TextRender, gym.Env):
         info = {"step": step, "queried": queried, "cost": cost,
                 "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0])}
         info.update(zip(SKIPPED_KEYS, skipped.tolist()))
-        info.update(zip(EVENT_KEYS, events[:6].tolist()))
+        info.update(zip(EVENT_KEYS, events[:EV.n_events].tolist()))
         return info
 
     def step(self, action):
@@ -289,7 +293,7 @@ class PMWeekEnv(TextRender, gym.Env):
         core.advance(self._rows, self._stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
                      self._metrics, self._res, self._bud, self._mask)  # the step and the next observation
         terminated = bool(core.t[0] >= core.horizon[0])
-        n_events = int(self._events[0, 6])
+        n_events = int(self._events[0, EV.n_events])
         info = self._info(t, self._sel[0].astype(bool), int(core.c_hist[0, t]), self._skipped[0], self._events[0])
         self.last_events = [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else []
         if terminated:
@@ -300,7 +304,7 @@ class PMWeekEnv(TextRender, gym.Env):
         if self.episode is None:
             return "PMWeek-v0: call reset() first"
         core = self._core
-        tp, fp, fn = (int(x) for x in core.counters[0, :3])
+        tp, fp, fn = (int(x) for x in core.counters[0, [C_TP, C_FP, C_FN]])
         budget = "none" if self.budget is None else f"{int(core.remaining[0])}/{self.budget}"
         lines = [f"PMWeek-v0 step {int(core.t[0])}/{int(core.horizon[0])}  budget left {budget}  "
                  f"TP {tp} FP {fp} FN {fn}", f"{'resource':<22}{'cost':>5}{'candidate':>10}{'last query':>11}"]

@@ -249,6 +249,16 @@ def validate_episode(ep: Episode) -> None:
     costs in 1..MAX_COST, at most MAX_RESOURCES resources and MAX_INTENTIONS intentions) and cross-field rules."""
     if not isinstance(ep, Episode):
         raise EpisodeFormatError(f"episode: expected an Episode, got {type(ep).__name__}")
+    _check_fields(ep)
+    _check_week(ep)
+    clock = ep.resource_classes.index("clock")
+    for i in range(len(ep.ids)):
+        _check_intention(ep, i, clock)
+    _check_updates(ep)
+
+
+def _check_fields(ep: Episode) -> None:
+    """The horizon, the resource and intention names, and the types, shapes and codes of the field arrays."""
     T = ep.horizon
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 1 <= T <= MAX_HORIZON:
         raise EpisodeFormatError(f"horizon: must be an int in 1..{MAX_HORIZON}, got {_short(T)}")
@@ -270,12 +280,17 @@ def validate_episode(ep: Episode) -> None:
             raise EpisodeFormatError(f"intentions.{name}: codes must lie in 0..{len(codes) - 1} ({list(codes)})")
     for name, field, kind in (("step_day", "day", "i"), ("step_hour", "hour", "f"), ("weekday", "weekday", "i")):
         _check_array(f"calendar.{field}", getattr(ep, name), kind, (T,))
+
+
+def _check_week(ep: Episode) -> None:
+    """The calendar, the resources and their prices, the hints, the cost profile, the meta data and unique ids."""
     if np.any(ep.step_day < 0) or np.any(ep.step_day > MAX_HORIZON) or np.any(np.diff(ep.step_day) < 0):
         raise EpisodeFormatError(f"calendar.day: days must lie in 0..{MAX_HORIZON} and not decrease")
     if not np.all(np.isfinite(ep.step_hour)) or np.any((ep.step_hour < 0) | (ep.step_hour >= 24)):
         raise EpisodeFormatError("calendar.hour: hours must be finite and lie in [0, 24)")
     if np.any((ep.weekday < 0) | (ep.weekday > 6)):
         raise EpisodeFormatError("calendar.weekday: must lie in 0..6")
+    R = ep.n_resources
     if len(set(ep.resource_names)) != R:
         raise EpisodeFormatError(f"resources: names must be unique, got {list(ep.resource_names)}")
     if list(ep.resource_classes).count("clock") != 1:
@@ -284,7 +299,7 @@ def validate_episode(ep: Episode) -> None:
     if np.any(ep.costs < 1) or np.any(ep.costs > MAX_COST):
         raise EpisodeFormatError(f"resources.cost: costs must be integers in 1..{MAX_COST} (scale fractional "
                                  f"prices, as the cost profiles do), got {_short(ep.costs.tolist())}")
-    _check_array("hints", ep.hints, "f", (T, R))
+    _check_array("hints", ep.hints, "f", (ep.horizon, R))
     if not np.all(np.isfinite(ep.hints)) or np.any((ep.hints < 0) | (ep.hints > 1)):
         raise EpisodeFormatError("hints: values must be finite and lie in [0, 1]")
     if not isinstance(ep.cost_profile, str):
@@ -294,59 +309,66 @@ def validate_episode(ep: Episode) -> None:
     if len(set(ep.ids)) != len(ep.ids):
         dup = sorted({i for i in ep.ids if ep.ids.count(i) > 1})
         raise EpisodeFormatError(f"intentions.id: duplicate ids {dup}")
-    clock = ep.resource_classes.index("clock")
-    for i, iid in enumerate(ep.ids):
-        w = f"intentions[{i}] ({iid})"
-        kind, r = ep.kind[i], ep.resource[i]
-        if kind == KIND_VISIBLE:
-            if r != -1:
-                raise EpisodeFormatError(f"{w}.resource: visible intentions are not queried; must be null")
-            if ep.onset[i] == NEVER:
-                raise EpisodeFormatError(f"{w}.onset: a visible intention needs the step of its cue")
-            if VISIBLE_OUTCOMES[ep.visible_outcome[i]] == "none":
-                raise EpisodeFormatError(f"{w}.visible_outcome: a visible intention needs tp/fn/fp/tn")
-            ok = ("tp", "fn") if ep.polarity[i] == 0 else ("fp", "tn")
-            if VISIBLE_OUTCOMES[ep.visible_outcome[i]] not in ok:
-                raise EpisodeFormatError(f"{w}.visible_outcome: a {POLARITIES[ep.polarity[i]]} visible intention "
-                                         f"can only be {ok}")
-        else:
-            if not 0 <= r < R:
-                raise EpisodeFormatError(f"{w}.resource: a {KINDS[kind]} intention needs a resource")
-            if kind == KIND_TIME and r != clock:
-                raise EpisodeFormatError(f"{w}.resource: a time intention must be on the clock")
-            if kind == KIND_CHANNEL and r == clock:
-                raise EpisodeFormatError(f"{w}.resource: a channel intention cannot be on the clock")
-            if VISIBLE_OUTCOMES[ep.visible_outcome[i]] != "none":
-                raise EpisodeFormatError(f"{w}.visible_outcome: only visible intentions have one")
-        for name in ("active_from", "active_until", "declared_start", "declared_end"):
-            v = getattr(ep, name)[i]
-            if not 0 <= v < T:
-                raise EpisodeFormatError(f"{w}.{name}: {v} is outside the horizon 0..{T - 1}")
-        if ep.active_until[i] < ep.active_from[i]:
-            raise EpisodeFormatError(f"{w}.active_until: {ep.active_until[i]} is before active_from "
-                                     f"{ep.active_from[i]}")
-        if ep.declared_end[i] < ep.declared_start[i]:
-            raise EpisodeFormatError(f"{w}.declared_end: before declared_start")
-        on, dl = ep.onset[i], ep.deadline[i]
-        for name, v in (("onset", on), ("deadline", dl)):
-            if v != NEVER and not 0 <= v < T:
-                raise EpisodeFormatError(f"{w}.{name}: {v} is outside the horizon 0..{T - 1} (never: null in files, "
-                                         f"NEVER in memory)")
-        if (on == NEVER) != (dl == NEVER):
-            raise EpisodeFormatError(f"{w}.deadline: onset and deadline must both be null or both be set")
-        if on != NEVER:
-            if not 0 <= on < T:
-                raise EpisodeFormatError(f"{w}.onset: {on} is outside the horizon 0..{T - 1}")
-            if not 0 <= dl < T:
-                raise EpisodeFormatError(f"{w}.deadline: {dl} is outside the horizon 0..{T - 1}")
-            if dl < on:
-                raise EpisodeFormatError(f"{w}.deadline: {dl} is before the onset {on}")
-        if ep.priority[i] < 1 or ep.priority[i] > 3:
-            raise EpisodeFormatError(f"{w}.priority: must lie in 1..3, got {ep.priority[i]}")
-        if not (math.isfinite(ep.miss_cost[i]) and 0 <= ep.miss_cost[i] <= 3):
-            raise EpisodeFormatError(f"{w}.miss_cost: must lie in [0, 3], got {ep.miss_cost[i]}")
-        if ep.version[i] < 0:
-            raise EpisodeFormatError(f"{w}.version: must be >= 0")
+
+
+def _check_intention(ep: Episode, i: int, clock: int) -> None:
+    """Intention ``i``: its kind's rules (resource, cue, visible outcome), its steps and its numbers."""
+    T = ep.horizon
+    w = f"intentions[{i}] ({ep.ids[i]})"
+    kind, r = ep.kind[i], ep.resource[i]
+    if kind == KIND_VISIBLE:
+        if r != -1:
+            raise EpisodeFormatError(f"{w}.resource: visible intentions are not queried; must be null")
+        if ep.onset[i] == NEVER:
+            raise EpisodeFormatError(f"{w}.onset: a visible intention needs the step of its cue")
+        if VISIBLE_OUTCOMES[ep.visible_outcome[i]] == "none":
+            raise EpisodeFormatError(f"{w}.visible_outcome: a visible intention needs tp/fn/fp/tn")
+        ok = ("tp", "fn") if ep.polarity[i] == 0 else ("fp", "tn")
+        if VISIBLE_OUTCOMES[ep.visible_outcome[i]] not in ok:
+            raise EpisodeFormatError(f"{w}.visible_outcome: a {POLARITIES[ep.polarity[i]]} visible intention "
+                                     f"can only be {ok}")
+    else:
+        if not 0 <= r < ep.n_resources:
+            raise EpisodeFormatError(f"{w}.resource: a {KINDS[kind]} intention needs a resource")
+        if kind == KIND_TIME and r != clock:
+            raise EpisodeFormatError(f"{w}.resource: a time intention must be on the clock")
+        if kind == KIND_CHANNEL and r == clock:
+            raise EpisodeFormatError(f"{w}.resource: a channel intention cannot be on the clock")
+        if VISIBLE_OUTCOMES[ep.visible_outcome[i]] != "none":
+            raise EpisodeFormatError(f"{w}.visible_outcome: only visible intentions have one")
+    for name in ("active_from", "active_until", "declared_start", "declared_end"):
+        v = getattr(ep, name)[i]
+        if not 0 <= v < T:
+            raise EpisodeFormatError(f"{w}.{name}: {v} is outside the horizon 0..{T - 1}")
+    if ep.active_until[i] < ep.active_from[i]:
+        raise EpisodeFormatError(f"{w}.active_until: {ep.active_until[i]} is before active_from "
+                                 f"{ep.active_from[i]}")
+    if ep.declared_end[i] < ep.declared_start[i]:
+        raise EpisodeFormatError(f"{w}.declared_end: before declared_start")
+    on, dl = ep.onset[i], ep.deadline[i]
+    for name, v in (("onset", on), ("deadline", dl)):
+        if v != NEVER and not 0 <= v < T:
+            raise EpisodeFormatError(f"{w}.{name}: {v} is outside the horizon 0..{T - 1} (never: null in files, "
+                                     f"NEVER in memory)")
+    if (on == NEVER) != (dl == NEVER):
+        raise EpisodeFormatError(f"{w}.deadline: onset and deadline must both be null or both be set")
+    if on != NEVER:
+        if not 0 <= on < T:
+            raise EpisodeFormatError(f"{w}.onset: {on} is outside the horizon 0..{T - 1}")
+        if not 0 <= dl < T:
+            raise EpisodeFormatError(f"{w}.deadline: {dl} is outside the horizon 0..{T - 1}")
+        if dl < on:
+            raise EpisodeFormatError(f"{w}.deadline: {dl} is before the onset {on}")
+    if ep.priority[i] < 1 or ep.priority[i] > 3:
+        raise EpisodeFormatError(f"{w}.priority: must lie in 1..3, got {ep.priority[i]}")
+    if not (math.isfinite(ep.miss_cost[i]) and 0 <= ep.miss_cost[i] <= 3):
+        raise EpisodeFormatError(f"{w}.miss_cost: must lie in [0, 3], got {ep.miss_cost[i]}")
+    if ep.version[i] < 0:
+        raise EpisodeFormatError(f"{w}.version: must be >= 0")
+
+
+def _check_updates(ep: Episode) -> None:
+    """The user's updates: their fields, the intentions they point at and the steps they happen at."""
     if not isinstance(ep.updates, tuple):
         raise EpisodeFormatError(f"updates: expected a tuple of dicts, got {type(ep.updates).__name__}")
     id_set = set(ep.ids)
@@ -364,7 +386,7 @@ def validate_episode(ep: Episode) -> None:
             raise EpisodeFormatError(f"{w}.kind: {u['kind']!r} is not one of {list(UPDATE_KINDS)}")
         if u["target"] not in id_set:
             raise EpisodeFormatError(f"{w}.target: {u['target']!r} points at no intention")
-        if not 0 <= u["step"] < T:
+        if not 0 <= u["step"] < ep.horizon:
             raise EpisodeFormatError(f"{w}.step: {u['step']} is outside the horizon")
         if not isinstance(u["registered"], bool):
             raise EpisodeFormatError(f"{w}.registered: expected true/false")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numba
@@ -23,13 +24,22 @@ from ..validation import check_int, check_number
 #: Onset/deadline value of a trigger that never holds inside the horizon (``null`` in episode files).
 NEVER = 1 << 30
 
+
+def named_indices(typename: str, names: tuple):
+    """A namedtuple of the positions of ``names`` (``named_indices("T", ("a", "b")).b == 1``): column numbers by name
+    that cannot drift from the names, and that numba kernels read as compile-time constants."""
+    return namedtuple(typename, names)(*range(len(names)))
+
+
 KINDS = ("time", "channel", "visible")
 KIND_TIME, KIND_CHANNEL, KIND_VISIBLE = 0, 1, 2
 POLARITIES = ("positive", "lure", "stale")
 POS, LURE, STALE = 0, 1, 2
 RESOURCE_CLASSES = ("clock", "snapshot", "delta")
 VISIBLE_OUTCOMES = ("none", "tp", "fn", "fp", "tn")
+OUTCOME = named_indices("VisibleOutcome", VISIBLE_OUTCOMES)
 UPDATE_KINDS = ("cancel", "override", "reschedule")
+UPDATE_CANCEL, UPDATE_OVERRIDE, UPDATE_RESCHEDULE = range(3)
 
 #: Per-class prices of each cost profile and the integer scale applied to prices *and* budgets, so that the
 #: executor and the teachers work in integer units (mild: 0.5/1/2 x2 -> 1/2/4; skewed: 0.25/1/4 x4 -> 1/4/16).
@@ -237,10 +247,17 @@ def calendar(config: WorldConfig):
     return step_day, step_hour, step_day % 7
 
 
-# Columns of the integer table returned by the generator kernel.
+# Columns of the integer and boolean tables, the update table and the counts returned by the generator kernel
+# (a row of the integer table is written whole, in this order).
 _GEN_INT = ("kind", "resource", "active_from", "active_until", "declared_start", "declared_end", "onset",
             "deadline", "polarity", "priority", "version", "visible_outcome")
 _GEN_BOOL = ("cross_day", "update_sensitive", "registered")
+_GEN_UPDATE = ("step", "kind", "target", "registered", "new_row")
+_GEN_COUNTS = ("time", "channel", "lure", "new_version", "visible", "load")
+GI = named_indices("GeneratedInt", _GEN_INT)
+GB = named_indices("GeneratedBool", _GEN_BOOL)
+GU = named_indices("GeneratedUpdate", _GEN_UPDATE)
+GC = named_indices("GeneratedCounts", _GEN_COUNTS)
 
 
 @numba.njit(cache=True)
@@ -280,32 +297,34 @@ def _channel_trigger(rng, ds, de, p_in, last, s0, s1):
 
 
 @numba.njit(cache=True)
-def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs, ranges, expiry, hint_noise,
-               hint_width, load, n_days):
-    """Every random draw of a week, in a fixed order. Rows: time tasks, channel tasks, channel lures, new
-    versions made by updates, visible tasks, visible lures, load extras."""
+def _draw_week(rng, args):
+    """Every random draw of a week, in a fixed order, with ``args`` from :func:`draw_arguments`. Rows: time tasks,
+    channel tasks, channel lures, new versions made by updates, visible tasks, visible lures, load extras."""
+    T, step_day, day_first, channels, clock, n_res, means, probs, ranges, expiry, hint_noise, hint_width, load, \
+        n_days = args
     last = T - 1
+    m_time, m_chan, m_lure, m_upd, m_vis, m_vlure = means
     p_unreg, p_cross, p_in, p_lure_in, p_reg, p_hit, p_fa = probs
     g0, g1, w0, w1, s0, s1 = ranges
-    n_time = rng.poisson(means[0])
-    n_chan = rng.poisson(means[1])
-    n_lure = rng.poisson(means[2])
+    n_time = rng.poisson(m_time)
+    n_chan = rng.poisson(m_chan)
+    n_lure = rng.poisson(m_lure)
     if channels.size == 0:  # a world of the clock alone
         n_chan = 0
         n_lure = 0
-    n_upd = rng.poisson(means[3])
-    n_vis = rng.poisson(means[4])
-    n_vlure = rng.poisson(means[5])
+    n_upd = rng.poisson(m_upd)
+    n_vis = rng.poisson(m_vis)
+    n_vlure = rng.poisson(m_vlure)
     n_load = load * n_days
     n_max = n_time + n_chan + n_lure + n_upd + n_vis + n_vlure + n_load
-    I = np.zeros((n_max, 12), dtype=np.int64)
-    B = np.zeros((n_max, 3), dtype=np.bool_)
+    I = np.zeros((n_max, len(_GEN_INT)), dtype=np.int64)
+    B = np.zeros((n_max, len(_GEN_BOOL)), dtype=np.bool_)
     mc = np.zeros(n_max)
     nch = channels.size
     row = 0
     for j in range(n_time + n_chan + n_lure):
-        kind = 0 if j < n_time else 1
-        if kind == 0:
+        kind = KIND_TIME if j < n_time else KIND_CHANNEL
+        if kind == KIND_TIME:
             ds = _integers(rng, 0, T)
             de = min(last, ds + _integers(rng, g0, g1 + 1))
             onset, deadline, res = ds, de, clock
@@ -317,18 +336,18 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
             res = channels[_integers(rng, 0, nch)]
         af, cross = _stated(rng, ds, step_day, day_first, p_cross)
         lure = j >= n_time + n_chan
-        I[row] = (kind, res, af, min(last, de + expiry), ds, de, onset, deadline, 1 if lure else 0,
-                  _integers(rng, 1, 4), 0, 0)
+        I[row] = (kind, res, af, min(last, de + expiry), ds, de, onset, deadline, LURE if lure else POS,
+                  _integers(rng, 1, 4), 0, OUTCOME.none)
         mc[row] = rng.uniform(0.5, 3.0)
-        B[row, 0] = cross
-        B[row, 2] = lure or rng.random() >= p_unreg
+        B[row, GB.cross_day] = cross
+        B[row, GB.registered] = lure or rng.random() >= p_unreg
         row += 1
     # Updates arrive strictly between a task's statement and its trigger, so the old version is never due.
     n_tasks = n_time + n_chan
     pool = np.empty(n_tasks, dtype=np.int64)
     n_pool = 0
     for i in range(n_tasks):
-        if B[i, 2] and min(I[i, 6], last) - I[i, 2] >= 2:
+        if B[i, GB.registered] and min(I[i, GI.onset], last) - I[i, GI.active_from] >= 2:
             pool[n_pool] = i
             n_pool += 1
     n_upd = min(n_upd, n_pool)
@@ -336,31 +355,32 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
         j = k + _integers(rng, 0, n_pool - k)
         pool[k], pool[j] = pool[j], pool[k]
     targets = np.sort(pool[:n_upd])
-    U = np.full((n_upd, 5), -1, dtype=np.int64)
+    U = np.full((n_upd, len(_GEN_UPDATE)), -1, dtype=np.int64)
     for k in range(n_upd):
         i = targets[k]
-        u = _integers(rng, I[i, 2] + 1, min(I[i, 6], last) + 1)
+        u = _integers(rng, I[i, GI.active_from] + 1, min(I[i, GI.onset], last) + 1)
         kind = _integers(rng, 0, 3)
         registered = rng.random() < p_reg
-        I[i, 8] = 2
-        B[i, 1] = True
+        I[i, GI.polarity] = STALE
+        B[i, GB.update_sensitive] = True
         if registered:
-            I[i, 3] = u - 1
-        U[k, 0], U[k, 1], U[k, 2], U[k, 3] = u, kind, i, 1 if registered else 0
-        if kind != 0 and u < last:
-            ds = min(last, max(u, I[i, 4] + _integers(rng, 2, 13)))
-            if I[i, 0] == 0:
+            I[i, GI.active_until] = u - 1
+        U[k, GU.step], U[k, GU.kind], U[k, GU.target], U[k, GU.registered] = u, kind, i, 1 if registered else 0
+        if kind != UPDATE_CANCEL and u < last:
+            ds = min(last, max(u, I[i, GI.declared_start] + _integers(rng, 2, 13)))
+            if I[i, GI.kind] == KIND_TIME:
                 de = min(last, ds + _integers(rng, g0, g1 + 1))
-                onset, deadline, res = ds, de, I[i, 1]
+                onset, deadline, res = ds, de, I[i, GI.resource]
             else:
                 de = min(last, ds + _integers(rng, w0, w1 + 1))
                 onset, deadline = _channel_trigger(rng, ds, de, p_in, last, s0, s1)
-                res = I[i, 1] if kind == 2 else channels[_integers(rng, 0, nch)]
-            I[row] = (I[i, 0], res, u, min(last, de + expiry), ds, de, onset, deadline, 0, I[i, 9],
-                      I[i, 10] + 1, 0)
+                res = I[i, GI.resource] if kind == UPDATE_RESCHEDULE else channels[_integers(rng, 0, nch)]
+            I[row] = (I[i, GI.kind], res, u, min(last, de + expiry), ds, de, onset, deadline, POS, I[i, GI.priority],
+                      I[i, GI.version] + 1, OUTCOME.none)
             mc[row] = mc[i]
-            B[row, 0], B[row, 1], B[row, 2] = B[i, 0], True, registered
-            U[k, 4] = row
+            B[row, GB.cross_day], B[row, GB.update_sensitive], B[row, GB.registered] = B[i, GB.cross_day], True, \
+                registered
+            U[k, GU.new_row] = row
             row += 1
     n_new = row - n_tasks - n_lure
     for j in range(n_vis + n_vlure):
@@ -369,13 +389,13 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
         deadline = min(last, onset + _integers(rng, 0, 3))
         af, cross = _stated(rng, onset, step_day, day_first, p_cross)
         if lure:
-            outcome = 3 if rng.random() < p_fa else 4
+            outcome = OUTCOME.fp if rng.random() < p_fa else OUTCOME.tn
         else:
-            outcome = 1 if rng.random() < p_hit else 2
-        I[row] = (2, -1, af, min(last, deadline + expiry), onset, deadline, onset, deadline, 1 if lure else 0,
-                  _integers(rng, 1, 4), 0, outcome)
+            outcome = OUTCOME.tp if rng.random() < p_hit else OUTCOME.fn
+        I[row] = (KIND_VISIBLE, -1, af, min(last, deadline + expiry), onset, deadline, onset, deadline,
+                  LURE if lure else POS, _integers(rng, 1, 4), 0, outcome)
         mc[row] = rng.uniform(0.5, 3.0)
-        B[row, 0], B[row, 2] = cross, True
+        B[row, GB.cross_day], B[row, GB.registered] = cross, True
         row += 1
     hints = np.empty((T, n_res))
     for t in range(T):
@@ -391,9 +411,10 @@ def _draw_week(rng, T, step_day, day_first, channels, clock, n_res, means, probs
         onset, deadline = _channel_trigger(rng, ds, de, 1.0, last, s0, s1)
         res = channels[_integers(rng, 0, nch)]
         af, cross = _stated(rng, ds, step_day, day_first, p_cross)
-        I[row] = (1, res, af, min(last, de + expiry), ds, de, onset, deadline, 0, _integers(rng, 1, 4), 0, 0)
+        I[row] = (KIND_CHANNEL, res, af, min(last, de + expiry), ds, de, onset, deadline, POS, _integers(rng, 1, 4),
+                  0, OUTCOME.none)
         mc[row] = rng.uniform(0.5, 3.0)
-        B[row, 0], B[row, 2] = cross, True
+        B[row, GB.cross_day], B[row, GB.registered] = cross, True
         row += 1
     if n_load:
         _add_bumps(hints, I, base, row, hint_width)
@@ -411,10 +432,11 @@ def _add_bumps(hints, I, lo, hi, width):
         d = k / width
         bump[k + 6] = 0.7 * np.exp(-0.5 * d * d)
     for i in range(lo, hi):
-        if I[i, 0] == 2 or I[i, 6] >= NEVER:
+        onset = I[i, GI.onset]
+        if I[i, GI.kind] == KIND_VISIBLE or onset >= NEVER:
             continue
-        for t in range(max(0, I[i, 6] - 6), min(T, I[i, 6] + 2)):
-            hints[t, I[i, 1]] += bump[t - I[i, 6] + 6]
+        for t in range(max(0, onset - 6), min(T, onset + 2)):
+            hints[t, I[i, GI.resource]] += bump[t - onset + 6]
 
 
 @numba.njit(cache=True)
@@ -437,8 +459,8 @@ def _world_constants(config: WorldConfig):
         day_first=np.searchsorted(step_day, np.arange(config.n_days)).astype(np.int64),
         channels=np.array([i for i, c in enumerate(classes) if c != "clock"], dtype=np.int64),
         clock=classes.index("clock"),
-        means=np.array([config.n_time, config.n_channel, config.n_channel_lures, config.n_updates,
-                        config.n_visible, config.n_visible_lures], dtype=np.float64),
+        means=tuple(float(x) for x in (config.n_time, config.n_channel, config.n_channel_lures, config.n_updates,
+                                       config.n_visible, config.n_visible_lures)),
         probs=(config.p_unregistered, config.p_cross_day, config.p_onset_in_window, config.p_lure_in_window,
                config.p_update_registered, config.p_visible_hit, config.p_visible_false_alarm),
         ranges=(*config.time_grace, *config.channel_window, *config.channel_slack),
@@ -491,7 +513,7 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
         from gymnasium.utils import seeding
 
         rng, _ = seeding.np_random(seed)
-    I, B, mc, U, hints, counts = _draw_week(rng, *draw_arguments(config, load))
+    I, B, mc, U, hints, counts = _draw_week(rng, draw_arguments(config, load))
     n_time, n_chan, n_lure, n_new, n_vis, n_load = counts.tolist()
     ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
     updates = []

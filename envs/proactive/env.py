@@ -59,6 +59,9 @@ _INTERVENED_TODAY, _SINCE_INTERVENTION = F["intervened_today"], F["since_interve
 _EV = slice(F["ev_count"], F["tr_days"])
 _TR = slice(F["tr_days"], F["rg_eligible"])
 _RG = slice(F["rg_eligible"], N_FEATURES)
+_INFO_NEUTRAL = {"event": 0, "sub_step": 0, "depth": -1, "tokens": 0, "downgraded": False, "proposed": False,
+                 "mode": -1, "decision": False, "suppressed": False, "service": -1, "label": -1}
+"""The keys of the per-step info, in order, with the values an entry keeps where a sub-step does not report it."""
 
 
 @numba.njit(cache=True)
@@ -438,14 +441,15 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self._allowed: set = set()
         self._last_day, self._last_time = None, None
         self._counts = dict(tp=0, fp=0, fn=0, tn=0, suppressed=0)
-        return self._obs(), self._info(0, 0, -1, 0, False)
+        return self._obs(), self._info()
 
-    def _info(self, t, sub_step, depth, tokens, downgraded, proposed=False, mode=-1, decision=False,
-              suppressed=False, service=-1, label=-1) -> dict:
-        """The per-step info: the same keys after either sub-step (the other sub-step's entries neutral)."""
-        return {"event": t, "sub_step": sub_step, "depth": depth, "tokens": tokens, "downgraded": downgraded,
-                "proposed": proposed, "mode": mode, "decision": decision, "suppressed": suppressed,
-                "service": service, "label": label}
+    @staticmethod
+    def _info(**values) -> dict:
+        """The per-step info: the keys of :data:`_INFO_NEUTRAL`, in its order, after either sub-step; the entries
+        that a sub-step does not report (the other sub-step's) keep their neutral values."""
+        info = dict(_INFO_NEUTRAL)
+        info.update(values)
+        return info
 
     def step(self, action):
         if self.stream is None:
@@ -466,7 +470,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             self._offer = self._proposal(t, depth)
             reward = -self.token_weight * cost
             self._return += reward
-            return self._obs(), reward, False, False, self._info(t, 0, depth, cost, depth != a)
+            return self._obs(), reward, False, False, self._info(event=t, depth=depth, tokens=cost,
+                                                                 downgraded=depth != a)
         service, key = self._offer[0], self._key(a)
         suppressed = bool(a) and key in self._allowed
         decision = bool(a) and not suppressed
@@ -482,7 +487,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         terminated = self._t >= self._n
         if self._t == self._ready and not terminated:
             self._extend()
-        info = self._info(t, 1, self._depth, 0, False, bool(a), a, decision, suppressed, int(service), label)
+        info = self._info(event=t, sub_step=1, depth=self._depth, proposed=bool(a), mode=a, decision=decision,
+                          suppressed=suppressed, service=int(service), label=label)
         if terminated:
             info["episode_metrics"] = dict(episode_metrics(**{k: self._counts[k] for k in ("tp", "fp", "fn", "tn")}),
                                            suppressed=self._counts["suppressed"], total_tokens=self._spent,

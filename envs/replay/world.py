@@ -47,6 +47,7 @@ in between (replay worth about ten points, higher generation tiers useful on ``o
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -205,10 +206,27 @@ def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recen
     tasks, bank, copula noise and self-consistency samples are identical across them for one seed."""
     check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k)
     rng = np.random.default_rng(seed) if rng is None else rng
-    fp, pp = FAMILY_PARAMS[family], PROFILE_PARAMS[(profile, family)]
-    T, S, A = n_tasks, fp["n_skills"], N_ACTIONS
+    pp = PROFILE_PARAMS[(profile, family)]
+    d = _draw(rng, FAMILY_PARAMS[family], pp, n_tasks)
+    rp = _replay(d, recent_k, retrieve_k)
+    prob, correct, error, tokens, gen, sc_correct = _outcomes(d, rp, pp)
+    return Stream(family=family, profile=profile, recent_k=int(recent_k), retrieve_k=int(retrieve_k),
+                  instruction_tokens=d.instruction, context_tokens=d.context, n_skills=d.n_skills, schema=d.schema,
+                  difficulty=d.difficulty, need=d.need, in_bank=d.in_bank, bank_size=rp.bank_size,
+                  retrieval_top=rp.top, retrieval_recent=rp.recent_score, schema_share=rp.share,
+                  replay_tokens=rp.tokens, prob=prob, correct=correct, error=error, tokens=tokens,
+                  generation_tokens=gen, sc_correct=sc_correct, sc_wrong=d.sc_wrong, sc_tie=d.sc_tie)
 
-    # --- tasks -----------------------------------------------------------------------------------------------
+
+_Draws = namedtuple("_Draws", "skills n_skills schema difficulty instruction context need trajectory in_bank "
+                              "retrieval_noise z e err_u sc_e sc_wrong sc_tie")
+
+
+def _draw(rng, fp: dict, pp: dict, T: int) -> _Draws:
+    """Every random draw of a stream of ``T`` tasks, in a fixed order: the tasks (skills, schema, difficulty, token
+    counts), the reference sessions that fill the bank, the retriever's noise, the copula noise and the
+    self-consistency samples."""
+    S, A = fp["n_skills"], N_ACTIONS
     skill_pop = rng.dirichlet(np.full(S, 0.8))
     schema_pop = rng.dirichlet(np.full(fp["n_schemas"], 0.8))
     n_sk = rng.integers(1, 4, size=T)
@@ -234,21 +252,31 @@ def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recen
     sc_wrong = np.where(rng.random((T, SC_MAX)) < SC_SAME_WRONG, 0,
                         rng.integers(1, SC_WRONG_ANSWERS, size=(T, SC_MAX)))  # 0: the task's dominant wrong answer
     sc_tie = rng.random(T)
+    return _Draws(skills, n_sk, schema, difficulty, instruction, context, need, trajectory, in_bank, retr_noise, z, e,
+                  err_u, sc_e, sc_wrong, sc_tie)
 
-    # --- relevance of the replayed items, per task -------------------------------------------------------------
+
+_Replay = namedtuple("_Replay", "bank_size top recent_score share best n_items irr tokens")
+
+
+def _replay(d: _Draws, recent_k: int, retrieve_k: int) -> _Replay:
+    """What each task sees of the bank and what each memory mode replays from it: the bank's size, the retriever's
+    best and recent scores, the share of the bank on the task's schema, and per mode (columns of MODES) the content
+    help (:func:`_coverage`), the number of items, their mean irrelevance and their tokens."""
+    T = d.difficulty.shape[0]
+    skills, schema = d.skills, d.schema
     inter = skills.astype(np.int32) @ skills.T.astype(np.int32)
-    union = n_sk[:, None] + n_sk[None, :] - inter
+    union = d.n_skills[:, None] + d.n_skills[None, :] - inter
     relevance = 0.6 * inter / union + 0.4 * (schema[:, None] == schema[None, :])
     bank_size = np.zeros(T, dtype=np.int64)
     top = np.zeros(T)
     recent_score = np.zeros(T)
     share = np.zeros(T)
-    # per mode: best relevance, mean irrelevance, replay tokens
     best = np.zeros((T, 4))
     n_items = np.zeros((T, 4))
     irr = np.zeros((T, 4))
     rtok = np.zeros((T, 4), dtype=np.int64)
-    bank_ids = np.flatnonzero(in_bank)
+    bank_ids = np.flatnonzero(d.in_bank)
     for t in range(T):
         pool = bank_ids[bank_ids < t][-BANK_WINDOW:]
         n = pool.size
@@ -256,7 +284,7 @@ def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recen
         if n == 0:
             continue
         rel = relevance[t, pool]
-        score = np.clip(rel + retr_noise[t, pool], 0.0, 1.0)
+        score = np.clip(rel + d.retrieval_noise[t, pool], 0.0, 1.0)
         top[t] = score.max()
         share[t] = np.mean(schema[pool] == schema[t])
         recent = slice(max(0, n - recent_k), n)
@@ -265,43 +293,44 @@ def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recen
         best[t, 1] = best[t, 2] = _coverage(skills[t], skills[pool[recent]], same[recent])
         n_items[t, 1] = n_items[t, 2] = min(n, recent_k)
         irr[t, 1] = irr[t, 2] = 1.0 - rel[recent].mean()
-        rtok[t, 1] = trajectory[pool[recent]].sum()
+        rtok[t, 1] = d.trajectory[pool[recent]].sum()
         rtok[t, 2] = int(round(COMPRESSED_TOKENS * rtok[t, 1]))
         rank = np.argsort(-(score + 0.05 * np.arange(n) / n), kind="stable")[:retrieve_k]
         best[t, 3] = _coverage(skills[t], skills[pool[rank]], same[rank])
         n_items[t, 3] = rank.size
         irr[t, 3] = 1.0 - rel[rank].mean()
-        rtok[t, 3] = trajectory[pool[rank]].sum()
+        rtok[t, 3] = d.trajectory[pool[rank]].sum()
+    return _Replay(bank_size, top, recent_score, share, best, n_items, irr, rtok)
 
-    # --- success probability, outcomes, tokens -----------------------------------------------------------------
-    length = np.log2(1.0 + rtok / CONTEXT_SCALE)
-    fmt = 1.0 - (1.0 - FORMAT_PER_ITEM) ** n_items
-    gain = pp["G"] * best + pp["F"] * fmt - pp["H"] * irr - pp["L"] * length
+
+def _outcomes(d: _Draws, rp: _Replay, pp: dict) -> tuple:
+    """Per (task, action): the success probability, correctness, error (a failure by format / execution error),
+    total and generated tokens; and the correctness of the self-consistency samples."""
+    T = d.difficulty.shape[0]
+    length = np.log2(1.0 + rp.tokens / CONTEXT_SCALE)
+    fmt = 1.0 - (1.0 - FORMAT_PER_ITEM) ** rp.n_items
+    gain = pp["G"] * rp.best + pp["F"] * fmt - pp["H"] * rp.irr - pp["L"] * length
     gain[:, 0] = 0.0
-    gain[:, 2] = COMPRESSED_GAIN * (pp["G"] * best[:, 2] - pp["H"] * irr[:, 2]) \
+    gain[:, 2] = COMPRESSED_GAIN * (pp["G"] * rp.best[:, 2] - pp["H"] * rp.irr[:, 2]) \
         + COMPRESSED_FORMAT * pp["F"] * fmt[:, 2] - COMPRESSION_DAMAGE - pp["L"] * length[:, 2]
-    gain[bank_size == 0, 1:] = 0.0
+    gain[rp.bank_size == 0, 1:] = 0.0
+    need, difficulty = d.need, d.difficulty
     spend = np.minimum(need[:, None] * TIER_SPEND[None, :], BUDGET_CAPS[None, :])        # (T, 3)
     cut = np.clip(1.0 - BUDGET_CAPS[None, :] / (need[:, None] * TIER_SPEND[None, :]), 0.0, 1.0)
     tier_term = pp["tier"] * np.arange(3)[None, :] * (1.0 + np.maximum(difficulty, 0.0))[:, None] \
         - TRUNCATION * cut
     lg = logit(pp["base"]) - difficulty[:, None, None] + gain[:, :, None] + tier_term[:, None, :]
-    prob = expit(lg).reshape(T, A)
-    u = norm.cdf(COPULA_RHO * z[:, None] + np.sqrt(1.0 - COPULA_RHO ** 2) * e)
+    prob = expit(lg).reshape(T, N_ACTIONS)
+    u = norm.cdf(COPULA_RHO * d.z[:, None] + np.sqrt(1.0 - COPULA_RHO ** 2) * d.e)
     correct = u < prob
-    irr_a = np.repeat(np.where(bank_size[:, None] > 0, irr, 0.0), 3, axis=1)
+    irr_a = np.repeat(np.where(rp.bank_size[:, None] > 0, rp.irr, 0.0), 3, axis=1)
     irr_a[:, :3] = 0.0
-    irr_a[bank_size > 0, 6:9] += 0.2  # compression damages action syntax: more format errors
-    error = ~correct & (err_u < 0.3 + 0.4 * irr_a)
+    irr_a[rp.bank_size > 0, 6:9] += 0.2  # compression damages action syntax: more format errors
+    error = ~correct & (d.err_u < 0.3 + 0.4 * irr_a)
     gen = np.tile(np.round(spend).astype(np.int64), (1, 4))
-    tokens = (instruction + context)[:, None] + np.repeat(rtok, 3, axis=1) + gen
+    tokens = (d.instruction + d.context)[:, None] + np.repeat(rp.tokens, 3, axis=1) + gen
     a_sc = action_index("none", "medium")
-    latent = COPULA_RHO * z + np.sqrt(1.0 - COPULA_RHO ** 2) * e[:, a_sc]   # the single (none, medium) call
-    sc_u = norm.cdf(np.sqrt(SC_RHO) * latent[:, None] + np.sqrt(1.0 - SC_RHO) * sc_e)
+    latent = COPULA_RHO * d.z + np.sqrt(1.0 - COPULA_RHO ** 2) * d.e[:, a_sc]   # the single (none, medium) call
+    sc_u = norm.cdf(np.sqrt(SC_RHO) * latent[:, None] + np.sqrt(1.0 - SC_RHO) * d.sc_e)
     sc_correct = sc_u < prob[:, a_sc][:, None]
-    return Stream(family=family, profile=profile, recent_k=int(recent_k), retrieve_k=int(retrieve_k),
-                  instruction_tokens=instruction, context_tokens=context, n_skills=n_sk, schema=schema,
-                  difficulty=difficulty, need=need, in_bank=in_bank, bank_size=bank_size, retrieval_top=top,
-                  retrieval_recent=recent_score, schema_share=share, replay_tokens=rtok, prob=prob,
-                  correct=correct, error=error, tokens=tokens, generation_tokens=gen, sc_correct=sc_correct,
-                  sc_wrong=sc_wrong, sc_tie=sc_tie)
+    return prob, correct, error, tokens, gen, sc_correct
