@@ -104,7 +104,7 @@ _EVENT_STYLE = ((C_GOOD, "o"), (C_BAD, "X"), (C_MISS, "v"))
 
 
 def timeline_legend(fig, y: float = 0.005, events=Timeline.EVENTS):
-    """One legend row at the bottom of ``fig`` for :func:`draw_timeline`'s cells and markers (``events``: the
+    """One legend row at the bottom of ``fig`` for :class:`TimelineView`'s cells and markers (``events``: the
     names of the three event markers)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -117,49 +117,68 @@ def timeline_legend(fig, y: float = 0.005, events=Timeline.EVENTS):
                frameon=False, handletextpad=0.4, columnspacing=1.2)
 
 
-def draw_timeline(fig, spec, timeline: Timeline, row_labels, now: int, spent, budget, title: str, days=(),
-                  step_name: str = "step", group_size: int = 0):
-    """Draw ``timeline`` into the subplot spec ``spec`` of ``fig``: rows × steps cells (white: not a candidate,
-    light blue: a candidate, dark blue: queried, grey: steps not played yet), a marker per event, and below it the
-    budget left over the steps (the spend when ``budget`` is None) from the cumulative spend ``spent`` (after
-    each of the ``now`` steps played, ``spent[0] = 0``). ``days``: ``(first step, name)`` of each day (dotted
-    lines between days, the names on the time axis in place of step numbers); ``group_size``: rows per group (lines between groups, e.g. the agents of a shared budget)."""
-    from matplotlib.colors import ListedColormap
+class TimelineView:
+    """A :class:`Timeline` drawn into the subplot spec ``spec`` of ``fig``: rows × steps cells (white: not a
+    candidate, light blue: a candidate, dark blue: queried, grey: steps not played yet), a marker per event, and
+    below them the budget left over the steps (the spend when ``budget`` is None). The axes, labels and lines are
+    built once; :meth:`update` sets what changes, so each frame of a video redraws only the canvas.
 
-    n_rows, horizon = timeline.candidate.shape
-    grid = spec.subgridspec(2, 1, height_ratios=(5, 1), hspace=0.08)
-    ax, bax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
-    code = timeline.candidate.astype(np.int8) + timeline.queried * (2 - timeline.candidate)
-    code[:, now + 1:] = 3
-    ax.imshow(code, cmap=ListedColormap([C_EMPTY, C_CANDIDATE, C_QUERIED, C_FUTURE]), vmin=0, vmax=3,
-              aspect="auto", interpolation="nearest", extent=(-0.5, horizon - 0.5, n_rows - 0.5, -0.5))
-    for k, (colour, marker) in enumerate(_EVENT_STYLE):
-        rows, steps = np.nonzero(timeline.events[k])
-        ax.scatter(steps, rows, s=34, c=colour, marker=marker, edgecolors="white", linewidths=0.6, zorder=3)
-    ax.set_yticks(range(n_rows), row_labels, fontsize=7 if n_rows <= 12 else 5)
-    ax.set_yticks(np.arange(n_rows + 1) - 0.5, minor=True)
-    ax.grid(which="minor", axis="y", color="#d9d9d9", linewidth=0.5)
-    ax.tick_params(which="minor", length=0)
-    if group_size:
-        for g in range(group_size, n_rows, group_size):
-            ax.axhline(g - 0.5, color="black", linewidth=1.2)
-    for a in (ax, bax):
-        for d, _ in days[1:]:
-            a.axvline(d - 0.5, color="#636363", linestyle=":", linewidth=0.8)
-        if now < horizon:
-            a.axvline(now - 0.5 if now > 0 else -0.5, color="black", linewidth=1.0)
-        a.set_xlim(-0.5, horizon - 0.5)
-    ax.tick_params(labelbottom=False)
-    ax.set_title(title, fontsize=9, loc="left")
-    spent = np.asarray(spent, dtype=float)
-    left = spent if budget is None else budget - spent
-    bax.step(np.arange(len(left) + 1) - 0.5, np.append(left, left[-1]), where="post", color=C_QUERIED,
-             linewidth=1.5)
-    bax.set_ylim(0, max(1.0, float(spent[-1]) if budget is None else float(budget)) * 1.05)
-    bax.set_ylabel("spent" if budget is None else "budget\nleft", fontsize=7)
-    bax.tick_params(labelsize=7)
-    if days:
-        ends = [d for d, _ in days[1:]] + [horizon]
-        bax.set_xticks([(d + e - 1) / 2 for (d, _), e in zip(days, ends)], [name for _, name in days])
-    bax.set_xlabel(step_name, fontsize=8)
-    return ax, bax
+    ``days``: ``(first step, name)`` of each day (dotted lines between days, the names on the time axis in place of
+    step numbers); ``group_size``: rows per group (lines between groups, e.g. the agents of a shared budget)."""
+
+    def __init__(self, fig, spec, row_labels, horizon: int, budget, days=(), step_name: str = "step",
+                 group_size: int = 0):
+        from matplotlib.colors import ListedColormap
+
+        n_rows = len(row_labels)
+        self.fig, self.horizon, self.budget = fig, horizon, budget
+        grid = spec.subgridspec(2, 1, height_ratios=(5, 1), hspace=0.08)
+        ax, bax = self.ax, self.bax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+        self.cells = ax.imshow(np.zeros((n_rows, horizon)), cmap=ListedColormap(
+            [C_EMPTY, C_CANDIDATE, C_QUERIED, C_FUTURE]), vmin=0, vmax=3, aspect="auto", interpolation="nearest",
+            extent=(-0.5, horizon - 0.5, n_rows - 0.5, -0.5))
+        self.markers = [ax.scatter([], [], s=34, c=colour, marker=marker, edgecolors="white", linewidths=0.6,
+                                   zorder=3) for colour, marker in _EVENT_STYLE]
+        ax.set_yticks(range(n_rows), row_labels, fontsize=7 if n_rows <= 12 else 5)
+        ax.set_yticks(np.arange(n_rows + 1) - 0.5, minor=True)
+        ax.grid(which="minor", axis="y", color="#d9d9d9", linewidth=0.5)
+        ax.tick_params(which="minor", length=0)
+        ax.tick_params(labelbottom=False)
+        if group_size:
+            for g in range(group_size, n_rows, group_size):
+                ax.axhline(g - 0.5, color="black", linewidth=1.2)
+        self.now = []
+        for a in (ax, bax):
+            for d, _ in days[1:]:
+                a.axvline(d - 0.5, color="#636363", linestyle=":", linewidth=0.8)
+            self.now.append(a.axvline(-0.5, color="black", linewidth=1.0))
+            a.set_xlim(-0.5, horizon - 0.5)
+        self.title = ax.set_title("", fontsize=9, loc="left")
+        (self.curve,) = bax.step([], [], where="post", color=C_QUERIED, linewidth=1.5)
+        if budget is not None:
+            bax.set_ylim(0, max(1.0, float(budget)) * 1.05)
+        bax.set_ylabel("spent" if budget is None else "budget\nleft", fontsize=7)
+        bax.tick_params(labelsize=7)
+        if days:
+            ends = [d for d, _ in days[1:]] + [horizon]
+            bax.set_xticks([(d + e - 1) / 2 for (d, _), e in zip(days, ends)], [name for _, name in days])
+        bax.set_xlabel(step_name, fontsize=8)
+
+    def update(self, timeline: Timeline, now: int, spent, title: str):
+        """Show ``timeline`` after ``now`` steps, with the cumulative spend ``spent`` after each of them
+        (``spent[0] = 0``) and ``title``."""
+        code = timeline.candidate.astype(np.int8) + timeline.queried * (2 - timeline.candidate)
+        code[:, now + 1:] = 3
+        self.cells.set_data(code)
+        for markers, events in zip(self.markers, timeline.events):
+            rows, steps = np.nonzero(events)
+            markers.set_offsets(np.column_stack([steps, rows]))
+        for line in self.now:
+            line.set_xdata([now - 0.5, now - 0.5])
+            line.set_visible(now < self.horizon)
+        spent = np.asarray(spent, dtype=float)
+        left = spent if self.budget is None else self.budget - spent
+        self.curve.set_data(np.arange(len(left) + 1) - 0.5, np.append(left, left[-1]))
+        if self.budget is None:
+            self.bax.set_ylim(0, max(1.0, float(spent[-1])) * 1.05)
+        self.title.set_text(title)

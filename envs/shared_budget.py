@@ -20,7 +20,7 @@ from membudget.envs.pm.env import (SKIPPED_KEYS, action_to_scores, check_argumen
                                    resource_labels, spaces_for, start_timeline, week_days)
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import generate_episode
-from membudget.envs.rendering import (RENDER_MODES, Render, Timeline, blank_frame, check_render_mode, draw_timeline,
+from membudget.envs.rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode,
                                       figure_array, new_figure, timeline_legend)
 from membudget.envs.validation import check_int
 
@@ -160,6 +160,7 @@ class raw_env(Render, ParallelEnv):
         self._tie_rng = np.random.default_rng()
         self.episodes = [None] * n
         self._timelines: list | None = None
+        self._view: TimelineView | None = None
 
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent):
@@ -185,6 +186,7 @@ class raw_env(Render, ParallelEnv):
         obs = self._observe()
         if self._pictures:
             self._timelines = [start_timeline(self._core, i) for i in range(self.n_agents)]
+            self._view = None
         return obs, {a: {} for a in self.agents}
 
     def _observe(self):
@@ -306,7 +308,6 @@ class raw_env(Render, ParallelEnv):
         timeline = Timeline(n * core.n_resources, int(core.horizon[0]))
         for name in ("candidate", "queried", "events"):
             setattr(timeline, name, np.concatenate([getattr(tl, name) for tl in self._timelines], axis=-2))
-        labels = [f"{i}: {name}" for i in range(n) for name in resource_labels(self.episodes[i])]
         spent = np.concatenate([[0], np.cumsum(core.c_hist[:, :t].sum(axis=0))])
         f1 = []
         for i in range(n):
@@ -316,12 +317,15 @@ class raw_env(Render, ParallelEnv):
         title = (f"shared budget, {n} agents  step {t}/{int(core.horizon[0])}, {budget}, "
                  f"{int(core.q_hist[:, :t].sum())} queries\nSet F1 by agent (visible intentions included): "
                  + ", ".join(f1))
-        fig = new_figure()
-        draw_timeline(fig, fig.add_gridspec(1, 1, left=0.19, right=0.985, top=0.9, bottom=0.15)[0], timeline, labels,
-                      t, spent, self.budget, title, week_days(self.episodes[0]),
-                      step_name=f"day ({int(core.horizon[0])} steps)", group_size=core.n_resources)
-        timeline_legend(fig)
-        return figure_array(fig)
+        if self._view is None:
+            fig = new_figure()
+            labels = [f"{i}: {name}" for i in range(n) for name in resource_labels(self.episodes[i])]
+            self._view = TimelineView(fig, fig.add_gridspec(1, 1, left=0.19, right=0.985, top=0.9, bottom=0.15)[0],
+                                      labels, timeline.horizon, self.budget, week_days(self.episodes[0]),
+                                      step_name=f"day ({timeline.horizon} steps)", group_size=core.n_resources)
+            timeline_legend(fig)
+        self._view.update(timeline, t, spent, title)
+        return figure_array(self._view.fig)
 
     def state(self):
         """Global state (``state_space``): every agent's resources, then every agent's budget features, then every

@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 from membudget.envs.pm import PMWeekEnv, budget_levels
-from membudget.envs.pm.env import draw_week, week_title
+from membudget.envs.pm.env import spent_so_far, week_title, week_view
 from membudget.envs.pm.world import MAX_BUDGET
-from membudget.envs.rendering import DPI, figure_array, new_figure, timeline_legend
+from membudget.envs.rendering import DPI, new_figure, timeline_legend
 from membudget.studies.suite import DEV_SEEDS, POLICIES, TEMPORAL_BUDGETS, Suite
 
 SHOW_SIZE = (960, 1000)
@@ -52,7 +52,7 @@ def _policy_name(text: str) -> str:
 
 
 def _budget(text: str):
-    if re.fullmatch(r"B\d+", text) and text in budget_levels():
+    if text in budget_levels():
         return text
     if text.isdigit() and 1 <= int(text) <= MAX_BUDGET:
         return int(text)
@@ -76,7 +76,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="load an SB3 .zip with SB3's full load, which runs any code it holds (trusted files only)")
     parser.add_argument("--budget", type=_budget, default="B10", help="a level (B5...B80) or an integer (default B10)")
     parser.add_argument("--week", type=_week, default=9000, help="the week's seed (default 9000, a held-out week)")
-    parser.add_argument("--out", default="", help="the PNG to write (default runs/show/<policy>-<budget>-week<week>.png)")
+    parser.add_argument("--out", default="",
+                        help="the PNG to write (default runs/show/<policy>-<budget>-week<week>.png)")
     args = parser.parse_args(argv)
     if args.policy in FITTED_AT and args.budget not in FITTED_AT[args.policy]:
         parser.error(f"argument --budget: {args.policy} is fitted at {', '.join(FITTED_AT[args.policy])} only, "
@@ -134,20 +135,19 @@ def play(policy, week: int, **env_kwargs) -> PMWeekEnv:
 
 
 def draw(played: PMWeekEnv, dp: PMWeekEnv, name: str, budget, path: str):
-    """The two weeks, ``played`` above ``dp``, as a PNG of :data:`SHOW_SIZE` at ``path``."""
+    """The two weeks, ``played`` (by the policy ``name``) above ``dp``, as a PNG of :data:`SHOW_SIZE` at ``path``."""
     fig = new_figure(SHOW_SIZE)
     grid = fig.add_gridspec(2, 1, left=0.15, right=0.985, top=0.9, bottom=0.09, hspace=0.3)
     for spec, env, who in ((grid[0], played, name), (grid[1], dp, "hindsight DP")):
-        draw_week(fig, spec, env.timeline, env.core, 0, env.episode, env.budget,
-                  f"{who}, " + week_title(env.core, 0, env.budget))
+        title = f"{who}, " + week_title(env.core, 0, env.budget)
+        week_view(fig, spec, env.episode, env.budget).update(env.timeline, int(env.core.t[0]),
+                                                             spent_so_far(env.core, 0), title)
     level = f"{budget} = {dp.budget}" if isinstance(budget, str) else str(budget)
-    fig.suptitle(f"PMWeek-v0 week {played.episode.meta['seed']}, budget {level}, N_max 2: {name} (top) and the "
-                 "hindsight DP's optimal schedule of the same week (bottom)", fontsize=10, x=0.02, ha="left", y=0.985)
+    fig.suptitle(f"PMWeek-v0 week {played.episode.meta['seed']}, budget {level}, N_max 2: the policy's week (top), "
+                 "the hindsight DP's optimal schedule (bottom)", fontsize=10, x=0.02, ha="left", y=0.985)
     timeline_legend(fig)
-    fig.canvas.draw()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=DPI)
-    return figure_array(fig)
 
 
 def main(argv=None):
@@ -156,13 +156,13 @@ def main(argv=None):
 
     if args.model is not None:
         policy, kw = args.loaded
-        name = f"model {args.model}"
         stem = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(os.path.normpath(args.model)))
+        name = f"model {stem}"
     else:
         policy, kw = fit_policy(args.policy, args.budget)
         name = stem = args.policy
-        if kw.get("budget", args.budget) is None:
-            name += " (the unconstrained reference: no budget, no per-step cap)"
+    if kw.get("budget", 0) is None:
+        name += " (the unconstrained reference: no budget, no per-step cap)"
     path = args.out or os.path.join("runs", "show", f"{stem}-{args.budget}-week{args.week}.png")
     played = play(policy, args.week, **{"budget": args.budget, "per_step_cap": 2, **kw})
     budget = budget_levels()[args.budget] if isinstance(args.budget, str) else args.budget

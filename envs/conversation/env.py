@@ -9,8 +9,9 @@ from gymnasium import spaces
 
 from ..pm.core import M, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, \
     S_HIT, PMWeekCore, step_outputs
-from ..pm.env import ACTION_MODES, SKIPPED_KEYS, action_to_scores, record_step, spaces_for, start_timeline
-from ..rendering import (RENDER_MODES, Render, Timeline, blank_frame, check_render_mode, draw_timeline, figure_array,
+from ..pm.env import (ACTION_MODES, SKIPPED_KEYS, action_to_scores, record_step, spaces_for, spent_so_far,
+                      start_timeline)
+from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
                          new_figure, timeline_legend)
 from ..validation import check_int, check_number
 from .episode_io import validate_conversation
@@ -185,6 +186,7 @@ class ConversationPMEnv(Render, gym.Env):
          self._metrics) = step_outputs(1, n_res)
         self.conversation: Conversation | None = None
         self._timeline: Timeline | None = None
+        self._view: TimelineView | None = None
 
     def _obs(self, observe=True):
         if observe:
@@ -222,7 +224,7 @@ class ConversationPMEnv(Render, gym.Env):
         n_res = conv.n_resources
         obs = self._obs()
         if self._pictures:
-            self._timeline = start_timeline(self._core, 0)
+            self._timeline, self._view = start_timeline(self._core, 0), None
         return obs, self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0)
 
     def _info(self, step, queried, cost, skipped, hits, false_fires, rejected, missed) -> dict:
@@ -302,17 +304,19 @@ class ConversationPMEnv(Render, gym.Env):
         drawn.candidate, drawn.queried = timeline.candidate, timeline.queried
         drawn.events[:2], drawn.events[2] = timeline.events[:2], missed
         s, seed = card.summary(), conv.meta.get("seed")
-        spent = np.concatenate([[0], np.cumsum(core.c_hist[0, :t])])
+        spent = spent_so_far(core, 0)
         title = (f"ConversationPM-v0{'' if seed is None else f' conversation {seed}'}  message {t}/{conv.horizon}, "
                  f"verifier calls {int(spent[-1])}" + ("" if self.budget is None else f"/{self.budget}")
                  + f"\nscore {s['score']:.3f} (macro accuracy {s['macro_accuracy']:.3f}): hits {s['hits']}, "
                  f"false fires {s['false_fires']}, missed true fires {int(missed.sum())}")
-        fig = new_figure()
-        labels = [f"{name} ({TEST_KINDS[k]})" for name, k in zip(conv.test_ids, conv.test_kind)]
-        draw_timeline(fig, fig.add_gridspec(1, 1, left=0.15, right=0.985, top=0.9, bottom=0.15)[0], drawn, labels,
-                      t, spent, self.budget, title, step_name="user message")
-        timeline_legend(fig, events=("hit (confirmed true fire)", "false fire", "missed true fire"))
-        return figure_array(fig)
+        if self._view is None:
+            fig = new_figure()
+            labels = [f"{name} ({TEST_KINDS[k]})" for name, k in zip(conv.test_ids, conv.test_kind)]
+            self._view = TimelineView(fig, fig.add_gridspec(1, 1, left=0.15, right=0.985, top=0.9, bottom=0.15)[0],
+                                      labels, conv.horizon, self.budget, step_name="user message")
+            timeline_legend(fig, events=("hit (confirmed true fire)", "false fire", "missed true fire"))
+        self._view.update(drawn, t, spent, title)
+        return figure_array(self._view.fig)
 
     @property
     def core(self) -> PMWeekCore:

@@ -6,7 +6,7 @@ import numpy as np
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..rendering import (RENDER_MODES, Render, Timeline, blank_frame, check_render_mode, draw_timeline, figure_array,
+from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
                          new_figure, timeline_legend)
 from ..validation import check_int
 from ..vector_info import info_row
@@ -183,13 +183,15 @@ def week_days(ep: Episode) -> list:
     return [(t, WEEKDAYS[int(ep.weekday[t])]) for t in starts]
 
 
-def draw_week(fig, spec, timeline: Timeline, core: PMWeekCore, slot: int, ep: Episode, budget, title: str):
-    """The week in slot ``slot`` of ``core`` (``ep``, recorded in ``timeline``) as a resources × steps timeline in
-    the subplot spec ``spec`` of ``fig``."""
-    t = int(core.t[slot])
-    spent = np.concatenate([[0], np.cumsum(core.c_hist[slot, :t])])
-    return draw_timeline(fig, spec, timeline, resource_labels(ep), t, spent, budget, title, week_days(ep),
-                         step_name=f"day ({len(ep.step_day)} steps)")
+def week_view(fig, spec, ep: Episode, budget) -> TimelineView:
+    """A resources × steps view of week ``ep`` in the subplot spec ``spec`` of ``fig``."""
+    return TimelineView(fig, spec, resource_labels(ep), ep.horizon, budget, week_days(ep),
+                        step_name=f"day ({ep.horizon} steps)")
+
+
+def spent_so_far(core: PMWeekCore, slot: int) -> np.ndarray:
+    """Cumulative cost of week ``slot`` after each step played (0 first)."""
+    return np.concatenate([[0], np.cumsum(core.c_hist[slot, :int(core.t[slot])])])
 
 
 class PMWeekEnv(Render, gym.Env):
@@ -307,6 +309,7 @@ class PMWeekEnv(Render, gym.Env):
          self._metrics) = step_outputs(1, n_res)
         self.episode: Episode | None = None
         self._timeline: Timeline | None = None
+        self._view: TimelineView | None = None
 
     def _obs(self, observe=True):
         if observe:
@@ -336,7 +339,7 @@ class PMWeekEnv(Render, gym.Env):
         self.last_events = []
         obs = self._obs()
         if self._pictures:
-            self._timeline = start_timeline(self._core, 0)
+            self._timeline, self._view = start_timeline(self._core, 0), None
         return obs, self._info(0, np.zeros(len(self.world.resources), dtype=bool), 0, np.zeros(4, np.int64),
                                        np.zeros(6, np.int64))
 
@@ -386,13 +389,15 @@ class PMWeekEnv(Render, gym.Env):
     def _picture(self) -> np.ndarray:
         if self.episode is None:
             return blank_frame("PMWeek-v0: call reset() first")
-        fig = new_figure()
+        if self._view is None:
+            fig = new_figure()
+            self._view = week_view(fig, fig.add_gridspec(1, 1, left=0.17, right=0.985, top=0.9, bottom=0.15)[0],
+                                   self.episode, self.budget)
+            timeline_legend(fig)
         seed = self.episode.meta.get("seed")
         title = f"PMWeek-v0{'' if seed is None else f' week {seed}'}, " + week_title(self._core, 0, self.budget)
-        draw_week(fig, fig.add_gridspec(1, 1, left=0.17, right=0.985, top=0.9, bottom=0.15)[0], self._timeline,
-                  self._core, 0, self.episode, self.budget, title)
-        timeline_legend(fig)
-        return figure_array(fig)
+        self._view.update(self._timeline, int(self._core.t[0]), spent_so_far(self._core, 0), title)
+        return figure_array(self._view.fig)
 
     @property
     def core(self) -> PMWeekCore:

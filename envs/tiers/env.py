@@ -334,8 +334,9 @@ class TierRoutingEnv(Render, gym.Env):
         if k >= N_MODULES:
             idx = combo_index(tiers)
             r_cost = 1.0 - min(max(float(self.outcomes.cost[idx]) / self.cost_ref, 0.0), 1.0)
-            head += (f"\nr_task {float(self.outcomes.r_task[idx]):.3f}, r_cost {r_cost:.3f}, "
-                     f"reward {float(self.outcomes.r_task[idx]) + self._lam * r_cost:.3f}, downgrades {self._downgrades}")
+            r_task = float(self.outcomes.r_task[idx])
+            head += (f"\nr_task {r_task:.3f}, r_cost {r_cost:.3f}, reward {r_task + self._lam * r_cost:.3f}, "
+                     f"downgrades {self._downgrades}")
         fig.suptitle(head, fontsize=9, x=0.02, ha="left", y=0.98)
         from matplotlib.patches import Patch
 
