@@ -33,6 +33,7 @@ def _frame_ok(frame):
 def test_every_env_draws_a_fixed_size_picture_that_follows_the_state(env_id):
     env = gym.make(env_id, render_mode="rgb_array")
     assert "rgb_array" in env.metadata["render_modes"] and env.metadata["render_fps"] > 0
+    _frame_ok(env.unwrapped.render())  # before the first reset: a frame that says so
     env.reset(seed=3)
     first = env.render()
     _frame_ok(first)
