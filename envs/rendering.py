@@ -18,7 +18,7 @@ FRAME_SIZE = (480, 800)
 """``(height, width)`` of every ``rgb_array`` frame, in pixels (multiples of 16, as video encoders want)."""
 DPI = 100
 
-# colours of the pictures (colour-blind safe pairs: blue / orange, green / red with distinct markers)
+# colours of the pictures (the green / red markers differ in shape too, for readers who cannot tell the colours apart)
 C_EMPTY, C_CANDIDATE, C_QUERIED, C_FUTURE = "#ffffff", "#c6dbef", "#2171b5", "#f0f0f0"
 C_GOOD, C_BAD, C_MISS, C_NEUTRAL = "#1a9850", "#d73027", "#fd8d3c", "#969696"
 
@@ -76,10 +76,10 @@ def figure_array(fig) -> np.ndarray:
     return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
 
 
-def blank_frame(fig_title: str) -> np.ndarray:
-    """A frame that only says ``fig_title`` (before the first reset)."""
+def blank_frame(text: str) -> np.ndarray:
+    """A frame that only says ``text`` (before the first reset)."""
     fig = new_figure()
-    fig.text(0.5, 0.5, fig_title, ha="center", va="center", fontsize=12)
+    fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=12)
     return figure_array(fig)
 
 

@@ -524,7 +524,7 @@ class ProactiveStreamEnv(Render, gym.Env):
         depth, decided, tokens = self._drawn[:t].T
         label = np.asarray(self._labels[:t], dtype=bool)
         day = self.stream.time / MINUTES_PER_DAY
-        end = (self.n_days or DEFAULT_DAYS[self.scope])
+        end = self.n_days or DEFAULT_DAYS[self.scope]
         x = day[:t]
         fig = new_figure()
         grid = fig.add_gridspec(3, 1, height_ratios=(2, 1.6, 1.3), left=0.19, right=0.98, top=0.84, bottom=0.16,
@@ -547,7 +547,8 @@ class ProactiveStreamEnv(Render, gym.Env):
                         label=name)
         cax.set_yticks(list(rows.values()), list(rows), fontsize=7)
         cax.set_ylim(2.6, -0.6)
-        cax.set_title("decision against the reference label (true negatives not drawn)", fontsize=8, loc="left", pad=2)
+        cax.set_title("decision against the reference label (true negatives not drawn)", fontsize=8, loc="left",
+                      pad=2)
         fig.legend(*cax.get_legend_handles_labels(), fontsize=7, loc="lower center", ncol=4, frameon=False)
         cum = np.concatenate([[0], np.cumsum(tokens)])
         tax.step(np.concatenate([[0.0], x]), cum, where="post", color=C_QUERIED, linewidth=1.5)

@@ -252,15 +252,19 @@ class TierRoutingEnv(Render, gym.Env):
         info = self._info(k, req, applied, applied != req, c)
         reward = 0.0
         if terminated:
-            idx = combo_index(self._tiers)
-            r_task, cost = float(self.outcomes.r_task[idx]), float(self.outcomes.cost[idx])
-            r_cost = 1.0 - min(max(cost / self.cost_ref, 0.0), 1.0)
-            reward = r_task + self._lam * r_cost
+            r_task, cost, r_cost, reward = self._outcome()
             info["episode_metrics"] = {"r_task": r_task, "cost": cost, "r_cost": r_cost,
                                        "tiers": np.array(self._tiers, dtype=np.int64),
                                        "requested_tiers": np.array(self._requested, dtype=np.int64),
                                        "downgrades": self._downgrades, "lam": self._lam, "return": reward}
         return self._obs(), reward, terminated, False, info
+
+    def _outcome(self) -> tuple:
+        """``(r_task, cost, r_cost, reward)`` of the answered query."""
+        idx = combo_index(self._tiers)
+        r_task, cost = float(self.outcomes.r_task[idx]), float(self.outcomes.cost[idx])
+        r_cost = 1.0 - min(max(cost / self.cost_ref, 0.0), 1.0)
+        return r_task, cost, r_cost, r_task + self._lam * r_cost
 
     def outcome_table(self, expected=False):
         """``(r_task (243,), cost (243,))`` of the current query, combinations in ``COMBOS`` order; privileged
@@ -284,6 +288,7 @@ class TierRoutingEnv(Render, gym.Env):
         if self.outcomes is None:
             return blank_frame("TierRouting-v0: call reset() first")
         from matplotlib.colors import ListedColormap
+        from matplotlib.patches import Patch
 
         fig = new_figure()
         grid = fig.add_gridspec(1, 2, width_ratios=(1, 1), left=0.1, right=0.97, top=0.84, bottom=0.22, wspace=0.45)
@@ -308,23 +313,23 @@ class TierRoutingEnv(Render, gym.Env):
         ax.grid(which="minor", color="#bdbdbd", linewidth=0.8)
         ax.tick_params(which="minor", length=0)
         ax.set_title("cost of each tier (m$); ← the module routed next", fontsize=8)
-        spent = sum(self._module_cost(j, tiers[0], a) for j, a in enumerate(tiers)) * 1e3
-        bars = [("spent so far", spent, C_QUERIED)] + [
+        bars = [("spent so far", self._spent * 1e3, C_QUERIED)] + [
             (f"this query all-{name}", float(self.outcomes.cost[combo_index([a] * N_MODULES)]) * 1e3, "#bdbdbd")
             for a, name in enumerate(TIERS)]
-        for y, (name, x, colour) in enumerate(bars):
-            sax.barh(y, x, color=colour, height=0.6)
-            sax.text(x, y, f" {x:.4f}", va="center", fontsize=7)
-        sax.set_yticks(range(len(bars)), [name for name, _, _ in bars], fontsize=8)
-        sax.invert_yaxis()
-        sax.set_xscale("log")
         marks = [("cost_ref (mean all-HIGH)", self.cost_ref * 1e3, "#636363")]
         if self.max_cost_per_query is not None:
             marks.append(("cap", self.max_cost_per_query * 1e3, C_MISS))
+        values = [x for _, x, _ in bars + marks if x > 0]
+        low = min(values) / 3
+        for y, (name, x, colour) in enumerate(bars):
+            sax.barh(y, x, color=colour, height=0.6)
+            sax.text(max(x, low), y, f" {x:.4f}", va="center", fontsize=7)
+        sax.set_yticks(range(len(bars)), [name for name, _, _ in bars], fontsize=8)
+        sax.invert_yaxis()
+        sax.set_xscale("log")
         for name, x, colour in marks:
             sax.axvline(x, color=colour, linestyle="--", linewidth=1.2, label=f"{name} {x:.4f}")
-        values = [x for _, x, _ in bars + marks if x > 0]
-        sax.set_xlim(min(values) / 3, max(values) * 6)
+        sax.set_xlim(low, max(values) * 6)
         sax.set_xlabel("m$ (log scale)", fontsize=8)
         sax.tick_params(labelsize=7)
         sax.legend(fontsize=7, loc="upper right", framealpha=0.9)
@@ -332,14 +337,10 @@ class TierRoutingEnv(Render, gym.Env):
         head = (f"TierRouting-v0 ({self.strategy}, {self.population}, {self.backbone}, λ {self._lam:g})  "
                 + (f"module {k + 1}/{N_MODULES}: {MODULES[k]}" if k < N_MODULES else "answered"))
         if k >= N_MODULES:
-            idx = combo_index(tiers)
-            r_cost = 1.0 - min(max(float(self.outcomes.cost[idx]) / self.cost_ref, 0.0), 1.0)
-            r_task = float(self.outcomes.r_task[idx])
-            head += (f"\nr_task {r_task:.3f}, r_cost {r_cost:.3f}, reward {r_task + self._lam * r_cost:.3f}, "
+            r_task, _, r_cost, reward = self._outcome()
+            head += (f"\nr_task {r_task:.3f}, r_cost {r_cost:.3f}, reward {reward:.3f}, "
                      f"downgrades {self._downgrades}")
         fig.suptitle(head, fontsize=9, x=0.02, ha="left", y=0.98)
-        from matplotlib.patches import Patch
-
         fig.legend(handles=[Patch(facecolor=c, edgecolor="#999999", label=lab) for c, lab in (
             (C_QUERIED, "tier applied"), (C_MISS, "tier requested, downgraded to fit the cap"),
             (C_CANDIDATE, "choices for the next module"))], loc="lower center", ncol=3, fontsize=8, frameon=False)
