@@ -15,7 +15,9 @@ the studies in :mod:`membudget.studies`.
 - ``shared-budget``: the shared-quota comparison (2, 3, 5 agents) (shared_budget.md);
 - ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0 (conversation.md);
 - ``labels``: the imitation-label dataset in week-chunk tasks;
-- ``demonstrations``: the hindsight DP's demonstrations as a Minari dataset, one DP task per week.
+- ``demonstrations``: the hindsight DP's demonstrations as a Minari dataset, one DP task per week;
+- ``show --policy NAME|--model PATH [--budget B10] [--week 9000] [--out FILE.png]``: a picture of one week played
+  by a policy beside the hindsight DP's schedule.
 
 A study writes its page into a new run folder, ``runs/<study>/<time>/``, unless ``--out`` names another place
 (``--out docs/<page>`` regenerates the documentation's page); it never writes over docs/ by default.
@@ -43,6 +45,7 @@ SUBCOMMANDS = {
     "conversation": "membudget.studies.conversation:main",
     "labels": "membudget.studies.generate:labels_main",
     "demonstrations": "membudget.studies.generate:demonstrations_main",
+    "show": "membudget.studies.show:main",
 }
 """``python -m membudget.evaluate <name> ...``: the entry point (``module:function``, imported on use) that takes
 the remaining arguments. A new study adds one line here."""

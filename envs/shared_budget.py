@@ -16,10 +16,12 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 from membudget.envs.pm.core import PMWeekCore, step_outputs
-from membudget.envs.pm.env import SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, spaces_for
+from membudget.envs.pm.env import (SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, record_step,
+                                   resource_labels, spaces_for, start_timeline, week_days)
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import generate_episode
-from membudget.envs.rendering import RENDER_MODES, TextRender, check_render_mode
+from membudget.envs.rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode,
+                                      figure_array, new_figure, timeline_legend)
 from membudget.envs.validation import check_int
 
 
@@ -56,7 +58,7 @@ class AECSharedBudget(parallel_to_aec_wrapper):
         super().step(action)
 
 
-class raw_env(TextRender, ParallelEnv):
+class raw_env(Render, ParallelEnv):
     """
     ## Description
 
@@ -110,7 +112,8 @@ class raw_env(TextRender, ParallelEnv):
       the nested dict ``info["skipped"]``); dynamics, observation and reward are unchanged.
     """
 
-    metadata = {"name": "membudget_shared_budget_v0", "render_modes": list(RENDER_MODES), "is_parallelizable": True}
+    metadata = {"name": "membudget_shared_budget_v0", "render_modes": list(RENDER_MODES), "render_fps": 8,
+                "is_parallelizable": True}
 
     def __init__(self, n_agents=2, budget="B10", per_step_cap="per_agent", per_step_cost_cap=None, floor=0,
                  cooperative=False, cost_profile="unit", late_policy="expire", load=0, world=None,
@@ -156,6 +159,8 @@ class raw_env(TextRender, ParallelEnv):
         self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
         self._tie_rng = np.random.default_rng()
         self.episodes = [None] * n
+        self._timelines: list | None = None
+        self._view: TimelineView | None = None
 
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent):
@@ -178,7 +183,11 @@ class raw_env(TextRender, ParallelEnv):
             self.episodes[i] = ep
         self.remaining = self.budget
         self.agents = list(self.possible_agents)
-        return self._observe(), {a: {} for a in self.agents}
+        obs = self._observe()
+        if self._pictures:
+            self._timelines = [start_timeline(self._core, i) for i in range(self.n_agents)]
+            self._view = None
+        return obs, {a: {} for a in self.agents}
 
     def _observe(self):
         core = self._core
@@ -262,6 +271,9 @@ class raw_env(TextRender, ParallelEnv):
         if self.cooperative:
             rewards[:] = rewards.mean()
         obs = self._observe()
+        if self._timelines is not None:
+            for i, timeline in enumerate(self._timelines):
+                record_step(timeline, core, i, t, self._sel[i], int(self._events[i, 6]))
         infos = {}
         for i, a in enumerate(self.possible_agents):
             tp, fp, fn = self._events[i, :3].tolist()
@@ -287,6 +299,33 @@ class raw_env(TextRender, ParallelEnv):
             lines.append(f"  {a}: TP {tp} FP {fp} FN {fn}, candidates "
                          f"{[name for r, (name, _) in enumerate(self.world.resources) if core.mask_state[i, r]]}")
         return "\n".join(lines)
+
+    def _picture(self) -> np.ndarray:
+        if self.episodes[0] is None:
+            return blank_frame("shared budget: call reset() first")
+        core, n = self._core, self.n_agents
+        t = int(core.t[0])
+        timeline = Timeline(n * core.n_resources, int(core.horizon[0]))
+        for name in ("candidate", "queried", "events"):
+            setattr(timeline, name, np.concatenate([getattr(tl, name) for tl in self._timelines], axis=-2))
+        spent = np.concatenate([[0], np.cumsum(core.c_hist[:, :t].sum(axis=0))])
+        f1 = []
+        for i in range(n):
+            tp, fp, fn = (int(x) for x in core.counters[i, :3])
+            f1.append(f"{i}: {2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0:.3f}")
+        budget = "no budget" if self.budget is None else f"shared budget used {int(spent[-1])}/{self.budget}"
+        title = (f"shared budget, {n} agents  step {t}/{int(core.horizon[0])}, {budget}, "
+                 f"{int(core.q_hist[:, :t].sum())} queries\nSet F1 by agent (visible intentions included): "
+                 + ", ".join(f1))
+        if self._view is None:
+            fig = new_figure()
+            labels = [f"{i}: {name}" for i in range(n) for name in resource_labels(self.episodes[i])]
+            self._view = TimelineView(fig, fig.add_gridspec(1, 1, left=0.19, right=0.985, top=0.9, bottom=0.15)[0],
+                                      labels, timeline.horizon, self.budget, week_days(self.episodes[0]),
+                                      step_name=f"day ({timeline.horizon} steps)", group_size=core.n_resources)
+            timeline_legend(fig)
+        self._view.update(timeline, t, spent, title)
+        return figure_array(self._view.fig)
 
     def state(self):
         """Global state (``state_space``): every agent's resources, then every agent's budget features, then every

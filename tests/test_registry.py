@@ -100,8 +100,8 @@ def test_text_render_modes_and_unsupported_modes_warn(env_id, capsys):
     human = gym.make(env_id, render_mode="human")
     human.reset(seed=3)
     assert human.render() is None and name in capsys.readouterr().out
-    with pytest.warns(UserWarning, match="rgb_array"):  # like Gymnasium: a warning, never an error
-        other = gym.make(env_id, render_mode="rgb_array")
+    with pytest.warns(UserWarning, match="depth_array"):  # like Gymnasium: a warning, never an error
+        other = gym.make(env_id, render_mode="depth_array")
     other.reset(seed=3)
     other.step(other.action_space.sample())
     assert other.unwrapped.render() is None  # (Gymnasium's own checker asserts if render() is called through make)

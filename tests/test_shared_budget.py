@@ -201,8 +201,8 @@ def test_text_render_and_unsupported_mode_warns():
     env.reset(seed=6000)
     text = env.render()
     assert "agent_0" in text and "agent_1" in text and "step 0/80" in text
-    with pytest.warns(UserWarning, match="rgb_array"):
-        shared_budget.parallel_env(render_mode="rgb_array")
+    with pytest.warns(UserWarning, match="depth_array"):
+        shared_budget.parallel_env(render_mode="depth_array")
 
 
 def test_step_takes_a_dict_of_actions():

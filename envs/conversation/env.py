@@ -9,8 +9,10 @@ from gymnasium import spaces
 
 from ..pm.core import M, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, \
     S_HIT, PMWeekCore, step_outputs
-from ..pm.env import ACTION_MODES, SKIPPED_KEYS, action_to_scores, spaces_for
-from ..rendering import RENDER_MODES, TextRender, check_render_mode
+from ..pm.env import (ACTION_MODES, SKIPPED_KEYS, action_to_scores, record_step, spaces_for, spent_so_far,
+                      start_timeline)
+from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
+                         new_figure, timeline_legend)
 from ..validation import check_int, check_number
 from .episode_io import validate_conversation
 from .levels import resolve_budget
@@ -83,7 +85,7 @@ def check_arguments(per_step_cap, false_fire_penalty, world, action_mode):
     return world
 
 
-class ConversationPMEnv(TextRender, gym.Env):
+class ConversationPMEnv(Render, gym.Env):
     """
     ## Description
 
@@ -151,7 +153,9 @@ class ConversationPMEnv(TextRender, gym.Env):
       benchmark's rule).
     - ``world``: a :class:`~membudget.envs.conversation.ConversationConfig`.
     - ``action_mode``: ``"binary"`` or ``"scores"``.
-    - ``render_mode``: ``"ansi"``, ``"human"`` or None.
+    - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` (the conversation so far as a picture: memories
+      × messages with candidates, verifier calls, hits, false fires and missed true fires, and the budget left) or
+      None.
 
     ## Version History
 
@@ -159,7 +163,7 @@ class ConversationPMEnv(TextRender, gym.Env):
       the nested dict ``info["skipped"]``); dynamics, observation and reward are unchanged.
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 8}
 
     def __init__(self, budget="B60", per_step_cap=2, false_fire_penalty=1.0, world=None, action_mode="binary",
                  render_mode=None):
@@ -181,6 +185,8 @@ class ConversationPMEnv(TextRender, gym.Env):
         (self._res, self._bud, self._mask, self._sel, self._skipped, self._reward, self._events,
          self._metrics) = step_outputs(1, n_res)
         self.conversation: Conversation | None = None
+        self._timeline: Timeline | None = None
+        self._view: TimelineView | None = None
 
     def _obs(self, observe=True):
         if observe:
@@ -216,7 +222,10 @@ class ConversationPMEnv(TextRender, gym.Env):
         self._test_of = self.pm_episode.resource.tolist()
         self.scorecard = Scorecard(conv.test_kind, self.false_fire_penalty)
         n_res = conv.n_resources
-        return self._obs(), self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0)
+        obs = self._obs()
+        if self._pictures:
+            self._timeline, self._view = start_timeline(self._core, 0), None
+        return obs, self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0)
 
     def _info(self, step, queried, cost, skipped, hits, false_fires, rejected, missed) -> dict:
         info = {"step": step, "queried": queried, "cost": cost,
@@ -246,6 +255,8 @@ class ConversationPMEnv(TextRender, gym.Env):
                     false_fires += int(code == S_FALSE)
         n_sel = int(core.q_hist[0, t])
         terminated = bool(core.t[0] >= core.horizon[0])
+        if self._timeline is not None:
+            record_step(self._timeline, core, 0, t, self._sel[0], n_events)
         info = self._info(t, self._sel[0].astype(bool), n_sel, self._skipped[0], hits, false_fires,
                           n_sel - hits - false_fires, self._truth[t] - hits)
         if terminated:
@@ -277,6 +288,35 @@ class ConversationPMEnv(TextRender, gym.Env):
                          f"{f'{conv.live_from[r]}-{conv.live_until[r]}':>10}{'yes' if core.mask_state[0, r] else '':>10}"
                          f"{sim:>11.2f}{int(card.hits[r]):>5}")
         return "\n".join(lines)
+
+    def _picture(self) -> np.ndarray:
+        if self.conversation is None:
+            return blank_frame("ConversationPM-v0: call reset() first")
+        core, conv, card = self._core, self.conversation, self.scorecard
+        t = int(core.t[0])
+        timeline = self._timeline
+        # a miss is any true fire without a hit, as in info["missed"] (the core's misses are only the fires the
+        # verifier would have confirmed)
+        hits = timeline.events[0] > 0
+        missed = np.zeros_like(hits)
+        missed[:, :t] = conv.truth()[:t].T & ~hits[:, :t]
+        drawn = Timeline(*hits.shape)
+        drawn.candidate, drawn.queried = timeline.candidate, timeline.queried
+        drawn.events[:2], drawn.events[2] = timeline.events[:2], missed
+        s, seed = card.summary(), conv.meta.get("seed")
+        spent = spent_so_far(core, 0)
+        title = (f"ConversationPM-v0{'' if seed is None else f' conversation {seed}'}  message {t}/{conv.horizon}, "
+                 f"verifier calls {int(spent[-1])}" + ("" if self.budget is None else f"/{self.budget}")
+                 + f"\nscore {s['score']:.3f} (macro accuracy {s['macro_accuracy']:.3f}): hits {s['hits']}, "
+                 f"false fires {s['false_fires']}, missed true fires {int(missed.sum())}")
+        if self._view is None:
+            fig = new_figure()
+            labels = [f"{name} ({TEST_KINDS[k]})" for name, k in zip(conv.test_ids, conv.test_kind)]
+            self._view = TimelineView(fig, fig.add_gridspec(1, 1, left=0.15, right=0.985, top=0.9, bottom=0.15)[0],
+                                      labels, conv.horizon, self.budget, step_name="user message")
+            timeline_legend(fig, events=("hit (confirmed true fire)", "false fire", "missed true fire"))
+        self._view.update(drawn, t, spent, title)
+        return figure_array(self._view.fig)
 
     @property
     def core(self) -> PMWeekCore:

@@ -6,11 +6,12 @@ import numpy as np
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..rendering import RENDER_MODES, TextRender, check_render_mode
+from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
+                         new_figure, timeline_legend)
 from ..validation import check_int
 from ..vector_info import info_row
-from .core import (BF, C_FN, C_FP, C_TP, EV, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RF, SKIP_NAMES,
-                   VIS_DUE, VIS_HIT, PMWeekCore, step_outputs)
+from .core import (BF, C_FN, C_FP, C_TP, EV, EV_MISS, F_RES, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RF,
+                   S_FALSE, S_HIT, S_LATE_EXEC, SKIP_NAMES, VIS_DUE, VIS_HIT, PMWeekCore, step_outputs)
 from .episode_io import validate_episode
 from .levels import resolve_budget
 from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, Episode, WorldConfig,
@@ -131,7 +132,72 @@ def step_info_batch(step, queried, cost, remaining_budget, skipped, events) -> d
     return out
 
 
-class PMWeekEnv(TextRender, gym.Env):
+TIMELINE_EVENTS = {S_HIT: 0, S_FALSE: 1, S_LATE_EXEC: 1, EV_MISS: 2}
+"""The :class:`~membudget.envs.rendering.Timeline` event of each controller event code. A late miss draws nothing
+at the late query: the positive is drawn as missed at its last on-time step."""
+
+
+def record_step(timeline: Timeline, core: PMWeekCore, slot: int, t: int, selected, n_events: int):
+    """Step ``t`` of the core's week ``slot`` into ``timeline`` (after the core stepped and observed): the queries
+    ``selected``, the step's ``n_events`` events by resource, and the candidates of step ``t + 1``."""
+    timeline.queried[:, t] = selected
+    if n_events:
+        for m, code in core.ev_list[slot, :n_events].tolist():
+            k = TIMELINE_EVENTS.get(code)
+            if k is not None:
+                timeline.events[k, core.table[slot, m, F_RES], t] += 1
+    if t + 1 < timeline.horizon:
+        timeline.candidate[:, t + 1] = core.mask_state[slot]
+
+
+def start_timeline(core: PMWeekCore, slot: int) -> Timeline:
+    """The timeline of the week just loaded into slot ``slot`` (observed): its candidates at step 0."""
+    timeline = Timeline(core.n_resources, int(core.horizon[slot]))
+    timeline.candidate[:, 0] = core.mask_state[slot]
+    return timeline
+
+
+def week_title(core: PMWeekCore, slot: int, budget) -> str:
+    """Two lines: the step, Set F1 so far, queries and budget used; TP / FP / FN and how many of them came from
+    visible intentions (which need no query and so have no marker)."""
+    t = int(core.t[slot])
+    tp, fp, fn = (int(core.counters[slot, c]) for c in (C_TP, C_FP, C_FN))
+    vtp, vfp, vfn = (int(x) for x in core.vis_step[slot, :t].sum(axis=0))
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+    spent = int(core.c_hist[slot, :t].sum())
+    b = f"cost {spent} (no budget)" if budget is None else f"budget used {spent}/{budget}"
+    return (f"step {t}/{int(core.horizon[slot])}: Set F1 {f1:.3f}, {int(core.q_hist[slot, :t].sum())} queries, {b}\n"
+            f"TP {tp}, FP {fp}, FN {fn} (of which visible intentions, which need no query: TP {vtp}, FP {vfp}, "
+            f"FN {vfn})")
+
+
+def resource_labels(ep: Episode) -> list:
+    """Row labels of a week's resources (with their prices when they differ)."""
+    unequal = ep.costs.min() != ep.costs.max()
+    return [f"{name} ({int(c)})" if unequal else name for name, c in zip(ep.resource_names, ep.costs)]
+
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def week_days(ep: Episode) -> list:
+    """``(first step, weekday name)`` of each day of the week."""
+    starts = [0] + [int(t) for t in np.flatnonzero(np.diff(ep.step_day)) + 1]
+    return [(t, WEEKDAYS[int(ep.weekday[t])]) for t in starts]
+
+
+def week_view(fig, spec, ep: Episode, budget) -> TimelineView:
+    """A resources × steps view of week ``ep`` in the subplot spec ``spec`` of ``fig``."""
+    return TimelineView(fig, spec, resource_labels(ep), ep.horizon, budget, week_days(ep),
+                        step_name=f"day ({ep.horizon} steps)")
+
+
+def spent_so_far(core: PMWeekCore, slot: int) -> np.ndarray:
+    """Cumulative cost of week ``slot`` after each step played (0 first)."""
+    return np.concatenate([[0], np.cumsum(core.c_hist[slot, :int(core.t[slot])])])
+
+
+class PMWeekEnv(Render, gym.Env):
     """
     ## Description
 
@@ -208,7 +274,9 @@ class PMWeekEnv(TextRender, gym.Env):
     - ``action_mode``: ``"binary"`` or ``"scores"``.
     - ``observe_counts``: add the running ``"counts"`` to the observation (default False).
     - ``render_mode``: ``"ansi"`` (``render()`` returns the step, budget, counts and each resource's cost,
-      candidacy and last query as text), ``"human"`` (prints it) or None.
+      candidacy and last query as text), ``"human"`` (prints it), ``"rgb_array"`` (the week so far as a picture:
+      resources × steps with candidates, queries, on-time executions, false executions and misses, and the budget
+      left) or None.
 
     ## Version History
 
@@ -219,7 +287,7 @@ class PMWeekEnv(TextRender, gym.Env):
       unchanged.
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 8}
 
     def __init__(self, budget="B10", per_step_cap=2, per_step_cost_cap=None, cost_profile="unit",
                  late_policy="expire", load=0, world=None, action_mode="binary", observe_counts=False,
@@ -243,6 +311,8 @@ class PMWeekEnv(TextRender, gym.Env):
         (self._res, self._bud, self._mask, self._sel, self._skipped, self._reward, self._events,
          self._metrics) = step_outputs(1, n_res)
         self.episode: Episode | None = None
+        self._timeline: Timeline | None = None
+        self._view: TimelineView | None = None
 
     def _obs(self, observe=True):
         if observe:
@@ -270,8 +340,11 @@ class PMWeekEnv(TextRender, gym.Env):
         self.episode = ep
         self._hidden_ids = [ep.ids[i] for i in np.flatnonzero(ep.kind != KIND_VISIBLE)]
         self.last_events = []
-        return self._obs(), self._info(0, np.zeros(len(self.world.resources), dtype=bool), 0,
-                                       np.zeros(len(SKIPPED_KEYS), np.int64), np.zeros(len(EVENT_KEYS), np.int64))
+        obs = self._obs()
+        if self._pictures:
+            self._timeline, self._view = start_timeline(self._core, 0), None
+        return obs, self._info(0, np.zeros(len(self.world.resources), dtype=bool), 0,
+                               np.zeros(len(SKIPPED_KEYS), np.int64), np.zeros(len(EVENT_KEYS), np.int64))
 
     def _info(self, step, queried, cost, skipped, events) -> dict:
         """The per-step info (the reset info has the same keys, with nothing queried): a row of
@@ -296,6 +369,8 @@ class PMWeekEnv(TextRender, gym.Env):
         n_events = int(self._events[0, EV.n_events])
         info = self._info(t, self._sel[0].astype(bool), int(core.c_hist[0, t]), self._skipped[0], self._events[0])
         self.last_events = [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else []
+        if self._timeline is not None:
+            record_step(self._timeline, core, 0, t, self._sel[0], n_events)
         if terminated:
             info["episode_metrics"] = episode_summary(self._metrics[0], core.vis_counts[0])
         return self._obs(observe=False), float(self._reward[0]), terminated, False, info
@@ -314,11 +389,30 @@ class PMWeekEnv(TextRender, gym.Env):
                          f"{last if last >= 0 else '-':>11}")
         return "\n".join(lines)
 
+    def _picture(self) -> np.ndarray:
+        if self.episode is None:
+            return blank_frame("PMWeek-v0: call reset() first")
+        if self._view is None:
+            fig = new_figure()
+            self._view = week_view(fig, fig.add_gridspec(1, 1, left=0.17, right=0.985, top=0.9, bottom=0.15)[0],
+                                   self.episode, self.budget)
+            timeline_legend(fig)
+        seed = self.episode.meta.get("seed")
+        title = f"PMWeek-v0{'' if seed is None else f' week {seed}'}, " + week_title(self._core, 0, self.budget)
+        self._view.update(self._timeline, int(self._core.t[0]), spent_so_far(self._core, 0), title)
+        return figure_array(self._view.fig)
+
     @property
     def core(self) -> PMWeekCore:
         """The kernel state of the week (step, budget left, intentions and their status, query history, ...), which
         the teachers read to plan from where the agent is. Read it; writing to it is undefined."""
         return self._core
+
+    @property
+    def timeline(self) -> Timeline | None:
+        """The week so far as its picture shows it (candidates, queries and events by resource and step); recorded
+        with ``render_mode="rgb_array"`` only, None otherwise."""
+        return self._timeline
 
     def action_masks(self) -> np.ndarray:
         """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form: ``[r0=0, r0=1, r1=0, r1=1, ...]``;

@@ -9,7 +9,8 @@ import numba
 import numpy as np
 from gymnasium import spaces
 
-from ..rendering import RENDER_MODES, TextRender, check_render_mode
+from ..rendering import (C_BAD, C_FUTURE, C_GOOD, C_MISS, C_NEUTRAL, C_QUERIED, RENDER_MODES, Render, blank_frame,
+                         check_render_mode, figure_array, new_figure)
 from ..validation import check_discrete_action, check_int, check_number
 from .memory import MemoryTrace, ProactiveMemory
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
@@ -125,7 +126,7 @@ def _trajectory_layer(tod, view_of, view_ptr, view_records, occurrence_ptr, occu
             out[t, 2 + n_b + b] = before / n_records if n_records else 0.0
 
 
-class ProactiveStreamEnv(TextRender, gym.Env):
+class ProactiveStreamEnv(Render, gym.Env):
     """
     ## Description
 
@@ -198,13 +199,15 @@ class ProactiveStreamEnv(TextRender, gym.Env):
     - ``token_budget``: optional episode token budget; a depth the remaining budget cannot pay is downgraded to the
       deepest affordable one (to the current event alone, 0 tokens, when none is), so the budget is never exceeded.
     - ``hallucination_rate``: error rate of the deterministic trajectory summariser (0.1).
+    - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` (the stream so far as a picture: each event's
+      memory depth and decision against the reference label, and the tokens spent) or None.
 
     ## Version History
 
     - v0: initial version.
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 25}
 
     def __init__(self, scope="sports", n_days=None, memory="full", intrusion_penalty=0.5, token_weight=2e-6,
                  token_budget=None, hallucination_rate=0.1, render_mode=None):
@@ -225,6 +228,7 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self.action_space = spaces.Discrete(3)
         self.observation_space = spaces.Box(0.0, 1.0, (N_FEATURES,), dtype=np.float32)
         self.stream: Stream | None = None
+        self._drawn: np.ndarray | None = None
 
     # ------------------------------------------------------------------------------------------- precomputation
 
@@ -441,6 +445,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self._allowed: set = set()
         self._last_day, self._last_time = None, None
         self._counts = dict(tp=0, fp=0, fn=0, tn=0, suppressed=0)
+        if self._pictures:  # per event: depth, decision (0 abstain, 1 intervene, 2 suppressed), tokens
+            self._drawn = np.zeros((self._n, 3), dtype=np.int64)
         return self._obs(), self._info()
 
     @staticmethod
@@ -470,6 +476,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
             self._offer = self._proposal(t, depth)
             reward = -self.token_weight * cost
             self._return += reward
+            if self._drawn is not None:
+                self._drawn[t, 0], self._drawn[t, 2] = depth, cost
             return self._obs(), reward, False, False, self._info(event=t, depth=depth, tokens=cost,
                                                                  downgraded=depth != a)
         service, key = self._offer[0], self._key(a)
@@ -483,6 +491,8 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         self._counts["tp" if decision and label else "fp" if decision else "fn" if label else "tn"] += 1
         self._counts["suppressed"] += suppressed
         self._return += reward
+        if self._drawn is not None:
+            self._drawn[t, 1] = 2 if suppressed else decision
         self._t, self._phase = t + 1, 0
         terminated = self._t >= self._n
         if self._t == self._ready and not terminated:
@@ -512,6 +522,61 @@ class ProactiveStreamEnv(TextRender, gym.Env):
         return (f"ProactiveStream-v0 ({self.scope}) event {self._t}/{len(self.stream)}  sub-step "
                 f"{'depth' if self._phase == 0 else 'decide'}  tokens spent {self._spent}  "
                 f"TP {c['tp']} FP {c['fp']} FN {c['fn']} TN {c['tn']} suppressed {c['suppressed']}")
+
+    def _picture(self) -> np.ndarray:
+        if self.stream is None:
+            return blank_frame("ProactiveStream-v0: call reset() first")
+        t, n = self._t, self._n
+        depth, decided, tokens = self._drawn[:t].T
+        label = np.asarray(self._labels[:t], dtype=bool)
+        day = self.stream.time / MINUTES_PER_DAY
+        end = self.n_days or DEFAULT_DAYS[self.scope]
+        x = day[:t]
+        fig = new_figure()
+        grid = fig.add_gridspec(3, 1, height_ratios=(2, 1.6, 1.3), left=0.19, right=0.98, top=0.84, bottom=0.16,
+                                hspace=0.3)
+        dax = fig.add_subplot(grid[0])
+        cax = fig.add_subplot(grid[1], sharex=dax)
+        tax = fig.add_subplot(grid[2], sharex=dax)
+        dax.scatter(x, depth, s=10, c=C_QUERIED, marker="|", linewidths=1.2)
+        dax.set_yticks(range(-1, len(DEPTHS)), ["current event only", *(f"+ {d}" if i else d for i, d in
+                                                                       enumerate(DEPTHS))], fontsize=7)
+        dax.set_ylim(len(DEPTHS) - 0.5, -1.5)
+        dax.set_title("memory depth consulted", fontsize=8, loc="left", pad=2)
+        rows = {"intervened": 0, "suppressed (duplicate)": 1, "abstained": 2}
+        for name, mask, row, colour, marker in (
+                ("TP: intervened on an opportunity", (decided == 1) & label, 0, C_GOOD, "o"),
+                ("FP: intervened on a negative", (decided == 1) & ~label, 0, C_BAD, "X"),
+                ("suppressed duplicate", decided == 2, 1, C_NEUTRAL, "s"),
+                ("FN: missed opportunity", (decided != 1) & label, 2, C_MISS, "v")):
+            cax.scatter(x[mask], np.full(int(mask.sum()), row), s=22, c=colour, marker=marker, linewidths=0,
+                        label=name)
+        cax.set_yticks(list(rows.values()), list(rows), fontsize=7)
+        cax.set_ylim(2.6, -0.6)
+        cax.set_title("decision against the reference label (true negatives not drawn)", fontsize=8, loc="left",
+                      pad=2)
+        fig.legend(*cax.get_legend_handles_labels(), fontsize=7, loc="lower center", ncol=4, frameon=False)
+        cum = np.concatenate([[0], np.cumsum(tokens)])
+        tax.step(np.concatenate([[0.0], x]), cum, where="post", color=C_QUERIED, linewidth=1.5)
+        if self.token_budget is not None:
+            tax.axhline(self.token_budget, color=C_BAD, linestyle="--", linewidth=1, label="token budget")
+            tax.legend(fontsize=7, loc="upper left")
+        tax.set_ylabel("tokens\nspent", fontsize=7)
+        tax.set_xlabel("day", fontsize=8)
+        for panel in (dax, cax, tax):
+            panel.tick_params(labelsize=7)
+            if t < n:
+                panel.axvspan(day[t], max(end, day[-1]), color=C_FUTURE, zorder=0)
+        for panel in (dax, cax):
+            panel.tick_params(labelbottom=False)
+        dax.set_xlim(0, max(end, day[-1]))
+        c = self._counts
+        m = episode_metrics(c["tp"], c["fp"], c["fn"], c["tn"])
+        fig.suptitle(f"ProactiveStream-v0 ({self.scope}, memory {self.memory})  event {t}/{n}, next sub-step "
+                     f"{'depth' if self._phase == 0 else 'decide'}\nTP {c['tp']}, FP {c['fp']}, FN {c['fn']}, "
+                     f"TN {c['tn']}, suppressed {c['suppressed']}; effectiveness {m['effectiveness']:.3f}, "
+                     f"tokens {self._spent:,}, return {self._return:.2f}", fontsize=9, x=0.02, ha="left", y=0.985)
+        return figure_array(fig)
 
     @property
     def phase(self) -> int:

@@ -8,7 +8,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..rendering import RENDER_MODES, TextRender, check_render_mode
+from ..rendering import (C_BAD, C_FUTURE, C_GOOD, C_QUERIED, RENDER_MODES, Render, blank_frame, check_render_mode,
+                         figure_array, new_figure)
 from ..validation import check_discrete_action, check_int, check_number
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
@@ -31,7 +32,7 @@ N_FEATURES = len(FEATURE_NAMES)
 RECENT_WINDOW = 10
 
 
-class ReplayStreamEnv(TextRender, gym.Env):
+class ReplayStreamEnv(Render, gym.Env):
     """
     ## Description
 
@@ -87,13 +88,15 @@ class ReplayStreamEnv(TextRender, gym.Env):
     - ``recent_k``: entries replayed by ``full`` / ``compressed`` (4; the fixed-replay baselines use 1, 4, 8, 16).
     - ``retrieve_k``: entries replayed by ``retrieved`` (1).
     - ``cost_weight``: ``w`` (0.5).
+    - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` (the stream so far as a picture: each task's
+      replay mode and generation budget, whether it was solved, its tokens and the running accuracy) or None.
 
     ## Version History
 
     - v0: initial version.
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 25}
 
     def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1, cost_weight=0.5,
                  render_mode=None):
@@ -107,6 +110,7 @@ class ReplayStreamEnv(TextRender, gym.Env):
         self.observation_space = spaces.Box(0.0, 1.0, (N_FEATURES,), dtype=np.float32)
         self.stream: Stream | None = None
         self._t = 0
+        self._chosen: np.ndarray | None = None
 
     # ------------------------------------------------------------------------------------------------ internals
 
@@ -135,6 +139,8 @@ class ReplayStreamEnv(TextRender, gym.Env):
         self._prev_success = self._prev_error = False
         self._n_correct = self._total_tokens = 0
         self._return = 0.0
+        if self._pictures:
+            self._chosen = np.full(self.n_tasks, -1, dtype=np.int64)
         return self._obs(), self._info(0, -1, False, False, 0, 0, 0, 0, 0.0)
 
     def _info(self, task, a, correct, error, tokens, prompt, replay, generation, cost) -> dict:
@@ -162,6 +168,8 @@ class ReplayStreamEnv(TextRender, gym.Env):
         self._n_correct += correct
         self._total_tokens += tokens
         self._return += reward
+        if self._chosen is not None:
+            self._chosen[t] = a
         self._t += 1
         terminated = self._t >= self.n_tasks
         mode = a // len(BUDGETS)
@@ -187,6 +195,45 @@ class ReplayStreamEnv(TextRender, gym.Env):
         return (f"ReplayStream-v0 ({self.family}, {self.profile}) task {self._t}/{self.n_tasks}  accuracy so far "
                 f"{acc:.3f}  tokens so far {self._total_tokens}  previous task "
                 + ("-" if self._t == 0 else "correct" if self._prev_success else "wrong"))
+
+    def _picture(self) -> np.ndarray:
+        if self.stream is None:
+            return blank_frame("ReplayStream-v0: call reset() first")
+        s, t, n = self.stream, self._t, self.n_tasks
+        tasks, a = np.arange(t), self._chosen[:t]
+        correct, tokens = s.correct[tasks, a], s.tokens[tasks, a]
+        fig = new_figure()
+        grid = fig.add_gridspec(2, 1, height_ratios=(3, 2), left=0.17, right=0.93, top=0.88, bottom=0.1, hspace=0.1)
+        ax = fig.add_subplot(grid[0])
+        tax = fig.add_subplot(grid[1], sharex=ax)
+        for ok, colour, marker, name in ((True, C_GOOD, "o", "solved"), (False, C_BAD, "X", "failed")):
+            ax.scatter(tasks[correct == ok], a[correct == ok], s=14, c=colour, marker=marker, linewidths=0,
+                       label=name)
+        ax.set_yticks(range(N_ACTIONS), [f"{m} · {b}" for m, b in ACTIONS], fontsize=7)
+        ax.set_ylim(N_ACTIONS - 0.5, -0.5)
+        for k in range(len(BUDGETS), N_ACTIONS, len(BUDGETS)):
+            ax.axhline(k - 0.5, color="#d9d9d9", linewidth=0.8)
+        ax.set_ylabel("replay mode · generation budget", fontsize=7)
+        ax.legend(fontsize=7, loc="upper right", ncol=2, framealpha=0.9)
+        ax.tick_params(labelbottom=False)
+        tax.stairs(tokens, np.arange(t + 1) - 0.5, fill=True, color=C_QUERIED)
+        tax.set_ylabel("tokens", fontsize=7, color=C_QUERIED)
+        tax.set_ylim(0, max(1, int(s.tokens.max())) * 1.05)
+        tax.tick_params(labelsize=7)
+        tax.set_xlabel("task", fontsize=8)
+        acc = tax.twinx()
+        acc.plot(tasks, np.cumsum(correct) / (tasks + 1), color=C_GOOD, linewidth=1.5)
+        acc.set_ylim(0, 1.05)
+        acc.set_ylabel("accuracy so far", fontsize=7, color=C_GOOD)
+        acc.tick_params(labelsize=7)
+        for panel in (ax, tax):
+            panel.axvspan(t - 0.5, n - 0.5, color=C_FUTURE, zorder=0)
+        ax.set_xlim(-0.5, n - 0.5)
+        accuracy = self._n_correct / t if t else 0.0
+        fig.suptitle(f"ReplayStream-v0 ({self.family}, {self.profile})  task {t}/{n}\naccuracy so far "
+                     f"{accuracy:.3f}, tokens so far {self._total_tokens:,}, return {self._return:.2f}",
+                     fontsize=9, x=0.02, ha="left", y=0.985)
+        return figure_array(fig)
 
     @property
     def task_index(self) -> int:

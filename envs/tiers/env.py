@@ -7,7 +7,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
-from ..rendering import RENDER_MODES, TextRender, check_render_mode
+from ..rendering import (C_CANDIDATE, C_EMPTY, C_MISS, C_QUERIED, RENDER_MODES, Render, blank_frame, check_render_mode,
+                         figure_array, new_figure)
 from ..validation import check_discrete_action, check_int, check_number
 from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
                     N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments,
@@ -27,7 +28,7 @@ def feature_names(hard_budget: bool, lam_conditioned: bool) -> tuple:
             + (("remaining_budget",) if hard_budget else ()) + (("lambda",) if lam_conditioned else ()))
 
 
-class TierRoutingEnv(TextRender, gym.Env):
+class TierRoutingEnv(Render, gym.Env):
     """
     ## Description
 
@@ -103,6 +104,9 @@ class TierRoutingEnv(TextRender, gym.Env):
       ``floor_cost_bound(strategy, population, backbone)`` (the largest possible all-LOW cost) so every query is
       feasible.
     - ``noise``: standard deviation of the judge noise of ``r_task`` (default 0.04).
+    - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` (the query so far as a picture: modules × tiers
+      with each tier's cost, the tiers applied and requested, and the spend against the cap and the reference
+      cost) or None.
 
     ## Version History
 
@@ -113,7 +117,7 @@ class TierRoutingEnv(TextRender, gym.Env):
       capacity) — so the world did not show seed 001's premise (§6.4) and no router could show it either.
     """
 
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 2}
 
     def __init__(self, strategy="implementation", population="locomo", backbone="llama", lam=0.0,
                  lam_conditioned=False, lam_values=DEFAULT_LAMBDAS, max_cost_per_query=None, noise=0.04,
@@ -248,15 +252,19 @@ class TierRoutingEnv(TextRender, gym.Env):
         info = self._info(k, req, applied, applied != req, c)
         reward = 0.0
         if terminated:
-            idx = combo_index(self._tiers)
-            r_task, cost = float(self.outcomes.r_task[idx]), float(self.outcomes.cost[idx])
-            r_cost = 1.0 - min(max(cost / self.cost_ref, 0.0), 1.0)
-            reward = r_task + self._lam * r_cost
+            r_task, cost, r_cost, reward = self._outcome()
             info["episode_metrics"] = {"r_task": r_task, "cost": cost, "r_cost": r_cost,
                                        "tiers": np.array(self._tiers, dtype=np.int64),
                                        "requested_tiers": np.array(self._requested, dtype=np.int64),
                                        "downgrades": self._downgrades, "lam": self._lam, "return": reward}
         return self._obs(), reward, terminated, False, info
+
+    def _outcome(self) -> tuple:
+        """``(r_task, cost, r_cost, reward)`` of the answered query."""
+        idx = combo_index(self._tiers)
+        r_task, cost = float(self.outcomes.r_task[idx]), float(self.outcomes.cost[idx])
+        r_cost = 1.0 - min(max(cost / self.cost_ref, 0.0), 1.0)
+        return r_task, cost, r_cost, r_task + self._lam * r_cost
 
     def outcome_table(self, expected=False):
         """``(r_task (243,), cost (243,))`` of the current query, combinations in ``COMBOS`` order; privileged
@@ -275,6 +283,68 @@ class TierRoutingEnv(TextRender, gym.Env):
         return (f"TierRouting-v0 ({self.strategy}, {self.population}, {self.backbone}, lambda {self._lam:g})  "
                 f"next module: {nxt}\n  tiers so far: {done}\n  spent {self._spent * 1e3:.4f} m$"
                 + ("" if self.max_cost_per_query is None else f" of {self.max_cost_per_query * 1e3:.4f} m$"))
+
+    def _picture(self) -> np.ndarray:
+        if self.outcomes is None:
+            return blank_frame("TierRouting-v0: call reset() first")
+        from matplotlib.colors import ListedColormap
+        from matplotlib.patches import Patch
+
+        fig = new_figure()
+        grid = fig.add_gridspec(1, 2, width_ratios=(1, 1), left=0.1, right=0.97, top=0.84, bottom=0.22, wspace=0.45)
+        ax, sax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+        k, tiers = self._k, self._tiers
+        code = np.zeros((N_MODULES, N_TIERS), dtype=np.int8)
+        if k < N_MODULES:
+            code[k] = 3
+        for j, (applied, requested) in enumerate(zip(tiers, self._requested)):
+            code[j, requested], code[j, applied] = 2, 1
+        ax.imshow(code, cmap=ListedColormap([C_EMPTY, C_QUERIED, C_MISS, C_CANDIDATE]), vmin=0, vmax=3)
+        for j in range(N_MODULES):  # a module's costs are known once the filter's tier is
+            for a in range(N_TIERS):
+                if j == 0 or tiers:
+                    cost = self._module_cost(j, a if j == 0 else tiers[0], a) * 1e3
+                    ax.text(a, j, f"{cost:.4f}", ha="center", va="center", fontsize=8,
+                            color="white" if code[j, a] == 1 else "black")
+        ax.set_xticks(range(N_TIERS), TIERS, fontsize=8)
+        ax.set_yticks(range(N_MODULES), [f"{m} ←" if j == k else m for j, m in enumerate(MODULES)], fontsize=8)
+        ax.set_xticks(np.arange(N_TIERS + 1) - 0.5, minor=True)
+        ax.set_yticks(np.arange(N_MODULES + 1) - 0.5, minor=True)
+        ax.grid(which="minor", color="#bdbdbd", linewidth=0.8)
+        ax.tick_params(which="minor", length=0)
+        ax.set_title("cost of each tier (m$); ← the module routed next", fontsize=8)
+        bars = [("spent so far", self._spent * 1e3, C_QUERIED)] + [
+            (f"this query all-{name}", float(self.outcomes.cost[combo_index([a] * N_MODULES)]) * 1e3, "#bdbdbd")
+            for a, name in enumerate(TIERS)]
+        marks = [("cost_ref (mean all-HIGH)", self.cost_ref * 1e3, "#636363")]
+        if self.max_cost_per_query is not None:
+            marks.append(("cap", self.max_cost_per_query * 1e3, C_MISS))
+        values = [x for _, x, _ in bars + marks if x > 0]
+        low = min(values) / 3
+        for y, (name, x, colour) in enumerate(bars):
+            sax.barh(y, x, color=colour, height=0.6)
+            sax.text(max(x, low), y, f" {x:.4f}", va="center", fontsize=7)
+        sax.set_yticks(range(len(bars)), [name for name, _, _ in bars], fontsize=8)
+        sax.invert_yaxis()
+        sax.set_xscale("log")
+        for name, x, colour in marks:
+            sax.axvline(x, color=colour, linestyle="--", linewidth=1.2, label=f"{name} {x:.4f}")
+        sax.set_xlim(low, max(values) * 6)
+        sax.set_xlabel("m$ (log scale)", fontsize=8)
+        sax.tick_params(labelsize=7)
+        sax.legend(fontsize=7, loc="upper right", framealpha=0.9)
+        sax.set_title("spend", fontsize=8)
+        head = (f"TierRouting-v0 ({self.strategy}, {self.population}, {self.backbone}, λ {self._lam:g})  "
+                + (f"module {k + 1}/{N_MODULES}: {MODULES[k]}" if k < N_MODULES else "answered"))
+        if k >= N_MODULES:
+            r_task, _, r_cost, reward = self._outcome()
+            head += (f"\nr_task {r_task:.3f}, r_cost {r_cost:.3f}, reward {reward:.3f}, "
+                     f"downgrades {self._downgrades}")
+        fig.suptitle(head, fontsize=9, x=0.02, ha="left", y=0.98)
+        fig.legend(handles=[Patch(facecolor=c, edgecolor="#999999", label=lab) for c, lab in (
+            (C_QUERIED, "tier applied"), (C_MISS, "tier requested, downgraded to fit the cap"),
+            (C_CANDIDATE, "choices for the next module"))], loc="lower center", ncol=3, fontsize=8, frameon=False)
+        return figure_array(fig)
 
     @property
     def module_index(self) -> int:

@@ -1,8 +1,6 @@
 """Stable-Baselines3 and sb3-contrib on every id with their default path: ``make_vec_env``, a few hundred
 training steps, ``save`` / ``load`` / ``predict``; MaskablePPO takes PMWeek-v0's ``action_masks()`` as is."""
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -22,9 +20,7 @@ def _policy(env_id):
 def test_learn_save_load_predict(env_id, tmp_path):
     from stable_baselines3.common.env_util import make_vec_env
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # make_vec_env asks for render_mode="rgb_array": a warning, no error
-        venv = make_vec_env(env_id, n_envs=2, seed=0)
+    venv = make_vec_env(env_id, n_envs=2, seed=0)  # with its default render_mode="rgb_array"
     model = sb3.PPO(_policy(env_id), venv, n_steps=64, batch_size=64, n_epochs=2, seed=0, device="cpu")
     model.learn(256)
     obs = venv.reset()
