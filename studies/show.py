@@ -24,8 +24,9 @@ import numpy as np
 
 from membudget.envs.pm import PMWeekEnv, budget_levels
 from membudget.envs.pm.env import spent_so_far, week_title, week_view
-from membudget.envs.pm.world import MAX_BUDGET
 from membudget.envs.rendering import DPI, new_figure, timeline_legend
+from membudget.studies.cli import plain
+from membudget.studies.protocol import parse_budget
 from membudget.studies.suite import DEV_SEEDS, POLICIES, TEMPORAL_BUDGETS, Suite
 
 SHOW_SIZE = (960, 1000)
@@ -52,12 +53,13 @@ def _policy_name(text: str) -> str:
 
 
 def _budget(text: str):
-    if text in budget_levels():
-        return text
-    if text.isdigit() and 1 <= int(text) <= MAX_BUDGET:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"must be a level ({', '.join(budget_levels())}) or an integer in "
-                                     f"1..{MAX_BUDGET}, got {text!r}")
+    try:
+        budget = parse_budget(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if budget is None:
+        raise argparse.ArgumentTypeError("a week is shown under a budget: a level or an integer, not none")
+    return budget
 
 
 def _week(text: str) -> int:
@@ -67,7 +69,7 @@ def _week(text: str) -> int:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = _Parser(prog="python -m membudget.evaluate show", description=__doc__,
+    parser = _Parser(prog="python -m membudget.evaluate show", description=plain(__doc__),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--policy", type=_policy_name, help=f"one of {', '.join(POLICIES)}")
@@ -97,7 +99,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def fit_policy(name: str, budget, say=print):
     """``(policy, env_kwargs)`` of the suite's policy ``name`` at ``budget``, fitting on the development weeks only
     what it needs."""
-    from membudget.studies.suite import _fit_gate, select_backoff, select_pacing_threshold
+    from membudget.studies.suite import fit_gate, select_backoff, select_pacing_threshold
     from membudget.teachers import build_label_dataset
 
     levels = budget_levels()
@@ -106,7 +108,7 @@ def fit_policy(name: str, budget, say=print):
     if gate is not None:
         start = time.perf_counter()
         dataset = build_label_dataset(DEV_SEEDS, list(TEMPORAL_BUDGETS))
-        fitted = _fit_gate(dataset, levels, gate)
+        fitted = fit_gate(dataset, levels, gate)
         if isinstance(gate, tuple):
             suite.temporal[gate] = fitted
         else:

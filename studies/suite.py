@@ -131,7 +131,7 @@ def select_pacing_threshold(static, budget, cap, seeds=DEV_SEEDS, map=map):
     return float(best[1])
 
 
-def _fit_gate(dataset, levels, spec):
+def fit_gate(dataset, levels, spec):
     """One gate of the suite fitted on the label dataset (one task): ``spec`` is a name or (teacher, budget)."""
     if isinstance(spec, tuple):
         return TemporalGate(teacher=spec[0], budget=spec[1]).fit(dataset, levels)
@@ -153,7 +153,7 @@ def fit_suite(dev_seeds=DEV_SEEDS, temporal_budgets=TEMPORAL_BUDGETS, analysis_s
     step("gates (Static, Matched-Due, Boosted, Relevance, Myopic and Sequential per budget)")
     specs = ["static", "due", "boosted", "relevance"] + [(teacher, b) for b in temporal_budgets
                                                            for teacher in ("myopic", "sequential")]
-    gates = dict(zip(specs, map(functools.partial(_fit_gate, ds, levels), specs)))
+    gates = dict(zip(specs, map(functools.partial(fit_gate, ds, levels), specs)))
     suite = Suite(levels=levels, static=gates["static"], due=gates["due"], boosted=gates["boosted"],
                   relevance=gates["relevance"], temporal={k: v for k, v in gates.items() if isinstance(k, tuple)})
     step("backoff parameters")

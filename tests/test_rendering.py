@@ -184,8 +184,8 @@ def test_show_fits_only_the_gate_a_policy_needs(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--policy", "Nope"], "unknown policy 'Nope'; choose one of AllRelevant, RandomFeasible"),
-    (["--policy", "Static", "--budget", "B7"], "--budget: must be a level (B5, B10"),
-    (["--policy", "Static", "--budget", "0"], "--budget: must be a level"),
+    (["--policy", "Static", "--budget", "B7"], "--budget: budget 'B7' is not a level; the levels are B5, B10"),
+    (["--policy", "Static", "--budget", "0"], "--budget: budget must be an int in"),
     (["--policy", "Static", "--week", "-1"], "--week: must be an integer >= 0"),
     (["--policy", "Static", "--week", "x"], "--week: must be an integer >= 0"),
     (["--policy", "Myopic", "--budget", "B40"], "Myopic is fitted at B5, B10, B15, B20 only"),
