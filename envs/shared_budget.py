@@ -97,14 +97,19 @@ class raw_env(Render, ParallelEnv):
     ## Episode End
 
     All agents terminate together after the horizon ``T`` (80 steps by default); there is no truncation.
-    ``infos[agent]["episode_metrics"]`` then holds the agent's end-of-episode summary, as in ``PMWeek-v0``.
+    ``infos[agent]`` at every step has the same flat keys, numbers and fixed shapes: ``queried`` (``(R,)`` bool),
+    ``cost``, ``tp``, ``fp``, ``fn`` (the agent's own step), ``remaining_budget`` (the shared budget left, -1 without
+    one) and ``skipped_non_candidate``, ``skipped_budget``, ``skipped_count_cap``, ``skipped_cost_cap`` (the
+    agent's proposals the executor skipped, by reason); ``infos[agent]["episode_metrics"]`` then holds the agent's
+    end-of-episode summary, as in ``PMWeek-v0``.
 
     ## Arguments
 
     ``n_agents`` (default 2); ``budget`` — the shared episode budget: an int, a level name (``"B10"`` means the
     sum of the agents' B10 levels) or None; ``per_step_cap`` (shared, default 2 per agent: ``2 * n_agents``) and
     ``per_step_cost_cap`` (shared); ``floor`` (default 0); ``cooperative`` (default False); ``cost_profile``,
-    ``late_policy``, ``load``, ``world`` as for ``PMWeek-v0``.
+    ``late_policy``, ``load``, ``world`` as for ``PMWeek-v0``; ``render_mode``: ``"ansi"``, ``"human"``,
+    ``"rgb_array"`` or None.
 
     ## Version History
 

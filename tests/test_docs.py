@@ -115,3 +115,57 @@ def test_site_builds_in_strict_mode(tmp_path):
     raw = re.compile(r":(class|mod|func|meth|data|attr|obj|exc):(<code>|`)|``")  # Sphinx roles shown literally
     pages = [p for p in (tmp_path / "site").rglob("*.html")]
     assert len(pages) > 20 and [str(p) for p in pages if raw.search(p.read_text())] == []
+
+
+def _step_infos(env_id):
+    """The info dicts of a reset and a few steps (the shared budget's: agent_0's)."""
+    if env_id == "shared_budget":
+        env = shared_budget.parallel_env()
+        obs, infos = env.reset(seed=0)
+        out = [infos["agent_0"]]
+        for _ in range(3):
+            obs, _, _, _, infos = env.step({a: obs[a]["mask"] * 1.0 for a in env.agents})
+            out.append(infos["agent_0"])
+        return out
+    env = gym.make(env_id)
+    env.action_space.seed(0)
+    _, info = env.reset(seed=0)
+    out = [info]
+    for _ in range(4):
+        _, _, terminated, truncated, info = env.step(env.action_space.sample())
+        out.append(info)
+        if terminated or truncated:
+            break
+    return out
+
+
+@pytest.mark.parametrize("env_id", sorted(PAGES))
+def test_every_info_key_and_argument_is_documented(env_id):
+    """Each key the env puts in a step's info (episode_metrics' own fields apart) is named in its docstring, and
+    each constructor argument in its Arguments section: the docs say what the code does."""
+    import inspect
+
+    cls = _class(env_id)
+    doc = cls.__doc__
+    keys = {k for info in _step_infos(env_id) for k in info if k != "episode_metrics"}
+    assert [k for k in sorted(keys) if f"``{k}``" not in doc] == []
+    arguments = _section(doc, "Arguments")
+    params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    assert [p for p in params if f"``{p}``" not in arguments] == []
+
+
+def test_pm_week_budget_feature_bounds_are_the_documented_ones():
+    """PMWeek-v0's docstring states the nine budget features' bounds; the space is exactly that, for several
+    budgets and caps."""
+    from membudget.envs.pm import PMWeekEnv
+
+    doc = _section(PMWeekEnv.__doc__, "Observation Space")
+    assert "bounds [0, max(1, b)], [0, 1], [0, 1], [0, 1], [0, max(1, B)], [-1, 1], then [0, c/2] three times" in \
+        " ".join(doc.split())
+    for kw in ({}, {"budget": "B60", "per_step_cap": 5}, {"budget": None, "per_step_cap": None}):
+        env = PMWeekEnv(**kw)
+        box, cap = env.observation_space["budget"], min(env.per_step_cap or 11, 11)
+        b, B = env.target_fraction, env.budget
+        np.testing.assert_array_equal(box.low, np.float32([0, 0, 0, 0, 0, -1, 0, 0, 0]))
+        np.testing.assert_array_equal(box.high, np.float32([max(1, b), 1, 1, 1, 1 if B is None else max(1, B), 1,
+                                                            cap / 2, cap / 2, cap / 2]))

@@ -231,7 +231,9 @@ class PMWeekEnv(Render, gym.Env):
       query, ever-queried flag and two utility combinations. Names in ``RESOURCE_FEATURE_NAMES``.
     - ``"budget"``: ``Box(9,)`` float32, the nine budget features of appendix A.2 (target fraction, remaining/B,
       progress, remaining horizon, remaining per step, spend minus progress, queries over the last 5 and 10
-      steps and the previous step). Names in ``BUDGET_FEATURE_NAMES``.
+      steps and the previous step), with bounds [0, max(1, b)], [0, 1], [0, 1], [0, 1], [0, max(1, B)], [-1, 1],
+      then [0, c/2] three times (``b`` the target fraction, ``B`` the budget, 1 without one, ``c`` the per-step
+      cap, at most R). Names in ``BUDGET_FEATURE_NAMES``.
     - ``"mask"``: ``MultiBinary(R)``, the candidate mask (a resource serving at least one active, unresolved
       stored intention whose declared window, widened by a lookahead, contains ``t``).
     - with ``observe_counts=True`` only (not in BudgetPM's observation): ``"counts"``: ``Box(0, 1, (3,))``, the
@@ -263,13 +265,17 @@ class PMWeekEnv(Render, gym.Env):
 
     ## Arguments
 
-    - ``budget``: episode budget ``B`` — an int, a level ``"B5"``...``"B80"`` (q% of the mean All-relevant cost
-      over development weeks 2000-2019 for this world and cost profile) or ``None`` for no budget. Default "B10".
+    - ``budget``: episode budget ``B`` — an int, a level ``"B5"``, ``"B10"``, ``"B15"``, ``"B20"``, ``"B40"``,
+      ``"B60"`` or ``"B80"`` (q% of the mean All-relevant cost over development weeks 2000-2019 for this world and
+      cost profile: the levels the package's gates are calibrated for; another budget is an int) or ``None`` for no
+      budget. Default "B10".
     - ``per_step_cap``: ``N_max``, queries per step (default 2; ``None`` for no cap).
     - ``per_step_cost_cap``: ``L``, cost per step (default ``None``).
-    - ``cost_profile``: ``"unit"`` (default), ``"mild"`` or ``"skewed"`` (integer-scaled prices).
+    - ``cost_profile``: ``"unit"`` (default: every price 1), ``"mild"`` (clock / snapshot / delta resources 1 / 2 / 4)
+      or ``"skewed"`` (1 / 4 / 16); prices and budget levels are in these integer units.
     - ``late_policy``: ``"expire"`` (default) or ``"execute"`` (PM-Bench behaviour).
-    - ``load``: ``k`` extra hidden-channel trigger opportunities per day (paired with ``k=0``).
+    - ``load``: ``k`` extra hidden-channel trigger opportunities per day, drawn after the base week, so the weeks of
+      ``k=0`` and ``k=3`` are paired.
     - ``world``: a :class:`WorldConfig`.
     - ``action_mode``: ``"binary"`` or ``"scores"``.
     - ``observe_counts``: add the running ``"counts"`` to the observation (default False).
