@@ -1,5 +1,5 @@
 """SB3 PPO on ``membudget/ProactiveStream-v0`` choosing the memory depth and the decision per event (ProactMem,
-seed 002): fitting code only; the comparison is the study :mod:`membudget.studies.proactmem`."""
+ProactMem): fitting code only; the comparison is the study :mod:`membudget.studies.proactmem`."""
 
 from __future__ import annotations
 

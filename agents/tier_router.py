@@ -1,6 +1,6 @@
-"""PPO tier routers on ``membudget/TierRouting-v0`` (BudgetMem, seed 001 §5-6): fitting code only.
+"""PPO tier routers on ``membudget/TierRouting-v0`` (BudgetMem §5-6): fitting code only.
 
-- :func:`make_env`: the environment with seed 001's §5.5 reward (:class:`~membudget.envs.tiers.BudgetMemReward`,
+- :func:`make_env`: the environment with BudgetMem's §5.5 reward (:class:`~membudget.envs.tiers.BudgetMemReward`,
   ``use_beta=False`` for the β ablation, ``normalize=False`` for the static reward);
 - :class:`TierRouterConfig`: the router's settings (frozen; the defaults are the study's routers');
 - :func:`bc_warm_start`: behaviour cloning of an oracle into a PPO model's actor;
@@ -27,7 +27,7 @@ HELD_OUT_FIRST_SEED = 50_000
 
 def make_env(*, strategy="capacity", population="locomo", backbone="llama", lam=0.0, lam_conditioned=False,
              max_cost_per_query=None, normalize=True, use_beta=True, window=256, **env_kwargs):
-    """``TierRouting-v0`` with seed 001's §5.5 reward wrapper (``normalize=True``) or its static reward."""
+    """``TierRouting-v0`` with BudgetMem's §5.5 reward wrapper (``normalize=True``) or its static reward."""
     import gymnasium as gym
 
     import membudget  # noqa: F401  (registers the ids)
@@ -40,7 +40,7 @@ def make_env(*, strategy="capacity", population="locomo", backbone="llama", lam=
 
 @dataclass(frozen=True)
 class TierRouterConfig(SB3PPOSettings):
-    """The PPO tier router's settings (:func:`train_router`); the defaults are the study's routers' (seed 001: 4
+    """The PPO tier router's settings (:func:`train_router`); the defaults are the study's routers' (BudgetMem: 4
     PPO epochs per update, ``gamma = 1`` since the reward arrives at the end of the query; a behaviour-cloning warm
     start from 3,000 queries of the expected-quality oracle, the teacher chosen on validation queries 40000-40299).
     ``python -m membudget.train tiers`` is generated from these fields."""
@@ -63,7 +63,7 @@ class TierRouterConfig(SB3PPOSettings):
     backbone: str = "llama"
     """Price / capability family (llama, qwen)."""
     lam: float = 0.3
-    """λ of seed 001's §5.5 reward r_task + λ·β·r_cost, and of the warm start's oracle (ignored with
+    """λ of BudgetMem's §5.5 reward r_task + λ·β·r_cost, and of the warm start's oracle (ignored with
     lam_conditioned)."""
     lam_conditioned: bool = False
     """One router for every λ (λ in the observation, drawn per query from 0, 0.1, 0.3, 0.5, 1.0)."""

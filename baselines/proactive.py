@@ -1,4 +1,4 @@
-"""Hand-written policies for ``ProactiveStream-v0`` (seed 002's memory-layer comparison).
+"""Hand-written policies for ``ProactiveStream-v0`` (ProactMem's memory-layer comparison).
 
 Every policy reads only the observation (``predict`` takes one ``(d,)`` or a batch ``(n, d)``): in the depth
 sub-step it returns its memory depth, in the decide sub-step its rule on what that depth retrieved. The rules are
@@ -96,13 +96,13 @@ class FullHierarchy(_Rule):
 
 
 class WithoutReplayGate(FullHierarchy):
-    """The full-hierarchy rule with regularities admitted without replay thresholds (seed 002 Table 4)."""
+    """The full-hierarchy rule with regularities admitted without replay thresholds (ProactMem Table 4)."""
 
     env_kwargs = {"memory": "no_replay_gate"}
 
 
 class WithoutValidation(FullHierarchy):
-    """The full-hierarchy rule with trajectory facts kept unchecked (seed 002 Table 4)."""
+    """The full-hierarchy rule with trajectory facts kept unchecked (ProactMem Table 4)."""
 
     env_kwargs = {"memory": "no_validation"}
 

@@ -1,4 +1,4 @@
-"""BudgetMem's study on ``membudget/TierRouting-v0`` (seed 001 §5-6): routers trained by
+"""BudgetMem's study on ``membudget/TierRouting-v0`` (BudgetMem §5-6): routers trained by
 :mod:`membudget.agents.tier_router`, evaluated against fixed tiers and the oracles.
 
 - :func:`train_many`: several routers in worker processes (or as executor tasks), saved and reusable;

@@ -1,4 +1,4 @@
-"""BudgetPM's headline comparison on ``PMWeek-v0`` (seed 000 §4; the README's main job).
+"""BudgetPM's headline comparison on ``PMWeek-v0`` (BudgetPM §4; the README's main job).
 
 ``python -m membudget.evaluate --quick`` fits every BudgetPM gate on the development weeks 2000-2019 and prints
 the headline table on the boundary weeks 9000-9029: Set F1 with the paired difference to a reference policy and

@@ -1,4 +1,4 @@
-"""The BudgetPM reproduction report: every finding of seed 000 re-measured in our world beside the published figure.
+"""The BudgetPM reproduction report: every finding of BudgetPM re-measured in our world beside the published figure.
 
 ``python -m membudget.evaluate report [--out docs/reproduction.md]`` regenerates it (about two minutes on 2 cores);
 ``python -m membudget.evaluate structure`` prints its structural part alone (:func:`structure_report`).
@@ -127,7 +127,7 @@ def _measure(n_resamples: int = 100_000, progress=print, executor=None) -> _Meas
 def _preamble(r: _Measured) -> list:
     suite = r.suite
     return ["# BudgetPM reproduction report", "",
-            "Every comparison of BudgetPM (seed 000) re-measured on `membudget/PMWeek-v0` (unit prices, N_max = 2, "
+            "Every comparison of BudgetPM re-measured on `membudget/PMWeek-v0` (unit prices, N_max = 2, "
             "late policy expire). Gates are fitted on development weeks 2000-2019; intervals are paired bootstrap "
             f"95% intervals over complete weeks ({r.n_resamples:,} resamples). Regenerate with "
             "`python -m membudget.evaluate report`.", "",

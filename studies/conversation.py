@@ -1,4 +1,4 @@
-"""BudgetPM's GoodAI comparison on ``ConversationPM-v0`` (seed 000, §5.2, appendices B.4-B.7).
+"""BudgetPM's GoodAI comparison on ``ConversationPM-v0`` (BudgetPM, §5.2, appendices B.4-B.7).
 
 ``python -m membudget.evaluate conversation`` builds the labels of the 12 development conversations 2000-2011,
 fits the gates (Static and the Due gate: standardised class-balanced logistic regression, target-count

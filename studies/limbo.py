@@ -1,4 +1,4 @@
-"""LIMBO's study on ``membudget/ReplayStream-v0`` (seed 003): every baseline, LinUCB and PPO compared.
+"""LIMBO's study on ``membudget/ReplayStream-v0`` (LIMBO): every baseline, LinUCB and PPO compared.
 
 - :func:`run_policy`: one stream (one seed) with any policy-protocol policy (baselines, the oracle, SB3 models);
 - :func:`run_bandit`: one stream with LIMBO's online loop (``select`` before the task, ``update`` after it);

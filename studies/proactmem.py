@@ -1,9 +1,9 @@
-"""ProactMem's study on ``membudget/ProactiveStream-v0`` (seed 002): memory layers, baselines and PPO compared.
+"""ProactMem's study on ``membudget/ProactiveStream-v0`` (ProactMem): memory layers, baselines and PPO compared.
 
 - :func:`run_policy`: one policy-protocol policy (a baseline of :mod:`membudget.baselines.proactive`, an SB3
   model) over held-out streams.
 - PPO: :func:`membudget.agents.proactive_ppo.train_ppo`.
-- :func:`evaluate`: every policy per scope on the held-out streams, with seed 002's metrics pooled over streams per
+- :func:`evaluate`: every policy per scope on the held-out streams, with ProactMem's metrics pooled over streams per
   scope and over all scopes, 95% bootstrap intervals over streams, and paired differences for the paper's
   memory-layer findings; :func:`intervals` (computed once), :func:`format_results`, :func:`plot_ablation` and
   :func:`main`
@@ -150,7 +150,7 @@ FINDINGS = (
 
 
 def findings(results, n_resamples=2000) -> list:
-    """The paper's memory-layer findings (seed 002 §5.4) checked per scope and pooled: rows of
+    """The paper's memory-layer findings (ProactMem §5.4) checked per scope and pooled: rows of
     ``(finding, scope, difference, lo, hi, agrees)``; *agrees* means the 95% interval of the paired difference
     lies on the paper's side of 0. The replay-versus-validation finding is the difference of effectiveness
     *w/o validation − w/o replay gate* (positive when removing replay costs more)."""
@@ -238,7 +238,7 @@ def plot_ablation(cis, path) -> None:
 def main(argv=None):
     """``python -m membudget.evaluate proactive``."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate proactive",
-                                     description="seed 002's comparison on ProactiveStream-v0")
+                                     description="ProactMem's comparison on ProactiveStream-v0")
     parser.add_argument("--scopes", nargs="+", default=list(SCOPE_NAMES), choices=SCOPE_NAMES)
     parser.add_argument("--streams", type=int_flag(2), default=20, help="held-out streams per scope")
     parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO per scope (0: skip)")
@@ -260,7 +260,7 @@ def main(argv=None):
                            executor=executor, chunk_streams=args.chunk_streams)
     cis = intervals(results, args.bootstrap)
     text = (f"ProactiveStream-v0, held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + args.streams - 1} "
-            f"per scope; metrics pooled over streams (seed 002 appendix B.4); intervals: 95% bootstrap over streams "
+            f"per scope; metrics pooled over streams (ProactMem appendix B.4); intervals: 95% bootstrap over streams "
             f"({args.bootstrap} resamples)\n" + format_results(results, cis, args.bootstrap))
     print(text)
     print(f"\ncommand: {command}   ({time.perf_counter() - start:.1f} s)")

@@ -13,7 +13,7 @@ neutral action (zeros; ``-1`` scores in PMWeek-v0's scores mode). Teachers per e
 - ``TierRouting-v0``: the hindsight oracle's tier for the current module (the best combination of the query under
   the environment's objective and cap; ``expected=True``: the expected-quality oracle).
 - ``ReplayStream-v0``: the hindsight-best action of the current task (the cheapest correct one).
-- ``ProactiveStream-v0``: seed 002's reference decision (eq. 9): in the decide sub-step intervene now (1) when the
+- ``ProactiveStream-v0``: ProactMem's reference decision (eq. 9): in the decide sub-step intervene now (1) when the
   event is labelled positive, else abstain (0); in the depth sub-step the cheapest depth (0), since a teacher that
   knows the label needs no memory.
 

@@ -1,5 +1,5 @@
 """Proactive intervene / abstain decisions over event streams with budgeted hierarchical memory
-(``membudget/ProactiveStream-v0``, ProactMem, seed 002)."""
+(``membudget/ProactiveStream-v0``, ProactMem)."""
 
 from .env import DEPTHS, FEATURE_NAMES, MEMORY_VARIANTS, N_FEATURES, ProactiveStreamEnv, episode_metrics
 from .schema import Routine, ScopeSpec, Stream

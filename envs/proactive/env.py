@@ -132,13 +132,13 @@ class ProactiveStreamEnv(Render, gym.Env):
 
     A proactive assistant follows one isolated event stream — a HeartSteps-like participant (``sports``), a
     CASAS-like home (``home``) or a GitHub repository (``code``) — and decides for every event whether to offer
-    assistance (ProactMem, seed 002). Its memory (:mod:`membudget.envs.proactive.memory`) holds three layers:
+    assistance (ProactMem). Its memory (:mod:`membudget.envs.proactive.memory`) holds three layers:
     bounded event memory (72 h, at most 99 prior events), source-validated daily trajectories of the current weekly
     cycle, and behavioural regularities assessed by historical replay and matched to the current conditions.
     Consulting deeper layers costs tokens. Per event there are two sub-steps: choose the memory depth, then — with
     what it retrieved in the observation — intervene or abstain. Intervention control (appendix B.3) turns an
     intervention whose key repeats an earlier allowed one into an abstention. Streams, memory construction and the
-    reference labels (seed 002 eq. 9, :mod:`membudget.envs.proactive.world`) do not depend on the agent's actions;
+    reference labels (ProactMem eq. 9, :mod:`membudget.envs.proactive.world`) do not depend on the agent's actions;
     labels are never part of the observation.
 
     ## Action Space
@@ -193,7 +193,7 @@ class ProactiveStreamEnv(Render, gym.Env):
 
     - ``scope``: ``"sports"`` (default), ``"home"`` or ``"code"``.
     - ``n_days``: stream length in days (default 56 / 28 / 70 by scope).
-    - ``memory``: ``"full"`` (default), ``"no_replay_gate"`` or ``"no_validation"`` (seed 002's Table 4 ablations).
+    - ``memory``: ``"full"`` (default), ``"no_replay_gate"`` or ``"no_validation"`` (ProactMem's Table 4 ablations).
     - ``intrusion_penalty``: cost of a false intervention (0.5).
     - ``token_weight``: reward per memory token (2e-6).
     - ``token_budget``: optional episode token budget; a depth the remaining budget cannot pay is downgraded to the

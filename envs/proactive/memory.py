@@ -1,4 +1,4 @@
-"""ProactMem's memory hierarchy (seed 002 §3.1–3.2, appendix B.1–B.2) as a deterministic library.
+"""ProactMem's memory hierarchy (ProactMem §3.1–3.2, appendix B.1–B.2) as a deterministic library.
 
 Three layers are built from one :class:`~.schema.Stream`, processed chronologically:
 
@@ -615,7 +615,7 @@ class MemoryTrace:
 
 
 class ProactiveMemory:
-    """ProactMem's memory for one stream, built chronologically (seed 002 §3.1–3.2, B.1–B.2).
+    """ProactMem's memory for one stream, built chronologically (ProactMem §3.1–3.2, B.1–B.2).
 
     Records start at the day of the stream's first event. For each event ``t`` (:meth:`trace`): when ``t`` opens a
     later local day, every completed day since the last record — empty ones included — is summarised into a :class:`DailyRecord` (one generator,

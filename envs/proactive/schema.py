@@ -1,9 +1,9 @@
-"""Public event schema of ``ProactiveStream-v0`` (ProactMem, seed 002): scopes, canonical facts, the stream container.
+"""Public event schema of ``ProactiveStream-v0`` (ProactMem): scopes, canonical facts, the stream container.
 
 Every event of every scope is one row of a :class:`Stream`: a time (minutes since the stream's epoch, a Monday
 00:00 local time), an event kind, a set of canonical *checkable facts* (a bitmask over the scope's fact vocabulary,
-seed 002's typed fields ``F(e)`` of eq. 5), an ``observed`` flag (False: the device or sensor produced no data for
-this event, so nothing can be checked — seed 002's *censored* observations), numeric public values in [0, 1] and the
+ProactMem's typed fields ``F(e)`` of eq. 5), an ``observed`` flag (False: the device or sensor produced no data for
+this event, so nothing can be checked — ProactMem's *censored* observations), numeric public values in [0, 1] and the
 object the event concerns (Code: an issue or pull-request number; −1 elsewhere). Reference labels and the latent
 world that produced them live in separate fields that no observation reads.
 """
@@ -105,7 +105,7 @@ class Stream:
     """One isolated event stream (a participant, a home or a repository).
 
     Public fields (an agent may read them): ``time``, ``kind``, ``facts``, ``observed``, ``values``,
-    ``object_id``. Reference fields (evaluation only, never observed): ``label`` (seed 002 eq. 9), ``support``
+    ``object_id``. Reference fields (evaluation only, never observed): ``label`` (ProactMem eq. 9), ``support``
     (1: the current event supports the opportunity (A), 2: history does (B), 3: both), ``episode`` (the
     opportunity episode an event belongs to, −1 none), ``service`` (the service of the episode, −1 none) and the
     latent ``routines``.

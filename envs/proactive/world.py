@@ -1,4 +1,4 @@
-"""Stream generators of ``ProactiveStream-v0`` (ProactMem, seed 002, §4 and appendix A) and their reference labels.
+"""Stream generators of ``ProactiveStream-v0`` (ProactMem, §4 and appendix A) and their reference labels.
 
 No external data: each scope has a generative model shaped after the paper's source (HeartSteps for Sports, CASAS
 for Home, GH Archive for Code). A stream is driven by latent **routines** (:class:`~.schema.Routine`: a trigger
@@ -7,7 +7,7 @@ fact, an expected behaviour within a time-of-day window, weekday restrictions, a
 an event that shows current evidence really is an opportunity). Everything is drawn from one generator, so a stream
 is a deterministic function of its seed.
 
-**Reference labels** follow seed 002 eq. 9, ``y_t = 1 ⟺ (A(e_t) ∨ B(e_t, H_<t)) ∧ N_t``:
+**Reference labels** follow ProactMem eq. 9, ``y_t = 1 ⟺ (A(e_t) ∨ B(e_t, H_<t)) ∧ N_t``:
 
 - *A — the current event supports it*: the scope's public :func:`evidence` predicate holds and the latent need is
   present (Sports: a sedentary available moment in fair weather; Home: a second consecutive motionless daytime
@@ -15,7 +15,7 @@ is a deterministic function of its seed.
 - *B — history supports it*: a routine in force has been triggered today and its behaviour has not happened (up to
   and including the current event) — Sports suggests the usual walk at the decision point inside the routine's
   window (``pending``), Home and Code check in at the first event after the window closed without it (``deviated``,
-  within the scope's grace: 30 minutes in seed 002, widened to the event spacing in Home (60) and Code (180), see
+  within the scope's grace: 30 minutes in ProactMem, widened to the event spacing in Home (60) and Code (180), see
   :attr:`~.schema.ScopeSpec.grace`) — and the current event is feasible (:func:`feasible`).
 - *N — novelty*: only the first actionable event of an opportunity episode is labelled; later events of the same
   episode (``Stream.episode``) are covered and labelled *abstain*. A-episodes: one per day (Sports), one per
@@ -155,7 +155,7 @@ def feasible(stream: Stream, t: int) -> bool:
 
 
 def evidence(stream: Stream, t: int) -> int:
-    """The service the current event (with the events just before it) supports on its own — seed 002's ``A`` —
+    """The service the current event (with the events just before it) supports on its own — ProactMem's ``A`` —
     as an index into the scope's services, or −1. Public: the same predicate the hand-written policies use.
     Sports: observed, feasible, still, low steps at midday or in the afternoon (``activity_break``); Home: a
     second consecutive observed motionless segment between 9:00 and 20:00 without the front door in the last

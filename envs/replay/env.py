@@ -38,7 +38,7 @@ class ReplayStreamEnv(Render, gym.Env):
 
     A lifelong agent works through a stream of tasks (default 500) of one family — ``db`` (SQL over a set of
     tables) or ``os`` (bash in a set of environments) — with one backbone LLM. Before each task the allocator
-    chooses how much memory to replay into the prompt and how many generation tokens to allow (LIMBO, seed 003).
+    chooses how much memory to replay into the prompt and how many generation tokens to allow (LIMBO).
     Successful sessions enter a memory bank (retrieval from the 64 most recent); a replayed trajectory helps when
     it shares skills / schema with the task, costs its tokens, and can hurt when irrelevant; compression keeps part
     of the help at a fraction of the tokens. Every task's outcome under every action is drawn at reset from the

@@ -32,13 +32,13 @@ class TierRoutingEnv(Render, gym.Env):
     """
     ## Description
 
-    Query-aware budget routing of a runtime memory-extraction pipeline (BudgetMem, seed 001). An episode is one
+    Query-aware budget routing of a runtime memory-extraction pipeline (BudgetMem). An episode is one
     user query over a long history: the top-5 retrieved chunks pass the fixed module pipeline
     ``filter → entity, temporal, topic → summary`` and an answer model answers from the resulting compact memory.
     Before each module runs, the router picks its compute tier LOW / MID / HIGH. Three tiering strategies
     (``strategy``): ``implementation`` (rules → BERT-class model → LLM; the widest cost range), ``reasoning``
     (direct → chain of thought → reflection with the same LLM; a narrow, expensive range) and ``capacity``
-    (small → medium → large model; the best quality at high budget). Query populations are named after seed 001's
+    (small → medium → large model; the best quality at high budget). Query populations are named after BudgetMem's
     datasets (``locomo``, ``longmemeval``, ``hotpotqa``: LoCoMo-, LongMemEval- and HotpotQA-like question-type mixes
     and context lengths of 18K / 122K / 26K tokens). Every query has hidden per-module needs and hardness; the
     answer quality ``r_task`` and the cost of all 3^5 tier combinations are drawn at reset
@@ -114,7 +114,7 @@ class TierRoutingEnv(Render, gym.Env):
       needs, and the implementation strategy's MID price 0.02 → 0.10 $/M tokens (Qwen: 0.05 in / 0.10 out). Under
       the first profiles module-level routing was worth almost nothing at all-MID's cost — a policy knowing each
       query's exact needs gained +0.003 / +0.008 / +0.017 r_task over all-MID (implementation / reasoning /
-      capacity) — so the world did not show seed 001's premise (§6.4) and no router could show it either.
+      capacity) — so the world did not show BudgetMem's premise (§6.4) and no router could show it either.
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 2}

@@ -1,11 +1,11 @@
-"""The query world of ``TierRouting-v0`` (BudgetMem, seed 001, §5-6): queries, tier profiles, outcome tables.
+"""The query world of ``TierRouting-v0`` (BudgetMem, §5-6): queries, tier profiles, outcome tables.
 
 One query passes the fixed pipeline filter → entity, temporal, topic → summary; every module runs at a LOW, MID
 or HIGH tier. Everything about a query — its hidden per-module needs, its token counts and the judge noise of
 each of the 3^5 tier combinations — is drawn at reset from the seed, so the answer quality ``r_task`` and the
 cost of *every* combination are fixed (the counterfactual is defined) before the router acts.
 
-Outcome model (all constants below; profiles are stylised, chosen to give the shapes seed 001 reports, not fitted —
+Outcome model (all constants below; profiles are stylised, chosen to give the shapes BudgetMem reports, not fitted —
 including its premise that module-level routing pays, §6.4: a policy that knows each query's needs and hardness,
 or only its question type, beats all-MID at all-MID's mean cost; see docs/envs/tier_routing.md):
 
@@ -17,7 +17,7 @@ or only its question type, beats all-MID at all-MID's mean cost; see docs/envs/t
 - **Hardness.** Each module of a query also has a hidden hardness ``h_k`` (``TYPE_HARDNESS`` by question type +
   ``N(0, 0.15)``, clipped to [0.05, 1.5]): explicit patterns (a date, a named entity; low ``h``) that rules or a
   direct answer already handle, or implicit relations, cross-passage ordering and multi-hop integration (high ``h``)
-  that need the top tier (seed 001 §5.3, §6.4). The query's capability of module ``k`` at tier ``a`` is
+  that need the top tier (BudgetMem §5.3, §6.4). The query's capability of module ``k`` at tier ``a`` is
   ``c[k, a] ** (2 h_k)``: the profile's ``c`` at ``h = 0.5``, every tier close to 1 on an easy module, the tier
   gaps wider on a hard one.
 - **Quality.** With that capability ``c[k, a]`` and need ``d_k``:
@@ -77,11 +77,11 @@ HARDNESS_RANGE = (0.05, 1.5)
 
 @dataclass(frozen=True)
 class Population:
-    """A query population named after one of seed 001's datasets."""
+    """A query population named after one of BudgetMem's datasets."""
 
     name: str
     type_mix: tuple            # probabilities over QUESTION_TYPES
-    context_tokens: float      # mean history length (seed 001 §6.1)
+    context_tokens: float      # mean history length (BudgetMem §6.1)
     chunk_tokens: tuple        # (low, high) of the uniform chunk length; 5 chunks are the filter's input
     answerability: float       # mean of the Beta(10 μ, 10 (1 − μ)) answerability
 

@@ -61,7 +61,7 @@ class CostNormalizer:
 
 
 class BudgetMemReward(gym.Wrapper):
-    """Replace ``TierRouting-v0``'s static reward by seed 001's §5.5 reward (see the module docstring). λ is the
+    """Replace ``TierRouting-v0``'s static reward by BudgetMem's §5.5 reward (see the module docstring). λ is the
     environment's (``info["lam"]``, so the λ-conditioned variant works unchanged). The normaliser's history lives
     in the wrapper and persists across episodes (it is the point of a sliding window); ``info["episode_metrics"]``
     at the end of a query gains ``normalized`` = ``{"r_cost", "beta", "q5", "q95"}``."""
