@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
-from membudget.agents.rl import SB3PPOSettings
+from membudget.agents.configs import SB3PPOSettings
 from membudget.envs.validation import check_int, check_number
 
 ENV_ID = "membudget/ReplayStream-v0"
