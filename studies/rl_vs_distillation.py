@@ -237,9 +237,6 @@ TRAIN_COMMANDS = {
 ``--total-timesteps`` says otherwise (the library's defaults, :class:`~membudget.agents.rl.PPOAllocatorConfig`'s
 200,000 steps and :class:`~membudget.agents.rl.ConditionedPPOAllocatorConfig`'s 400,000, were never tuned
 either: the SB3 path is not a tuned arm)."""
-DEPRECATED_COMMANDS = {"ppo-native": "ppo", "maskable-ppo": "sb3-maskable-ppo", "ppo-conditioned": "sb3-ppo-conditioned"}
-"""Names of 0.1.0 that still work for one release, with a warning: ``old: new``. (0.1.0's ``ppo`` was SB3's PPO,
-now ``sb3-ppo``; ``ppo`` is the native PPO.)"""
 
 
 

@@ -23,7 +23,7 @@ MISTAKES = {
     "budget list with a bad level": (train, ["sb3-ppo-conditioned", "--budgets", "B5,B9"], r"'B9' is not a level"),
     "evaluate at a level no gate is calibrated for": (evaluate, ["--budgets", "B7"], r"'B7' is not a level"),
     "unknown policy": (evaluate, ["--policies", "Foo"], r"unknown policy 'Foo'; known: AllRelevant"),
-    "unknown train subcommand": (train, ["ppo2"], r"invalid choice: 'ppo2' \(choose from 'ppo', 'sb3-ppo'"),
+    "unknown train subcommand": (train, ["ppo2"], r"unknown subcommand 'ppo2'; the subcommands are ppo, sb3-ppo"),
     "unknown study": (evaluate, ["reprot"], r"unknown study 'reprot'; the studies are report, structure"),
     "missing model file": (evaluate, ["--model", "/nonexistent/model.zip"], r"no model at /nonexistent/model.zip"),
     "negative seed": (train, ["ppo", "--seed", "-1"], r"seed must be a non-negative int, got -1"),
@@ -104,3 +104,15 @@ def test_progress_prints_plain_lines_at_each_stage_and_while_a_stage_runs():
     assert quiet.getvalue() == ""
     with pytest.raises(ValueError, match="progress must be"):
         Progress("loud")
+
+
+def test_the_subcommand_registry_names_each_study_s_commands():
+    """train.SUBCOMMANDS (read without importing the studies) says which module defines each subcommand."""
+    import importlib
+
+    by_module = {}
+    for name, module in train.SUBCOMMANDS.items():
+        by_module.setdefault(module, set()).add(name)
+    for module, names in by_module.items():
+        assert set(importlib.import_module(module).TRAIN_COMMANDS) == names, module
+    assert set(train.RENAMED.values()) <= set(train.SUBCOMMANDS)
