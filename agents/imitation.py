@@ -12,7 +12,10 @@ keeps the plan feasible.
   queries now), aggregates and refits.
 
 Only candidates enter the loss (the executor never queries a non-candidate); positives are weighted by the
-negative-to-positive ratio. Students save to plain-array ``.npz`` files, never pickle.
+negative-to-positive ratio. On ``PMWeek-v0`` the network fits inputs standardised over the candidates, the scaling
+then folded into its first layer (:func:`fit_net`): without it BC lost about 0.02 Set F1 (docs/studies.md). The
+settings are one frozen :class:`ImitationSettings`, :data:`DEFAULTS`, chosen on validation weeks. Students save to
+plain-array ``.npz`` files, never pickle.
 
 The same code paths serve ``ConversationPM-v0`` (``task=CONVERSATION``): the teacher is the conversation's exact
 hindsight optimum (:class:`~membudget.teachers.conversation.ConversationOptimum`; DAgger labels a visited state
@@ -23,13 +26,58 @@ validation reports the conversation score.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
-from membudget.agents.tasks import PMWEEK
+from membudget.agents.tasks import CONVERSATION, PMWEEK
 from membudget.envs.validation import check_int, check_number
+
+
+@dataclass(frozen=True)
+class ImitationSettings:
+    """How BC and DAgger fit the student. :data:`DEFAULTS` are the settings chosen for ``PMWeek-v0`` on validation
+    weeks 4000-4029 (``python -m membudget.bench.imitation --search``; docs/studies.md lists the trials):
+    :func:`fit_bc`, :func:`fit_dagger`, ``python -m membudget.train bc | dagger`` and the RL-versus-distillation
+    study all read them from here."""
+
+    weeks: int = 40
+    """Development weeks of teacher demonstrations (from week 2000)."""
+    epochs: int = 60
+    """Passes over the demonstrations per fit."""
+    width: int = 64
+    """Width of both hidden layers of the :class:`PerResourceNet`."""
+    context: bool = True
+    """The resources see the candidates' mean first-layer activation."""
+    lr: float = 3e-3
+    """Adam learning rate."""
+    batch: int = 256
+    """States per minibatch."""
+    standardize: bool = True
+    """Fit on inputs scaled to mean 0 and standard deviation 1, folded into the first layer afterwards
+    (:func:`fit_net`)."""
+    iterations: int = 3
+    """DAgger iterations after the BC fit."""
+
+    @property
+    def hidden(self) -> tuple:
+        """The layer widths, ``(width, width)``."""
+        return (self.width, self.width)
+
+
+DEFAULTS = ImitationSettings()
+"""The settings of BC and DAgger on ``PMWeek-v0``, chosen on validation weeks 4000-4029."""
+CONVERSATION_DEFAULTS = ImitationSettings(weeks=12, epochs=60, width=64, context=True, lr=3e-3, batch=256,
+                                          standardize=False, iterations=4)
+"""The settings of BC and DAgger on ``ConversationPM-v0`` (the conversation study's, not re-chosen when
+:data:`DEFAULTS` were)."""
+
+
+def defaults(task=PMWEEK) -> ImitationSettings:
+    """The default :class:`ImitationSettings` of ``task``."""
+    return CONVERSATION_DEFAULTS if task is CONVERSATION else DEFAULTS
 
 
 class Demonstrations:
@@ -78,10 +126,45 @@ def dp_demonstrations(seeds, budget, *, task=PMWEEK, **env_kw) -> Demonstrations
     return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
 
 
-def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, lr=3e-3, seed=0, batch=256,
+def input_scaling(demos: Demonstrations) -> tuple:
+    """``(mean, scale)`` of the network's input rows (:data:`~membudget.agents.per_resource.N_INPUT` values: the
+    resource features, the budget features, the candidate bit) over the candidates of ``demos``: the per-feature
+    mean and standard deviation (scale 1 where a feature is constant); the candidate bit is left as it is
+    (mean 0, scale 1)."""
+    res, bud, mask, _ = demos.arrays()
+    rows = mask > 0
+    x = np.concatenate([res[rows], np.broadcast_to(bud[:, None, :], (*mask.shape, bud.shape[-1]))[rows]], axis=-1)
+    x = x.astype(np.float64)
+    mean, scale = (x.mean(axis=0), x.std(axis=0)) if len(x) else (np.zeros(x.shape[-1]), np.ones(x.shape[-1]))
+    scale[scale < 1e-8] = 1.0
+    return np.append(mean, 0.0), np.append(scale, 1.0)
+
+
+def _rescale_first_layer(net: PerResourceNet, mean, scale, *, fold: bool) -> None:
+    """Fold the input scaling ``(x - mean) / scale`` into the network's first layer (``fold=True``: the network
+    then reads raw observations) or take it out again (``fold=False``: the network reads scaled inputs)."""
+    mean, scale = (torch.as_tensor(a, dtype=net.first.weight.dtype) for a in (mean, scale))
+    with torch.no_grad():
+        w = net.first.weight
+        if fold:
+            w.div_(scale)
+            net.first.bias.sub_(w @ mean)
+        else:
+            net.first.bias.add_(w @ mean)
+            w.mul_(scale)
+
+
+def fit_net(demos: Demonstrations, *, hidden=DEFAULTS.hidden, context=DEFAULTS.context, epochs=DEFAULTS.epochs,
+            lr=DEFAULTS.lr, seed=0, batch=DEFAULTS.batch, standardize=DEFAULTS.standardize,
             init: PerResourceNet | None = None) -> PerResourceNet:
     """Fit a :class:`PerResourceNet` (or continue ``init``) to teacher labels by class-weighted binary
-    cross-entropy on the candidates."""
+    cross-entropy on the candidates (positives weighted by the negative-to-positive ratio), Adam, minibatches of
+    ``batch`` states.
+
+    ``standardize``: train on inputs scaled to mean 0 and standard deviation 1 over the candidates
+    (:func:`input_scaling`), then fold the scaling into the first layer, so that the returned network reads raw
+    observations like any other (same class, same saved form). PMWeek-v0's features differ in scale by up to 100
+    times (the window distances vary by about 0.01); without the scaling the network learns less from them."""
     check_int("epochs", epochs, 1)
     check_int("batch", batch, 1)
     check_number("lr", lr, 0, low_open=True)
@@ -89,6 +172,14 @@ def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, 
     torch.manual_seed(seed)
     net = PerResourceNet(hidden, context, n_resource_features=demos.resources.shape[-1]) if init is None else init
     res, bud, mask, y = (torch.as_tensor(a) for a in demos.arrays())
+    if standardize:
+        mean, scale = input_scaling(demos)
+        n_res = res.shape[-1]
+        res = (res - torch.as_tensor(mean[:n_res], dtype=res.dtype)) / torch.as_tensor(scale[:n_res], dtype=res.dtype)
+        bud = (bud - torch.as_tensor(mean[n_res:-1], dtype=res.dtype)) / torch.as_tensor(scale[n_res:-1],
+                                                                                          dtype=res.dtype)
+        if init is not None:
+            _rescale_first_layer(net, mean, scale, fold=False)
     pos = float((y * mask).sum())
     pos_weight = torch.tensor(max(1.0, (float(mask.sum()) - pos) / max(pos, 1.0)))
     opt = torch.optim.Adam(net.parameters(), lr=lr)
@@ -103,32 +194,48 @@ def fit_net(demos: Demonstrations, *, hidden=(64, 64), context=True, epochs=60, 
             opt.zero_grad()
             loss.backward()
             opt.step()
+    if standardize:
+        _rescale_first_layer(net, mean, scale, fold=True)
     return net.eval()
 
 
-def _settings(hidden, epochs, seed) -> tuple:
-    """The layer widths (an int ``h`` means ``(h, h)``), after checking the settings shared by BC and DAgger before
-    any teacher call."""
-    check_int("epochs", epochs, 1)
+def _settings(task, seed, **given) -> dict:
+    """The fit's settings: ``given`` where not None, else ``task``'s :func:`defaults`; ``hidden`` as layer widths
+    (an int ``h`` means ``(h, h)``); all checked, with ``seed``, before any teacher call."""
+    base = defaults(task)
+    out = {k: getattr(base, k) if v is None else v for k, v in given.items()}
+    check_int("epochs", out["epochs"], 1)
+    check_int("batch", out["batch"], 1)
+    check_number("lr", out["lr"], 0, low_open=True)
     check_int("seed", seed, 0)
+    hidden = out["hidden"]
     if isinstance(hidden, (int, np.integer)) and not isinstance(hidden, bool):
         hidden = (int(hidden),) * 2
     if not isinstance(hidden, (tuple, list)) or not hidden:
         raise ValueError(f"hidden must be an int or a list of layer widths, got {hidden!r}")
-    return tuple(check_int(f"hidden[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(hidden))
+    out["hidden"] = tuple(check_int(f"hidden[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(hidden))
+    out["context"] = bool(out["context"])
+    out["standardize"] = bool(out["standardize"])
+    return out
 
 
-def fit_bc(train_seeds, budget, *, epochs=60, hidden=(64, 64), context=True, seed=0, progress=None, task=PMWEEK):
+def _record(method, budget, train_seeds, fit, seed, **extra) -> dict:
+    return {"method": method, "budget": budget, "train_seeds": [int(s) for s in train_seeds], **fit,
+            "hidden": list(fit["hidden"]), "seed": seed, **extra}
+
+
+def fit_bc(train_seeds, budget, *, epochs=None, hidden=None, context=None, lr=None, batch=None, standardize=None,
+           seed=0, progress=None, task=PMWEEK):
     """Behaviour cloning on the teacher's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
     ``hidden``: layer widths of the :class:`PerResourceNet` (an int ``h`` means ``(h, h)``); ``task``:
-    :data:`PMWEEK` or :data:`CONVERSATION`."""
-    hidden = _settings(hidden, epochs, seed)
+    :data:`PMWEEK` or :data:`CONVERSATION`. A setting left at None is ``task``'s default (:func:`defaults`:
+    :data:`DEFAULTS` on PMWeek-v0, chosen on validation weeks)."""
+    fit = _settings(task, seed, epochs=epochs, hidden=hidden, context=context, lr=lr, batch=batch,
+                    standardize=standardize)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
-    net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
-    cfg = {"method": "bc", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
-           "hidden": list(hidden), "context": context, "seed": seed, "teacher_calls": len(train_seeds)}
-    policy = StudentPolicy(net, config=cfg)
+    net = fit_net(demos, seed=seed, **fit)
+    policy = StudentPolicy(net, config=_record("bc", budget, train_seeds, fit, seed, teacher_calls=len(train_seeds)))
     key = f"val_{task.quality}"
     history = [{"env_steps": len(demos), "wall_clock": time.perf_counter() - start,
                 key: task.validate(policy, budget, task.validation_seeds)}]  # wall clock taken before the validation
@@ -137,20 +244,23 @@ def fit_bc(train_seeds, budget, *, epochs=60, hidden=(64, 64), context=True, see
     return policy, history
 
 
-def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64), context=True, seed=0,
-               progress=None, task=PMWEEK):
+def fit_dagger(train_seeds, budget, *, iterations=None, epochs=None, hidden=None, context=None, lr=None, batch=None,
+               standardize=None, seed=0, progress=None, task=PMWEEK, callback=None):
     """DAgger from the BC student: roll out the current student on the training weeks, label each visited state
     with the DP's optimal continuation, aggregate with everything so far, refit; ``(policy, history)``.
     ``policy.config["teacher_calls"]`` counts the DP solves (one per demonstration week; in the DAgger rollouts
     one per week plus one per state the student reached off the teacher's plan; on conversations one per state).
-    ``task``: :data:`PMWEEK` or :data:`CONVERSATION`."""
+    ``task``: :data:`PMWEEK` or :data:`CONVERSATION`; a setting left at None is ``task``'s default
+    (:func:`defaults`); ``callback(iteration, policy)``, if given, sees the student of every fit (iteration 0: the
+    BC fit)."""
+    iterations = defaults(task).iterations if iterations is None else iterations
     check_int("iterations", iterations, 1)
-    hidden = _settings(hidden, epochs, seed)
+    fit = _settings(task, seed, epochs=epochs, hidden=hidden, context=context, lr=lr, batch=batch,
+                    standardize=standardize)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
-    net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
-    cfg = {"method": "dagger", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
-           "hidden": list(hidden), "context": context, "seed": seed, "iterations": iterations}
+    net = fit_net(demos, seed=seed, **fit)
+    cfg = _record("dagger", budget, train_seeds, fit, seed, iterations=iterations)
     steps, calls = len(demos), len(train_seeds)
     policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
     validating = 0.0  # validation time is not training time
@@ -165,6 +275,8 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
         return {"env_steps": steps, "wall_clock": trained, key: quality}
 
     history = [point()]
+    if callback:
+        callback(0, policy)
     parts = [demos]
     for it in range(iterations):
         out = {k: [] for k in ("resources", "budget", "mask", "labels")}
@@ -179,10 +291,11 @@ def fit_dagger(train_seeds, budget, *, iterations=4, epochs=60, hidden=(64, 64),
         new = Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
         steps += len(new)
         parts.append(new)
-        net = fit_net(Demonstrations.concatenate(parts), hidden=hidden, context=context, epochs=epochs,
-                      seed=seed + it + 1)
+        net = fit_net(Demonstrations.concatenate(parts), seed=seed + it + 1, **fit)
         policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
         history.append(point())
+        if callback:
+            callback(it + 1, policy)
         if progress:
             progress(f"dagger iteration {it + 1}: validation {task.quality} {history[-1][key]:.4f}")
     return policy, history

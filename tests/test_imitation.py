@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from membudget.agents.imitation import StudentPolicy, fit_bc, fit_dagger
+from membudget.agents.imitation import Demonstrations, StudentPolicy, dp_demonstrations, fit_bc, fit_dagger, fit_net
+from membudget.agents.per_resource import PerResourceNet
 from membudget.envs.pm import PMWeekEnv
 from membudget.teachers import HindsightDP
 
@@ -40,3 +41,60 @@ def test_dagger_aggregates_student_states():
     policy, history = fit_dagger([2000, 2001], "B5", iterations=2, epochs=5)
     assert [h["env_steps"] for h in history] == [160, 320, 480]
     assert policy.config["method"] == "dagger"
+
+
+def _tensors(demos):
+    import torch
+
+    return tuple(torch.as_tensor(a) for a in demos.arrays()[:3])
+
+
+def test_standardised_fit_reads_raw_observations_and_does_not_depend_on_a_features_units():
+    import torch
+
+    demos = dp_demonstrations([2000], "B10")
+    units = np.ones(demos.resources.shape[-1], dtype=np.float32)
+    units[[5, 6, 12]] = (100.0, 0.01, 7.0)  # the same features in other units
+    scaled = Demonstrations(demos.resources * units, demos.budget, demos.mask, demos.labels)
+    a = fit_net(demos, hidden=(8, 8), epochs=2, seed=0, standardize=True)
+    b = fit_net(scaled, hidden=(8, 8), epochs=2, seed=0, standardize=True)
+    res, bud, mask = _tensors(demos)
+    with torch.no_grad():
+        torch.testing.assert_close(a(res, bud, mask), b(res * torch.as_tensor(units), bud, mask), atol=1e-4, rtol=0)
+    raw = fit_net(demos, hidden=(8, 8), epochs=2, seed=0, standardize=False)
+    assert isinstance(a, PerResourceNet) and a.config() == raw.config()  # the same class and saved form
+
+
+def test_standardised_fit_continues_a_network_where_it_stands():
+    import copy
+
+    import torch
+
+    demos = dp_demonstrations([2000], "B10")
+    net = fit_net(demos, hidden=(8, 8), epochs=2, seed=0, standardize=True)
+    again = fit_net(demos, hidden=(8, 8), epochs=1, seed=0, lr=1e-12, standardize=True, init=copy.deepcopy(net))
+    res, bud, mask = _tensors(demos)
+    with torch.no_grad():
+        torch.testing.assert_close(again(res, bud, mask), net(res, bud, mask), atol=1e-4, rtol=1e-4)
+
+
+def test_every_entry_point_reads_the_imitation_defaults_from_one_place():
+    import inspect
+
+    from membudget.agents.imitation import DEFAULTS, defaults
+    from membudget.agents.tasks import CONVERSATION, PMWEEK
+    from membudget.studies.rl_vs_distillation import BENCH_FULL, ImitationConfig
+
+    cli = ImitationConfig()
+    assert (cli.train_weeks, cli.epochs, cli.hidden, cli.iterations, cli.context) == (
+        DEFAULTS.weeks, DEFAULTS.epochs, DEFAULTS.width, DEFAULTS.iterations, "on" if DEFAULTS.context else "off")
+    assert (BENCH_FULL["imitation_weeks"], BENCH_FULL["epochs"], BENCH_FULL["dagger_iterations"]) == (
+        DEFAULTS.weeks, DEFAULTS.epochs, DEFAULTS.iterations)
+    fit = inspect.signature(fit_net).parameters
+    assert {k: fit[k].default for k in ("epochs", "lr", "batch", "standardize", "context", "hidden")} == {
+        k: getattr(DEFAULTS, k) for k in ("epochs", "lr", "batch", "standardize", "context", "hidden")}
+    assert defaults(PMWEEK) is DEFAULTS and defaults(CONVERSATION) is not DEFAULTS
+    policy, _ = fit_bc([2000], "B10", epochs=1)  # unset settings: the defaults, recorded with the student
+    assert {k: policy.config[k] for k in ("lr", "batch", "standardize", "context", "hidden")} == {
+        "lr": DEFAULTS.lr, "batch": DEFAULTS.batch, "standardize": DEFAULTS.standardize,
+        "context": DEFAULTS.context, "hidden": list(DEFAULTS.hidden)}
