@@ -2,8 +2,8 @@
 
 The student is :class:`~membudget.agents.per_resource.PerResourceNet` — the network PPO trains too — and acts
 as a :class:`~membudget.agents.per_resource.StudentPolicy` in ``action_mode="scores"``: a candidate whose
-probability reaches ``threshold`` (0.5) is proposed with that probability as its score; the environment's executor
-keeps the plan feasible.
+probability reaches the student's ``threshold`` is proposed with that probability as its score; the environment's
+executor keeps the plan feasible.
 
 - **BC** fits the student to the DP's schedules replayed on the training weeks (state = the observation before
   each step of the DP's own rollout, label = the resources the DP queries at that step).
@@ -13,9 +13,11 @@ keeps the plan feasible.
 
 Only candidates enter the loss (the executor never queries a non-candidate); positives are weighted by the
 negative-to-positive ratio. On ``PMWeek-v0`` the network fits inputs standardised over the candidates, the scaling
-then folded into its first layer (:func:`fit_net`): without it BC lost about 0.02 Set F1 (docs/studies.md). The
-settings are one frozen :class:`ImitationSettings`, :data:`DEFAULTS`, chosen on validation weeks. Students save to
-plain-array ``.npz`` files, never pickle.
+then folded into its first layer (:func:`fit_net`), and every fitted student gets the proposal threshold that
+scores best on the validation weeks at its budget (:func:`calibrate_threshold`). Without both, BC proposed too
+much at B10 (threshold 0.5 on raw inputs) or too little at B20 (on standardised inputs); docs/studies.md lists the
+trials. The settings are one frozen :class:`ImitationSettings`, :data:`DEFAULTS`, chosen on validation weeks
+4000-4029. Students save to plain-array ``.npz`` files, never pickle.
 
 The same code paths serve ``ConversationPM-v0`` (``task=CONVERSATION``): the teacher is the conversation's exact
 hindsight optimum (:class:`~membudget.teachers.conversation.ConversationOptimum`; DAgger labels a visited state
@@ -45,8 +47,9 @@ class ImitationSettings:
 
     weeks: int = 40
     """Development weeks of teacher demonstrations (from week 2000)."""
-    epochs: int = 60
-    """Passes over the demonstrations per fit."""
+    epochs: int = 30
+    """Passes over the demonstrations per fit (more make the standardised student overconfident: at B20 it then
+    proposes too little)."""
     width: int = 64
     """Width of both hidden layers of the :class:`PerResourceNet`."""
     context: bool = True
@@ -58,8 +61,13 @@ class ImitationSettings:
     standardize: bool = True
     """Fit on inputs scaled to mean 0 and standard deviation 1, folded into the first layer afterwards
     (:func:`fit_net`)."""
-    iterations: int = 3
-    """DAgger iterations after the BC fit."""
+    iterations: int = 1
+    """DAgger iterations after the BC fit (with the calibrated student, 1 and 2 tied on validation weeks and 3-4
+    lost Set F1)."""
+    calibrate: bool = True
+    """Give every fitted student the proposal threshold of :data:`THRESHOLDS` with the best mean quality on the
+    task's calibration episodes at the fit's budget (:func:`calibration_seeds`; PMWeek-v0: the validation weeks
+    4000-4029, where PPO keeps its best point too); off: threshold 0.5."""
 
     @property
     def hidden(self) -> tuple:
@@ -70,7 +78,7 @@ class ImitationSettings:
 DEFAULTS = ImitationSettings()
 """The settings of BC and DAgger on ``PMWeek-v0``, chosen on validation weeks 4000-4029."""
 CONVERSATION_DEFAULTS = ImitationSettings(weeks=12, epochs=60, width=64, context=True, lr=3e-3, batch=256,
-                                          standardize=False, iterations=4)
+                                          standardize=False, iterations=4, calibrate=False)
 """The settings of BC and DAgger on ``ConversationPM-v0`` (the conversation study's, not re-chosen when
 :data:`DEFAULTS` were)."""
 
@@ -78,6 +86,16 @@ CONVERSATION_DEFAULTS = ImitationSettings(weeks=12, epochs=60, width=64, context
 def defaults(task=PMWEEK) -> ImitationSettings:
     """The default :class:`ImitationSettings` of ``task``."""
     return CONVERSATION_DEFAULTS if task is CONVERSATION else DEFAULTS
+
+
+THRESHOLDS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
+"""The proposal thresholds a calibration chooses from."""
+
+
+def calibration_seeds(task=PMWEEK) -> range:
+    """The episodes a student's threshold is calibrated on: PMWeek-v0's validation weeks 4000-4029 (never trained
+    on, disjoint from every week a study reports on); other tasks: their validation episodes."""
+    return range(4000, 4030) if task is PMWEEK else task.validation_seeds
 
 
 class Demonstrations:
@@ -163,8 +181,8 @@ def fit_net(demos: Demonstrations, *, hidden=DEFAULTS.hidden, context=DEFAULTS.c
 
     ``standardize``: train on inputs scaled to mean 0 and standard deviation 1 over the candidates
     (:func:`input_scaling`), then fold the scaling into the first layer, so that the returned network reads raw
-    observations like any other (same class, same saved form). PMWeek-v0's features differ in scale by up to 100
-    times (the window distances vary by about 0.01); without the scaling the network learns less from them."""
+    observations like any other (same class, same saved form). PMWeek-v0's features differ in scale by up to 70
+    times over the candidates (standard deviation about 0.01 for the window distances, 0.7 for the time of day)."""
     check_int("epochs", epochs, 1)
     check_int("batch", batch, 1)
     check_number("lr", lr, 0, low_open=True)
@@ -199,6 +217,46 @@ def fit_net(demos: Demonstrations, *, hidden=DEFAULTS.hidden, context=DEFAULTS.c
     return net.eval()
 
 
+class _RowThresholds:
+    """A student acting with its own threshold in each row of a batched observation (row ``i``: ``thresholds[i]``),
+    as :meth:`StudentPolicy.predict` does with one."""
+
+    def __init__(self, student: StudentPolicy, thresholds):
+        self.student, self.thresholds = student, np.asarray(thresholds, dtype=np.float64)[:, None]
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        p = self.student.probabilities(observation)
+        mask = np.asarray(observation["mask"]).astype(bool)
+        return np.where(mask & (p >= self.thresholds), np.clip(p, 1e-6, 1.0), -1.0).astype(np.float32), state
+
+
+def threshold_quality(net, budget, seeds, thresholds=THRESHOLDS, *, task=PMWEEK) -> np.ndarray:
+    """The task's quality (Set F1 on PMWeek-v0) of the student ``net`` acting with each of ``thresholds`` on each
+    of the episodes ``seeds`` at ``budget``: ``(len(thresholds), len(seeds))``, from one batched rollout."""
+    seeds, thresholds = list(seeds), [float(t) for t in thresholds]
+    policy = _RowThresholds(StudentPolicy(net), np.repeat(thresholds, len(seeds)))
+    quality = task.rollout(policy, seeds * len(thresholds), budget=budget, action_mode="scores")[task.quality]
+    return np.asarray(quality, dtype=np.float64).reshape(len(thresholds), len(seeds))
+
+
+def calibrate_threshold(net, budget, seeds=None, thresholds=THRESHOLDS, *, task=PMWEEK) -> tuple:
+    """``(threshold, {threshold: mean quality})``: the threshold of ``thresholds`` with the best mean quality of
+    ``net``'s student on ``seeds`` (default :func:`calibration_seeds`) at ``budget``; ties go to the first."""
+    seeds = calibration_seeds(task) if seeds is None else seeds
+    mean = threshold_quality(net, budget, seeds, thresholds, task=task).mean(axis=1)
+    return float(thresholds[int(np.argmax(mean))]), {float(t): float(q) for t, q in zip(thresholds, mean)}
+
+
+def _student(net, budget, calibrate, task, config) -> StudentPolicy:
+    """The deployed student of ``net``: threshold 0.5, or calibrated (recorded in its config)."""
+    if not calibrate:
+        return StudentPolicy(net, config=dict(config, threshold=0.5))
+    threshold, table = calibrate_threshold(net, budget, task=task)
+    seeds = calibration_seeds(task)
+    return StudentPolicy(net, threshold, config=dict(config, threshold=threshold, calibration={
+        "episodes": [min(seeds), max(seeds)], task.quality: {str(t): q for t, q in table.items()}}))
+
+
 def _settings(task, seed, **given) -> dict:
     """The fit's settings: ``given`` where not None, else ``task``'s :func:`defaults`; ``hidden`` as layer widths
     (an int ``h`` means ``(h, h)``); all checked, with ``seed``, before any teacher call."""
@@ -216,6 +274,7 @@ def _settings(task, seed, **given) -> dict:
     out["hidden"] = tuple(check_int(f"hidden[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(hidden))
     out["context"] = bool(out["context"])
     out["standardize"] = bool(out["standardize"])
+    out["calibrate"] = bool(out["calibrate"])
     return out
 
 
@@ -224,20 +283,25 @@ def _record(method, budget, train_seeds, fit, seed, **extra) -> dict:
             "hidden": list(fit["hidden"]), "seed": seed, **extra}
 
 
+def _net_settings(fit: dict) -> dict:
+    return {k: v for k, v in fit.items() if k != "calibrate"}
+
+
 def fit_bc(train_seeds, budget, *, epochs=None, hidden=None, context=None, lr=None, batch=None, standardize=None,
-           seed=0, progress=None, task=PMWEEK):
+           calibrate=None, seed=0, progress=None, task=PMWEEK):
     """Behaviour cloning on the teacher's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
     ``hidden``: layer widths of the :class:`PerResourceNet` (an int ``h`` means ``(h, h)``); ``task``:
     :data:`PMWEEK` or :data:`CONVERSATION`. A setting left at None is ``task``'s default (:func:`defaults`:
     :data:`DEFAULTS` on PMWeek-v0, chosen on validation weeks)."""
     fit = _settings(task, seed, epochs=epochs, hidden=hidden, context=context, lr=lr, batch=batch,
-                    standardize=standardize)
+                    standardize=standardize, calibrate=calibrate)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
-    net = fit_net(demos, seed=seed, **fit)
-    policy = StudentPolicy(net, config=_record("bc", budget, train_seeds, fit, seed, teacher_calls=len(train_seeds)))
+    net = fit_net(demos, seed=seed, **_net_settings(fit))
+    policy = _student(net, budget, fit["calibrate"], task,
+                      _record("bc", budget, train_seeds, fit, seed, teacher_calls=len(train_seeds)))
     key = f"val_{task.quality}"
-    history = [{"env_steps": len(demos), "wall_clock": time.perf_counter() - start,
+    history = [{"env_steps": len(demos), "wall_clock": time.perf_counter() - start,  # calibration included
                 key: task.validate(policy, budget, task.validation_seeds)}]  # wall clock taken before the validation
     if progress:
         progress(f"bc: validation {task.quality} {history[-1][key]:.4f}")
@@ -245,7 +309,7 @@ def fit_bc(train_seeds, budget, *, epochs=None, hidden=None, context=None, lr=No
 
 
 def fit_dagger(train_seeds, budget, *, iterations=None, epochs=None, hidden=None, context=None, lr=None, batch=None,
-               standardize=None, seed=0, progress=None, task=PMWEEK, callback=None):
+               standardize=None, calibrate=None, seed=0, progress=None, task=PMWEEK, callback=None):
     """DAgger from the BC student: roll out the current student on the training weeks, label each visited state
     with the DP's optimal continuation, aggregate with everything so far, refit; ``(policy, history)``.
     ``policy.config["teacher_calls"]`` counts the DP solves (one per demonstration week; in the DAgger rollouts
@@ -256,13 +320,13 @@ def fit_dagger(train_seeds, budget, *, iterations=None, epochs=None, hidden=None
     iterations = defaults(task).iterations if iterations is None else iterations
     check_int("iterations", iterations, 1)
     fit = _settings(task, seed, epochs=epochs, hidden=hidden, context=context, lr=lr, batch=batch,
-                    standardize=standardize)
+                    standardize=standardize, calibrate=calibrate)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
-    net = fit_net(demos, seed=seed, **fit)
+    net = fit_net(demos, seed=seed, **_net_settings(fit))
     cfg = _record("dagger", budget, train_seeds, fit, seed, iterations=iterations)
     steps, calls = len(demos), len(train_seeds)
-    policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
+    policy = _student(net, budget, fit["calibrate"], task, dict(cfg, teacher_calls=calls))
     validating = 0.0  # validation time is not training time
     key = f"val_{task.quality}"
 
@@ -291,8 +355,8 @@ def fit_dagger(train_seeds, budget, *, iterations=None, epochs=None, hidden=None
         new = Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
         steps += len(new)
         parts.append(new)
-        net = fit_net(Demonstrations.concatenate(parts), seed=seed + it + 1, **fit)
-        policy = StudentPolicy(net, config=dict(cfg, teacher_calls=calls))
+        net = fit_net(Demonstrations.concatenate(parts), seed=seed + it + 1, **_net_settings(fit))
+        policy = _student(net, budget, fit["calibrate"], task, dict(cfg, teacher_calls=calls))
         history.append(point())
         if callback:
             callback(it + 1, policy)

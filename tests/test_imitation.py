@@ -95,6 +95,35 @@ def test_every_entry_point_reads_the_imitation_defaults_from_one_place():
         k: getattr(DEFAULTS, k) for k in ("epochs", "lr", "batch", "standardize", "context", "hidden")}
     assert defaults(PMWEEK) is DEFAULTS and defaults(CONVERSATION) is not DEFAULTS
     policy, _ = fit_bc([2000], "B10", epochs=1)  # unset settings: the defaults, recorded with the student
-    assert {k: policy.config[k] for k in ("lr", "batch", "standardize", "context", "hidden")} == {
+    assert {k: policy.config[k] for k in ("lr", "batch", "standardize", "context", "hidden", "calibrate")} == {
         "lr": DEFAULTS.lr, "batch": DEFAULTS.batch, "standardize": DEFAULTS.standardize,
-        "context": DEFAULTS.context, "hidden": list(DEFAULTS.hidden)}
+        "context": DEFAULTS.context, "hidden": list(DEFAULTS.hidden), "calibrate": DEFAULTS.calibrate}
+
+
+def test_threshold_quality_is_each_threshold_rolled_out_alone_and_calibration_takes_the_best():
+    from membudget.agents.imitation import calibrate_threshold, threshold_quality
+    from membudget.envs.pm.rollout import rollout
+
+    net = fit_net(dp_demonstrations([2000, 2001], "B10"), hidden=(8, 8), epochs=3, seed=0)
+    weeks, grid = [4000, 4001, 4002], (0.05, 0.5, 0.9)
+    quality = threshold_quality(net, "B10", weeks, grid)
+    for row, t in zip(quality, grid):
+        alone = rollout(StudentPolicy(net, t), weeks, budget="B10", action_mode="scores")["set_f1"]
+        np.testing.assert_allclose(row, alone)
+    threshold, table = calibrate_threshold(net, "B10", weeks, grid)
+    assert table == {t: float(q) for t, q in zip(grid, quality.mean(axis=1))}
+    assert table[threshold] == max(table.values()) and threshold == grid[int(np.argmax(quality.mean(axis=1)))]
+
+
+def test_fitted_students_act_with_their_calibrated_threshold():
+    policy, _ = fit_bc([2000], "B10", epochs=2, hidden=8)
+    cal = policy.config["calibration"]
+    assert policy.config["calibrate"] and cal["episodes"] == [4000, 4029]
+    assert policy.threshold == policy.config["threshold"]
+    assert cal["set_f1"][str(policy.threshold)] == max(cal["set_f1"].values())
+    fixed, _ = fit_bc([2000], "B10", epochs=2, hidden=8, calibrate=False)
+    assert fixed.threshold == 0.5 and "calibration" not in fixed.config
+    seen = []
+    dagger, _ = fit_dagger([2000], "B10", iterations=1, epochs=2, hidden=8,
+                           callback=lambda it, p: seen.append((p.threshold, p.config["threshold"])))
+    assert len(seen) == 2 and all(a == b for a, b in seen) and dagger.threshold == seen[-1][0]
