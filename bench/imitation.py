@@ -1,8 +1,9 @@
 """Behaviour cloning and DAgger of the hindsight DP with the per-resource network on ``PMWeek-v0``: the trials
 that chose their settings (:data:`membudget.agents.imitation.DEFAULTS`) and the held-out measurement of the result.
 
-``--search`` fits every trial of :data:`TRIALS` (or those named by ``--trials``) for each learner seed and scores
-it on the validation weeks 4000-4029 only, beside the hindsight DP on the same weeks; one JSON line per fit goes to
+``--search`` fits every trial of :data:`TRIALS` (or those named by ``--trials``) at each of its budgets (or only
+``--budget``) for each learner seed and scores it on the validation weeks 4000-4029 only, beside the hindsight DP
+on the same weeks (at threshold 0.5, calibrated and cross-fitted: :func:`scores`); one JSON line per fit goes to
 ``--out`` (resumable: fits already there are skipped; several runs may share the file) and the table of every
 trial is printed from that file (``--table FILE`` prints it again). A trial names all its settings (not changes to
 the current defaults), so the table stays reproducible after the defaults change. The teacher's demonstrations are
@@ -17,7 +18,7 @@ there.
 Every table prints the CPU capability (``torch.backends.cpu.get_cpu_capability()``) beside the timings; fits run
 with one torch thread.
 
-``python -m membudget.bench.imitation --search [--trials all|A,B] [--budget B10] [--seeds 0,1,2] [--out FILE]
+``python -m membudget.bench.imitation --search [--trials all|A,B] [--budget B5|B10|B20] [--seeds 0,1,2] [--out FILE]
 [--cache DIR]``; ``python -m membudget.bench.imitation --table FILE``;
 ``python -m membudget.bench.imitation --held-out [--methods bc,dagger] [--budgets B10] [--seeds 0,1,2] [--out FILE]``
 """
@@ -41,7 +42,7 @@ FIRST_WEEK = 2000
 """Demonstrations come from development weeks FIRST_WEEK, FIRST_WEEK + 1, ..."""
 
 BEFORE = dict(method="bc", weeks=40, epochs=60, width=64, context=True, lr=3e-3, batch=256, standardize=False,
-              threshold=0.5)
+              calibrate=False)
 """The settings of commit 22941b3 (BC's settings before they were re-chosen for the per-resource network)."""
 
 
@@ -49,35 +50,42 @@ def _trial(description, **changes):
     return {"description": description, **BEFORE, **changes}
 
 
+ALL, B10_B20, B10 = ("B5", "B10", "B20"), ("B10", "B20"), ("B10",)
+
 TRIALS = {
     # Diagnosis: what the student of f9a9592 did that the per-resource network of 22941b3 does not.
-    "before": _trial("22941b3's BC: 40 weeks, 60 epochs, width 64, lr 3e-3, batch 256 states, raw inputs"),
+    "before": _trial("22941b3's BC: 40 weeks, 60 epochs, width 64, lr 3e-3, batch 256 states, raw inputs",
+                     budgets=ALL),
     "f9a9592": _trial("f9a9592's student: standardised inputs, no context, no candidate bit, batch 512 candidates",
-                      method="f9a9592", batch=512),
-    "std": _trial("before + standardised inputs", standardize=True),
-    "no-context": _trial("before without the context", context=False),
-    "std-no-context": _trial("before + standardised inputs, without the context", standardize=True, context=False),
-    # Settings for the standardised per-resource network, one change at a time from "std".
-    "std e30": _trial("std, 30 epochs", standardize=True, epochs=30),
-    "std e120": _trial("std, 120 epochs", standardize=True, epochs=120),
-    "std w128": _trial("std, width 128", standardize=True, width=128),
-    "std lr1e-3": _trial("std, learning rate 1e-3", standardize=True, lr=1e-3),
-    "std b64": _trial("std, 64 states per minibatch", standardize=True, batch=64),
-    "std 100 weeks": _trial("std, 100 weeks", standardize=True, weeks=100),
-    "std 200 weeks": _trial("std, 200 weeks", standardize=True, weeks=200),
-    "std 200 weeks w128": _trial("std, 200 weeks, width 128", standardize=True, weeks=200, width=128),
-    "std t0.4": _trial("std, proposal threshold 0.4", standardize=True, threshold=0.4),
-    "std t0.6": _trial("std, proposal threshold 0.6", standardize=True, threshold=0.6),
-    # DAgger: the student of every iteration.
-    "dagger before": _trial("22941b3's DAgger (raw inputs), 4 iterations", method="dagger", iterations=4),
-    "dagger std": _trial("DAgger from std, 4 iterations", method="dagger", iterations=4, standardize=True),
-    "dagger std e30": _trial("DAgger from std, 30 epochs per fit", method="dagger", iterations=4, standardize=True,
-                             epochs=30),
-    "dagger std lr1e-3": _trial("DAgger from std, learning rate 1e-3", method="dagger", iterations=4,
-                                standardize=True, lr=1e-3),
+                      method="f9a9592", batch=512, budgets=ALL),
+    "std": _trial("before + standardised inputs", standardize=True, budgets=ALL),
+    "no-context": _trial("before without the context", context=False, budgets=B10),
+    "std-no-context": _trial("before + standardised inputs, without the context", standardize=True, context=False,
+                             budgets=B10),
+    # Epochs, learning rate and weeks, one change at a time (standardised and raw inputs).
+    "std e15": _trial("std, 15 epochs", standardize=True, epochs=15, budgets=ALL),
+    "std e30": _trial("std, 30 epochs (chosen)", standardize=True, epochs=30, budgets=ALL),
+    "std e120": _trial("std, 120 epochs", standardize=True, epochs=120, budgets=B10_B20),
+    "std lr1e-3": _trial("std, learning rate 1e-3", standardize=True, lr=1e-3, budgets=B10_B20),
+    "std 200 weeks": _trial("std, 200 weeks", standardize=True, weeks=200, budgets=B10_B20),
+    "raw e30": _trial("before, 30 epochs", epochs=30, budgets=B10),
+    "raw e120": _trial("before, 120 epochs", epochs=120, budgets=B10),
+    "raw 200 weeks": _trial("before, 200 weeks", weeks=200, budgets=B10_B20),
+    # Width and weeks again with the 30 epochs chosen above.
+    "std e30 w128": _trial("std, 30 epochs, width 128", standardize=True, epochs=30, width=128, budgets=B10_B20),
+    "std e30 100 weeks": _trial("std, 30 epochs, 100 weeks", standardize=True, epochs=30, weeks=100,
+                                budgets=B10_B20),
+    # DAgger: the student of every iteration; "calibrated": every student acts (and collects) with its calibrated
+    # threshold.
+    "dagger before": _trial("22941b3's DAgger (raw inputs, threshold 0.5)", method="dagger", iterations=4,
+                            budgets=B10),
+    "dagger std e30 calibrated": _trial("DAgger, standardised inputs, 30 epochs per fit, calibrated thresholds",
+                                        method="dagger", iterations=4, standardize=True, epochs=30, calibrate=True,
+                                        budgets=ALL),
 }
 """Every trial of the search, with all its settings (``method``: bc, dagger — iterations — or f9a9592, the
-student of that commit)."""
+student of that commit) and the budgets it runs at. Every network is scored at threshold 0.5, calibrated and
+cross-fitted (:func:`scores`; f9a9592's student at 0.5 only). ``--search --trials all`` runs them all (docs/imitation_search.jsonl)."""
 
 
 def cpu() -> str:
@@ -213,19 +221,34 @@ def _append(path, row):
             f.write(json.dumps(row) + "\n")
 
 
-def run_trial(name, budget, seed, demos: DemoCache, say=print) -> list:
-    """Fit trial ``name`` once (learner ``seed``) and score it on :data:`VALIDATION`; one row per student (DAgger:
-    one per iteration)."""
-    import torch
+def scores(net, budget) -> dict:
+    """A fitted network's validation Set F1 three ways, from its Set F1 at every threshold of
+    :data:`~membudget.agents.imitation.THRESHOLDS` on every week of :data:`VALIDATION`: at threshold 0.5; at the
+    threshold best on all 30 weeks (what a calibrated fit deploys; in-sample for the threshold); cross-fitted (the
+    threshold chosen on weeks 4000-4014 scored on 4015-4029 and the other way round: no week scores a threshold
+    chosen on it)."""
+    from membudget.agents.imitation import THRESHOLDS, threshold_quality
 
+    grid = threshold_quality(net, budget, VALIDATION)
+    half = len(VALIDATION) // 2
+    first, second = grid[:, :half], grid[:, half:]
+    crossed = np.concatenate([first[np.argmax(second.mean(axis=1))], second[np.argmax(first.mean(axis=1))]])
+    best = int(np.argmax(grid.mean(axis=1)))
+    return {"val_at_half": float(grid[THRESHOLDS.index(0.5)].mean()), "val_calibrated": float(grid[best].mean()),
+            "calibrated_threshold": THRESHOLDS[best], "val_crossfit": float(crossed.mean()),
+            "val_by_threshold": {str(t): float(q) for t, q in zip(THRESHOLDS, grid.mean(axis=1))}}
+
+
+def run_trial(name, budget, seed, demos: DemoCache, say=print) -> list:
+    """Fit trial ``name`` once (learner ``seed``) and score it on :data:`VALIDATION` (:func:`scores`); one row per
+    student (DAgger: one per iteration)."""
     from membudget.agents.imitation import fit_dagger, fit_net
-    from membudget.agents.per_resource import StudentPolicy
 
     t = TRIALS[name]
     weeks = list(range(FIRST_WEEK, FIRST_WEEK + t["weeks"]))
     settings = {k: t[k] for k in ("epochs", "lr", "batch", "standardize", "context")}
-    base = {"trial": name, "budget": budget, "seed": seed, "cpu": cpu(), **{k: v for k, v in t.items()
-                                                                               if k != "description"}}
+    base = {"trial": name, "budget": budget, "seed": seed, "cpu": cpu(),
+            **{k: v for k, v in t.items() if k not in ("description", "budgets")}}
     dp = float(dp_f1(budget, VALIDATION).mean())
     rows = []
     start = time.perf_counter()
@@ -234,33 +257,37 @@ def run_trial(name, budget, seed, demos: DemoCache, say=print) -> list:
 
         def score(iteration, policy):
             v = time.perf_counter()
-            policy.threshold = t["threshold"]
-            f1 = float(set_f1(policy, budget, VALIDATION).mean())
+            row = dict(base, iteration=iteration, dp_val_set_f1=dp, teacher_calls=policy.config["teacher_calls"],
+                       student_threshold=policy.threshold, **scores(policy.net, budget))
             clock["validating"] += time.perf_counter() - v
-            rows.append(dict(base, iteration=iteration, val_set_f1=f1, dp_val_set_f1=dp,
-                             teacher_calls=policy.config["teacher_calls"],
-                             fit_s=time.perf_counter() - start - clock["validating"]))
+            rows.append(dict(row, fit_s=time.perf_counter() - start - clock["validating"]))
 
         fit_dagger(weeks, budget, iterations=t["iterations"], hidden=t["width"], seed=seed, callback=score,
-                   **settings)
+                   calibrate=t["calibrate"], **settings)
     else:
         data = demos.get(budget, weeks)
         fit_start = time.perf_counter()
         if t["method"] == "f9a9592":
             policy = fit_f9a9592(data, epochs=t["epochs"], width=t["width"], lr=t["lr"], seed=seed,
                                   batch=t["batch"])
+            fit_s = time.perf_counter() - fit_start
+            found = {"val_at_half": float(set_f1(policy, budget, VALIDATION).mean())}
         else:
-            policy = StudentPolicy(fit_net(data, hidden=(t["width"],) * 2, seed=seed, **settings), t["threshold"])
-        fit_s = time.perf_counter() - fit_start
-        rows.append(dict(base, val_set_f1=float(set_f1(policy, budget, VALIDATION).mean()), dp_val_set_f1=dp,
-                         fit_s=fit_s, teacher_calls=t["weeks"]))
+            net = fit_net(data, hidden=(t["width"],) * 2, seed=seed, **settings)
+            fit_s = time.perf_counter() - fit_start
+            found = scores(net, budget)
+        rows.append(dict(base, dp_val_set_f1=dp, fit_s=fit_s, teacher_calls=t["weeks"], **found))
     for r in rows:
-        say(f"{_label(r)} {budget} seed {seed}: validation Set F1 "
-            f"{r['val_set_f1']:.4f} ({r['val_set_f1'] / dp:.1%} of the DP), fit {r['fit_s']:.0f} s")
+        say(f"{_label(r)} {budget} seed {seed}: validation Set F1 at 0.5 {r['val_at_half']:.4f}"
+            + (f", calibrated {r['val_calibrated']:.4f} (threshold {r['calibrated_threshold']}), cross-fitted "
+               f"{r['val_crossfit']:.4f}" if "val_crossfit" in r else "")
+            + f"; DP {dp:.4f}; fit {r['fit_s']:.0f} s")
     return rows
 
 
-def search(trials, budget, seeds, out=None, cache=None, say=print) -> list:
+def search(trials, budgets, seeds, out=None, cache=None, say=print) -> list:
+    """Run ``trials`` at each of their budgets (only those in ``budgets`` when given) for ``seeds``, skipping the
+    fits already in ``out``."""
     import torch
 
     torch.set_num_threads(1)
@@ -269,12 +296,15 @@ def search(trials, budget, seeds, out=None, cache=None, say=print) -> list:
     say(f"CPU: {cpu()}")
     rows = []
     for name in trials:
-        for seed in seeds:
-            if (name, budget, seed) in done:
+        for budget in TRIALS[name]["budgets"]:
+            if budgets and budget not in budgets:
                 continue
-            for row in run_trial(name, budget, seed, demos, say):
-                _append(out, row)
-                rows.append(row)
+            for seed in seeds:
+                if (name, budget, seed) in done:
+                    continue
+                for row in run_trial(name, budget, seed, demos, say):
+                    _append(out, row)
+                    rows.append(row)
     return rows
 
 
@@ -282,28 +312,41 @@ def _label(row) -> str:
     return row["trial"] + (f" @{row['iteration']}" if "iteration" in row else "")
 
 
+def _budget_order(budget) -> int:
+    return int(str(budget).lstrip("B")) if str(budget).lstrip("B").isdigit() else 0
+
+
+def _cells(rs, key, fmt="{:.4f}") -> tuple:
+    values = [r.get(key) for r in rs]
+    if any(v is None for v in values):
+        return "—", "—"
+    return ", ".join(fmt.format(v) for v in values), f"{np.mean(values):.4f}"
+
+
 def table(rows) -> str:
-    """The search's table: one line per trial (and DAgger iteration) and budget, validation Set F1 per seed, mean,
-    share of the DP, fit seconds."""
+    """The search's table: one line per trial (and DAgger iteration) and budget; validation Set F1 per learner seed
+    and mean at threshold 0.5, calibrated (the chosen thresholds) and cross-fitted (:func:`scores`); the
+    cross-fitted mean's share of the DP; fit seconds."""
     groups: dict = {}
-    for r in rows:
+    for r in sorted(rows, key=lambda r: _budget_order(r["budget"])):
         groups.setdefault((r["budget"], _label(r)), []).append(r)
-    lines = ["| budget | trial | method | weeks | epochs | width | lr | batch | standardised | context | seeds: "
-             "validation Set F1 | mean | of the DP | fit s (CPU) |", "|" + "---|" * 14]
+    lines = ["| budget | trial | weeks | epochs | width | lr | batch | inputs | context | at 0.5: seeds | mean | "
+             "calibrated: thresholds | mean | cross-fitted: seeds | mean | of the DP | fit s (CPU) |",
+             "|" + "---|" * 17]
     for (budget, label), rs in groups.items():
         rs = sorted(rs, key=lambda r: r["seed"])
-        f1 = np.array([r["val_set_f1"] for r in rs])
         r = rs[0]
-        unit = " candidates" if r["method"] == "f9a9592" else ""
-        method = r["method"] + (f" ({r['iterations']} it.)" if r["method"] == "dagger" else "")
+        f9 = r["method"] == "f9a9592"
+        crossed = [x.get("val_crossfit") for x in rs]
+        share = "—" if None in crossed else f"{np.mean(crossed) / r['dp_val_set_f1']:.1%}"
         lines.append(
-            f"| {budget} | {label} | {method} | {r['weeks']} | {r['epochs']} | {r['width']} | {r['lr']:g} | "
-            f"{r['batch']}{unit} | {'yes' if r['standardize'] or r['method'] == 'f9a9592' else 'no'} | "
-            f"{'yes' if r['context'] and r['method'] != 'f9a9592' else 'no'} | "
-            + ", ".join(f"{s['seed']}: {v:.4f}" for s, v in zip(rs, f1))
-            + f" | {f1.mean():.4f} | {f1.mean() / r['dp_val_set_f1']:.1%} | "
-              f"{np.mean([s['fit_s'] for s in rs]):.0f} ({r['cpu'].split()[0]}) |")
-    dps = {r["budget"]: r["dp_val_set_f1"] for r in rows}
+            f"| {budget} | {label} | {r['weeks']} | {r['epochs']} | {r['width']} | {r['lr']:g} | {r['batch']}"
+            f"{' candidates' if f9 else ''} | {'standardised' if r['standardize'] or f9 else 'raw'} | "
+            f"{'yes' if r['context'] and not f9 else 'no'} | " + " | ".join(_cells(rs, "val_at_half")) + " | "
+            + _cells(rs, "calibrated_threshold", "{:g}")[0] + f" | {_cells(rs, 'val_calibrated')[1]} | "
+            + " | ".join(_cells(rs, "val_crossfit")) + f" | {share} | "
+              f"{np.mean([x['fit_s'] for x in rs]):.0f} ({r['cpu'].split()[0]}) |")
+    dps = {r["budget"]: r["dp_val_set_f1"] for r in sorted(rows, key=lambda r: _budget_order(r["budget"]))}
     lines.append("")
     lines.append("Hindsight DP on the validation weeks 4000-4029: "
                  + ", ".join(f"{b} {v:.4f}" for b, v in dps.items()) + ".")
@@ -363,7 +406,7 @@ def held_out_table(rows) -> str:
         groups.setdefault((r["budget"], r["method"]), []).append(r)
     lines = ["| budget | method | seeds: held-out Set F1 | mean ± s.d. | hindsight DP | of the DP | train s (CPU) |",
              "|" + "---|" * 7]
-    for (budget, method), rs in sorted(groups.items()):
+    for (budget, method), rs in sorted(groups.items(), key=lambda kv: (_budget_order(kv[0][0]), kv[0][1])):
         rs = sorted(rs, key=lambda r: r["seed"])
         f1 = np.array([r["held_out_set_f1"] for r in rs])
         dp = rs[0]["dp_held_out_set_f1"]
@@ -383,7 +426,7 @@ def main(argv=None):
     mode.add_argument("--held-out", action="store_true", help="train bc / dagger's defaults on weeks 8000+ / 9000+")
     mode.add_argument("--table", metavar="FILE", help="print the table of a --search (or --held-out) file")
     parser.add_argument("--trials", default="all", help="comma-separated trial names (default: all)")
-    parser.add_argument("--budget", default="B10", help="--search: the budget level")
+    parser.add_argument("--budget", default=None, help="--search: only this budget level (default: each trial's)")
     parser.add_argument("--budgets", default="B10", help="--held-out: comma-separated budget levels")
     parser.add_argument("--methods", default="bc,dagger", help="--held-out: bc, dagger or both")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated learner seeds")
@@ -400,7 +443,7 @@ def main(argv=None):
         unknown = [n for n in names if n not in TRIALS]
         if unknown:
             raise SystemExit(f"unknown trials {unknown}; known: {list(TRIALS)}")
-        rows = search(names, args.budget, seeds, args.out, args.cache)
+        rows = search(names, [args.budget] if args.budget else None, seeds, args.out, args.cache)
         print(table(_read(args.out) if args.out else rows))
     else:
         rows = held_out([m.strip() for m in args.methods.split(",")], [b.strip() for b in args.budgets.split(",")],
