@@ -2,8 +2,8 @@
 
 The student is :class:`~membudget.agents.per_resource.PerResourceNet` — the network PPO trains too — and acts
 as a :class:`~membudget.agents.per_resource.StudentPolicy` in ``action_mode="scores"``: a candidate whose
-probability reaches the student's ``threshold`` is proposed with that probability as its score; the environment's
-executor keeps the plan feasible.
+probability reaches 0.5 is proposed with that probability as its score; the environment's executor keeps the plan
+feasible.
 
 - **BC** fits the student to the DP's schedules replayed on the training weeks (state = the observation before
   each step of the DP's own rollout, label = the resources the DP queries at that step).
@@ -14,7 +14,8 @@ executor keeps the plan feasible.
 Only candidates enter the loss (the executor never queries a non-candidate); positives are weighted by the
 negative-to-positive ratio. On ``PMWeek-v0`` the network fits inputs standardised over the candidates, the scaling
 then folded into its first layer (:func:`fit_net`), and every fitted student gets the proposal threshold that
-scores best on the validation weeks at its budget (:func:`calibrate_threshold`). Without both, BC proposed too
+scores best on the validation weeks at its budget (:func:`calibrate_threshold`), folded into its head's bias
+(:func:`with_threshold`). Without both, BC proposed too
 much at B10 (threshold 0.5 on raw inputs) or too little at B20 (on standardised inputs); docs/studies.md lists the
 trials. The settings are one frozen :class:`ImitationSettings`, :data:`DEFAULTS`, chosen on validation weeks
 4000-4029. Students save to plain-array ``.npz`` files, never pickle.
@@ -27,6 +28,7 @@ validation reports the conversation score.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -67,7 +69,8 @@ class ImitationSettings:
     calibrate: bool = True
     """Give every fitted student the proposal threshold of :data:`THRESHOLDS` with the best mean quality on the
     task's calibration episodes at the fit's budget (:func:`calibration_seeds`; PMWeek-v0: the validation weeks
-    4000-4029, where PPO keeps its best point too); off: threshold 0.5."""
+    4000-4029, where PPO keeps its best point too), folded into the head's bias (:func:`with_threshold`); off: the
+    network as fitted (threshold 0.5)."""
 
     @property
     def hidden(self) -> tuple:
@@ -217,43 +220,57 @@ def fit_net(demos: Demonstrations, *, hidden=DEFAULTS.hidden, context=DEFAULTS.c
     return net.eval()
 
 
-class _RowThresholds:
-    """A student acting with its own threshold in each row of a batched observation (row ``i``: ``thresholds[i]``),
-    as :meth:`StudentPolicy.predict` does with one."""
+def with_threshold(net: PerResourceNet, threshold: float) -> PerResourceNet:
+    """A copy of ``net`` whose student (threshold 0.5) proposes exactly the candidates ``net``'s proposes at
+    ``threshold``: the head's bias lowered by ``logit(threshold)``. Its scores are a monotone function of the old
+    ones, so with unit costs (the executor ranks proposals by score) it acts as ``net`` at ``threshold`` does, and
+    whatever starts from the network — PPO's ``init``, a saved student — starts from that behaviour."""
+    net = copy.deepcopy(net)
+    if threshold != 0.5:
+        with torch.no_grad():
+            net.head.bias.sub_(float(np.log(threshold / (1.0 - threshold))))
+    return net
 
-    def __init__(self, student: StudentPolicy, thresholds):
-        self.student, self.thresholds = student, np.asarray(thresholds, dtype=np.float64)[:, None]
+
+class _RowNets:
+    """Several students side by side: rows ``k * n .. (k + 1) * n - 1`` of a batched observation are acted on by
+    ``StudentPolicy(nets[k])``, exactly as that student alone would."""
+
+    def __init__(self, nets, n: int):
+        self.students, self.n = [StudentPolicy(net) for net in nets], n
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        p = self.student.probabilities(observation)
-        mask = np.asarray(observation["mask"]).astype(bool)
-        return np.where(mask & (p >= self.thresholds), np.clip(p, 1e-6, 1.0), -1.0).astype(np.float32), state
+        return np.concatenate([s.predict({k: v[i * self.n:(i + 1) * self.n] for k, v in observation.items()})[0]
+                               for i, s in enumerate(self.students)]), state
 
 
 def threshold_quality(net, budget, seeds, thresholds=THRESHOLDS, *, task=PMWEEK) -> np.ndarray:
-    """The task's quality (Set F1 on PMWeek-v0) of the student ``net`` acting with each of ``thresholds`` on each
-    of the episodes ``seeds`` at ``budget``: ``(len(thresholds), len(seeds))``, from one batched rollout."""
+    """The task's quality (Set F1 on PMWeek-v0) of ``with_threshold(net, t)``'s student for each ``t`` of
+    ``thresholds`` on each of the episodes ``seeds`` at ``budget``: ``(len(thresholds), len(seeds))``, from one
+    batched rollout."""
     seeds, thresholds = list(seeds), [float(t) for t in thresholds]
-    policy = _RowThresholds(StudentPolicy(net), np.repeat(thresholds, len(seeds)))
+    policy = _RowNets([with_threshold(net, t) for t in thresholds], len(seeds))
     quality = task.rollout(policy, seeds * len(thresholds), budget=budget, action_mode="scores")[task.quality]
     return np.asarray(quality, dtype=np.float64).reshape(len(thresholds), len(seeds))
 
 
 def calibrate_threshold(net, budget, seeds=None, thresholds=THRESHOLDS, *, task=PMWEEK) -> tuple:
-    """``(threshold, {threshold: mean quality})``: the threshold of ``thresholds`` with the best mean quality of
-    ``net``'s student on ``seeds`` (default :func:`calibration_seeds`) at ``budget``; ties go to the first."""
+    """``(threshold, {threshold: mean quality})``: the threshold of ``thresholds`` with the best mean quality
+    (:func:`threshold_quality`) on ``seeds`` (default :func:`calibration_seeds`) at ``budget``; ties go to the
+    first."""
     seeds = calibration_seeds(task) if seeds is None else seeds
     mean = threshold_quality(net, budget, seeds, thresholds, task=task).mean(axis=1)
     return float(thresholds[int(np.argmax(mean))]), {float(t): float(q) for t, q in zip(thresholds, mean)}
 
 
 def _student(net, budget, calibrate, task, config) -> StudentPolicy:
-    """The deployed student of ``net``: threshold 0.5, or calibrated (recorded in its config)."""
+    """The deployed student of ``net``: as fitted, or with its calibrated threshold folded into the head's bias
+    (:func:`with_threshold`; the threshold and the calibration recorded in its config). Either acts at 0.5."""
     if not calibrate:
-        return StudentPolicy(net, config=dict(config, threshold=0.5))
+        return StudentPolicy(net, config=config)
     threshold, table = calibrate_threshold(net, budget, task=task)
     seeds = calibration_seeds(task)
-    return StudentPolicy(net, threshold, config=dict(config, threshold=threshold, calibration={
+    return StudentPolicy(with_threshold(net, threshold), config=dict(config, threshold=threshold, calibration={
         "episodes": [min(seeds), max(seeds)], task.quality: {str(t): q for t, q in table.items()}}))
 
 

@@ -221,6 +221,19 @@ def _append(path, row):
             f.write(json.dumps(row) + "\n")
 
 
+def _unfold(net, threshold):
+    """The network before :func:`~membudget.agents.imitation.with_threshold` folded ``threshold`` into it."""
+    import copy
+
+    import torch
+
+    net = copy.deepcopy(net)
+    if threshold != 0.5:
+        with torch.no_grad():
+            net.head.bias.add_(float(np.log(threshold / (1.0 - threshold))))
+    return net
+
+
 def scores(net, budget) -> dict:
     """A fitted network's validation Set F1 three ways, from its Set F1 at every threshold of
     :data:`~membudget.agents.imitation.THRESHOLDS` on every week of :data:`VALIDATION`: at threshold 0.5; at the
@@ -257,8 +270,9 @@ def run_trial(name, budget, seed, demos: DemoCache, say=print) -> list:
 
         def score(iteration, policy):
             v = time.perf_counter()
+            threshold = policy.config.get("threshold", 0.5)  # folded into the head's bias: unfold to score
             row = dict(base, iteration=iteration, dp_val_set_f1=dp, teacher_calls=policy.config["teacher_calls"],
-                       student_threshold=policy.threshold, **scores(policy.net, budget))
+                       student_threshold=threshold, **scores(_unfold(policy.net, threshold), budget))
             clock["validating"] += time.perf_counter() - v
             rows.append(dict(row, fit_s=time.perf_counter() - start - clock["validating"]))
 

@@ -101,29 +101,40 @@ def test_every_entry_point_reads_the_imitation_defaults_from_one_place():
 
 
 def test_threshold_quality_is_each_threshold_rolled_out_alone_and_calibration_takes_the_best():
-    from membudget.agents.imitation import calibrate_threshold, threshold_quality
+    from membudget.agents.imitation import calibrate_threshold, threshold_quality, with_threshold
     from membudget.envs.pm.rollout import rollout
 
     net = fit_net(dp_demonstrations([2000, 2001], "B10"), hidden=(8, 8), epochs=3, seed=0)
     weeks, grid = [4000, 4001, 4002], (0.05, 0.5, 0.9)
     quality = threshold_quality(net, "B10", weeks, grid)
     for row, t in zip(quality, grid):
-        alone = rollout(StudentPolicy(net, t), weeks, budget="B10", action_mode="scores")["set_f1"]
-        np.testing.assert_allclose(row, alone)
+        folded = rollout(StudentPolicy(with_threshold(net, t)), weeks, budget="B10", action_mode="scores")["set_f1"]
+        np.testing.assert_array_equal(row, folded)
+        at_t = rollout(StudentPolicy(net, t), weeks, budget="B10", action_mode="scores")["set_f1"]
+        np.testing.assert_allclose(row, at_t)  # the fold acts as the threshold does
     threshold, table = calibrate_threshold(net, "B10", weeks, grid)
     assert table == {t: float(q) for t, q in zip(grid, quality.mean(axis=1))}
     assert table[threshold] == max(table.values()) and threshold == grid[int(np.argmax(quality.mean(axis=1)))]
 
 
-def test_fitted_students_act_with_their_calibrated_threshold():
+def test_fitted_students_act_with_their_calibrated_threshold_folded_into_the_network():
+    import torch
+
     policy, _ = fit_bc([2000], "B10", epochs=2, hidden=8)
-    cal = policy.config["calibration"]
+    raw, _ = fit_bc([2000], "B10", epochs=2, hidden=8, calibrate=False)
+    cal, t = policy.config["calibration"], policy.config["threshold"]
     assert policy.config["calibrate"] and cal["episodes"] == [4000, 4029]
-    assert policy.threshold == policy.config["threshold"]
-    assert cal["set_f1"][str(policy.threshold)] == max(cal["set_f1"].values())
-    fixed, _ = fit_bc([2000], "B10", epochs=2, hidden=8, calibrate=False)
-    assert fixed.threshold == 0.5 and "calibration" not in fixed.config
+    assert cal["set_f1"][str(t)] == max(cal["set_f1"].values()) and "calibration" not in raw.config
+    assert policy.threshold == raw.threshold == 0.5  # the threshold lives in the head's bias
+    a, b = policy.net.state_dict(), raw.net.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a if k != "head.bias")
+    env = PMWeekEnv(budget="B10", action_mode="scores")
+    obs, _ = env.reset(seed=4005)
+    for _ in range(30):
+        chosen = policy.predict(obs)[0] > 0
+        np.testing.assert_array_equal(chosen, StudentPolicy(raw.net, t).predict(obs)[0] > 0)
+        obs, *_ = env.step(policy.predict(obs)[0])
     seen = []
     dagger, _ = fit_dagger([2000], "B10", iterations=1, epochs=2, hidden=8,
-                           callback=lambda it, p: seen.append((p.threshold, p.config["threshold"])))
-    assert len(seen) == 2 and all(a == b for a, b in seen) and dagger.threshold == seen[-1][0]
+                           callback=lambda it, p: seen.append(p.config["threshold"]))
+    assert len(seen) == 2 and dagger.config["threshold"] == seen[-1] and dagger.threshold == 0.5
