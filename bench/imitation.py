@@ -85,7 +85,8 @@ TRIALS = {
 }
 """Every trial of the search, with all its settings (``method``: bc, dagger — iterations — or f9a9592, the
 student of that commit) and the budgets it runs at. Every network is scored at threshold 0.5, calibrated and
-cross-fitted (:func:`scores`; f9a9592's student at 0.5 only). ``--search --trials all`` runs them all (docs/imitation_search.jsonl)."""
+cross-fitted (:func:`scores`; f9a9592's student at 0.5 only). ``--search`` runs them all
+(docs/imitation_search.jsonl)."""
 
 
 def cpu() -> str:
