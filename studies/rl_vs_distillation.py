@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.agents.imitation import fit_bc, fit_dagger
+from membudget.agents.imitation import DEFAULTS as IMITATION, fit_bc, fit_dagger
 from membudget.agents.ppo import PPOConfig
 from membudget.agents.rl import (CONDITIONED_BUDGETS, TRAIN_SEEDS, ConditionedPPOAllocatorConfig,
                                  PPOAllocatorConfig, as_policy, train_conditioned_ppo, train_ppo_allocator)
@@ -81,7 +81,9 @@ class ConditionedPPOConfig(_RunOutput, ConditionedPPOAllocatorConfig):
 
 @dataclass(frozen=True)
 class ImitationConfig(_RunOutput):
-    """Behaviour cloning / DAgger from the hindsight DP (membudget.agents.imitation; every field is a flag)."""
+    """Behaviour cloning / DAgger from the hindsight DP (membudget.agents.imitation; every field is a flag). The
+    defaults are :data:`membudget.agents.imitation.DEFAULTS`, the settings chosen on validation weeks; the learning
+    rate, minibatch and input standardisation are always theirs."""
 
     budget: str = "B10"
     """Budget level (B5...B80)."""
@@ -89,15 +91,15 @@ class ImitationConfig(_RunOutput):
     """Seeds the student's initialisation and minibatch order."""
     train_first_seed: int = 2000
     """First training week (development range 2000-3999)."""
-    train_weeks: int = 40
+    train_weeks: int = IMITATION.weeks
     """Number of consecutive training weeks."""
-    epochs: int = 60
+    epochs: int = IMITATION.epochs
     """Training epochs per fit."""
-    hidden: int = 64
+    hidden: int = IMITATION.width
     """Width of both hidden layers of the per-resource network."""
-    context: str = "on"
+    context: str = "on" if IMITATION.context else "off"
     """on: the resources see the candidates' mean first-layer activation (off: independent resources)."""
-    iterations: int = 4
+    iterations: int = IMITATION.iterations
     """DAgger iterations (dagger only)."""
     task: str = "pmweek"
     """Environment: pmweek (PMWeek-v0; training weeks in 2000-3999) or conversation (ConversationPM-v0, from its
@@ -245,7 +247,8 @@ BENCH_FULL = dict(
     eval_seeds=tuple(range(8000, 8030)) + tuple(range(9000, 9030)), val_seeds=tuple(range(4000, 4030)),
     ppo=PPOConfig(),
     finetune=PPOConfig(total_timesteps=1_000_000, learning_rate=3e-4, critic_warmup=20),
-    counts_steps=1_000_000, sb3_steps=300_000, imitation_weeks=40, epochs=60, dagger_iterations=3,
+    counts_steps=1_000_000, sb3_steps=300_000, imitation_weeks=IMITATION.weeks, epochs=IMITATION.epochs,
+    dagger_iterations=IMITATION.iterations,
     bootstrap=100_000, workers=2, suite=None)
 """The full comparison. PPO's settings (``ppo``: :class:`~membudget.agents.ppo.PPOConfig`'s defaults; ``finetune``,
 distil-then-RL's) were chosen on validation weeks 4000-4029 only (docs/studies.md lists the trials)."""
