@@ -110,9 +110,9 @@ def main(argv=None):
                           "for a multi-seed run")
     with optional_extras(prog):
         if seed_list is None:
-            return cmd.run(cfg, command)
+            return cmd.function()(cfg, command)
         with make_executor(**backend) as executor:
-            return run_seeds(cmd.run, cfg, command, seed_list, executor)
+            return run_seeds(cmd.function(), cfg, command, seed_list, executor)
 
 
 def check_int_seed(text: str) -> int:

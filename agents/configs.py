@@ -12,6 +12,29 @@ from typing import ClassVar
 
 from membudget.envs.validation import check_int, check_number
 
+TRAIN_SEEDS = range(2000, 4000)
+"""Development weeks the learners train on (never 4000-4009 validation, never the held-out ranges)."""
+VALIDATION_SEEDS = range(4000, 4010)
+"""Validation weeks of the learning curves."""
+CONDITIONED_BUDGETS = ("B5", "B10", "B15", "B20")
+
+TASK_NAMES = ("pmweek", "conversation")
+"""The command-line names of the tasks the PMWeek learners train on (:data:`membudget.agents.tasks.TASKS`)."""
+
+
+TRAIN_RANGES = {"pmweek": (2000, 4000), "conversation": (2000, 3000)}
+"""``[first, end)`` of each task's development episodes (its ``train_range``)."""
+
+
+def task_levels(name: str) -> dict:
+    """The budget levels of the task ``name`` (its ``levels``), read without importing the learners' code: a
+    command line checks a budget with them before any heavy import."""
+    if name == "conversation":
+        from membudget.envs.conversation.levels import LEVELS
+    else:
+        from membudget.envs.pm.levels import LEVELS
+    return LEVELS
+
 MAX_WIDTH = 4096
 """Widest hidden layer a per-resource network may have."""
 
@@ -308,3 +331,49 @@ class ConditionedPPOAllocatorConfig(_PMWeekPPOSettings):
     def __post_init__(self):
         super().__post_init__()
         check_int("envs_per_budget", self.envs_per_budget, 1)
+
+
+@dataclass(frozen=True)
+class ImitationSettings:
+    """How BC and DAgger fit the student. :data:`DEFAULTS` are the settings chosen for ``PMWeek-v0`` on validation
+    weeks 4000-4029 (``python -m membudget.bench.imitation --search``; docs/studies.md lists the trials):
+    :func:`~membudget.agents.imitation.fit_bc`, :func:`~membudget.agents.imitation.fit_dagger`, ``python -m membudget.train bc | dagger`` and the RL-versus-distillation
+    study all read them from here."""
+
+    weeks: int = 40
+    """Development weeks of teacher demonstrations (from week 2000)."""
+    epochs: int = 30
+    """Passes over the demonstrations per fit (more make the standardised student overconfident: at B20 it then
+    proposes too little)."""
+    width: int = 64
+    """Width of both hidden layers of the :class:`PerResourceNet`."""
+    context: bool = True
+    """The resources see the candidates' mean first-layer activation."""
+    lr: float = 3e-3
+    """Adam learning rate."""
+    batch: int = 256
+    """States per minibatch."""
+    standardize: bool = True
+    """Fit on inputs scaled to mean 0 and standard deviation 1, folded into the first layer afterwards
+    (:func:`fit_net`)."""
+    iterations: int = 1
+    """DAgger iterations after the BC fit (with the calibrated student, 1 and 2 tied on validation weeks and 3-4
+    lost Set F1)."""
+    calibrate: bool = True
+    """Give every fitted student the proposal threshold of :data:`THRESHOLDS` with the best mean quality on the
+    task's calibration episodes at the fit's budget (:func:`calibration_seeds`; PMWeek-v0: the validation weeks
+    4000-4029, where PPO keeps its best point too), folded into the head's bias (:func:`with_threshold`); off: the
+    network as fitted (threshold 0.5)."""
+
+    @property
+    def hidden(self) -> tuple:
+        """The layer widths, ``(width, width)``."""
+        return (self.width, self.width)
+
+
+DEFAULTS = ImitationSettings()
+"""The settings of BC and DAgger on ``PMWeek-v0``, chosen on validation weeks 4000-4029."""
+CONVERSATION_DEFAULTS = ImitationSettings(weeks=12, epochs=60, width=64, context=True, lr=3e-3, batch=256,
+                                          standardize=False, iterations=4, calibrate=False)
+"""The settings of BC and DAgger on ``ConversationPM-v0`` (the conversation study's, not re-chosen when
+:data:`DEFAULTS` were)."""

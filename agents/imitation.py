@@ -30,61 +30,16 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from membudget.agents.configs import (CONVERSATION_DEFAULTS, DEFAULTS,  # noqa: F401 (re-exported)
+                                      ImitationSettings)
 from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
 from membudget.agents.tasks import CONVERSATION, PMWEEK
 from membudget.envs.pm import BUDGET_FEATURE_NAMES
 from membudget.envs.validation import check_int, check_number
-
-
-@dataclass(frozen=True)
-class ImitationSettings:
-    """How BC and DAgger fit the student. :data:`DEFAULTS` are the settings chosen for ``PMWeek-v0`` on validation
-    weeks 4000-4029 (``python -m membudget.bench.imitation --search``; docs/studies.md lists the trials):
-    :func:`fit_bc`, :func:`fit_dagger`, ``python -m membudget.train bc | dagger`` and the RL-versus-distillation
-    study all read them from here."""
-
-    weeks: int = 40
-    """Development weeks of teacher demonstrations (from week 2000)."""
-    epochs: int = 30
-    """Passes over the demonstrations per fit (more make the standardised student overconfident: at B20 it then
-    proposes too little)."""
-    width: int = 64
-    """Width of both hidden layers of the :class:`PerResourceNet`."""
-    context: bool = True
-    """The resources see the candidates' mean first-layer activation."""
-    lr: float = 3e-3
-    """Adam learning rate."""
-    batch: int = 256
-    """States per minibatch."""
-    standardize: bool = True
-    """Fit on inputs scaled to mean 0 and standard deviation 1, folded into the first layer afterwards
-    (:func:`fit_net`)."""
-    iterations: int = 1
-    """DAgger iterations after the BC fit (with the calibrated student, 1 and 2 tied on validation weeks and 3-4
-    lost Set F1)."""
-    calibrate: bool = True
-    """Give every fitted student the proposal threshold of :data:`THRESHOLDS` with the best mean quality on the
-    task's calibration episodes at the fit's budget (:func:`calibration_seeds`; PMWeek-v0: the validation weeks
-    4000-4029, where PPO keeps its best point too), folded into the head's bias (:func:`with_threshold`); off: the
-    network as fitted (threshold 0.5)."""
-
-    @property
-    def hidden(self) -> tuple:
-        """The layer widths, ``(width, width)``."""
-        return (self.width, self.width)
-
-
-DEFAULTS = ImitationSettings()
-"""The settings of BC and DAgger on ``PMWeek-v0``, chosen on validation weeks 4000-4029."""
-CONVERSATION_DEFAULTS = ImitationSettings(weeks=12, epochs=60, width=64, context=True, lr=3e-3, batch=256,
-                                          standardize=False, iterations=4, calibrate=False)
-"""The settings of BC and DAgger on ``ConversationPM-v0`` (the conversation study's, not re-chosen when
-:data:`DEFAULTS` were)."""
 
 
 def defaults(task=PMWEEK) -> ImitationSettings:
@@ -297,11 +252,23 @@ def _student(net, budget, calibrate, task, config) -> StudentPolicy:
         "episodes": [min(seeds), max(seeds)], task.quality: {str(t): q for t, q in table.items()}}))
 
 
-def _settings(task, seed, **given) -> dict:
-    """The fit's settings: ``given`` where not None, else ``task``'s :func:`defaults`; ``hidden`` as layer widths
-    (an int ``h`` means ``(h, h)``); all checked, with ``seed``, before any teacher call."""
-    base = defaults(task)
-    out = {k: getattr(base, k) if v is None else v for k, v in given.items()}
+FIT_SETTINGS = ("epochs", "hidden", "context", "lr", "batch", "standardize", "calibrate")
+"""The settings a fit takes as keyword overrides (DAgger also ``iterations``)."""
+
+
+def _settings(task, seed, settings, overrides, extra=()) -> dict:
+    """The fit's settings: ``settings`` (None: ``task``'s :func:`defaults`) with the ``overrides`` that are not
+    None; ``hidden`` as layer widths (an int ``h`` means ``(h, h)``); all checked, with ``seed``, before any
+    teacher call."""
+    allowed = FIT_SETTINGS + tuple(extra)
+    unknown = sorted(set(overrides) - set(allowed))
+    if unknown:
+        raise TypeError(f"unknown setting(s) {', '.join(unknown)}; a fit takes {', '.join(allowed)}")
+    base = defaults(task) if settings is None else settings
+    if not isinstance(base, ImitationSettings):
+        raise TypeError(f"settings must be an ImitationSettings, got {type(base).__name__}")
+    out = {k: getattr(base, k) for k in allowed}
+    out.update({k: v for k, v in overrides.items() if v is not None})
     check_int("epochs", out["epochs"], 1)
     check_int("batch", out["batch"], 1)
     check_number("lr", out["lr"], 0, low_open=True)
@@ -330,14 +297,13 @@ def _net_settings(fit: dict) -> dict:
     return {k: v for k, v in fit.items() if k != "calibrate"}
 
 
-def fit_bc(train_seeds, budget, *, epochs=None, hidden=None, context=None, lr=None, batch=None, standardize=None,
-           calibrate=None, seed=0, progress=None, task=PMWEEK):
+def fit_bc(train_seeds, budget, settings=None, *, seed=0, progress=None, task=PMWEEK, **overrides):
     """Behaviour cloning on the teacher's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
-    ``hidden``: layer widths of the :class:`PerResourceNet` (an int ``h`` means ``(h, h)``); ``task``:
-    :data:`PMWEEK` or :data:`CONVERSATION`. A setting left at None is ``task``'s default (:func:`defaults`:
-    :data:`DEFAULTS` on PMWeek-v0, chosen on validation weeks)."""
-    fit = _settings(task, seed, epochs=epochs, hidden=hidden, context=context, lr=lr, batch=batch,
-                    standardize=standardize, calibrate=calibrate)
+    ``settings``: an :class:`ImitationSettings` (None: ``task``'s default, :func:`defaults`: :data:`DEFAULTS` on
+    PMWeek-v0, chosen on validation weeks); ``overrides``: any of :data:`FIT_SETTINGS` (``hidden``: layer widths
+    of the :class:`PerResourceNet`, an int ``h`` meaning ``(h, h)``); ``task``: :data:`PMWEEK` or
+    :data:`CONVERSATION`."""
+    fit = _settings(task, seed, settings, overrides)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
     net = fit_net(demos, seed=seed, **_net_settings(fit))
@@ -351,19 +317,15 @@ def fit_bc(train_seeds, budget, *, epochs=None, hidden=None, context=None, lr=No
     return policy, history
 
 
-def fit_dagger(train_seeds, budget, *, iterations=None, epochs=None, hidden=None, context=None, lr=None, batch=None,
-               standardize=None, calibrate=None, seed=0, progress=None, task=PMWEEK, callback=None):
+def fit_dagger(train_seeds, budget, settings=None, *, seed=0, progress=None, task=PMWEEK, callback=None, **overrides):
     """DAgger from the BC student: roll out the current student on the training weeks, label each visited state
     with the DP's optimal continuation, aggregate with everything so far, refit; ``(policy, history)``.
     ``policy.config["teacher_calls"]`` counts the DP solves (one per demonstration week; in the DAgger rollouts
     one per week plus one per state the student reached off the teacher's plan; on conversations one per state).
-    ``task``: :data:`PMWEEK` or :data:`CONVERSATION`; a setting left at None is ``task``'s default
-    (:func:`defaults`); ``callback(iteration, policy)``, if given, sees the student of every fit (iteration 0: the
-    BC fit)."""
-    iterations = defaults(task).iterations if iterations is None else iterations
-    check_int("iterations", iterations, 1)
-    fit = _settings(task, seed, epochs=epochs, hidden=hidden, context=context, lr=lr, batch=batch,
-                    standardize=standardize, calibrate=calibrate)
+    ``settings``, ``overrides`` (also ``iterations``) and ``task`` as in :func:`fit_bc`; ``callback(iteration,
+    policy)``, if given, sees the student of every fit (iteration 0: the BC fit)."""
+    fit = _settings(task, seed, settings, overrides, extra=("iterations",))
+    iterations = check_int("iterations", fit.pop("iterations"), 1)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
     net = fit_net(demos, seed=seed, **_net_settings(fit))

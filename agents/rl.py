@@ -22,24 +22,20 @@ it never runs code from the file unless told to trust it (``trust_remote_code=Tr
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
-from membudget.agents.configs import (POLICIES, ConditionedPPOAllocatorConfig,  # noqa: F401 (re-exported)
-                                      PPOAllocatorConfig, SB3PPOSettings, _PMWeekPPOSettings)
+from membudget.agents.configs import (CONDITIONED_BUDGETS, POLICIES, TRAIN_SEEDS,  # noqa: F401 (re-exported)
+                                      VALIDATION_SEEDS, ConditionedPPOAllocatorConfig, PPOAllocatorConfig,
+                                      SB3PPOSettings, _PMWeekPPOSettings)
+from membudget.agents.sb3_files import model_file
 from membudget.agents.sb3_vec import NativeVecEnv, PMWeekSB3VecEnv
 from membudget.envs.pm.rollout import rollout
 from membudget.envs.validation import check_int
 
-TRAIN_SEEDS = range(2000, 4000)
-"""Development weeks the learners train on (never 4000-4009 validation, never the held-out ranges)."""
-VALIDATION_SEEDS = range(4000, 4010)
-"""Validation weeks of the learning curves."""
-CONDITIONED_BUDGETS = ("B5", "B10", "B15", "B20")
 
 
 def week_order(seed: int, seeds=TRAIN_SEEDS) -> np.ndarray:
@@ -272,13 +268,7 @@ def load_policy(path: str, *, trust_remote_code: bool = False):
     only the weights and plain data are read, everything pickled is rebuilt from membudget's own code);
     ``trust_remote_code=True`` unpickles the whole archive as SB3 does, which runs whatever code it holds. A file
     that is not such a model raises ``ValueError`` naming it."""
-    if os.path.isdir(path):
-        for name in ("model.zip", "model.npz"):
-            if os.path.exists(os.path.join(path, name)):
-                return load_policy(os.path.join(path, name), trust_remote_code=trust_remote_code)
-        raise FileNotFoundError(f"{path} holds no model.zip or model.npz")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no model at {path}")
+    path = model_file(path)
     if path.endswith(".npz"):
         from membudget.agents.per_resource import StudentPolicy
         from membudget.envs.pm import RESOURCE_FEATURE_NAMES
@@ -289,8 +279,6 @@ def load_policy(path: str, *, trust_remote_code: bool = False):
                              f"observes {len(RESOURCE_FEATURE_NAMES)}: a model of another task (ConversationPM-v0 "
                              "students load with StudentPolicy.load)")
         return student, {"action_mode": "scores"}
-    if not path.endswith(".zip"):
-        raise ValueError(f"unknown model format {path!r}: expected a .zip (SB3) or .npz (imitation student)")
     from membudget.agents.sb3_files import load_sb3_model
 
     return as_policy(load_sb3_model(path, trust_remote_code=trust_remote_code)), {"action_mode": "binary"}

@@ -397,7 +397,7 @@ def held_out(methods, budgets, seeds, out=None, say=print, flags=None) -> list:
                         f" --{k.replace('_', '-')} {v}" for k, v in (flags or {}).items())
                     cmd = TRAIN_COMMANDS[method]
                     start = time.perf_counter()
-                    run_dir = cmd.run(resolve_config(cmd.config, given, {}, cmd.defaults), command)
+                    run_dir = cmd.function()(resolve_config(cmd.config, given, {}, cmd.defaults), command)
                     seconds = time.perf_counter() - start
                     policy, env_kwargs = load_policy(run_dir)
                     f1 = set_f1(policy, budget, HELD_OUT)

@@ -138,3 +138,31 @@ def test_fitted_students_act_with_their_calibrated_threshold_folded_into_the_net
     dagger, _ = fit_dagger([2000], "B10", iterations=1, epochs=2, hidden=8,
                            callback=lambda it, p: seen.append(p.config["threshold"]))
     assert len(seen) == 2 and dagger.config["threshold"] == seen[-1] and dagger.threshold == 0.5
+
+
+def test_a_fit_reads_an_imitation_settings_or_overrides_alike_and_refuses_unknown_settings(monkeypatch):
+    import dataclasses
+
+    import pytest
+    import torch
+
+    from membudget.agents import imitation
+
+    settings = dataclasses.replace(imitation.DEFAULTS, epochs=2, width=8, calibrate=False)
+    a, _ = fit_bc([2000], "B10", settings)
+    b, _ = fit_bc([2000], "B10", epochs=2, hidden=8, calibrate=False)
+    assert a.config == b.config
+    assert all(torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), b.net.state_dict().values()))
+
+    def no_teacher(*args, **kwargs):
+        raise AssertionError("the teacher ran before the settings were checked")
+
+    monkeypatch.setattr(imitation, "dp_demonstrations", no_teacher)
+    with pytest.raises(TypeError, match="^unknown setting.* epoch; a fit takes epochs, hidden"):
+        fit_bc([2000], "B10", epoch=3)
+    with pytest.raises(TypeError, match="^unknown setting.* iterations"):
+        fit_bc([2000], "B10", iterations=3)
+    with pytest.raises(TypeError, match="^settings must be an ImitationSettings, got dict"):
+        fit_dagger([2000], "B10", {"epochs": 3})
+    with pytest.raises(ValueError, match="^iterations must be a positive int"):
+        fit_dagger([2000], "B10", iterations=0)
