@@ -47,7 +47,7 @@ def expected_accuracy(pp, cases) -> dict:
         for name, (rk, qk, a) in COLUMNS.items():
             rp = reps[(rk, qk)]
             if pp["M"]:
-                shots = np.log2(1.0 + rp.n_items) / np.log2(1.0 + MANY_SHOT_ITEMS)
+                shots = np.minimum(rp.n_items / MANY_SHOT_ITEMS, 1.0)
                 rp = rp._replace(best=rp.best + pp["M"] / pp["G"] * shots)
             acc[name].append(float(_outcomes(d, rp, pp)[0][:, a].mean()))
     return {n: float(np.mean(v)) for n, v in acc.items()}
