@@ -38,6 +38,8 @@ MEMORY_BASELINES = ("fixed-k1", "fixed-k4", "fixed-k8", "fixed-k16", "compressed
                     "retrieved-k4")
 # LinUCB's alpha chosen by select_alpha() on development seeds 0-9 (highest mean reward over all six settings)
 SELECTED_ALPHA = 0.2
+# the same choice on ReplayStream-v1's development seeds 0-9 (python -m membudget.evaluate replay-alpha)
+SELECTED_ALPHA_V1 = 0.3
 
 
 def _result(actions, correct, tokens, bonus=None, rewards=None):
@@ -352,8 +354,9 @@ def replay_main(argv=None):
     parser.add_argument("--families", nargs="+", default=["db", "os"], choices=("db", "os"))
     parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"], choices=("strong", "mid", "weak"))
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(PAPER_SEEDS))
-    parser.add_argument("--alpha", type=float, default=SELECTED_ALPHA,
-                        help="LinUCB exploration scale (default: chosen on development seeds 0-9)")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="LinUCB exploration scale (default: chosen on development seeds 0-9 of the version: "
+                             f"{SELECTED_ALPHA_V1} on v1, {SELECTED_ALPHA} on v0)")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
     parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
@@ -364,6 +367,8 @@ def replay_main(argv=None):
     parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
+    if args.alpha is None:
+        args.alpha = SELECTED_ALPHA_V1 if args.env_version == 1 else SELECTED_ALPHA
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
