@@ -11,14 +11,15 @@ v0's, so the two versions differ only where stated):
   strongest baseline on DB is fixed replay at a k = 16 scale, at 5–6× the no-replay cost; the relevance-based
   help is the match of the best replayed item (:func:`coverage_v1`), not v0's union coverage, so several partial
   matches do not add up to one good demonstration;
-- **retrieval quality depends on bank coverage and task–skill overlap** (``RETRIEVAL_NOISE_V1`` = 0.3 instead of
-  0.15): the retriever's score is the item's relevance (skill overlap and schema match) plus noise of that size,
-  so the top-ranked item is the relevant one only when the bank holds items that overlap the task well; when the
-  bank covers the task poorly the retrieved item is often irrelevant and its replay hurts (irrelevance harm) —
-  visible to a policy through the observation's best retriever score and schema share;
+- **retrieval quality depends on bank coverage and task–skill overlap** (``RETRIEVAL_NOISE_V1`` = 0.05): the
+  content help is the match of the best replayed item — the share of the task's skills it shows and whether it
+  is on the task's schema — so retrieved replay pays when the bank holds a trajectory that overlaps the task
+  (early in the stream, or for rare skill combinations, it does not); the retriever ranks by relevance plus
+  noise of that size, and its best score and the bank's schema share are in the observation. The irrelevance
+  harm ``H`` of v0 is kept in the formula but the fit sets it near 0 on every profile;
 - **backbone profiles from LIMBO's reported figures** (``PROFILE_PARAMS_V1``), fitted on development streams
-  (seeds 0-9, :mod:`membudget.studies.limbo_calibration`) to the targets in ``TARGETS_V1``: ``strong`` ≈ GPT-4o
-  mini, ``mid`` ≈ Qwen2.5-7B, ``weak`` ≈ Llama-3.1-8B; on ``db`` the strong and mid backbones are already strong
+  (seeds 0-4 of the development seeds 0-9, :mod:`membudget.studies.limbo_calibration`) to the targets in
+  ``TARGETS_V1``: ``strong`` ≈ GPT-4o mini, ``mid`` ≈ Qwen2.5-7B, ``weak`` ≈ Llama-3.1-8B; on ``db`` the strong and mid backbones are already strong
   without replay and replay adds 2-3 points at a k = 16-scale cost with no gain from larger generation tiers,
   the weak one solves 20.8% without replay and about 66-70% with it; on ``os`` replay helps every backbone, the
   mid one also gains from the higher generation tiers.
