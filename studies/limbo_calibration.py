@@ -16,7 +16,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from membudget.envs.replay.world import FAMILY_PARAMS, _draw, _outcomes
-from membudget.envs.replay.world_v1 import MANY_SHOT_ITEMS, PROFILE_PARAMS_V1, TARGETS_V1, replay_v1
+from membudget.envs.replay.world_v1 import PROFILE_PARAMS_V1, TARGETS_V1, replay_v1, with_many_shot
 
 DEV_SEEDS = tuple(range(10))
 FITTED = ("base", "G", "F", "H", "L", "M")
@@ -45,10 +45,7 @@ def expected_accuracy(pp, cases) -> dict:
     acc = {n: [] for n in COLUMNS}
     for d, reps in cases:
         for name, (rk, qk, a) in COLUMNS.items():
-            rp = reps[(rk, qk)]
-            if pp["M"]:
-                shots = np.minimum(rp.n_items / MANY_SHOT_ITEMS, 1.0)
-                rp = rp._replace(best=rp.best + pp["M"] / pp["G"] * shots)
+            rp = with_many_shot(reps[(rk, qk)], pp)
             acc[name].append(float(_outcomes(d, rp, pp)[0][:, a].mean()))
     return {n: float(np.mean(v)) for n, v in acc.items()}
 

@@ -125,11 +125,19 @@ def replay_v1(d, recent_k: int, retrieve_k: int, noise: float = RETRIEVAL_NOISE_
     return _Replay(bank_size, top, recent_score, share, best, n_items, irr, rtok)
 
 
+def with_many_shot(rp: _Replay, pp: dict) -> _Replay:
+    """The replay state with the many-shot help ``M · min(items / 16, 1)`` folded into the content term (which
+    v0's outcome formula scales by ``G``, and halves for compressed replay)."""
+    if not pp["M"]:
+        return rp
+    shots = np.minimum(rp.n_items / MANY_SHOT_ITEMS, 1.0)
+    bank_size, top, recent_score, share, best, n_items, irr, tokens = rp
+    return _Replay(bank_size, top, recent_score, share, best + pp["M"] / pp["G"] * shots, n_items, irr, tokens)
+
+
 def stream_from(d, rp: _Replay, pp: dict, family, profile, recent_k, retrieve_k) -> Stream:
     """Assemble a :class:`~membudget.envs.replay.world.Stream` from the draws, the replay state and a profile."""
-    if pp["M"]:  # many-shot help, folded into the content term that _outcomes scales by G (and compression halves)
-        shots = np.minimum(rp.n_items / MANY_SHOT_ITEMS, 1.0)
-        rp = rp._replace(best=rp.best + pp["M"] / pp["G"] * shots)
+    rp = with_many_shot(rp, pp)
     prob, correct, error, tokens, gen, sc_correct = _outcomes(d, rp, pp)
     return Stream(family=family, profile=profile, recent_k=int(recent_k), retrieve_k=int(retrieve_k),
                   instruction_tokens=d.instruction, context_tokens=d.context, n_skills=d.n_skills, schema=d.schema,
@@ -151,4 +159,5 @@ def generate_stream_v1(seed=None, *, family="db", profile="mid", n_tasks=500, re
 
 
 __all__ = ["MANY_SHOT_ITEMS", "PROFILE_PARAMS_V1", "RETRIEVAL_NOISE_V1", "TARGETS_V1", "coverage_v1",
-           "generate_stream_v1", "replay_v1"]
+           "generate_stream_v1", "replay_v1", "stream_from",
+           "with_many_shot"]
