@@ -44,7 +44,8 @@ def test_check_env_and_same_seed_same_stream():
 
 def test_v1_defaults_and_text():
     env = gym.make(V1, render_mode="ansi")
-    assert env.unwrapped.recent_k == 16 and env.unwrapped.retrieve_k == 1
+    assert env.unwrapped.recent_k == 16 and env.unwrapped.retrieve_k == 4  # db
+    assert gym.make(V1, family="os").unwrapped.retrieve_k == 1
     env.reset(seed=0)
     assert "ReplayStream-v1" in env.render()
     _, _, _, _, info = env.step(0)

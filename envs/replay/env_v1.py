@@ -5,6 +5,10 @@ from __future__ import annotations
 from .env import FEATURE_NAMES, ReplayStreamEnv
 from .world_v1 import generate_stream_v1
 
+RETRIEVE_K = {"db": 4, "os": 1}
+"""``retrieve_k`` by family when not given: LIMBO's DB retrieval injects k ∈ {4, 8, 16} trajectories (its
+retrieval-gated design), its OS policies retrieve k = 1."""
+
 
 class ReplayStreamV1Env(ReplayStreamEnv):
     """
@@ -60,13 +64,14 @@ class ReplayStreamV1Env(ReplayStreamEnv):
     - ``n_tasks``: stream length (500).
     - ``recent_k``: entries replayed by ``full`` / ``compressed`` (16, LIMBO's k = 16-scale replay budget; v0: 4;
       the fixed-replay baselines set their own 1, 4, 8, 16).
-    - ``retrieve_k``: entries replayed by ``retrieved`` (1).
+    - ``retrieve_k``: entries replayed by ``retrieved`` (None: 4 on ``db``, LIMBO's retrieval-gated design with
+      k ∈ {4, 8, 16}; 1 on ``os``, the retrieved k = 1 of its OS policies; v0: 1).
     - ``cost_weight``: ``w`` (0.5).
     - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` or None, as in v0.
 
     ## Version History
 
-    - v1: ``full`` / ``compressed`` replay 16 entries by default (v0: 4), many-shot replay help (k = 16-scale budgets are what the strongest replay needs), best-match content
+    - v1: ``full`` / ``compressed`` replay 16 entries by default (v0: 4), ``retrieved`` 4 on db (v0: 1), many-shot replay help (k = 16-scale budgets are what the strongest replay needs), best-match content
       help for retrieval, backbone profiles fitted to LIMBO's figures on development streams.
     - v0: initial version (``membudget/ReplayStream-v0``, kept unchanged).
     """
@@ -74,10 +79,12 @@ class ReplayStreamV1Env(ReplayStreamEnv):
     _name = "ReplayStream-v1"
     _generate = staticmethod(generate_stream_v1)
 
-    def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=16, retrieve_k=1, cost_weight=0.5,
+    def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=16, retrieve_k=None, cost_weight=0.5,
                  render_mode=None):
+        if retrieve_k is None:
+            retrieve_k = RETRIEVE_K.get(family, 1)
         super().__init__(family=family, profile=profile, n_tasks=n_tasks, recent_k=recent_k, retrieve_k=retrieve_k,
                          cost_weight=cost_weight, render_mode=render_mode)
 
 
-__all__ = ["FEATURE_NAMES", "ReplayStreamV1Env"]
+__all__ = ["FEATURE_NAMES", "RETRIEVE_K", "ReplayStreamV1Env"]
