@@ -257,7 +257,9 @@ def format_results(rows, n_resamples=10000) -> str:
         saving = 100 * (1 - lin[0] / mem[strongest][0])
         gsc = pts.get("gsc-n5")
         dom_gsc = gsc is not None and lin[1] > gsc[1] and lin[0] < gsc[0]
-        claims.append((family, profile, "linucb" in front, strongest, delta, saving, dom_gsc))
+        by_agent = {r["agent"]: r["runs"] for r in sub}
+        paired = paired_comparison(by_agent["linucb"], by_agent[strongest], n_resamples)
+        claims.append((family, profile, "linucb" in front, strongest, delta, saving, dom_gsc, paired))
         lines.append(f"frontier: {', '.join(sorted(front))}")
         overall = max(pts, key=lambda n: (pts[n][1], -pts[n][0]))
         if overall not in mem:
@@ -282,11 +284,34 @@ def format_results(rows, n_resamples=10000) -> str:
                  "strongest memory baseline at 26-83% lower cost; strictly dominates GSC)")
     lines.append(f"{'setting':<14}{'on frontier':>12}{'strongest':>15}{'delta pts':>11}{'cost saving':>13}"
                  f"{'in claim':>10}{'dominates GSC':>15}")
-    for family, profile, on_front, strongest, delta, saving, dom in claims:
+    for family, profile, on_front, strongest, delta, saving, dom, _ in claims:
         ok = -3.8 <= delta <= 0.6 and 26 <= saving <= 83
         lines.append(f"{family + ' × ' + profile:<14}{'yes' if on_front else 'no':>12}{strongest:>15}{delta:>+11.1f}"
                      f"{saving:>12.0f}%{'yes' if ok else 'no':>10}{'yes' if dom else 'no':>15}")
+    lines.append("\nPaired 95% bootstrap intervals over the pooled tasks (same streams, same tasks): LinUCB − strongest "
+                 "memory baseline in accuracy points, and LinUCB's cost saving")
+    for family, profile, _, strongest, _, _, _, (d, sv) in claims:
+        lines.append(f"{family + ' × ' + profile:<14}{strongest:>15}  {100 * d[0]:+.1f} [{100 * d[1]:+.1f}, "
+                     f"{100 * d[2]:+.1f}] points   saving {100 * sv[0]:.0f}% [{100 * sv[1]:.0f}%, {100 * sv[2]:.0f}%]")
     return "\n".join(lines)
+
+
+def paired_comparison(runs_a, runs_b, n_resamples=10000, seed=0):
+    """Agent A against agent B on the same streams (the same seeds, so task ``t`` of one is task ``t`` of the other):
+    ``((mean accuracy difference, lo, hi), (cost saving 1 − tokens A / tokens B, lo, hi))`` with 95% bootstrap
+    intervals from resampling the pooled tasks (pairs kept together)."""
+    ca = np.concatenate([r["correct"] for r in runs_a]).astype(float)
+    cb = np.concatenate([r["correct"] for r in runs_b]).astype(float)
+    ta = np.concatenate([r["tokens"] for r in runs_a]).astype(float)
+    tb = np.concatenate([r["tokens"] for r in runs_b]).astype(float)
+    if ca.shape != cb.shape:
+        raise ValueError("paired comparison needs runs over the same streams")
+    idx = np.random.default_rng(seed).integers(0, ca.size, size=(n_resamples, ca.size))
+    diffs = (ca - cb)[idx].mean(axis=1)
+    savings = 1.0 - ta[idx].sum(axis=1) / tb[idx].sum(axis=1)
+    d = (float((ca - cb).mean()), *np.quantile(diffs, [0.025, 0.975]).tolist())
+    s = (float(1.0 - ta.sum() / tb.sum()), *np.quantile(savings, [0.025, 0.975]).tolist())
+    return d, s
 
 
 def plot_replay_frontier(rows, path):

@@ -112,3 +112,15 @@ def test_calibration_refuses_the_report_seeds():
 
     with pytest.raises(ValueError, match="development"):
         fit("strong", "db", seeds=(0, 42))
+
+
+def test_paired_comparison_exact_case():
+    from membudget.studies.limbo import paired_comparison
+
+    a = [{"correct": np.array([1, 1, 0, 1], bool), "tokens": np.array([10, 10, 10, 10])}]
+    b = [{"correct": np.array([1, 0, 0, 1], bool), "tokens": np.array([40, 40, 40, 40])}]
+    (d, lo, hi), (s, slo, shi) = paired_comparison(a, b, n_resamples=500)
+    assert d == pytest.approx(0.25) and 0.0 <= lo <= d <= hi <= 1.0
+    assert s == pytest.approx(0.75) and slo == pytest.approx(0.75) and shi == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="same streams"):
+        paired_comparison(a, [{"correct": np.ones(3, bool), "tokens": np.ones(3)}])
