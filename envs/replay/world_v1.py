@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .world import (BANK_WINDOW, COMPRESSED_TOKENS, FAMILY_PARAMS, Stream, _draw, _outcomes, _Replay,
+from .world import (FAMILY_PARAMS, Stream, _draw, _outcomes, _replay, _Replay,
                     check_stream_arguments)
 
 MANY_SHOT_ITEMS = 16
@@ -88,41 +88,7 @@ def coverage_v1(task_skills: np.ndarray, item_skills: np.ndarray, same_schema: n
 def replay_v1(d, recent_k: int, retrieve_k: int, noise: float = RETRIEVAL_NOISE_V1) -> _Replay:
     """v0's :func:`membudget.envs.replay.world._replay` with the content help of :func:`coverage_v1` (best
     match, not union coverage) and the retriever's noise at scale ``noise``."""
-    T = d.difficulty.shape[0]
-    skills, schema = d.skills, d.schema
-    inter = skills.astype(np.int32) @ skills.T.astype(np.int32)
-    union = d.n_skills[:, None] + d.n_skills[None, :] - inter
-    relevance = 0.6 * inter / union + 0.4 * (schema[:, None] == schema[None, :])
-    scale = np.float32(noise / _V0_NOISE)
-    bank_size = np.zeros(T, dtype=np.int64)
-    top, recent_score, share = np.zeros(T), np.zeros(T), np.zeros(T)
-    best, n_items, irr = np.zeros((T, 4)), np.zeros((T, 4)), np.zeros((T, 4))
-    rtok = np.zeros((T, 4), dtype=np.int64)
-    bank_ids = np.flatnonzero(d.in_bank)
-    for t in range(T):
-        pool = bank_ids[bank_ids < t][-BANK_WINDOW:]
-        n = pool.size
-        bank_size[t] = n
-        if n == 0:
-            continue
-        rel = relevance[t, pool]
-        score = np.clip(rel + scale * d.retrieval_noise[t, pool], 0.0, 1.0)
-        top[t] = score.max()
-        same = schema[pool] == schema[t]
-        share[t] = same.mean()
-        recent = slice(max(0, n - recent_k), n)
-        recent_score[t] = score[recent].mean()
-        best[t, 1] = best[t, 2] = coverage_v1(skills[t], skills[pool[recent]], same[recent])
-        n_items[t, 1] = n_items[t, 2] = min(n, recent_k)
-        irr[t, 1] = irr[t, 2] = 1.0 - rel[recent].mean()
-        rtok[t, 1] = d.trajectory[pool[recent]].sum()
-        rtok[t, 2] = int(round(COMPRESSED_TOKENS * rtok[t, 1]))
-        rank = np.argsort(-(score + 0.05 * np.arange(n) / n), kind="stable")[:retrieve_k]
-        best[t, 3] = coverage_v1(skills[t], skills[pool[rank]], same[rank])
-        n_items[t, 3] = rank.size
-        irr[t, 3] = 1.0 - rel[rank].mean()
-        rtok[t, 3] = d.trajectory[pool[rank]].sum()
-    return _Replay(bank_size, top, recent_score, share, best, n_items, irr, rtok)
+    return _replay(d, recent_k, retrieve_k, coverage=coverage_v1, noise_scale=noise / _V0_NOISE)
 
 
 def with_many_shot(rp: _Replay, pp: dict) -> _Replay:
