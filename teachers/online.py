@@ -67,6 +67,7 @@ class HindsightPlanner:
         self.sampler_ = PosteriorSampler.from_env(e, n_particles=particles).fit()
         self.rng_ = np.random.default_rng(self.seed)
         self.last_ = None
+        self._expected = None
         return self
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
@@ -90,11 +91,14 @@ class HindsightPlanner:
             cand = cand[costs[cand] <= budget]
         if e.per_step_cost_cap is not None:
             cand = cand[costs[cand] <= e.per_step_cost_cap]
-        if cand.size == 0 or observed.t >= observed.horizon:
+        t = observed.t
+        if cand.size == 0 or t >= observed.horizon:
             self.last_ = None
             return action
-        draws = self.sampler_.sample(observed, self.n_samples, self.rng_)
-        t = observed.t
+        # the previous step's expected misses steer this step's proposals (same week, one step on)
+        prev = self._expected if self._expected is not None and 0 <= self._expected[0] < t else None
+        draws = self.sampler_.sample(observed, self.n_samples, self.rng_, None if prev is None else prev[1])
+        self._expected = (t, self.sampler_.expected_misses_)
         last_q = observed.last_query
         # what querying each candidate now resolves in each draw (TP, FP); useful: resolves something somewhere
         K = len(draws)

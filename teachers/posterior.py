@@ -328,34 +328,23 @@ def _draw_slack(rng, o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
 
 
 @numba.njit(cache=True)
-def _draw_ds_w(rng, o, p_in, n_ds, w0, w1, last, p_af_gt_col, buf):
-    """(ds, de) of a channel row given its onset ``o``: ∝ P(ds) P(w) P(o | ds, de) [P(af > t | ds)]."""
+def _draw_ds_w(rng, o, typ, dsw_cdf, w0, w1, last):
+    """(ds, de) of an unseen channel row given its onset ``o`` from the call's table (``typ`` 0 unregistered task,
+    1 task stated after t, 2 lure stated after t): ∝ P(ds) P(w) P(o | ds, de) [P(af > t | ds)]."""
     nw = w1 - w0 + 1
-    n = 0
-    for ds in range(n_ds):
-        for w in range(w0, w1 + 1):
-            de = min(last, ds + w)
-            p = _trigger_prob(o, ds, de, p_in, last)
-            if p_af_gt_col.size:
-                p *= p_af_gt_col[ds]
-            buf[n] = math.log(p) if p > 0.0 else -np.inf
-            n += 1
-    i, _ = _categorical(rng, buf, n)
+    row = dsw_cdf[typ, o if o < NEVER else dsw_cdf.shape[1] - 1]
+    i = np.searchsorted(row, rng.random() * row[-1], side="right")
+    i = min(i, row.size - 1)
     ds = i // nw
     return ds, min(last, ds + w0 + i % nw)
 
 
 @numba.njit(cache=True)
-def _draw_af(rng, ds, t, stated, buf):
-    """(af, cross) of a row stated for window start ``ds``, given af > t (t = -1: unrestricted)."""
-    T = stated.shape[0]
-    n = 0
-    for af in range(T):
-        for c in range(2):
-            p = stated[ds, af, c] if af > t else 0.0
-            buf[n] = math.log(p) if p > 0.0 else -np.inf
-            n += 1
-    i, _ = _categorical(rng, buf, n)
+def _draw_af(rng, ds, future, af_cdf):
+    """(af, cross) of a row stated for window start ``ds`` (``future``: given af > t) from the call's table."""
+    row = af_cdf[1 if future else 0, ds]
+    i = np.searchsorted(row, rng.random() * row[-1], side="right")
+    i = min(i, row.size - 1)
     return i // 2, i % 2
 
 
@@ -550,7 +539,8 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     (``out_sel``). ``fn[m]``: the miss counters less the misses of the resources drawn before into draw ``m``
     (their exact likelihood ratio is the miss guide, which stays in the weight). ``wi``/``wf``: the world's integer / float parameters (:data:`_WI`, :data:`_WF`); ``arrays``: its
     tables; ``led``: the ledger (:data:`_LE` columns)."""
-    (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma) = arrays
+    (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma, dsw_cdf, af_cdf, Po_cache,
+     Po_done) = arrays
     T = wi[_WI.T]
     last = T - 1
     R = wi[_WI.n_res]
@@ -589,7 +579,57 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                        CLUSTER_COMBOS, CLUSTER_MAX * n_opt_max) + 4)
     big_o = np.zeros(big.size, dtype=np.int64)
     big_r = np.zeros(big.size, dtype=np.int64)
-    col_t = p_af_gt[:, t + 1].copy()
+    # per cluster of this resource: its entries' plausible onsets then "the rest" (chf), and the joint hint term of
+    # every combination with no other bump in reach (H_tab), shared by all the draws
+    n_cl = max(c_last - c_first, 0)
+    chf = np.full((max(n_cl, 1), CLUSTER_MAX, w1 + 14), -1, dtype=np.int64)
+    nchf = np.zeros((max(n_cl, 1), CLUSTER_MAX), dtype=np.int64)
+    win_lo = np.zeros(max(n_cl, 1), dtype=np.int64)
+    win_hi = np.zeros(max(n_cl, 1), dtype=np.int64)
+    tab_off = np.zeros(n_cl + 1, dtype=np.int64)
+    for i_cl in range(n_cl):
+        c_lo, c_hi = cl_start[c_first + i_cl], cl_start[c_first + i_cl + 1]
+        k = c_hi - c_lo
+        comb = 1
+        win_lo[i_cl], win_hi[i_cl] = T, -1
+        if k > 1:
+            for ki in range(k):
+                e = led_order[c_lo + ki]
+                cnt = 0
+                for o in range(T):
+                    if plaus[e, o]:
+                        chf[i_cl, ki, cnt] = o
+                        cnt += 1
+                        win_lo[i_cl] = min(win_lo[i_cl], o)
+                        win_hi[i_cl] = max(win_hi[i_cl], o)
+                chf[i_cl, ki, cnt] = -1
+                nchf[i_cl, ki] = cnt + 1
+                comb *= cnt + 1
+        tab_off[i_cl + 1] = tab_off[i_cl] + (comb if k > 1 else 0)
+    H_tab = np.zeros(max(tab_off[n_cl], 1))
+    inc1_tab = np.zeros(T)  # one bump at each onset with no other bump in reach (the unseen rows' first term)
+    if t >= 0:
+        for s in range(tw):
+            Bm[s, r] = 0.0
+            LL[s, r] = _ll(hints[s, r], 0.0, sigma, tabs, x0, dx, x_hi)
+        st0 = (t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi)
+        for o in range(min(T, t + 7)):
+            inc1_tab[o] = _hint_inc(st0, r, o, 1)
+        for i_cl in range(n_cl):
+            k = cl_start[c_first + i_cl + 1] - cl_start[c_first + i_cl]
+            if k <= 1:
+                continue
+            for ki in range(k):
+                digit[ki] = 0
+            for cidx in range(tab_off[i_cl + 1] - tab_off[i_cl]):
+                H_tab[tab_off[i_cl] + cidx] = _joint_inc(st0, r, chf[i_cl], digit, k, add_buf)
+                ki = 0
+                while ki < k:
+                    digit[ki] += 1
+                    if digit[ki] < nchf[i_cl, ki]:
+                        break
+                    digit[ki] = 0
+                    ki += 1
     for m in range(M):
         fnm = fn[m]
         for s in range(tw):
@@ -636,30 +676,29 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                 parts[m, 0] += logz
                 _add_bumps(st, r, opt_o[chosen[0]], 1)
             else:
-                # joint over (plausible onset or the rest) per entry: W_e(o) = Σ of its options at o
+                # joint over (plausible onset or the rest) per entry, choices fixed per call (chf): W_e(o) = Σ of
+                # its options at o
                 r = led[led_order[c_lo], _LE.res]
+                i_cl = ci - c_first
                 for ki in range(k):
                     e = led_order[c_lo + ki]
-                    n_ch = 0
-                    w_rest = 0.0
+                    n_choice[ki] = nchf[i_cl, ki]
+                    for q in range(n_choice[ki]):
+                        ch_w[ki, q] = 0.0
+                        ch_o[ki, q] = chf[i_cl, ki, q]
                     for j in range(opt_lo[ki], opt_hi[ki]):
                         o = opt_o[j]
+                        q = n_choice[ki] - 1  # the rest
                         if o < NEVER and plaus[e, o]:
-                            found = -1
-                            for q in range(n_ch):
-                                if ch_o[ki, q] == o:
-                                    found = q
-                            if found < 0:
-                                found = n_ch
-                                ch_o[ki, n_ch] = o
-                                ch_w[ki, n_ch] = 0.0
-                                n_ch += 1
-                            ch_w[ki, found] += math.exp(opt_score[j])
-                        else:
-                            w_rest += math.exp(opt_score[j])
-                    ch_o[ki, n_ch] = -1  # the rest
-                    ch_w[ki, n_ch] = w_rest
-                    n_choice[ki] = n_ch + 1
+                            for qq in range(n_choice[ki] - 1):
+                                if ch_o[ki, qq] == o:
+                                    q = qq
+                        ch_w[ki, q] += math.exp(opt_score[j])
+                # the hint terms from the call's table unless a bump already lies in the cluster's reach
+                clean = True
+                for s in range(max(0, win_lo[i_cl] - 6), min(t, win_hi[i_cl] + 1) + 1):
+                    if Bm[s, r] != 0.0:
+                        clean = False
                 # odometer over the combinations
                 n_comb = 1
                 for ki in range(k):
@@ -672,7 +711,10 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                         wv = ch_w[ki, digit[ki]]
                         sc += math.log(wv) if wv > 0.0 else -np.inf
                     if sc > -np.inf:
-                        sc += _joint_inc(st, r, ch_o, digit, k, add_buf)
+                        if clean:
+                            sc += H_tab[tab_off[i_cl] + cidx]
+                        else:
+                            sc += _joint_inc(st, r, ch_o, digit, k, add_buf)
                     big[cidx] = sc
                     ki = 0
                     while ki < k:
@@ -761,9 +803,14 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                 if rate <= 0.0:
                     continue
                 _d = -rate  # Poisson: e^-rate, then rate / (j + 1) per row
+                clean = True
+                for s in range(max(0, o - 6), min(t, o + 1) + 1):
+                    if Bm[s, r] != 0.0:
+                        clean = False
                 for j in range(MAX_PER_SLOT):
                     FU = _slack_sum(o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
-                    add = math.log(rate / (j + 1)) + _hint_inc(st, r, o, 1)
+                    inc1 = inc1_tab[o] if (j == 0 and clean) else _hint_inc(st, r, o, 1)
+                    add = math.log(rate / (j + 1)) + inc1
                     tot = (rU * FU + rF + rL) / rate
                     sc_add = add + math.log(tot) if tot > 0.0 else -np.inf
                     mx = max(0.0, sc_add)
@@ -782,7 +829,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                     else:
                         deadline = min(last, o + _randint(rng, sl_lo, sl_hi))
                     n_rows = _unseen_row(rng, out_rows, out_mc, m, n_rows, r, o, deadline, typ, t, wi, wf,
-                                         stated, col_t, big)
+                                         dsw_cdf, af_cdf)
                     _add_bumps(st, r, o, 1)
                 logw += _d
                 parts[m, 2] += _d
@@ -803,7 +850,8 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
     rates ``sel_in``) gets the new versions of its ledger entries' unseen updates, its unseen rows past the hint
     window, the update subset of the rows stated after ``t``, the exact likelihood of the miss counters and its
     visible outcomes; ``out_logw``: the log-weight of this stage."""
-    (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma) = arrays
+    (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma, dsw_cdf, af_cdf, Po_cache,
+     Po_done) = arrays
     T = wi[_WI.T]
     last = T - 1
     R = wi[_WI.n_res]
@@ -827,7 +875,6 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
     big_o = np.zeros(big.size, dtype=np.int64)
     big_r = np.zeros(big.size, dtype=np.int64)
     P_o = np.zeros(T + 1)
-    col_t = p_af_gt[:, t + 1].copy()
     pool = np.zeros(out_rows.shape[1], dtype=np.int64)
     for m in range(M):
         for s in range(tw):
@@ -851,14 +898,14 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
             if led[i, _LE.cancel_u] >= 0:
                 continue  # seen: its new version (if any) is a ledger entry
             n_rows, lw = _new_version(rng, st, out_rows, out_mc, m, i, n_rows, wi, wf, channels, big, big_o, big_r,
-                                      P_o, fn, Mfn, mu_fn, t, cap)
+                                      P_o, fn, Mfn, mu_fn, t, cap, (Po_cache, Po_done))
             _d = lw
             logw += _d
             parts[m, 1] += _d
         hi_o = min(last, t + 6)
         # ---- 4. unseen rows past the hint window, from their prior
-        n_rows = _prior_rows(rng, out_rows, out_mc, m, n_rows, t, hi_o, wi, wf, channels, stated, col_t, margC, margL,
-                             margT, big, cap)
+        n_rows = _prior_rows(rng, out_rows, out_mc, m, n_rows, t, hi_o, wi, wf, channels, dsw_cdf, af_cdf, margC,
+                             margL, margT, big, cap)
         # ---- 5. the update subset: ledger members were proposed with rate rho (log_sel); the members stated after
         # t are drawn from their exact conditional given those (the subset's size, then a uniform subset)
         P = 0
@@ -898,7 +945,7 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
                 row[RW.au] = row[RW.u] - 1
         for j in range(kf):
             n_rows, lw = _new_version(rng, st, out_rows, out_mc, m, pool[j], n_rows, wi, wf, channels, big, big_o,
-                                      big_r, P_o, fn, Mfn, mu_fn, t, cap)
+                                      big_r, P_o, fn, Mfn, mu_fn, t, cap, (Po_cache, Po_done))
             _d = lw
             logw += _d
             parts[m, 4] += _d
@@ -921,7 +968,7 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
 
 @numba.njit(cache=True)
 def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, big_r, P_o, fn, Mfn, mu_fn, t, cap,
-                 blind=False):
+                 cache, blind=False):
     """The kind of row ``i``'s unseen update and the new version it creates (hint-informed unless ``blind``: drawn
     from the prior, the hint likelihood then entering the weight). Returns (n_rows, log-weight increment)."""
     T = wi[_WI.T]
@@ -937,10 +984,16 @@ def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, 
         return n_rows, 0.0
     miss = reg == 0  # a registered new version is stated at u > t: it cannot have been missed yet
     lw = 0.0
-    # P(onset) of the new version over (delta, w): P_o[T] is NEVER
-    P_o[:] = 0.0
+    # P(onset) of the new version over (delta, w): P_o[T] is NEVER; cached per (ds, u) for channel rows
     nw = w1 - w0 + 1
-    for delta in range(2, 13):
+    Po_cache, Po_done = cache
+    if kind != KIND_TIME and Po_done[ds, u]:
+        P_o[:] = Po_cache[ds, u]
+        loop_hi = 2
+    else:
+        P_o[:] = 0.0
+        loop_hi = 13
+    for delta in range(2, loop_hi):
         ds2 = min(last, max(u, ds + delta))
         if kind == KIND_TIME:
             P_o[ds2] += 1.0 / 11.0
@@ -950,6 +1003,9 @@ def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, 
                 for o in range(ds2, min(last, de2 + 8) + 1):
                     P_o[o] += _trigger_prob(o, ds2, de2, p_in, last) / (11.0 * nw)
                 P_o[T] += _trigger_prob(NEVER, ds2, de2, p_in, last) / (11.0 * nw)
+    if kind != KIND_TIME and not Po_done[ds, u]:
+        Po_cache[ds, u] = P_o
+        Po_done[ds, u] = True
     sl_lo, sl_hi = (g0, g1) if kind == KIND_TIME else (s0, s1)
     if blind:
         # prior draw: kind, then res and onset
@@ -1045,7 +1101,7 @@ def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, 
 
 
 @numba.njit(cache=True)
-def _unseen_row(rng, rows, mc, m, n_rows, r, o, deadline, typ, t, wi, wf, stated, col_t, buf):
+def _unseen_row(rng, rows, mc, m, n_rows, r, o, deadline, typ, t, wi, wf, dsw_cdf, af_cdf):
     """An unseen row on resource ``r`` with onset ``o``: ``typ`` 0 unregistered task, 1 task stated after ``t``,
     2 lure stated after ``t``; the rest of its fields from their exact conditional prior."""
     T = wi[_WI.T]
@@ -1058,17 +1114,16 @@ def _unseen_row(rng, rows, mc, m, n_rows, r, o, deadline, typ, t, wi, wf, stated
         kind = KIND_CHANNEL
         origin = O_CL if typ == 2 else O_CT
         pol = LURE if typ == 2 else POS
-        p = wf[_WF.p_lure_in] if typ == 2 else wf[_WF.p_in]
-        ds, de = _draw_ds_w(rng, o, p, wi[_WI.n_ds], wi[_WI.w0], wi[_WI.w1], last, col_t if future else col_t[:0],
-                            buf)
-    af, cross = _draw_af(rng, ds, t if future else -1, stated, buf)
+        ds, de = _draw_ds_w(rng, o, typ, dsw_cdf, wi[_WI.w0], wi[_WI.w1], last)
+    af, cross = _draw_af(rng, ds, future, af_cdf)
     _new_row(rows, mc, m, n_rows, origin, kind, r, af, min(last, de + wi[_WI.expiry]), ds, de, o, deadline, pol,
              1 if future else 0, 0, -1, cross, _randint(rng, 1, 3), 0.5 + 2.5 * rng.random())
     return n_rows + 1
 
 
 @numba.njit(cache=True)
-def _prior_rows(rng, rows, mc, m, n_rows, t, hi_o, wi, wf, channels, stated, col_t, margC, margL, margT, buf, cap):
+def _prior_rows(rng, rows, mc, m, n_rows, t, hi_o, wi, wf, channels, dsw_cdf, af_cdf, margC, margL, margT, buf,
+                cap):
     """Unseen rows with onsets past the hint window (or never), drawn from their prior."""
     T = wi[_WI.T]
     last = T - 1
@@ -1118,10 +1173,8 @@ def _prior_rows(rng, rows, mc, m, n_rows, t, hi_o, wi, wf, channels, stated, col
                 deadline = NEVER if o == NEVER else min(last, o + _randint(rng, s0, s1))
             if n_rows >= cap:
                 raise ValueError("particle row capacity exceeded")
-            saved = buf[:n].copy()
-            n_rows = _unseen_row(rng, rows, mc, m, n_rows, r, o, deadline, (0, 1, 0, 1, 2)[typ], t, wi, wf, stated,
-                                 col_t, buf)
-            buf[:n] = saved
+            n_rows = _unseen_row(rng, rows, mc, m, n_rows, r, o, deadline, (0, 1, 0, 1, 2)[typ], t, wi, wf, dsw_cdf,
+                                 af_cdf)
     return n_rows
 
 
@@ -1280,6 +1333,15 @@ class PosteriorSampler:
                     for o in range(ds, T + 1):
                         b[ds, o] += _trigger_prob(NEVER if o == T else o, ds, de, p, last) / (n_ds * (w1 - w0 + 1))
             base[name] = b
+        trig = np.zeros((2, n_ds, w1 - w0 + 1, T + 1))
+        for k, p in enumerate((world.p_onset_in_window, world.p_lure_in_window)):
+            for ds in range(n_ds):
+                for j, wv in enumerate(range(w0, w1 + 1)):
+                    de = min(last, ds + wv)
+                    for o in range(ds, T + 1):
+                        trig[k, ds, j, o] = _trigger_prob(NEVER if o == T else o, ds, de, p, last)
+        self.trig_ = trig
+        self.stated_ = stated
         margC = p_af_gt[:n_ds].T @ base["C"]
         margL = p_af_gt[:n_ds].T @ base["L"]
         margT = p_af_gt.T / T
@@ -1317,6 +1379,21 @@ class PosteriorSampler:
         return self
 
     # -------------------------------------------------------------------------------------------------- draws
+    def _call_tables(self, t: int):
+        """Tables of one call (step ``t``): cumulative weights of (ds, w) given the onset of an unseen channel row
+        (unregistered task, task or lure stated after ``t``), of (af, cross) given ds (any, after ``t``), and the
+        new versions' onset cache."""
+        T = self.world_.horizon
+        p_gt = self.tables_[3][:, t + 1]
+        n_ds = self.trig_.shape[1]
+        w = np.stack([self.trig_[0], self.trig_[0] * p_gt[:n_ds, None, None], self.trig_[1] * p_gt[:n_ds, None, None]])
+        dsw = np.ascontiguousarray(np.cumsum(w.transpose(0, 3, 1, 2).reshape(3, T + 1, -1), axis=2))
+        st = self.stated_.copy()
+        later = st.copy()
+        later[:, : t + 1, :] = 0.0
+        af = np.ascontiguousarray(np.cumsum(np.stack([st, later]).reshape(2, T, 2 * T), axis=2))
+        return dsw, af, np.zeros((T, T, T + 1)), np.zeros((T, T), dtype=np.bool_)
+
     def _ledger_table(self, obs: Observed):
         T = self.world_.horizon
         t = obs.t
@@ -1346,9 +1423,11 @@ class PosteriorSampler:
                 led[e, _LE.hi] = NEVER
         return led, np.asarray(L.miss_cost, dtype=np.float64)
 
-    def weighted(self, observed: Observed | None, n_particles=None, rng=None) -> Particles:
+    def weighted(self, observed: Observed | None, n_particles=None, rng=None, expected_misses=None) -> Particles:
         """``n_particles`` (default ``self.n_particles``) weighted draws for ``observed`` (None: nothing observed,
-        the generator's prior)."""
+        the generator's prior). ``expected_misses`` (``(R, steps)``, e.g. ``expected_misses_`` of the previous
+        step's call) replaces the small first pass that estimates each resource's misses for the miss guide; it
+        steers the proposals only (any value leaves the draws exact)."""
         if not hasattr(self, "world_"):
             raise RuntimeError("call fit() first")
         rng = np.random.default_rng(rng)
@@ -1373,6 +1452,7 @@ class PosteriorSampler:
         lam = self.capacity_
         cap = led.shape[0] + int(lam + 12 * math.sqrt(lam) + 40)
         order, starts, plaus = _clusters(led, hints, t, self)
+        tables = self.tables_ + self._call_tables(t)
         tw = max(t + 1, 1)
         res_of = led[:, _LE.res]
         n_led_r = np.bincount(res_of, minlength=R) if led.shape[0] else np.zeros(R, dtype=np.int64)
@@ -1402,9 +1482,13 @@ class PosteriorSampler:
         clock = int(self.wi_[_WI.clock])
         res_order = sorted(range(R), key=lambda r: (r != clock, -int(n_led_r[r]), r))
         expected = np.zeros((R, tl))
-        if t > 0:
+        if expected_misses is not None:
+            em = np.asarray(expected_misses, dtype=np.float64)
+            n = min(tl, em.shape[1]) if em.ndim == 2 and em.shape[0] == R else 0
+            expected[:, :n] = em[:, :n]
+        elif t > 0:
             M1 = max(16, M // 8)
-            tabs1 = self.tables_[:7] + (mu + self.background_,) + self.tables_[8:]
+            tabs1 = tables[:7] + (mu + self.background_,) + tables[8:]
             for r in res_order:
                 mine = np.flatnonzero(res_of == r)
                 slot_of[mine] = np.arange(mine.size)
@@ -1425,7 +1509,7 @@ class PosteriorSampler:
             cs = np.flatnonzero(c_res == r)
             c_first, c_last = (int(cs[0]), int(cs[-1]) + 1) if cs.size else (0, 0)
             lam = mu + expected[res_order[k + 1:]].sum(axis=0)
-            tabs_k = self.tables_[:7] + (lam,) + self.tables_[8:]
+            tabs_k = tables[:7] + (lam,) + tables[8:]
             _sample_resource(rng, M, r, self.wi_, self.wf_, tabs_k, t, hints, (fn_row[None, :] - cur).astype(np.float64),
                              led, led_mc, order, starts, c_first, c_last, plaus, slot_of, int(mine.size), rows_r[r],
                              mc_r[r], n_r[r], logw_r[r], B_r[r], miss_r[r], sel_r[r], parts)
@@ -1449,10 +1533,14 @@ class PosteriorSampler:
         _join(idx, rows_r, mc_r, n_r, B_r, miss_r, sel_r, led.shape[0], rows, mc, n_rows, B_in, miss_in, sel_in)
         logw = np.zeros(M)
         vis = np.zeros((M, T, 3), dtype=np.int64)
-        _complete(rng, M, self.wi_, self.wf_, self.tables_, t, hints, fn, led, B_in, miss_in, sel_in, rows, mc,
+        _complete(rng, M, self.wi_, self.wf_, tables, t, hints, fn, led, B_in, miss_in, sel_in, rows, mc,
                   n_rows, logw, vis, parts)
         logw += logW
         self.parts_ = parts
+        wf_ = _normalise(logw)
+        self.expected_misses_ = np.zeros((R, tl))
+        for r in range(R):
+            self.expected_misses_[r] = wf_ @ miss_r[r][idx[r]]
         self.ess_resources_ = ess_r
         if observed is not None and t > 0:
             ev, at = observed.ledger.event, observed.ledger.resolved_at
@@ -1465,12 +1553,12 @@ class PosteriorSampler:
                          ess=float(1.0 / np.sum(w ** 2)), log_weights=logw, source=np.arange(M), observed=observed,
                          sampler=self)
 
-    def sample(self, observed: Observed | None, n_samples: int, rng=None) -> Particles:
+    def sample(self, observed: Observed | None, n_samples: int, rng=None, expected_misses=None) -> Particles:
         """``n_samples`` equally weighted weeks: ``max(n_particles, n_samples)`` weighted draws, resampled
-        systematically."""
+        systematically (``expected_misses``: see :meth:`weighted`)."""
         check_int("n_samples", n_samples, 1, 10**7)
         rng = np.random.default_rng(rng)
-        p = self.weighted(observed, max(self.n_particles, n_samples), rng)
+        p = self.weighted(observed, max(self.n_particles, n_samples), rng, expected_misses)
         idx = systematic_resample(p.weights, n_samples, rng)
         return Particles(rows=p.rows[idx], miss_cost=p.miss_cost[idx], n_rows=p.n_rows[idx], visible=p.visible[idx],
                          weights=np.full(n_samples, 1.0 / n_samples), ess=p.ess, log_weights=p.log_weights[idx],
