@@ -45,7 +45,9 @@ class HindsightPlanner:
         Seed of the planner's own random stream (draws), so that runs repeat.
 
     Attributes (after :meth:`fit`): ``sampler_``; after each decision ``last_`` (the step, the actions
-    compared, their mean values and the draws' effective sample size).
+    compared, their mean values and the draws' effective sample size); ``retries_`` (samplings retried with more
+    particles because no draw was consistent with the observations) and ``fallbacks_`` (decisions where even 16x
+    the particles found none: the planner then proposes nothing — a simplification, counted).
     """
 
     def __init__(self, *, env, n_samples=16, n_particles=None, seed=0):
@@ -68,6 +70,8 @@ class HindsightPlanner:
         self.rng_ = np.random.default_rng(self.seed)
         self.last_ = None
         self._expected = None
+        self.retries_ = 0
+        self.fallbacks_ = 0
         return self
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
@@ -78,6 +82,22 @@ class HindsightPlanner:
         if mask.ndim != 1:
             raise ValueError("the planner plays one week (an observation of one environment)")
         return self.act(self.env.observed, mask), state
+
+    def _draws(self, observed: Observed, expected):
+        """``K`` posterior weeks; when no weighted draw is consistent with the observations (the proposals missed
+        them), retried with 4x then 16x the particles and no miss guide from the previous step; None if all fail."""
+        M = self.sampler_.n_particles
+        for mult, guide in ((1, expected), (4, None), (16, None)):
+            self.sampler_.n_particles = M * mult
+            try:
+                return self.sampler_.sample(observed, self.n_samples, self.rng_, guide)
+            except ValueError as e:
+                if "no draw is consistent" not in str(e):
+                    raise
+                self.retries_ += 1
+            finally:
+                self.sampler_.n_particles = M
+        return None
 
     def act(self, observed: Observed, mask) -> np.ndarray:
         """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
@@ -97,7 +117,12 @@ class HindsightPlanner:
             return action
         # the previous step's expected misses steer this step's proposals (same week, one step on)
         prev = self._expected if self._expected is not None and 0 <= self._expected[0] < t else None
-        draws = self.sampler_.sample(observed, self.n_samples, self.rng_, None if prev is None else prev[1])
+        draws = self._draws(observed, None if prev is None else prev[1])
+        if draws is None:  # no consistent draw even with 16x the particles: propose nothing (counted)
+            self.fallbacks_ += 1
+            self._expected = None
+            self.last_ = None
+            return action
         self._expected = (t, self.sampler_.expected_misses_)
         last_q = observed.last_query
         # what querying each candidate now resolves in each draw (TP, FP); useful: resolves something somewhere

@@ -1480,7 +1480,12 @@ class PosteriorSampler:
             fn_row[:t] = fn
         mu = np.maximum(self.tables_[7], MU_FLOOR)[:tl]
         clock = int(self.wi_[_WI.clock])
-        res_order = sorted(range(R), key=lambda r: (r != clock, -int(n_led_r[r]), r))
+        # resources whose ledger shows a hidden miss (a late miss or late execution: the counter took it at the
+        # entry's deadline) first, so that the resources before them do not use up the counters it needs
+        forced = np.zeros(R, dtype=np.int64)
+        if led.shape[0]:
+            np.add.at(forced, res_of, (led[:, _LE.event] == 3) | (led[:, _LE.event] == 4))
+        res_order = sorted(range(R), key=lambda r: (-int(forced[r]), r != clock, -int(n_led_r[r]), r))
         expected = np.zeros((R, tl))
         if expected_misses is not None:
             em = np.asarray(expected_misses, dtype=np.float64)

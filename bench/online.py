@@ -1,0 +1,117 @@
+"""The online planner (:class:`~membudget.teachers.online.HindsightPlanner`, hindsight optimisation over posterior
+weeks; it sees only what the agent sees) against BudgetPM's Sequential gate, the current-greedy oracle and the
+hindsight DP on ``PMWeek-v0`` weeks, per week and paired.
+
+Sequential is fitted as in the study suite (the label dataset of development weeks 2000-2019, one budget); the DP
+and current-greedy replay their schedules. Prints each week's Set F1 of every method, the means, the planner's
+paired difference to Sequential with a percentile bootstrap 95% interval, the share of the DP − Sequential gap it
+closes, and the planner's time per week.
+
+``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--budget B10]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
+
+
+def parse_weeks(text: str) -> list:
+    """``"8000-8009,9000"`` -> the listed seeds (ranges inclusive)."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    if not out:
+        raise argparse.ArgumentTypeError("no weeks given")
+    return out
+
+
+def sequential_gate(budget):
+    """BudgetPM's Sequential gate at ``budget`` fitted on development weeks 2000-2019 (as the study suite does)."""
+    from membudget.envs.pm import budget_levels
+    from membudget.studies.suite import DEV_SEEDS, fit_gate
+    from membudget.teachers.labels import build_label_dataset
+
+    ds = build_label_dataset(DEV_SEEDS, [budget])
+    return fit_gate(ds, budget_levels(), ("sequential", budget))
+
+
+def references(seeds, budget) -> dict:
+    """Per-week Set F1 of Sequential, current-greedy and the hindsight DP on ``seeds`` at ``budget``."""
+    from membudget.envs.pm import budget_levels, generate_episode
+    from membudget.envs.pm.rollout import rollout
+    from membudget.envs.pm.world import WorldConfig
+    from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
+
+    cap = budget_levels()[budget]
+    n_res = len(WorldConfig().resources)
+    weeks = [generate_episode(s) for s in seeds]
+    out = {}
+    for name, teacher in (("HindsightDP", HindsightDP), ("CurrentGreedy", CurrentGreedy)):
+        sols = [teacher(budget=cap, per_step_cap=2).solve(w) for w in weeks]
+        out[name] = rollout(SchedulePolicy([s.schedule for s in sols], n_res), seeds, budget=budget,
+                            per_step_cap=2)["set_f1"]
+    out["Sequential"] = rollout(sequential_gate(budget), seeds, budget=budget, per_step_cap=2,
+                                action_mode="scores")["set_f1"]
+    return out
+
+
+def planner_scores(seeds, budget, samples, seed=0):
+    """Per-week Set F1 of the online planner (one planner, its random stream continued across the weeks) and the
+    seconds per week."""
+    from membudget.envs.pm import PMWeekEnv
+    from membudget.teachers.observed import AgentView
+    from membudget.teachers.online import HindsightPlanner, play
+
+    planner = HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=samples,
+                               seed=seed).fit()
+    f1, secs = [], []
+    for s in seeds:
+        t0 = time.perf_counter()
+        f1.append(play(planner, s)["set_f1"])
+        secs.append(time.perf_counter() - t0)
+    print(f"planner: {planner.retries_} samplings retried with more particles, {planner.fallbacks_} decisions "
+          "without a consistent draw (nothing proposed)")
+    return np.array(f1), np.array(secs)
+
+
+def main(argv=None):
+    from membudget.studies.protocol import bootstrap_ci
+
+    p = argparse.ArgumentParser(prog="python -m membudget.bench.online", description=plain(__doc__),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--weeks", type=parse_weeks, default=parse_weeks("8000-8009,9000-9009"))
+    p.add_argument("--samples", type=int_flag(1, 4096), default=8, help="K, posterior weeks per decision")
+    p.add_argument("--budget", default="B10")
+    p.add_argument("--seed", type=int_flag(0), default=0, help="the planner's random stream")
+    a = p.parse_args(argv)
+    seeds = a.weeks
+    ref = references(seeds, a.budget)
+    f1, secs = planner_scores(seeds, a.budget, a.samples, a.seed)
+    names = ("Online planner", "Sequential", "CurrentGreedy", "HindsightDP")
+    cols = (f1, ref["Sequential"], ref["CurrentGreedy"], ref["HindsightDP"])
+    print("week  " + "  ".join(f"{n:>14}" for n in names))
+    for i, s in enumerate(seeds):
+        print(f"{s:<5} " + "  ".join(f"{c[i]:14.4f}" for c in cols))
+    print("mean  " + "  ".join(f"{c.mean():14.4f}" for c in cols))
+    for name, col in zip(names[2:] + names[:1], cols[2:] + cols[:1]):
+        m, lo, hi = bootstrap_ci(col - ref["Sequential"], n_resamples=100_000)
+        print(f"{name} - Sequential: {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    gap = ref["HindsightDP"].mean() - ref["Sequential"].mean()
+    if gap > 0:
+        print(f"share of the DP - Sequential gap closed by the planner: {(f1.mean() - ref['Sequential'].mean()) / gap:.2f}")
+    print(f"{len(seeds)} weeks at {a.budget}, K={a.samples}; planner {secs.mean():.1f} s per week "
+          f"(max {secs.max():.1f})")
+
+
+if __name__ == "__main__":
+    main()
