@@ -7,7 +7,10 @@ and current-greedy replay their schedules. Prints each week's Set F1 of every me
 paired difference to Sequential with a percentile bootstrap 95% interval, the share of the DP − Sequential gap it
 closes, and the planner's time per week.
 
-``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--budget B10]``
+With ``--students N``, also two BC students of one class fitted on development weeks 2000..2000+N-1, one to the
+online planner's labels and one to the hindsight DP's (the imitation gap at equal data and class).
+
+``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--budget B10] [--students N]``
 """
 
 from __future__ import annotations
@@ -84,6 +87,24 @@ def planner_scores(seeds, budget, samples, seed=0):
     return np.array(f1), np.array(secs)
 
 
+def student_scores(seeds, budget, train_weeks, samples, seed=0):
+    """Per-week Set F1 of two students of one class (:class:`~membudget.agents.per_resource.PerResourceNet`, BC,
+    60 epochs) fitted on the same development weeks ``2000..`` — one to the online planner's labels, one to the
+    hindsight DP's — and the seconds the online labels took."""
+    from membudget.agents.imitation import dp_demonstrations, fit_net
+    from membudget.agents.online_imitation import fit_online_bc
+    from membudget.agents.per_resource import StudentPolicy
+    from membudget.envs.pm.rollout import rollout
+
+    train = list(range(2000, 2000 + train_weeks))
+    t0 = time.perf_counter()
+    online, demos = fit_online_bc(train, budget, samples=samples, seed=seed)
+    secs = time.perf_counter() - t0
+    dp = StudentPolicy(fit_net(dp_demonstrations(train, budget), seed=seed), config={"method": "bc"})
+    kw = {"budget": budget, "per_step_cap": 2, "action_mode": "scores"}
+    return rollout(online, seeds, **kw)["set_f1"], rollout(dp, seeds, **kw)["set_f1"], secs, len(demos)
+
+
 def main(argv=None):
     from membudget.studies.protocol import bootstrap_ci
 
@@ -93,24 +114,42 @@ def main(argv=None):
     p.add_argument("--samples", type=int_flag(1, 4096), default=8, help="K, posterior weeks per decision")
     p.add_argument("--budget", default="B10")
     p.add_argument("--seed", type=int_flag(0), default=0, help="the planner's random stream")
+    p.add_argument("--students", type=int_flag(0), default=0,
+                   help="also fit BC students on this many development weeks (2000..) labelled by the online "
+                        "planner and by the hindsight DP (0: none)")
+    p.add_argument("--no-planner", action="store_true", help="leave out the planner's own rollouts")
     a = p.parse_args(argv)
     seeds = a.weeks
     ref = references(seeds, a.budget)
-    f1, secs = planner_scores(seeds, a.budget, a.samples, a.seed)
-    names = ("Online planner", "Sequential", "CurrentGreedy", "HindsightDP")
-    cols = (f1, ref["Sequential"], ref["CurrentGreedy"], ref["HindsightDP"])
+    names, cols = [], []
+    if not a.no_planner:
+        f1, secs = planner_scores(seeds, a.budget, a.samples, a.seed)
+        names.append("Online planner")
+        cols.append(f1)
+    if a.students:
+        s_on, s_dp, label_secs, n_states = student_scores(seeds, a.budget, a.students, a.samples, a.seed)
+        names += ["BC(online)", "BC(DP)"]
+        cols += [s_on, s_dp]
+        print(f"students: {a.students} development weeks, {n_states} states; online labels took {label_secs:.0f} s")
+    names += ["Sequential", "CurrentGreedy", "HindsightDP"]
+    cols += [ref["Sequential"], ref["CurrentGreedy"], ref["HindsightDP"]]
     print("week  " + "  ".join(f"{n:>14}" for n in names))
     for i, s in enumerate(seeds):
         print(f"{s:<5} " + "  ".join(f"{c[i]:14.4f}" for c in cols))
     print("mean  " + "  ".join(f"{c.mean():14.4f}" for c in cols))
-    for name, col in zip(names[2:] + names[:1], cols[2:] + cols[:1]):
-        m, lo, hi = bootstrap_ci(col - ref["Sequential"], n_resamples=100_000)
-        print(f"{name} - Sequential: {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    for name, col in zip(names, cols):
+        if name != "Sequential":
+            m, lo, hi = bootstrap_ci(col - ref["Sequential"], n_resamples=100_000)
+            print(f"{name} - Sequential: {m:+.4f} [{lo:+.4f}, {hi:+.4f}] (paired, {len(seeds)} weeks)")
+    if a.students:
+        m, lo, hi = bootstrap_ci(s_on - s_dp, n_resamples=100_000)
+        print(f"BC(online) - BC(DP): {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")
     gap = ref["HindsightDP"].mean() - ref["Sequential"].mean()
-    if gap > 0:
+    if gap > 0 and not a.no_planner:
         print(f"share of the DP - Sequential gap closed by the planner: {(f1.mean() - ref['Sequential'].mean()) / gap:.2f}")
-    print(f"{len(seeds)} weeks at {a.budget}, K={a.samples}; planner {secs.mean():.1f} s per week "
-          f"(max {secs.max():.1f})")
+    if not a.no_planner:
+        print(f"{len(seeds)} weeks at {a.budget}, K={a.samples}; planner {secs.mean():.1f} s per week "
+              f"(max {secs.max():.1f})")
 
 
 if __name__ == "__main__":

@@ -94,3 +94,18 @@ def test_bad_settings_raise_clear_errors():
         import gymnasium as gym
 
         AgentView(gym.make("CartPole-v1"))
+
+
+def test_online_demonstrations_label_the_planners_own_rollout():
+    from membudget.agents.online_imitation import fit_online_bc, online_demonstrations
+
+    demos, planner = online_demonstrations([2002], "B10", samples=1, seed=0)
+    horizon = planner.env.unwrapped.episode.horizon
+    assert len(demos) == horizon
+    assert np.all(demos.labels <= demos.mask)  # labels are candidates only
+    assert np.all(demos.labels.sum(axis=1) <= 2)
+    assert demos.labels.sum() > 0
+    policy, same = fit_online_bc([2002], "B10", epochs=1, demos=demos)
+    assert same is demos and policy.config["method"] == "online-bc"
+    action, _ = policy.predict(PMWeekEnv(budget="B10", action_mode="scores").reset(seed=2002)[0])
+    assert action.shape == (demos.mask.shape[1],)
