@@ -109,3 +109,33 @@ def test_online_demonstrations_label_the_planners_own_rollout():
     assert same is demos and policy.config["method"] == "online-bc"
     action, _ = policy.predict(PMWeekEnv(budget="B10", action_mode="scores").reset(seed=2002)[0])
     assert action.shape == (demos.mask.shape[1],)
+
+
+@pytest.mark.parametrize("week, t", [(2001, 12), (2004, 25)])
+def test_every_posterior_week_replays_to_the_same_observations(week, t):
+    """A drawn week, played with the agent's own actions, shows the agent exactly what it saw (the ledger, its
+    events, the hints, the counters)."""
+    from membudget.teachers.posterior import PosteriorSampler
+
+    def top_hint(obs):
+        a = np.zeros(obs["mask"].size, dtype=np.int8)
+        h = np.where(obs["mask"] > 0, obs["resources"][:, 0], -1.0)
+        r = int(np.argmax(h))
+        a[r] = obs["mask"][r] > 0
+        return a
+
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    obs, _ = env.reset(seed=week)
+    actions = []
+    for _ in range(t):
+        actions.append(top_hint(obs))
+        obs, *_ = env.step(actions[-1])
+    seen = env.observed
+    assert len(seen.ledger) > 0 and seen.queried.any()
+    draws = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit().sample(seen, 4, np.random.default_rng(0))
+    for i in range(len(draws)):
+        replay = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+        replay.reset(options={"episode": draws.episode(i, 0)})
+        for a in actions:
+            replay.step(a)
+        assert replay.observed.equals(seen), f"draw {i} disagrees with the observations"
