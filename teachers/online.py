@@ -36,7 +36,7 @@ class HindsightPlanner:
     Parameters
     ----------
     env : AgentView
-        The wrapped environment the planner plays (single week, binary actions).
+        The wrapped environment the planner plays (single week; binary actions, or scores +1 / -1).
     n_samples : int
         ``K``, posterior weeks per decision.
     n_particles : int, optional
@@ -45,9 +45,11 @@ class HindsightPlanner:
         Seed of the planner's own random stream (draws), so that runs repeat.
 
     Attributes (after :meth:`fit`): ``sampler_``; after each decision ``last_`` (the step, the actions
-    compared, their mean values and the draws' effective sample size); ``retries_`` (samplings retried with more
-    particles because no draw was consistent with the observations) and ``fallbacks_`` (decisions where even 16x
-    the particles found none: the planner then proposes nothing — a simplification, counted).
+    compared, their mean values, the draws' effective sample size and ``p_resolve``: per resource, the share of
+    the ``K`` draws in which a query now resolves a stored intention — the posterior probability, estimated);
+    ``retries_`` (samplings retried with more particles because no draw was consistent with the observations) and
+    ``fallbacks_`` (decisions where even 16x the particles found none: the planner then proposes nothing — a
+    simplification, counted).
     """
 
     def __init__(self, *, env, n_samples=16, n_particles=None, seed=0):
@@ -61,8 +63,6 @@ class HindsightPlanner:
         if not isinstance(self.env, AgentView):
             raise TypeError(f"env must be an AgentView-wrapped PMWeekEnv, got {type(self.env).__name__}")
         e = self.env.unwrapped
-        if e.action_mode != "binary":
-            raise ValueError("the planner proposes sets: use action_mode='binary'")
         check_int("n_samples", self.n_samples, 1, 100_000)
         particles = max(64, 2 * self.n_samples) if self.n_particles is None else self.n_particles
         check_int("n_particles", particles, 1, 10**6)
@@ -81,7 +81,10 @@ class HindsightPlanner:
         mask = np.asarray(observation["mask"])
         if mask.ndim != 1:
             raise ValueError("the planner plays one week (an observation of one environment)")
-        return self.act(self.env.observed, mask), state
+        a = self.act(self.env.observed, mask)
+        if self.env.unwrapped.action_mode == "scores":  # the set as scores: +1 proposed, -1 not
+            return np.where(a > 0, 1.0, -1.0).astype(np.float32), state
+        return a, state
 
     def _draws(self, observed: Observed, expected):
         """``K`` posterior weeks; when no weighted draw is consistent with the observations (the proposals missed
@@ -130,6 +133,7 @@ class HindsightPlanner:
         tp_now = np.zeros((K, R), dtype=np.int64)
         fp_now = np.zeros((K, R), dtype=np.int64)
         useful = np.zeros(R, dtype=bool)
+        resolves = np.zeros((K, R), dtype=bool)
         late_exec = e.late_policy == "execute"
         for k in range(K):
             rows = draws.table(k)
@@ -140,6 +144,7 @@ class HindsightPlanner:
             on_time = t <= reg[:, RW.deadline]
             pos = reg[:, RW.polarity] == POS
             useful[r_[now]] = True
+            resolves[k, r_[now]] = True
             np.add.at(tp_now[k], r_[now & pos & on_time], 1)
             np.add.at(fp_now[k], r_[now & ((~pos & on_time) | (pos & ~on_time & late_exec))], 1)
         useful_c = [int(r) for r in cand if useful[r]]
@@ -150,8 +155,10 @@ class HindsightPlanner:
                 c = int(costs[list(combo)].sum())
                 if (budget is None or c <= budget) and (e.per_step_cost_cap is None or c <= e.per_step_cost_cap):
                     actions.append(combo)
+        p_resolve = resolves.mean(axis=0)
         if len(actions) == 1:
-            self.last_ = {"t": t, "actions": actions, "values": np.zeros(1), "ess": draws.ess}
+            self.last_ = {"t": t, "actions": actions, "values": np.zeros(1), "ess": draws.ess,
+                          "p_resolve": p_resolve}
             return action
         values = np.zeros((K, len(actions)))
         cache = {}
@@ -177,7 +184,7 @@ class HindsightPlanner:
         mean = values.mean(axis=0)
         best = int(np.argmax(mean))
         action[list(actions[best])] = 1
-        self.last_ = {"t": t, "actions": actions, "values": mean, "ess": draws.ess}
+        self.last_ = {"t": t, "actions": actions, "values": mean, "ess": draws.ess, "p_resolve": p_resolve}
         return action
 
 

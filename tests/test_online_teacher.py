@@ -84,8 +84,6 @@ def test_a_week_is_feasible_and_repeats_with_the_same_seed():
 def test_bad_settings_raise_clear_errors():
     with pytest.raises(TypeError, match="AgentView"):
         HindsightPlanner(env=PMWeekEnv(budget="B10")).fit()
-    with pytest.raises(ValueError, match="binary"):
-        HindsightPlanner(env=AgentView(PMWeekEnv(budget="B10", action_mode="scores"))).fit()
     with pytest.raises(ValueError, match="n_samples"):
         HindsightPlanner(env=AgentView(PMWeekEnv(budget="B10")), n_samples=0).fit()
     with pytest.raises(RuntimeError, match="fit"):
@@ -139,3 +137,30 @@ def test_every_posterior_week_replays_to_the_same_observations(week, t):
         for a in actions:
             replay.step(a)
         assert replay.observed.equals(seen), f"draw {i} disagrees with the observations"
+
+
+def test_online_teacher_wrapper_labels_are_the_planners_actions():
+    from membudget.wrappers import P_RESOLVE_KEY, TEACHER_KEY, OnlineTeacher
+
+    env = OnlineTeacher(PMWeekEnv(budget="B10", per_step_cap=2, action_mode="scores"), samples=2, n_particles=32,
+                        seed=5, oracle_feature=True)
+    planner = _planner(seed=5)
+    obs, info = env.reset(seed=2001)
+    obs_p, _ = planner.env.reset(seed=2001)
+    done, steps = False, 0
+    while not done:
+        label = info[TEACHER_KEY]
+        assert label.dtype == np.float32 and set(np.unique(label)) <= {-1.0, 1.0}
+        p = info[P_RESOLVE_KEY]
+        assert p.shape == label.shape and np.all((p >= 0) & (p <= 1))
+        direct, _ = planner.predict(obs_p)  # the same planner on the same states and stream
+        np.testing.assert_array_equal(label > 0, direct > 0)
+        obs, _, done, _, info = env.step(label)
+        obs_p, *_ = planner.env.step(direct)
+        steps += 1
+    assert env.teacher_calls == steps
+    assert np.all(info[TEACHER_KEY] == -1.0)  # nothing to propose after the week
+    with pytest.raises(TypeError, match="PMWeekEnv"):
+        import gymnasium as gym
+
+        OnlineTeacher(gym.make("CartPole-v1"))
