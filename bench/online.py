@@ -38,6 +38,17 @@ def parse_weeks(text: str) -> list:
     return out
 
 
+def parse_samples(text: str) -> list:
+    """``"1,4,16"`` -> ``[1, 4, 16]`` (each in 1..4096)."""
+    try:
+        ks = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not ks or any(not 1 <= k <= 4096 for k in ks):
+        raise argparse.ArgumentTypeError(f"each K must lie in 1..4096, got {text!r}")
+    return ks
+
+
 def sequential_gate(budget):
     """BudgetPM's Sequential gate at ``budget`` fitted on development weeks 2000-2019 (as the study suite does)."""
     from membudget.envs.pm import budget_levels
@@ -111,7 +122,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m membudget.bench.online", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weeks", type=parse_weeks, default=parse_weeks("8000-8009,9000-9009"))
-    p.add_argument("--samples", type=int_flag(1, 4096), default=8, help="K, posterior weeks per decision")
+    p.add_argument("--samples", type=parse_samples, default=[8],
+                   help="K, posterior weeks per decision; several (comma-separated) give the planner's curve in K "
+                        "(the students use the first)")
     p.add_argument("--budget", default="B10")
     p.add_argument("--seed", type=int_flag(0), default=0, help="the planner's random stream")
     p.add_argument("--students", type=int_flag(0), default=0,
@@ -121,13 +134,15 @@ def main(argv=None):
     a = p.parse_args(argv)
     seeds = a.weeks
     ref = references(seeds, a.budget)
-    names, cols = [], []
+    names, cols, timing = [], [], []
     if not a.no_planner:
-        f1, secs = planner_scores(seeds, a.budget, a.samples, a.seed)
-        names.append("Online planner")
-        cols.append(f1)
+        for k in a.samples:
+            f1, secs = planner_scores(seeds, a.budget, k, a.seed)
+            names.append(f"Planner K={k}")
+            cols.append(f1)
+            timing.append((k, secs))
     if a.students:
-        s_on, s_dp, label_secs, n_states = student_scores(seeds, a.budget, a.students, a.samples, a.seed)
+        s_on, s_dp, label_secs, n_states = student_scores(seeds, a.budget, a.students, a.samples[0], a.seed)
         names += ["BC(online)", "BC(DP)"]
         cols += [s_on, s_dp]
         print(f"students: {a.students} development weeks, {n_states} states; online labels took {label_secs:.0f} s")
@@ -145,11 +160,11 @@ def main(argv=None):
         m, lo, hi = bootstrap_ci(s_on - s_dp, n_resamples=100_000)
         print(f"BC(online) - BC(DP): {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")
     gap = ref["HindsightDP"].mean() - ref["Sequential"].mean()
-    if gap > 0 and not a.no_planner:
-        print(f"share of the DP - Sequential gap closed by the planner: {(f1.mean() - ref['Sequential'].mean()) / gap:.2f}")
-    if not a.no_planner:
-        print(f"{len(seeds)} weeks at {a.budget}, K={a.samples}; planner {secs.mean():.1f} s per week "
-              f"(max {secs.max():.1f})")
+    for (k, secs), name in zip(timing, names):
+        f1 = cols[names.index(name)]
+        share = (f1.mean() - ref["Sequential"].mean()) / gap if gap > 0 else float("nan")
+        print(f"K={k}: share of the DP - Sequential gap closed {share:.2f}; {secs.mean():.1f} s per week "
+              f"(max {secs.max():.1f}); {len(seeds)} weeks at {a.budget}")
 
 
 if __name__ == "__main__":

@@ -164,3 +164,17 @@ def test_online_teacher_wrapper_labels_are_the_planners_actions():
         import gymnasium as gym
 
         OnlineTeacher(gym.make("CartPole-v1"))
+
+
+def test_bench_flags_parse_weeks_and_samples():
+    import argparse
+
+    from membudget.bench.online import parse_samples, parse_weeks
+
+    assert parse_weeks("8000-8002,9000") == [8000, 8001, 8002, 9000]
+    assert parse_samples("1,4,16") == [1, 4, 16]
+    for bad in ("", "0", "a", "5000"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_samples(bad)
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_weeks(",")
