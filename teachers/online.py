@@ -88,12 +88,14 @@ class HindsightPlanner:
 
     def _draws(self, observed: Observed, expected):
         """``K`` posterior weeks; when no weighted draw is consistent with the observations (the proposals missed
-        them), retried with 4x then 16x the particles and no miss guide from the previous step; None if all fail."""
+        them), retried with 4x the particles and no miss guide from the previous step, then with the resources in
+        random orders (4x, 4x, 16x the particles); None if all fail."""
         M = self.sampler_.n_particles
-        for mult, guide in ((1, expected), (4, None), (16, None)):
+        for mult, guide, shuffle in ((1, expected, False), (4, None, False), (4, None, True), (4, None, True),
+                                     (16, None, True)):
             self.sampler_.n_particles = M * mult
             try:
-                return self.sampler_.sample(observed, self.n_samples, self.rng_, guide)
+                return self.sampler_.sample(observed, self.n_samples, self.rng_, guide, shuffle)
             except ValueError as e:
                 if "no draw is consistent" not in str(e):
                     raise

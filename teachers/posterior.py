@@ -1423,11 +1423,14 @@ class PosteriorSampler:
                 led[e, _LE.hi] = NEVER
         return led, np.asarray(L.miss_cost, dtype=np.float64)
 
-    def weighted(self, observed: Observed | None, n_particles=None, rng=None, expected_misses=None) -> Particles:
+    def weighted(self, observed: Observed | None, n_particles=None, rng=None, expected_misses=None,
+                 shuffle=False) -> Particles:
         """``n_particles`` (default ``self.n_particles``) weighted draws for ``observed`` (None: nothing observed,
         the generator's prior). ``expected_misses`` (``(R, steps)``, e.g. ``expected_misses_`` of the previous
         step's call) replaces the small first pass that estimates each resource's misses for the miss guide; it
-        steers the proposals only (any value leaves the draws exact)."""
+        steers the proposals only (any value leaves the draws exact). ``shuffle``: the resources in a random order
+        (those with a seen hidden miss still first) instead of the default one — any order leaves the draws exact;
+        another one can succeed where the default's proposals miss the observations."""
         if not hasattr(self, "world_"):
             raise RuntimeError("call fit() first")
         rng = np.random.default_rng(rng)
@@ -1485,7 +1488,11 @@ class PosteriorSampler:
         forced = np.zeros(R, dtype=np.int64)
         if led.shape[0]:
             np.add.at(forced, res_of, (led[:, _LE.event] == 3) | (led[:, _LE.event] == 4))
-        res_order = sorted(range(R), key=lambda r: (-int(forced[r]), r != clock, -int(n_led_r[r]), r))
+        if shuffle:
+            perm = rng.permutation(R)
+            res_order = sorted(range(R), key=lambda r: (forced[r] == 0, int(perm[r])))
+        else:
+            res_order = sorted(range(R), key=lambda r: (-int(forced[r]), r != clock, -int(n_led_r[r]), r))
         expected = np.zeros((R, tl))
         if expected_misses is not None:
             em = np.asarray(expected_misses, dtype=np.float64)
@@ -1558,12 +1565,13 @@ class PosteriorSampler:
                          ess=float(1.0 / np.sum(w ** 2)), log_weights=logw, source=np.arange(M), observed=observed,
                          sampler=self)
 
-    def sample(self, observed: Observed | None, n_samples: int, rng=None, expected_misses=None) -> Particles:
+    def sample(self, observed: Observed | None, n_samples: int, rng=None, expected_misses=None,
+               shuffle=False) -> Particles:
         """``n_samples`` equally weighted weeks: ``max(n_particles, n_samples)`` weighted draws, resampled
-        systematically (``expected_misses``: see :meth:`weighted`)."""
+        systematically (``expected_misses``, ``shuffle``: see :meth:`weighted`)."""
         check_int("n_samples", n_samples, 1, 10**7)
         rng = np.random.default_rng(rng)
-        p = self.weighted(observed, max(self.n_particles, n_samples), rng, expected_misses)
+        p = self.weighted(observed, max(self.n_particles, n_samples), rng, expected_misses, shuffle)
         idx = systematic_resample(p.weights, n_samples, rng)
         return Particles(rows=p.rows[idx], miss_cost=p.miss_cost[idx], n_rows=p.n_rows[idx], visible=p.visible[idx],
                          weights=np.full(n_samples, 1.0 / n_samples), ess=p.ess, log_weights=p.log_weights[idx],

@@ -109,10 +109,10 @@ def test_online_demonstrations_label_the_planners_own_rollout():
     assert action.shape == (demos.mask.shape[1],)
 
 
-@pytest.mark.parametrize("week, t", [(2001, 12), (2004, 25)])
-def test_every_posterior_week_replays_to_the_same_observations(week, t):
+@pytest.mark.parametrize("week, t, shuffle", [(2001, 12, False), (2004, 25, False), (2004, 25, True)])
+def test_every_posterior_week_replays_to_the_same_observations(week, t, shuffle):
     """A drawn week, played with the agent's own actions, shows the agent exactly what it saw (the ledger, its
-    events, the hints, the counters)."""
+    events, the hints, the counters), whatever the order the sampler draws the resources in."""
     from membudget.teachers.posterior import PosteriorSampler
 
     def top_hint(obs):
@@ -130,7 +130,8 @@ def test_every_posterior_week_replays_to_the_same_observations(week, t):
         obs, *_ = env.step(actions[-1])
     seen = env.observed
     assert len(seen.ledger) > 0 and seen.queried.any()
-    draws = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit().sample(seen, 4, np.random.default_rng(0))
+    draws = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit().sample(seen, 4, np.random.default_rng(0),
+                                                                                   shuffle=shuffle)
     for i in range(len(draws)):
         replay = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
         replay.reset(options={"episode": draws.episode(i, 0)})
