@@ -1,0 +1,171 @@
+"""The online planner (:class:`~membudget.teachers.online.HindsightPlanner`, hindsight optimisation over posterior
+weeks; it sees only what the agent sees) against BudgetPM's Sequential gate, the current-greedy oracle and the
+hindsight DP on ``PMWeek-v0`` weeks, per week and paired.
+
+Sequential is fitted as in the study suite (the label dataset of development weeks 2000-2019, one budget); the DP
+and current-greedy replay their schedules. Prints each week's Set F1 of every method, the means, the planner's
+paired difference to Sequential with a percentile bootstrap 95% interval, the share of the DP − Sequential gap it
+closes, and the planner's time per week.
+
+With ``--students N``, also two BC students of one class fitted on development weeks 2000..2000+N-1, one to the
+online planner's labels and one to the hindsight DP's (the imitation gap at equal data and class).
+
+``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--budget B10] [--students N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from membudget.envs.validation import int_flag
+from membudget.studies.cli import plain
+
+
+def parse_weeks(text: str) -> list:
+    """``"8000-8009,9000"`` -> the listed seeds (ranges inclusive)."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    if not out:
+        raise argparse.ArgumentTypeError("no weeks given")
+    return out
+
+
+def parse_samples(text: str) -> list:
+    """``"1,4,16"`` -> ``[1, 4, 16]`` (each in 1..4096)."""
+    try:
+        ks = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not ks or any(not 1 <= k <= 4096 for k in ks):
+        raise argparse.ArgumentTypeError(f"each K must lie in 1..4096, got {text!r}")
+    return ks
+
+
+def sequential_gate(budget):
+    """BudgetPM's Sequential gate at ``budget`` fitted on development weeks 2000-2019 (as the study suite does)."""
+    from membudget.envs.pm import budget_levels
+    from membudget.studies.suite import DEV_SEEDS, fit_gate
+    from membudget.teachers.labels import build_label_dataset
+
+    ds = build_label_dataset(DEV_SEEDS, [budget])
+    return fit_gate(ds, budget_levels(), ("sequential", budget))
+
+
+def references(seeds, budget) -> dict:
+    """Per-week Set F1 of Sequential, current-greedy and the hindsight DP on ``seeds`` at ``budget``."""
+    from membudget.envs.pm import budget_levels, generate_episode
+    from membudget.envs.pm.rollout import rollout
+    from membudget.envs.pm.world import WorldConfig
+    from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
+
+    cap = budget_levels()[budget]
+    n_res = len(WorldConfig().resources)
+    weeks = [generate_episode(s) for s in seeds]
+    out = {}
+    for name, teacher in (("HindsightDP", HindsightDP), ("CurrentGreedy", CurrentGreedy)):
+        sols = [teacher(budget=cap, per_step_cap=2).solve(w) for w in weeks]
+        out[name] = rollout(SchedulePolicy([s.schedule for s in sols], n_res), seeds, budget=budget,
+                            per_step_cap=2)["set_f1"]
+    out["Sequential"] = rollout(sequential_gate(budget), seeds, budget=budget, per_step_cap=2,
+                                action_mode="scores")["set_f1"]
+    return out
+
+
+def planner_scores(seeds, budget, samples, seed=0):
+    """Per-week Set F1 of the online planner (one planner, its random stream continued across the weeks) and the
+    seconds per week."""
+    from membudget.envs.pm import PMWeekEnv
+    from membudget.teachers.observed import AgentView
+    from membudget.teachers.online import HindsightPlanner, play
+
+    planner = HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=samples,
+                               seed=seed).fit()
+    f1, secs = [], []
+    for s in seeds:
+        t0 = time.perf_counter()
+        f1.append(play(planner, s)["set_f1"])
+        secs.append(time.perf_counter() - t0)
+    print(f"planner: {planner.retries_} samplings retried with more particles, {planner.fallbacks_} decisions "
+          "without a consistent draw (nothing proposed)")
+    return np.array(f1), np.array(secs)
+
+
+def student_scores(seeds, budget, train_weeks, samples, seed=0):
+    """Per-week Set F1 of two students of one class (:class:`~membudget.agents.per_resource.PerResourceNet`, BC,
+    60 epochs) fitted on the same development weeks ``2000..`` — one to the online planner's labels, one to the
+    hindsight DP's — and the seconds the online labels took."""
+    from membudget.agents.imitation import dp_demonstrations, fit_net
+    from membudget.agents.online_imitation import fit_online_bc
+    from membudget.agents.per_resource import StudentPolicy
+    from membudget.envs.pm.rollout import rollout
+
+    train = list(range(2000, 2000 + train_weeks))
+    t0 = time.perf_counter()
+    online, demos = fit_online_bc(train, budget, samples=samples, seed=seed)
+    secs = time.perf_counter() - t0
+    dp = StudentPolicy(fit_net(dp_demonstrations(train, budget), seed=seed), config={"method": "bc"})
+    kw = {"budget": budget, "per_step_cap": 2, "action_mode": "scores"}
+    return rollout(online, seeds, **kw)["set_f1"], rollout(dp, seeds, **kw)["set_f1"], secs, len(demos)
+
+
+def main(argv=None):
+    from membudget.studies.protocol import bootstrap_ci
+
+    p = argparse.ArgumentParser(prog="python -m membudget.bench.online", description=plain(__doc__),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--weeks", type=parse_weeks, default=parse_weeks("8000-8009,9000-9009"))
+    p.add_argument("--samples", type=parse_samples, default=[8],
+                   help="K, posterior weeks per decision; several (comma-separated) give the planner's curve in K "
+                        "(the students use the first)")
+    p.add_argument("--budget", default="B10")
+    p.add_argument("--seed", type=int_flag(0), default=0, help="the planner's random stream")
+    p.add_argument("--students", type=int_flag(0), default=0,
+                   help="also fit BC students on this many development weeks (2000..) labelled by the online "
+                        "planner and by the hindsight DP (0: none)")
+    p.add_argument("--no-planner", action="store_true", help="leave out the planner's own rollouts")
+    a = p.parse_args(argv)
+    seeds = a.weeks
+    ref = references(seeds, a.budget)
+    names, cols, timing = [], [], []
+    if not a.no_planner:
+        for k in a.samples:
+            f1, secs = planner_scores(seeds, a.budget, k, a.seed)
+            names.append(f"Planner K={k}")
+            cols.append(f1)
+            timing.append((k, secs))
+    if a.students:
+        s_on, s_dp, label_secs, n_states = student_scores(seeds, a.budget, a.students, a.samples[0], a.seed)
+        names += ["BC(online)", "BC(DP)"]
+        cols += [s_on, s_dp]
+        print(f"students: {a.students} development weeks, {n_states} states; online labels took {label_secs:.0f} s")
+    names += ["Sequential", "CurrentGreedy", "HindsightDP"]
+    cols += [ref["Sequential"], ref["CurrentGreedy"], ref["HindsightDP"]]
+    print("week  " + "  ".join(f"{n:>14}" for n in names))
+    for i, s in enumerate(seeds):
+        print(f"{s:<5} " + "  ".join(f"{c[i]:14.4f}" for c in cols))
+    print("mean  " + "  ".join(f"{c.mean():14.4f}" for c in cols))
+    for name, col in zip(names, cols):
+        if name != "Sequential":
+            m, lo, hi = bootstrap_ci(col - ref["Sequential"], n_resamples=100_000)
+            print(f"{name} - Sequential: {m:+.4f} [{lo:+.4f}, {hi:+.4f}] (paired, {len(seeds)} weeks)")
+    if a.students:
+        m, lo, hi = bootstrap_ci(s_on - s_dp, n_resamples=100_000)
+        print(f"BC(online) - BC(DP): {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    gap = ref["HindsightDP"].mean() - ref["Sequential"].mean()
+    for (k, secs), name in zip(timing, names):
+        f1 = cols[names.index(name)]
+        share = (f1.mean() - ref["Sequential"].mean()) / gap if gap > 0 else float("nan")
+        print(f"K={k}: share of the DP - Sequential gap closed {share:.2f}; {secs.mean():.1f} s per week "
+              f"(max {secs.max():.1f}); {len(seeds)} weeks at {a.budget}")
+
+
+if __name__ == "__main__":
+    main()

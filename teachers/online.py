@@ -1,0 +1,202 @@
+"""An online teacher for ``PMWeek-v0``: hindsight optimisation over posterior weeks.
+
+At each step the planner draws ``K`` complete weeks from the posterior given what the agent has seen
+(:class:`~membudget.teachers.posterior.PosteriorSampler`), and for every first action it could take now — a
+subset of the current candidates within the per-step caps and the remaining budget — solves each week's rest
+exactly with the hindsight DP from the state that action leads to. It takes the action with the best mean value
+(sample average approximation of the one-step lookahead; "hindsight optimisation", Chong, Givan & Chang 2000;
+Yoon et al. 2008). Only resources that some draw lets resolve something now are considered: a query that
+resolves nothing changes nothing but the budget, so it is dominated in every draw.
+
+Its Set F1 is that of an online policy, so it is a lower bound on the online optimum; the hindsight DP, which
+sees the whole week, is an upper bound. Hindsight optimisation values each action as if the future were then
+revealed, so it ignores the value of information (a query that would tell the planner something).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+
+from membudget.envs.pm.world import NEVER, POS
+from membudget.envs.validation import check_int
+
+from .hindsight_dp import solve_problem
+from .observed import AgentView, Observed
+from .posterior import RW, PosteriorSampler
+
+
+class HindsightPlanner:
+    """Online planner by hindsight optimisation over posterior draws (module docstring), following the policy
+    protocol. It reads the agent's view through the :class:`~membudget.teachers.observed.AgentView` wrapper it is
+    given (the observation alone summarises the ledger), never the week's hidden fields.
+
+    Parameters
+    ----------
+    env : AgentView
+        The wrapped environment the planner plays (single week; binary actions, or scores +1 / -1).
+    n_samples : int
+        ``K``, posterior weeks per decision.
+    n_particles : int, optional
+        Weighted draws behind the ``K`` weeks (default ``max(64, 2 K)``).
+    seed : int
+        Seed of the planner's own random stream (draws), so that runs repeat.
+
+    Attributes (after :meth:`fit`): ``sampler_``; after each decision ``last_`` (the step, the actions
+    compared, their mean values, the draws' effective sample size and ``p_resolve``: per resource, the share of
+    the ``K`` draws in which a query now resolves a stored intention — the posterior probability, estimated);
+    ``retries_`` (samplings retried with more particles because no draw was consistent with the observations) and
+    ``fallbacks_`` (decisions where even 16x the particles found none: the planner then proposes nothing — a
+    simplification, counted).
+    """
+
+    def __init__(self, *, env, n_samples=16, n_particles=None, seed=0):
+        self.env = env
+        self.n_samples = n_samples
+        self.n_particles = n_particles
+        self.seed = seed
+
+    def fit(self, X=None, y=None):
+        """Check the settings and build the posterior sampler for the environment's world (``X``, ``y`` ignored)."""
+        if not isinstance(self.env, AgentView):
+            raise TypeError(f"env must be an AgentView-wrapped PMWeekEnv, got {type(self.env).__name__}")
+        e = self.env.unwrapped
+        check_int("n_samples", self.n_samples, 1, 100_000)
+        particles = max(64, 2 * self.n_samples) if self.n_particles is None else self.n_particles
+        check_int("n_particles", particles, 1, 10**6)
+        self.sampler_ = PosteriorSampler.from_env(e, n_particles=particles).fit()
+        self.rng_ = np.random.default_rng(self.seed)
+        self.last_ = None
+        self._expected = None
+        self.retries_ = 0
+        self.fallbacks_ = 0
+        return self
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        """The planner's action for the environment's current step (``observation`` must be its latest one)."""
+        if not hasattr(self, "sampler_"):
+            raise RuntimeError("call fit() first")
+        mask = np.asarray(observation["mask"])
+        if mask.ndim != 1:
+            raise ValueError("the planner plays one week (an observation of one environment)")
+        a = self.act(self.env.observed, mask)
+        if self.env.unwrapped.action_mode == "scores":  # the set as scores: +1 proposed, -1 not
+            return np.where(a > 0, 1.0, -1.0).astype(np.float32), state
+        return a, state
+
+    def _draws(self, observed: Observed, expected):
+        """``K`` posterior weeks; when no weighted draw is consistent with the observations (the proposals missed
+        them), retried with 4x the particles and no miss guide from the previous step, then with the resources in
+        random orders (4x, 4x, 16x the particles); None if all fail."""
+        M = self.sampler_.n_particles
+        for mult, guide, shuffle in ((1, expected, False), (4, None, False), (4, None, True), (4, None, True),
+                                     (16, None, True)):
+            self.sampler_.n_particles = M * mult
+            try:
+                return self.sampler_.sample(observed, self.n_samples, self.rng_, guide, shuffle)
+            except ValueError as e:
+                if "no draw is consistent" not in str(e):
+                    raise
+                self.retries_ += 1
+            finally:
+                self.sampler_.n_particles = M
+        return None
+
+    def act(self, observed: Observed, mask) -> np.ndarray:
+        """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
+        e = self.env.unwrapped
+        R = observed.n_resources
+        action = np.zeros(R, dtype=np.int8)
+        costs = observed.costs
+        budget = observed.remaining_budget
+        cand = np.flatnonzero(mask)
+        if budget is not None:
+            cand = cand[costs[cand] <= budget]
+        if e.per_step_cost_cap is not None:
+            cand = cand[costs[cand] <= e.per_step_cost_cap]
+        t = observed.t
+        if cand.size == 0 or t >= observed.horizon:
+            self.last_ = None
+            return action
+        # the previous step's expected misses steer this step's proposals (same week, one step on)
+        prev = self._expected if self._expected is not None and 0 <= self._expected[0] < t else None
+        draws = self._draws(observed, None if prev is None else prev[1])
+        if draws is None:  # no consistent draw even with 16x the particles: propose nothing (counted)
+            self.fallbacks_ += 1
+            self._expected = None
+            self.last_ = None
+            return action
+        self._expected = (t, self.sampler_.expected_misses_)
+        last_q = observed.last_query
+        # what querying each candidate now resolves in each draw (TP, FP); useful: resolves something somewhere
+        K = len(draws)
+        tp_now = np.zeros((K, R), dtype=np.int64)
+        fp_now = np.zeros((K, R), dtype=np.int64)
+        useful = np.zeros(R, dtype=bool)
+        resolves = np.zeros((K, R), dtype=bool)
+        late_exec = e.late_policy == "execute"
+        for k in range(K):
+            rows = draws.table(k)
+            reg = rows[rows[:, RW.registered] == 1]
+            r_ = reg[:, RW.res]
+            now = (reg[:, RW.onset] < NEVER) & (reg[:, RW.onset] > last_q[r_]) & (reg[:, RW.onset] <= t) & \
+                (t <= reg[:, RW.au])
+            on_time = t <= reg[:, RW.deadline]
+            pos = reg[:, RW.polarity] == POS
+            useful[r_[now]] = True
+            resolves[k, r_[now]] = True
+            np.add.at(tp_now[k], r_[now & pos & on_time], 1)
+            np.add.at(fp_now[k], r_[now & ((~pos & on_time) | (pos & ~on_time & late_exec))], 1)
+        useful_c = [int(r) for r in cand if useful[r]]
+        cap = len(useful_c) if e.per_step_cap is None else min(e.per_step_cap, len(useful_c))
+        actions = [()]
+        for n in range(1, cap + 1):
+            for combo in itertools.combinations(useful_c, n):
+                c = int(costs[list(combo)].sum())
+                if (budget is None or c <= budget) and (e.per_step_cost_cap is None or c <= e.per_step_cost_cap):
+                    actions.append(combo)
+        p_resolve = resolves.mean(axis=0)
+        if len(actions) == 1:
+            self.last_ = {"t": t, "actions": actions, "values": np.zeros(1), "ess": draws.ess,
+                          "p_resolve": p_resolve}
+            return action
+        values = np.zeros((K, len(actions)))
+        cache = {}
+        for k in range(K):
+            base = draws.problem(k, budget_left=budget, per_step_cap=e.per_step_cap,
+                                 per_step_cost_cap=e.per_step_cost_cap, t0=t + 1)
+            for j, combo in enumerate(actions):
+                memo = (int(draws.source[k]), combo)  # resampled duplicates share their values
+                if memo in cache:
+                    values[k, j] = cache[memo]
+                    continue
+                lq = last_q.copy()
+                lq[list(combo)] = t
+                c = int(costs[list(combo)].sum())
+                prob = replace(base, last_query=lq, budget_left=None if budget is None else budget - c,
+                               tp_fixed=base.tp_fixed + int(tp_now[k, list(combo)].sum()),
+                               fp_fixed=base.fp_fixed + int(fp_now[k, list(combo)].sum()))
+                if t + 1 >= observed.horizon:
+                    v = prob.f1(0, 0)
+                else:
+                    v = solve_problem(prob).f1
+                values[k, j] = cache[memo] = v
+        mean = values.mean(axis=0)
+        best = int(np.argmax(mean))
+        action[list(actions[best])] = 1
+        self.last_ = {"t": t, "actions": actions, "values": mean, "ess": draws.ess, "p_resolve": p_resolve}
+        return action
+
+
+def play(planner: HindsightPlanner, seed: int) -> dict:
+    """Play one week with the planner on its environment; the week's ``episode_metrics``."""
+    env = planner.env
+    obs, _ = env.reset(seed=int(seed))
+    done = False
+    info = {}
+    while not done:
+        action, _ = planner.predict(obs)
+        obs, _, done, _, info = env.step(action)
+    return info["episode_metrics"]

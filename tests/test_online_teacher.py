@@ -1,0 +1,181 @@
+"""The online teacher of PMWeek-v0 (teachers/online.py over teachers/observed.py and teachers/posterior.py): it
+decides from what the agent has seen only, so hidden future information cannot change its decision."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from membudget.envs.pm import PMWeekEnv, generate_episode
+from membudget.envs.pm.world import KIND_VISIBLE, NEVER
+from membudget.teachers import HindsightDP
+from membudget.teachers.observed import AgentView
+from membudget.teachers.online import HindsightPlanner
+
+WEEK, T_CUT = 2003, 18
+
+
+def _planner(seed=0, samples=2):
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    return HindsightPlanner(env=env, n_samples=samples, n_particles=32, seed=seed).fit()
+
+
+def _future_changed(ep, t):
+    """``ep`` with everything the agent cannot have seen by the decision of step ``t`` changed: the hints of the
+    steps after ``t`` redrawn, and every hidden intention whose onset bump lies wholly after ``t`` (onset >= t + 7)
+    made to never trigger."""
+    hints = ep.hints.copy()
+    hints[t + 1:] = np.random.default_rng(1).random(hints[t + 1:].shape)
+    late = (ep.kind != KIND_VISIBLE) & (ep.onset < NEVER) & (ep.onset >= t + 7)
+    onset, deadline = ep.onset.copy(), ep.deadline.copy()
+    onset[late] = NEVER
+    deadline[late] = NEVER
+    return replace(ep, hints=hints, onset=onset, deadline=deadline), int(late.sum())
+
+
+def _play(planner, ep, steps):
+    env = planner.env
+    obs, _ = env.reset(options={"episode": ep})
+    actions, records, values = [], [], []
+    for _ in range(steps):
+        a, _ = planner.predict(obs)
+        actions.append(a.copy())
+        records.append(env.observed)
+        values.append(None if planner.last_ is None else planner.last_["values"].copy())
+        obs, *_ = env.step(a)
+    return actions, records, values
+
+
+def test_decisions_do_not_depend_on_the_hidden_future():
+    a = generate_episode(WEEK)
+    b, n_changed = _future_changed(a, T_CUT)
+    assert n_changed > 0
+    # the weeks differ where it matters: the hindsight DP (which sees the whole week) scores them differently
+    dp = HindsightDP(budget=PMWeekEnv(budget="B10").budget, per_step_cap=2)
+    assert dp.solve(a).f1 != dp.solve(b).f1
+    acts_a, rec_a, val_a = _play(_planner(), a, T_CUT + 1)
+    acts_b, rec_b, val_b = _play(_planner(), b, T_CUT + 1)
+    for t in range(T_CUT + 1):
+        assert rec_a[t].equals(rec_b[t]), f"the agent's record differs at step {t}"
+        np.testing.assert_array_equal(acts_a[t], acts_b[t])
+        assert (val_a[t] is None) == (val_b[t] is None)
+        if val_a[t] is not None:
+            np.testing.assert_array_equal(val_a[t], val_b[t])
+    assert sum(int(x.sum()) for x in acts_a) > 0  # it did query something
+
+
+def test_a_week_is_feasible_and_repeats_with_the_same_seed():
+    scores = []
+    for _ in range(2):
+        planner = _planner(seed=3)
+        env = planner.env
+        obs, _ = env.reset(seed=2001)
+        done = False
+        while not done:
+            a, _ = planner.predict(obs)
+            assert set(np.flatnonzero(a)) <= set(np.flatnonzero(obs["mask"]))
+            assert a.sum() <= 2
+            obs, _, done, _, info = env.step(a)
+        scores.append(info["episode_metrics"]["set_f1"])
+        assert info["episode_metrics"]["realized_cost"] <= env.unwrapped.budget
+    assert scores[0] == scores[1]
+
+
+def test_bad_settings_raise_clear_errors():
+    with pytest.raises(TypeError, match="AgentView"):
+        HindsightPlanner(env=PMWeekEnv(budget="B10")).fit()
+    with pytest.raises(ValueError, match="n_samples"):
+        HindsightPlanner(env=AgentView(PMWeekEnv(budget="B10")), n_samples=0).fit()
+    with pytest.raises(RuntimeError, match="fit"):
+        HindsightPlanner(env=AgentView(PMWeekEnv(budget="B10"))).predict({"mask": np.ones(11)})
+    with pytest.raises(TypeError, match="PMWeekEnv"):
+        import gymnasium as gym
+
+        AgentView(gym.make("CartPole-v1"))
+
+
+def test_online_demonstrations_label_the_planners_own_rollout():
+    from membudget.agents.online_imitation import fit_online_bc, online_demonstrations
+
+    demos, planner = online_demonstrations([2002], "B10", samples=1, seed=0)
+    horizon = planner.env.unwrapped.episode.horizon
+    assert len(demos) == horizon
+    assert np.all(demos.labels <= demos.mask)  # labels are candidates only
+    assert np.all(demos.labels.sum(axis=1) <= 2)
+    assert demos.labels.sum() > 0
+    policy, same = fit_online_bc([2002], "B10", epochs=1, demos=demos)
+    assert same is demos and policy.config["method"] == "online-bc"
+    action, _ = policy.predict(PMWeekEnv(budget="B10", action_mode="scores").reset(seed=2002)[0])
+    assert action.shape == (demos.mask.shape[1],)
+
+
+@pytest.mark.parametrize("week, t, shuffle", [(2001, 12, False), (2004, 25, False), (2004, 25, True)])
+def test_every_posterior_week_replays_to_the_same_observations(week, t, shuffle):
+    """A drawn week, played with the agent's own actions, shows the agent exactly what it saw (the ledger, its
+    events, the hints, the counters), whatever the order the sampler draws the resources in."""
+    from membudget.teachers.posterior import PosteriorSampler
+
+    def top_hint(obs):
+        a = np.zeros(obs["mask"].size, dtype=np.int8)
+        h = np.where(obs["mask"] > 0, obs["resources"][:, 0], -1.0)
+        r = int(np.argmax(h))
+        a[r] = obs["mask"][r] > 0
+        return a
+
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    obs, _ = env.reset(seed=week)
+    actions = []
+    for _ in range(t):
+        actions.append(top_hint(obs))
+        obs, *_ = env.step(actions[-1])
+    seen = env.observed
+    assert len(seen.ledger) > 0 and seen.queried.any()
+    draws = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit().sample(seen, 4, np.random.default_rng(0),
+                                                                                   shuffle=shuffle)
+    for i in range(len(draws)):
+        replay = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+        replay.reset(options={"episode": draws.episode(i, 0)})
+        for a in actions:
+            replay.step(a)
+        assert replay.observed.equals(seen), f"draw {i} disagrees with the observations"
+
+
+def test_online_teacher_wrapper_labels_are_the_planners_actions():
+    from membudget.wrappers import P_RESOLVE_KEY, TEACHER_KEY, OnlineTeacher
+
+    env = OnlineTeacher(PMWeekEnv(budget="B10", per_step_cap=2, action_mode="scores"), samples=2, n_particles=32,
+                        seed=5, oracle_feature=True)
+    planner = _planner(seed=5)
+    obs, info = env.reset(seed=2001)
+    obs_p, _ = planner.env.reset(seed=2001)
+    done, steps = False, 0
+    while not done:
+        label = info[TEACHER_KEY]
+        assert label.dtype == np.float32 and set(np.unique(label)) <= {-1.0, 1.0}
+        p = info[P_RESOLVE_KEY]
+        assert p.shape == label.shape and np.all((p >= 0) & (p <= 1))
+        direct, _ = planner.predict(obs_p)  # the same planner on the same states and stream
+        np.testing.assert_array_equal(label > 0, direct > 0)
+        obs, _, done, _, info = env.step(label)
+        obs_p, *_ = planner.env.step(direct)
+        steps += 1
+    assert env.teacher_calls == steps
+    assert np.all(info[TEACHER_KEY] == -1.0)  # nothing to propose after the week
+    with pytest.raises(TypeError, match="PMWeekEnv"):
+        import gymnasium as gym
+
+        OnlineTeacher(gym.make("CartPole-v1"))
+
+
+def test_bench_flags_parse_weeks_and_samples():
+    import argparse
+
+    from membudget.bench.online import parse_samples, parse_weeks
+
+    assert parse_weeks("8000-8002,9000") == [8000, 8001, 8002, 9000]
+    assert parse_samples("1,4,16") == [1, 4, 16]
+    for bad in ("", "0", "a", "5000"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_samples(bad)
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_weeks(",")
