@@ -14,8 +14,9 @@ import time
 
 import numpy as np
 
-from membudget.agents.imitation import Demonstrations, _settings, _state, fit_net
+from membudget.agents.imitation import Demonstrations, _net_settings, _settings, _state, fit_net
 from membudget.agents.per_resource import StudentPolicy
+from membudget.agents.tasks import PMWEEK
 from membudget.envs.validation import check_int
 
 
@@ -44,12 +45,12 @@ def fit_online_bc(train_seeds, budget, *, samples=4, epochs=60, hidden=(64, 64),
                   demos=None):
     """Behaviour cloning on the online planner's labels of ``train_seeds`` (or the given ``demos``);
     ``(policy, demos)``."""
-    hidden = _settings(hidden, context, epochs, seed)
+    fit = _settings(PMWEEK, seed, None, {"epochs": epochs, "hidden": hidden, "context": context, "calibrate": False})
     start = time.perf_counter()
     if demos is None:
         demos, _ = online_demonstrations(train_seeds, budget, samples=samples, seed=seed)
-    net = fit_net(demos, hidden=hidden, context=context, epochs=epochs, seed=seed)
+    net = fit_net(demos, seed=seed, **_net_settings(fit))
     cfg = {"method": "online-bc", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
-           "hidden": list(hidden), "context": context, "seed": seed, "samples": samples,
+           "hidden": list(fit["hidden"]), "context": fit["context"], "seed": seed, "samples": samples,
            "wall_clock": time.perf_counter() - start}
     return StudentPolicy(net, config=cfg), demos
