@@ -65,9 +65,9 @@ PPO_SEEDS = (0, 1, 2)
 PPO_SETTINGS = PPOConfig(total_timesteps=300_000, eval_every=50_000, eval_episodes=10, engine="autograd")
 """PMWeek-v0's chosen PPO settings (:class:`~membudget.agents.ppo.PPOConfig`'s defaults) with a shorter run;
 early stopping on the validation conversations 3000-3009 (never the analysis conversations)."""
-LOSSES = ("not_candidate", "not_proposed", "budget", "count_cap")
-"""Why a true fire goes unverified: below the similarity gate, not proposed, skipped for the episode budget, skipped
-for the per-step cap."""
+LOSSES = ("declined", "not_candidate", "not_proposed", "budget", "count_cap")
+"""Why a true fire goes unexecuted when the base response misses it too: verified but declined by the verifier,
+below the similarity gate, not proposed, skipped for the episode budget, skipped for the per-step cap."""
 BREAKDOWN = (("Static", "B60"), ("Pacing", "B60"), ("DueGate", "B60"), ("Static", "B80"), ("Pacing", "B80"))
 QUICK_SEEDS = range(4000, 4005)
 QUICK_PPO_STEPS = 2 * 16 * PACING_HORIZON
@@ -139,8 +139,13 @@ def train_task(settings: PPOConfig, item):
     return train_ppo(budget, settings, seed=seed, task=CONVERSATION)
 
 
-def policy(name, budget, gates, seed=0):
-    """``(policy, env kwargs)`` of a policy name at a budget level."""
+def policy(name, budget, gates, seed=0, world=None):
+    """``(policy, env kwargs)`` of a policy name at a budget level, in ``world`` (None: ConversationPM-v1's)."""
+    p, kwargs = _policy(name, budget, gates, seed)
+    return p, dict(kwargs, world=world)
+
+
+def _policy(name, budget, gates, seed):
     if name == "AllSemantic":
         return AllRelevant(), {"budget": None, "per_step_cap": None}
     if name == "RandomFeasible":
@@ -160,16 +165,20 @@ def policy(name, budget, gates, seed=0):
 
 
 def call_breakdown(policy, seeds, **env_kwargs) -> dict:
-    """Where a policy's verifier calls go and why true fires go unverified, as means per conversation over
+    """Where a policy's verifier calls go and why true fires go unexecuted, as means per conversation over
     ``seeds``: ``calls`` (pair kind of :data:`~membudget.envs.conversation.world.PAIR_KINDS` -> verified pairs),
-    ``lost`` (cause of :data:`LOSSES` -> true fires left unverified) and ``spend`` (calls per quarter, 4)."""
+    ``changed`` (calls whose answer differs from the base response: the only calls that change the reply),
+    ``lost`` (cause of :data:`LOSSES` -> true fires neither the verifier nor the base response executes),
+    ``recitations`` (base recitations of a quote before reply n left in the reply: each zeroes its test) and
+    ``spend`` (calls per quarter, 4)."""
     seeds = list(seeds)
     env = ConversationPMEnv(**env_kwargs)
     calls, lost, spend = np.zeros(len(PAIR_KINDS)), np.zeros(len(LOSSES)), np.zeros(4)
+    changed = recitations = 0
     for seed in seeds:
         obs, _ = env.reset(seed=int(seed))
         conv = env.conversation
-        kinds, truth = conv.pair_kinds(), conv.truth()
+        kinds, truth, base = conv.pair_kinds(), conv.truth(), conv.base > 0
         state, start = None, np.ones(1, dtype=bool)
         for t in range(conv.horizon):
             action, state = policy.predict(obs, state=state, episode_start=start, deterministic=True)
@@ -177,19 +186,21 @@ def call_breakdown(policy, seeds, **env_kwargs) -> dict:
             start = np.zeros(1, dtype=bool)
             q = info["queried"]
             np.add.at(calls, kinds[t, q], 1)
-            for r in np.flatnonzero(truth[t] & ~q):
-                cause = ("not_candidate" if kinds[t, r] == 0 else "not_proposed" if action[r] <= 0
-                         else "budget" if info["remaining_budget"] == 0 else "count_cap")
+            changed += int(np.sum(q & ((conv.verifier[t] > 0) != base[t])))
+            recitations += int(np.sum(~q & base[t] & (kinds[t] == PAIR_KINDS.index("pm_other"))))
+            for r in np.flatnonzero(truth[t] & ~np.where(q, conv.verifier[t] > 0, base[t])):
+                cause = ("declined" if q[r] else "not_candidate" if kinds[t, r] == 0 else "not_proposed"
+                         if action[r] <= 0 else "budget" if info["remaining_budget"] == 0 else "count_cap")
                 lost[LOSSES.index(cause)] += 1
         spend += info["episode_metrics"]["spend_per_quarter"]
     n = len(seeds)
-    return {"calls": dict(zip(PAIR_KINDS, (calls / n).tolist())), "lost": dict(zip(LOSSES, (lost / n).tolist())),
-            "spend": spend / n}
+    return {"calls": dict(zip(PAIR_KINDS, (calls / n).tolist())), "changed": changed / n,
+            "lost": dict(zip(LOSSES, (lost / n).tolist())), "recitations": recitations / n, "spend": spend / n}
 
 
-def teacher_metrics(teacher_cls, budget, seeds):
+def teacher_metrics(teacher_cls, budget, seeds, world=None):
     out = {"macro_accuracy": [], "score": [], "queries": []}
-    convs = [generate_conversation(s) for s in seeds]
+    convs = [generate_conversation(s, world) for s in seeds]
     for c in convs:
         s = teacher_cls(budget=budget).solve(c)
         out["macro_accuracy"].append(s.macro_accuracy)
@@ -239,14 +250,15 @@ def diagnostic_keys() -> list:
             + [("ppo", b, seed) for b in CALIBRATED for seed in PPO_SEEDS[1:]])
 
 
-def evaluate(gates, seeds, n_resamples, executor, diagnostics=True) -> tuple:
-    """``(res, intervals, diag)`` on the conversations ``seeds`` as two maps of ``executor``: one task per table
-    row and per diagnostic rollout (:func:`evaluation_task`; none with ``diagnostics=False``, ``diag`` is then
-    None), then one task per paired interval (a row's macro accuracy minus Static's at its budget)."""
+def evaluate(gates, seeds, n_resamples, executor, diagnostics=True, keys=None, world=None) -> tuple:
+    """``(res, intervals, diag)`` on the conversations ``seeds`` of ``world`` (None: ConversationPM-v1's) as two
+    maps of ``executor``: one task per row of ``keys`` (default :func:`table_keys`) and per diagnostic rollout
+    (:func:`evaluation_task`; none with ``diagnostics=False``, ``diag`` is then None), then one task per paired
+    interval (a row's macro accuracy minus Static's at its budget)."""
     seeds = tuple(int(s) for s in seeds)
-    table, diagnostics_ = table_keys(), diagnostic_keys() if diagnostics else []
+    table, diagnostics_ = keys or table_keys(), diagnostic_keys() if diagnostics else []
     items = [("run", *key) for key in table] + diagnostics_
-    out = dict(zip(items, executor.map(functools.partial(evaluation_task, gates, seeds), items)))
+    out = dict(zip(items, executor.map(functools.partial(evaluation_task, gates, seeds, world=world), items)))
     res = {key: out[("run", *key)] for key in table}
     diag = None if not diagnostics else {"breakdown": {key: out[("breakdown", *key)] for key in BREAKDOWN},
             "quality": {thr: out[("quality", thr)] for thr in QUALITY_THRESHOLDS},
@@ -259,33 +271,34 @@ def evaluate(gates, seeds, n_resamples, executor, diagnostics=True) -> tuple:
     return res, intervals, diag
 
 
-def evaluation_task(gates, seeds, item):
-    """One evaluation as a task: ``("run", policy, budget)`` -> :func:`_run`'s per-conversation metrics (budget
-    None: AllSemantic uncapped); ``("breakdown", policy, budget)`` -> :func:`call_breakdown`; ``("quality",
-    threshold)`` -> Static's scorer at a fixed threshold at B60; ``("ppo", budget, learner seed)`` -> that PPO
-    learner's rollout."""
+def evaluation_task(gates, seeds, item, world=None):
+    """One evaluation as a task, in ``world`` (None: ConversationPM-v1's): ``("run", policy, budget)`` ->
+    :func:`_run`'s per-conversation metrics (budget None: AllSemantic uncapped); ``("breakdown", policy, budget)``
+    -> :func:`call_breakdown`; ``("quality", threshold)`` -> Static's scorer at a fixed threshold at B60; ``("ppo",
+    budget, learner seed)`` -> that PPO learner's rollout."""
     kind, *key = item
     if kind == "run":
         name, budget = key
-        return _run(name, budget or "B60", gates, list(seeds))
+        return _run(name, budget or "B60", gates, list(seeds), world)
     if kind == "breakdown":
-        p, kw = policy(*key, gates)
+        p, kw = policy(*key, gates, world=world)
         return call_breakdown(p, seeds, **kw)
     if kind == "quality":
-        return rollout(AtThreshold(gates["Static"], key[0]), list(seeds), budget="B60", action_mode="scores")
+        return rollout(AtThreshold(gates["Static"], key[0]), list(seeds), budget="B60", action_mode="scores",
+                       world=world)
     budget, seed = key
-    p, kw = policy("PPO", budget, gates, seed)
+    p, kw = policy("PPO", budget, gates, seed, world)
     return rollout(p, list(seeds), **kw)
 
 
-def _run(name, budget, gates, seeds):
+def _run(name, budget, gates, seeds, world=None):
     """Per-conversation metrics of one policy at one budget (RandomFeasible: the mean of 3 seeds)."""
     if name in ("HindsightOptimum", "CurrentGreedy"):
         cls = ConversationOptimum if name == "HindsightOptimum" else ConversationGreedy
-        return teacher_metrics(cls, budget_levels()[budget], seeds)
+        return teacher_metrics(cls, budget_levels(world)[budget], seeds, world)
     reps = []
     for r in range(3 if name == "RandomFeasible" else 1):
-        p, kw = policy(name, budget, gates, seed=r)
+        p, kw = policy(name, budget, gates, seed=r, world=world)
         reps.append(rollout(p, seeds, **kw))
     return {k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}
 
