@@ -344,15 +344,19 @@ def test_imitation_on_conversations_labels_the_optimum_and_fits_a_34_feature_stu
     env = ConversationPMEnv(budget=10, action_mode="scores")
     obs, _ = env.reset(seed=2000)
     plan = ConversationOptimum(budget=10).continuation(env)  # an optimum: equal to the DP's score (tested above)
+    best = ConversationOptimum(budget=10).solve(env.conversation).score
     assert len(demos) == 66 and demos.resources.shape == (66, 6, 34)
     assert sorted(map(tuple, np.argwhere(demos.labels > 0).tolist())) == plan
     assert not (demos.labels > demos.mask).any()
     policy, history = fit_bc([2000], 10, epochs=300, hidden=16, task=CONVERSATION)
-    played, done = [], False
+    played, done, score = [], False, 0.0
     while not done:
-        obs, _, done, _, info = env.step(policy.predict(obs)[0])
+        obs, reward, done, _, info = env.step(policy.predict(obs)[0])
         played += [(int(info["step"]), int(r)) for r in np.flatnonzero(info["queried"])]
-    assert played == plan and policy.net.n_resource_features == 34 and "val_score" in history[0]
+        score += reward
+    # the student makes the optimum's calls; any extra call is one where the verifier agrees with the base response
+    assert set(plan) <= set(played) and score == pytest.approx(best)
+    assert policy.net.n_resource_features == 34 and "val_score" in history[0]
     policy.save(tmp_path / "student.npz")
     np.testing.assert_array_equal(StudentPolicy.load(tmp_path / "student.npz").predict(obs)[0], policy.predict(obs)[0])
     dagger, history = fit_dagger([2000], 10, iterations=1, epochs=2, hidden=8, task=CONVERSATION)
