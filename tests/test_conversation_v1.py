@@ -255,3 +255,57 @@ def test_bad_base_parameters_are_refused():
             ConversationConfig(**{name: 1.5})
     with pytest.raises(ValueError, match="p_base_due"):
         ConversationConfig(p_base_due=float("nan"))
+
+
+def test_the_gates_only_page_states_each_goal_with_its_measured_figure(monkeypatch):
+    from membudget.studies import conversation as study
+    from membudget.studies.execution import Executor
+
+    monkeypatch.setattr(study, "DEV_SEEDS", (2000, 2001, 2002, 2003))  # the labels and gates; not under test here
+    monkeypatch.setattr(study, "CEILING_SEEDS", 3)
+    seeds = (4000, 4001)
+    levels = study.budget_levels()
+    data = study.build_conversation_dataset(study.DEV_SEEDS, study.CALIBRATED)
+    gates = study.fit_gates_only(data, levels)
+    res, intervals, _ = study.evaluate(gates, seeds, 200, Executor(), diagnostics=False,
+                                       keys=study.gates_only_keys())
+    assert list(res) == study.gates_only_keys() and len(res) == 1 + 7 * len(study.GATES_ONLY)
+    breakdown = {}
+    for key in study.BREAKDOWN:
+        p, kwargs = study.policy(*key, gates)
+        breakdown[key] = study.call_breakdown(p, list(seeds), **kwargs)
+    page = study.render_gates(res, data, levels, gates, 200, 1.0, intervals, breakdown, list(seeds))
+    assert page.startswith("# ConversationPM-v1") and "## Why, measured" in page
+    optimum = np.mean([ConversationOptimum(budget=31).solve(generate_conversation(s)).macro_accuracy for s in seeds])
+    verdict = "met" if optimum >= 0.975 else "not met"
+    assert f"| hindsight optimum at B60 (the ceiling admits the published figures) | >= 0.975 | {optimum:.4f} | " \
+           f"{verdict} |" in page
+    static = res[("Static", "B60")]["macro_accuracy"].mean()
+    assert f"| Static macro accuracy at B60 | 0.946 +- 0.02 | {static:.4f} | " \
+           f"{'met' if abs(static - 0.946) <= 0.02 else 'not met'} |" in page
+    differ = int(np.sum(data.outcome != data.due))
+    assert f"| Outcome and Due labels disagree (development rows) | >= 10% | {differ}/{len(data)} = " in page
+    for goal in ("Pacing at B80", "Static - Due gate at B80", "Static pm accuracy at B60", "Static tr accuracy at B60",
+                 "Static macro accuracy at B30", "Static macro accuracy at B70"):
+        assert f"| {goal}" in page
+
+
+def test_a_regenerated_page_keeps_v0_s_study_below(tmp_path):
+    from membudget.studies.conversation import V0_MARKER, keep_v0
+
+    path = tmp_path / "conversation.md"
+    assert keep_v0("# v1\n", str(path)) == "# v1\n"  # no page yet
+    path.write_text("# ConversationPM-v0: study\n\ntext\n\n## Why\n")
+    once = keep_v0("# ConversationPM-v1\n", str(path))
+    assert once == f"# ConversationPM-v1\n\n{V0_MARKER}\n\n## ConversationPM-v0: study\n\ntext\n\n### Why\n"
+    path.write_text(once)
+    assert keep_v0("# ConversationPM-v1 again\n", str(path)) == once.replace("v1\n", "v1 again\n", 1)
+    path.write_text("# something else\n")
+    assert keep_v0("# v1\n", str(path)) == "# v1\n"
+
+
+def test_the_study_s_command_line_refuses_two_runs_at_once():
+    from membudget.studies.conversation import main
+
+    with pytest.raises(SystemExit):
+        main(["--quick", "--gates-only", "--out", "/nonexistent/page.md"])
