@@ -1,10 +1,11 @@
 """Teachers and labels for ``ConversationPM-v1`` (BudgetPM's GoodAI setting; ``-v0``'s conversations, which have no
 base response, are the special case ``base = 0``).
 
-The reply to each message is BudgetPM's frozen recomposition (:meth:`~membudget.envs.conversation.Conversation.executed`):
-a verified pair follows the verifier's answer, every other live pair the agent's base response. A verifier call
-changes the score only where the two differ, and pairs interact only through the per-step cap, the budget and the
-prospective-memory rule (a quote recited before reply n zeroes the test). Hence:
+The reply to each message is BudgetPM's frozen recomposition
+(:meth:`~membudget.envs.conversation.Conversation.executed`): a verified pair follows the verifier's answer, every
+other live pair the agent's base response. A verifier call changes the score only where the two differ, and pairs
+interact only through the per-step cap, the budget and the prospective-memory rule (a quote recited before reply n
+zeroes the test). Hence:
 
 - **Hindsight optimum** (:class:`ConversationOptimum`), exact: a trigger-response pair's call is worth the change
   it makes to the reply on its own (an activation the base misses and the verifier confirms: one activation's

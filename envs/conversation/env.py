@@ -1,5 +1,5 @@
-"""``membudget/ConversationPM-v1`` (and the earlier world ``-v0``): which stored memories to check the current user message against with a budgeted
-semantic verifier (BudgetPM's GoodAI LTM setting)."""
+"""``membudget/ConversationPM-v1`` (and the earlier world ``-v0``): which stored memories to check the current user
+message against with a budgeted semantic verifier (BudgetPM's GoodAI LTM setting)."""
 
 from __future__ import annotations
 
