@@ -188,6 +188,9 @@ def test_v0_is_kept_as_the_earlier_world():
 
     every = rollout(AllRelevant(), range(4000, 4030), budget=None, per_step_cap=None, world=WORLD_V0)
     assert round(float(every["macro_accuracy"].mean()), 4) == 0.9519  # v0's published All-semantic figure
+    best = [ConversationOptimum(budget=31).solve(generate_conversation(s, WORLD_V0)) for s in range(4000, 4030)]
+    assert round(float(np.mean([b.macro_accuracy for b in best])), 4) == 0.9556  # and its hindsight optimum at B60
+    assert round(float(np.mean([b.cost for b in best])), 1) == 11.2
 
 
 def test_the_learners_task_plays_v1():
