@@ -594,9 +594,11 @@ def ppo_seeds(res, gates, diag) -> list:
     out += ["", "Mean over the seeds minus the better imitation student: " + ", ".join(
         f"{b} {gap(b, max(mean_of(res, 'BC', b), mean_of(res, 'DAgger', b))):+.4f}" for b in CALIBRATED)
         + "; minus Static: " + ", ".join(f"{b} {gap(b, mean_of(res, 'Static', b)):+.4f}" for b in CALIBRATED)
-        + ". At B20 the students, which ignore the budget, over-propose and run out of it, while PPO, which learns "
-        "from the reward, paces; at B40 the students are ahead and at B60 / B80 they are level. PPO trains on the "
-        "same 12 conversations as the students; at B60 / B80 its validation peak comes early."]
+        + ". Conversations whose budget ran out, BC / DAgger / PPO (learner seed 0): " + ", ".join(
+            f"{b} {exhausted_of(res[('BC', b)])}/{exhausted_of(res[('DAgger', b)])}/{exhausted_of(res[('PPO', b)])}"
+            for b in CALIBRATED)
+        + " of 30 (the students propose every candidate whose probability reaches 0.5, whatever the budget; PPO "
+        "learns from the reward). PPO trains on the same 12 conversations as the students."]
     return out
 
 
