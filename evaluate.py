@@ -36,7 +36,7 @@ DEFAULT = "membudget.studies.budgetpm:main"
 SUBCOMMANDS = {
     "report": "membudget.studies.budgetpm_reproduction:main",
     "structure": "membudget.studies.budgetpm_reproduction:structure_main",
-    "rl-vs-distillation": "membudget.studies.rl_vs_distillation:benchmark_main",
+    "rl-vs-distillation": "membudget.studies.rl_vs_distillation.report:benchmark_main",
     "replay": "membudget.studies.limbo:replay_main",
     "replay-alpha": "membudget.studies.limbo:select_alpha_main",
     "tiers": "membudget.studies.budgetmem:main",

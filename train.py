@@ -43,30 +43,28 @@ import shlex
 import sys
 import warnings
 
-STUDIES = (
-    "membudget.studies.rl_vs_distillation",
-    "membudget.studies.budgetmem",
-    "membudget.studies.proactmem",
-    "membudget.studies.limbo",
-    "membudget.studies.rllib_stack",
-    "membudget.studies.sweep",
-)
-"""Modules whose ``TRAIN_COMMANDS`` (``{name: TrainCommand}``) become subcommands. A new study adds one line."""
+SUBCOMMANDS = {
+    "ppo": "membudget.studies.rl_vs_distillation", "sb3-ppo": "membudget.studies.rl_vs_distillation",
+    "sb3-maskable-ppo": "membudget.studies.rl_vs_distillation",
+    "sb3-ppo-conditioned": "membudget.studies.rl_vs_distillation", "bc": "membudget.studies.rl_vs_distillation",
+    "dagger": "membudget.studies.rl_vs_distillation", "tiers": "membudget.studies.budgetmem",
+    "proactive-ppo": "membudget.studies.proactmem", "replay-ppo": "membudget.studies.limbo",
+    "rllib-ppo": "membudget.studies.rllib_stack", "sweep": "membudget.studies.sweep",
+}
+"""``python -m membudget.train <name>``: the module whose ``TRAIN_COMMANDS`` (``{name: TrainCommand}``) defines it,
+imported only when that subcommand runs (a run, or a mistake, pays for its own module's imports alone). A new study
+adds its lines."""
+RENAMED = {"ppo-native": "ppo", "maskable-ppo": "sb3-maskable-ppo", "ppo-conditioned": "sb3-ppo-conditioned"}
+"""Names of 0.1.0 that still work for one release, with a warning: ``old: new`` (0.1.0's ``ppo`` was SB3's PPO, now
+``sb3-ppo``; ``ppo`` is the native PPO)."""
 
 
-def commands() -> dict:
+def commands(names=None) -> dict:
+    """``{name: TrainCommand}`` of the subcommands ``names`` (default: all, which imports every study)."""
     out = {}
-    for module in STUDIES:
+    for module in dict.fromkeys(SUBCOMMANDS[n] for n in (names or SUBCOMMANDS)):
         out.update(importlib.import_module(module).TRAIN_COMMANDS)
-    return out
-
-
-def deprecated_commands() -> dict:
-    """``{old name: new name}`` of renamed subcommands (each study's ``DEPRECATED_COMMANDS``)."""
-    out = {}
-    for module in STUDIES:
-        out.update(getattr(importlib.import_module(module), "DEPRECATED_COMMANDS", {}))
-    return out
+    return {n: out[n] for n in (names or SUBCOMMANDS)}
 
 
 def main(argv=None):
@@ -75,14 +73,16 @@ def main(argv=None):
     from membudget.studies.execution import add_backend_flags, make_executor
     from membudget.studies.runs import add_fields, load_config_file, resolve_config, run_seeds
 
-    table = commands()
     argv = list(sys.argv[1:] if argv is None else argv)
-    renamed = deprecated_commands()
-    if argv and argv[0] in renamed:
-        old, argv[0] = argv[0], renamed[argv[0]]
+    if argv and argv[0] in RENAMED:
+        old, argv[0] = argv[0], RENAMED[argv[0]]
         warnings.warn(f"'python -m membudget.train {old}' is deprecated and will be removed in the next release; "
                       f"use '{argv[0]}'", DeprecationWarning, stacklevel=2)
         print(f"note: {old} is now called {argv[0]}; the old name works until the next release", file=sys.stderr)
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        usage_error("python -m membudget.train", f"unknown subcommand {argv[0]!r}; the subcommands are "
+                                                 f"{', '.join(SUBCOMMANDS)}")
+    table = commands([argv[0]] if argv and argv[0] in SUBCOMMANDS else None)
     parser = argparse.ArgumentParser(prog="python -m membudget.train", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -110,9 +110,9 @@ def main(argv=None):
                           "for a multi-seed run")
     with optional_extras(prog):
         if seed_list is None:
-            return cmd.run(cfg, command)
+            return cmd.function()(cfg, command)
         with make_executor(**backend) as executor:
-            return run_seeds(cmd.run, cfg, command, seed_list, executor)
+            return run_seeds(cmd.function(), cfg, command, seed_list, executor)
 
 
 def check_int_seed(text: str) -> int:

@@ -31,6 +31,7 @@ from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPo
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from torch import nn
 
+from membudget.agents.configs import MAX_WIDTH, check_widths
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
 from membudget.envs.validation import check_int, check_number, reading_artefact
 
@@ -38,17 +39,6 @@ N_INPUT = len(RESOURCE_FEATURE_NAMES) + len(BUDGET_FEATURE_NAMES) + 1
 """Inputs per resource: its 27 features, the 9 budget features, its candidate bit."""
 
 
-MAX_WIDTH = 4096
-"""Widest hidden layer a per-resource network may have."""
-
-
-def check_widths(name: str, widths) -> tuple:
-    """``widths`` as a tuple of layer widths in 1..MAX_WIDTH (at least one); anything else raises ``ValueError``
-    naming ``name``."""
-    widths = tuple(widths) if isinstance(widths, (tuple, list)) else ()
-    if not widths:
-        raise ValueError(f"{name} must name at least one layer width, got {widths!r}")
-    return tuple(check_int(f"{name}[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(widths))
 
 
 class PerResourceNet(nn.Module):

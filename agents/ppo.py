@@ -31,142 +31,19 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 from torch import nn
 
-from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows, check_widths,
+from membudget.agents.configs import (ACTORS, AUTO_COMPILED_STEPS, ENGINES, PPOConfig,  # noqa: F401 (re-exported)
+                                      ppo_config)
+from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows,
                                            obs_tensors)
 from membudget.agents.rl import week_order
 from membudget.agents.tasks import PMWEEK, TASKS
-from membudget.envs.validation import check_int, check_number
-
-
-ENGINES = ("auto", "autograd", "compiled")
-"""Engines of :func:`train_ppo`: eager torch with autograd in float32 (the reference), or
-:mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by ``torch.compile``, the critic's products
-in bfloat16 where the CPU has them natively; about 2.7 times the env steps per second (bench/ppo.py), not
-bit-equal); ``auto``: the compiled engine for runs of at least :data:`AUTO_COMPILED_STEPS` steps where it trains
-the configuration (the per-resource actor with two hidden layers and context on PMWeek-v0, no behaviour-cloning
-loss), the autograd engine elsewhere."""
-AUTO_COMPILED_STEPS = 1_000_000
-"""The shortest run ``engine="auto"`` trains with the compiled engine: below it, the first compilation on a machine
-(tens of seconds with an empty inductor cache, docs/speed.md) costs more than the compiled engine saves."""
-
-ACTORS = ("per-resource", "flat-mlp")
-"""Actors of :func:`train_ppo`: the shared per-resource network (every PMWeek learner's policy class) or the
-flat-MLP ablation (:class:`~membudget.agents.per_resource.FlatMLPNet`)."""
-
-
-@dataclass(frozen=True)
-class PPOConfig:
-    """The native PPO's settings. The defaults are the settings chosen on the validation weeks 4000-4029 (the trials
-    are listed in docs/studies.md): ``train_ppo(budget)`` with no config trains the PPO of the RL-versus-distillation
-    study, and ``python -m membudget.train ppo`` is generated from these fields."""
-
-    total_timesteps: int = 4_000_000
-    """Environment steps to train for (whole episodes: rounded up to n_envs × the horizon)."""
-    n_envs: int = 64
-    """Episodes played per update."""
-    n_epochs: int = 4
-    """PPO epochs per update."""
-    n_minibatches: int = 16
-    """Minibatches per epoch."""
-    learning_rate: float = 1e-3
-    """Adam learning rate."""
-    anneal_lr: bool = False
-    """Anneal the learning rate linearly to 0 over the run."""
-    gamma: float = 1.0
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_coef: float = 0.2
-    """PPO clipping range."""
-    ent_coef: float = 0.003
-    """Entropy bonus (over the candidates' Bernoullis)."""
-    vf_coef: float = 0.5
-    """Weight of the value loss."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clip."""
-    reward_scale: float = 100.0
-    """Factor on the rewards PPO learns from: the critic then fits returns of order 1 instead of Set F1 increments of
-    order 0.01 (the policy gradient is unchanged up to advantage normalisation)."""
-    actor: str = "per-resource"
-    """per-resource (the policy class every PMWeek learner shares) or flat-mlp (the architecture ablation)."""
-    hidden: tuple = (64, 64)
-    """Layer widths of the actor."""
-    context: bool = True
-    """The resources see the candidates' mean first-layer activation."""
-    critic_arch: tuple = (128, 128)
-    """Hidden layer sizes of the critic (an MLP over the flattened observation)."""
-    critic_counts: bool = False
-    """The critic also reads the running TP / FP / FN (PMWeekEnv(observe_counts=True))."""
-    bc_coef: float = 0.0
-    """Weight of a behaviour-cloning loss on teacher demonstrations (bc_data) in every minibatch (0: none)."""
-    critic_warmup: int = 0
-    """Updates at the start that train only the critic (the actor acts but stays fixed)."""
-    keep_best: bool = True
-    """Return the actor of the learning-curve point with the best validation quality (early stopping)."""
-    eval_every: int = 250_000
-    """Learning-curve point every this many environment steps (0: only at the start and the end)."""
-    eval_episodes: int = 30
-    """Validation episodes of a learning-curve point: the first this many of the task's validation range (weeks
-    4000-4029 on PMWeek-v0, conversations from 3000 on ConversationPM-v0)."""
-    engine: str = "auto"
-    """auto (compiled for runs of at least AUTO_COMPILED_STEPS steps where it trains the configuration, else
-    autograd; the run's config records the choice), compiled (hand-written gradients under torch.compile; the
-    per-resource actor with two hidden layers and context on PMWeek-v0, no bc_coef) or autograd (eager torch,
-    float32: everything)."""
-    critic_dtype: str = "auto"
-    """The compiled engine's critic products: auto (bfloat16 where this CPU multiplies bf16 natively, else float32;
-    recorded in the run's config), bfloat16 or float32. Results are reproducible per (engine, critic_dtype)."""
-    torch_threads: int = 1
-    """torch.set_num_threads (and numpy's BLAS threads) for training (0: leave the defaults)."""
-    per_step_cap: int = 2
-    """Per-step query cap N_max of the training and validation environments."""
-    cost_profile: str = "unit"
-    """Cost profile (unit, mild, skewed)."""
-    late_policy: str = "expire"
-    """Late policy of the controller (expire, execute)."""
-
-    def __post_init__(self):
-        for name in ("total_timesteps", "n_envs", "n_epochs", "n_minibatches", "eval_episodes"):
-            check_int(name, getattr(self, name), 1)
-        for name in ("eval_every", "critic_warmup", "torch_threads"):
-            check_int(name, getattr(self, name), 0)
-        check_int("per_step_cap", self.per_step_cap, 1)
-        check_number("learning_rate", self.learning_rate, 0, low_open=True)
-        check_number("gamma", self.gamma, 0, 1)
-        check_number("gae_lambda", self.gae_lambda, 0, 1)
-        for name in ("clip_coef", "reward_scale", "max_grad_norm"):
-            check_number(name, getattr(self, name), 0, low_open=True)
-        for name in ("ent_coef", "vf_coef", "bc_coef"):
-            check_number(name, getattr(self, name), 0)
-        for name in ("anneal_lr", "context", "critic_counts", "keep_best"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.actor not in ACTORS:
-            raise ValueError(f"actor must be one of {ACTORS}, got {self.actor!r}")
-        if self.engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
-        if self.critic_dtype not in ("auto", "bfloat16", "float32"):
-            raise ValueError(f"critic_dtype must be auto, bfloat16 or float32, got {self.critic_dtype!r}")
-        object.__setattr__(self, "hidden", check_widths("hidden", self.hidden))
-        object.__setattr__(self, "critic_arch", check_widths("critic_arch", self.critic_arch))
-
-
-def ppo_config(config: PPOConfig | None = None, **overrides) -> PPOConfig:
-    """``config`` (default :class:`PPOConfig`'s validated settings) with the fields in ``overrides`` replaced."""
-    config = PPOConfig() if config is None else config
-    if not isinstance(config, PPOConfig):
-        raise TypeError(f"config must be a PPOConfig, got {type(config).__name__}")
-    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(PPOConfig)})
-    if unknown:
-        raise TypeError(f"unknown PPO settings {unknown}; the settings are PPOConfig's fields")
-    return dataclasses.replace(config, **overrides)
+from membudget.envs.validation import check_int
 
 
 def _mlp(width, arch):

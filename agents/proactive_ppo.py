@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from membudget.agents.rl import SB3PPOSettings
+from membudget.agents.configs import SB3PPOSettings
 from membudget.envs.validation import check_int, check_number
 
 

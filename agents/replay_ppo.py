@@ -7,16 +7,20 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
-from membudget.agents.rl import SB3PPOSettings
+from membudget.agents.configs import SB3PPOSettings
 from membudget.envs.validation import check_int, check_number
 
 ENV_ID = "membudget/ReplayStream-v0"
+VERSIONS = (0, 1)
 
 
-def make_env(family="db", profile="mid", **env_kwargs):
+def make_env(family="db", profile="mid", version=0, **env_kwargs):
+    """``membudget/ReplayStream-v{version}`` (0 or 1) for ``family`` / ``profile``."""
     import membudget  # noqa: F401  (registers the ids)
 
-    return gym.make(ENV_ID, family=family, profile=profile, **env_kwargs)
+    if version not in VERSIONS:
+        raise ValueError(f"unknown ReplayStream version {version!r}; expected one of {VERSIONS}")
+    return gym.make(f"membudget/ReplayStream-v{version}", family=family, profile=profile, **env_kwargs)
 
 
 @dataclass(frozen=True)

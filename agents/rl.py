@@ -22,26 +22,20 @@ it never runs code from the file unless told to trust it (``trust_remote_code=Tr
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import time
-from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
-from membudget.agents.per_resource import check_widths
+from membudget.agents.configs import (CONDITIONED_BUDGETS, POLICIES, TRAIN_SEEDS,  # noqa: F401 (re-exported)
+                                      VALIDATION_SEEDS, ConditionedPPOAllocatorConfig, PPOAllocatorConfig,
+                                      SB3PPOSettings, _PMWeekPPOSettings)
+from membudget.agents.sb3_files import model_file
 from membudget.agents.sb3_vec import NativeVecEnv, PMWeekSB3VecEnv
 from membudget.envs.pm.rollout import rollout
-from membudget.envs.validation import check_int, check_number
+from membudget.envs.validation import check_int
 
-TRAIN_SEEDS = range(2000, 4000)
-"""Development weeks the learners train on (never 4000-4009 validation, never the held-out ranges)."""
-VALIDATION_SEEDS = range(4000, 4010)
-"""Validation weeks of the learning curves."""
-CONDITIONED_BUDGETS = ("B5", "B10", "B15", "B20")
 
 
 def week_order(seed: int, seeds=TRAIN_SEEDS) -> np.ndarray:
@@ -219,166 +213,6 @@ class LearningCurveCallback(BaseCallback):
         return self.history[-1]["wall_clock"] if self.history else 0.0
 
 
-POLICIES = ("per-resource", "mlp")
-"""Actor of the SB3 learners: the shared per-resource network (:mod:`membudget.agents.per_resource`, the class
-every PMWeek learner uses) or SB3's flat ``MultiInputPolicy`` MLP (the architecture ablation)."""
-
-
-@dataclass(frozen=True)
-class SB3PPOSettings:
-    """Stable-Baselines3 PPO's settings: one definition for every SB3 learner of the package (the PMWeek allocators
-    below, the tier router, the ProactiveStream and ReplayStream PPOs). The defaults are SB3's own; each learner's
-    config subclasses this class and sets its own defaults (``total_timesteps`` always), so a learner's default
-    lives in its config alone. ``Config.resolve(config, **overrides)`` is how a training function reads it."""
-
-    total_timesteps: int
-    """Environment steps to train for."""
-    n_steps: int = 2048
-    """PPO rollout length per environment per update."""
-    batch_size: int = 64
-    """PPO minibatch size."""
-    n_epochs: int = 10
-    """PPO epochs per update."""
-    learning_rate: float = 3e-4
-    """Adam learning rate."""
-    gamma: float = 0.99
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    ent_coef: float = 0.0
-    """Entropy bonus."""
-    net_arch: tuple = (64, 64)
-    """Hidden layer sizes of the policy and value networks (of the critic alone under the PMWeek allocators'
-    per-resource actor, which has its own layers)."""
-    torch_threads: int = 1
-    """torch.set_num_threads for training (0: leave torch's default)."""
-
-    MIN_TIMESTEPS: ClassVar[int] = 1
-    """The fewest ``total_timesteps`` a learner accepts (0 where a run may skip PPO, e.g. a router warm-started by
-    behaviour cloning alone)."""
-
-    def __post_init__(self):
-        # checked before any work: SB3 answers a batch of 1 or a one-step rollout with a bare AssertionError, and
-        # trains nothing for 0 steps
-        check_int("total_timesteps", self.total_timesteps, self.MIN_TIMESTEPS)
-        for name in ("n_steps", "n_epochs"):
-            check_int(name, getattr(self, name), 1)
-        check_int("batch_size", self.batch_size, 2)
-        if hasattr(self, "n_envs"):
-            check_int("n_envs", self.n_envs, 1)
-        rollout = self.n_steps * getattr(self, "n_envs", 1)
-        if rollout < 2:
-            raise ValueError(f"n_steps x n_envs must be at least 2 (PPO's advantages need two steps), got {rollout}")
-        check_int("torch_threads", self.torch_threads, 0)
-        check_number("learning_rate", self.learning_rate, 0, low_open=True)
-        check_number("gamma", self.gamma, 0, 1)
-        check_number("gae_lambda", self.gae_lambda, 0, 1)
-        check_number("ent_coef", self.ent_coef, 0)
-        object.__setattr__(self, "net_arch", check_widths("net_arch", self.net_arch))
-
-    @classmethod
-    def resolve(cls, config=None, **overrides):
-        """``config`` (default: this class's defaults) with the fields named in ``overrides`` replaced; a name that
-        is not a field is a ``TypeError`` naming it."""
-        config = cls() if config is None else config
-        if not isinstance(config, cls):
-            raise TypeError(f"config must be a {cls.__name__}, got {type(config).__name__}")
-        unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise TypeError(f"unknown {cls.__name__} settings {unknown}; the settings are its fields")
-        return dataclasses.replace(config, **overrides)
-
-    @classmethod
-    def of(cls, config):
-        """This class's fields read off ``config`` (e.g. a command's config, which subclasses it)."""
-        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
-
-    def new_model(self, policy, env, seed: int, algo: str = "ppo", policy_kwargs=None):
-        """SB3 ``PPO`` (``algo="maskable_ppo"``: sb3-contrib's ``MaskablePPO``) on ``env`` with these settings, on
-        the CPU (small MLPs), after setting torch's threads; ``policy_kwargs`` default: ``net_arch``."""
-        import torch
-
-        if self.torch_threads:
-            torch.set_num_threads(int(self.torch_threads))
-        if algo == "maskable_ppo":
-            from sb3_contrib import MaskablePPO as cls
-        else:
-            from stable_baselines3 import PPO as cls
-        return cls(policy, env, n_steps=self.n_steps, batch_size=self.batch_size, n_epochs=self.n_epochs,
-                   learning_rate=self.learning_rate, gamma=self.gamma, gae_lambda=self.gae_lambda,
-                   ent_coef=self.ent_coef, seed=seed, device="cpu", verbose=0,
-                   policy_kwargs={"net_arch": list(self.net_arch)} if policy_kwargs is None else policy_kwargs)
-
-
-@dataclass(frozen=True)
-class _PMWeekPPOSettings(SB3PPOSettings):
-    """What the two PMWeek allocators share: SB3's own PPO settings with short rollouts, a large minibatch and no
-    discount (not a tuned arm: the tuned PMWeek PPO is the native one, :class:`~membudget.agents.ppo.PPOConfig`),
-    the actor and the environment settings."""
-
-    n_steps: int = 128
-    batch_size: int = 512
-    n_epochs: int = 5
-    gamma: float = 1.0
-    net_arch: tuple = (128, 128)
-    policy: str = "per-resource"
-    """Actor: per-resource (the shared per-resource network every PMWeek learner uses) or mlp (SB3's flat
-    MultiInputPolicy, the architecture ablation)."""
-    per_step_cap: int = 2
-    """Per-step query cap N_max of the training and validation environments."""
-    cost_profile: str = "unit"
-    """Cost profile (unit, mild, skewed)."""
-    late_policy: str = "expire"
-    """Late policy of the controller (expire, execute)."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_int("total_timesteps", self.total_timesteps, 1)
-        check_int("per_step_cap", self.per_step_cap, 1)
-        check_int("eval_every", self.eval_every, 0)
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
-
-    def env_kwargs(self) -> dict:
-        """The environment settings of training and validation."""
-        return dict(per_step_cap=self.per_step_cap, cost_profile=self.cost_profile, late_policy=self.late_policy)
-
-
-@dataclass(frozen=True)
-class PPOAllocatorConfig(_PMWeekPPOSettings):
-    """:func:`train_ppo_allocator`'s settings; ``python -m membudget.train sb3-ppo`` / ``sb3-maskable-ppo`` are
-    generated from these fields."""
-
-    total_timesteps: int = 200_000
-    n_envs: int = 16
-    """Weeks stepped together in the native vector env."""
-    eval_every: int = 20_000
-    """Learning-curve point every this many environment steps (Set F1 on validation weeks 4000-4009; 0: only at
-    the start and the end)."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_int("n_envs", self.n_envs, 1)
-
-
-@dataclass(frozen=True)
-class ConditionedPPOAllocatorConfig(_PMWeekPPOSettings):
-    """:func:`train_conditioned_ppo`'s settings; ``python -m membudget.train sb3-ppo-conditioned`` is generated
-    from these fields."""
-
-    total_timesteps: int = 400_000
-    """Environment steps to train for (over all budgets together)."""
-    envs_per_budget: int = 8
-    """Weeks per budget stepped together."""
-    eval_every: int = 40_000
-    """Learning-curve point every this many environment steps (validation weeks 4000-4009, every budget; 0: only
-    at the start and the end)."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_int("envs_per_budget", self.envs_per_budget, 1)
-
-
 def _learn(algo, venv, cfg: _PMWeekPPOSettings, seed, callback, progress_bar):
     from membudget.agents.per_resource import MaskablePerResourceActorCriticPolicy, PerResourceActorCriticPolicy
 
@@ -434,13 +268,7 @@ def load_policy(path: str, *, trust_remote_code: bool = False):
     only the weights and plain data are read, everything pickled is rebuilt from membudget's own code);
     ``trust_remote_code=True`` unpickles the whole archive as SB3 does, which runs whatever code it holds. A file
     that is not such a model raises ``ValueError`` naming it."""
-    if os.path.isdir(path):
-        for name in ("model.zip", "model.npz"):
-            if os.path.exists(os.path.join(path, name)):
-                return load_policy(os.path.join(path, name), trust_remote_code=trust_remote_code)
-        raise FileNotFoundError(f"{path} holds no model.zip or model.npz")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no model at {path}")
+    path = model_file(path)
     if path.endswith(".npz"):
         from membudget.agents.per_resource import StudentPolicy
         from membudget.envs.pm import RESOURCE_FEATURE_NAMES
@@ -451,8 +279,6 @@ def load_policy(path: str, *, trust_remote_code: bool = False):
                              f"observes {len(RESOURCE_FEATURE_NAMES)}: a model of another task (ConversationPM-v0 "
                              "students load with StudentPolicy.load)")
         return student, {"action_mode": "scores"}
-    if not path.endswith(".zip"):
-        raise ValueError(f"unknown model format {path!r}: expected a .zip (SB3) or .npz (imitation student)")
     from membudget.agents.sb3_files import load_sb3_model
 
     return as_policy(load_sb3_model(path, trust_remote_code=trust_remote_code)), {"action_mode": "binary"}

@@ -342,3 +342,19 @@ def _rebuilt(algo, policy, data) -> dict:
         raise ValueError(f"entry 'lr_schedule' is the constant {custom['lr_schedule']}, entry 'learning_rate' "
                          f"{data['learning_rate']}: a schedule the safe load does not rebuild")
     return custom
+
+
+def model_file(path: str) -> str:
+    """The model file ``path`` names: itself, or a run directory's ``model.zip`` / ``model.npz``;
+    ``FileNotFoundError`` when there is none, ``ValueError`` when it is neither a ``.zip`` (SB3) nor a ``.npz``
+    (imitation student). Checks the name only (nothing is read), so a command line can refuse a wrong path at once."""
+    if os.path.isdir(path):
+        for name in ("model.zip", "model.npz"):
+            if os.path.exists(os.path.join(path, name)):
+                return os.path.join(path, name)
+        raise FileNotFoundError(f"{path} holds no model.zip or model.npz")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no model at {path}")
+    if not path.endswith((".zip", ".npz")):
+        raise ValueError(f"unknown model format {path!r}: expected a .zip (SB3) or .npz (imitation student)")
+    return path

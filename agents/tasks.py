@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from membudget.agents.configs import TASK_NAMES, TRAIN_RANGES
+
 from membudget.agents.rl import TRAIN_SEEDS, VALIDATION_SEEDS
 from membudget.envs.conversation import DEV_SEEDS, ConversationPMEnv
 from membudget.envs.conversation.levels import LEVELS as CONVERSATION_LEVELS
@@ -56,7 +58,7 @@ class PMWeekTask(_Task):
     quality = "set_f1"
     train_seeds = TRAIN_SEEDS
     validation_seeds = VALIDATION_SEEDS
-    train_range = (2000, 4000)
+    train_range = TRAIN_RANGES["pmweek"]
     """Episodes a learner may train on (the development weeks)."""
     metrics = (("set_f1", "Set F1"), ("on_time_recall", "on-time recall"), ("realized_cost", "realized cost"))
     """End-of-episode metrics a run reports: (key of the rollout's metrics, label)."""
@@ -102,7 +104,7 @@ class ConversationTask(_Task):
     quality = "score"
     train_seeds = DEV_SEEDS
     validation_seeds = range(3000, 3010)
-    train_range = (2000, 3000)
+    train_range = TRAIN_RANGES["conversation"]
     """Episodes a learner may train on (below the validation conversations)."""
     metrics = (("score", "score"), ("macro_accuracy", "macro accuracy"), ("realized_cost", "realized cost"))
     """End-of-episode metrics a run reports: (key of the rollout's metrics, label)."""
@@ -148,5 +150,5 @@ class ConversationTask(_Task):
 
 
 PMWEEK, CONVERSATION = PMWeekTask(), ConversationTask()
-TASKS = {"pmweek": PMWEEK, "conversation": CONVERSATION}
+TASKS = dict(zip(TASK_NAMES, (PMWEEK, CONVERSATION)))
 """The tasks by their command-line names."""

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-from membudget.agents.rl import SB3PPOSettings
+from membudget.agents.configs import SB3PPOSettings
 from membudget.envs.validation import check_int, check_number
 
 ENV_ID = "membudget/TierRouting-v0"

@@ -18,6 +18,7 @@ hyperparams = {
     "membudget/ConversationPM-v0": _DICT,
     "membudget/PMWeekFlat-v0": {**_PPO, "policy": "MlpPolicy"},
     "membudget/ReplayStream-v0": {**_PPO, "policy": "MlpPolicy"},
+    "membudget/ReplayStream-v1": {**_PPO, "policy": "MlpPolicy"},
     "membudget/TierRouting-v0": {**_PPO, "policy": "MlpPolicy"},
     "membudget/ProactiveStream-v0": {**_PPO, "policy": "MlpPolicy"},
 }

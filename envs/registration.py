@@ -5,6 +5,7 @@ import gymnasium as gym
 ENTRY_POINTS = {
     "membudget/PMWeek-v0": ("membudget.envs.pm.env:PMWeekEnv", "membudget.envs.pm.vector:PMWeekVectorEnv"),
     "membudget/ReplayStream-v0": ("membudget.envs.replay.env:ReplayStreamEnv", None),
+    "membudget/ReplayStream-v1": ("membudget.envs.replay.env_v1:ReplayStreamV1Env", None),
     "membudget/TierRouting-v0": ("membudget.envs.tiers.env:TierRoutingEnv", None),
     "membudget/ProactiveStream-v0": ("membudget.envs.proactive.env:ProactiveStreamEnv", None),
     "membudget/PMWeekFlat-v0": ("membudget.envs.pm.flat:make_flat", None),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from membudget.agents.rl import load_policy
+from membudget.agents.sb3_files import model_file
 from membudget.envs.validation import check_int
 from membudget.studies.cli import Progress, make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
@@ -176,6 +176,9 @@ def check(cfg: EvalConfig) -> EvalConfig:
         parse_budget(b)
     for name in cfg.policies:  # checked before the gates are fitted (about a minute), not after
         if name.startswith("model:"):
+            model_file(name[len("model:"):])  # a wrong path is refused before the heavy imports of a model check
+            from membudget.agents.rl import load_policy
+
             load_policy(name[len("model:"):], trust_remote_code=cfg.trust_model)
         elif name not in POLICIES:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")

@@ -61,18 +61,18 @@ def check_run_config(cfg) -> None:
     """The checks every training run's config passes before its run directory is made: budgets are levels of its
     task's environment, integers or none; seeds and first weeks are non-negative; week counts positive; ``out`` can
     be made. Each failure is a ``ValueError`` naming the field."""
-    from membudget.agents.tasks import PMWEEK, TASKS
+    from membudget.agents.configs import task_levels
     from membudget.envs.validation import check_int
     from membudget.studies.protocol import parse_budget
 
-    task = TASKS.get(getattr(cfg, "task", ""), PMWEEK)
+    levels = task_levels(getattr(cfg, "task", "pmweek"))
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
         if f.name == "budget":
-            parse_budget(value, task.levels)
+            parse_budget(value, levels)
         elif f.name == "budgets":
             for b in str(value).split(","):
-                parse_budget(b.strip(), task.levels)
+                parse_budget(b.strip(), levels)
         elif f.name == "seed" or f.name.endswith("_seed"):
             check_int(f.name, value, 0)
         elif f.name.endswith("_weeks") and isinstance(value, int):

@@ -38,6 +38,8 @@ MEMORY_BASELINES = ("fixed-k1", "fixed-k4", "fixed-k8", "fixed-k16", "compressed
                     "retrieved-k4")
 # LinUCB's alpha chosen by select_alpha() on development seeds 0-9 (highest mean reward over all six settings)
 SELECTED_ALPHA = 0.2
+# the same choice on ReplayStream-v1's development seeds 0-9 (python -m membudget.evaluate replay-alpha)
+SELECTED_ALPHA_V1 = 0.3
 
 
 def _result(actions, correct, tokens, bonus=None, rewards=None):
@@ -105,17 +107,22 @@ DEV_SEEDS = tuple(range(10))
 ALPHA_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
-def alpha_task(l2_lambda, cost_weight, item) -> tuple[float, float, float]:
+def alpha_task(l2_lambda, cost_weight, item, version=0) -> tuple[float, float, float]:
     """One development stream of :func:`select_alpha`, keyed by ``(alpha, family, profile, seed)``: a fresh
-    LinUCB's ``(mean reward, accuracy, mean tokens per task)``."""
+    LinUCB's ``(mean reward, accuracy, mean tokens per task)`` on ReplayStream-v{version}."""
     alpha, family, profile, seed = item
     r = run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family, profile=profile,
-                   seed=seed, cost_weight=cost_weight)
+                   seed=seed, cost_weight=cost_weight, version=version)
     return r["mean_reward"], r["accuracy"], float(r["tokens"].mean())
 
 
+def _alpha_task_item(fixed, item):
+    l2_lambda, cost_weight, version = fixed
+    return alpha_task(l2_lambda, cost_weight, item, version=version)
+
+
 def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), profiles=("strong", "mid", "weak"), *,
-                 l2_lambda=1.0, cost_weight=0.5, executor=None) -> tuple[float, dict]:
+                 l2_lambda=1.0, cost_weight=0.5, executor=None, version=0) -> tuple[float, dict]:
     """Choose LinUCB's ``alpha`` on development streams (seeds 0-9, disjoint from the report's 42-44): the alpha
     with the highest mean per-task reward (correct − w · cost, the bandit's own objective) over every (family,
     profile) and seed. Returns ``(best alpha, {alpha: (mean reward, mean accuracy, mean tokens per task)})``.
@@ -125,7 +132,7 @@ def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), prof
         raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
     streams = [(f, p, int(s)) for f in families for p in profiles for s in seeds]
     items = [(alpha, *stream) for alpha in alphas for stream in streams]
-    out = (executor or Executor()).map(functools.partial(alpha_task, l2_lambda, cost_weight), items)
+    out = (executor or Executor()).map(functools.partial(_alpha_task_item, (l2_lambda, cost_weight, version)), items)
     scores = {}
     for i, alpha in enumerate(alphas):
         runs = out[i * len(streams):(i + 1) * len(streams)]
@@ -141,28 +148,36 @@ def ppo_task(total_timesteps, seed, cost_weight, item) -> bytes:
                                     cost_weight=cost_weight))
 
 
-def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item) -> dict:
+def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0) -> dict:
     """One stream of :func:`evaluate`, keyed by ``(agent, family, profile, seed)``: a reference baseline, a fresh
-    LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle."""
+    LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle, on
+    ReplayStream-v{version}."""
     agent, family, profile, seed = item
     if agent == "linucb":
         return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family,
-                          profile=profile, seed=seed, cost_weight=cost_weight)
+                          profile=profile, seed=seed, cost_weight=cost_weight, version=version)
     if agent == "ppo":
         policy = ppo_from_bytes(ppo_models[(family, profile)])
     elif agent == "oracle":
         policy = HindsightOracle(None)
     else:
         policy = reference_baselines()[agent]
-    return run_policy(policy, family=family, profile=profile, seed=seed)
+    return run_policy(policy, family=family, profile=profile, seed=seed, version=version)
+
+
+def _stream_task_item(fixed, item):
+    alpha, l2_lambda, cost_weight, ppo_models, version = fixed
+    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version)
 
 
 def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, alpha=SELECTED_ALPHA,
-             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None) -> list[dict]:
+             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
-    ``ppo_timesteps``."""
+    ``ppo_timesteps`` (PPO is trained on ReplayStream-v0 only). ``version``: the ReplayStream version played."""
+    if ppo_timesteps and version != 0:
+        raise ValueError("PPO in the replay study is trained on ReplayStream-v0 only; pass --ppo-timesteps 0 for v1")
     executor = executor or Executor()
     settings = [(f, p) for f in families for p in profiles]
     ppo_models = {}
@@ -172,7 +187,7 @@ def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PA
     agents = [*reference_baselines(), "linucb", *(["ppo"] if ppo_timesteps else []), "oracle"]
     keys = [(agent, f, p) for f, p in settings for agent in agents]
     seeds = [int(s) for s in seeds]
-    runs = executor.map(functools.partial(stream_task, alpha, l2_lambda, cost_weight, ppo_models),
+    runs = executor.map(functools.partial(_stream_task_item, (alpha, l2_lambda, cost_weight, ppo_models, version)),
                         [(*key, s) for key in keys for s in seeds])
     n = len(seeds)
     return [{"family": f, "profile": p, "agent": agent, "runs": runs[i * n:(i + 1) * n]}
@@ -242,7 +257,9 @@ def format_results(rows, n_resamples=10000) -> str:
         saving = 100 * (1 - lin[0] / mem[strongest][0])
         gsc = pts.get("gsc-n5")
         dom_gsc = gsc is not None and lin[1] > gsc[1] and lin[0] < gsc[0]
-        claims.append((family, profile, "linucb" in front, strongest, delta, saving, dom_gsc))
+        by_agent = {r["agent"]: r["runs"] for r in sub}
+        paired = paired_comparison(by_agent["linucb"], by_agent[strongest], n_resamples)
+        claims.append((family, profile, "linucb" in front, strongest, delta, saving, dom_gsc, paired))
         lines.append(f"frontier: {', '.join(sorted(front))}")
         overall = max(pts, key=lambda n: (pts[n][1], -pts[n][0]))
         if overall not in mem:
@@ -267,11 +284,34 @@ def format_results(rows, n_resamples=10000) -> str:
                  "strongest memory baseline at 26-83% lower cost; strictly dominates GSC)")
     lines.append(f"{'setting':<14}{'on frontier':>12}{'strongest':>15}{'delta pts':>11}{'cost saving':>13}"
                  f"{'in claim':>10}{'dominates GSC':>15}")
-    for family, profile, on_front, strongest, delta, saving, dom in claims:
+    for family, profile, on_front, strongest, delta, saving, dom, _ in claims:
         ok = -3.8 <= delta <= 0.6 and 26 <= saving <= 83
         lines.append(f"{family + ' × ' + profile:<14}{'yes' if on_front else 'no':>12}{strongest:>15}{delta:>+11.1f}"
                      f"{saving:>12.0f}%{'yes' if ok else 'no':>10}{'yes' if dom else 'no':>15}")
+    lines.append("\nPaired 95% bootstrap intervals over the pooled tasks (same streams, same tasks): LinUCB − strongest "
+                 "memory baseline in accuracy points, and LinUCB's cost saving")
+    for family, profile, _, strongest, _, _, _, (d, sv) in claims:
+        lines.append(f"{family + ' × ' + profile:<14}{strongest:>15}  {100 * d[0]:+.1f} [{100 * d[1]:+.1f}, "
+                     f"{100 * d[2]:+.1f}] points   saving {100 * sv[0]:.0f}% [{100 * sv[1]:.0f}%, {100 * sv[2]:.0f}%]")
     return "\n".join(lines)
+
+
+def paired_comparison(runs_a, runs_b, n_resamples=10000, seed=0):
+    """Agent A against agent B on the same streams (the same seeds, so task ``t`` of one is task ``t`` of the other):
+    ``((mean accuracy difference, lo, hi), (cost saving 1 − tokens A / tokens B, lo, hi))`` with 95% bootstrap
+    intervals from resampling the pooled tasks (pairs kept together)."""
+    ca = np.concatenate([r["correct"] for r in runs_a]).astype(float)
+    cb = np.concatenate([r["correct"] for r in runs_b]).astype(float)
+    ta = np.concatenate([r["tokens"] for r in runs_a]).astype(float)
+    tb = np.concatenate([r["tokens"] for r in runs_b]).astype(float)
+    if ca.shape != cb.shape:
+        raise ValueError("paired comparison needs runs over the same streams")
+    idx = np.random.default_rng(seed).integers(0, ca.size, size=(n_resamples, ca.size))
+    diffs = (ca - cb)[idx].mean(axis=1)
+    savings = 1.0 - ta[idx].sum(axis=1) / tb[idx].sum(axis=1)
+    d = (float((ca - cb).mean()), *np.quantile(diffs, [0.025, 0.975]).tolist())
+    s = (float(1.0 - ta.sum() / tb.sum()), *np.quantile(savings, [0.025, 0.975]).tolist())
+    return d, s
 
 
 def plot_replay_frontier(rows, path):
@@ -313,11 +353,17 @@ def select_alpha_main(argv=None):
     (:func:`select_alpha`), with the score of every alpha of the grid."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha",
                                      description=plain(select_alpha.__doc__))
+    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
+                        help="ReplayStream version (default 1; 0 is the original world)")
+    parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
+                        help="development seeds (default 0-9; disjoint from 42-44)")
+    parser.add_argument("--alphas", nargs="+", type=float, default=list(ALPHA_GRID))
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:
-        best, scores = select_alpha(executor=executor)
-    print("LinUCB alpha on development seeds 0-9, all six family x profile settings, 500-task streams")
+        best, scores = select_alpha(args.alphas, args.seeds, executor=executor, version=args.env_version)
+    print(f"LinUCB alpha on ReplayStream-v{args.env_version}, development seeds {args.seeds}, all six family x "
+          "profile settings, 500-task streams")
     print(f"{'alpha':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
     for a, (r, acc, tok) in scores.items():
         print(f"{a:>6.2f} {r:>12.4f} {acc:>9.3f} {tok:>12.0f}" + ("  <- selected" if a == best else ""))
@@ -333,25 +379,31 @@ def replay_main(argv=None):
     parser.add_argument("--families", nargs="+", default=["db", "os"], choices=("db", "os"))
     parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"], choices=("strong", "mid", "weak"))
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(PAPER_SEEDS))
-    parser.add_argument("--alpha", type=float, default=SELECTED_ALPHA,
-                        help="LinUCB exploration scale (default: chosen on development seeds 0-9)")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="LinUCB exploration scale (default: chosen on development seeds 0-9 of the version: "
+                             f"{SELECTED_ALPHA_V1} on v1, {SELECTED_ALPHA} on v0)")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
-    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip)")
+    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
+                        help="ReplayStream version (default 1; 0 is the original world)")
+    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip; v0 only)")
     parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
     parser.add_argument("--bootstrap", type=int_flag(1), default=10000)
     parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
+    if args.alpha is None:
+        args.alpha = SELECTED_ALPHA_V1 if args.env_version == 1 else SELECTED_ALPHA
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
                         cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
-                        executor=executor)
+                        executor=executor, version=args.env_version)
     n_tasks = rows[0]["runs"][0]["tokens"].size
-    text = (f"ReplayStream-v0, seeds {args.seeds}, {n_tasks}-task streams, LinUCB alpha={args.alpha} "
+    text = (f"ReplayStream-v{args.env_version}, seeds {args.seeds}, {n_tasks}-task streams, "
+            f"LinUCB alpha={args.alpha} "
             f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
             + format_results(rows, args.bootstrap))
     print(text)

@@ -15,6 +15,7 @@ import ast
 import csv
 import dataclasses
 import functools
+import importlib
 import inspect
 import io
 import itertools
@@ -27,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from membudget.agents.tasks import PMWEEK, TASKS
+from membudget.agents.configs import TASK_NAMES
 from membudget.studies.cli import plain
 from membudget.studies.protocol import package_versions, parse_budget
 
@@ -40,12 +41,20 @@ class TrainCommand:
     """The config dataclass; every field is a flag."""
     help: str
     """One line for ``--help``."""
-    run: Callable
-    """``run(cfg, command) -> run directory``."""
+    run: Callable | str
+    """``run(cfg, command) -> run directory``, or ``"module:function"`` naming it: imported only when the command
+    runs, so that a mistake in the flags is reported without the training code's imports."""
     defaults: dict = field(default_factory=dict)
     """Overrides of the config's defaults for this subcommand."""
     requires: tuple = ()
     """Modules of optional extras the subcommand needs (checked before any work)."""
+
+    def function(self) -> Callable:
+        """:attr:`run` as a function."""
+        if callable(self.run):
+            return self.run
+        module, _, name = self.run.partition(":")
+        return getattr(importlib.import_module(module), name)
 
 
 def run_seed(run, cfg, command, seed):
@@ -127,10 +136,17 @@ HELD_OUT_FIRST = 8000
 and 9000-9029): a run's summary says which kind its evaluation episodes are."""
 
 
-def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, task=PMWEEK):
+def _task(task):
+    if task is None:  # imported here: the command line checks its flags without the environments' imports
+        from membudget.agents.tasks import PMWEEK as task
+    return task
+
+
+def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, task=None):
     """metrics.csv (the task's metrics on the evaluation episodes ``cfg.eval_first_seed`` on), learning curves, a
     line on stdout naming which episodes those are; adds the training totals (the last history row's ``wall_clock``
-    and ``env_steps``) to config.json."""
+    and ``env_steps``) to config.json. ``task``: an :mod:`membudget.agents.tasks` task (default PMWeek-v0's)."""
+    task = _task(task)
     train_seconds, env_steps = history[-1]["wall_clock"], history[-1]["env_steps"]
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
     rows, summary = [], []
@@ -151,10 +167,11 @@ def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, t
     return run_dir
 
 
-def write_learning_curve(history, run_dir, title="", task=PMWEEK):
+def write_learning_curve(history, run_dir, title="", task=None):
     """``learning_curve.csv`` (every key of the history rows) and ``learning_curve.png`` in ``run_dir``."""
     import matplotlib
 
+    task = _task(task)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -186,7 +203,7 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation"),
            "bc_teacher": ("expected", "hindsight"), "policy": ("per-resource", "mlp"), "context": ("on", "off"),
            "critic_counts": ("on", "off"), "keep_best": ("on", "off"), "actor": ("per-resource", "flat-mlp"),
-           "env": ("pmweek-flat", "replay", "tiers", "shared-budget"), "task": tuple(TASKS)}
+           "env": ("pmweek-flat", "replay", "tiers", "shared-budget"), "task": TASK_NAMES}
 
 
 @functools.cache

@@ -3,41 +3,12 @@ accepted, exit status 2, no traceback, and nothing written — before any work; 
 log can show."""
 
 import importlib.util
-import json
 import os
 
 import pytest
 
 from membudget import evaluate, train
-
-
-def _config_with_an_unknown_key(tmp_path):
-    path = tmp_path / "cfg.json"
-    path.write_text(json.dumps({"learning_rate": 1e-3, "no_such_field": 1}))
-    return str(path)
-
-
-MISTAKES = {
-    "malformed budget name": (train, ["bc", "--budget", "B7"], r"budget 'B7' is not a level; the levels are B5, B10"),
-    "lower-case budget": (train, ["bc", "--budget", "b10"], r"did you mean 'B10'"),
-    "budget list with a bad level": (train, ["sb3-ppo-conditioned", "--budgets", "B5,B9"], r"'B9' is not a level"),
-    "evaluate at a level no gate is calibrated for": (evaluate, ["--budgets", "B7"], r"'B7' is not a level"),
-    "unknown policy": (evaluate, ["--policies", "Foo"], r"unknown policy 'Foo'; known: AllRelevant"),
-    "unknown train subcommand": (train, ["ppo2"], r"invalid choice: 'ppo2' \(choose from 'ppo', 'sb3-ppo'"),
-    "unknown study": (evaluate, ["reprot"], r"unknown study 'reprot'; the studies are report, structure"),
-    "missing model file": (evaluate, ["--model", "/nonexistent/model.zip"], r"no model at /nonexistent/model.zip"),
-    "negative seed": (train, ["ppo", "--seed", "-1"], r"seed must be a non-negative int, got -1"),
-    "bad seed list": (train, ["ppo", "--seeds", "0,x"], r"--seeds must be comma-separated"),
-    "bad week range": (evaluate, ["--first-seed", "-5"], r"first_seed must be a non-negative int, got -5"),
-    "no weeks": (train, ["bc", "--eval-weeks", "0"], r"eval_weeks must be a positive int, got 0"),
-    "unwritable --out": (train, ["bc", "--out", "/proc/membudget-runs"], r"out '/proc/membudget-runs' cannot be made"),
-    "unwritable evaluate --out": (evaluate, ["--out", "/proc/membudget-out"], r"out '/proc/membudget-out' cannot be"),
-    "unknown config key": (train, ["ppo", "--config", "{config}"], r"unknown keys \['no_such_field'\]"),
-    "bad --engine": (train, ["ppo", "--engine", "jax"], r"engine must be one of \('auto', 'autograd', 'compiled'\)"),
-    "not on/off": (train, ["ppo", "--keep-best", "yes"], r"argument --keep-best: expected on or off, got 'yes'"),
-    "missing Ray": (train, ["rllib-ppo", "--env", "replay"],
-                    r'this needs ray, which is not installed: pip install "membudget\[ray\]"'),
-}
+from membudget.bench.cli_errors import MISTAKES, config_with_an_unknown_key
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -45,10 +16,11 @@ def test_a_mistake_is_one_line_exit_status_2_and_nothing_written(mistake, tmp_pa
     import re
 
     module, argv, message = MISTAKES[mistake]
+    module = {"train": train, "evaluate": evaluate}[module]
     if mistake == "missing Ray" and importlib.util.find_spec("ray") is not None:
         pytest.skip("Ray is installed here")
     monkeypatch.chdir(tmp_path)  # a run folder would appear here (runs/), a page under docs/
-    argv = [a.replace("{config}", _config_with_an_unknown_key(tmp_path)) for a in argv]
+    argv = [a.replace("{config}", config_with_an_unknown_key(tmp_path)) for a in argv]
     with pytest.raises(SystemExit) as e:
         module.main(argv)
     err = capsys.readouterr().err
@@ -104,3 +76,41 @@ def test_progress_prints_plain_lines_at_each_stage_and_while_a_stage_runs():
     assert quiet.getvalue() == ""
     with pytest.raises(ValueError, match="progress must be"):
         Progress("loud")
+
+
+def test_the_subcommand_registry_names_each_study_s_commands():
+    """train.SUBCOMMANDS (read without importing the studies) says which module defines each subcommand."""
+    import importlib
+
+    by_module = {}
+    for name, module in train.SUBCOMMANDS.items():
+        by_module.setdefault(module, set()).add(name)
+    for module, names in by_module.items():
+        assert set(importlib.import_module(module).TRAIN_COMMANDS) == names, module
+    assert set(train.RENAMED.values()) <= set(train.SUBCOMMANDS)
+
+
+def test_every_mistake_is_refused_before_torch_sb3_or_sklearn_is_imported(tmp_path):
+    """What keeps a refusal fast (python -m membudget.bench.cli_errors times them): all the mistakes, one after
+    another in one fresh process, leave torch, Stable-Baselines3 and scikit-learn unimported."""
+    import subprocess
+    import sys
+
+    config = config_with_an_unknown_key(tmp_path)
+    calls = [(m, [a.replace("{config}", config) for a in argv]) for m, argv, _ in MISTAKES.values()]
+    code = ("import contextlib, io, sys\nfrom membudget import evaluate, train\n"
+            f"for module, argv in {calls!r}:\n"
+            "    with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "        {'train': train, 'evaluate': evaluate}[module].main(argv)\n"
+            "print(sorted(m for m in ('torch', 'stable_baselines3', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_task_levels_are_the_tasks_levels():
+    from membudget.agents.configs import TASK_NAMES, task_levels
+    from membudget.agents.tasks import TASKS
+
+    assert tuple(TASKS) == TASK_NAMES
+    for name in TASK_NAMES:
+        assert task_levels(name) == TASKS[name].levels

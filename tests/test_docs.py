@@ -19,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = ("Description", "Action Space", "Observation Space", "Rewards", "Starting State", "Episode End",
             "Arguments", "Version History")
 PAGES = {"membudget/PMWeek-v0": "pm_week.md", "membudget/ReplayStream-v0": "replay_stream.md",
+         "membudget/ReplayStream-v1": "replay_stream.md",
          "membudget/TierRouting-v0": "tier_routing.md", "membudget/ProactiveStream-v0": "proactive_stream.md",
          "membudget/ConversationPM-v1": "conversation.md", "shared_budget": "shared_budget.md"}
 CLASSES = {env_id: ep.split(":") for env_id, (ep, _) in ENTRY_POINTS.items() if env_id not in VARIANTS}

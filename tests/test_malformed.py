@@ -438,6 +438,7 @@ TRAINING_CASES = [
     ("sb3", dict(seed=-1), "seed"), ("sb3", dict(n_envs=0), "n_envs"),
     ("bc", dict(epochs=0), "epochs"), ("bc", dict(hidden=0), "hidden"), ("bc", dict(hidden=(64, 2.5)), "hidden"),
     ("bc", dict(seed=1.5), "seed"), ("dagger", dict(iterations=0), "iterations"), ("dagger", dict(epochs=-1), "epochs"),
+    ("bc", dict(lr=float("nan")), "lr"), ("bc", dict(batch=0), "batch"), ("dagger", dict(lr=0.0), "lr"),
 ]
 
 

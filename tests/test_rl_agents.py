@@ -112,15 +112,15 @@ def test_benchmark_quick(tmp_path, capsys):
     for m in ("HindsightDP", "CurrentGreedy", "PPO", "DAgger→PPO", "BC", "DAgger", "PPO + counts critic",
               "PPO, flat MLP", "SB3 PPO", "Sequential", "Myopic", "Static"):
         assert f"| B10 | {m} |" in text
-    pw, ps = res["per_week"], res["per_seed"]
+    pw, ps = res.per_week, res.per_seed
     dp = pw[("B10", "HindsightDP")]["set_f1"]
     for (b, m), r in pw.items():  # the hindsight DP is an upper bound on every week
         assert np.all(r["set_f1"] <= dp + 1e-9), m
     for m in ("PPO", "BC", "DAgger", "DAgger→PPO"):  # one run per learner seed, averaged week by week
         assert len(ps[("B10", m)]) == 2
         np.testing.assert_allclose(pw[("B10", m)]["set_f1"], np.mean([r["set_f1"] for r in ps[("B10", m)]], axis=0))
-    steps = res["training"][("DAgger→PPO", "B10")]["env_steps"]
-    assert steps == res["training"][("DAgger", "B10")]["env_steps"] + 640  # the student's steps are counted too
+    steps = res.training[("DAgger→PPO", "B10")]["env_steps"]
+    assert steps == res.training[("DAgger", "B10")]["env_steps"] + 640  # the student's steps are counted too
     assert "**Smoke run**" in capsys.readouterr().out
     # the saved results render the same page again without training
     again = tmp_path / "again.md"

@@ -97,12 +97,14 @@ class ReplayStreamEnv(Render, gym.Env):
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 25}
+    _name = "ReplayStream-v0"
+    _generate = staticmethod(generate_stream)
 
     def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1, cost_weight=0.5,
                  render_mode=None):
         check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k)
         check_number("cost_weight", cost_weight, 0)
-        check_render_mode(render_mode, "ReplayStream-v0")
+        check_render_mode(render_mode, self._name)
         self.family, self.profile, self.n_tasks = family, profile, int(n_tasks)
         self.recent_k, self.retrieve_k, self.cost_weight = int(recent_k), int(retrieve_k), float(cost_weight)
         self.render_mode = render_mode
@@ -129,8 +131,8 @@ class ReplayStreamEnv(Render, gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=check_int("seed", seed, 0, none_ok=True))
         if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; ReplayStream-v0 takes none")
-        self.stream = generate_stream(family=self.family, profile=self.profile, n_tasks=self.n_tasks,
+            raise ValueError(f"unknown reset options {sorted(options)}; {self._name} takes none")
+        self.stream = self._generate(family=self.family, profile=self.profile, n_tasks=self.n_tasks,
                                       recent_k=self.recent_k, retrieve_k=self.retrieve_k, rng=self.np_random)
         self._t = 0
         self._running_max = 0
@@ -190,15 +192,15 @@ class ReplayStreamEnv(Render, gym.Env):
 
     def _text(self) -> str:
         if self.stream is None:
-            return "ReplayStream-v0: call reset() first"
+            return f"{self._name}: call reset() first"
         acc = self._n_correct / self._t if self._t else 0.0
-        return (f"ReplayStream-v0 ({self.family}, {self.profile}) task {self._t}/{self.n_tasks}  accuracy so far "
+        return (f"{self._name} ({self.family}, {self.profile}) task {self._t}/{self.n_tasks}  accuracy so far "
                 f"{acc:.3f}  tokens so far {self._total_tokens}  previous task "
                 + ("-" if self._t == 0 else "correct" if self._prev_success else "wrong"))
 
     def _picture(self) -> np.ndarray:
         if self.stream is None:
-            return blank_frame("ReplayStream-v0: call reset() first")
+            return blank_frame(f"{self._name}: call reset() first")
         s, t, n = self.stream, self._t, self.n_tasks
         tasks, a = np.arange(t), self._chosen[:t]
         correct, tokens = s.correct[tasks, a], s.tokens[tasks, a]
@@ -230,7 +232,7 @@ class ReplayStreamEnv(Render, gym.Env):
             panel.axvspan(t - 0.5, n - 0.5, color=C_FUTURE, zorder=0)
         ax.set_xlim(-0.5, n - 0.5)
         accuracy = self._n_correct / t if t else 0.0
-        fig.suptitle(f"ReplayStream-v0 ({self.family}, {self.profile})  task {t}/{n}\naccuracy so far "
+        fig.suptitle(f"{self._name} ({self.family}, {self.profile})  task {t}/{n}\naccuracy so far "
                      f"{accuracy:.3f}, tokens so far {self._total_tokens:,}, return {self._return:.2f}",
                      fontsize=9, x=0.02, ha="left", y=0.985)
         return figure_array(fig)

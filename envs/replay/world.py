@@ -259,10 +259,13 @@ def _draw(rng, fp: dict, pp: dict, T: int) -> _Draws:
 _Replay = namedtuple("_Replay", "bank_size top recent_score share best n_items irr tokens")
 
 
-def _replay(d: _Draws, recent_k: int, retrieve_k: int) -> _Replay:
+def _replay(d: _Draws, recent_k: int, retrieve_k: int, coverage=None, noise_scale: float = 1.0) -> _Replay:
     """What each task sees of the bank and what each memory mode replays from it: the bank's size, the retriever's
     best and recent scores, the share of the bank on the task's schema, and per mode (columns of MODES) the content
-    help (:func:`_coverage`), the number of items, their mean irrelevance and their tokens."""
+    help (``coverage``, default :func:`_coverage`), the number of items, their mean irrelevance and their tokens;
+    the retriever's noise scaled by ``noise_scale`` (1: v0's)."""
+    coverage = coverage or _coverage
+    scale = np.float32(noise_scale)  # 1.0 multiplies exactly: v0's streams are unchanged
     T = d.difficulty.shape[0]
     skills, schema = d.skills, d.schema
     inter = skills.astype(np.int32) @ skills.T.astype(np.int32)
@@ -284,19 +287,19 @@ def _replay(d: _Draws, recent_k: int, retrieve_k: int) -> _Replay:
         if n == 0:
             continue
         rel = relevance[t, pool]
-        score = np.clip(rel + d.retrieval_noise[t, pool], 0.0, 1.0)
+        score = np.clip(rel + scale * d.retrieval_noise[t, pool], 0.0, 1.0)
         top[t] = score.max()
         share[t] = np.mean(schema[pool] == schema[t])
         recent = slice(max(0, n - recent_k), n)
         recent_score[t] = score[recent].mean()
         same = schema[pool] == schema[t]
-        best[t, 1] = best[t, 2] = _coverage(skills[t], skills[pool[recent]], same[recent])
+        best[t, 1] = best[t, 2] = coverage(skills[t], skills[pool[recent]], same[recent])
         n_items[t, 1] = n_items[t, 2] = min(n, recent_k)
         irr[t, 1] = irr[t, 2] = 1.0 - rel[recent].mean()
         rtok[t, 1] = d.trajectory[pool[recent]].sum()
         rtok[t, 2] = int(round(COMPRESSED_TOKENS * rtok[t, 1]))
         rank = np.argsort(-(score + 0.05 * np.arange(n) / n), kind="stable")[:retrieve_k]
-        best[t, 3] = _coverage(skills[t], skills[pool[rank]], same[rank])
+        best[t, 3] = coverage(skills[t], skills[pool[rank]], same[rank])
         n_items[t, 3] = rank.size
         irr[t, 3] = 1.0 - rel[rank].mean()
         rtok[t, 3] = d.trajectory[pool[rank]].sum()
