@@ -24,7 +24,7 @@ from membudget.studies.cli import plain
 BENCHES = (
     ("PMWeek-v0 single env / CartPole-v1", ["membudget.bench.speed"]),
     ("PMWeek-v0 native vector env (1024 weeks) / CartPole vector env", ["membudget.bench.vector"]),
-    ("ConversationPM-v0 / CartPole-v1", ["membudget.bench.conversation"]),
+    ("ConversationPM-v1 / CartPole-v1", ["membudget.bench.conversation"]),
     ("ProactiveStream-v0 step / CartPole-v1; reset", ["membudget.bench.proactive", "--rounds", "5", "--seconds", "2"]),
     ("LinUCB select + update / MABWiser", ["membudget.bench.linucb", "--rounds", "7"]),
     ("HindsightDP, 5,400-week grid; vs MILP", ["membudget.bench.dp_grid"]),

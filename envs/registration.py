@@ -9,12 +9,15 @@ ENTRY_POINTS = {
     "membudget/TierRouting-v0": ("membudget.envs.tiers.env:TierRoutingEnv", None),
     "membudget/ProactiveStream-v0": ("membudget.envs.proactive.env:ProactiveStreamEnv", None),
     "membudget/PMWeekFlat-v0": ("membudget.envs.pm.flat:make_flat", None),
-    "membudget/ConversationPM-v0": ("membudget.envs.conversation.env:ConversationPMEnv", None),
+    "membudget/ConversationPM-v1": ("membudget.envs.conversation.env:ConversationPMEnv", None),
+    "membudget/ConversationPM-v0": ("membudget.envs.conversation.env:ConversationPMv0Env", None),
 }
 """``id: (entry point, native vector entry point or None)``."""
 ENV_IDS = tuple(ENTRY_POINTS)
-VARIANTS = {"membudget/PMWeekFlat-v0": "membudget/PMWeek-v0"}
-"""Ids that wrap another id's environment (documented on its page): ``variant: base id``."""
+VARIANTS = {"membudget/PMWeekFlat-v0": "membudget/PMWeek-v0",
+            "membudget/ConversationPM-v0": "membudget/ConversationPM-v1"}
+"""Ids that are another id's environment in another form or an earlier world (documented on its page, in its
+Version History): ``variant: base id``."""
 
 
 def register_envs() -> None:

@@ -1,47 +1,58 @@
-"""Teachers and labels for ``ConversationPM-v0`` (BudgetPM's GoodAI setting).
+"""Teachers and labels for ``ConversationPM-v1`` (BudgetPM's GoodAI setting; ``-v0``'s conversations, which have no
+base response, are the special case ``base = 0``).
 
-The conversation runs as a PM week of verifier resources (:func:`membudget.envs.conversation.to_pm_episode`): one
-intention per candidate (message, memory) pair, active at its own step only, so pairs never interact through the
-controller. Hence:
+The reply to each message is BudgetPM's frozen recomposition
+(:meth:`~membudget.envs.conversation.Conversation.executed`): a verified pair follows the verifier's answer, every
+other live pair the agent's base response. A verifier call changes the score only where the two differ, and pairs
+interact only through the per-step cap, the budget and the prospective-memory rule (a quote recited before reply n
+zeroes the test). Hence:
 
-- **Hindsight optimum** (:class:`ConversationOptimum`): PMWeek-v0's exact DP (:mod:`.hindsight_dp`: chain DP,
-  knapsack, branch and bound on the per-step caps) on the linear objective ``sum of hit weights - FP``, each
-  confirmed true fire weighted by its value in macro accuracy (a prospective test 1/(2 n_pm), an activation
-  1/(6 n_tr), scaled to integers). This is exact for the conversation score: removing a false fire from a feasible
-  schedule keeps it feasible and never lowers the score (it drops the penalty and cannot spoil a prospective
-  test), so an optimal schedule has no false fire, and on such schedules the score equals the linear objective.
-  From any mid-conversation state the optimal continuation (:meth:`ConversationOptimum.continuation`, DAgger's
-  label) is simpler still: the pairs worth anything are the confirmed true fires still ahead (of tests not already
-  spoiled), each with its own weight, and the constraints — at most ``N_max`` per step, at most the remaining
-  budget in all — make the feasible sets a truncated partition matroid, so taking them by weight (ties: the
-  earlier step) while both constraints allow is exact.
+- **Hindsight optimum** (:class:`ConversationOptimum`), exact: a trigger-response pair's call is worth the change
+  it makes to the reply on its own (an activation the base misses and the verifier confirms: one activation's
+  value; a base false fire the verifier removes: the false-fire penalty), and so is a prospective pair's, except
+  that a prospective test scores only if *all* of its base recitations before reply n are removed and reply n
+  carries the quote. The optimum enumerates the set ``C`` of prospective tests it completes (only tests that need
+  calls: at most ``2^n_pm``); a completed test forces its calls (each removal of a base recitation, and reply n's
+  call when the base misses the quote) and forbids the others on it; every other pair keeps its own value (the
+  tests outside ``C`` counted as lost: a lower bound, exact for the ``C`` that the schedule really completes).
+  Given ``C``, the feasible schedules — at most ``N_max`` calls per message and at most the budget in all,
+  containing the forced calls — are the independent sets of a truncated partition matroid contracted by the
+  forced calls, so taking the remaining pairs by value (ties: the earlier message, then the lower memory) while
+  both constraints allow is exact. The best ``C`` (ties: fewer calls) gives the optimum. The same computation from
+  any mid-conversation state (its step, budget left and spoiled tests) is the optimal continuation
+  (:meth:`ConversationOptimum.continuation`, DAgger's label).
 - **Current-greedy** (:class:`ConversationGreedy`): at each message, the feasible subset of current candidates
-  with the best immediate effect on the score — the positive-effect pairs, largest first, up to the per-step cap
-  and the remaining budget (effects of distinct memories add up within a step).
+  with the best immediate effect on the score — the call's effect on this message's score change (the verifier's
+  answer instead of the base response), positive effects largest first, up to the per-step cap and the remaining
+  budget.
 - **Labels** (:func:`build_conversation_dataset`), on the All-semantic reference trajectory (every candidate
   verified, no budget, no caps): ``outcome`` is BudgetPM's leave-one-out effect for GoodAI (``A_ref = A_t \\ {r}``):
-  1 iff the score after the step with all of ``A_t`` exceeds that with ``A_t`` minus ``r`` (additive effects make
-  this the pair's own effect); ``due`` is 1 iff the message truly fires the memory (trigger need, whatever the
-  verifier says); ``myopic`` / ``sequential`` mark the current-greedy / hindsight-optimum schedules at each budget.
+  1 iff the conversation's score with the reference calls exceeds its score with the reference calls minus
+  ``(t, r)`` — the base responses held fixed, so a pair whose base response already does what the verifier would
+  do is 0 however due it is, and a pair whose call removes a base false fire is 1 though nothing is due; ``due``
+  is 1 iff the message truly fires the memory (the trigger is due, whatever the verifier or the base response
+  says); ``myopic`` / ``sequential`` mark the current-greedy / hindsight-optimum schedules at each budget.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.envs.conversation import ConversationConfig, ConversationPMEnv, budget_levels, generate_conversation
-from membudget.envs.conversation.world import PROSPECTIVE, TRIGGER, world_for
+from membudget.envs.conversation import (WORLD_V0, ConversationConfig, ConversationPMEnv, budget_levels,
+                                         generate_conversation, leave_one_out_effects)
+from membudget.envs.conversation.world import ACTIVATIONS, PROSPECTIVE, world_for
 from membudget.envs.pm.core import S_FALSE, S_HIT
-from membudget.envs.pm.world import NEVER, POS
 from membudget.envs.validation import check_int, check_number
 
-from .hindsight_dp import _LinearSolver
 from .labels import SCHEMA_VERSION, LabelDataset, play_schedule
-from .problem import problem_from_episode
+
+MAX_COSTLY_TESTS = 16
+"""The optimum enumerates the prospective tests that need calls to score; more than this many is refused."""
 
 
 @dataclass
@@ -55,16 +66,16 @@ class ConversationSchedule:
     cost: int
 
 
-def _pair_codes(env: ConversationPMEnv) -> np.ndarray:
-    """Per memory, the controller's outcome if it is verified at the current step: ``S_HIT`` (a confirmed true
-    fire), ``S_FALSE`` (a confirmed false fire) or 0 (not a candidate, or the verifier declines)."""
-    ep, t = env.pm_episode, int(env.core.t[0])
-    codes = np.zeros(ep.n_resources, dtype=np.int64)
-    lo, hi = np.searchsorted(ep.active_from, [t, t + 1])
-    for m in range(lo, hi):
-        if ep.onset[m] < NEVER:
-            codes[ep.resource[m]] = S_HIT if ep.polarity[m] == POS else S_FALSE
-    return codes
+def _codes(conv, t: int) -> tuple:
+    """Per memory, the controller's outcome on message ``t`` if the pair is verified and if it is not: ``S_HIT``
+    (executed, truly fires), ``S_FALSE`` (executed, does not fire) or 0 (not executed); ``(verified, unverified)``.
+    A non-candidate cannot be verified: both are its base response."""
+    truth = conv.truth()[t]
+    live, cand = conv.live()[t], conv.candidates()[t]
+    code = np.where(truth, S_HIT, S_FALSE)
+    unverified = np.where(live & (conv.base[t] > 0), code, 0)
+    verified = np.where(cand, np.where(conv.verifier[t] > 0, code, 0), unverified)
+    return verified, unverified
 
 
 def _env(conv, **kwargs):
@@ -98,44 +109,88 @@ class _Teacher:
                                     cost=m["realized_cost"])
 
 
+def _weights(conv, penalty):
+    """Macro-accuracy weights: a prospective test, an activation, and the penalty of one false fire."""
+    is_pm = conv.test_kind == PROSPECTIVE
+    w_act = 0.5 / (ACTIVATIONS * int((~is_pm).sum()))
+    return 0.5 / int(is_pm.sum()), w_act, penalty * w_act
+
+
+def optimal_plan(conv, start=0, remaining=None, per_step_cap=None, false_fire_penalty=1.0, spoiled=None) -> list:
+    """An optimal set of verifier calls from message ``start`` on (``(step, memory)`` pairs in step order), with
+    ``remaining`` calls left (None: no budget), ``per_step_cap`` calls per message (None: no cap) and the
+    prospective tests ``spoiled`` (bool per memory) already zeroed by an earlier false fire. See the module
+    docstring for why it is exact."""
+    is_pm = conv.test_kind == PROSPECTIVE
+    spoiled = np.zeros(conv.n_resources, dtype=bool) if spoiled is None else np.asarray(spoiled, dtype=bool)
+    w_pm, w_act, pen = _weights(conv, false_fire_penalty)
+    cand, truth, base, ver = conv.candidates(), conv.truth(), conv.base > 0, conv.verifier > 0
+    cand[:start] = False
+    # a pair's own value: the reply's worth with the verifier's answer minus with the base response (a prospective
+    # hit counted only through C below)
+    hit_value = np.where(is_pm, 0.0, w_act)[None, :]
+    value = np.where(truth, hit_value, -pen)
+    gain = np.where(cand, value * ver - value * base, 0.0)
+    ts, rs = np.nonzero(cand & (gain > 1e-12))
+    order = np.lexsort((rs, ts, -gain[ts, rs]))
+    items = list(zip(ts[order].tolist(), rs[order].tolist()))
+    free, costly = [], []  # prospective tests completed with no call / with the forced calls of costly[i]
+    for j in np.flatnonzero(is_pm & ~spoiled).tolist():
+        due = conv.fires[j][0]
+        if due < start:
+            continue
+        early = np.arange(max(start, int(conv.live_from[j])), due)
+        recited = early[base[early, j]]
+        if np.any(ver[recited, j] | ~cand[recited, j]) or not (base[due, j] or (ver[due, j] and cand[due, j])):
+            continue  # a recitation no call can remove, or reply n without the quote whatever happens
+        forced = [(int(t), j) for t in recited] + ([] if base[due, j] else [(due, j)])
+        (costly if forced else free).append((j, forced, w_pm + pen * len(recited)))
+    if len(costly) > MAX_COSTLY_TESTS:
+        raise ValueError(f"{len(costly)} prospective tests need calls to score; the exact optimum enumerates at most "
+                         f"{MAX_COSTLY_TESTS}")
+    base_value = sum(v for _, _, v in free)
+    best = None
+    for k in range(len(costly) + 1):
+        for chosen in itertools.combinations(costly, k):
+            plan = [p for _, forced, _ in chosen for p in forced]
+            used = {}
+            for t, _ in plan:
+                used[t] = used.get(t, 0) + 1
+            left = None if remaining is None else remaining - len(plan)
+            if (left is not None and left < 0) or (per_step_cap is not None and max(used.values(), default=0)
+                                                   > per_step_cap):
+                continue
+            total = base_value + sum(v for _, _, v in chosen)
+            done = {j for j, _, _ in chosen} | {j for j, _, _ in free}
+            for t, r in items:  # the matroid greedy on what the forced calls leave
+                if left == 0:
+                    break
+                if r in done or (per_step_cap is not None and used.get(t, 0) >= per_step_cap):
+                    continue
+                plan.append((t, r))
+                used[t] = used.get(t, 0) + 1
+                total += gain[t, r]
+                left = None if left is None else left - 1
+            if best is None or total > best[0] + 1e-12 or (total > best[0] - 1e-12 and len(plan) < len(best[1])):
+                best = (total, plan)
+    return sorted(best[1])
+
+
 class ConversationOptimum(_Teacher):
-    """Exact hindsight optimum of a conversation under the budget (an int or None) and the per-step cap: PMWeek-v0's
-    DP on hit-weighted pairs (see the module docstring for why this is exact)."""
+    """Exact hindsight optimum of a conversation under the budget (an int or None) and the per-step cap (see the
+    module docstring for the method and why it is exact)."""
 
     def solve(self, conv) -> ConversationSchedule:
-        from membudget.envs.conversation import to_pm_episode
-
         self._check()
-        ep = to_pm_episode(conv)
-        prob = problem_from_episode(ep, budget=self.budget, per_step_cap=self.per_step_cap, per_step_cost_cap=None,
-                                    late_policy="expire", lookahead=0)
-        n_pm = int(np.sum(conv.test_kind == PROSPECTIVE))
-        n_tr = int(np.sum(conv.test_kind == TRIGGER))
-        # macro weights x 6 n_pm n_tr: a prospective test 3 n_tr, an activation n_pm
-        prob.weight = np.where(conv.test_kind[ep.resource] == PROSPECTIVE, 3 * n_tr, n_pm).astype(np.int64)
-        _, plan, _, _, _ = _LinearSolver(prob).solve(1, 1)
-        return self._result(conv, [(t, r) for r, steps in plan.items() for t in steps])
+        plan = optimal_plan(conv, 0, self.budget, self.per_step_cap, self.false_fire_penalty)
+        return self._result(conv, plan)
 
     def continuation(self, env) -> list:
         """An exact optimal continuation from ``env``'s current state (its step, remaining budget, per-step cap and
-        scorecard): ``(step, memory)`` pairs in step order (see the module docstring for why this is exact)."""
+        the prospective tests already spoiled): ``(step, memory)`` pairs in step order."""
         e = env.unwrapped
-        core, ep, card = e.core, e.pm_episode, e.scorecard
-        t = int(core.t[0])
-        ahead = np.arange(np.searchsorted(ep.active_from, t), ep.n_intentions)
-        ahead = ahead[(ep.onset[ahead] < NEVER) & (ep.polarity[ahead] == POS)]
-        gain = np.array([card.effect(int(r), S_HIT) for r in ep.resource[ahead]])
-        left = ahead.size if e.budget is None else int(core.remaining[0])
-        used, plan = {}, []
-        order = np.lexsort((ep.active_from[ahead], -gain))
-        for m in ahead[order][gain[order] > 0]:
-            if len(plan) == left:
-                break
-            step = int(ep.active_from[m])
-            if e.per_step_cap is None or used.get(step, 0) < e.per_step_cap:
-                used[step] = used.get(step, 0) + 1
-                plan.append((step, int(ep.resource[m])))
-        return sorted(plan)
+        return optimal_plan(e.conversation, int(e.core.t[0]), None if e.budget is None else int(e.core.remaining[0]),
+                            e.per_step_cap, e.false_fire_penalty, e.scorecard.spoiled)
 
     def act(self, env) -> np.ndarray:
         """The binary action of an optimal continuation at ``env``'s current step (DAgger's label)."""
@@ -147,15 +202,16 @@ class ConversationOptimum(_Teacher):
 
 
 class ConversationGreedy(_Teacher):
-    """Future-blind current-greedy oracle (privileged: it reads the verifier's answers of the current message)."""
+    """Future-blind current-greedy oracle (privileged: it reads the verifier's answers and the base response of the
+    current message)."""
 
     def act(self, env) -> np.ndarray:
         """The greedy binary action for an environment's current step."""
         e = env.unwrapped
         card, core = e.scorecard, e.core
-        codes = _pair_codes(e)
-        gain = np.array([card.effect(r, c) for r, c in enumerate(codes)])
-        order = [r for r in np.argsort(-gain, kind="stable").tolist() if gain[r] > 0 and core.mask_state[0, r]]
+        verified, unverified = _codes(e.conversation, int(core.t[0]))
+        gain = np.array([card.effect(r, v) - card.effect(r, u) for r, (v, u) in enumerate(zip(verified, unverified))])
+        order = [r for r in np.argsort(-gain, kind="stable").tolist() if gain[r] > 1e-12 and core.mask_state[0, r]]
         k = len(order)
         if e.per_step_cap is not None:
             k = min(k, e.per_step_cap)
@@ -178,16 +234,16 @@ class ConversationGreedy(_Teacher):
 
 
 def reference_rows(conv, false_fire_penalty=1.0):
-    """(step, memory, features, outcome, due) of the All-semantic reference rollout of ``conv``."""
+    """(step, memory, features, outcome, due) of the All-semantic reference rollout of ``conv``: ``outcome`` the
+    leave-one-out effect of each verified pair on the conversation's score
+    (:func:`~membudget.envs.conversation.leave_one_out_effects`, base responses held fixed) is positive."""
     env = _env(conv, budget=None, per_step_cap=None, false_fire_penalty=false_fire_penalty)
     obs, _ = env.reset(options={"conversation": conv})
-    truth = conv.truth()
+    truth, effect = conv.truth(), leave_one_out_effects(conv, false_fire_penalty)
     out = []
     for t in range(conv.horizon):
-        codes = _pair_codes(env)
         for r in np.flatnonzero(obs["mask"]).tolist():
-            loo = env.scorecard.effect(r, codes[r])  # score(A_t) - score(A_t minus r): effects add up
-            out.append((t, r, obs["resources"][r], int(loo > 0), int(truth[t, r])))
+            out.append((t, r, obs["resources"][r], int(effect[t, r] > 1e-12), int(truth[t, r])))
         obs, _, _, _, _ = env.step(obs["mask"])
     return out
 
@@ -217,7 +273,8 @@ def build_conversation_dataset(seeds, budgets=("B20", "B40", "B60", "B80"), *, w
                 feats[name][j] += [bf[t] for t, *_ in ref]
     n = len(rows)
     meta = json.loads(json.dumps({
-        "schema_version": SCHEMA_VERSION, "env": "membudget/ConversationPM-v0", "reference": "all_semantic",
+        "schema_version": SCHEMA_VERSION, "reference": "all_semantic",
+        "env": "membudget/ConversationPM-v0" if world == WORLD_V0 else "membudget/ConversationPM-v1",
         "world": dataclasses.asdict(world), "per_step_cap": per_step_cap, "false_fire_penalty": false_fire_penalty,
         "seeds": [int(s) for s in seeds]}))
     return LabelDataset(

@@ -1,5 +1,5 @@
-"""``membudget/ConversationPM-v0``: which stored memories to check the current user message against with a budgeted
-semantic verifier (BudgetPM's GoodAI LTM setting)."""
+"""``membudget/ConversationPM-v1`` (and the earlier world ``-v0``): which stored memories to check the current user
+message against with a budgeted semantic verifier (BudgetPM's GoodAI LTM setting)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_fra
 from ..validation import check_int, check_number
 from .episode_io import validate_conversation
 from .levels import resolve_budget
-from .world import (ACTIVATIONS, GOODAI_FEATURE_NAMES, MESSAGE_KINDS, PROSPECTIVE, TEST_KINDS, Conversation,
+from .world import (ACTIVATIONS, GOODAI_FEATURE_NAMES, MESSAGE_KINDS, PROSPECTIVE, TEST_KINDS, WORLD_V0, Conversation,
                     ConversationConfig, generate_conversation, to_pm_episode)
 
 FEATURE_NAMES = RESOURCE_FEATURE_NAMES + GOODAI_FEATURE_NAMES
@@ -34,9 +34,10 @@ class Scorecard:
 
     Prospective memory (a test per memory): 1 if the quote is in reply n and in no other counted reply (replies 1
     .. n), else 0. Trigger response: hits / 3. Macro accuracy = mean of the two components' mean accuracies. Every
-    false fire (the memory executed on a message that does not fire it) costs ``false_fire_penalty`` times the
-    value of one trigger activation, and a false fire of a prospective memory before reply n also zeroes that
-    test (the benchmark's rule). Score = macro accuracy - penalties.
+    false fire (the memory executed on a message that does not fire it, whether by a verified call or by the base
+    response) costs ``false_fire_penalty`` times the value of one trigger activation, and a false fire of a
+    prospective memory before reply n also zeroes that test (the benchmark's rule). Score = macro accuracy -
+    penalties. :func:`conversation_score` is the same score of a whole conversation at once.
     """
 
     def __init__(self, test_kind: np.ndarray, false_fire_penalty: float):
@@ -74,6 +75,44 @@ class Scorecard:
                 "hits": int(self.hits.sum()), "false_fires": ff}
 
 
+def conversation_score(conv: Conversation, queried, false_fire_penalty: float) -> dict:
+    """:meth:`Scorecard.summary` of ``conv`` played with the verifier calls ``queried`` (``(T, R)`` bool, each a
+    candidate pair), in one pass: the teachers' leave-one-out effects are differences of it."""
+    fired = conv.executed(queried)
+    truth, live = conv.truth(), conv.live()
+    false = fired & ~truth & live
+    is_pm = conv.test_kind == PROSPECTIVE
+    pm = np.array([fired[conv.fires[j][0], j] and not false[:conv.fires[j][0], j].any()
+                   for j in np.flatnonzero(is_pm)], dtype=float)
+    hits = (fired & truth)[:, ~is_pm].sum(axis=0)
+    card = Scorecard(conv.test_kind, false_fire_penalty)
+    card.hits[is_pm], card.hits[~is_pm] = pm.astype(np.int64), hits
+    card.false_fires[:] = false.sum(axis=0)
+    return card.summary()
+
+
+def leave_one_out_effects(conv: Conversation, false_fire_penalty: float) -> np.ndarray:
+    """``(T, R)``: BudgetPM's leave-one-out effect for GoodAI of each candidate pair on the All-semantic reference
+    (every candidate verified): the conversation's score with the reference calls minus its score without the
+    pair's call, the base responses held fixed (0 on non-candidates). The Outcome label is ``effect > 0``."""
+    reference = conv.candidates()
+    score = conversation_score(conv, reference, false_fire_penalty)["score"]
+    out = np.zeros(reference.shape)
+    for t, r in np.argwhere(reference).tolist():
+        reference[t, r] = False
+        out[t, r] = score - conversation_score(conv, reference, false_fire_penalty)["score"]
+        reference[t, r] = True
+    return out
+
+
+def ceiling_calls(conv: Conversation) -> np.ndarray:
+    """``(T, R)`` bool: the calls of the unconstrained hindsight optimum (no budget, no per-step cap) — every
+    candidate pair on which the verifier is right and the base response wrong, so that every reply is right
+    wherever either is (each test's score only grows as more of its pairs are right)."""
+    truth = conv.truth()
+    return conv.candidates() & ((conv.verifier > 0) == truth) & ((conv.base > 0) != truth)
+
+
 def check_arguments(per_step_cap, false_fire_penalty, world, action_mode):
     world = ConversationConfig() if world is None else world
     if not isinstance(world, ConversationConfig):
@@ -96,10 +135,15 @@ class ConversationPMEnv(Render, gym.Env):
     at >= 30 / 60 / 90 % of the test's span), with trivia filler, other tests' lines and lures (lines lexically
     close to a stored condition) between them. Each test's memory is a queryable resource while it is live. A
     (message, memory) pair whose cheap similarity passes the gate (0.05) is a candidate; verifying it costs 1
-    and reveals, with the verifier's stated error model, whether the message fires the memory, and the agent
-    acts on a memory only through a verified call: a confirmed true fire is a hit, a confirmed false one a false
-    fire. Budgets, the hard-cap executor and the controller are PMWeek-v0's (the conversation runs as a PM week
-    of verifier resources, :func:`membudget.envs.conversation.to_pm_episode`).
+    and reveals, with the verifier's error model, whether the message fires the memory.
+
+    The agent replies to every message whether or not it verifies anything: its *base response* (drawn with the
+    conversation) already carries some quotes and trigger responses, misses others, and sometimes fires falsely
+    (a quote recited in the wrong reply, a response said on a lure). BudgetPM's frozen recomposition makes the
+    reply: a verified pair follows the verifier's answer (adding the memory's action to the reply, or removing
+    it), every unverified live pair keeps the base response. A verifier call is worth something only where the
+    verifier and the base response differ. Budgets and the hard-cap executor are PMWeek-v0's (the conversation
+    runs as a PM week of verifier resources, :func:`membudget.envs.conversation.to_pm_episode`).
 
     ## Action Space
 
@@ -115,7 +159,8 @@ class ConversationPMEnv(Render, gym.Env):
       query-history features neutralised to 0, ``NEUTRALISED``; the hint is the pair's token similarity)
       followed by BudgetPM's 7 GoodAI features:
       semantic-resource identity, semantic-trigger fraction, token and fuzzy similarity, memory age, repeat
-      fraction, active-memory count. Names in ``FEATURE_NAMES``.
+      fraction, active-memory count. Names in ``FEATURE_NAMES``. The base response is not observed: the features
+      are built before the agent replies.
     - ``"budget"``: ``Box(9,)`` float32, PMWeek-v0's nine budget features.
     - ``"mask"``: ``MultiBinary(R)``, the candidate mask (live memory, similarity >= gate).
 
@@ -123,9 +168,9 @@ class ConversationPMEnv(Render, gym.Env):
 
     The change of the conversation's score, so that rewards sum to it: macro accuracy (the mean of
     prospective-memory accuracy — quote in reply n and in no other counted reply — and trigger-response accuracy
-    — hits / 3) minus ``false_fire_penalty`` x (value of one activation) per false fire. The benchmark itself
-    does not penalise false fires; without the penalty, once verifying were free, firing on everything would be
-    optimal for trigger response.
+    — hits / 3) minus ``false_fire_penalty`` x (value of one activation) per false fire, verified or base. The
+    benchmark itself does not penalise false fires; without the penalty, once verifying were free, firing on
+    everything would be optimal for trigger response.
 
     ## Starting State
 
@@ -141,8 +186,11 @@ class ConversationPMEnv(Render, gym.Env):
 
     ``info`` at every step has the same keys, fixed shapes and numeric dtypes: ``step``; ``queried`` (``(R,)``
     bool); ``cost``; ``remaining_budget`` (-1 without a budget); ``skipped_non_candidate``, ``skipped_budget``,
-    ``skipped_count_cap``, ``skipped_cost_cap`` (proposals skipped, by reason); ``hits`` (confirmed true fires), ``false_fires``, ``rejected`` (verified pairs the verifier
-    declined) and ``missed`` (true fires of this message left without a confirmed fire).
+    ``skipped_count_cap``, ``skipped_cost_cap`` (proposals skipped, by reason); ``hits`` (true fires the reply
+    executes) and ``false_fires`` (executions on a message that does not fire the memory), each by a confirmed
+    call or by the base response; ``base_fires`` (how many of those executions came from the base response);
+    ``rejected`` (verified pairs the verifier declined) and ``missed`` (true fires of this message the reply
+    does not execute).
 
     ## Arguments
 
@@ -151,7 +199,9 @@ class ConversationPMEnv(Render, gym.Env):
     - ``per_step_cap``: ``N_max``, verifier calls per message (default 2; ``None`` for no cap).
     - ``false_fire_penalty``: cost of a false fire in units of one activation's value (default 1.0; 0 gives the
       benchmark's rule).
-    - ``world``: a :class:`~membudget.envs.conversation.ConversationConfig`.
+    - ``world``: a :class:`~membudget.envs.conversation.ConversationConfig` (default: this version's world,
+      :data:`~membudget.envs.conversation.WORLD_V1`; ``membudget/ConversationPM-v0`` defaults to
+      :data:`~membudget.envs.conversation.WORLD_V0`).
     - ``action_mode``: ``"binary"`` or ``"scores"``.
     - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` (the conversation so far as a picture: memories
       × messages with candidates, verifier calls, hits, false fires and missed true fires, and the budget left) or
@@ -159,18 +209,33 @@ class ConversationPMEnv(Render, gym.Env):
 
     ## Version History
 
-    - v0: initial version. Since 0.2.0 the skipped proposals are flat info keys (``skipped_budget``, ...; they were
-      the nested dict ``info["skipped"]``); dynamics, observation and reward are unchanged.
+    - v1: the world of BudgetPM's GoodAI pipeline, calibrated on the development conversations 2000-2011: the
+      agent's base response to every message (quotes and trigger responses that succeed without a verifier call,
+      and false ones), a verified pair's answer replacing the base response, the verifier's errors per memory
+      kind recalibrated, and the teachers' Outcome label the leave-one-out effect given the base responses. In
+      v0 the agent acted only through verified calls, so the Outcome and Due labels differed on 4 of 620
+      development rows and the hindsight optimum (0.956 on conversations 4000-4029) was below BudgetPM's
+      published Pacing figures. In v1 they differ on 146 of 620 rows and the hindsight optimum at B60 reaches
+      0.978 on 4000-4029 (``docs/conversation.md``). The info gains ``base_fires`` (in v0 too, always 0).
+    - v0: the agent acts only through verified calls (:data:`~membudget.envs.conversation.WORLD_V0`; still
+      registered as ``membudget/ConversationPM-v0``). Since 0.2.0 the skipped proposals are flat info keys
+      (``skipped_budget``, ...; they were the nested dict ``info["skipped"]``); dynamics, observation and reward
+      are unchanged.
     """
+
+    env_name = "ConversationPM-v1"
+    default_world = None
+    """The world when ``world`` is not given (None: :data:`~membudget.envs.conversation.WORLD_V1`)."""
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 8}
 
     def __init__(self, budget="B60", per_step_cap=2, false_fire_penalty=1.0, world=None, action_mode="binary",
                  render_mode=None):
-        self.world = check_arguments(per_step_cap, false_fire_penalty, world, action_mode)
+        self.world = check_arguments(per_step_cap, false_fire_penalty, self.default_world if world is None else world,
+                                     action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world)
         self.per_step_cap, self.false_fire_penalty, self.action_mode = per_step_cap, false_fire_penalty, action_mode
-        self.render_mode = check_render_mode(render_mode, "ConversationPM-v0")
+        self.render_mode = check_render_mode(render_mode, self.env_name)
         n_res = len(self.world.resources)
         obs, self.action_space = spaces_for(n_res, self.budget, self.target_fraction, per_step_cap, action_mode)
         box = obs["resources"]
@@ -218,20 +283,24 @@ class ConversationPMEnv(Render, gym.Env):
         self._core.load(0, self.pm_episode, 0)
         self.conversation = conv
         self._goodai = conv.goodai_features()
-        self._truth = conv.truth().sum(axis=1).tolist()
+        truth = conv.truth()
+        self._truth = truth.sum(axis=1).tolist()
+        self._base_at = [[] for _ in range(conv.horizon)]  # the base response's executions, by message
+        for t, r in np.argwhere(conv.base > 0).tolist():
+            self._base_at[t].append((r, S_HIT if truth[t, r] else S_FALSE))
         self._test_of = self.pm_episode.resource.tolist()
         self.scorecard = Scorecard(conv.test_kind, self.false_fire_penalty)
         n_res = conv.n_resources
         obs = self._obs()
         if self._pictures:
             self._timeline, self._view = start_timeline(self._core, 0), None
-        return obs, self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0)
+        return obs, self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0, 0)
 
-    def _info(self, step, queried, cost, skipped, hits, false_fires, rejected, missed) -> dict:
+    def _info(self, step, queried, cost, skipped, hits, false_fires, base_fires, rejected, missed) -> dict:
         info = {"step": step, "queried": queried, "cost": cost,
                 "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0])}
         info.update(zip(SKIPPED_KEYS, skipped.tolist()))
-        info.update(hits=hits, false_fires=false_fires, rejected=rejected, missed=missed)
+        info.update(hits=hits, false_fires=false_fires, base_fires=base_fires, rejected=rejected, missed=missed)
         return info
 
     def step(self, action):
@@ -244,21 +313,24 @@ class ConversationPMEnv(Render, gym.Env):
         t = int(core.t[0])
         core.advance(self._rows, self._stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
                      self._metrics, self._res, self._bud, self._mask)  # the step and the next observation
-        reward, hits, false_fires = 0.0, 0, 0
-        n_events = int(self._events[0, 6])
-        if n_events:
-            for m, code in core.ev_list[0, :n_events].tolist():
-                if code in (S_HIT, S_FALSE):
-                    delta = self.scorecard.apply(self._test_of[m], code)
-                    reward += delta
-                    hits += int(code == S_HIT)
-                    false_fires += int(code == S_FALSE)
+        # the reply: a verified pair executes its memory iff the verifier confirms (the core's events), every
+        # other live pair as the base response does
+        fired = [(self._test_of[m], code) for m, code in core.ev_list[0, :int(self._events[0, 6])].tolist()
+                 if code in (S_HIT, S_FALSE)]
+        confirmed = len(fired)
+        fired += [(r, code) for r, code in self._base_at[t] if not self._sel[0, r]]
+        reward, hits = 0.0, 0
+        for r, code in fired:
+            reward += self.scorecard.apply(r, code)
+            hits += code == S_HIT
         n_sel = int(core.q_hist[0, t])
         terminated = bool(core.t[0] >= core.horizon[0])
         if self._timeline is not None:
-            record_step(self._timeline, core, 0, t, self._sel[0], n_events)
-        info = self._info(t, self._sel[0].astype(bool), n_sel, self._skipped[0], hits, false_fires,
-                          n_sel - hits - false_fires, self._truth[t] - hits)
+            record_step(self._timeline, core, 0, t, self._sel[0], 0)
+            for r, code in fired:
+                self._timeline.events[int(code == S_FALSE), r, t] += 1
+        info = self._info(t, self._sel[0].astype(bool), n_sel, self._skipped[0], hits, len(fired) - hits,
+                          len(fired) - confirmed, n_sel - confirmed, self._truth[t] - hits)
         if terminated:
             info["episode_metrics"] = self._summary()
         return self._obs(observe=False), reward, terminated, False, info
@@ -273,13 +345,13 @@ class ConversationPMEnv(Render, gym.Env):
 
     def _text(self) -> str:
         if self.conversation is None:
-            return "ConversationPM-v0: call reset() first"
+            return f"{self.env_name}: call reset() first"
         core, conv, card = self._core, self.conversation, self.scorecard
         t = int(core.t[0])
         budget = "none" if self.budget is None else f"{int(core.remaining[0])}/{self.budget}"
         s = card.summary()
         msg = "(end)" if t >= conv.horizon else MESSAGE_KINDS[conv.message_kind[t]]
-        lines = [(f"ConversationPM-v0 message {t}/{conv.horizon} ({msg})  budget left {budget}  "
+        lines = [(f"{self.env_name} message {t}/{conv.horizon} ({msg})  budget left {budget}  "
                   f"score {s['score']:.3f}  hits {s['hits']}  false fires {s['false_fires']}"),
                  f"{'memory':<8}{'kind':<13}{'live':>10}{'candidate':>10}{'similarity':>11}{'hits':>5}"]
         for r, name in enumerate(conv.test_ids):
@@ -291,7 +363,7 @@ class ConversationPMEnv(Render, gym.Env):
 
     def _picture(self) -> np.ndarray:
         if self.conversation is None:
-            return blank_frame("ConversationPM-v0: call reset() first")
+            return blank_frame(f"{self.env_name}: call reset() first")
         core, conv, card = self._core, self.conversation, self.scorecard
         t = int(core.t[0])
         timeline = self._timeline
@@ -305,7 +377,7 @@ class ConversationPMEnv(Render, gym.Env):
         drawn.events[:2], drawn.events[2] = timeline.events[:2], missed
         s, seed = card.summary(), conv.meta.get("seed")
         spent = spent_so_far(core, 0)
-        title = (f"ConversationPM-v0{'' if seed is None else f' conversation {seed}'}  message {t}/{conv.horizon}, "
+        title = (f"{self.env_name}{'' if seed is None else f' conversation {seed}'}  message {t}/{conv.horizon}, "
                  f"verifier calls {int(spent[-1])}" + ("" if self.budget is None else f"/{self.budget}")
                  + f"\nscore {s['score']:.3f} (macro accuracy {s['macro_accuracy']:.3f}): hits {s['hits']}, "
                  f"false fires {s['false_fires']}, missed true fires {int(missed.sum())}")
@@ -327,3 +399,12 @@ class ConversationPMEnv(Render, gym.Env):
     def action_masks(self) -> np.ndarray:
         """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form (1-bits only for candidates)."""
         return self._core.action_masks(0)
+
+
+class ConversationPMv0Env(ConversationPMEnv):
+    """``membudget/ConversationPM-v0``: :class:`ConversationPMEnv` in the earlier world
+    :data:`~membudget.envs.conversation.WORLD_V0`, where the agent acts only through verified calls (no base
+    response). Kept registered for comparison; see the Version History of :class:`ConversationPMEnv`."""
+
+    env_name = "ConversationPM-v0"
+    default_world = WORLD_V0

@@ -1,10 +1,11 @@
 """Conversation files: a documented JSON format, round-tripping exactly, with a validator (in the style of the PM
 week's :mod:`membudget.envs.pm.episode_io`).
 
-Format (``format`` = ``"membudget.conversation-episode/1"``)::
+Format (``format`` = ``"membudget.conversation-episode/2"``; files of format ``/1``, written before the base
+response was modelled, read with ``base`` all 0)::
 
     {
-      "format": "membudget.conversation-episode/1",
+      "format": "membudget.conversation-episode/2",
       "horizon": 66,                          # T user messages (decision steps)
       "gate": 0.05,                           # similarity gate of the candidates
       "messages": [{"kind": "filler|other_test|pm_quote|pm_instruction|tr_setup|tr_trigger|tr_lure|reset",
@@ -17,6 +18,8 @@ Format (``format`` = ``"membudget.conversation-episode/1"``)::
       "token_similarity": [[...R floats in [0, 1]] x T],
       "fuzzy_similarity": [[...] x T], "repeat_fraction": [[...] x T],   # zero where the memory is not live
       "verifier": [[...R ints 0/1] x T],      # 1: the verifier answers "fires"; 0 on every non-candidate pair
+      "base": [[...R ints 0/1] x T],          # 1: the base response (no verifier call) executes the memory;
+                                               # 0 where the memory is not live
       "meta": {...}                            # free-form provenance (seed)
     }
 """
@@ -33,7 +36,9 @@ from ..pm.episode_io import EpisodeFormatError
 from .world import (ACTIVATIONS, MAX_HORIZON, MAX_TESTS, MESSAGE_KINDS, PROSPECTIVE, TEST_KINDS, TRIGGER,
                     Conversation)
 
-FORMAT = "membudget.conversation-episode/1"
+FORMAT = "membudget.conversation-episode/2"
+FORMAT_V1 = "membudget.conversation-episode/1"
+"""The format before base responses (read with ``base`` all 0)."""
 
 
 def conversation_to_dict(conv: Conversation) -> dict:
@@ -52,6 +57,7 @@ def conversation_to_dict(conv: Conversation) -> dict:
         "fuzzy_similarity": conv.fuzzy_similarity.tolist(),
         "repeat_fraction": conv.repeat_fraction.tolist(),
         "verifier": conv.verifier.tolist(),
+        "base": conv.base.tolist(),
         "meta": dict(conv.meta),
     }
 
@@ -94,8 +100,8 @@ def conversation_from_dict(d: dict) -> Conversation:
     if not isinstance(d, dict):
         raise EpisodeFormatError(f"conversation: expected a JSON object, got {type(d).__name__}")
     fmt = _need(d, "format", "conversation")
-    if fmt != FORMAT:
-        raise EpisodeFormatError(f"format: expected {FORMAT!r}, got {fmt!r}")
+    if fmt not in (FORMAT, FORMAT_V1):
+        raise EpisodeFormatError(f"format: expected {FORMAT!r} (or {FORMAT_V1!r}), got {fmt!r}")
     T = _int(_need(d, "horizon", "conversation"), "horizon", 2, MAX_HORIZON)
     gate = _need(d, "gate", "conversation")
     if isinstance(gate, bool) or not isinstance(gate, (int, float)) or not math.isfinite(gate) or not 0 < gate <= 1:
@@ -151,7 +157,9 @@ def conversation_from_dict(d: dict) -> Conversation:
                                                      "token_similarity", T, R),
         fuzzy_similarity=_matrix(_need(d, "fuzzy_similarity", "conversation"), "fuzzy_similarity", T, R),
         repeat_fraction=_matrix(_need(d, "repeat_fraction", "conversation"), "repeat_fraction", T, R),
-        verifier=_matrix(_need(d, "verifier", "conversation"), "verifier", T, R, integer=True), meta=dict(meta))
+        verifier=_matrix(_need(d, "verifier", "conversation"), "verifier", T, R, integer=True),
+        base=None if fmt == FORMAT_V1 else _matrix(_need(d, "base", "conversation"), "base", T, R, integer=True),
+        meta=dict(meta))
     validate_conversation(conv)
     return conv
 
@@ -214,6 +222,12 @@ def validate_conversation(conv: Conversation) -> None:
     v = conv.verifier
     if not isinstance(v, np.ndarray) or v.shape != (T, R) or v.dtype.kind not in "iu" or np.any((v != 0) & (v != 1)):
         raise EpisodeFormatError(f"verifier: expected a ({T}, {R}) array of 0/1")
+    b = conv.base
+    if not isinstance(b, np.ndarray) or b.shape != (T, R) or b.dtype.kind not in "iu" or np.any((b != 0) & (b != 1)):
+        raise EpisodeFormatError(f"base: expected a ({T}, {R}) array of 0/1")
+    if np.any(b.astype(bool) & ~conv.live()):
+        t, r = np.argwhere(b.astype(bool) & ~conv.live())[0]
+        raise EpisodeFormatError(f"base[{t}][{r}]: the base response executes only live memories")
     if np.any(v.astype(bool) & ~conv.candidates()):
         t, r = np.argwhere(v.astype(bool) & ~conv.candidates())[0]
         raise EpisodeFormatError(f"verifier[{t}][{r}]: the verifier answers only candidate pairs (live and token "

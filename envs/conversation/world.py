@@ -35,6 +35,9 @@ n-th reply or at another reply; a trigger memory on one of its activations, on o
 message that passes the gate (a distractor)."""
 GOODAI_FEATURE_NAMES = ("semantic_resource", "semantic_trigger_fraction", "token_similarity", "fuzzy_similarity",
                         "memory_age", "repeat_fraction", "active_memory_count")
+BASE_PARAMETERS = ("p_base_due", "p_base_early", "p_base_trigger", "base_trigger_decay", "p_base_lure",
+                   "p_base_false")
+"""The world parameters of the agent's base response (all 0: the agent acts only through verified calls, v0)."""
 MAX_HORIZON = 10_000
 MAX_TESTS = 64
 
@@ -48,7 +51,8 @@ def _check_range(name, value, low, high):
 
 @dataclass(frozen=True)
 class ConversationConfig:
-    """Parameters of the conversation generator (defaults: BudgetPM's GoodAI setting, see the env's page)."""
+    """Parameters of the conversation generator (defaults: :data:`WORLD_V1`, BudgetPM's GoodAI setting calibrated
+    on the development conversations; :data:`WORLD_V0` is the earlier world without base responses)."""
 
     horizon: int = 66
     """User messages per conversation (decision steps); BudgetPM's development-median horizon."""
@@ -70,16 +74,31 @@ class ConversationConfig:
     """Probability that an unrelated message shares a content word with a live condition (passes the gate)."""
     gate: float = 0.05
     """Similarity gate: a (message, memory) pair is a candidate when its similarity is at least this."""
-    p_miss_trigger: float = 0.03
+    p_miss_trigger: float = 0.043
     """Verifier error: P(answers "does not fire" | a trigger activation truly fires)."""
-    p_miss_prospective: float = 0.01
+    p_miss_prospective: float = 0.00448
     """Verifier error: P(answers "not the n-th reply" | it is)."""
     p_false_lure: float = 0.2
     """Verifier error: P(answers "fires" | the message is a lure of that memory)."""
     p_false: float = 0.02
     """Verifier error: P(answers "fires" | a trigger-response pair that neither fires nor is a lure)."""
-    p_false_prospective: float = 0.003
+    p_false_prospective: float = 0.00134
     """Verifier error: P(answers "this is the n-th reply" | it is another reply)."""
+    p_base_due: float = 0.435
+    """Base response: P(the agent's reply n carries the quote without any verifier call)."""
+    p_base_early: float = 0.404
+    """Base response: P(the agent recites the quote unasked in an earlier counted reply k < n) is this times the
+    reply counter's similarity ``1 / (1 + n - k)`` (misplaced quotes cluster next to reply n)."""
+    p_base_trigger: float = 0.853
+    """Base response: P(the agent says the response on an activation without any verifier call), for an
+    activation right after its setup."""
+    base_trigger_decay: float = 0.0029
+    """Base response: how much that probability falls per user message between the setup and the activation
+    (GoodAI: trigger-response accuracy falls as the memory span grows)."""
+    p_base_lure: float = 0.2
+    """Base response: P(the agent says a memory's response, unasked, on one of that memory's lures)."""
+    p_base_false: float = 0.02
+    """Base response: P(the agent says a memory's response, unasked, on another message passing the gate)."""
 
     def __post_init__(self):
         for name in ("ordinal", "quote_gap", "trigger_span"):
@@ -94,7 +113,7 @@ class ConversationConfig:
         _check_range("trigger_span", self.trigger_span, 4, MAX_HORIZON)
         check_number("lures", self.lures, 0, 100)
         for name in ("p_other_test", "p_overlap", "p_miss_trigger", "p_miss_prospective", "p_false_lure", "p_false",
-                     "p_false_prospective"):
+                     "p_false_prospective", *BASE_PARAMETERS):
             check_number(name, getattr(self, name), 0, 1)
         check_number("gate", self.gate, 0, 1, low_open=True)
 
@@ -103,6 +122,15 @@ class ConversationConfig:
         """Names of the memory slots (one queryable verifier resource per test)."""
         return tuple(f"pm{j + 1}" for j in range(self.n_prospective)) + \
             tuple(f"tr{j + 1}" for j in range(self.n_trigger))
+
+
+WORLD_V1 = ConversationConfig()
+"""``membudget/ConversationPM-v1``'s world (the defaults; calibrated on the development conversations 2000-2011:
+``python -m membudget.envs.conversation calibrate``)."""
+WORLD_V0 = ConversationConfig(p_miss_trigger=0.03, p_miss_prospective=0.01, p_false_lure=0.2, p_false=0.02,
+                              p_false_prospective=0.003, **{name: 0.0 for name in BASE_PARAMETERS})
+"""``membudget/ConversationPM-v0``'s world: no base response (the agent acts only through verified calls) and
+v0's verifier errors."""
 
 
 @dataclass(eq=False)
@@ -120,6 +148,12 @@ class Conversation:
       where the memory is not live); a pair is a candidate when live and ``token_similarity >= gate``.
     - ``verifier[t, r]``: 1 if the semantic verifier answers "fires" on candidate pair (t, r), else 0 (and 0 on
       every non-candidate pair: the verifier is never asked there).
+    - ``base[t, r]``: 1 if the agent's base response to message ``t`` — its reply without any verifier call —
+      executes memory ``r`` (appends the quote, says the response), else 0 (0 wherever ``r`` is not live).
+
+    The reply to message ``t`` (BudgetPM's frozen recomposition): for each live memory ``r``, a verified pair
+    follows the verifier's answer — it adds the memory's action to the reply or removes it — and an unverified pair
+    keeps the base response. :func:`executed` states it.
     """
 
     horizon: int
@@ -137,7 +171,12 @@ class Conversation:
     fuzzy_similarity: np.ndarray
     repeat_fraction: np.ndarray
     verifier: np.ndarray
+    base: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.base is None:  # a conversation without base responses: the agent acts only through the verifier
+            self.base = np.zeros((self.horizon, len(self.test_ids)), dtype=np.int8)
 
     @property
     def n_resources(self) -> int:
@@ -158,6 +197,13 @@ class Conversation:
         for j, steps in enumerate(self.fires):
             out[list(steps), j] = True
         return out
+
+    def executed(self, queried) -> np.ndarray:
+        """``(T, R)`` bool: the reply to message ``t`` executes memory ``r`` when the verifier is called on the
+        candidate pairs ``queried`` (``(T, R)`` bool): the verifier's answer on a verified pair, the base response
+        on every other live pair."""
+        verified = np.asarray(queried, dtype=bool) & self.candidates()
+        return np.where(verified, self.verifier > 0, self.base > 0) & self.live()
 
     def pair_kinds(self) -> np.ndarray:
         """``(T, R)`` int64 index into :data:`PAIR_KINDS` of every pair (for diagnostics; the agent never sees it)."""
@@ -203,12 +249,13 @@ def _place(taken, target, T):
 
 
 @numba.njit(cache=True)
-def _draw(rng, T, n_pm, n_tr, ranges, probs):
+def _draw(rng, T, n_pm, n_tr, ranges, probs, base_probs):
     """Every random draw of a conversation, in a fixed order. Tests are placed one after another in a random order
     (a test that does not fit is redrawn, at most 1000 times; ``ok`` is False if one never fits); then filler and
-    other tests' lines, lures, similarities and the verifier's answers."""
+    other tests' lines, lures, similarities and the verifier's answers; last the base responses (drawn after
+    everything else, so that a world without them draws the same conversation as one with them)."""
     o0, o1, g0, g1, s0, s1 = ranges
-    p_other, lures, p_overlap, gate, miss_pm, miss_tr, false_lure, false_tr, false_pm = probs
+    p_other, lures, p_overlap, gate = probs[0], probs[1], probs[2], probs[3]
     R = n_pm + n_tr
     taken = np.zeros(T, dtype=np.bool_)
     kind = np.full(T, M_FILLER, dtype=np.int64)
@@ -258,7 +305,7 @@ def _draw(rng, T, n_pm, n_tr, ranges, probs):
             break
         if not placed:
             return False, kind, owner, stored, live, ordinal, fires, np.zeros((T, R)), np.zeros((T, R)), \
-                np.zeros((T, R)), np.zeros((T, R), dtype=np.int8)
+                np.zeros((T, R)), np.zeros((T, R), dtype=np.int8), np.zeros((T, R), dtype=np.int8)
     for t in range(T):
         if not taken[t]:
             kind[t] = M_OTHER if rng.random() < p_other else M_FILLER
@@ -290,7 +337,6 @@ def _draw(rng, T, n_pm, n_tr, ranges, probs):
             if pm:  # matched by the reply counter: proximity of the k-th reply to n
                 tok[t, j] = fuzzy[t, j] = 1.0 / (1.0 + abs(ordinal[j] - (t - live[j, 0] + 1)))
                 truth = t == fires[j, 0]
-                p_yes = (1.0 - miss_pm) if truth else false_pm
             else:
                 act = -1
                 for k in range(ACTIVATIONS):
@@ -301,25 +347,70 @@ def _draw(rng, T, n_pm, n_tr, ranges, probs):
                     tok[t, j] = 0.04 + 0.56 * u[0]
                     fuzzy[t, j] = 0.5 * tok[t, j] + 0.2 + 0.3 * u[1]
                     rep[t, j] = 0.2 + 0.5 * u[2] if act > 0 else 0.3 * u[2]
-                    p_yes = 1.0 - miss_tr
                 elif lure[t, j]:
                     tok[t, j] = 0.05 + 0.4 * u[0]
                     fuzzy[t, j] = 0.5 * tok[t, j] + 0.1 + 0.35 * u[1]
                     rep[t, j] = 0.4 * u[2]
-                    p_yes = false_lure
                 else:
                     tok[t, j] = 0.05 + 0.1 * u[0] if u[3] < p_overlap else 0.05 * u[0]
                     fuzzy[t, j] = 0.05 + 0.3 * u[1]
                     rep[t, j] = 0.1 * u[2]
-                    p_yes = false_tr
+            p_yes, _ = _probabilities(pm, truth, lure[t, j], tok[t, j], t - stored[j], gate, probs, base_probs)
             if tok[t, j] >= gate and u[4] < p_yes:
                 verifier[t, j] = 1
-    return True, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier
+    # The base responses, last.
+    base = np.zeros((T, R), dtype=np.int8)
+    for j in range(R):
+        for t in range(live[j, 0], live[j, 1] + 1):
+            fire = fires[j, 0] == t or fires[j, 1] == t or fires[j, 2] == t
+            _, p_base = _probabilities(j < n_pm, fire, lure[t, j], tok[t, j], t - stored[j], gate, probs, base_probs)
+            if rng.random() < p_base:
+                base[t, j] = 1
+    return True, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier, base
+
+
+@numba.njit(cache=True)
+def _probabilities(pm, fire, lure, tok, distance, gate, probs, base_probs):
+    """``(P(the verifier answers "fires"), P(the base response executes the memory))`` of one live pair: a
+    prospective memory at its n-th reply (``fire``) or another reply (``tok``: the reply counter's similarity), a
+    trigger memory on an activation ``distance`` messages after its setup, on a lure, or on another message."""
+    miss_pm, miss_tr, false_lure, false_tr, false_pm = probs[4], probs[5], probs[6], probs[7], probs[8]
+    due, early, trigger, decay, base_lure, base_false = base_probs
+    if pm:
+        return (1.0 - miss_pm, due) if fire else (false_pm, early * tok)
+    if fire:
+        return 1.0 - miss_tr, max(0.0, trigger - decay * distance)
+    if lure:
+        return false_lure, base_lure
+    return false_tr, base_false if tok >= gate else 0.0
+
+
+def _kernel_arguments(config: ConversationConfig) -> tuple:
+    probs = np.array([config.p_other_test, config.lures, config.p_overlap, config.gate, config.p_miss_prospective,
+                      config.p_miss_trigger, config.p_false_lure, config.p_false, config.p_false_prospective])
+    return probs, np.array([getattr(config, name) for name in BASE_PARAMETERS])
+
+
+def pair_probabilities(conv: Conversation, config: ConversationConfig) -> tuple:
+    """``(p_verifier, p_base)``, ``(T, R)`` each: the probabilities with which ``config``'s world draws the
+    verifier's "fires" (on candidates; 0 elsewhere) and the base response (0 where the memory is not live) given
+    ``conv``'s messages and similarities: the calibration's expectations over the draws."""
+    probs, base_probs = _kernel_arguments(config)
+    truth, cand, live = conv.truth(), conv.candidates(), conv.live()
+    lure = (conv.message_kind == M_LURE)[:, None] & (conv.message_test[:, None] == np.arange(conv.n_resources))
+    p_ver, p_base = np.zeros(truth.shape), np.zeros(truth.shape)
+    for t, j in np.argwhere(live).tolist():
+        v, b = _probabilities(bool(conv.test_kind[j] == PROSPECTIVE), bool(truth[t, j]), bool(lure[t, j]),
+                              float(conv.token_similarity[t, j]), float(t - conv.stored[j]), conv.gate, probs,
+                              base_probs)
+        p_ver[t, j], p_base[t, j] = v if cand[t, j] else 0.0, b
+    return p_ver, p_base
 
 
 def generate_conversation(seed=None, config: ConversationConfig | None = None, *,
                           rng: np.random.Generator | None = None) -> Conversation:
-    """The conversation a ``ConversationPM-v0`` environment with this seed and configuration plays. Draws come from
+    """The conversation a ``ConversationPM-v1`` environment (``-v0`` with :data:`WORLD_V0`) with this seed and
+    configuration plays. Draws come from
     ``rng`` when given (``seed`` is then only recorded in ``meta``), else from a generator seeded like
     ``env.reset(seed=seed)``."""
     config = config or ConversationConfig()
@@ -329,10 +420,9 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
         rng, _ = seeding.np_random(seed)
     n_pm, n_tr = config.n_prospective, config.n_trigger
     ranges = np.array([*config.ordinal, *config.quote_gap, *config.trigger_span], dtype=np.int64)
-    probs = np.array([config.p_other_test, config.lures, config.p_overlap, config.gate, config.p_miss_prospective,
-                      config.p_miss_trigger, config.p_false_lure, config.p_false, config.p_false_prospective])
-    ok, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier = _draw(
-        rng, config.horizon, n_pm, n_tr, ranges, probs)
+    probs, base_probs = _kernel_arguments(config)
+    ok, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier, base = _draw(
+        rng, config.horizon, n_pm, n_tr, ranges, probs, base_probs)
     if not ok:
         raise RuntimeError(f"a test does not fit into a conversation of {config.horizon} messages; raise the horizon")
     return Conversation(horizon=config.horizon, gate=config.gate, message_kind=kind, message_test=owner,
@@ -341,7 +431,7 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
                         fires=tuple(tuple(int(t) for t in f[: 1 if j < n_pm else ACTIVATIONS])
                                     for j, f in enumerate(fires.tolist())),
                         token_similarity=tok, fuzzy_similarity=fuzzy, repeat_fraction=rep, verifier=verifier,
-                        meta={"seed": seed})
+                        base=base, meta={"seed": seed})
 
 
 def to_pm_episode(conv: Conversation) -> Episode:

@@ -27,7 +27,7 @@ from tianshou.highlevel.persistence import PolicyPersistence
 DISCRETE_IDS = ["membudget/TierRouting-v0", "membudget/ReplayStream-v0", "membudget/ProactiveStream-v0"]
 
 
-DICT_IDS = ["membudget/PMWeek-v0", "membudget/ConversationPM-v0"]
+DICT_IDS = ["membudget/PMWeek-v0", "membudget/ConversationPM-v0", "membudget/ConversationPM-v1"]
 
 
 class FlatScores(EnvFactory):

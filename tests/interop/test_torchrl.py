@@ -23,7 +23,7 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 
-DICT_IDS = ("membudget/PMWeek-v0", "membudget/ConversationPM-v0")
+DICT_IDS = ("membudget/PMWeek-v0", "membudget/ConversationPM-v0", "membudget/ConversationPM-v1")
 
 
 def make(env_id):
