@@ -46,6 +46,7 @@ def _play(planner, ep, steps):
     return actions, records, values
 
 
+@pytest.mark.slow  # the planner's numba sampler compiles for about 20 s on a cold cache
 def test_decisions_do_not_depend_on_the_hidden_future():
     a = generate_episode(WEEK)
     b, n_changed = _future_changed(a, T_CUT)
@@ -64,6 +65,7 @@ def test_decisions_do_not_depend_on_the_hidden_future():
     assert sum(int(x.sum()) for x in acts_a) > 0  # it did query something
 
 
+@pytest.mark.slow
 def test_a_week_is_feasible_and_repeats_with_the_same_seed():
     scores = []
     for _ in range(2):
@@ -94,6 +96,7 @@ def test_bad_settings_raise_clear_errors():
         AgentView(gym.make("CartPole-v1"))
 
 
+@pytest.mark.slow
 def test_online_demonstrations_label_the_planners_own_rollout():
     from membudget.agents.online_imitation import fit_online_bc, online_demonstrations
 
@@ -109,6 +112,7 @@ def test_online_demonstrations_label_the_planners_own_rollout():
     assert action.shape == (demos.mask.shape[1],)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("week, t, shuffle", [(2001, 12, False), (2004, 25, False), (2004, 25, True)])
 def test_every_posterior_week_replays_to_the_same_observations(week, t, shuffle):
     """A drawn week, played with the agent's own actions, shows the agent exactly what it saw (the ledger, its
@@ -140,6 +144,7 @@ def test_every_posterior_week_replays_to_the_same_observations(week, t, shuffle)
         assert replay.observed.equals(seen), f"draw {i} disagrees with the observations"
 
 
+@pytest.mark.slow
 def test_online_teacher_wrapper_labels_are_the_planners_actions():
     from membudget.wrappers import P_RESOLVE_KEY, TEACHER_KEY, OnlineTeacher
 
