@@ -16,6 +16,7 @@ _DICT = {**_PPO, "policy": "MultiInputPolicy",
 hyperparams = {
     "membudget/PMWeek-v0": _DICT,
     "membudget/ConversationPM-v0": _DICT,
+    "membudget/ConversationPM-v1": _DICT,
     "membudget/PMWeekFlat-v0": {**_PPO, "policy": "MlpPolicy"},
     "membudget/ReplayStream-v0": {**_PPO, "policy": "MlpPolicy"},
     "membudget/ReplayStream-v1": {**_PPO, "policy": "MlpPolicy"},

@@ -21,6 +21,13 @@ def test_every_id_is_registered():
     assert all(isinstance(gym.spec(i).entry_point, str) for i in ENV_IDS)
 
 
+def test_the_rl_zoo_conf_file_covers_every_id():
+    """tests/interop/test_rl_zoo.py trains every id with these (in the interop environment only)."""
+    from membudget.agents.zoo import hyperparams
+
+    assert set(hyperparams) == set(ENV_IDS)
+
+
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_checkers(env_id):
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
