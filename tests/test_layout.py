@@ -30,7 +30,7 @@ def copy_of_package(tmp_path):
     """The package's Python files laid out as ``membudget/`` (as installed), with the contracts beside it."""
     dst = tmp_path / "membudget"
     shutil.copytree(ROOT, dst, ignore=lambda d, names: [n for n in names if n in (
-        ".git", ".venv", "tests", "docs", "site", "runs", "build", "dist", "__pycache__", ".import_linter_cache", "setup.py") or (
+        ".git", ".venv", "tests", "docs", "site", "runs", "build", "dist", "__pycache__", ".import_linter_cache") or (
         os.path.isfile(os.path.join(d, n)) and not n.endswith(".py"))])
     shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp_path / "pyproject.toml")
     assert _lint(tmp_path, str(tmp_path)).returncode == 0
@@ -70,7 +70,7 @@ def _package_sources():
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
             "tests", "docs", "build", "dist", "runs", "site", "__pycache__")]
         for name in filenames:
-            if name.endswith(".py") and name != "setup.py":
+            if name.endswith(".py"):
                 path = os.path.join(dirpath, name)
                 with open(path) as f:
                     yield os.path.relpath(path, ROOT), ast.parse(f.read())

@@ -34,16 +34,20 @@ def _checkout_files():
 def _tree_modules(files):
     """Every Python module of the package, as its path inside the wheel."""
     return {f"membudget/{f}" for f in files
-            if f.endswith(".py") and f != "setup.py" and not f.startswith(NOT_THE_PACKAGE)}
+            if f.endswith(".py") and not f.startswith(NOT_THE_PACKAGE)}
 
 
-def _build_wheel(files, dst, drop=()):
-    """Build the wheel from a copy of ``files`` (minus ``drop``); return the names it holds and its version."""
+def _build_wheel(files, dst, unlist=None):
+    """Build the wheel from a copy of ``files`` (with the package ``unlist`` taken out of pyproject.toml's package
+    list); return the names it holds and its version."""
     src = dst / "src"
     for f in files:
-        if f not in drop:
-            os.makedirs(src / os.path.dirname(f), exist_ok=True)
-            shutil.copy2(os.path.join(ROOT, f), src / f)
+        os.makedirs(src / os.path.dirname(f), exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, f), src / f)
+    if unlist:
+        pyproject = (src / "pyproject.toml").read_text()
+        assert f'"{unlist}", ' in pyproject
+        (src / "pyproject.toml").write_text(pyproject.replace(f'"{unlist}", ', "", 1))
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
                           "-w", str(dst / "dist"), str(src)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -69,10 +73,22 @@ def test_the_wheel_holds_every_module_of_the_tree_and_nothing_else(checkout, tmp
     assert all(n.startswith(("membudget/", f"membudget-{version}.dist-info/")) for n in names), sorted(names)
 
 
+def test_every_package_of_the_tree_is_in_the_package_list(checkout):
+    """pyproject.toml's hand-kept list against the folders holding an ``__init__.py``: a new subpackage fails here
+    before any wheel is built."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        listed = tomllib.load(f)["tool"]["setuptools"]["packages"]
+    tree = {".".join(["membudget", *os.path.dirname(f).split("/")]).rstrip(".") for f in checkout
+            if os.path.basename(f) == "__init__.py" and not f.startswith(NOT_THE_PACKAGE)}
+    assert sorted(listed) == sorted(tree)
+
+
 def test_a_package_left_out_of_the_build_is_caught(checkout, tmp_path):
-    """The check above, on a copy whose envs/conversation has lost its __init__.py (the way a package was once
-    left out: it was missing from a hand-kept list)."""
-    names, _ = _build_wheel(checkout, tmp_path, drop={"envs/conversation/__init__.py"})
+    """The wheel check above, on a copy whose package list has lost envs/conversation (the way a package was once
+    left out of a hand-kept list)."""
+    names, _ = _build_wheel(checkout, tmp_path, unlist="membudget.envs.conversation")
     missing = _tree_modules(checkout) - {n for n in names if n.endswith(".py")}
     assert "membudget/envs/conversation/env.py" in missing
 
