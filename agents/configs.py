@@ -64,8 +64,24 @@ ACTORS = ("per-resource", "flat-mlp")
 flat-MLP ablation (:class:`~membudget.agents.per_resource.FlatMLPNet`)."""
 
 
+class Resolvable:
+    """A frozen config that :meth:`resolve` completes from a base config and keyword overrides."""
+
+    @classmethod
+    def resolve(cls, config=None, **overrides):
+        """``config`` (default: this class's defaults) with the fields named in ``overrides`` replaced; a name that
+        is not a field is a ``TypeError`` naming it."""
+        config = cls() if config is None else config
+        if not isinstance(config, cls):
+            raise TypeError(f"config must be a {cls.__name__}, got {type(config).__name__}")
+        unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise TypeError(f"unknown {cls.__name__} settings {unknown}; the settings are its fields")
+        return dataclasses.replace(config, **overrides)
+
+
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(Resolvable):
     """The native PPO's settings. The defaults are the settings chosen on the validation weeks 4000-4029 (the trials
     are listed in docs/studies.md): ``train_ppo(budget)`` with no config trains the PPO of the RL-versus-distillation
     study, and ``python -m membudget.train ppo`` is generated from these fields."""
@@ -163,13 +179,7 @@ class PPOConfig:
 
 def ppo_config(config: PPOConfig | None = None, **overrides) -> PPOConfig:
     """``config`` (default :class:`PPOConfig`'s validated settings) with the fields in ``overrides`` replaced."""
-    config = PPOConfig() if config is None else config
-    if not isinstance(config, PPOConfig):
-        raise TypeError(f"config must be a PPOConfig, got {type(config).__name__}")
-    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(PPOConfig)})
-    if unknown:
-        raise TypeError(f"unknown PPO settings {unknown}; the settings are PPOConfig's fields")
-    return dataclasses.replace(config, **overrides)
+    return PPOConfig.resolve(config, **overrides)
 
 
 
@@ -179,7 +189,7 @@ every PMWeek learner uses) or SB3's flat ``MultiInputPolicy`` MLP (the architect
 
 
 @dataclass(frozen=True)
-class SB3PPOSettings:
+class SB3PPOSettings(Resolvable):
     """Stable-Baselines3 PPO's settings: one definition for every SB3 learner of the package (the PMWeek allocators
     below, the tier router, the ProactiveStream and ReplayStream PPOs). The defaults are SB3's own; each learner's
     config subclasses this class and sets its own defaults (``total_timesteps`` always), so a learner's default
@@ -229,18 +239,6 @@ class SB3PPOSettings:
         check_number("gae_lambda", self.gae_lambda, 0, 1)
         check_number("ent_coef", self.ent_coef, 0)
         object.__setattr__(self, "net_arch", check_widths("net_arch", self.net_arch))
-
-    @classmethod
-    def resolve(cls, config=None, **overrides):
-        """``config`` (default: this class's defaults) with the fields named in ``overrides`` replaced; a name that
-        is not a field is a ``TypeError`` naming it."""
-        config = cls() if config is None else config
-        if not isinstance(config, cls):
-            raise TypeError(f"config must be a {cls.__name__}, got {type(config).__name__}")
-        unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise TypeError(f"unknown {cls.__name__} settings {unknown}; the settings are its fields")
-        return dataclasses.replace(config, **overrides)
 
     @classmethod
     def of(cls, config):

@@ -348,6 +348,19 @@ def _draw_af(rng, ds, future, af_cdf):
     return i // 2, i % 2
 
 
+@numba.njit(cache=True, inline="always")
+def _world_scalars(wi, wf):
+    """The world's scalars both stages of a draw read, from its integer / float parameters (:data:`_WI`,
+    :data:`_WF`): ``(T, R, clock, n_ds, w0, w1, g0, g1, s0, s1, expiry, nch, p_in, p_lure_in, p_unreg, p_reg,
+    lam_T, lam_C, lam_L, lam_u, rho, lam_v, lam_vl, p_hit, p_fa, log rho, log (1 - rho))``."""
+    rho = wf[_WF.rho]
+    return (wi[_WI.T], wi[_WI.n_res], wi[_WI.clock], wi[_WI.n_ds], wi[_WI.w0], wi[_WI.w1], wi[_WI.g0], wi[_WI.g1],
+            wi[_WI.s0], wi[_WI.s1], wi[_WI.expiry], wi[_WI.nch], wf[_WF.p_in], wf[_WF.p_lure_in], wf[_WF.p_unreg],
+            wf[_WF.p_reg], wf[_WF.lam_T], wf[_WF.lam_C], wf[_WF.lam_L], wf[_WF.lam_u], rho, wf[_WF.lam_v],
+            wf[_WF.lam_vl], wf[_WF.p_hit], wf[_WF.p_fa], math.log(rho) if rho > 0.0 else -np.inf,
+            math.log(1.0 - rho) if rho < 1.0 else -np.inf)
+
+
 @numba.njit(cache=True)
 def _new_row(rows, mc, m, j, origin, kind, res, af, au, ds, de, onset, deadline, pol, reg, version, ledger, cross,
              prio, mcv):
@@ -541,18 +554,9 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     tables; ``led``: the ledger (:data:`_LE` columns)."""
     (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma, dsw_cdf, af_cdf, Po_cache,
      Po_done) = arrays
-    T = wi[_WI.T]
+    (T, R, clock, n_ds, w0, w1, g0, g1, s0, s1, expiry, nch, p_in, p_lure_in, p_unreg, p_reg, lam_T, lam_C, lam_L,
+     lam_u, rho, lam_v, lam_vl, p_hit, p_fa, log_rho, log_1rho) = _world_scalars(wi, wf)
     last = T - 1
-    R = wi[_WI.n_res]
-    clock = wi[_WI.clock]
-    n_ds, w0, w1, g0, g1, s0, s1 = (wi[_WI.n_ds], wi[_WI.w0], wi[_WI.w1], wi[_WI.g0], wi[_WI.g1], wi[_WI.s0],
-                                    wi[_WI.s1])
-    expiry, nch = wi[_WI.expiry], wi[_WI.nch]
-    p_in, p_lure_in, p_unreg, p_reg = wf[_WF.p_in], wf[_WF.p_lure_in], wf[_WF.p_unreg], wf[_WF.p_reg]
-    lam_T, lam_C, lam_L, lam_u, rho = wf[_WF.lam_T], wf[_WF.lam_C], wf[_WF.lam_L], wf[_WF.lam_u], wf[_WF.rho]
-    lam_v, lam_vl, p_hit, p_fa = wf[_WF.lam_v], wf[_WF.lam_vl], wf[_WF.p_hit], wf[_WF.p_fa]
-    log_rho = math.log(rho) if rho > 0.0 else -np.inf
-    log_1rho = math.log(1.0 - rho) if rho < 1.0 else -np.inf
     cap = out_rows.shape[1]
     tw = max(t + 1, 1)
     Bm = np.zeros((tw, R))
@@ -577,8 +581,6 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     add_buf = np.zeros(tw)
     big = np.zeros(max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1,
                        CLUSTER_COMBOS, CLUSTER_MAX * n_opt_max) + 4)
-    big_o = np.zeros(big.size, dtype=np.int64)
-    big_r = np.zeros(big.size, dtype=np.int64)
     # per cluster of this resource: its entries' plausible onsets then "the rest" (chf), and the joint hint term of
     # every combination with no other bump in reach (H_tab), shared by all the draws
     n_cl = max(c_last - c_first, 0)
@@ -852,18 +854,9 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
     visible outcomes; ``out_logw``: the log-weight of this stage."""
     (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma, dsw_cdf, af_cdf, Po_cache,
      Po_done) = arrays
-    T = wi[_WI.T]
+    (T, R, clock, n_ds, w0, w1, g0, g1, s0, s1, expiry, nch, p_in, p_lure_in, p_unreg, p_reg, lam_T, lam_C, lam_L,
+     lam_u, rho, lam_v, lam_vl, p_hit, p_fa, log_rho, log_1rho) = _world_scalars(wi, wf)
     last = T - 1
-    R = wi[_WI.n_res]
-    clock = wi[_WI.clock]
-    n_ds, w0, w1, g0, g1, s0, s1 = (wi[_WI.n_ds], wi[_WI.w0], wi[_WI.w1], wi[_WI.g0], wi[_WI.g1], wi[_WI.s0],
-                                    wi[_WI.s1])
-    expiry, nch = wi[_WI.expiry], wi[_WI.nch]
-    p_in, p_lure_in, p_unreg, p_reg = wf[_WF.p_in], wf[_WF.p_lure_in], wf[_WF.p_unreg], wf[_WF.p_reg]
-    lam_T, lam_C, lam_L, lam_u, rho = wf[_WF.lam_T], wf[_WF.lam_C], wf[_WF.lam_L], wf[_WF.lam_u], wf[_WF.rho]
-    lam_v, lam_vl, p_hit, p_fa = wf[_WF.lam_v], wf[_WF.lam_vl], wf[_WF.p_hit], wf[_WF.p_fa]
-    log_rho = math.log(rho) if rho > 0.0 else -np.inf
-    log_1rho = math.log(1.0 - rho) if rho < 1.0 else -np.inf
     n_led = led.shape[0]
     cap = out_rows.shape[1]
     tw = max(t + 1, 1)
@@ -1395,7 +1388,6 @@ class PosteriorSampler:
         return dsw, af, np.zeros((T, T, T + 1)), np.zeros((T, T), dtype=np.bool_)
 
     def _ledger_table(self, obs: Observed):
-        T = self.world_.horizon
         t = obs.t
         L = obs.ledger
         n = len(L)

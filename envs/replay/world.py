@@ -208,7 +208,11 @@ def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recen
     rng = np.random.default_rng(seed) if rng is None else rng
     pp = PROFILE_PARAMS[(profile, family)]
     d = _draw(rng, FAMILY_PARAMS[family], pp, n_tasks)
-    rp = _replay(d, recent_k, retrieve_k)
+    return _stream(d, _replay(d, recent_k, retrieve_k), pp, family, profile, recent_k, retrieve_k)
+
+
+def _stream(d: _Draws, rp: _Replay, pp: dict, family, profile, recent_k, retrieve_k) -> Stream:
+    """The :class:`Stream` of the draws ``d`` with the replay state ``rp`` under the profile ``pp``."""
     prob, correct, error, tokens, gen, sc_correct = _outcomes(d, rp, pp)
     return Stream(family=family, profile=profile, recent_k=int(recent_k), retrieve_k=int(retrieve_k),
                   instruction_tokens=d.instruction, context_tokens=d.context, n_skills=d.n_skills, schema=d.schema,

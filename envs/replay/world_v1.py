@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .world import (FAMILY_PARAMS, Stream, _draw, _outcomes, _replay, _Replay,
+from .world import (FAMILY_PARAMS, Stream, _draw, _replay, _Replay, _stream,
                     check_stream_arguments)
 
 MANY_SHOT_ITEMS = 16
@@ -102,15 +102,9 @@ def with_many_shot(rp: _Replay, pp: dict) -> _Replay:
 
 
 def stream_from(d, rp: _Replay, pp: dict, family, profile, recent_k, retrieve_k) -> Stream:
-    """Assemble a :class:`~membudget.envs.replay.world.Stream` from the draws, the replay state and a profile."""
-    rp = with_many_shot(rp, pp)
-    prob, correct, error, tokens, gen, sc_correct = _outcomes(d, rp, pp)
-    return Stream(family=family, profile=profile, recent_k=int(recent_k), retrieve_k=int(retrieve_k),
-                  instruction_tokens=d.instruction, context_tokens=d.context, n_skills=d.n_skills, schema=d.schema,
-                  difficulty=d.difficulty, need=d.need, in_bank=d.in_bank, bank_size=rp.bank_size,
-                  retrieval_top=rp.top, retrieval_recent=rp.recent_score, schema_share=rp.share,
-                  replay_tokens=rp.tokens, prob=prob, correct=correct, error=error, tokens=tokens,
-                  generation_tokens=gen, sc_correct=sc_correct, sc_wrong=d.sc_wrong, sc_tie=d.sc_tie)
+    """Assemble a :class:`~membudget.envs.replay.world.Stream` from the draws, the replay state (with the many-shot
+    help added) and a profile."""
+    return _stream(d, with_many_shot(rp, pp), pp, family, profile, recent_k, retrieve_k)
 
 
 def generate_stream_v1(seed=None, *, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1,
