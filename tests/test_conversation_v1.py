@@ -19,7 +19,7 @@ from membudget.envs.conversation import (WORLD_V0, WORLD_V1, Conversation, Conve
                                          validate_conversation)
 from membudget.envs.conversation.world import BASE_PARAMETERS, pair_probabilities
 from membudget.envs.pm import EpisodeFormatError
-from membudget.teachers.conversation import (ConversationGreedy, ConversationOptimum, optimal_plan, reference_rows,
+from membudget.teachers.conversation import (ConversationGreedy, ConversationOptimum, reference_rows,
                                              replay)
 
 from conversation_tiny import play, tiny  # noqa: E402

@@ -36,7 +36,6 @@ def conversation_statistics(conv, config: ConversationConfig | None = None, fals
     cand = conv.candidates()
     is_pm = conv.test_kind == PROSPECTIVE
     acts = conv.truth() & ~is_pm[None, :]
-    never = np.zeros_like(cand)
     out = {"horizon": conv.horizon, "candidate_rows": int(cand.sum())}
     drawn = {"": (conv.verifier > 0, conv.base > 0)}
     if config is not None:
@@ -138,8 +137,6 @@ def fit(seeds=DEV_SEEDS, start: ConversationConfig = WORLD_V0) -> dict:
     ``p_false_prospective`` (in v0's ratio 10 : 3) -> All-semantic prospective memory 0.99. The rest stay
     ``start``'s; the base response's false fires on lures and other candidates take the verifier's rates (no
     published figure)."""
-    from dataclasses import replace
-
     from scipy.optimize import brentq
 
     convs = [generate_conversation(s, start) for s in seeds]
