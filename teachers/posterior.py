@@ -288,18 +288,21 @@ def _fn_guide(fn, Mfn, mu_fn, t, d):
 
 
 @numba.njit(cache=True)
+def _slack_weight(d, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
+    """The weight of deadline ``d``: 0 where the deadline constraint (``dl_req`` 1: at or after ``dl_q``, 2:
+    before it) excludes it, else the miss guide if the row is a positive that misses (1 otherwise)."""
+    if (dl_req == 1 and d < dl_q) or (dl_req == 2 and d >= dl_q):
+        return 0.0
+    return _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
+
+
+@numba.njit(cache=True)
 def _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     """Σ over slack κ in [lo, hi] (deadline min(last, o + κ)) of P(κ)·[deadline constraint]·[miss guide if the
     row is a positive that misses]."""
     tot = 0.0
     for k in range(lo, hi + 1):
-        d = min(last, o + k)
-        if dl_req == 1 and d < dl_q:
-            continue
-        if dl_req == 2 and d >= dl_q:
-            continue
-        g = _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
-        tot += g / (hi - lo + 1)
+        tot += _slack_weight(min(last, o + k), dl_req, dl_q, miss, fn, Mfn, mu_fn, t) / (hi - lo + 1)
     return tot
 
 
@@ -312,11 +315,7 @@ def _draw_slack(rng, o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     chosen = -1
     for k in range(lo, hi + 1):
         d = min(last, o + k)
-        if dl_req == 1 and d < dl_q:
-            continue
-        if dl_req == 2 and d >= dl_q:
-            continue
-        g = _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
+        g = _slack_weight(d, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
         if g <= 0.0:
             continue
         acc += g / (hi - lo + 1)
@@ -544,14 +543,30 @@ def _joint_inc(st, r, ch_o, digit, k, add):
 
 
 @numba.njit(cache=True)
+def _hint_state(t, R):
+    """Buffers of one draw's state on the observed steps: the bumps placed on each resource's hints, the hints'
+    log-likelihood under them, and the misses placed per step."""
+    tw = max(t + 1, 1)
+    return np.zeros((tw, R)), np.zeros((tw, R)), np.zeros(max(t, 1), dtype=np.int64)
+
+
+@numba.njit(cache=True)
+def _scratch_size(T, n_ds, w0, w1, nch, cap):
+    """The largest table a draw's helpers fill in the scratch buffer of either stage (``cap``: rows per week)."""
+    width = max(w1 - w0 + 1, 1)
+    return max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1)
+
+
+@numba.njit(cache=True)
 def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_order, cl_start, c_first, c_last,
                      plaus, slot_of, n_led_r, out_rows, out_mc, out_n, out_logw, out_B, out_miss, out_sel, parts):
     """Stage one of a draw, resource ``r`` alone: ``M`` weighted draws of its ledger entries (clusters
     ``c_first..c_last - 1``, entry ``e`` into row ``slot_of[e]``) and of its unseen rows whose bumps reach the
     observed hints; their bumps (``out_B``), misses (``out_miss``) and proposal rates of the update subset
     (``out_sel``). ``fn[m]``: the miss counters less the misses of the resources drawn before into draw ``m``
-    (their exact likelihood ratio is the miss guide, which stays in the weight). ``wi``/``wf``: the world's integer / float parameters (:data:`_WI`, :data:`_WF`); ``arrays``: its
-    tables; ``led``: the ledger (:data:`_LE` columns)."""
+    (their exact likelihood ratio is the miss guide, which stays in the weight). ``wi``/``wf``: the world's
+    integer / float parameters (:data:`_WI`, :data:`_WF`); ``arrays``: its tables; ``led``: the ledger
+    (:data:`_LE` columns)."""
     (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma, dsw_cdf, af_cdf, Po_cache,
      Po_done) = arrays
     (T, R, clock, n_ds, w0, w1, g0, g1, s0, s1, expiry, nch, p_in, p_lure_in, p_unreg, p_reg, lam_T, lam_C, lam_L,
@@ -559,10 +574,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     last = T - 1
     cap = out_rows.shape[1]
     tw = max(t + 1, 1)
-    Bm = np.zeros((tw, R))
-    LL = np.zeros((tw, R))
-    Mfn = np.zeros(max(t, 1), dtype=np.int64)
-    width = max(w1 - w0 + 1, 1)
+    Bm, LL, Mfn = _hint_state(t, R)
     n_opt_max = 4 * (w1 + 12) * 2 + 4
     o_buf = np.zeros(w1 + 12, dtype=np.int64)
     p_buf = np.zeros(w1 + 12)
@@ -579,8 +591,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     digit = np.zeros(CLUSTER_MAX, dtype=np.int64)
     chosen = np.zeros(CLUSTER_MAX, dtype=np.int64)
     add_buf = np.zeros(tw)
-    big = np.zeros(max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1,
-                       CLUSTER_COMBOS, CLUSTER_MAX * n_opt_max) + 4)
+    big = np.zeros(max(_scratch_size(T, n_ds, w0, w1, nch, cap), CLUSTER_COMBOS, CLUSTER_MAX * n_opt_max) + 4)
     # per cluster of this resource: its entries' plausible onsets then "the rest" (chf), and the joint hint term of
     # every combination with no other bump in reach (H_tab), shared by all the draws
     n_cl = max(c_last - c_first, 0)
@@ -860,11 +871,8 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
     n_led = led.shape[0]
     cap = out_rows.shape[1]
     tw = max(t + 1, 1)
-    Bm = np.zeros((tw, R))
-    LL = np.zeros((tw, R))
-    Mfn = np.zeros(max(t, 1), dtype=np.int64)
-    width = max(w1 - w0 + 1, 1)
-    big = np.zeros(max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1) + 4)
+    Bm, LL, Mfn = _hint_state(t, R)
+    big = np.zeros(_scratch_size(T, n_ds, w0, w1, nch, cap) + 4)
     big_o = np.zeros(big.size, dtype=np.int64)
     big_r = np.zeros(big.size, dtype=np.int64)
     P_o = np.zeros(T + 1)
