@@ -8,7 +8,7 @@ from gymnasium import spaces
 
 from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
                          new_figure, timeline_legend)
-from ..validation import check_int
+from ..validation import check_int, check_known
 from ..vector_info import info_row
 from .core import (BF, C_FN, C_FP, C_TP, EV, EV_MISS, F_RES, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RF,
                    S_FALSE, S_HIT, S_LATE_EXEC, SKIP_NAMES, VIS_DUE, VIS_HIT, PMWeekCore, step_outputs)
@@ -37,8 +37,7 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
     world = WorldConfig() if world is None else world
     if not isinstance(world, WorldConfig):
         raise TypeError(f"world must be a WorldConfig, got {type(world).__name__}")
-    if cost_profile not in COST_PROFILES:
-        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    check_known("cost_profile", cost_profile, COST_PROFILES, sorted(COST_PROFILES))
     if late_policy not in LATE_POLICIES:
         raise ValueError(f"late_policy must be one of {LATE_POLICIES}, got {late_policy!r}")
     if action_mode not in ACTION_MODES:
