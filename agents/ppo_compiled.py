@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -92,18 +93,36 @@ def critic_values(critic_params, obs, dtype=torch.float32, tanh=torch.tanh):
     return torch.addmv(critic_params[-1], acts[-1], critic_params[-2][0]), acts
 
 
-def minibatch_grads(actor_params, critic_params, x, obs, sample, inv_count, proposed, old_logp, adv, ret, *,
-                    clip_coef, vf_coef, ent_coef, critic_dtype=torch.float32, tanh=torch.tanh, with_actor=True):
-    """Gradients of ``pg + vf_coef * v_loss - ent_coef * entropy`` (:func:`~membudget.agents.ppo.ppo_losses`) for a
-    :class:`~membudget.agents.per_resource.PerResourceNet` with two hidden layers and context and a tanh MLP critic,
-    each given as its ``parameters()``: ``(actor_grads, critic_grads)`` in that order (``actor_grads`` is ``None``
-    with ``with_actor=False``: the loss is then ``vf_coef * v_loss`` alone). The coefficients may be floats or 0-d
-    tensors (a compiled caller passes tensors, so that its graph does not depend on their values).
+class Minibatch(NamedTuple):
+    """One minibatch of ``n`` samples (:meth:`CompiledPPO.minibatches`)."""
 
-    ``x``: the minibatch's candidate rows (:func:`~membudget.agents.per_resource.candidate_rows`), ``sample``: each
-    row's sample in ``0..n-1`` (``n = adv.numel()``), ``inv_count (n, 1)``: one over each sample's number of
-    candidates (at least 1), ``proposed``: each row's proposal bit; ``obs``: the critic's input. The critic's
-    products run in ``critic_dtype``, the actor's in float32."""
+    x: torch.Tensor
+    """The candidate rows (:func:`~membudget.agents.per_resource.candidate_rows`)."""
+    obs: torch.Tensor
+    """The critic's input, one row per sample."""
+    sample: torch.Tensor
+    """Each candidate row's sample in ``0..n-1``."""
+    inv_count: torch.Tensor
+    """``(n, 1)``: one over each sample's number of candidates (at least 1)."""
+    proposed: torch.Tensor
+    """Each candidate row's proposal bit."""
+    old_logp: torch.Tensor
+    """Each sample's log-probability under the rollout's actor."""
+    adv: torch.Tensor
+    """Each sample's advantage."""
+    ret: torch.Tensor
+    """Each sample's return."""
+
+
+def minibatch_grads(actor_params, critic_params, minibatch: Minibatch, *, clip_coef, vf_coef, ent_coef,
+                    critic_dtype=torch.float32, tanh=torch.tanh, with_actor=True):
+    """Gradients of ``pg + vf_coef * v_loss - ent_coef * entropy`` (:func:`~membudget.agents.ppo.ppo_losses`) on
+    ``minibatch`` for a :class:`~membudget.agents.per_resource.PerResourceNet` with two hidden layers and context and
+    a tanh MLP critic, each given as its ``parameters()``: ``(actor_grads, critic_grads)`` in that order
+    (``actor_grads`` is ``None`` with ``with_actor=False``: the loss is then ``vf_coef * v_loss`` alone). The
+    coefficients may be floats or 0-d tensors (a compiled caller passes tensors, so that its graph does not depend
+    on their values). The critic's products run in ``critic_dtype``, the actor's in float32."""
+    x, obs, sample, inv_count, proposed, old_logp, adv, ret = minibatch
     n = adv.numel()
     values, acts = critic_values(critic_params, obs, critic_dtype, tanh)
     dv = (values - ret) * (vf_coef / n)
@@ -161,11 +180,11 @@ def adam_(params, grads, exp_avgs, exp_avg_sqs, step_size, bias2_sqrt, *, betas=
         param.sub_(step_size * m / (v.sqrt() / bias2_sqrt + eps))
 
 
-def minibatch_update(adam_state, steps, *batch, max_grad_norm, with_actor, **loss):
-    """:func:`minibatch_grads` on ``batch``, :func:`clip_grads`, then :func:`adam_`: one function, so that one
+def minibatch_update(adam_state, steps, minibatch: Minibatch, *, max_grad_norm, with_actor, **loss):
+    """:func:`minibatch_grads` on ``minibatch``, :func:`clip_grads`, then :func:`adam_`: one function, so that one
     compiled graph does it all. ``adam_state``: per network (actor, critic) ``(params, exp_avgs, exp_avg_sqs)``,
     the parameters detached and updated in place; ``steps``: per network ``(step_size, bias2_sqrt)``."""
-    actor_grads, critic_grads = minibatch_grads(adam_state[0][0], adam_state[1][0], *batch, with_actor=with_actor,
+    actor_grads, critic_grads = minibatch_grads(adam_state[0][0], adam_state[1][0], minibatch, with_actor=with_actor,
                                                 **loss)
     grads = clip_grads((actor_grads or []) + critic_grads, max_grad_norm)
     k = len(actor_grads) if with_actor else 0
@@ -265,8 +284,8 @@ class CompiledPPO:
 
     def minibatches(self, batch, adv, ret):
         """One epoch of a :meth:`rollout`'s ``batch`` with its advantages and returns (``T * n_envs`` along the first
-        axis; a second axis is carried along): its samples in a random order, cut into ``n_minibatches``; per
-        minibatch the arguments of :func:`minibatch_grads` after the networks' parameters."""
+        axis; a second axis is carried along): its samples in a random order, cut into ``n_minibatches``
+        minibatches (:class:`Minibatch`)."""
         obs, rows = batch["obs"], batch["rows"]
         proposed = torch.as_tensor(batch["proposed"], dtype=torch.float32)
         n = adv.shape[0]
@@ -286,8 +305,8 @@ class CompiledPPO:
         e_prop, e_old, e_adv, e_ret = proposed[row_order], batch["old_logp"][order], adv[order], ret[order]
         for j, start in enumerate(range(0, n, mb)):
             lo, hi, b = bounds[j], bounds[j + 1], slice(start, min(start + mb, n))
-            yield (e_rows[lo:hi], e_obs[b], row_sample[lo:hi] - start, inv_count[b], e_prop[lo:hi], e_old[b],
-                   e_adv[b], e_ret[b])
+            yield Minibatch(e_rows[lo:hi], e_obs[b], row_sample[lo:hi] - start, inv_count[b], e_prop[lo:hi], e_old[b],
+                            e_adv[b], e_ret[b])
 
     def learn(self, batch, adv, ret, *, learning_rate: float, with_actor: bool = True):
         """``n_epochs`` epochs of minibatch updates (:meth:`minibatches`) on a :meth:`rollout`'s ``batch`` with its
@@ -302,5 +321,5 @@ class CompiledPPO:
                     steps.append((torch.tensor(learning_rate / (1 - ADAM_BETAS[0] ** t)),
                                   torch.tensor((1 - ADAM_BETAS[1] ** t) ** 0.5)))
                 with torch.no_grad():
-                    self.step_fn(self.state, steps if with_actor else [None, *steps], *minibatch,
+                    self.step_fn(self.state, steps if with_actor else [None, *steps], minibatch,
                                  max_grad_norm=self.max_grad_norm, with_actor=with_actor, **self.loss)

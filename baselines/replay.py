@@ -65,19 +65,32 @@ class NoReplay(_Fixed):
     mode = "none"
 
 
-class FixedRecentReplay(_Fixed):
-    """Replay the ``k`` most recent successful sessions verbatim (trimmed traces), ``k`` in {1, 4, 8, 16}."""
+class _Replayed(_Fixed):
+    """Replays ``k`` sessions: the environment must be built with that ``k`` (its keyword ``k_keyword``, the ``k``
+    allowed ``k_allowed``; None: any positive int)."""
 
-    mode = "full"
+    k_keyword = ""
+    k_allowed = None
 
-    def __init__(self, *, k=4, budget="low"):
+    def __init__(self, *, k, budget="low"):
         super().__init__(budget=budget)
         self.k = k
 
     @property
     def env_kwargs(self) -> dict:
-        _check_k("k", self.k, RECENT_KS)
-        return {"recent_k": int(self.k)}
+        _check_k("k", self.k, self.k_allowed)
+        return {self.k_keyword: int(self.k)}
+
+
+class FixedRecentReplay(_Replayed):
+    """Replay the ``k`` most recent successful sessions verbatim (trimmed traces), ``k`` in {1, 4, 8, 16}."""
+
+    mode = "full"
+    k_keyword = "recent_k"
+    k_allowed = RECENT_KS
+
+    def __init__(self, *, k=4, budget="low"):
+        super().__init__(k=k, budget=budget)
 
 
 class CompressedReplay(FixedRecentReplay):
@@ -86,19 +99,14 @@ class CompressedReplay(FixedRecentReplay):
     mode = "compressed"
 
 
-class RetrievedTopK(_Fixed):
+class RetrievedTopK(_Replayed):
     """Replay the ``k`` bank sessions the retriever ranks highest for the task."""
 
     mode = "retrieved"
+    k_keyword = "retrieve_k"
 
     def __init__(self, *, k=1, budget="low"):
-        super().__init__(budget=budget)
-        self.k = k
-
-    @property
-    def env_kwargs(self) -> dict:
-        _check_k("k", self.k)
-        return {"retrieve_k": int(self.k)}
+        super().__init__(k=k, budget=budget)
 
 
 class GroupSelfConsistency(_Fixed):

@@ -384,7 +384,7 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     from threadpoolctl import threadpool_limits
 
     from membudget.agents.ppo import _mlp, compiled_update, gae, new_actor
-    from membudget.agents.ppo_compiled import CompiledPPO, minibatch_grads, sigmoid_tanh
+    from membudget.agents.ppo_compiled import CompiledPPO, Minibatch, minibatch_grads, sigmoid_tanh
     from membudget.agents.rl import week_order
     from membudget.agents.tasks import PMWEEK
     from membudget.studies.rl_vs_distillation import BENCH_FULL
@@ -421,8 +421,9 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
         grads = []  # per minibatch: [(actor, critic) in fp32, (actor, critic) in bf16], each flattened
         for x, obs, *rest, a, r in twin.minibatches(batch, both_adv, both_ret):
             grads.append([[torch.cat([g.reshape(-1) for g in part]) for part in minibatch_grads(
-                twin.state[0][0], twin.state[1][0], x, obs.to(dtype), *rest, a[:, j].contiguous(),
-                r[:, j].contiguous(), critic_dtype=dtype, tanh=sigmoid_tanh, **loss)]
+                twin.state[0][0], twin.state[1][0],
+                Minibatch(x, obs.to(dtype), *rest, a[:, j].contiguous(), r[:, j].contiguous()), critic_dtype=dtype,
+                tanh=sigmoid_tanh, **loss)]
                 for j, dtype in enumerate((torch.float32, torch.bfloat16))])
         row = {"values": rel(v16, v32), "advantages": rel(norm[1], norm[0])}
         for k, part in enumerate(("actor", "critic")):

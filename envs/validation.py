@@ -24,6 +24,13 @@ def _bounds(low, high, low_open=False, high_open=False) -> str:
     return ""
 
 
+def check_known(what: str, value, known, shown=None) -> None:
+    """``ValueError`` "unknown ``what`` ``value``; expected one of ..." unless ``value`` is in ``known`` (the
+    message lists ``shown``, default ``known``)."""
+    if value not in known:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {known if shown is None else shown}")
+
+
 def check_int(name, value, low=None, high=None, *, none_ok=False):
     """``value`` as an ``int`` when it is an integer (Python or NumPy, not a bool) in ``[low, high]`` (either
     bound optional); ``None`` passes when ``none_ok``. Otherwise ``ValueError`` naming ``name``."""

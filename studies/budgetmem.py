@@ -33,7 +33,7 @@ from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, refe
 from membudget.envs.validation import int_flag
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
 from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
-from membudget.studies.protocol import bootstrap_ci
+from membudget.studies.protocol import bootstrap_ci, save_figure, study_subplots
 from membudget.studies.runs import (TrainCommand, model_to_bytes, ppo_from_bytes, record_training, start_run,
                                    write_metrics)
 
@@ -507,13 +507,8 @@ def format_results(res) -> str:
 def plot_frontier(res, path) -> None:
     """One panel per tiering strategy: mean cost (log) against mean r_task for the fixed tiers, random, the
     oracle frontier and the routers (per λ, λ-conditioned, capped)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     strategies = list(res["strategies"])
-    fig, axes = plt.subplots(1, len(strategies), figsize=(5 * len(strategies), 4), squeeze=False)
+    fig, axes = study_subplots(1, len(strategies), figsize=(5 * len(strategies), 4), squeeze=False)
     for ax, s in zip(axes[0], strategies):
         row = res["strategies"][s]
         fr = np.asarray(row["oracle_frontier"])
@@ -535,9 +530,7 @@ def plot_frontier(res, path) -> None:
         ax.set_ylabel("mean r_task")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None):

@@ -31,7 +31,7 @@ from membudget.envs.validation import check_int
 from membudget.studies.cli import Progress, make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, cost_to_match, evaluate_policy,
-                                        package_versions, parse_budget)
+                                        package_versions, parse_budget, save_figure, study_subplots)
 from membudget.studies.runs import flag_help
 from membudget.studies.suite import POLICIES, fit_suite
 
@@ -244,12 +244,7 @@ def format_table(results, reference, sweeps=None) -> str:
 
 
 def plot_frontiers(sweeps, results, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = study_subplots(1, 2, figsize=(10, 4))
     for name, rows in sweeps.items():
         c = [r["cost"] for r in rows]
         axes[0].plot(c, [r["f1"] for r in rows], marker=".", label=name)
@@ -265,9 +260,7 @@ def plot_frontiers(sweeps, results, path):
         ax.set_ylabel(lab)
         ax.set_xscale("log")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def parse_args(argv=None) -> EvalConfig:

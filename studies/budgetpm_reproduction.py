@@ -12,7 +12,6 @@ budget) run as tasks; each seeds itself from its key, so the report's numbers do
 from __future__ import annotations
 
 import argparse
-import os
 import functools
 import time
 from dataclasses import dataclass
@@ -21,9 +20,9 @@ import numpy as np
 
 from membudget.envs.pm import WorldConfig, budget_levels, generate_episode
 from membudget.envs.validation import int_flag
-from membudget.studies.cli import run_folder
+from membudget.studies.cli import add_page_flag, page_path
 from membudget.studies.budgetpm import evaluate_task
-from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
+from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags, run_with_flags
 from membudget.studies.protocol import bootstrap_ci, cost_to_match, sweep, write_page
 from membudget.studies.suite import Suite, fit_suite
 from membudget.teachers.structure import headroom, open_after_exhaustion
@@ -310,16 +309,12 @@ def build(n_resamples: int = 100_000, progress=print, executor=None) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate report")
-    parser.add_argument("--out", default=None, help="the page's path (default runs/report/<time>/reproduction.md; "
-                                                    "docs/reproduction.md regenerates the docs)")
+    add_page_flag(parser, "report", "reproduction.md")
     parser.add_argument("--resamples", type=int_flag(1), default=100_000)
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    if args.out is None:
-        args.out = os.path.join(run_folder("report"), "reproduction.md")
-    with executor_from_flags(args) as executor:
-        text = build(args.resamples, progress=lambda m: print(m, flush=True), executor=executor)
-    write_page(args.out, text)
+    args.out = page_path(args.out, "report", "reproduction.md")
+    write_page(args.out, run_with_flags(args, functools.partial(build, args.resamples)))
     print(f"wrote {args.out}")
 
 

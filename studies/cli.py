@@ -176,6 +176,17 @@ class Progress:
         self.close()
 
 
+def add_page_flag(parser, study: str, page: str) -> None:
+    """``--out``: the path of a study's generated ``page`` (default: in a new run folder, :func:`page_path`)."""
+    parser.add_argument("--out", default=None,
+                        help=f"the page's path (default runs/{study}/<time>/{page}; docs/{page} regenerates the docs)")
+
+
+def page_path(out, study: str, page: str) -> str:
+    """``out`` (a study's ``--out``), or by default ``page`` in a new run folder of ``study``."""
+    return os.path.join(run_folder(study), page) if out is None else out
+
+
 def run_folder(study: str) -> str:
     """A new run folder of a study, ``runs/<study>/<YYYYmmdd-HHMMSS>``: where a study writes its page unless
     ``--out`` names another place (a study never writes over the tracked pages under docs/ by default)."""

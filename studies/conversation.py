@@ -47,7 +47,7 @@ from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_le
 from membudget.envs.conversation.rollout import rollout
 from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
 from membudget.envs.validation import int_flag
-from membudget.studies.cli import run_folder
+from membudget.studies.cli import add_page_flag, page_path
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers.conversation import ConversationGreedy, ConversationOptimum, build_conversation_dataset
@@ -614,8 +614,7 @@ def mean_of(res, name, budget, key="macro_accuracy") -> float:
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate conversation")
     parser.add_argument("--resamples", type=int_flag(1), default=100_000)
-    parser.add_argument("--out", default=None, help="the page's path (default runs/conversation/<time>/"
-                                                    "conversation.md; docs/conversation.md regenerates the docs)")
+    add_page_flag(parser, "conversation", "conversation.md")
     parser.add_argument("--quick", action="store_true",
                         help=f"a smoke run: PPO for {QUICK_PPO_STEPS} steps, one learner seed, conversations "
                              f"{QUICK_SEEDS[0]}-{QUICK_SEEDS[-1]}, {QUICK_RESAMPLES} resamples; the main table only")
@@ -626,8 +625,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick and args.gates_only:
         parser.error("--quick and --gates-only are two different runs; give one")
-    if args.out is None:
-        args.out = os.path.join(run_folder("conversation"), "conversation.md")
+    args.out = page_path(args.out, "conversation", "conversation.md")
     with executor_from_flags(args) as executor:
         progress = lambda m: print(m, flush=True)  # noqa: E731
         if args.gates_only:

@@ -265,6 +265,13 @@ def executor_from_flags(args, progress=None) -> Executor:
     return make_executor(args.backend, args.address, args.checkpoint_dir, args.num_cpus, progress=progress)
 
 
+def run_with_flags(args, build):
+    """``build(progress=..., executor=...)`` with the executor of the backend flags (:func:`executor_from_flags`),
+    its progress lines on stdout."""
+    with executor_from_flags(args) as executor:
+        return build(progress=lambda m: print(m, flush=True), executor=executor)
+
+
 def executor_beside_pool(args, progress=None):
     """For a study with its own local process pool: ``contextlib.nullcontext()`` (the pool) on the plain local
     backend, else :func:`executor_from_flags` (``--backend ray``, ``--checkpoint-dir``, or an ``--address`` that

@@ -28,7 +28,7 @@ from membudget.envs.replay.world import BUDGETS, MODES
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
-from membudget.studies.protocol import bootstrap_ci, package_versions
+from membudget.studies.protocol import bootstrap_ci, package_versions, save_figure, study_subplots
 from membudget.studies.runs import TrainCommand, model_to_bytes, ppo_from_bytes, start_run, write_metrics
 
 PAPER_SEEDS = (42, 43, 44)
@@ -317,16 +317,11 @@ def paired_comparison(runs_a, runs_b, n_resamples=10000, seed=0):
 def plot_replay_frontier(rows, path):
     """Cost–accuracy plane per (family, profile) of ReplayStream-v0: every agent's mean total tokens per stream
     against its mean accuracy, the empirical Pareto frontier (oracle excluded) drawn as a line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     settings = sorted({(r["family"], r["profile"]) for r in rows},
                       key=lambda fp: (fp[0], ("strong", "mid", "weak").index(fp[1])))
     ncol = min(3, len(settings))
     nrow = -(-len(settings) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.6 * nrow), squeeze=False)
+    fig, axes = study_subplots(nrow, ncol, figsize=(4.2 * ncol, 3.6 * nrow), squeeze=False)
     for ax, (family, profile) in zip(axes.flat, settings):
         pts = {r["agent"]: (np.mean([run["total_tokens"] for run in r["runs"]]),
                             np.mean([run["accuracy"] for run in r["runs"]]))
@@ -343,9 +338,7 @@ def plot_replay_frontier(rows, path):
         ax.set_ylabel("accuracy")
     for ax in list(axes.flat)[len(settings):]:
         ax.set_visible(False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def select_alpha_main(argv=None):

@@ -31,7 +31,7 @@ from membudget.envs.proactive.env import episode_metrics
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import run_folder
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
-from membudget.studies.protocol import package_versions
+from membudget.studies.protocol import package_versions, save_figure, study_subplots
 from membudget.studies.runs import TrainCommand, record_training, start_run, write_metrics
 
 SCOPE_NAMES = ("sports", "home", "code")
@@ -207,15 +207,10 @@ def format_results(results, cis, n_resamples=2000) -> str:
 def plot_ablation(cis, path) -> None:
     """Seed 002 Figure 4 in our world: effectiveness and intrusion of the memory layers per scope (intervals ``cis``
     from :func:`intervals`)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = ("EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate", "WithoutValidation")
     labels = ("event-only", "event + trajectory", "ProactMem (full)", "w/o replay gate", "w/o validation")
     scopes = list(cis)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = study_subplots(1, 2, figsize=(11, 3.8))
     width = 0.8 / len(names)
     for ax, metric in zip(axes, ("effectiveness", "intrusion")):
         for k, (name, label) in enumerate(zip(names, labels)):
@@ -230,9 +225,7 @@ def plot_ablation(cis, path) -> None:
         ax.set_title(metric)
     axes[0].legend(fontsize=7)
     fig.suptitle("ProactiveStream-v0: memory-layer ablation (95% bootstrap over held-out streams)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None):

@@ -128,5 +128,26 @@ def write_page(path, text) -> str:
     return folder
 
 
+def study_subplots(*args, **kwargs):
+    """``(fig, axes)`` of ``matplotlib.pyplot.subplots(*args, **kwargs)`` on the Agg backend (studies draw to
+    files); :func:`save_figure` writes and closes it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*args, **kwargs)
+
+
+def save_figure(fig, path) -> None:
+    """A study's figure laid out, saved to ``path`` at 120 dpi and closed."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 __all__ = ["SWEEP_CAPS", "available", "bootstrap_ci", "cap_sweeps", "cost_to_match", "evaluate_policy",
-           "package_versions", "parse_budget", "rollout", "sweep", "sweep_point", "write_page"]
+           "package_versions", "parse_budget", "rollout", "save_figure", "study_subplots", "sweep", "sweep_point",
+           "write_page"]

@@ -17,7 +17,6 @@ default) every (agent count, level, policy or bound) is one task of :func:`measu
 from __future__ import annotations
 
 import argparse
-import os
 import functools
 import time
 
@@ -28,8 +27,8 @@ from membudget.agents.multiagent import train_shared_ppo
 from membudget.envs import shared_budget
 from membudget.envs.pm import budget_levels, generate_episode
 from membudget.envs.validation import int_flag
-from membudget.studies.cli import run_folder
-from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
+from membudget.studies.cli import add_page_flag, page_path
+from membudget.studies.execution import Executor, add_backend_flags, run_with_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 from membudget.teachers import HindsightDP, build_label_dataset
 
@@ -150,14 +149,11 @@ def results(timesteps=20_000, agent_counts=(2, 3, 5), levels=("B10", "B20"), pro
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate shared-budget")
     parser.add_argument("--timesteps", type=int_flag(1), default=20_000)
-    parser.add_argument("--out", default=None, help="the page's path (default runs/shared-budget/<time>/"
-                                                    "shared_budget.md; docs/shared_budget.md regenerates the docs)")
+    add_page_flag(parser, "shared-budget", "shared_budget.md")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    if args.out is None:
-        args.out = os.path.join(run_folder("shared-budget"), "shared_budget.md")
-    with executor_from_flags(args) as executor:
-        text = results(args.timesteps, progress=lambda m: print(m, flush=True), executor=executor)
+    args.out = page_path(args.out, "shared-budget", "shared_budget.md")
+    text = run_with_flags(args, functools.partial(results, args.timesteps))
     print(text)
     write_page(args.out, text)
 

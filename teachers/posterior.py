@@ -288,18 +288,21 @@ def _fn_guide(fn, Mfn, mu_fn, t, d):
 
 
 @numba.njit(cache=True)
+def _slack_weight(d, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
+    """The weight of deadline ``d``: 0 where the deadline constraint (``dl_req`` 1: at or after ``dl_q``, 2:
+    before it) excludes it, else the miss guide if the row is a positive that misses (1 otherwise)."""
+    if (dl_req == 1 and d < dl_q) or (dl_req == 2 and d >= dl_q):
+        return 0.0
+    return _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
+
+
+@numba.njit(cache=True)
 def _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     """Σ over slack κ in [lo, hi] (deadline min(last, o + κ)) of P(κ)·[deadline constraint]·[miss guide if the
     row is a positive that misses]."""
     tot = 0.0
     for k in range(lo, hi + 1):
-        d = min(last, o + k)
-        if dl_req == 1 and d < dl_q:
-            continue
-        if dl_req == 2 and d >= dl_q:
-            continue
-        g = _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
-        tot += g / (hi - lo + 1)
+        tot += _slack_weight(min(last, o + k), dl_req, dl_q, miss, fn, Mfn, mu_fn, t) / (hi - lo + 1)
     return tot
 
 
@@ -312,11 +315,7 @@ def _draw_slack(rng, o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     chosen = -1
     for k in range(lo, hi + 1):
         d = min(last, o + k)
-        if dl_req == 1 and d < dl_q:
-            continue
-        if dl_req == 2 and d >= dl_q:
-            continue
-        g = _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
+        g = _slack_weight(d, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
         if g <= 0.0:
             continue
         acc += g / (hi - lo + 1)
@@ -544,14 +543,30 @@ def _joint_inc(st, r, ch_o, digit, k, add):
 
 
 @numba.njit(cache=True)
+def _hint_state(t, R):
+    """Buffers of one draw's state on the observed steps: the bumps placed on each resource's hints, the hints'
+    log-likelihood under them, and the misses placed per step."""
+    tw = max(t + 1, 1)
+    return np.zeros((tw, R)), np.zeros((tw, R)), np.zeros(max(t, 1), dtype=np.int64)
+
+
+@numba.njit(cache=True)
+def _scratch_size(T, n_ds, w0, w1, nch, cap):
+    """The largest table a draw's helpers fill in the scratch buffer of either stage (``cap``: rows per week)."""
+    width = max(w1 - w0 + 1, 1)
+    return max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1)
+
+
+@numba.njit(cache=True)
 def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_order, cl_start, c_first, c_last,
                      plaus, slot_of, n_led_r, out_rows, out_mc, out_n, out_logw, out_B, out_miss, out_sel, parts):
     """Stage one of a draw, resource ``r`` alone: ``M`` weighted draws of its ledger entries (clusters
     ``c_first..c_last - 1``, entry ``e`` into row ``slot_of[e]``) and of its unseen rows whose bumps reach the
     observed hints; their bumps (``out_B``), misses (``out_miss``) and proposal rates of the update subset
     (``out_sel``). ``fn[m]``: the miss counters less the misses of the resources drawn before into draw ``m``
-    (their exact likelihood ratio is the miss guide, which stays in the weight). ``wi``/``wf``: the world's integer / float parameters (:data:`_WI`, :data:`_WF`); ``arrays``: its
-    tables; ``led``: the ledger (:data:`_LE` columns)."""
+    (their exact likelihood ratio is the miss guide, which stays in the weight). ``wi``/``wf``: the world's
+    integer / float parameters (:data:`_WI`, :data:`_WF`); ``arrays``: its tables; ``led``: the ledger
+    (:data:`_LE` columns)."""
     (channels, bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma, dsw_cdf, af_cdf, Po_cache,
      Po_done) = arrays
     (T, R, clock, n_ds, w0, w1, g0, g1, s0, s1, expiry, nch, p_in, p_lure_in, p_unreg, p_reg, lam_T, lam_C, lam_L,
@@ -559,10 +574,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     last = T - 1
     cap = out_rows.shape[1]
     tw = max(t + 1, 1)
-    Bm = np.zeros((tw, R))
-    LL = np.zeros((tw, R))
-    Mfn = np.zeros(max(t, 1), dtype=np.int64)
-    width = max(w1 - w0 + 1, 1)
+    Bm, LL, Mfn = _hint_state(t, R)
     n_opt_max = 4 * (w1 + 12) * 2 + 4
     o_buf = np.zeros(w1 + 12, dtype=np.int64)
     p_buf = np.zeros(w1 + 12)
@@ -579,8 +591,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     digit = np.zeros(CLUSTER_MAX, dtype=np.int64)
     chosen = np.zeros(CLUSTER_MAX, dtype=np.int64)
     add_buf = np.zeros(tw)
-    big = np.zeros(max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1,
-                       CLUSTER_COMBOS, CLUSTER_MAX * n_opt_max) + 4)
+    big = np.zeros(max(_scratch_size(T, n_ds, w0, w1, nch, cap), CLUSTER_COMBOS, CLUSTER_MAX * n_opt_max) + 4)
     # per cluster of this resource: its entries' plausible onsets then "the rest" (chf), and the joint hint term of
     # every combination with no other bump in reach (H_tab), shared by all the draws
     n_cl = max(c_last - c_first, 0)
@@ -860,11 +871,8 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
     n_led = led.shape[0]
     cap = out_rows.shape[1]
     tw = max(t + 1, 1)
-    Bm = np.zeros((tw, R))
-    LL = np.zeros((tw, R))
-    Mfn = np.zeros(max(t, 1), dtype=np.int64)
-    width = max(w1 - w0 + 1, 1)
-    big = np.zeros(max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1) + 4)
+    Bm, LL, Mfn = _hint_state(t, R)
+    big = np.zeros(_scratch_size(T, n_ds, w0, w1, nch, cap) + 4)
     big_o = np.zeros(big.size, dtype=np.int64)
     big_r = np.zeros(big.size, dtype=np.int64)
     P_o = np.zeros(T + 1)
@@ -1253,6 +1261,74 @@ class Particles:
         return _episode(self, i, np.random.default_rng(rng))
 
 
+@dataclass
+class _ResourceDraws:
+    """Stage one's draws per resource (first axis) and draw (second): rows (ledger entries at their slot, then the
+    unseen rows of the hint window), their miss costs and number, log-weights, bumps on the observed hints, misses
+    per observed step and proposal rates of the update subset."""
+
+    rows: np.ndarray
+    mc: np.ndarray
+    n: np.ndarray
+    logw: np.ndarray
+    B: np.ndarray
+    miss: np.ndarray
+    sel: np.ndarray
+
+    @classmethod
+    def zeros(cls, R: int, M: int, cap: int, tw: int, tl: int) -> _ResourceDraws:
+        return cls(rows=np.zeros((R, M, cap, len(ROW_FIELDS)), dtype=np.int64), mc=np.zeros((R, M, cap)),
+                   n=np.zeros((R, M), dtype=np.int64), logw=np.zeros((R, M)), B=np.zeros((R, M, tw)),
+                   miss=np.zeros((R, M, tl), dtype=np.int64), sel=np.zeros((R, M)))
+
+    def of(self, r: int, m: int) -> tuple:
+        """Resource ``r``'s buffers of draws ``0..m-1`` in :func:`_sample_resource`'s order."""
+        return (self.rows[r, :m], self.mc[r, :m], self.n[r, :m], self.logw[r, :m], self.B[r, :m], self.miss[r, :m],
+                self.sel[r, :m])
+
+
+@dataclass
+class _Call:
+    """One call of :meth:`PosteriorSampler.weighted`: ``M`` draws for the observation up to step ``t`` (-1:
+    nothing observed) — its hints, miss counters (``fn_row``: padded to at least one step), ledger (:data:`_LE`
+    columns) with miss costs and entries per resource, the order and clusters the entries are drawn in
+    (:func:`_clusters`), the call's tables and base miss rates, and the buffers of the draws."""
+
+    M: int
+    t: int
+    hints: np.ndarray
+    fn: np.ndarray
+    fn_row: np.ndarray
+    led: np.ndarray
+    led_mc: np.ndarray
+    n_led_r: np.ndarray
+    order: np.ndarray
+    starts: np.ndarray
+    plaus: np.ndarray
+    tables: tuple
+    mu: np.ndarray
+    draws: _ResourceDraws
+    slot_of: np.ndarray
+    parts: np.ndarray
+
+    @property
+    def cluster_res(self) -> np.ndarray:
+        """The resource of each cluster."""
+        if self.starts.size <= 1:
+            return np.zeros(0, dtype=np.int64)
+        return self.led[self.order[self.starts[:-1]], _LE.res]
+
+
+def _seen_visible(observed: Observed) -> np.ndarray:
+    """``(t, 2)``: the visible TP and FP of the observed steps, the counters less the ledger's own hits and false
+    alarms."""
+    t = observed.t
+    ev, at = observed.ledger.event, observed.ledger.resolved_at
+    hits = np.bincount(at[ev == 1], minlength=t)[:t]
+    fps = np.bincount(at[(ev == 2) | (ev == 4)], minlength=t)[:t]
+    return np.stack([observed.tp - hits, observed.fp - fps], axis=1)
+
+
 class PosteriorSampler:
     """Exact-model posterior over ``PMWeek-v0`` weeks given what the agent has seen (module docstring).
 
@@ -1427,6 +1503,25 @@ class PosteriorSampler:
             raise RuntimeError("call fit() first")
         rng = np.random.default_rng(rng)
         M = self.n_particles if n_particles is None else check_int("n_particles", n_particles, 1, 10**7)
+        call = self._call(observed, M)
+        res_order = self._resource_order(call, shuffle, rng)
+        expected = self._expected_misses(call, res_order, expected_misses, rng)
+        idx, logW, ess_r = self._stage_one(call, res_order, expected, rng)
+        rows, mc, n_rows, vis, logw = self._stage_two(call, idx, rng)
+        logw += logW
+        self.parts_ = call.parts
+        w = _normalise(logw)
+        self.expected_misses_ = np.stack([w @ call.draws.miss[r][idx[r]] for r in range(idx.shape[0])])
+        self.ess_resources_ = ess_r
+        if observed is not None and call.t > 0:
+            vis[:, : call.t, :2] = _seen_visible(observed)
+        return Particles(rows=rows, miss_cost=mc, n_rows=n_rows, visible=vis, weights=w,
+                         ess=float(1.0 / np.sum(w ** 2)), log_weights=logw, source=np.arange(M), observed=observed,
+                         sampler=self)
+
+    def _call(self, observed: Observed | None, M: int) -> _Call:
+        """The observation as the kernels read it, its ledger's clusters, the call's tables and empty buffers for
+        ``M`` draws."""
         T = self.world_.horizon
         R = self.costs_.size
         if observed is None:
@@ -1444,118 +1539,116 @@ class PosteriorSampler:
             hints = np.ascontiguousarray(observed.hints[: t + 1], dtype=np.float64)
             fn = np.asarray(observed.fn, dtype=np.int64)
             led, led_mc = self._ledger_table(observed)
-        lam = self.capacity_
-        cap = led.shape[0] + int(lam + 12 * math.sqrt(lam) + 40)
         order, starts, plaus = _clusters(led, hints, t, self)
-        tables = self.tables_ + self._call_tables(t)
-        tw = max(t + 1, 1)
         res_of = led[:, _LE.res]
         n_led_r = np.bincount(res_of, minlength=R) if led.shape[0] else np.zeros(R, dtype=np.int64)
-        cap_r = int(n_led_r.max(initial=0)) + SLOT_ROWS
-        rows_r = np.zeros((R, M, cap_r, len(ROW_FIELDS)), dtype=np.int64)
-        mc_r = np.zeros((R, M, cap_r))
-        n_r = np.zeros((R, M), dtype=np.int64)
-        logw_r = np.zeros((R, M))
-        B_r = np.zeros((R, M, tw))
-        miss_r = np.zeros((R, M, max(t, 1)), dtype=np.int64)
-        sel_r = np.zeros((R, M))
-        parts = np.zeros((M, 6))
-        slot_of = np.zeros(led.shape[0], dtype=np.int64)
-        c_res = res_of[order[starts[:-1]]] if starts.size > 1 else np.zeros(0, dtype=np.int64)
-        # Resources one after the other (the clock first, then by ledger size), as the steps of a sequential Monte
-        # Carlo: draw m of each resource continues week m, then the weeks are resampled (ancestors keep their
-        # resources' draws). The intermediate targets include the miss counters' likelihood with the misses of the
-        # resources still to come treated as Poisson noise (their expected misses from a small first pass of each
-        # resource alone), so that a resource explains a counter in proportion to its share rather than whenever
-        # it can; the last target is exact. The miss guide is that likelihood's ratio and stays in the weight.
         tl = max(t, 1)
-        cur = np.zeros((M, tl), dtype=np.int64)
         fn_row = np.zeros(tl, dtype=np.int64)
         if t > 0:
             fn_row[:t] = fn
-        mu = np.maximum(self.tables_[7], MU_FLOOR)[:tl]
-        clock = int(self.wi_[_WI.clock])
-        # resources whose ledger shows a hidden miss (a late miss or late execution: the counter took it at the
-        # entry's deadline) first, so that the resources before them do not use up the counters it needs
+        return _Call(
+            M=M, t=t, hints=hints, fn=fn, fn_row=fn_row, led=led, led_mc=led_mc, n_led_r=n_led_r, order=order,
+            starts=starts, plaus=plaus, tables=self.tables_ + self._call_tables(t),
+            mu=np.maximum(self.tables_[7], MU_FLOOR)[:tl],
+            draws=_ResourceDraws.zeros(R, M, int(n_led_r.max(initial=0)) + SLOT_ROWS, max(t + 1, 1), tl),
+            slot_of=np.zeros(led.shape[0], dtype=np.int64), parts=np.zeros((M, 6)))
+
+    def _resource_order(self, call: _Call, shuffle: bool, rng) -> list:
+        """The order stage one draws the resources in: those whose ledger shows a hidden miss (a late miss or late
+        execution: the counter took it at the entry's deadline) first, so that the resources before them do not
+        use up the counters it needs; then the clock and the rest by ledger size, or (``shuffle``) at random."""
+        R = self.costs_.size
         forced = np.zeros(R, dtype=np.int64)
-        if led.shape[0]:
-            np.add.at(forced, res_of, (led[:, _LE.event] == 3) | (led[:, _LE.event] == 4))
+        if call.led.shape[0]:
+            np.add.at(forced, call.led[:, _LE.res], (call.led[:, _LE.event] == 3) | (call.led[:, _LE.event] == 4))
         if shuffle:
             perm = rng.permutation(R)
-            res_order = sorted(range(R), key=lambda r: (forced[r] == 0, int(perm[r])))
-        else:
-            res_order = sorted(range(R), key=lambda r: (-int(forced[r]), r != clock, -int(n_led_r[r]), r))
+            return sorted(range(R), key=lambda r: (forced[r] == 0, int(perm[r])))
+        clock = int(self.wi_[_WI.clock])
+        return sorted(range(R), key=lambda r: (-int(forced[r]), r != clock, -int(call.n_led_r[r]), r))
+
+    def _expected_misses(self, call: _Call, res_order: list, expected_misses, rng) -> np.ndarray:
+        """``(R, steps)``: each resource's expected misses per observed step, which the intermediate targets of
+        stage one treat as Poisson noise while the resource is still to come: ``expected_misses`` where given,
+        else a small first pass of each resource alone."""
+        R, tl = self.costs_.size, call.fn_row.size
         expected = np.zeros((R, tl))
         if expected_misses is not None:
             em = np.asarray(expected_misses, dtype=np.float64)
             n = min(tl, em.shape[1]) if em.ndim == 2 and em.shape[0] == R else 0
             expected[:, :n] = em[:, :n]
-        elif t > 0:
-            M1 = max(16, M // 8)
-            tabs1 = tables[:7] + (mu + self.background_,) + tables[8:]
+        elif call.t > 0:
+            M1 = max(16, call.M // 8)
+            tables = call.tables[:7] + (call.mu + self.background_,) + call.tables[8:]
+            fn = np.tile(call.fn_row.astype(np.float64), (M1, 1))
             for r in res_order:
-                mine = np.flatnonzero(res_of == r)
-                slot_of[mine] = np.arange(mine.size)
-                cs = np.flatnonzero(c_res == r)
-                c_first, c_last = (int(cs[0]), int(cs[-1]) + 1) if cs.size else (0, 0)
-                _sample_resource(rng, M1, r, self.wi_, self.wf_, tabs1, t, hints,
-                                 np.tile(fn_row.astype(np.float64), (M1, 1)), led, led_mc, order, starts, c_first,
-                                 c_last, plaus, slot_of, int(mine.size), rows_r[r, :M1], mc_r[r, :M1], n_r[r, :M1],
-                                 logw_r[r, :M1], B_r[r, :M1], miss_r[r, :M1], sel_r[r, :M1], parts)
-                expected[r] = _normalise(logw_r[r, :M1]) @ miss_r[r, :M1]
+                self._draw_resource(call, r, M1, tables, fn, rng)
+                expected[r] = _normalise(call.draws.logw[r, :M1]) @ call.draws.miss[r, :M1]
+        return expected
+
+    def _stage_one(self, call: _Call, res_order: list, expected: np.ndarray, rng):
+        """Resources one after the other (``res_order``), as the steps of a sequential Monte Carlo: draw m of each
+        resource continues week m, then the weeks are resampled (ancestors keep their resources' draws). The
+        intermediate targets include the miss counters' likelihood with the misses of the resources still to come
+        treated as Poisson noise (their ``expected`` misses), so that a resource explains a counter in proportion
+        to its share rather than whenever it can; the last target is exact. The miss guide is that likelihood's
+        ratio and stays in the weight. ``(idx, log-weights, ess per resource)``: week m takes draw ``idx[r, m]``
+        of resource r."""
+        M, t = call.M, call.t
+        R = self.costs_.size
+        cur = np.zeros((M, call.fn_row.size), dtype=np.int64)
         logW = np.zeros(M)
         idx = np.zeros((R, M), dtype=np.int64)
         ess_r = np.full(R, float(M))
-        lam_prev = mu + expected.sum(axis=0)
+        lam_prev = call.mu + expected.sum(axis=0)
         for k, r in enumerate(res_order):
-            mine = np.flatnonzero(res_of == r)
-            slot_of[mine] = np.arange(mine.size)
-            cs = np.flatnonzero(c_res == r)
-            c_first, c_last = (int(cs[0]), int(cs[-1]) + 1) if cs.size else (0, 0)
-            lam = mu + expected[res_order[k + 1:]].sum(axis=0)
-            tabs_k = tables[:7] + (lam,) + tables[8:]
-            _sample_resource(rng, M, r, self.wi_, self.wf_, tabs_k, t, hints, (fn_row[None, :] - cur).astype(np.float64),
-                             led, led_mc, order, starts, c_first, c_last, plaus, slot_of, int(mine.size), rows_r[r],
-                             mc_r[r], n_r[r], logw_r[r], B_r[r], miss_r[r], sel_r[r], parts)
+            lam = call.mu + expected[res_order[k + 1:]].sum(axis=0)
+            tables = call.tables[:7] + (lam,) + call.tables[8:]
+            self._draw_resource(call, r, M, tables, (call.fn_row[None, :] - cur).astype(np.float64), rng)
             if t > 0:
-                logW += _rate_correction(cur, fn_row[:t], lam[:t], lam_prev[:t])
-            logW += logw_r[r]
+                logW += _rate_correction(cur, call.fn_row[:t], lam[:t], lam_prev[:t])
+            logW += call.draws.logw[r]
             lam_prev = lam
-            cur += miss_r[r]
+            cur += call.draws.miss[r]
             idx[r] = np.arange(M)
             w = _normalise(logW)
             ess_r[r] = 1.0 / np.sum(w ** 2)
             if k < R - 1:
                 anc = systematic_resample(w, M, rng)
                 idx, cur, logW = idx[:, anc], cur[anc], np.zeros(M)
+        return idx, logW, ess_r
+
+    def _draw_resource(self, call: _Call, r: int, m: int, tables: tuple, fn: np.ndarray, rng):
+        """Stage one for resource ``r`` alone (:func:`_sample_resource`): ``m`` weighted draws into ``call.draws``;
+        ``fn[j]``: the miss counters left to explain in draw ``j``."""
+        mine = np.flatnonzero(call.led[:, _LE.res] == r)
+        call.slot_of[mine] = np.arange(mine.size)
+        cs = np.flatnonzero(call.cluster_res == r)
+        c_first, c_last = (int(cs[0]), int(cs[-1]) + 1) if cs.size else (0, 0)
+        _sample_resource(rng, m, r, self.wi_, self.wf_, tables, call.t, call.hints, fn, call.led, call.led_mc,
+                         call.order, call.starts, c_first, c_last, call.plaus, call.slot_of, int(mine.size),
+                         *call.draws.of(r, m), call.parts)
+
+    def _stage_two(self, call: _Call, idx: np.ndarray, rng):
+        """The weeks stage one's draws make up (``idx``, :func:`_join`) completed (:func:`_complete`): ``(rows,
+        miss costs, row counts, visible outcome counts, log-weights of stage two)``."""
+        M, t = call.M, call.t
+        T, R = self.world_.horizon, self.costs_.size
+        lam = self.capacity_
+        cap = call.led.shape[0] + int(lam + 12 * math.sqrt(lam) + 40)
         rows = np.zeros((M, cap, len(ROW_FIELDS)), dtype=np.int64)
         mc = np.zeros((M, cap))
         n_rows = np.zeros(M, dtype=np.int64)
-        B_in = np.zeros((M, tw, R))
+        B_in = np.zeros((M, max(t + 1, 1), R))
         miss_in = np.zeros((M, max(t, 1)), dtype=np.int64)
         sel_in = np.zeros(M)
-        _join(idx, rows_r, mc_r, n_r, B_r, miss_r, sel_r, led.shape[0], rows, mc, n_rows, B_in, miss_in, sel_in)
+        d = call.draws
+        _join(idx, d.rows, d.mc, d.n, d.B, d.miss, d.sel, call.led.shape[0], rows, mc, n_rows, B_in, miss_in, sel_in)
         logw = np.zeros(M)
         vis = np.zeros((M, T, 3), dtype=np.int64)
-        _complete(rng, M, self.wi_, self.wf_, tables, t, hints, fn, led, B_in, miss_in, sel_in, rows, mc,
-                  n_rows, logw, vis, parts)
-        logw += logW
-        self.parts_ = parts
-        wf_ = _normalise(logw)
-        self.expected_misses_ = np.zeros((R, tl))
-        for r in range(R):
-            self.expected_misses_[r] = wf_ @ miss_r[r][idx[r]]
-        self.ess_resources_ = ess_r
-        if observed is not None and t > 0:
-            ev, at = observed.ledger.event, observed.ledger.resolved_at
-            hits = np.bincount(at[ev == 1], minlength=t)[:t]
-            fps = np.bincount(at[(ev == 2) | (ev == 4)], minlength=t)[:t]
-            vis[:, :t, 0] = observed.tp - hits
-            vis[:, :t, 1] = observed.fp - fps
-        w = _normalise(logw)
-        return Particles(rows=rows, miss_cost=mc, n_rows=n_rows, visible=vis, weights=w,
-                         ess=float(1.0 / np.sum(w ** 2)), log_weights=logw, source=np.arange(M), observed=observed,
-                         sampler=self)
+        _complete(rng, M, self.wi_, self.wf_, call.tables, t, call.hints, call.fn, call.led, B_in, miss_in, sel_in,
+                  rows, mc, n_rows, logw, vis, call.parts)
+        return rows, mc, n_rows, vis, logw
 
     def sample(self, observed: Observed | None, n_samples: int, rng=None, expected_misses=None,
                shuffle=False) -> Particles:
@@ -1706,120 +1799,151 @@ def systematic_resample(weights, n: int, rng) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------- complete weeks
+_HIDDEN_COLUMNS = {"kind": RW.kind, "resource": RW.res, "active_from": RW.af, "active_until": RW.au,
+                   "declared_start": RW.ds, "declared_end": RW.de, "onset": RW.onset, "deadline": RW.deadline,
+                   "polarity": RW.polarity, "priority": RW.prio, "version": RW.version}
+"""The :class:`Episode` columns a drawn row fills, by its field."""
+
+
 def _episode(p: Particles, i: int, rng: np.random.Generator) -> Episode:
     s = p.sampler
     world = s.world_
-    T = world.horizon
-    last = T - 1
     wc = _world_constants(world)
     obs = p.observed
-    t = -1 if obs is None else obs.t
-    rows = p.table(i).copy()
-    mcs = p.miss_cost[i, : p.n_rows[i]].copy()
-    nch = int(wc["channels"].size)
-    # generator order: base rows by origin (time, channel, lure), then new versions in their targets' order
+    rows = p.table(i)
+    order, targets, children = _generator_order(rows)
+    ids = _row_ids(rows, order, targets, children)
+    updates = _updates(rows, targets, children, dict(zip(order, ids)), world.horizon - 1,
+                       int(wc["channels"].size), rng)
+    vis, n_pos = _visible_intentions(p.visible[i], world, rng)
+    ids += _numbered("V", len(vis))
+    hidden = rows[order]
+    columns = _hidden_columns(hidden, p.miss_cost[i, : p.n_rows[i]][order], len(vis))
+    _fill_visible(columns, len(order), vis, n_pos, s.tables_[2], world, rng)
+    hints = _hints(hidden, world, s.tables_[1], len(wc["names"]), rng)
+    if obs is not None and obs.t >= 0:
+        hints[: obs.t + 1] = obs.hints[: obs.t + 1]
+    return Episode(horizon=world.horizon, step_day=wc["step_day"], step_hour=wc["step_hour"], weekday=wc["weekday"],
+                   resource_names=wc["names"], resource_classes=wc["classes"], costs=s.costs_.copy(),
+                   cost_profile=s.cost_profile, ids=tuple(ids), hints=hints, updates=tuple(updates),
+                   meta={"seed": None, "load": 0, "posterior_draw": True}, **columns)
+
+
+def _generator_order(rows: np.ndarray):
+    """``(order, targets, children)``: the order the generator writes the rows in (base rows by origin — time,
+    channel, lure — then the new versions in their targets' order), the base rows an update targets and each new
+    version's row by its target's."""
     base = np.flatnonzero(rows[:, RW.origin] != O_V2)
     base = base[np.argsort(rows[base, RW.origin], kind="stable")]
-    order = list(base)
     children = {int(rows[j, RW.parent]): int(j) for j in np.flatnonzero(rows[:, RW.origin] == O_V2)}
     targets = [int(j) for j in base if rows[j, RW.targeted]]
-    order += [children[j] for j in targets if j in children]
-    pos = {j: k for k, j in enumerate(order)}
-    counts = [int(np.sum(rows[base, RW.origin] == o)) for o in range(3)]
+    return list(base) + [children[j] for j in targets if j in children], targets, children
+
+
+def _row_ids(rows: np.ndarray, order: list, targets: list, children: dict) -> list:
+    """The ids of the rows in generator ``order``: numbered per origin, a new version its target's id and ``v2``."""
+    counts = [int(np.sum(rows[:, RW.origin] == o)) for o in (O_TT, O_CT, O_CL)]
     ids = _numbered("T", counts[0]) + _numbered("C", counts[1]) + _numbered("L", counts[2])
-    for j in targets:
-        if j in children:
-            ids.append(ids[pos[j]] + "v2")
+    pos = {j: k for k, j in enumerate(order)}
+    return ids + [ids[pos[j]] + "v2" for j in targets if j in children]
+
+
+def _updates(rows, targets, children, id_of, last, nch, rng) -> list:
+    """The week's updates in their targets' order (``id_of``: each row's id)."""
     updates = []
     for j in targets:
-        kind = int(rows[j, RW.upd_kind])
         child = children.get(j)
-        if kind < 0:  # a seen update: its kind as the new version shows it
-            if child is None:
-                kind = 0 if rows[j, RW.u] < last else int(rng.integers(0, 3))
-            elif rows[j, RW.kind] == KIND_TIME:
-                kind = int(rng.integers(1, 3))
-            else:
-                p_res = 1.0 / 3.0 if rows[child, RW.res] == rows[j, RW.res] else 0.0
-                kind = 2 if rng.random() * (p_res + 1.0 / (3.0 * nch)) < p_res else 1
-        updates.append({"step": int(rows[j, RW.u]), "kind": UPDATE_KINDS[kind], "target": ids[pos[j]],
-                        "registered": bool(rows[j, RW.upd_reg]), "new_id": None if child is None else ids[pos[child]]})
-    hidden = rows[order]
-    hidden_mc = mcs[order]
-    # visible intentions
-    stated = s.tables_[2]
+        kind = _update_kind(rows, j, child, last, nch, rng)
+        updates.append({"step": int(rows[j, RW.u]), "kind": UPDATE_KINDS[kind], "target": id_of[j],
+                        "registered": bool(rows[j, RW.upd_reg]), "new_id": None if child is None else id_of[child]})
+    return updates
+
+
+def _update_kind(rows, j, child, last, nch, rng) -> int:
+    """The kind of the update of row ``j`` (``child``: its new version's row, or None): the drawn one, or for a
+    seen update the kind as its new version shows it, drawn from its exact conditional prior."""
+    kind = int(rows[j, RW.upd_kind])
+    if kind >= 0:
+        return kind
+    if child is None:
+        return 0 if rows[j, RW.u] < last else int(rng.integers(0, 3))
+    if rows[j, RW.kind] == KIND_TIME:
+        return int(rng.integers(1, 3))
+    p_res = 1.0 / 3.0 if rows[child, RW.res] == rows[j, RW.res] else 0.0
+    return 2 if rng.random() * (p_res + 1.0 / (3.0 * nch)) < p_res else 1
+
+
+def _visible_intentions(counts, world: WorldConfig, rng):
+    """``(intentions, n_pos)``: the visible intentions as ``(onset, deadline, outcome)``, the ``n_pos`` positives
+    (hits and misses) then the lures (false alarms and the look-alike cues no one acted on), each part in a random
+    order. ``counts``: visible TP, FP and FN per step; the intentions' other fields are drawn from their prior."""
+    T = world.horizon
+    last = T - 1
     vis = []
-    vis_count = p.visible[i]
     for step in range(T):
-        for _ in range(int(vis_count[step, 0])):
+        for _ in range(int(counts[step, 0])):
             vis.append((step, min(last, step + int(rng.integers(0, 3))), "tp"))
-        for _ in range(int(vis_count[step, 2])):
+        for _ in range(int(counts[step, 2])):
             pairs = [(o, d) for o in range(T) for d in range(3) if min(last, o + d) == step]
             o, d = pairs[int(rng.integers(0, len(pairs)))]
             vis.append((o, min(last, o + d), "fn"))
     lures = []
     for step in range(T):
-        for _ in range(int(vis_count[step, 1])):
+        for _ in range(int(counts[step, 1])):
             lures.append((step, min(last, step + int(rng.integers(0, 3))), "fp"))
     for _ in range(int(rng.poisson(world.n_visible_lures * (1 - world.p_visible_false_alarm)))):
         o = int(rng.integers(0, T))
         lures.append((o, min(last, o + int(rng.integers(0, 3))), "tn"))
-    vis = [vis[k] for k in rng.permutation(len(vis))] + [lures[k] for k in rng.permutation(len(lures))]
-    n_pos = len(vis) - len(lures)
-    ids += _numbered("V", len(vis))
-    n_h, n_v = len(order), len(vis)
-    n = n_h + n_v
-    col = {name: np.zeros(n, dtype=np.int64) for name in ("kind", "resource", "active_from", "active_until",
-                                                         "declared_start", "declared_end", "onset", "deadline",
-                                                         "polarity", "priority", "version", "visible_outcome")}
-    flags = {name: np.zeros(n, dtype=bool) for name in ("cross_day", "update_sensitive", "registered")}
-    miss_cost = np.zeros(n)
-    col["kind"][:n_h] = hidden[:, RW.kind]
-    col["resource"][:n_h] = hidden[:, RW.res]
-    col["active_from"][:n_h] = hidden[:, RW.af]
-    col["active_until"][:n_h] = hidden[:, RW.au]
-    col["declared_start"][:n_h] = hidden[:, RW.ds]
-    col["declared_end"][:n_h] = hidden[:, RW.de]
-    col["onset"][:n_h] = hidden[:, RW.onset]
-    col["deadline"][:n_h] = hidden[:, RW.deadline]
-    col["polarity"][:n_h] = hidden[:, RW.polarity]
-    col["priority"][:n_h] = hidden[:, RW.prio]
-    col["version"][:n_h] = hidden[:, RW.version]
-    col["visible_outcome"][:n_h] = OUTCOME.none
-    flags["cross_day"][:n_h] = hidden[:, RW.cross] == 1
-    flags["registered"][:n_h] = hidden[:, RW.registered] == 1
-    flags["update_sensitive"][:n_h] = (hidden[:, RW.targeted] == 1) | (hidden[:, RW.origin] == O_V2)
-    miss_cost[:n_h] = hidden_mc
+    return [vis[k] for k in rng.permutation(len(vis))] + [lures[k] for k in rng.permutation(len(lures))], len(vis)
+
+
+def _hidden_columns(hidden: np.ndarray, miss_cost: np.ndarray, n_visible: int) -> dict:
+    """The :class:`Episode` columns of the ``hidden`` rows (in order, with their miss costs) followed by
+    ``n_visible`` visible intentions, those left zero."""
+    n_h = hidden.shape[0]
+    n = n_h + n_visible
+    columns = {name: np.zeros(n, dtype=np.int64) for name in (*_HIDDEN_COLUMNS, "visible_outcome")}
+    columns.update({name: np.zeros(n, dtype=bool) for name in ("cross_day", "update_sensitive", "registered")})
+    columns["miss_cost"] = np.zeros(n)
+    for name, field in _HIDDEN_COLUMNS.items():
+        columns[name][:n_h] = hidden[:, field]
+    columns["visible_outcome"][:n_h] = OUTCOME.none
+    columns["cross_day"][:n_h] = hidden[:, RW.cross] == 1
+    columns["registered"][:n_h] = hidden[:, RW.registered] == 1
+    columns["update_sensitive"][:n_h] = (hidden[:, RW.targeted] == 1) | (hidden[:, RW.origin] == O_V2)
+    columns["miss_cost"][:n_h] = miss_cost
+    return columns
+
+
+def _fill_visible(columns: dict, n_h: int, vis: list, n_pos: int, stated, world: WorldConfig, rng):
+    """The visible intentions ``vis`` (:func:`_visible_intentions`) into ``columns`` after the ``n_h`` hidden rows;
+    their statement (``stated``: :func:`_stated_table`), priority and miss cost drawn from the prior."""
+    last = world.horizon - 1
     for k, (o, d, outcome) in enumerate(vis):
         j = n_h + k
         probs = stated[o].ravel()
         a = int(rng.choice(probs.size, p=probs / probs.sum()))
-        col["kind"][j] = KIND_VISIBLE
-        col["resource"][j] = -1
-        col["active_from"][j], flags["cross_day"][j] = a // 2, bool(a % 2)
-        col["active_until"][j] = min(last, d + world.ledger_expiry)
-        col["declared_start"][j], col["declared_end"][j], col["onset"][j], col["deadline"][j] = o, d, o, d
-        col["polarity"][j] = POS if k < n_pos else LURE
-        col["priority"][j] = int(rng.integers(1, 4))
-        col["visible_outcome"][j] = getattr(OUTCOME, outcome)
-        flags["registered"][j] = True
-        miss_cost[j] = rng.uniform(0.5, 3.0)
-    # hints: the observed ones, then noise plus every hidden onset's bump, clipped
-    R = len(wc["names"])
-    hints = 0.1 * rng.random((T, R)) + rng.normal(0.0, world.hint_noise, (T, R))
-    bump = s.tables_[1]
-    for j in range(n_h):
+        columns["kind"][j] = KIND_VISIBLE
+        columns["resource"][j] = -1
+        columns["active_from"][j], columns["cross_day"][j] = a // 2, bool(a % 2)
+        columns["active_until"][j] = min(last, d + world.ledger_expiry)
+        columns["declared_start"][j], columns["declared_end"][j] = o, d
+        columns["onset"][j], columns["deadline"][j] = o, d
+        columns["polarity"][j] = POS if k < n_pos else LURE
+        columns["priority"][j] = int(rng.integers(1, 4))
+        columns["visible_outcome"][j] = getattr(OUTCOME, outcome)
+        columns["registered"][j] = True
+        columns["miss_cost"][j] = rng.uniform(0.5, 3.0)
+
+
+def _hints(hidden: np.ndarray, world: WorldConfig, bump, n_res: int, rng) -> np.ndarray:
+    """The retriever's hints of the week: noise plus every ``hidden`` onset's ``bump``, clipped to [0, 1]."""
+    T = world.horizon
+    hints = 0.1 * rng.random((T, n_res)) + rng.normal(0.0, world.hint_noise, (T, n_res))
+    for j in range(hidden.shape[0]):
         o = int(hidden[j, RW.onset])
         if o >= NEVER:
             continue
         for st in range(max(0, o - 6), min(T, o + 2)):
             hints[st, hidden[j, RW.res]] += bump[st - o + 6]
-    hints = np.clip(hints, 0.0, 1.0)
-    if t >= 0:
-        hints[: t + 1] = obs.hints[: t + 1]
-    return Episode(horizon=T, step_day=wc["step_day"], step_hour=wc["step_hour"], weekday=wc["weekday"],
-                   resource_names=wc["names"], resource_classes=wc["classes"], costs=s.costs_.copy(),
-                   cost_profile=s.cost_profile, ids=tuple(ids), miss_cost=miss_cost, hints=hints,
-                   updates=tuple(updates), meta={"seed": None, "load": 0, "posterior_draw": True},
-                   cross_day=flags["cross_day"], update_sensitive=flags["update_sensitive"],
-                   registered=flags["registered"], **col)
+    return np.clip(hints, 0.0, 1.0)

@@ -99,28 +99,30 @@ def _first(d, **where):
     raise AssertionError(f"week 2000 has no intention with {where}")
 
 
-def _unknown_resource(d):
-    j, row = _first(d, kind="channel")
-    row["resource"] = "fax_machine"
-    return rf"intentions\[{j}\] \({row['id']}\)\.resource: unknown resource 'fax_machine'"
+def _set_field(name, where, field, value, message):
+    """A mutation named ``name``: ``field`` of the week's first intention matching ``where`` (:func:`_first`) set
+    to ``value``; the error names the intention and the field, then says ``message``."""
+    def mutate(d):
+        j, row = _first(d, **where)
+        row[field] = value
+        return rf"intentions\[{j}\] \({row['id']}\)\.{field}: {message}"
+
+    mutate.__name__ = name
+    return mutate
 
 
-def _active_from_outside(d):
-    j, row = _first(d, kind="channel")
-    row["active_from"] = T
-    return rf"intentions\[{j}\] \({row['id']}\)\.active_from: {T} is outside the horizon"
-
-
-def _active_from_negative(d):
-    j, row = _first(d, kind="time")
-    row["active_from"] = -1
-    return rf"intentions\[{j}\] \({row['id']}\)\.active_from: -1 is outside the horizon"
-
-
-def _declared_end_outside(d):
-    j, row = _first(d, kind="time")
-    row["declared_end"] = T + 5
-    return rf"intentions\[{j}\] \({row['id']}\)\.declared_end: {T + 5} is outside the horizon"
+FIELD_EDITS = [_set_field(*edit) for edit in [
+    ("unknown_resource", {"kind": "channel"}, "resource", "fax_machine", "unknown resource 'fax_machine'"),
+    ("active_from_outside", {"kind": "channel"}, "active_from", T, f"{T} is outside the horizon"),
+    ("active_from_negative", {"kind": "time"}, "active_from", -1, "-1 is outside the horizon"),
+    ("declared_end_outside", {"kind": "time"}, "declared_end", T + 5, f"{T + 5} is outside the horizon"),
+    ("onset_outside", {"kind": "channel", "onset": lambda v: v is not None}, "onset", T + 1,
+     f"{T + 1} is outside the horizon"),
+    ("time_not_on_clock", {"kind": "time"}, "resource", "email", "a time intention must be on the clock"),
+    ("channel_on_clock", {"kind": "channel"}, "resource", "clock", "a channel intention cannot be on the clock"),
+    ("visible_with_resource", {"kind": "visible"}, "resource", "email", "visible intentions are not queried"),
+    ("visible_outcome_of_hidden", {"kind": "channel"}, "visible_outcome", "tp", "only visible intentions have one"),
+]]
 
 
 def _deadline_before_onset(d):
@@ -133,12 +135,6 @@ def _onset_without_deadline(d):
     j, row = _first(d, kind="channel", onset=lambda v: v is not None)
     row["deadline"] = None
     return rf"intentions\[{j}\] \({row['id']}\)\.deadline: onset and deadline must both be null or both be set"
-
-
-def _onset_outside(d):
-    j, row = _first(d, kind="channel", onset=lambda v: v is not None)
-    row["onset"] = T + 1
-    return rf"intentions\[{j}\] \({row['id']}\)\.onset: {T + 1} is outside the horizon"
 
 
 def _update_target_missing(d):
@@ -163,34 +159,10 @@ def _duplicate_ids(d):
     return rf"intentions\.id: duplicate ids \['{d['intentions'][0]['id']}'\]"
 
 
-def _time_not_on_clock(d):
-    j, row = _first(d, kind="time")
-    row["resource"] = "email"
-    return rf"intentions\[{j}\] \({row['id']}\)\.resource: a time intention must be on the clock"
-
-
-def _channel_on_clock(d):
-    j, row = _first(d, kind="channel")
-    row["resource"] = "clock"
-    return rf"intentions\[{j}\] \({row['id']}\)\.resource: a channel intention cannot be on the clock"
-
-
-def _visible_with_resource(d):
-    j, row = _first(d, kind="visible")
-    row["resource"] = "email"
-    return rf"intentions\[{j}\] \({row['id']}\)\.resource: visible intentions are not queried"
-
-
 def _visible_without_onset(d):
     j, row = _first(d, kind="visible")
     row["onset"] = row["deadline"] = None
     return rf"intentions\[{j}\] \({row['id']}\)\.onset"
-
-
-def _visible_outcome_of_hidden(d):
-    j, row = _first(d, kind="channel")
-    row["visible_outcome"] = "tp"
-    return rf"intentions\[{j}\] \({row['id']}\)\.visible_outcome"
 
 
 def _hints_missing_step(d):
@@ -279,10 +251,8 @@ def _calendar_short(d):
 
 
 MUTATIONS = [
-    _unknown_resource, _active_from_outside, _active_from_negative, _declared_end_outside, _deadline_before_onset,
-    _onset_without_deadline, _onset_outside, _update_target_missing, _update_new_id_missing, _update_kind,
-    _duplicate_ids, _time_not_on_clock, _channel_on_clock, _visible_with_resource, _visible_without_onset,
-    _visible_outcome_of_hidden,
+    *FIELD_EDITS, _deadline_before_onset, _onset_without_deadline, _update_target_missing,
+    _update_new_id_missing, _update_kind, _duplicate_ids, _visible_without_onset,
     _hints_missing_step, _hints_ragged, _hints_too_high, _hints_negative, _hints_nan, _visible_counts_disagree,
     _missing_top_field, _missing_intention_field, _missing_resource_cost, _wrong_format, _bad_kind,
     _bad_polarity, _registered_not_bool, _priority_not_int, _cost_not_positive, _two_clocks, _calendar_short,

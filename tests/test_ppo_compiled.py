@@ -6,8 +6,8 @@ import torch
 
 from membudget.agents.per_resource import N_INPUT, PerResourceNet, candidate_rows, obs_tensors
 from membudget.agents.ppo import PPOConfig, _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
-from membudget.agents.ppo_compiled import (CompiledPPO, adam_, clip_grads, minibatch_grads, rollout_actor,
-                                           sigmoid_tanh)
+from membudget.agents.ppo_compiled import (CompiledPPO, Minibatch, adam_, clip_grads, minibatch_grads,
+                                           rollout_actor, sigmoid_tanh)
 from membudget.agents.tasks import PMWEEK
 
 
@@ -40,9 +40,9 @@ def test_grads_equal_autograd(ent_coef, critic_arch, with_actor):
     count = torch.bincount(sample, minlength=n).clamp(min=1).float()
     with torch.no_grad():
         actor_grads, critic_grads = minibatch_grads(
-            [p.detach() for p in actor.parameters()], [p.detach() for p in critic.parameters()], x, obs, sample,
-            (1 / count)[:, None], proposed, old_logp, adv, ret, clip_coef=torch.tensor(0.2), vf_coef=0.5,
-            ent_coef=ent_coef, with_actor=with_actor)
+            [p.detach() for p in actor.parameters()], [p.detach() for p in critic.parameters()],
+            Minibatch(x, obs, sample, (1 / count)[:, None], proposed, old_logp, adv, ret), clip_coef=torch.tensor(0.2),
+            vf_coef=0.5, ent_coef=ent_coef, with_actor=with_actor)
     assert (actor_grads is None) == (not with_actor)
     pairs = list(zip(critic.parameters(), critic_grads))
     if with_actor:
@@ -60,8 +60,8 @@ def test_bf16_critic_products_stay_close():
     n = 48
     x, sample, proposed, obs, adv, ret, _ = _minibatch(n)
     actor, critic = PerResourceNet((32, 16)), _mlp(obs.shape[1], (64, 64))
-    args = ([p.detach() for p in actor.parameters()], [p.detach() for p in critic.parameters()], x, obs, sample,
-            torch.ones(n, 1), proposed, torch.zeros(n), adv, ret)
+    args = ([p.detach() for p in actor.parameters()], [p.detach() for p in critic.parameters()],
+            Minibatch(x, obs, sample, torch.ones(n, 1), proposed, torch.zeros(n), adv, ret))
     exact = minibatch_grads(*args, clip_coef=0.2, vf_coef=0.5, ent_coef=0.0)
     bf16 = minibatch_grads(*args, clip_coef=0.2, vf_coef=0.5, ent_coef=0.0, critic_dtype=torch.bfloat16)
     for a, b in zip(exact[0], bf16[0]):

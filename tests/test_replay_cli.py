@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -14,6 +13,7 @@ from membudget.agents.replay_ppo import train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.studies import limbo
 from membudget.studies.execution import Executor
+from run_dirs import sb3_run
 
 
 def test_train_replay_ppo_writes_run_dir(tmp_path, capsys):
@@ -21,14 +21,8 @@ def test_train_replay_ppo_writes_run_dir(tmp_path, capsys):
                           "--batch-size", "128", "--n-tasks", "100", "--eval-seeds", "42,43", "--seed", "1",
                           "--out", str(tmp_path), "--name", "r"])
     assert run_dir == str(tmp_path / "r")
-    assert (tmp_path / "r" / "model.zip").stat().st_size > 0
-    cfg = json.loads((tmp_path / "r" / "config.json").read_text())
-    assert cfg["subcommand"] == "replay-ppo" and cfg["seed"] == 1
+    cfg, rows = sb3_run(run_dir, "replay-ppo", seed=1)
     assert cfg["config"]["profile"] == "weak" and cfg["config"]["n_tasks"] == 100
-    assert cfg["command"].startswith("python -m membudget.train replay-ppo")
-    assert {"numpy", "gymnasium", "stable-baselines3"} <= set(cfg["versions"])
-    with open(tmp_path / "r" / "metrics.csv") as f:
-        rows = list(csv.DictReader(f))
     assert [int(r["seed"]) for r in rows] == [42, 43]
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 and int(r["total_tokens"]) > 0 for r in rows)
     assert "accuracy" in capsys.readouterr().out

@@ -4,7 +4,6 @@ of the results per router family."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -15,6 +14,7 @@ from membudget.studies.budgetmem import (ResultsConfig, cap_grid, dominance, eva
                                          frontier_mixture, goal_check, paired_gain, router_frontier_at, train_many)
 from membudget.studies.execution import Executor
 from membudget.envs.tiers import floor_cost_bound, reference_costs
+from run_dirs import metrics_rows, sb3_run
 
 
 def test_train_tiers_writes_run_dir(tmp_path, capsys):
@@ -24,16 +24,10 @@ def test_train_tiers_writes_run_dir(tmp_path, capsys):
     run_dir = train.main(["tiers", "--config", str(cfg_file), "--eval-queries", "20", "--seed", "2",
                           "--out", str(tmp_path), "--name", "t"])
     assert run_dir == str(tmp_path / "t")
-    assert (tmp_path / "t" / "model.zip").stat().st_size > 0
-    meta = json.loads((tmp_path / "t" / "config.json").read_text())
-    assert meta["subcommand"] == "tiers" and meta["seed"] == 2
+    meta, rows = sb3_run(run_dir, "tiers", seed=2)
     assert meta["config"]["strategy"] == "implementation" and meta["config"]["lam"] == 0.5
     assert meta["config"]["bc_queries"] == 40 and meta["config"]["eval_queries"] == 20
-    assert meta["command"].startswith("python -m membudget.train tiers")
-    assert {"numpy", "gymnasium", "stable-baselines3"} <= set(meta["versions"])
     assert meta["training"]["env_steps"] >= 250 and 0.0 <= meta["training"]["bc_accuracy"] <= 1.0
-    with open(tmp_path / "t" / "metrics.csv") as f:
-        rows = list(csv.DictReader(f))
     assert [int(r["seed"]) for r in rows] == list(range(50_000, 50_020))
     assert all(0.0 <= float(r["r_task"]) <= 1.0 and float(r["cost"]) > 0 and len(r["tiers"]) == 5 for r in rows)
     assert "r_task" in capsys.readouterr().out
@@ -45,8 +39,7 @@ def test_train_tiers_conditioned_and_cap(tmp_path):
                           "--bc-epochs", "1", "--max-cost-per-query", str(cap), "--eval-queries", "10",
                           "--out", str(tmp_path)])
     assert run_dir.endswith("tiers-capacity-conditioned-seed0")
-    with open(f"{run_dir}/metrics.csv") as f:
-        rows = list(csv.DictReader(f))
+    rows = metrics_rows(run_dir)
     assert sorted({float(r["lam"]) for r in rows}) == [0.0, 0.1, 0.3, 0.5, 1.0] and len(rows) == 50
     assert max(float(r["cost"]) for r in rows) <= cap + 1e-15
 

@@ -4,15 +4,12 @@ message against with a budgeted semantic verifier (BudgetPM's GoodAI LTM setting
 from __future__ import annotations
 
 import numpy as np
-import gymnasium as gym
 from gymnasium import spaces
 
-from ..pm.core import M, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, \
-    S_HIT, PMWeekCore, step_outputs
-from ..pm.env import (ACTION_MODES, SKIPPED_KEYS, action_to_scores, record_step, spaces_for, spent_so_far,
-                      start_timeline)
-from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
-                         new_figure, timeline_legend)
+from ..pm.core import M, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, S_HIT
+from ..pm.env import ACTION_MODES, OneWeekEnv, record_step, spaces_for, spent_so_far, start_timeline
+from ..rendering import (RENDER_MODES, Timeline, TimelineView, blank_frame, check_render_mode, figure_array, new_figure,
+                         timeline_legend)
 from ..validation import check_int, check_number
 from .episode_io import validate_conversation
 from .levels import resolve_budget
@@ -124,7 +121,7 @@ def check_arguments(per_step_cap, false_fire_penalty, world, action_mode):
     return world
 
 
-class ConversationPMEnv(Render, gym.Env):
+class ConversationPMEnv(OneWeekEnv):
     """
     ## Description
 
@@ -243,36 +240,23 @@ class ConversationPMEnv(Render, gym.Env):
         high = np.concatenate([box.high, np.ones((n_res, len(GOODAI_FEATURE_NAMES)), np.float32)], axis=1)
         self.observation_space = spaces.Dict({"resources": spaces.Box(low, high, dtype=np.float32),
                                               "budget": obs["budget"], "mask": obs["mask"]})
-        self._core = PMWeekCore(1, n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=None,
-                                late_policy="expire", b_frac=self.target_fraction)
-        self._rows = np.zeros(1, dtype=np.int64)
-        self._stepping = np.ones(1, dtype=bool)
-        (self._res, self._bud, self._mask, self._sel, self._skipped, self._reward, self._events,
-         self._metrics) = step_outputs(1, n_res)
+        self._new_week(n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=None,
+                       late_policy="expire", b_frac=self.target_fraction)
         self.conversation: Conversation | None = None
-        self._timeline: Timeline | None = None
-        self._view: TimelineView | None = None
 
     def _obs(self, observe=True):
-        if observe:
-            self._core.observe(self._rows, self._res, self._bud, self._mask)
-        res = np.empty((self._res.shape[1], N_FEATURES), dtype=np.float32)
-        res[:, :N_RESOURCE_FEATURES] = self._res[0]
+        out = self._observed(observe)
+        res = np.empty((out.resources.shape[1], N_FEATURES), dtype=np.float32)
+        res[:, :N_RESOURCE_FEATURES] = out.resources[0]
         for cols in NEUTRALISED:
             res[:, cols] = 0.0
-        res[:, N_RESOURCE_FEATURES:] = self._goodai[self._core.t[0]]
-        return {"resources": res, "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
+        res[:, N_RESOURCE_FEATURES:] = self._goodai[self._week.core.t[0]]
+        return {"resources": res, "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        options = options or {}
-        unknown = set(options) - {"conversation"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: 'conversation'")
-        if "conversation" in options:
-            conv = options["conversation"]
-            if not isinstance(conv, Conversation):
-                raise TypeError(f"options['conversation'] must be a Conversation, got {type(conv).__name__}")
+        conv = self._reset_option(options, "conversation", Conversation, "a Conversation")
+        if conv is not None:
             validate_conversation(conv)
             if conv.n_resources != len(self.world.resources):
                 raise ValueError(f"the conversation has {conv.n_resources} tests, this environment "
@@ -280,7 +264,7 @@ class ConversationPMEnv(Render, gym.Env):
         else:
             conv = generate_conversation(seed, self.world, rng=self.np_random)
         self.pm_episode = to_pm_episode(conv)
-        self._core.load(0, self.pm_episode, 0)
+        self._week.core.load(0, self.pm_episode, 0)
         self.conversation = conv
         self._goodai = conv.goodai_features()
         truth = conv.truth()
@@ -293,32 +277,23 @@ class ConversationPMEnv(Render, gym.Env):
         n_res = conv.n_resources
         obs = self._obs()
         if self._pictures:
-            self._timeline, self._view = start_timeline(self._core, 0), None
+            self._timeline, self._view = start_timeline(self._week.core, 0), None
         return obs, self._info(0, np.zeros(n_res, dtype=bool), 0, np.zeros(4, np.int64), 0, 0, 0, 0, 0)
 
     def _info(self, step, queried, cost, skipped, hits, false_fires, base_fires, rejected, missed) -> dict:
-        info = {"step": step, "queried": queried, "cost": cost,
-                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0])}
-        info.update(zip(SKIPPED_KEYS, skipped.tolist()))
+        info = self._step_info(step, queried, cost, skipped)
         info.update(hits=hits, false_fires=false_fires, base_fires=base_fires, rejected=rejected, missed=missed)
         return info
 
     def step(self, action):
-        if self.conversation is None:
-            raise RuntimeError("call reset() before step()")
-        core = self._core
-        if core.t[0] >= core.horizon[0]:
-            raise RuntimeError("the episode has terminated; call reset()")
-        scores = action_to_scores(action, (core.n_resources,), self.action_mode)[None, :]
-        t = int(core.t[0])
-        core.advance(self._rows, self._stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
-                     self._metrics, self._res, self._bud, self._mask)  # the step and the next observation
+        t, out = self._step_week(action, started=self.conversation is not None)
+        core = self._week.core
         # the reply: a verified pair executes its memory iff the verifier confirms (the core's events), every
         # other live pair as the base response does
-        fired = [(self._test_of[m], code) for m, code in core.ev_list[0, :int(self._events[0, 6])].tolist()
+        fired = [(self._test_of[m], code) for m, code in core.ev_list[0, :int(out.events[0, 6])].tolist()
                  if code in (S_HIT, S_FALSE)]
         confirmed = len(fired)
-        fired += [(r, code) for r, code in self._base_at[t] if not self._sel[0, r]]
+        fired += [(r, code) for r, code in self._base_at[t] if not out.selected[0, r]]
         reward, hits = 0.0, 0
         for r, code in fired:
             reward += self.scorecard.apply(r, code)
@@ -326,17 +301,17 @@ class ConversationPMEnv(Render, gym.Env):
         n_sel = int(core.q_hist[0, t])
         terminated = bool(core.t[0] >= core.horizon[0])
         if self._timeline is not None:
-            record_step(self._timeline, core, 0, t, self._sel[0], 0)
+            record_step(self._timeline, core, 0, t, out.selected[0], 0)
             for r, code in fired:
                 self._timeline.events[int(code == S_FALSE), r, t] += 1
-        info = self._info(t, self._sel[0].astype(bool), n_sel, self._skipped[0], hits, len(fired) - hits,
+        info = self._info(t, out.selected[0].astype(bool), n_sel, out.skipped[0], hits, len(fired) - hits,
                           len(fired) - confirmed, n_sel - confirmed, self._truth[t] - hits)
         if terminated:
             info["episode_metrics"] = self._summary()
         return self._obs(observe=False), reward, terminated, False, info
 
     def _summary(self) -> dict:
-        m = self._metrics[0]
+        m = self._week.out.metrics[0]
         out = self.scorecard.summary()
         out.update(queries=int(m[M["queries"]]), realized_cost=int(m[M["realized_cost"]]),
                    candidates=int(self.pm_episode.n_intentions), exhaustion_step=int(m[M["exhaustion_step"]]),
@@ -346,7 +321,7 @@ class ConversationPMEnv(Render, gym.Env):
     def _text(self) -> str:
         if self.conversation is None:
             return f"{self.env_name}: call reset() first"
-        core, conv, card = self._core, self.conversation, self.scorecard
+        core, conv, card = self._week.core, self.conversation, self.scorecard
         t = int(core.t[0])
         budget = "none" if self.budget is None else f"{int(core.remaining[0])}/{self.budget}"
         s = card.summary()
@@ -364,7 +339,7 @@ class ConversationPMEnv(Render, gym.Env):
     def _picture(self) -> np.ndarray:
         if self.conversation is None:
             return blank_frame(f"{self.env_name}: call reset() first")
-        core, conv, card = self._core, self.conversation, self.scorecard
+        core, conv, card = self._week.core, self.conversation, self.scorecard
         t = int(core.t[0])
         timeline = self._timeline
         # a miss is any true fire without a hit, as in info["missed"] (the core's misses are only the fires the
@@ -390,15 +365,6 @@ class ConversationPMEnv(Render, gym.Env):
         self._view.update(drawn, t, spent, title)
         return figure_array(self._view.fig)
 
-    @property
-    def core(self) -> PMWeekCore:
-        """The kernel state of the week (step, budget left, intentions and their status, query history, ...), which
-        the teachers read to plan from where the agent is. Read it; writing to it is undefined."""
-        return self._core
-
-    def action_masks(self) -> np.ndarray:
-        """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form (1-bits only for candidates)."""
-        return self._core.action_masks(0)
 
 
 class ConversationPMv0Env(ConversationPMEnv):

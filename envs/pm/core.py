@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections import namedtuple
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -605,13 +606,29 @@ def _draw_into(core, gens, slots, draw_args, world):
     return fitted
 
 
-def step_outputs(n: int, n_resources: int) -> tuple:
-    """Output arrays of :meth:`PMWeekCore.advance` for ``n`` week slots, in its order: the observation (resources,
-    budget, mask), then selected, skipped, reward, events and metrics."""
-    return (np.zeros((n, n_resources, N_RESOURCE_FEATURES), dtype=np.float32),
-            np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32), np.zeros((n, n_resources), dtype=np.int8),
-            np.zeros((n, n_resources), dtype=np.int8), np.zeros((n, len(SKIP_NAMES)), dtype=np.int64), np.zeros(n),
-            np.zeros((n, len(EVENT_COLUMNS)), dtype=np.int64), np.zeros((n, len(METRIC_NAMES))))
+class StepOutputs(NamedTuple):
+    """The arrays :meth:`PMWeekCore.advance` writes, one row per week (``rows``' order): the observation, then the
+    step's outputs."""
+
+    resources: np.ndarray
+    budget: np.ndarray
+    mask: np.ndarray
+    selected: np.ndarray
+    skipped: np.ndarray
+    reward: np.ndarray
+    events: np.ndarray
+    """Columns :data:`EVENT_COLUMNS`."""
+    metrics: np.ndarray
+    """Columns :data:`METRIC_NAMES`."""
+
+
+def step_outputs(n: int, n_resources: int) -> StepOutputs:
+    """Output arrays of :meth:`PMWeekCore.advance` for ``n`` week slots."""
+    return StepOutputs(np.zeros((n, n_resources, N_RESOURCE_FEATURES), dtype=np.float32),
+                       np.zeros((n, N_BUDGET_FEATURES), dtype=np.float32), np.zeros((n, n_resources), dtype=np.int8),
+                       np.zeros((n, n_resources), dtype=np.int8), np.zeros((n, len(SKIP_NAMES)), dtype=np.int64),
+                       np.zeros(n), np.zeros((n, len(EVENT_COLUMNS)), dtype=np.int64),
+                       np.zeros((n, len(METRIC_NAMES))))
 
 
 class PMWeekCore:
@@ -737,23 +754,24 @@ class PMWeekCore:
             ep = self._episodes[i] = ep()
         return ep
 
-    def advance(self, rows, stepping, observe: bool, scores, selected_out, skipped_out, reward_out, events_out,
-                metrics_out, res_out, bud_out, mask_out):
+    def advance(self, rows, stepping, observe: bool, scores, out: StepOutputs):
         """Step the weeks ``rows[k]`` with ``stepping[k]`` (scores ``scores[k]``), then, if ``observe``, write
-        every week's observation (see :func:`_advance`); outputs are indexed like ``rows``."""
+        every week's observation (see :func:`_advance`), into ``out``."""
         _advance(self._core_ref(), rows, stepping, observe, scores,
-                 (selected_out, skipped_out, reward_out, events_out, metrics_out, res_out, bud_out, mask_out))
+                 (out.selected, out.skipped, out.reward, out.events, out.metrics, out.resources, out.budget, out.mask))
 
     def observe(self, rows, res_out, bud_out, mask_out):
         """Observation of the weeks ``rows`` at their current step."""
         k = len(rows)
-        self.advance(rows, self._never[:k], True, self._no_scores[:k], self._sel[:k], self._skipped[:k],
-                     self._reward[:k], self._events[:k], self.metrics[:k], res_out, bud_out, mask_out)
+        self.advance(rows, self._never[:k], True, self._no_scores[:k],
+                     StepOutputs(res_out, bud_out, mask_out, self._sel[:k], self._skipped[:k], self._reward[:k],
+                                 self._events[:k], self.metrics[:k]))
 
     def step(self, rows, scores, selected_out, skipped_out, reward_out, events_out, metrics_out):
         """One step of the weeks ``rows`` (no observation)."""
-        self.advance(rows, self._always[: len(rows)], False, scores, selected_out, skipped_out, reward_out,
-                     events_out, metrics_out, self._res, self._bud, self._mask)
+        self.advance(rows, self._always[: len(rows)], False, scores,
+                     StepOutputs(self._res, self._bud, self._mask, selected_out, skipped_out, reward_out, events_out,
+                                 metrics_out))
 
     def events(self, i: int, n_events: int):
         """``(hidden intention index, event name)`` pairs of slot ``i``'s last step."""
@@ -769,3 +787,23 @@ class PMWeekCore:
         out = np.ones(2 * self.n_resources, dtype=bool)
         out[1::2] = self.mask_state[i].astype(bool)
         return out
+
+
+class OneWeek:
+    """A one-slot :class:`PMWeekCore` and its output arrays ``out``: how a single environment over the core
+    (``PMWeek-v0``, ``ConversationPM``) observes and steps its week. ``settings``: the core's keyword arguments."""
+
+    def __init__(self, n_resources: int, **settings):
+        self.core = PMWeekCore(1, n_resources, **settings)
+        self.out = step_outputs(1, n_resources)
+        self.rows = np.zeros(1, dtype=np.int64)
+        self._stepping = np.ones(1, dtype=bool)
+
+    def observe(self):
+        """The observation of the week's current step, into ``out``."""
+        self.core.observe(self.rows, self.out.resources, self.out.budget, self.out.mask)
+
+    def step(self, scores):
+        """One step of the week with ``scores`` (``(1, n_resources)``), then the observation of the next, into
+        ``out``."""
+        self.core.advance(self.rows, self._stepping, True, scores, self.out)

@@ -8,10 +8,10 @@ from gymnasium import spaces
 
 from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
                          new_figure, timeline_legend)
-from ..validation import check_int
+from ..validation import check_int, check_known
 from ..vector_info import info_row
 from .core import (BF, C_FN, C_FP, C_TP, EV, EV_MISS, F_RES, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RF,
-                   S_FALSE, S_HIT, S_LATE_EXEC, SKIP_NAMES, VIS_DUE, VIS_HIT, PMWeekCore, step_outputs)
+                   S_FALSE, S_HIT, S_LATE_EXEC, SKIP_NAMES, VIS_DUE, VIS_HIT, OneWeek, PMWeekCore)
 from .episode_io import validate_episode
 from .levels import resolve_budget
 from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, Episode, WorldConfig,
@@ -37,8 +37,7 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
     world = WorldConfig() if world is None else world
     if not isinstance(world, WorldConfig):
         raise TypeError(f"world must be a WorldConfig, got {type(world).__name__}")
-    if cost_profile not in COST_PROFILES:
-        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    check_known("cost_profile", cost_profile, COST_PROFILES, sorted(COST_PROFILES))
     if late_policy not in LATE_POLICIES:
         raise ValueError(f"late_policy must be one of {LATE_POLICIES}, got {late_policy!r}")
     if action_mode not in ACTION_MODES:
@@ -197,7 +196,73 @@ def spent_so_far(core: PMWeekCore, slot: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(core.c_hist[slot, :int(core.t[slot])])])
 
 
-class PMWeekEnv(Render, gym.Env):
+class OneWeekEnv(Render, gym.Env):
+    """What the single environments over one week of the core (:class:`~membudget.envs.pm.core.OneWeek` in
+    ``self._week``) share: the week and the picture's state, the reset option that replays a given week, the
+    week's observation, the checks and the core's step of :meth:`step`, the info keys every step has, and the
+    ``core`` and action mask they expose."""
+
+    def _new_week(self, n_resources: int, **settings):
+        """The constructor's week (``settings``: the core's keyword arguments), with no picture recorded yet."""
+        self._week = OneWeek(n_resources, **settings)
+        self._timeline: Timeline | None = None
+        self._view: TimelineView | None = None
+
+    @staticmethod
+    def _reset_option(options, key: str, cls, what: str):
+        """``options[key]`` (``what``: an instance of ``cls`` named with its article), or None if not given; no
+        other option is accepted."""
+        options = options or {}
+        unknown = set(options) - {key}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: '{key}'")
+        if key not in options:
+            return None
+        value = options[key]
+        if not isinstance(value, cls):
+            raise TypeError(f"options['{key}'] must be {what}, got {type(value).__name__}")
+        return value
+
+    def _observed(self, observe: bool):
+        """The week's :class:`~membudget.envs.pm.core.StepOutputs`, with the observation of its current step
+        written first if ``observe``."""
+        if observe:
+            self._week.observe()
+        return self._week.out
+
+    def _step_week(self, action, started: bool):
+        """The week stepped with ``action`` and its next step observed (``started``: the environment was reset):
+        ``(t, out)``, the step's index and its :class:`~membudget.envs.pm.core.StepOutputs`."""
+        if not started:
+            raise RuntimeError("call reset() before step()")
+        core = self._week.core
+        if core.t[0] >= core.horizon[0]:
+            raise RuntimeError("the episode has terminated; call reset()")
+        scores = action_to_scores(action, (core.n_resources,), self.action_mode)[None, :]
+        t = int(core.t[0])
+        self._week.step(scores)
+        return t, self._week.out
+
+    def _step_info(self, step, queried, cost, skipped) -> dict:
+        """The keys of the info that every step has."""
+        info = {"step": step, "queried": queried, "cost": cost,
+                "remaining_budget": -1 if self.budget is None else int(self._week.core.remaining[0])}
+        info.update(zip(SKIPPED_KEYS, skipped.tolist()))
+        return info
+
+    @property
+    def core(self) -> PMWeekCore:
+        """The kernel state of the week (step, budget left, intentions and their status, query history, ...), which
+        the teachers read to plan from where the agent is. Read it; writing to it is undefined."""
+        return self._week.core
+
+    def action_masks(self) -> np.ndarray:
+        """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form: ``[r0=0, r0=1, r1=0, r1=1, ...]``;
+        setting a bit to 1 is allowed only for current candidates."""
+        return self._week.core.action_masks(0)
+
+
+class PMWeekEnv(OneWeekEnv):
     """
     ## Description
 
@@ -308,83 +373,59 @@ class PMWeekEnv(Render, gym.Env):
         self.observe_counts = bool(observe_counts)
         self.observation_space, self.action_space = spaces_for(n_res, self.budget, self.target_fraction,
                                                                per_step_cap, action_mode, self.observe_counts)
-        self._core = PMWeekCore(1, n_res, budget=self.budget, per_step_cap=per_step_cap,
-                                per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
-                                b_frac=self.target_fraction)
-        self._action_shape = (n_res,)
-        self._rows = np.zeros(1, dtype=np.int64)
-        self._stepping = np.ones(1, dtype=bool)
-        (self._res, self._bud, self._mask, self._sel, self._skipped, self._reward, self._events,
-         self._metrics) = step_outputs(1, n_res)
+        self._new_week(n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=per_step_cost_cap,
+                       late_policy=late_policy, b_frac=self.target_fraction)
         self.episode: Episode | None = None
-        self._timeline: Timeline | None = None
-        self._view: TimelineView | None = None
 
     def _obs(self, observe=True):
-        if observe:
-            self._core.observe(self._rows, self._res, self._bud, self._mask)
-        obs = {"resources": self._res[0].copy(), "budget": self._bud[0].copy(), "mask": self._mask[0].copy()}
+        out = self._observed(observe)
+        obs = {"resources": out.resources[0].copy(), "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
         if self.observe_counts:
-            obs["counts"] = self._core.running_counts(self._rows)[0]
+            obs["counts"] = self._week.core.running_counts(self._week.rows)[0]
         return obs
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=check_int("seed", seed, 0, none_ok=True))
-        options = options or {}
-        unknown = set(options) - {"episode"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: 'episode'")
-        if "episode" in options:
-            ep = options["episode"]
-            if not isinstance(ep, Episode):
-                raise TypeError(f"options['episode'] must be an Episode, got {type(ep).__name__}")
+        ep = self._reset_option(options, "episode", Episode, "an Episode")
+        if ep is not None:
             validate_episode(ep)
         else:
             ep = generate_episode(seed, config=self.world, cost_profile=self.cost_profile, load=self.load,
                                   rng=self.np_random)
-        self._core.load(0, ep, self.world.lookahead)
+        self._week.core.load(0, ep, self.world.lookahead)
         self.episode = ep
         self._hidden_ids = [ep.ids[i] for i in np.flatnonzero(ep.kind != KIND_VISIBLE)]
         self.last_events = []
         obs = self._obs()
         if self._pictures:
-            self._timeline, self._view = start_timeline(self._core, 0), None
+            self._timeline, self._view = start_timeline(self._week.core, 0), None
         return obs, self._info(0, np.zeros(len(self.world.resources), dtype=bool), 0,
                                np.zeros(len(SKIPPED_KEYS), np.int64), np.zeros(len(EVENT_KEYS), np.int64))
 
     def _info(self, step, queried, cost, skipped, events) -> dict:
         """The per-step info (the reset info has the same keys, with nothing queried): a row of
         :func:`step_info_batch`, built directly (it is on every step's path)."""
-        info = {"step": step, "queried": queried, "cost": cost,
-                "remaining_budget": -1 if self.budget is None else int(self._core.remaining[0])}
-        info.update(zip(SKIPPED_KEYS, skipped.tolist()))
+        info = self._step_info(step, queried, cost, skipped)
         info.update(zip(EVENT_KEYS, events[:EV.n_events].tolist()))
         return info
 
     def step(self, action):
-        if self.episode is None:
-            raise RuntimeError("call reset() before step()")
-        core = self._core
-        if core.t[0] >= core.horizon[0]:
-            raise RuntimeError("the episode has terminated; call reset()")
-        scores = action_to_scores(action, self._action_shape, self.action_mode)[None, :]
-        t = int(core.t[0])
-        core.advance(self._rows, self._stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
-                     self._metrics, self._res, self._bud, self._mask)  # the step and the next observation
+        t, out = self._step_week(action, started=self.episode is not None)
+        core = self._week.core
         terminated = bool(core.t[0] >= core.horizon[0])
-        n_events = int(self._events[0, EV.n_events])
-        info = self._info(t, self._sel[0].astype(bool), int(core.c_hist[0, t]), self._skipped[0], self._events[0])
+        n_events = int(out.events[0, EV.n_events])
+        info = self._info(t, out.selected[0].astype(bool), int(core.c_hist[0, t]), out.skipped[0], out.events[0])
         self.last_events = [(self._hidden_ids[m], name) for m, name in core.events(0, n_events)] if n_events else []
         if self._timeline is not None:
-            record_step(self._timeline, core, 0, t, self._sel[0], n_events)
+            record_step(self._timeline, core, 0, t, out.selected[0], n_events)
         if terminated:
-            info["episode_metrics"] = episode_summary(self._metrics[0], core.vis_counts[0])
-        return self._obs(observe=False), float(self._reward[0]), terminated, False, info
+            info["episode_metrics"] = episode_summary(out.metrics[0], core.vis_counts[0])
+        return self._obs(observe=False), float(out.reward[0]), terminated, False, info
 
     def _text(self) -> str:
         if self.episode is None:
             return "PMWeek-v0: call reset() first"
-        core = self._core
+        core = self._week.core
         tp, fp, fn = (int(x) for x in core.counters[0, [C_TP, C_FP, C_FN]])
         budget = "none" if self.budget is None else f"{int(core.remaining[0])}/{self.budget}"
         lines = [f"PMWeek-v0 step {int(core.t[0])}/{int(core.horizon[0])}  budget left {budget}  "
@@ -404,23 +445,12 @@ class PMWeekEnv(Render, gym.Env):
                                    self.episode, self.budget)
             timeline_legend(fig)
         seed = self.episode.meta.get("seed")
-        title = f"PMWeek-v0{'' if seed is None else f' week {seed}'}, " + week_title(self._core, 0, self.budget)
-        self._view.update(self._timeline, int(self._core.t[0]), spent_so_far(self._core, 0), title)
+        title = f"PMWeek-v0{'' if seed is None else f' week {seed}'}, " + week_title(self._week.core, 0, self.budget)
+        self._view.update(self._timeline, int(self._week.core.t[0]), spent_so_far(self._week.core, 0), title)
         return figure_array(self._view.fig)
-
-    @property
-    def core(self) -> PMWeekCore:
-        """The kernel state of the week (step, budget left, intentions and their status, query history, ...), which
-        the teachers read to plan from where the agent is. Read it; writing to it is undefined."""
-        return self._core
 
     @property
     def timeline(self) -> Timeline | None:
         """The week so far as its picture shows it (candidates, queries and events by resource and step); recorded
         with ``render_mode="rgb_array"`` only, None otherwise."""
         return self._timeline
-
-    def action_masks(self) -> np.ndarray:
-        """Flat ``(2R,)`` mask in sb3-contrib MaskablePPO's MultiBinary form: ``[r0=0, r0=1, r1=0, r1=1, ...]``;
-        setting a bit to 1 is allowed only for current candidates."""
-        return self._core.action_masks(0)

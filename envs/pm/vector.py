@@ -11,7 +11,7 @@ from gymnasium.vector.utils import batch_space
 
 from ..validation import check_int
 from ..vector_info import read_only, with_masks
-from .core import N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, generator_list, step_outputs
+from .core import N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, StepOutputs, generator_list, step_outputs
 from .env import action_to_scores, check_arguments, episode_metrics_batch, spaces_for, step_info_batch
 from .levels import resolve_budget
 from .world import check_generation, episode_from_state
@@ -117,8 +117,8 @@ class PMWeekVectorEnv(VectorEnv):
         res = np.empty((n, r, N_RESOURCE_FEATURES), dtype=np.float32)
         bud = np.empty((n, N_BUDGET_FEATURES), dtype=np.float32)
         mask = np.empty((n, r), dtype=np.int8)
-        self._core.advance(self._all, stepping, True, scores, self._sel, self._skipped, self._reward, self._events,
-                           self._metrics, res, bud, mask)
+        self._core.advance(self._all, stepping, True, scores, StepOutputs(res, bud, mask, self._sel, self._skipped,
+                                                                          self._reward, self._events, self._metrics))
         obs = {"resources": res, "budget": bud, "mask": mask}
         if self.observe_counts:
             obs["counts"] = self._core.running_counts(self._all)

@@ -19,7 +19,7 @@ import numpy as np
 from numba.np.random.generator_core import next_uint32
 from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
 
-from ..validation import check_int, check_number
+from ..validation import check_int, check_known, check_number
 
 #: Onset/deadline value of a trigger that never holds inside the horizon (``null`` in episode files).
 NEVER = 1 << 30
@@ -178,8 +178,7 @@ class WorldConfig:
 
 def resource_costs(classes, cost_profile: str) -> np.ndarray:
     """Integer prices of resources of the given classes under a cost profile."""
-    if cost_profile not in COST_PROFILES:
-        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    check_known("cost_profile", cost_profile, COST_PROFILES, sorted(COST_PROFILES))
     prices, scale = COST_PROFILES[cost_profile]
     return np.array([round(prices[c] * scale) for c in classes], dtype=np.int64)
 
@@ -490,8 +489,7 @@ def draw_arguments(config: WorldConfig, load: int = 0) -> tuple:
 
 def check_generation(config: WorldConfig, cost_profile: str, load: int):
     """Refuse a cost profile, load or world that :func:`generate_episode` cannot draw a week for."""
-    if cost_profile not in COST_PROFILES:
-        raise ValueError(f"unknown cost_profile {cost_profile!r}; expected one of {sorted(COST_PROFILES)}")
+    check_known("cost_profile", cost_profile, COST_PROFILES, sorted(COST_PROFILES))
     check_int("load", load, 0, MAX_LOAD)
     if load and _world_constants(config)["channels"].size == 0:
         raise ValueError("load adds channel triggers, but this world has no channel resources")

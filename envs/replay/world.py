@@ -54,7 +54,7 @@ import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
 
-from ..validation import check_int
+from ..validation import check_int, check_known
 
 FAMILIES = ("db", "os")
 PROFILES = ("strong", "mid", "weak")
@@ -118,10 +118,8 @@ def _coverage(task_skills: np.ndarray, item_skills: np.ndarray, same_schema: np.
 
 def action_index(mode: str, budget: str) -> int:
     """Index in ``Discrete(12)`` of (memory mode, generation budget)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown memory mode {mode!r}; expected one of {MODES}")
-    if budget not in BUDGETS:
-        raise ValueError(f"unknown generation budget {budget!r}; expected one of {BUDGETS}")
+    check_known("memory mode", mode, MODES)
+    check_known("generation budget", budget, BUDGETS)
     return MODES.index(mode) * len(BUDGETS) + BUDGETS.index(budget)
 
 
@@ -189,10 +187,8 @@ def _lognormal(rng, median_sigma, size, lo, hi):
 
 
 def check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k):
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; expected one of {PROFILES}")
+    check_known("family", family, FAMILIES)
+    check_known("profile", profile, PROFILES)
     check_int("n_tasks", n_tasks, 1, 100_000)
     check_int("recent_k", recent_k, 1, BANK_WINDOW)
     check_int("retrieve_k", retrieve_k, 1, BANK_WINDOW)

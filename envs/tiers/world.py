@@ -43,7 +43,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..validation import check_int, check_number
+from ..validation import check_int, check_known, check_number
 
 MODULES = ("filter", "entity", "temporal", "topic", "summary")
 N_MODULES = len(MODULES)
@@ -143,12 +143,9 @@ PROFILES = {
 
 
 def check_world_arguments(strategy, population, backbone, noise):
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
-    if population not in POPULATIONS:
-        raise ValueError(f"unknown population {population!r}; expected one of {tuple(POPULATIONS)}")
-    if backbone not in BACKBONES:
-        raise ValueError(f"unknown backbone {backbone!r}; expected one of {BACKBONES}")
+    check_known("strategy", strategy, STRATEGIES)
+    check_known("population", population, POPULATIONS, tuple(POPULATIONS))
+    check_known("backbone", backbone, BACKBONES)
     check_number("noise", noise, 0, 0.5)
 
 

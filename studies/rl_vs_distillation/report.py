@@ -13,7 +13,7 @@ import numpy as np
 
 from membudget.studies.cli import run_folder
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
-from membudget.studies.protocol import write_page
+from membudget.studies.protocol import save_figure, study_subplots, write_page
 from membudget.studies.rl_vs_distillation.configs import LEARNERS, REFERENCES
 from membudget.studies.rl_vs_distillation.jobs import run_benchmark
 from membudget.studies.rl_vs_distillation.results import Results, goal_check, mean_curve, paired, steps_to_reach
@@ -206,13 +206,8 @@ def plot_curves(res: Results, path) -> None:
     """Held-out Set F1 (seed mean) against environment steps (log axis) of every learner, one panel per budget,
     with the hindsight DP, Sequential and Static as lines; BC / DAgger are points at their demonstration steps
     (DAgger→PPO's curve starts at DAgger's point), a learner's untrained start is drawn at one step."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     budgets = res.budgets
-    fig, axes = plt.subplots(1, len(budgets), figsize=(4.6 * len(budgets), 3.8), squeeze=False)
+    fig, axes = study_subplots(1, len(budgets), figsize=(4.6 * len(budgets), 3.8), squeeze=False)
     for ax, b in zip(axes[0], budgets):
         for (m, mb), hist in res.curves.items():
             if mb != b:
@@ -227,9 +222,7 @@ def plot_curves(res: Results, path) -> None:
         ax.set_xlabel("environment steps")
         ax.set_ylabel("held-out Set F1 (mean over learner seeds)")
     max(axes[0], key=lambda ax: len(ax.get_legend_handles_labels()[0])).legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def benchmark_main(argv=None) -> Results:
