@@ -6,6 +6,16 @@ import pytest
 # helpers shared between test modules (tests/pm_tiny.py) import by name under --import-mode=importlib
 sys.path.insert(0, os.path.dirname(__file__))
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # the workers share the cores: one torch (OpenMP) thread each, set before any test module imports torch
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): one worker per core this process may use, at most 4 (each worker pays
+    its own start-up: torch's import, numba's cache loads)."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
 
 @pytest.fixture(scope="module")
 def cluster():
