@@ -11,6 +11,7 @@ import pkgutil
 import subprocess
 import sys
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 
 import gymnasium as gym
 import numpy as np
@@ -69,12 +70,17 @@ def entry_points():
 
 
 def check_help():
+    """Every entry point's ``--help``, one process per core at a time."""
     modules = entry_points()
     assert {"membudget.train", "membudget.evaluate", "membudget.teachers"} <= set(modules), modules
-    for module in modules:
-        out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0 and out.stdout.strip(), f"{module} --help: {out.stdout}{out.stderr}"
-        print(f"python -m {module} --help: ok")
+
+    def run(module):
+        return subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=300)
+
+    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
+        for module, out in zip(modules, pool.map(run, modules)):
+            assert out.returncode == 0 and out.stdout.strip(), f"{module} --help: {out.stdout}{out.stderr}"
+            print(f"python -m {module} --help: ok")
 
 
 if __name__ == "__main__":
