@@ -632,11 +632,12 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                         break
                     digit[ki] = 0
                     ki += 1
+    LL0 = LL[:, r].copy()  # every draw starts from no bump: the hints' log-likelihood at b = 0 (0 if t < 0)
     for m in range(M):
         fnm = fn[m]
         for s in range(tw):
             Bm[s, r] = 0.0
-            LL[s, r] = _ll(hints[s, r], 0.0, sigma, tabs, x0, dx, x_hi) if t >= 0 else 0.0
+            LL[s, r] = LL0[s]
         Mfn[:] = 0
         st = (t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi)
         logw = 0.0
@@ -1369,13 +1370,23 @@ class PosteriorSampler:
         # a rough rate of hidden misses per step, for the first pass's miss guide (about half the hidden
         # positives end missed); any positive value keeps the sampler exact, only its efficiency depends on it
         self.background_ = 0.5 * (lam_T + lam_C) * (1 - world.p_unregistered / 2) / T
+        self._call_cache_ = {}
+        self._po_cache_ = (np.zeros((T, T, T + 1)), np.zeros((T, T), dtype=np.bool_))
         return self
 
     # -------------------------------------------------------------------------------------------------- draws
     def _call_tables(self, t: int):
         """Tables of one call (step ``t``): cumulative weights of (ds, w) given the onset of an unseen channel row
         (unregistered task, task or lure stated after ``t``), of (af, cross) given ds (any, after ``t``), and the
-        new versions' onset cache."""
+        new versions' onset cache. The first two depend on ``t`` only and the cache on the world only (it holds
+        the onset distribution of a new version per (ds, u), computed the same way whenever first needed), so
+        all are kept for later calls."""
+        cached = self._call_cache_.get(t)
+        if cached is None:
+            cached = self._call_cache_[t] = self._call_tables_new(t)[:2] + self._po_cache_
+        return cached
+
+    def _call_tables_new(self, t: int):
         T = self.world_.horizon
         p_gt = self.tables_[3][:, t + 1]
         n_ds = self.trig_.shape[1]
