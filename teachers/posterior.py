@@ -266,6 +266,19 @@ def _hint_inc(st, r, o, n):
 
 
 @numba.njit(cache=True)
+def _hint_inc1(st, r, o, inc1_tab):
+    """:func:`_hint_inc` of one bump at ``o``, read from ``inc1_tab`` (the increment with no bump placed, per onset)
+    when no bump lies in its reach yet: the same value, since the terms it sums are then those of the table."""
+    t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi = st
+    if o >= NEVER:
+        return 0.0
+    for s in range(max(0, o - 6), min(t, o + 1) + 1):
+        if Bm[s, r] != 0.0:
+            return _hint_inc(st, r, o, 1)
+    return inc1_tab[o]
+
+
+@numba.njit(cache=True)
 def _add_bumps(st, r, o, n):
     t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi = st
     if o >= NEVER or n == 0:
@@ -575,6 +588,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     opt_hi = np.zeros(CLUSTER_MAX, dtype=np.int64)
     ch_o = np.zeros((CLUSTER_MAX, w1 + 14), dtype=np.int64)
     ch_w = np.zeros((CLUSTER_MAX, w1 + 14))
+    ch_lw = np.zeros((CLUSTER_MAX, w1 + 14))  # their logs
     n_choice = np.zeros(CLUSTER_MAX, dtype=np.int64)
     digit = np.zeros(CLUSTER_MAX, dtype=np.int64)
     chosen = np.zeros(CLUSTER_MAX, dtype=np.int64)
@@ -669,7 +683,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                 e = led_order[c_lo]
                 r = led[e, _LE.res]
                 for j in range(opt_lo[0], opt_hi[0]):
-                    big[j] = opt_score[j] + _hint_inc(st, r, opt_o[j], 1)
+                    big[j] = opt_score[j] + _hint_inc1(st, r, opt_o[j], inc1_tab)
                 jj, logz = _categorical(rng, big[opt_lo[0]:opt_hi[0]], opt_hi[0] - opt_lo[0])
                 if jj < 0:
                     ok = False
@@ -708,11 +722,13 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                     n_comb *= n_choice[ki]
                 for ki in range(k):
                     digit[ki] = 0
+                    for q in range(n_choice[ki]):
+                        wv = ch_w[ki, q]
+                        ch_lw[ki, q] = math.log(wv) if wv > 0.0 else -np.inf
                 for cidx in range(n_comb):
                     sc = 0.0
                     for ki in range(k):
-                        wv = ch_w[ki, digit[ki]]
-                        sc += math.log(wv) if wv > 0.0 else -np.inf
+                        sc += ch_lw[ki, digit[ki]]
                     if sc > -np.inf:
                         if clean:
                             sc += H_tab[tab_off[i_cl] + cidx]
@@ -755,7 +771,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                             if o < NEVER and plaus[e, o]:
                                 big[n_b] = -np.inf
                             else:
-                                big[n_b] = opt_score[j] + _hint_inc(st, r, o, 1)
+                                big[n_b] = opt_score[j] + _hint_inc1(st, r, o, inc1_tab)
                             n_b += 1
                         jj, logz = _categorical(rng, big, n_b)
                         if jj < 0:
