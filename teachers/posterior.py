@@ -886,11 +886,19 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
     big_r = np.zeros(big.size, dtype=np.int64)
     P_o = np.zeros(T + 1)
     pool = np.zeros(out_rows.shape[1], dtype=np.int64)
+    LL0 = np.zeros((tw, R))  # the hints' log-likelihood where no bump lies (most steps of most draws)
+    if t >= 0:
+        for s in range(tw):
+            for r in range(R):
+                LL0[s, r] = _ll(hints[s, r], 0.0, sigma, tabs, x0, dx, x_hi)
     for m in range(M):
         for s in range(tw):
             for r in range(R):
                 Bm[s, r] = B_in[m, s, r]
-                LL[s, r] = _ll(hints[s, r], Bm[s, r], sigma, tabs, x0, dx, x_hi) if t >= 0 else 0.0
+                if Bm[s, r] == 0.0 or t < 0:
+                    LL[s, r] = LL0[s, r]
+                else:
+                    LL[s, r] = _ll(hints[s, r], Bm[s, r], sigma, tabs, x0, dx, x_hi)
         for s in range(max(t, 0)):
             Mfn[s] = miss_in[m, s]
         fn_join = 0.0
