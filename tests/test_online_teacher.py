@@ -256,3 +256,14 @@ def test_sampler_draws_do_not_depend_on_its_earlier_calls():
         b = used.sample(rec, 4, np.random.default_rng(0))
         for name in ("rows", "n_rows", "visible", "log_weights", "source"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.slow
+def test_bench_label_speed_reports_minutes_per_1000_weeks_and_the_dp_ratio(capsys):
+    from membudget.bench.online import main
+
+    main(["--weeks", "2001", "--samples", "1", "--particles", "8", "--label-speed"])
+    out = capsys.readouterr().out
+    assert "hindsight DP:" in out and "ms CPU per week" in out
+    assert "K=1 (particles 8):" in out and "labels for 1,000 weeks on 2 cores:" in out
+    assert "times the DP's time per week" in out
