@@ -904,28 +904,41 @@ def _rest_tables(T, R, res, start, until, deadline, positive, late_execute, lo, 
 
 
 @numba.njit(cache=True)
-def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_fp, never):
+def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_fp, cache):
     """The linear problem ``max w_tp·TP - w_fp·FP`` of one rest without the per-step caps (chains joined by
     the knapsack, as :meth:`_BranchAndBound.relax`). Returns ``(status, tp, fp)``: status 0, its schedule meets
-    the caps (so it is the linear optimum); 1, it breaks a cap; 2, no schedule."""
+    the caps (so it is the linear optimum); 1, it breaks a cap; 2, no schedule. ``cache``: each resource's last
+    chain and its key (previous query, most queries, weights), reused when the key repeats (the variants of one
+    rest share most resources' chains)."""
+    ckey, cbest, cend, cpar, vals, free = cache
     R, T = MS.shape
     K1 = 1
     for r in range(R):
         K1 = max(K1, kmax[r] + 1)
     values = np.full((R, K1), NEG, dtype=np.int64)
-    ends = np.full((R, K1), -1, dtype=np.int64)
-    pars = np.full((R, K1, T), -3, dtype=np.int64)
-    vals = np.empty((T + 1, T), dtype=np.int64)
     for r in range(R):
-        for a in range(T + 1):
-            for b in range(T):
-                vals[a, b] = w_tp * TP[r, a, b] - w_fp * FP[r, a, b]
-        best, end, par = _chain(vals, MS[r], t0, p0s[r], kmax[r], never[r])
-        for k in range(best.size):
-            values[r, k] = best[k]
-            ends[r, k] = end[k]
-            for q in range(T):
-                pars[r, k, q] = par[k, q]
+        k = kmax[r]
+        p0 = p0s[r]
+        if not (ckey[r, 0] == p0 and ckey[r, 1] == k and ckey[r, 2] == w_tp and ckey[r, 3] == w_fp):
+            for j in range(cbest.shape[1]):
+                cbest[r, j] = NEG
+            cbest[r, 0] = 0
+            if k > 0:
+                # the link values _chain reads: after the previous query p0, and after a query at t0 or later
+                for b in range(t0, T):
+                    vals[p0 + 1, b] = w_tp * TP[r, p0 + 1, b] - w_fp * FP[r, p0 + 1, b]
+                for a in range(t0 + 1, T + 1):
+                    for b in range(t0, T):
+                        vals[a, b] = w_tp * TP[r, a, b] - w_fp * FP[r, a, b]
+                best, end, par = _chain(vals, MS[r], t0, p0, k, free)
+                for j in range(k + 1):
+                    cbest[r, j] = best[j]
+                    cend[r, j] = end[j]
+                    for q in range(T):
+                        cpar[r, j, q] = par[j, q]
+            ckey[r, 0], ckey[r, 1], ckey[r, 2], ckey[r, 3] = p0, k, w_tp, w_fp
+        for j in range(k + 1):
+            values[r, j] = cbest[r, j]
     g, pick = _knapsack(values, costs, cap)
     c = 0
     for cc in range(cap + 1):  # np.argmax: the first (cheapest) of the best
@@ -942,10 +955,10 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
         k = pick[j, c]
         r = j - 1
         c -= k * costs[r]
-        q = ends[r, k]
+        q = cend[r, k]
         for kk in range(k, 0, -1):
             steps[kk - 1] = q
-            q = pars[r, kk, q]
+            q = cpar[r, kk, q]
         prev = p0s[r]
         for kk in range(k):
             q = steps[kk]
@@ -984,7 +997,12 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
             if MS[r, q] > -2:
                 kcand[r] += 1
     kmax = np.zeros(R, dtype=np.int64)
-    never = np.zeros((R, T), dtype=np.bool_)
+    KC = 1
+    for r in range(R):
+        KC = max(KC, kcand[r] + 1)
+    cache = (np.full((R, 4), -(1 << 62), dtype=np.int64), np.full((R, KC), NEG, dtype=np.int64),
+             np.full((R, KC), -1, dtype=np.int64), np.full((R, KC, T), -3, dtype=np.int64),
+             np.zeros((T + 1, T), dtype=np.int64), np.zeros(T, dtype=np.bool_))
     for v in range(V):
         budget = budgets[v]
         cap = 0
@@ -996,8 +1014,6 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
                 k = 0
             kmax[r] = k
             cap += k * costs[r]
-            for q in range(T):
-                never[r, q] = k == 0
         if budget >= 0:
             cap = min(cap, budget)
         n, d = 0, 1
@@ -1005,7 +1021,7 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
         best_tp = best_fp = 0
         st = 0
         while True:
-            st, tp, fp = _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, P0[v], 2 * d - n, n, never)
+            st, tp, fp = _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, P0[v], 2 * d - n, n, cache)
             if st != 0:
                 break
             tp_all = tp_fixed[v] + tp
