@@ -1003,6 +1003,7 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
     cache = (np.full((R, 4), -(1 << 62), dtype=np.int64), np.full((R, KC), NEG, dtype=np.int64),
              np.full((R, KC), -1, dtype=np.int64), np.full((R, KC, T), -3, dtype=np.int64),
              np.zeros((T + 1, T), dtype=np.int64), np.zeros(T, dtype=np.bool_))
+    n_last, d_last = 0, 1
     for v in range(V):
         budget = budgets[v]
         cap = 0
@@ -1016,7 +1017,9 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
             cap += k * costs[r]
         if budget >= 0:
             cap = min(cap, budget)
-        n, d = 0, 1
+        # Dinkelbach from the previous variant's optimum: any start gives the optimum (until a solution's ratio
+        # is reached, the first iteration only supplies one), and variants of one rest often share it
+        n, d = n_last, d_last
         have = False
         best_tp = best_fp = 0
         st = 0
@@ -1037,6 +1040,8 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
             if rn * d == n * rd:
                 break
             n, d = rn, rd
+        if st == 0:
+            n_last, d_last = n, d
         status[v] = st
         out_tp[v] = best_tp
         out_fp[v] = best_fp
