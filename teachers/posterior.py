@@ -182,16 +182,18 @@ def _categorical(rng, logp, n):
             mx = logp[i]
     if mx == -np.inf:
         return -1, -np.inf
+    ex = np.empty(n)  # each term once: the scan below adds the same values
     tot = 0.0
     for i in range(n):
-        tot += math.exp(logp[i] - mx)
+        ex[i] = math.exp(logp[i] - mx)
+        tot += ex[i]
     u = rng.random() * tot
     acc = 0.0
     pick = n - 1
     for i in range(n):
         if logp[i] == -np.inf:
             continue
-        acc += math.exp(logp[i] - mx)
+        acc += ex[i]
         if u < acc:
             pick = i
             break
