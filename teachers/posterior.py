@@ -1528,7 +1528,7 @@ class PosteriorSampler:
             n = min(tl, em.shape[1]) if em.ndim == 2 and em.shape[0] == R else 0
             expected[:, :n] = em[:, :n]
         elif t > 0:
-            M1 = max(16, M // 8)
+            M1 = min(M, max(16, M // 8))  # the first pass writes into the first M1 of the M rows
             tabs1 = tables[:7] + (mu + self.background_,) + tables[8:]
             for r in res_order:
                 mine = np.flatnonzero(res_of == r)

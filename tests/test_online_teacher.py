@@ -267,3 +267,28 @@ def test_bench_label_speed_reports_minutes_per_1000_weeks_and_the_dp_ratio(capsy
     assert "hindsight DP:" in out and "ms CPU per week" in out
     assert "K=1 (particles 8):" in out and "labels for 1,000 weeks on 2 cores:" in out
     assert "times the DP's time per week" in out
+
+
+@pytest.mark.slow
+def test_sampler_first_pass_stays_inside_its_arrays_with_few_particles(monkeypatch):
+    """Without a miss guide the sampler's first pass draws min(M, max(16, M / 8)) weeks per resource into the
+    first rows of the M-row arrays (more than M wrote past them: heap corruption with n_particles < 16)."""
+    import membudget.teachers.posterior as post
+
+    real = post._sample_resource
+    seen = []
+
+    def checked(rng, M, *args):
+        out_rows, parts = args[16], args[-1]
+        assert M <= out_rows.shape[0] and M <= parts.shape[0], "the first pass writes past its arrays"
+        seen.append(M)
+        return real(rng, M, *args)
+
+    monkeypatch.setattr(post, "_sample_resource", checked)
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    obs, _ = env.reset(seed=2001)
+    for _ in range(15):
+        obs, *_ = env.step(np.zeros(obs["mask"].size, dtype=np.int8))
+    sampler = post.PosteriorSampler.from_env(env.unwrapped, n_particles=8).fit()
+    draws = sampler.weighted(env.observed, rng=np.random.default_rng(0))
+    assert len(draws) == 8 and min(seen) == 8
