@@ -20,16 +20,17 @@ from membudget.agents.tasks import PMWEEK
 from membudget.envs.validation import check_int
 
 
-def online_demonstrations(seeds, budget, *, samples=4, seed=0, **env_kw) -> tuple:
+def online_demonstrations(seeds, budget, *, samples=4, seed=0, particles=None, **env_kw) -> tuple:
     """States and labels of the online planner's own rollouts on the weeks ``seeds`` at ``budget`` (``samples``:
-    its ``K``; ``seed``: its random stream, continued across the weeks); ``(Demonstrations, planner)``."""
+    its ``K``; ``particles``: its weighted draws per decision, None for its default; ``seed``: its random stream,
+    continued across the weeks); ``(Demonstrations, planner)``."""
     from membudget.envs.pm import PMWeekEnv
     from membudget.teachers.observed import AgentView
     from membudget.teachers.online import HindsightPlanner
 
     check_int("samples", samples, 1)
     env = AgentView(PMWeekEnv(budget=budget, **{"per_step_cap": 2, **env_kw}))
-    planner = HindsightPlanner(env=env, n_samples=samples, seed=seed).fit()
+    planner = HindsightPlanner(env=env, n_samples=samples, n_particles=particles, seed=seed).fit()
     out = {k: [] for k in ("resources", "budget", "mask", "labels")}
     for s in seeds:
         obs, _ = env.reset(seed=int(s))
@@ -41,16 +42,16 @@ def online_demonstrations(seeds, budget, *, samples=4, seed=0, **env_kw) -> tupl
     return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels"))), planner
 
 
-def fit_online_bc(train_seeds, budget, *, samples=4, epochs=60, hidden=(64, 64), context=True, seed=0,
-                  demos=None):
+def fit_online_bc(train_seeds, budget, *, samples=4, particles=None, epochs=60, hidden=(64, 64), context=True,
+                  seed=0, demos=None):
     """Behaviour cloning on the online planner's labels of ``train_seeds`` (or the given ``demos``);
     ``(policy, demos)``."""
     fit = _settings(PMWEEK, seed, None, {"epochs": epochs, "hidden": hidden, "context": context, "calibrate": False})
     start = time.perf_counter()
     if demos is None:
-        demos, _ = online_demonstrations(train_seeds, budget, samples=samples, seed=seed)
+        demos, _ = online_demonstrations(train_seeds, budget, samples=samples, particles=particles, seed=seed)
     net = fit_net(demos, seed=seed, **_net_settings(fit))
     cfg = {"method": "online-bc", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "epochs": epochs,
            "hidden": list(fit["hidden"]), "context": fit["context"], "seed": seed, "samples": samples,
-           "wall_clock": time.perf_counter() - start}
+           "particles": particles, "wall_clock": time.perf_counter() - start}
     return StudentPolicy(net, config=cfg), demos

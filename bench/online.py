@@ -10,7 +10,13 @@ closes, and the planner's time per week.
 With ``--students N``, also two BC students of one class fitted on development weeks 2000..2000+N-1, one to the
 online planner's labels and one to the hindsight DP's (the imitation gap at equal data and class).
 
-``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--budget B10] [--students N]``
+With ``--label-speed``, only the labelling speed: the planner plays the weeks (its own rollouts, as the BC
+labels are made) and the bench prints its CPU and wall seconds per week, the minutes 1,000 weeks of labels take on
+2 cores (CPU seconds per week × 1,000 / 2 / 60) and the ratio to the hindsight DP's seconds per week (one solve of
+each whole week); no references, no Set F1 comparison.
+
+``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--particles M] [--budget B10]
+[--students N] [--label-speed]``
 """
 
 from __future__ import annotations
@@ -79,26 +85,66 @@ def references(seeds, budget) -> dict:
     return out
 
 
-def planner_scores(seeds, budget, samples, seed=0):
-    """Per-week Set F1 of the online planner (one planner, its random stream continued across the weeks) and the
-    seconds per week."""
+def planner_scores(seeds, budget, samples, seed=0, particles=None, cpu=False):
+    """Per-week Set F1 of the online planner (one planner, its random stream continued across the weeks;
+    ``particles``: its weighted draws per decision, None for its default) and the seconds per week (with ``cpu``,
+    also the CPU seconds per week: ``(f1, wall, cpu)``)."""
     from membudget.envs.pm import PMWeekEnv
     from membudget.teachers.observed import AgentView
     from membudget.teachers.online import HindsightPlanner, play
 
     planner = HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=samples,
-                               seed=seed).fit()
-    f1, secs = [], []
+                               n_particles=particles, seed=seed).fit()
+    f1, secs, cpus = [], [], []
     for s in seeds:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         f1.append(play(planner, s)["set_f1"])
         secs.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
     print(f"planner: {planner.retries_} samplings retried with more particles, {planner.fallbacks_} decisions "
           "without a consistent draw (nothing proposed)")
+    if cpu:
+        return np.array(f1), np.array(secs), np.array(cpus)
     return np.array(f1), np.array(secs)
 
 
-def student_scores(seeds, budget, train_weeks, samples, seed=0):
+def dp_seconds(seeds, budget) -> np.ndarray:
+    """CPU seconds of the hindsight DP's solve of each whole week (what the online planner's speed is compared
+    with)."""
+    from membudget.envs.pm import budget_levels, generate_episode
+    from membudget.teachers import HindsightDP
+
+    dp = HindsightDP(budget=budget_levels()[budget], per_step_cap=2)
+    dp.solve(generate_episode(seeds[0]))  # compiled or loaded before the clock starts
+    out = []
+    for s in seeds:
+        ep = generate_episode(s)
+        c0 = time.process_time()
+        dp.solve(ep)
+        out.append(time.process_time() - c0)
+    return np.array(out)
+
+
+def label_speed(seeds, budget, samples, seed=0, particles=None):
+    """Prints the planner's labelling speed on ``seeds`` for each ``K`` in ``samples`` (module docstring)."""
+    from membudget.envs.pm import PMWeekEnv
+    from membudget.teachers.observed import AgentView
+    from membudget.teachers.online import HindsightPlanner, play
+
+    # the numba kernels compiled or loaded before the clock starts
+    play(HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=1, n_particles=8,
+                          seed=seed).fit(), seeds[0])
+    dp = dp_seconds(seeds, budget).mean()
+    print(f"hindsight DP: {1e3 * dp:.1f} ms CPU per week ({len(seeds)} weeks at {budget})")
+    for k in samples:
+        f1, wall, cpu = planner_scores(seeds, budget, k, seed, particles, cpu=True)
+        m = "default" if particles is None else particles
+        print(f"K={k} (particles {m}): {cpu.mean():.2f} s CPU per week (max {cpu.max():.2f}), {wall.mean():.2f} s "
+              f"wall; labels for 1,000 weeks on 2 cores: {cpu.mean() * 1000 / 2 / 60:.1f} min; "
+              f"{cpu.mean() / dp:.0f} times the DP's time per week; Set F1 {f1.mean():.4f} ({len(seeds)} weeks)")
+
+
+def student_scores(seeds, budget, train_weeks, samples, seed=0, particles=None):
     """Per-week Set F1 of two students of one class (:class:`~membudget.agents.per_resource.PerResourceNet`, BC,
     60 epochs) fitted on the same development weeks ``2000..`` — one to the online planner's labels, one to the
     hindsight DP's — and the seconds the online labels took."""
@@ -109,7 +155,7 @@ def student_scores(seeds, budget, train_weeks, samples, seed=0):
 
     train = list(range(2000, 2000 + train_weeks))
     t0 = time.perf_counter()
-    online, demos = fit_online_bc(train, budget, samples=samples, seed=seed)
+    online, demos = fit_online_bc(train, budget, samples=samples, particles=particles, seed=seed)
     secs = time.perf_counter() - t0
     dp = StudentPolicy(fit_net(dp_demonstrations(train, budget), seed=seed), config={"method": "bc"})
     kw = {"budget": budget, "per_step_cap": 2, "action_mode": "scores"}
@@ -130,19 +176,28 @@ def main(argv=None):
     p.add_argument("--students", type=int_flag(0), default=0,
                    help="also fit BC students on this many development weeks (2000..) labelled by the online "
                         "planner and by the hindsight DP (0: none)")
+    p.add_argument("--particles", type=int_flag(1), default=None,
+                   help="the planner's weighted draws per decision (default: its own, max(64, 2 K))")
     p.add_argument("--no-planner", action="store_true", help="leave out the planner's own rollouts")
+    p.add_argument("--label-speed", action="store_true",
+                   help="only time the planner's labels (CPU s per week, minutes per 1,000 weeks on 2 cores, ratio "
+                        "to the DP's time per week)")
     a = p.parse_args(argv)
     seeds = a.weeks
+    if a.label_speed:
+        label_speed(seeds, a.budget, a.samples, a.seed, a.particles)
+        return
     ref = references(seeds, a.budget)
     names, cols, timing = [], [], []
     if not a.no_planner:
         for k in a.samples:
-            f1, secs = planner_scores(seeds, a.budget, k, a.seed)
+            f1, secs = planner_scores(seeds, a.budget, k, a.seed, a.particles)
             names.append(f"Planner K={k}")
             cols.append(f1)
             timing.append((k, secs))
     if a.students:
-        s_on, s_dp, label_secs, n_states = student_scores(seeds, a.budget, a.students, a.samples[0], a.seed)
+        s_on, s_dp, label_secs, n_states = student_scores(seeds, a.budget, a.students, a.samples[0], a.seed,
+                                                          a.particles)
         names += ["BC(online)", "BC(DP)"]
         cols += [s_on, s_dp]
         print(f"students: {a.students} development weeks, {n_states} states; online labels took {label_secs:.0f} s")

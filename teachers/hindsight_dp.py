@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -871,3 +871,210 @@ class HindsightDP(PMTeacher):
         own budget, caps and late policy."""
         schedule, self.stats_ = _dinkelbach(problem_from_env(env, slot))
         return schedule
+
+
+# ---------------------------------------------------------------------------------------- many first actions
+@numba.njit(cache=True)
+def _rest_tables(T, R, res, start, until, deadline, positive, late_execute, lo, hi):
+    """Per resource the link effects ``tp[r, p + 1, q]``, ``fp[r, p + 1, q]`` (:func:`_link_effects`, TP
+    unweighted) and the latest starts ``m[r, q]`` (:func:`_latest_start`) of all the rows at once."""
+    tp = np.zeros((R, T + 1, T), dtype=np.int64)
+    fp = np.zeros((R, T + 1, T), dtype=np.int64)
+    m = np.full((R, T), -2, dtype=np.int64)
+    for i in range(start.size):
+        r = res[i]
+        s = start[i]
+        if s < T:
+            for q in range(s, min(until[i], T - 1) + 1):
+                on_time = q <= deadline[i]
+                if positive[i]:
+                    if on_time:
+                        for p in range(-1, s):
+                            tp[r, p + 1, q] += 1
+                    elif late_execute:
+                        for p in range(-1, s):
+                            fp[r, p + 1, q] += 1
+                elif on_time:
+                    for p in range(-1, s):
+                        fp[r, p + 1, q] += 1
+        for q in range(max(0, lo[i]), min(hi[i], T - 1) + 1):
+            if s > m[r, q]:
+                m[r, q] = s
+    return tp, fp, m
+
+
+@numba.njit(cache=True)
+def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_fp, cache):
+    """The linear problem ``max w_tp·TP - w_fp·FP`` of one rest without the per-step caps (chains joined by
+    the knapsack, as :meth:`_BranchAndBound.relax`). Returns ``(status, tp, fp)``: status 0, its schedule meets
+    the caps (so it is the linear optimum); 1, it breaks a cap; 2, no schedule. ``cache``: each resource's last
+    chain and its key (previous query, most queries, weights), reused when the key repeats (the variants of one
+    rest share most resources' chains)."""
+    ckey, cbest, cend, cpar, vals, free = cache
+    R, T = MS.shape
+    K1 = 1
+    for r in range(R):
+        K1 = max(K1, kmax[r] + 1)
+    values = np.full((R, K1), NEG, dtype=np.int64)
+    for r in range(R):
+        k = kmax[r]
+        p0 = p0s[r]
+        if not (ckey[r, 0] == p0 and ckey[r, 1] == k and ckey[r, 2] == w_tp and ckey[r, 3] == w_fp):
+            for j in range(cbest.shape[1]):
+                cbest[r, j] = NEG
+            cbest[r, 0] = 0
+            if k > 0:
+                # the link values _chain reads: after the previous query p0, and after a query at t0 or later
+                for b in range(t0, T):
+                    vals[p0 + 1, b] = w_tp * TP[r, p0 + 1, b] - w_fp * FP[r, p0 + 1, b]
+                for a in range(t0 + 1, T + 1):
+                    for b in range(t0, T):
+                        vals[a, b] = w_tp * TP[r, a, b] - w_fp * FP[r, a, b]
+                best, end, par = _chain(vals, MS[r], t0, p0, k, free)
+                for j in range(k + 1):
+                    cbest[r, j] = best[j]
+                    cend[r, j] = end[j]
+                    for q in range(T):
+                        cpar[r, j, q] = par[j, q]
+            ckey[r, 0], ckey[r, 1], ckey[r, 2], ckey[r, 3] = p0, k, w_tp, w_fp
+        for j in range(k + 1):
+            values[r, j] = cbest[r, j]
+    g, pick = _knapsack(values, costs, cap)
+    c = 0
+    for cc in range(cap + 1):  # np.argmax: the first (cheapest) of the best
+        if g[R, cc] > g[R, c]:
+            c = cc
+    if g[R, c] == NEG:
+        return 2, 0, 0
+    count = np.zeros(T, dtype=np.int64)
+    spent = np.zeros(T, dtype=np.int64)
+    steps = np.empty(T, dtype=np.int64)
+    tp = 0
+    fp = 0
+    for j in range(R, 0, -1):
+        k = pick[j, c]
+        r = j - 1
+        c -= k * costs[r]
+        q = cend[r, k]
+        for kk in range(k, 0, -1):
+            steps[kk - 1] = q
+            q = cpar[r, kk, q]
+        prev = p0s[r]
+        for kk in range(k):
+            q = steps[kk]
+            tp += TP[r, prev + 1, q]
+            fp += FP[r, prev + 1, q]
+            prev = q
+            count[q] += 1
+            spent[q] += costs[r]
+    for q in range(T):
+        if (n_max >= 0 and count[q] > n_max) or (cost_cap >= 0 and spent[q] > cost_cap):
+            return 1, tp, fp
+    return 0, tp, fp
+
+
+@numba.njit(cache=True)
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@numba.njit(cache=True)
+def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fixed, fp_fixed, due):
+    """Dinkelbach's iterations (as :func:`_dinkelbach`, ``λ`` an exact fraction) over :func:`_rest_root` for
+    each variant ``v`` of one rest (last queries ``P0[v]``, budget ``budgets[v]`` (-1: none), fixed TP and FP).
+    Returns per variant ``(status, tp, fp)`` of the optimum: status 0, exact; 1, a linear problem's relaxation
+    broke a per-step cap (solve that variant with the branch and bound); 2, no schedule."""
+    R, T = MS.shape
+    V = P0.shape[0]
+    status = np.zeros(V, dtype=np.int64)
+    out_tp = np.zeros(V, dtype=np.int64)
+    out_fp = np.zeros(V, dtype=np.int64)
+    kcand = np.zeros(R, dtype=np.int64)
+    for r in range(R):
+        for q in range(t0, T):
+            if MS[r, q] > -2:
+                kcand[r] += 1
+    kmax = np.zeros(R, dtype=np.int64)
+    KC = 1
+    for r in range(R):
+        KC = max(KC, kcand[r] + 1)
+    cache = (np.full((R, 4), -(1 << 62), dtype=np.int64), np.full((R, KC), NEG, dtype=np.int64),
+             np.full((R, KC), -1, dtype=np.int64), np.full((R, KC, T), -3, dtype=np.int64),
+             np.zeros((T + 1, T), dtype=np.int64), np.zeros(T, dtype=np.bool_))
+    n_last, d_last = 0, 1
+    for v in range(V):
+        budget = budgets[v]
+        cap = 0
+        for r in range(R):
+            k = kcand[r]
+            if budget >= 0:
+                k = min(k, budget // costs[r])
+            if cost_cap >= 0 and costs[r] > cost_cap:
+                k = 0
+            kmax[r] = k
+            cap += k * costs[r]
+        if budget >= 0:
+            cap = min(cap, budget)
+        # Dinkelbach from the previous variant's optimum: any start gives the optimum (until a solution's ratio
+        # is reached, the first iteration only supplies one), and variants of one rest often share it
+        n, d = n_last, d_last
+        have = False
+        best_tp = best_fp = 0
+        st = 0
+        while True:
+            st, tp, fp = _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, P0[v], 2 * d - n, n, cache)
+            if st != 0:
+                break
+            tp_all = tp_fixed[v] + tp
+            fp_all = fp_fixed[v] + fp
+            den = 2 * tp_all + fp_all + (due - tp_all)
+            rn, rd = (0, 1) if den == 0 else (2 * tp_all, den)
+            g = _gcd(rn, rd)
+            rn, rd = rn // g, rd // g
+            if have and rn * d <= n * rd:
+                break
+            have = True
+            best_tp, best_fp = tp, fp
+            if rn * d == n * rd:
+                break
+            n, d = rn, rd
+        if st == 0:
+            n_last, d_last = n, d
+        status[v] = st
+        out_tp[v] = best_tp
+        out_fp[v] = best_fp
+    return status, out_tp, out_fp
+
+
+def rest_values(prob: Problem, last_queries, budgets, tp_fixed, fp_fixed) -> np.ndarray:
+    """The optimum Set F1 (as :func:`solve_problem`, exactly) of ``prob`` under each of several variants ``v``:
+    the last queries ``last_queries[v]``, the budget ``budgets[v]`` (None: none) and the fixed counts
+    ``tp_fixed[v]``, ``fp_fixed[v]`` replacing ``prob``'s — the rests of one week after different first actions.
+    The link tables are built once; a variant whose caps-free relaxation meets the per-step caps at every
+    Dinkelbach iteration is solved there (it is then the optimum), any other by :func:`solve_problem`."""
+    if prob.weight is not None:
+        raise ValueError("rest_values counts TP unweighted (prob.weight must be None)")
+    T, R = prob.horizon, prob.n_resources
+    P0 = np.ascontiguousarray(np.asarray(last_queries, dtype=np.int64).reshape(-1, R))
+    V = P0.shape[0]
+    bud = np.array([-1 if b is None else int(b) for b in budgets], dtype=np.int64)
+    tpf = np.asarray(tp_fixed, dtype=np.int64).reshape(V)
+    fpf = np.asarray(fp_fixed, dtype=np.int64).reshape(V)
+    costs = np.asarray(prob.costs, dtype=np.int64)
+    TP, FP, MS = _rest_tables(T, R, prob.res, prob.start, prob.until, prob.deadline, prob.positive,
+                              prob.late_execute, prob.cand_lo, prob.cand_hi)
+    status, tp, fp = _rest_dinkelbach(TP, FP, MS, costs, int(prob.t0), _cap(prob.n_max), _cap(prob.cost_cap), P0,
+                                      bud, tpf, fpf, int(prob.due))
+    out = np.empty(V)
+    for v in range(V):
+        p = replace(prob, last_query=P0[v], budget_left=budgets[v], tp_fixed=int(tpf[v]), fp_fixed=int(fpf[v]))
+        if status[v] == 0:
+            out[v] = p.f1(int(tp[v]), int(fp[v]))
+        else:
+            sol = solve_problem(p)
+            if sol is None:
+                raise ValueError("no feasible schedule for a variant")
+            out[v] = sol.f1
+    return out

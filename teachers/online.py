@@ -23,7 +23,7 @@ import numpy as np
 from membudget.envs.pm.world import NEVER, POS
 from membudget.envs.validation import check_int
 
-from .hindsight_dp import solve_problem
+from .hindsight_dp import rest_values
 from .observed import AgentView, Observed
 from .posterior import RW, PosteriorSampler
 
@@ -163,26 +163,27 @@ class HindsightPlanner:
                           "p_resolve": p_resolve}
             return action
         values = np.zeros((K, len(actions)))
-        cache = {}
+        first = {}  # resampled duplicates (one source) share their values
+        sets = [list(combo) for combo in actions]
         for k in range(K):
+            src = int(draws.source[k])
+            if src in first:
+                values[k] = values[first[src]]
+                continue
+            first[src] = k
             base = draws.problem(k, budget_left=budget, per_step_cap=e.per_step_cap,
                                  per_step_cost_cap=e.per_step_cost_cap, t0=t + 1)
-            for j, combo in enumerate(actions):
-                memo = (int(draws.source[k]), combo)  # resampled duplicates share their values
-                if memo in cache:
-                    values[k, j] = cache[memo]
-                    continue
-                lq = last_q.copy()
-                lq[list(combo)] = t
-                c = int(costs[list(combo)].sum())
-                prob = replace(base, last_query=lq, budget_left=None if budget is None else budget - c,
-                               tp_fixed=base.tp_fixed + int(tp_now[k, list(combo)].sum()),
-                               fp_fixed=base.fp_fixed + int(fp_now[k, list(combo)].sum()))
-                if t + 1 >= observed.horizon:
-                    v = prob.f1(0, 0)
-                else:
-                    v = solve_problem(prob).f1
-                values[k, j] = cache[memo] = v
+            lqs = np.tile(last_q, (len(sets), 1))
+            for j, s in enumerate(sets):
+                lqs[j, s] = t
+            spent = [int(costs[s].sum()) for s in sets]
+            tpf = [base.tp_fixed + int(tp_now[k, s].sum()) for s in sets]
+            fpf = [base.fp_fixed + int(fp_now[k, s].sum()) for s in sets]
+            if t + 1 >= observed.horizon:
+                values[k] = [replace(base, tp_fixed=a, fp_fixed=b).f1(0, 0) for a, b in zip(tpf, fpf)]
+            else:
+                values[k] = rest_values(base, lqs, [None if budget is None else budget - c for c in spent],
+                                        tpf, fpf)
         mean = values.mean(axis=0)
         best = int(np.argmax(mean))
         action[list(actions[best])] = 1

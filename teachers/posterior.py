@@ -27,7 +27,7 @@ Each draw carries its importance weight (target over proposal, exact up to one c
 are normalised across the particles and :meth:`PosteriorSampler.sample` resamples. The only approximations: the
 weights' Monte-Carlo error (effective sample size reported with every draw), at most :data:`MAX_PER_SLOT` unseen
 rows per (resource, onset step) in the hint window, and the hint density read from a table (linear interpolation,
-< 1e-6 in log, tested); ``tests/test_posterior.py`` checks the draws against exact enumeration on tiny worlds.
+< 1e-6 in log).
 """
 
 from __future__ import annotations
@@ -182,16 +182,18 @@ def _categorical(rng, logp, n):
             mx = logp[i]
     if mx == -np.inf:
         return -1, -np.inf
+    ex = np.empty(n)  # each term once: the scan below adds the same values
     tot = 0.0
     for i in range(n):
-        tot += math.exp(logp[i] - mx)
+        ex[i] = math.exp(logp[i] - mx)
+        tot += ex[i]
     u = rng.random() * tot
     acc = 0.0
     pick = n - 1
     for i in range(n):
         if logp[i] == -np.inf:
             continue
-        acc += math.exp(logp[i] - mx)
+        acc += ex[i]
         if u < acc:
             pick = i
             break
@@ -263,6 +265,19 @@ def _hint_inc(st, r, o, n):
     for s in range(max(0, o - 6), min(t, o + 1) + 1):
         inc += _ll(hints[s, r], Bm[s, r] + n * bump[s - o + 6], sigma, tabs, x0, dx, x_hi) - LL[s, r]
     return inc
+
+
+@numba.njit(cache=True)
+def _hint_inc1(st, r, o, inc1_tab):
+    """:func:`_hint_inc` of one bump at ``o``, read from ``inc1_tab`` (the increment with no bump placed, per onset)
+    when no bump lies in its reach yet: the same value, since the terms it sums are then those of the table."""
+    t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi = st
+    if o >= NEVER:
+        return 0.0
+    for s in range(max(0, o - 6), min(t, o + 1) + 1):
+        if Bm[s, r] != 0.0:
+            return _hint_inc(st, r, o, 1)
+    return inc1_tab[o]
 
 
 @numba.njit(cache=True)
@@ -587,6 +602,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
     opt_hi = np.zeros(CLUSTER_MAX, dtype=np.int64)
     ch_o = np.zeros((CLUSTER_MAX, w1 + 14), dtype=np.int64)
     ch_w = np.zeros((CLUSTER_MAX, w1 + 14))
+    ch_lw = np.zeros((CLUSTER_MAX, w1 + 14))  # their logs
     n_choice = np.zeros(CLUSTER_MAX, dtype=np.int64)
     digit = np.zeros(CLUSTER_MAX, dtype=np.int64)
     chosen = np.zeros(CLUSTER_MAX, dtype=np.int64)
@@ -643,11 +659,12 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                         break
                     digit[ki] = 0
                     ki += 1
+    LL0 = LL[:, r].copy()  # every draw starts from no bump: the hints' log-likelihood at b = 0 (0 if t < 0)
     for m in range(M):
         fnm = fn[m]
         for s in range(tw):
             Bm[s, r] = 0.0
-            LL[s, r] = _ll(hints[s, r], 0.0, sigma, tabs, x0, dx, x_hi) if t >= 0 else 0.0
+            LL[s, r] = LL0[s]
         Mfn[:] = 0
         st = (t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi)
         logw = 0.0
@@ -679,7 +696,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                 e = led_order[c_lo]
                 r = led[e, _LE.res]
                 for j in range(opt_lo[0], opt_hi[0]):
-                    big[j] = opt_score[j] + _hint_inc(st, r, opt_o[j], 1)
+                    big[j] = opt_score[j] + _hint_inc1(st, r, opt_o[j], inc1_tab)
                 jj, logz = _categorical(rng, big[opt_lo[0]:opt_hi[0]], opt_hi[0] - opt_lo[0])
                 if jj < 0:
                     ok = False
@@ -718,11 +735,13 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                     n_comb *= n_choice[ki]
                 for ki in range(k):
                     digit[ki] = 0
+                    for q in range(n_choice[ki]):
+                        wv = ch_w[ki, q]
+                        ch_lw[ki, q] = math.log(wv) if wv > 0.0 else -np.inf
                 for cidx in range(n_comb):
                     sc = 0.0
                     for ki in range(k):
-                        wv = ch_w[ki, digit[ki]]
-                        sc += math.log(wv) if wv > 0.0 else -np.inf
+                        sc += ch_lw[ki, digit[ki]]
                     if sc > -np.inf:
                         if clean:
                             sc += H_tab[tab_off[i_cl] + cidx]
@@ -765,7 +784,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                             if o < NEVER and plaus[e, o]:
                                 big[n_b] = -np.inf
                             else:
-                                big[n_b] = opt_score[j] + _hint_inc(st, r, o, 1)
+                                big[n_b] = opt_score[j] + _hint_inc1(st, r, o, inc1_tab)
                             n_b += 1
                         jj, logz = _categorical(rng, big, n_b)
                         if jj < 0:
@@ -877,11 +896,19 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
     big_r = np.zeros(big.size, dtype=np.int64)
     P_o = np.zeros(T + 1)
     pool = np.zeros(out_rows.shape[1], dtype=np.int64)
+    LL0 = np.zeros((tw, R))  # the hints' log-likelihood where no bump lies (most steps of most draws)
+    if t >= 0:
+        for s in range(tw):
+            for r in range(R):
+                LL0[s, r] = _ll(hints[s, r], 0.0, sigma, tabs, x0, dx, x_hi)
     for m in range(M):
         for s in range(tw):
             for r in range(R):
                 Bm[s, r] = B_in[m, s, r]
-                LL[s, r] = _ll(hints[s, r], Bm[s, r], sigma, tabs, x0, dx, x_hi) if t >= 0 else 0.0
+                if Bm[s, r] == 0.0 or t < 0:
+                    LL[s, r] = LL0[s, r]
+                else:
+                    LL[s, r] = _ll(hints[s, r], Bm[s, r], sigma, tabs, x0, dx, x_hi)
         for s in range(max(t, 0)):
             Mfn[s] = miss_in[m, s]
         fn_join = 0.0
@@ -1445,13 +1472,23 @@ class PosteriorSampler:
         # a rough rate of hidden misses per step, for the first pass's miss guide (about half the hidden
         # positives end missed); any positive value keeps the sampler exact, only its efficiency depends on it
         self.background_ = 0.5 * (lam_T + lam_C) * (1 - world.p_unregistered / 2) / T
+        self._call_cache_ = {}
+        self._po_cache_ = (np.zeros((T, T, T + 1)), np.zeros((T, T), dtype=np.bool_))
         return self
 
     # -------------------------------------------------------------------------------------------------- draws
     def _call_tables(self, t: int):
         """Tables of one call (step ``t``): cumulative weights of (ds, w) given the onset of an unseen channel row
         (unregistered task, task or lure stated after ``t``), of (af, cross) given ds (any, after ``t``), and the
-        new versions' onset cache."""
+        new versions' onset cache. The first two depend on ``t`` only and the cache on the world only (it holds
+        the onset distribution of a new version per (ds, u), computed the same way whenever first needed), so
+        all are kept for later calls."""
+        cached = self._call_cache_.get(t)
+        if cached is None:
+            cached = self._call_cache_[t] = self._call_tables_new(t)[:2] + self._po_cache_
+        return cached
+
+    def _call_tables_new(self, t: int):
         T = self.world_.horizon
         p_gt = self.tables_[3][:, t + 1]
         n_ds = self.trig_.shape[1]
@@ -1578,7 +1615,7 @@ class PosteriorSampler:
             n = min(tl, em.shape[1]) if em.ndim == 2 and em.shape[0] == R else 0
             expected[:, :n] = em[:, :n]
         elif call.t > 0:
-            M1 = max(16, call.M // 8)
+            M1 = min(call.M, max(16, call.M // 8))  # the first pass writes into the first M1 of the M rows
             tables = call.tables[:7] + (call.mu + self.background_,) + call.tables[8:]
             fn = np.tile(call.fn_row.astype(np.float64), (M1, 1))
             for r in res_order:

@@ -184,3 +184,111 @@ def test_bench_flags_parse_weeks_and_samples():
             parse_samples(bad)
     with pytest.raises(argparse.ArgumentTypeError):
         parse_weeks(",")
+
+
+@pytest.mark.parametrize("kw", [
+    {"budget": 21, "per_step_cap": 2, "per_step_cost_cap": None, "late_policy": "expire", "cost_profile": "unit"},
+    {"budget": 30, "per_step_cap": 2, "per_step_cost_cap": 4, "late_policy": "execute", "cost_profile": "skewed"},
+    {"budget": None, "per_step_cap": 1, "per_step_cost_cap": None, "late_policy": "expire", "cost_profile": "unit"},
+])
+def test_rest_values_equal_the_dp_for_every_first_action(monkeypatch, kw):
+    """The planner's one call per drawn week (``rest_values``: shared link tables, Dinkelbach over caps-free
+    relaxations) gives exactly the Set F1 of ``solve_problem`` for each first action's rest, the branch and
+    bound's cases (a relaxation breaking a per-step cap) included."""
+    from itertools import combinations
+
+    import membudget.teachers.hindsight_dp as hd
+    from membudget.teachers.problem import problem_from_episode
+
+    calls = []
+    real = hd.solve_problem
+    monkeypatch.setattr(hd, "solve_problem", lambda p, *a: calls.append(1) or real(p, *a))
+    rng = np.random.default_rng(0)
+    profile = kw.pop("cost_profile")
+    checked = 0
+    for week in (2001, 2005):
+        ep = generate_episode(week, cost_profile=profile)
+        for t in (40, 62, 78):
+            lq = np.where(rng.random(ep.n_resources) < 0.5, rng.integers(-1, t, ep.n_resources), -1)
+            base = problem_from_episode(ep, lookahead=2, t0=t + 1, last_query=lq, **kw)
+            firsts = [()] + [c for n in (1, 2) for c in combinations(range(ep.n_resources), n)][:14]
+            lqs, buds, tpf, fpf = [], [], [], []
+            for combo in firsts:
+                q = lq.copy()
+                q[list(combo)] = t
+                lqs.append(q)
+                spent = int(base.costs[list(combo)].sum())
+                buds.append(None if base.budget_left is None else max(base.budget_left - spent, 0))
+                tpf.append(base.tp_fixed + int(rng.integers(0, 3)))
+                fpf.append(base.fp_fixed + int(rng.integers(0, 3)))
+            got = hd.rest_values(base, lqs, buds, tpf, fpf)
+            n_fallback = len(calls)
+            want = [real(replace(base, last_query=q, budget_left=b, tp_fixed=a, fp_fixed=f)).f1
+                    for q, b, a, f in zip(lqs, buds, tpf, fpf)]
+            np.testing.assert_array_equal(got, want)
+            assert len(calls) == n_fallback  # the reference solves did not go through the patched name
+            checked += len(firsts)
+    assert checked == 2 * 3 * 15
+    if kw["per_step_cap"] == 1:
+        assert calls, "no variant needed the branch and bound: the fallback went untested"
+
+
+@pytest.mark.slow
+def test_sampler_draws_do_not_depend_on_its_earlier_calls():
+    """The tables the sampler keeps across calls (per step; the new versions' onset cache) change nothing: a
+    sampler that has drawn for other steps and weeks draws exactly what a fresh one draws."""
+    from membudget.teachers.posterior import PosteriorSampler
+
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    records = {}
+    for week in (2001, 2004):
+        obs, _ = env.reset(seed=week)
+        for t in range(40):
+            if t in (20, 39):
+                records[week, t] = env.observed
+            obs, *_ = env.step(obs["mask"].astype(np.int8) * (np.arange(obs["mask"].size) < 2))
+    used = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit()
+    for rec in records.values():
+        used.sample(rec, 4, np.random.default_rng(1))
+    for rec in records.values():
+        fresh = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit()
+        a = fresh.sample(rec, 4, np.random.default_rng(0))
+        b = used.sample(rec, 4, np.random.default_rng(0))
+        for name in ("rows", "n_rows", "visible", "log_weights", "source"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.slow
+def test_bench_label_speed_reports_minutes_per_1000_weeks_and_the_dp_ratio(capsys):
+    from membudget.bench.online import main
+
+    main(["--weeks", "2001", "--samples", "1", "--particles", "8", "--label-speed"])
+    out = capsys.readouterr().out
+    assert "hindsight DP:" in out and "ms CPU per week" in out
+    assert "K=1 (particles 8):" in out and "labels for 1,000 weeks on 2 cores:" in out
+    assert "times the DP's time per week" in out
+
+
+@pytest.mark.slow
+def test_sampler_first_pass_stays_inside_its_arrays_with_few_particles(monkeypatch):
+    """Without a miss guide the sampler's first pass draws min(M, max(16, M / 8)) weeks per resource into the
+    first rows of the M-row arrays (more than M wrote past them: heap corruption with n_particles < 16)."""
+    import membudget.teachers.posterior as post
+
+    real = post._sample_resource
+    seen = []
+
+    def checked(rng, M, *args):
+        out_rows, parts = args[16], args[-1]
+        assert M <= out_rows.shape[0] and M <= parts.shape[0], "the first pass writes past its arrays"
+        seen.append(M)
+        return real(rng, M, *args)
+
+    monkeypatch.setattr(post, "_sample_resource", checked)
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    obs, _ = env.reset(seed=2001)
+    for _ in range(15):
+        obs, *_ = env.step(np.zeros(obs["mask"].size, dtype=np.int8))
+    sampler = post.PosteriorSampler.from_env(env.unwrapped, n_particles=8).fit()
+    draws = sampler.weighted(env.observed, rng=np.random.default_rng(0))
+    assert len(draws) == 8 and min(seen) == 8
