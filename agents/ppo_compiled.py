@@ -240,6 +240,10 @@ class CompiledPPO:
             params = [p.detach() for p in net.parameters()]
             self.state.append((params, [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]))
         self.adam_steps = [0, 0]
+        # per network Adam's (step_size, bias2_sqrt) of the current step: 0-d float32 arrays and tensors on the same
+        # memory, written in place before each minibatch (a fresh torch.tensor per step cost more than Adam)
+        self.step_arrays = [(np.zeros((), np.float32), np.zeros((), np.float32)) for _ in range(2)]
+        self.steps = [tuple(torch.from_numpy(a) for a in pair) for pair in self.step_arrays]
         self.weights = [p.numpy() for p in self.state[0][0]]  # views: the in-place Adam steps show through
         self.step_fn = torch.compile(minibatch_update, dynamic=True) if compile else minibatch_update
 
@@ -297,29 +301,33 @@ class CompiledPPO:
         count = counts[order]
         ends = np.cumsum(count)
         row_order = torch.as_tensor(np.repeat(starts[order] - (ends - count), count) + np.arange(ends[-1]))
-        row_sample = torch.as_tensor(np.repeat(np.arange(n), count))
-        bounds = np.concatenate([[0], ends])[np.minimum(np.arange(0, n + mb, mb), n)].tolist()
+        # each row's sample within its minibatch (minibatches start at multiples of mb)
+        row_sample = torch.as_tensor(np.repeat(np.arange(n) % mb, count))
+        cuts = np.arange(mb, n, mb)
+        row_cuts, cuts = ends[cuts - 1].tolist(), cuts.tolist()
         inv_count = torch.as_tensor(1.0 / np.maximum(count, 1), dtype=torch.float32)[:, None]
         order = torch.as_tensor(order)
-        e_obs, e_rows = torch.index_select(obs, 0, order), torch.index_select(rows, 0, row_order)
-        e_prop, e_old, e_adv, e_ret = proposed[row_order], batch["old_logp"][order], adv[order], ret[order]
-        for j, start in enumerate(range(0, n, mb)):
-            lo, hi, b = bounds[j], bounds[j + 1], slice(start, min(start + mb, n))
-            yield Minibatch(e_rows[lo:hi], e_obs[b], row_sample[lo:hi] - start, inv_count[b], e_prop[lo:hi], e_old[b],
-                            e_adv[b], e_ret[b])
+        # the epoch's arrays in the new order, each cut into the minibatches' views at once (few host-side calls
+        # per minibatch: between the compiled calls they run on cold caches)
+        per_row = (torch.index_select(rows, 0, row_order), row_sample, proposed[row_order])
+        per_sample = (torch.index_select(obs, 0, order), inv_count, batch["old_logp"][order], adv[order], ret[order])
+        for (x, sample, prop), (o, inv, old, a, r) in zip(zip(*(t.tensor_split(row_cuts) for t in per_row)),
+                                                          zip(*(t.tensor_split(cuts) for t in per_sample))):
+            yield Minibatch(x, o, sample, inv, prop, old, a, r)
 
     def learn(self, batch, adv, ret, *, learning_rate: float, with_actor: bool = True):
         """``n_epochs`` epochs of minibatch updates (:meth:`minibatches`) on a :meth:`rollout`'s ``batch`` with its
         advantages and returns (flat, ``T * n_envs``); with ``with_actor=False`` only the critic learns (a critic
         warm-up)."""
-        for _ in range(self.n_epochs):
-            for minibatch in self.minibatches(batch, adv, ret):
-                steps = []
-                for k in (0, 1) if with_actor else (1,):
-                    self.adam_steps[k] += 1
-                    t = self.adam_steps[k]
-                    steps.append((torch.tensor(learning_rate / (1 - ADAM_BETAS[0] ** t)),
-                                  torch.tensor((1 - ADAM_BETAS[1] ** t) ** 0.5)))
-                with torch.no_grad():
-                    self.step_fn(self.state, steps if with_actor else [None, *steps], minibatch,
+        nets = (0, 1) if with_actor else (1,)
+        with torch.no_grad():
+            for _ in range(self.n_epochs):
+                for minibatch in self.minibatches(batch, adv, ret):
+                    for k in nets:
+                        self.adam_steps[k] += 1
+                        t = self.adam_steps[k]
+                        # written in place (float32, as torch.tensor rounds them): the graph reads the same tensors
+                        self.step_arrays[k][0][()] = learning_rate / (1 - ADAM_BETAS[0] ** t)
+                        self.step_arrays[k][1][()] = (1 - ADAM_BETAS[1] ** t) ** 0.5
+                    self.step_fn(self.state, self.steps if with_actor else [None, self.steps[1]], minibatch,
                                  max_grad_norm=self.max_grad_norm, with_actor=with_actor, **self.loss)
