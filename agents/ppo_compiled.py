@@ -10,8 +10,8 @@ the matrix products cut down, for about 2.7 times the autograd engine's env step
 - the minibatch's gradients are written by hand (:func:`minibatch_grads`; equal to autograd's on
   :func:`~membudget.agents.ppo.ppo_losses` within float rounding when the products run in float32, tested), clipped
   and applied by an in-place Adam (:func:`adam_`, torch's update rule, tested), all in one function compiled by
-  ``torch.compile`` (inductor, dynamic shapes; it needs a C++ compiler, and its first update compiles for several
-  seconds);
+  ``torch.compile`` (inductor, dynamic shapes, C++ wrapper; it needs a C++ compiler, and its first update compiles
+  for several seconds);
 - on a CPU that multiplies bfloat16 matrices natively (:func:`native_bf16`: measured once per process) the
   critic's products run in bfloat16 (bf16 operands and outputs, fp32 weights and elementwise work; the actor's stay
   float32); elsewhere (AVX2-only CPUs, where bf16 products are emulated and run tens of times slower than float32)
@@ -245,7 +245,10 @@ class CompiledPPO:
         self.step_arrays = [(np.zeros((), np.float32), np.zeros((), np.float32)) for _ in range(2)]
         self.steps = [tuple(torch.from_numpy(a) for a in pair) for pair in self.step_arrays]
         self.weights = [p.numpy() for p in self.state[0][0]]  # views: the in-place Adam steps show through
-        self.step_fn = torch.compile(minibatch_update, dynamic=True) if compile else minibatch_update
+        # cpp_wrapper: the graph's kernels and products are called from C++ rather than a Python wrapper (the same
+        # kernels, so the same numbers; the Python call cost about 0.1 ms of each 2-3 ms minibatch on AVX2)
+        self.step_fn = (torch.compile(minibatch_update, dynamic=True, options={"cpp_wrapper": True}) if compile
+                        else minibatch_update)
 
     def rollout(self, venv, obs, reward_scale: float, with_counts: bool):
         """Play the weeks of ``venv`` (reset, first observation ``obs``) to their end: the batch :meth:`learn`
