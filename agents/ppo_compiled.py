@@ -6,7 +6,8 @@ the matrix products cut down, for about 2.7 times the autograd engine's env step
 - the rollout's actor runs in numpy (:func:`rollout_actor`) on the candidates and its proposals come from the
   loop's numpy generator; the critic's values for the whole rollout come from one batched pass after it (they never
   choose an action);
-- an epoch gathers its permuted samples and their candidate rows once, so a minibatch is a contiguous slice;
+- an epoch permutes its samples and their candidate rows (a sample's rows stay contiguous), and each minibatch's
+  compiled call gathers its own rows and states (:func:`gathered_update`);
 - the minibatch's gradients are written by hand (:func:`minibatch_grads`; equal to autograd's on
   :func:`~membudget.agents.ppo.ppo_losses` within float rounding when the products run in float32, tested), clipped
   and applied by an in-place Adam (:func:`adam_`, torch's update rule, tested), all in one function compiled by
@@ -195,6 +196,14 @@ def minibatch_update(adam_state, steps, minibatch: Minibatch, *, max_grad_norm, 
     adam_(params, grads[k:], exp_avgs, exp_avg_sqs, *steps[1])
 
 
+def gathered_update(adam_state, steps, rows, obs, minibatch: Minibatch, **kw):
+    """:func:`minibatch_update` on a minibatch whose ``x`` and ``obs`` hold indices into ``rows`` and ``obs`` (the
+    epoch's arrays; :meth:`CompiledPPO.minibatches` with ``gather=False``): the compiled graph gathers them, so that
+    the gathered rows go from cache to the products instead of through an epoch-sized copy in memory."""
+    minibatch_update(adam_state, steps, minibatch._replace(x=torch.index_select(rows, 0, minibatch.x),
+                                                           obs=torch.index_select(obs, 0, minibatch.obs)), **kw)
+
+
 def rollout_actor(weights, x, sample, n: int, rng):
     """The per-resource actor in numpy on candidate rows ``x`` (ordered by ``sample``, ``n`` samples) with the
     network's ``weights`` (its ``parameters()`` as arrays): ``(probabilities, proposed, log-probability per
@@ -247,8 +256,8 @@ class CompiledPPO:
         self.weights = [p.numpy() for p in self.state[0][0]]  # views: the in-place Adam steps show through
         # cpp_wrapper: the graph's kernels and products are called from C++ rather than a Python wrapper (the same
         # kernels, so the same numbers; the Python call cost about 0.1 ms of each 2-3 ms minibatch on AVX2)
-        self.step_fn = (torch.compile(minibatch_update, dynamic=True, options={"cpp_wrapper": True}) if compile
-                        else minibatch_update)
+        self.step_fn = (torch.compile(gathered_update, dynamic=True, options={"cpp_wrapper": True}) if compile
+                        else gathered_update)
 
     def rollout(self, venv, obs, reward_scale: float, with_counts: bool):
         """Play the weeks of ``venv`` (reset, first observation ``obs``) to their end: the batch :meth:`learn`
@@ -289,10 +298,12 @@ class CompiledPPO:
             return critic_values(self.state[1][0], batch["obs"], self.loss["critic_dtype"],
                                  self.loss["tanh"])[0].reshape(T, n_envs)
 
-    def minibatches(self, batch, adv, ret):
+    def minibatches(self, batch, adv, ret, gather: bool = True):
         """One epoch of a :meth:`rollout`'s ``batch`` with its advantages and returns (``T * n_envs`` along the first
         axis; a second axis is carried along): its samples in a random order, cut into ``n_minibatches``
-        minibatches (:class:`Minibatch`)."""
+        minibatches (:class:`Minibatch`). With ``gather=False`` a minibatch's ``x`` and ``obs`` are the indices of
+        its rows in ``batch["rows"]`` and of its samples in ``batch["obs"]`` (:func:`gathered_update` gathers
+        them)."""
         obs, rows = batch["obs"], batch["rows"]
         proposed = torch.as_tensor(batch["proposed"], dtype=torch.float32)
         n = adv.shape[0]
@@ -312,8 +323,9 @@ class CompiledPPO:
         order = torch.as_tensor(order)
         # the epoch's arrays in the new order, each cut into the minibatches' views at once (few host-side calls
         # per minibatch: between the compiled calls they run on cold caches)
-        per_row = (torch.index_select(rows, 0, row_order), row_sample, proposed[row_order])
-        per_sample = (torch.index_select(obs, 0, order), inv_count, batch["old_logp"][order], adv[order], ret[order])
+        per_row = (torch.index_select(rows, 0, row_order) if gather else row_order, row_sample, proposed[row_order])
+        per_sample = (torch.index_select(obs, 0, order) if gather else order, inv_count, batch["old_logp"][order],
+                      adv[order], ret[order])
         for (x, sample, prop), (o, inv, old, a, r) in zip(zip(*(t.tensor_split(row_cuts) for t in per_row)),
                                                           zip(*(t.tensor_split(cuts) for t in per_sample))):
             yield Minibatch(x, o, sample, inv, prop, old, a, r)
@@ -325,12 +337,13 @@ class CompiledPPO:
         nets = (0, 1) if with_actor else (1,)
         with torch.no_grad():
             for _ in range(self.n_epochs):
-                for minibatch in self.minibatches(batch, adv, ret):
+                for minibatch in self.minibatches(batch, adv, ret, gather=False):
                     for k in nets:
                         self.adam_steps[k] += 1
                         t = self.adam_steps[k]
                         # written in place (float32, as torch.tensor rounds them): the graph reads the same tensors
                         self.step_arrays[k][0][()] = learning_rate / (1 - ADAM_BETAS[0] ** t)
                         self.step_arrays[k][1][()] = (1 - ADAM_BETAS[1] ** t) ** 0.5
-                    self.step_fn(self.state, self.steps if with_actor else [None, self.steps[1]], minibatch,
-                                 max_grad_norm=self.max_grad_norm, with_actor=with_actor, **self.loss)
+                    self.step_fn(self.state, self.steps if with_actor else [None, self.steps[1]], batch["rows"],
+                                 batch["obs"], minibatch, max_grad_norm=self.max_grad_norm, with_actor=with_actor,
+                                 **self.loss)
