@@ -254,6 +254,13 @@ class CompiledPPO:
         self.step_arrays = [(np.zeros((), np.float32), np.zeros((), np.float32)) for _ in range(2)]
         self.steps = [tuple(torch.from_numpy(a) for a in pair) for pair in self.step_arrays]
         self.weights = [p.numpy() for p in self.state[0][0]]  # views: the in-place Adam steps show through
+        if compile:
+            # the networks' widths static (only the minibatch's row counts vary): a graph per network shape, its
+            # kernels' loops and offsets fixed at compile time (the same arithmetic, so the same numbers)
+            for params, exp_avgs, exp_avg_sqs in self.state:
+                for t in params + exp_avgs + exp_avg_sqs:
+                    for d in range(t.dim()):
+                        torch._dynamo.mark_static(t, d)
         # cpp_wrapper: the graph's kernels and products are called from C++ rather than a Python wrapper (the same
         # kernels, so the same numbers; the Python call cost about 0.1 ms of each 2-3 ms minibatch on AVX2)
         self.step_fn = (torch.compile(gathered_update, dynamic=True, options={"cpp_wrapper": True}) if compile
