@@ -101,15 +101,17 @@ def ppo_losses(logits, proposed, sample, old_logp, adv, values, returns, clip_co
 
 def gae(rewards, values, gamma: float, gae_lambda: float):
     """Generalised advantage estimates of ``(T, n)`` rewards and value predictions of whole episodes (no
-    bootstrap after the last step)."""
-    T, n = rewards.shape
-    adv, last = torch.zeros_like(rewards), torch.zeros(n)
+    bootstrap after the last step): float32 tensors in and out. The recursion runs in numpy in float32, operation
+    for operation as torch ran it (the same numbers), without torch's per-operation dispatch over the ``T`` steps."""
+    r, v = rewards.detach().numpy(), values.detach().numpy()
+    T, n = r.shape
+    adv, last, zeros = np.zeros_like(r), np.zeros(n, np.float32), np.zeros(n, np.float32)
+    g, gl = np.float32(gamma), np.float32(gamma * gae_lambda)
     for t in reversed(range(T)):
-        next_val = values[t + 1] if t + 1 < T else torch.zeros(n)
-        delta = rewards[t] + gamma * next_val - values[t]
-        last = delta + gamma * gae_lambda * last
+        delta = r[t] + g * (v[t + 1] if t + 1 < T else zeros) - v[t]
+        last = delta + gl * last
         adv[t] = last
-    return adv
+    return torch.from_numpy(adv)
 
 
 def _minibatch_rows(batch, row_sample, n: int):

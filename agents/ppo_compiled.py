@@ -6,12 +6,13 @@ the matrix products cut down, for about 2.7 times the autograd engine's env step
 - the rollout's actor runs in numpy (:func:`rollout_actor`) on the candidates and its proposals come from the
   loop's numpy generator; the critic's values for the whole rollout come from one batched pass after it (they never
   choose an action);
-- an epoch gathers its permuted samples and their candidate rows once, so a minibatch is a contiguous slice;
+- an epoch permutes its samples and their candidate rows (a sample's rows stay contiguous), and each minibatch's
+  compiled call gathers its own rows and states (:func:`gathered_update`);
 - the minibatch's gradients are written by hand (:func:`minibatch_grads`; equal to autograd's on
   :func:`~membudget.agents.ppo.ppo_losses` within float rounding when the products run in float32, tested), clipped
   and applied by an in-place Adam (:func:`adam_`, torch's update rule, tested), all in one function compiled by
-  ``torch.compile`` (inductor, dynamic shapes; it needs a C++ compiler, and its first update compiles for several
-  seconds);
+  ``torch.compile`` (inductor, dynamic shapes, C++ wrapper; it needs a C++ compiler, and its first update compiles
+  for several seconds);
 - on a CPU that multiplies bfloat16 matrices natively (:func:`native_bf16`: measured once per process) the
   critic's products run in bfloat16 (bf16 operands and outputs, fp32 weights and elementwise work; the actor's stay
   float32); elsewhere (AVX2-only CPUs, where bf16 products are emulated and run tens of times slower than float32)
@@ -195,6 +196,14 @@ def minibatch_update(adam_state, steps, minibatch: Minibatch, *, max_grad_norm, 
     adam_(params, grads[k:], exp_avgs, exp_avg_sqs, *steps[1])
 
 
+def gathered_update(adam_state, steps, rows, obs, minibatch: Minibatch, **kw):
+    """:func:`minibatch_update` on a minibatch whose ``x`` and ``obs`` hold indices into ``rows`` and ``obs`` (the
+    epoch's arrays; :meth:`CompiledPPO.minibatches` with ``gather=False``): the compiled graph gathers them, so that
+    the gathered rows go from cache to the products instead of through an epoch-sized copy in memory."""
+    minibatch_update(adam_state, steps, minibatch._replace(x=torch.index_select(rows, 0, minibatch.x),
+                                                           obs=torch.index_select(obs, 0, minibatch.obs)), **kw)
+
+
 def rollout_actor(weights, x, sample, n: int, rng):
     """The per-resource actor in numpy on candidate rows ``x`` (ordered by ``sample``, ``n`` samples) with the
     network's ``weights`` (its ``parameters()`` as arrays): ``(probabilities, proposed, log-probability per
@@ -240,8 +249,22 @@ class CompiledPPO:
             params = [p.detach() for p in net.parameters()]
             self.state.append((params, [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]))
         self.adam_steps = [0, 0]
+        # per network Adam's (step_size, bias2_sqrt) of the current step: 0-d float32 arrays and tensors on the same
+        # memory, written in place before each minibatch (a fresh torch.tensor per step cost more than Adam)
+        self.step_arrays = [(np.zeros((), np.float32), np.zeros((), np.float32)) for _ in range(2)]
+        self.steps = [tuple(torch.from_numpy(a) for a in pair) for pair in self.step_arrays]
         self.weights = [p.numpy() for p in self.state[0][0]]  # views: the in-place Adam steps show through
-        self.step_fn = torch.compile(minibatch_update, dynamic=True) if compile else minibatch_update
+        if compile:
+            # the networks' widths static (only the minibatch's row counts vary): a graph per network shape, its
+            # kernels' loops and offsets fixed at compile time (the same arithmetic, so the same numbers)
+            for params, exp_avgs, exp_avg_sqs in self.state:
+                for t in params + exp_avgs + exp_avg_sqs:
+                    for d in range(t.dim()):
+                        torch._dynamo.mark_static(t, d)
+        # cpp_wrapper: the graph's kernels and products are called from C++ rather than a Python wrapper (the same
+        # kernels, so the same numbers; the Python call cost about 0.1 ms of each 2-3 ms minibatch on AVX2)
+        self.step_fn = (torch.compile(gathered_update, dynamic=True, options={"cpp_wrapper": True}) if compile
+                        else gathered_update)
 
     def rollout(self, venv, obs, reward_scale: float, with_counts: bool):
         """Play the weeks of ``venv`` (reset, first observation ``obs``) to their end: the batch :meth:`learn`
@@ -282,10 +305,12 @@ class CompiledPPO:
             return critic_values(self.state[1][0], batch["obs"], self.loss["critic_dtype"],
                                  self.loss["tanh"])[0].reshape(T, n_envs)
 
-    def minibatches(self, batch, adv, ret):
+    def minibatches(self, batch, adv, ret, gather: bool = True):
         """One epoch of a :meth:`rollout`'s ``batch`` with its advantages and returns (``T * n_envs`` along the first
         axis; a second axis is carried along): its samples in a random order, cut into ``n_minibatches``
-        minibatches (:class:`Minibatch`)."""
+        minibatches (:class:`Minibatch`). With ``gather=False`` a minibatch's ``x`` and ``obs`` are the indices of
+        its rows in ``batch["rows"]`` and of its samples in ``batch["obs"]`` (:func:`gathered_update` gathers
+        them)."""
         obs, rows = batch["obs"], batch["rows"]
         proposed = torch.as_tensor(batch["proposed"], dtype=torch.float32)
         n = adv.shape[0]
@@ -297,29 +322,35 @@ class CompiledPPO:
         count = counts[order]
         ends = np.cumsum(count)
         row_order = torch.as_tensor(np.repeat(starts[order] - (ends - count), count) + np.arange(ends[-1]))
-        row_sample = torch.as_tensor(np.repeat(np.arange(n), count))
-        bounds = np.concatenate([[0], ends])[np.minimum(np.arange(0, n + mb, mb), n)].tolist()
+        # each row's sample within its minibatch (minibatches start at multiples of mb)
+        row_sample = torch.as_tensor(np.repeat(np.arange(n) % mb, count))
+        cuts = np.arange(mb, n, mb)
+        row_cuts, cuts = ends[cuts - 1].tolist(), cuts.tolist()
         inv_count = torch.as_tensor(1.0 / np.maximum(count, 1), dtype=torch.float32)[:, None]
         order = torch.as_tensor(order)
-        e_obs, e_rows = torch.index_select(obs, 0, order), torch.index_select(rows, 0, row_order)
-        e_prop, e_old, e_adv, e_ret = proposed[row_order], batch["old_logp"][order], adv[order], ret[order]
-        for j, start in enumerate(range(0, n, mb)):
-            lo, hi, b = bounds[j], bounds[j + 1], slice(start, min(start + mb, n))
-            yield Minibatch(e_rows[lo:hi], e_obs[b], row_sample[lo:hi] - start, inv_count[b], e_prop[lo:hi], e_old[b],
-                            e_adv[b], e_ret[b])
+        # the epoch's arrays in the new order, each cut into the minibatches' views at once (few host-side calls
+        # per minibatch: between the compiled calls they run on cold caches)
+        per_row = (torch.index_select(rows, 0, row_order) if gather else row_order, row_sample, proposed[row_order])
+        per_sample = (torch.index_select(obs, 0, order) if gather else order, inv_count, batch["old_logp"][order],
+                      adv[order], ret[order])
+        for (x, sample, prop), (o, inv, old, a, r) in zip(zip(*(t.tensor_split(row_cuts) for t in per_row)),
+                                                          zip(*(t.tensor_split(cuts) for t in per_sample))):
+            yield Minibatch(x, o, sample, inv, prop, old, a, r)
 
     def learn(self, batch, adv, ret, *, learning_rate: float, with_actor: bool = True):
         """``n_epochs`` epochs of minibatch updates (:meth:`minibatches`) on a :meth:`rollout`'s ``batch`` with its
         advantages and returns (flat, ``T * n_envs``); with ``with_actor=False`` only the critic learns (a critic
         warm-up)."""
-        for _ in range(self.n_epochs):
-            for minibatch in self.minibatches(batch, adv, ret):
-                steps = []
-                for k in (0, 1) if with_actor else (1,):
-                    self.adam_steps[k] += 1
-                    t = self.adam_steps[k]
-                    steps.append((torch.tensor(learning_rate / (1 - ADAM_BETAS[0] ** t)),
-                                  torch.tensor((1 - ADAM_BETAS[1] ** t) ** 0.5)))
-                with torch.no_grad():
-                    self.step_fn(self.state, steps if with_actor else [None, *steps], minibatch,
-                                 max_grad_norm=self.max_grad_norm, with_actor=with_actor, **self.loss)
+        nets = (0, 1) if with_actor else (1,)
+        with torch.no_grad():
+            for _ in range(self.n_epochs):
+                for minibatch in self.minibatches(batch, adv, ret, gather=False):
+                    for k in nets:
+                        self.adam_steps[k] += 1
+                        t = self.adam_steps[k]
+                        # written in place (float32, as torch.tensor rounds them): the graph reads the same tensors
+                        self.step_arrays[k][0][()] = learning_rate / (1 - ADAM_BETAS[0] ** t)
+                        self.step_arrays[k][1][()] = (1 - ADAM_BETAS[1] ** t) ** 0.5
+                    self.step_fn(self.state, self.steps if with_actor else [None, self.steps[1]], batch["rows"],
+                                 batch["obs"], minibatch, max_grad_norm=self.max_grad_norm, with_actor=with_actor,
+                                 **self.loss)
