@@ -17,9 +17,10 @@ def pytest_xdist_auto_num_workers(config):
     return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster():
-    """A simulated Ray cluster of three 1-CPU nodes for one test module (skipped where Ray is not installed)."""
+    """A simulated Ray cluster of three 1-CPU nodes, one for the whole session (skipped where Ray is not installed):
+    its start and its workers' imports are paid once, not per test module."""
     Cluster = pytest.importorskip("ray.cluster_utils").Cluster
     import ray
 

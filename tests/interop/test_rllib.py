@@ -13,14 +13,14 @@ import ray
 from membudget.agents.rllib import SHARED_BUDGET_ID, make_shared_budget, train_rllib_ppo
 
 
-@pytest.fixture(scope="module")
-def ray_session():
-    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+@pytest.fixture
+def ray_session(cluster):
+    """The simulated cluster of conftest.py (three 1-CPU nodes), shared with the Ray backend's tests."""
+    return cluster
 
 
-@ray.remote(max_calls=1)
+# A runtime environment of its own: Ray never hands this task a worker that ran other tests' tasks.
+@ray.remote(max_calls=1, runtime_env={"env_vars": {"MEMBUDGET_FRESH_WORKER": "1"}})
 def _make_on_a_fresh_worker(env_id):
     import sys
 
@@ -77,6 +77,9 @@ def test_example_config_runs():
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # RAY_ADDRESS=local: the example starts its own Ray instance, as it does on a user's machine, instead of joining
+    # the simulated cluster this session may have running
     out = subprocess.run([sys.executable, os.path.join(root, "docs", "examples", "rllib_pmweek.py"), "--quick"],
-                         capture_output=True, text=True, timeout=600, check=True).stdout
+                         capture_output=True, text=True, timeout=600, check=True,
+                         env={**os.environ, "RAY_ADDRESS": "local"}).stdout
     assert "iteration 1: " in out and "mean week Set F1" in out
