@@ -174,3 +174,17 @@ def test_policies_refuse_other_shapes_and_keep_v0_behaviour():
     obs[F1["phase"]], obs[F1["tr_carried"]] = 1, 1
     assert EventTrajectory().predict(obs)[0] == 1 and EventOnly().predict(obs)[0] == 0
     assert EventTrajectory().predict(obs[:125])[0] == 0            # the same rule on v0's observation
+
+
+def test_study_page_keeps_v0_tables_below(tmp_path):
+    from membudget.studies.proactmem import main
+
+    common = ["--scopes", "code", "--streams", "2", "--bootstrap", "100", "--out", str(tmp_path)]
+    main(["--env-version", "0", *common])
+    assert not (tmp_path / "proactive_stream.md").exists() and (tmp_path / "proactive_ablation_v0.png").exists()
+    main(common)
+    page = (tmp_path / "proactive_stream.md").read_text()
+    v1, v0 = page.split("## ProactiveStream-v0 (kept)")
+    assert v1.startswith("# ProactiveStream-v1 results") and "ProactiveStream-v1, held-out streams" in v1
+    assert "ProactiveStream-v0, held-out streams 10000-10001" in v0 and "--env-version 0" in v0
+    assert v0.count("| FullHierarchy |") == 2          # code and pooled
