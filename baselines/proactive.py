@@ -108,13 +108,19 @@ class FullHierarchy(_Rule):
 
     depth = 2
 
-    def decide(self, obs):
-        if obs[F["evidence"]] or _carried(obs, ("ev", "tr")):
-            return True
+    def source(self, obs):
+        """What makes the rule intervene: ``"evidence"``, ``"carried"`` (v1), ``"routine"``, or None (abstain)."""
+        if obs[F["evidence"]]:
+            return "evidence"
+        if _carried(obs, ("ev", "tr")):
+            return "carried"
         routine = bool(obs[F["feasible"]]) and bool(obs[F["rg_actionable"]])
         if obs.shape[-1] == N_FEATURES_V1:
             routine = routine and _routine_proxy(obs, "tr", CORROBORATION)
-        return routine
+        return "routine" if routine else None
+
+    def decide(self, obs):
+        return self.source(obs) is not None
 
 
 class WithoutReplayGate(FullHierarchy):

@@ -188,3 +188,14 @@ def test_study_page_keeps_v0_tables_below(tmp_path):
     assert v1.startswith("# ProactiveStream-v1 results") and "ProactiveStream-v1, held-out streams" in v1
     assert "ProactiveStream-v0, held-out streams 10000-10001" in v0 and "--env-version 0" in v0
     assert v0.count("| FullHierarchy |") == 2          # code and pooled
+
+
+def test_rule_sources_split_the_full_rules_interventions():
+    from membudget.studies.proactmem import rule_sources, run_policy
+
+    sources = rule_sources("code", [0, 1])
+    runs = run_policy(FullHierarchy(), "code", [0, 1])
+    assert sum(tp for tp, _ in sources.values()) == sum(r["tp"] for r in runs)
+    assert sum(fp for _, fp in sources.values()) == sum(r["fp"] for r in runs)
+    assert sources["carried"][0] > 0
+    assert rule_sources("code", [0, 1], version=0)["carried"] == [0, 0]
