@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from .env import FEATURE_NAMES, ProactiveStreamEnv
+from .env import FEATURE_NAMES, N_FEATURES, ProactiveStreamEnv
 from .world_v1 import CARRIED_FACTS, check_scope_v1, generate_stream_v1
 
 FEATURE_NAMES_V1 = FEATURE_NAMES + ("ev_carried", "tr_carried")
@@ -86,7 +86,9 @@ class ProactiveStreamV1Env(ProactiveStreamEnv):
 
     def _precompute(self):
         super()._precompute()
-        self._carried = np.zeros((len(self.stream), 2), np.float32)
+        n = len(self.stream)
+        self._static = np.concatenate([self._static, np.zeros((n, 2), np.float32)], axis=1)
+        self._carried = np.zeros((n, 2), np.float32)
         self._record_anchors = {}
 
     def _anchors(self, record) -> set:
@@ -112,11 +114,11 @@ class ProactiveStreamV1Env(ProactiveStreamEnv):
             self._carried[t, 1] = any(entity in self._anchors(r) for r in trace.cycle_records[t])
 
     def _obs(self) -> np.ndarray:
-        carried = np.zeros(2, np.float32)
+        obs = super()._obs()                           # the static row carries two zero columns for these
         if self._phase == 1 and self._depth >= 0:
-            t = min(self._t, self._n - 1)
-            carried[:1 + (self._depth >= 1)] = self._carried[t, :1 + (self._depth >= 1)]
-        return np.concatenate([super()._obs(), carried])
+            k = 1 + (self._depth >= 1)
+            obs[N_FEATURES:N_FEATURES + k] = self._carried[min(self._t, self._n - 1), :k]
+        return obs
 
 
 __all__ = ["FEATURE_NAMES_V1", "N_FEATURES_V1", "ProactiveStreamV1Env"]

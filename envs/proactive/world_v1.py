@@ -134,7 +134,8 @@ def _with_carried(a: dict, rows: list, spec) -> tuple:
     }
     order = np.argsort(merged["time"], kind="stable")
     merged = {k: v[order] for k, v in merged.items()}
-    merged["a_key"] = [(a["a_key"] + [None] * n1)[i] for i in order.tolist()]
+    keys = a["a_key"] + [None] * n1
+    merged["a_key"] = [keys[i] for i in order.tolist()]
     is_follow = np.concatenate([np.zeros(n0, bool), follow.astype(bool)])[order]
     carried_need = np.concatenate([np.zeros(n0, bool), need.astype(bool)])[order]
     return merged, is_follow, carried_need
