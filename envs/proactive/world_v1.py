@@ -48,7 +48,7 @@ CARRIED_FACTS = {"sports": ("report=setback", "prompt=checkin"), "home": ("visit
 """Per scope the anchor fact and the follow-up fact v1 appends to v0's vocabulary."""
 SCOPES_V1 = {spec.name: replace(spec, facts=spec.facts + CARRIED_FACTS[spec.name]) for spec in (SPORTS, HOME, CODE)}
 CARRIED_AGE = (1.5, 6.75)
-"""Days from an anchor to its follow-up (uniform): about a quarter fall within the 72-hour event window."""
+"""Days from an anchor to its follow-up (uniform): about 30% fall within the 72-hour event window."""
 CARRIED_NEED = 0.85
 """Probability that a follow-up with an anchor is an opportunity (the latent need ``N``)."""
 CARRIED_WINDOW_DAYS = 7
