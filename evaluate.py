@@ -11,7 +11,7 @@ the studies in :mod:`membudget.studies`.
   DP, current-greedy and the gates (rl_vs_distillation.md);
 - ``replay``: LIMBO's comparison on ReplayStream-v0; ``replay-alpha``: LinUCB's alpha on development streams;
 - ``tiers [--quick]``: BudgetMem's tier routers on TierRouting-v0;
-- ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v0 (proactive_stream.md);
+- ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v1, v0's tables kept (proactive_stream.md);
 - ``shared-budget``: the shared-quota comparison (2, 3, 5 agents) (shared_budget.md);
 - ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0 (conversation.md);
 - ``labels``: the imitation-label dataset in week-chunk tasks;

@@ -1,4 +1,4 @@
-"""SB3 PPO on ``membudget/ProactiveStream-v0`` choosing the memory depth and the decision per event (ProactMem,
+"""SB3 PPO on ``membudget/ProactiveStream-v1`` (or v0) choosing the memory depth and the decision per event (ProactMem,
 ProactMem): fitting code only; the comparison is the study :mod:`membudget.studies.proactmem`."""
 
 from __future__ import annotations
@@ -10,17 +10,19 @@ from membudget.agents.configs import SB3PPOSettings
 from membudget.envs.validation import check_int, check_number
 
 
-ENV_ID = "membudget/ProactiveStream-v0"
+ENV_IDS = {0: "membudget/ProactiveStream-v0", 1: "membudget/ProactiveStream-v1"}
 HELD_OUT_FIRST_SEED = 10_000
 """Held-out streams start here; training streams are drawn from seeds below it."""
 
 
-def make_env(scope="sports", **env_kwargs):
+def make_env(scope="sports", version=1, **env_kwargs):
     import gymnasium as gym
 
     import membudget  # noqa: F401  (registers the ids)
 
-    return gym.make(ENV_ID, scope=scope, **env_kwargs)
+    if version not in ENV_IDS:
+        raise ValueError(f"version must be one of {sorted(ENV_IDS)}, got {version!r}")
+    return gym.make(ENV_IDS[version], scope=scope, **env_kwargs)
 
 
 @dataclass(frozen=True)
@@ -44,16 +46,20 @@ class ProactiveStreamPPOConfig(SB3PPOSettings):
     """Reward of a false intervention is minus this."""
     token_weight: float = 2e-6
     """Reward per memory token loaded is minus this."""
+    version: int = 1
+    """ProactiveStream version (1, or 0 for v0's world)."""
 
     def __post_init__(self):
         super().__post_init__()
         check_int("n_envs", self.n_envs, 1)
         check_number("intrusion_penalty", self.intrusion_penalty, 0)
         check_number("token_weight", self.token_weight, 0)
+        check_int("version", self.version, 0, 1)
 
     def env_kwargs(self) -> dict:
         """The environment's arguments besides the scope."""
-        return dict(memory=self.memory, intrusion_penalty=self.intrusion_penalty, token_weight=self.token_weight)
+        return dict(memory=self.memory, intrusion_penalty=self.intrusion_penalty, token_weight=self.token_weight,
+                    version=self.version)
 
 
 def train_ppo(scope="sports", config: ProactiveStreamPPOConfig | None = None, *, seed: int = 0, **overrides):

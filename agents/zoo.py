@@ -22,4 +22,5 @@ hyperparams = {
     "membudget/ReplayStream-v1": {**_PPO, "policy": "MlpPolicy"},
     "membudget/TierRouting-v0": {**_PPO, "policy": "MlpPolicy"},
     "membudget/ProactiveStream-v0": {**_PPO, "policy": "MlpPolicy"},
+    "membudget/ProactiveStream-v1": {**_PPO, "policy": "MlpPolicy"},
 }

@@ -1,4 +1,4 @@
-"""Hand-written policies for ``ProactiveStream-v0`` (ProactMem's memory-layer comparison).
+"""Hand-written policies for ``ProactiveStream-v0`` and ``-v1`` (ProactMem's memory-layer comparison).
 
 Every policy reads only the observation (``predict`` takes one ``(d,)`` or a batch ``(n, d)``): in the depth
 sub-step it returns its memory depth, in the decide sub-step its rule on what that depth retrieved. The rules are
@@ -8,18 +8,25 @@ behaviour that on most previous days happened about now (Sports, ``pending``) or
 Code, ``deviated``) and has not happened today; from regularity memory, a matched *active* regularity in the scope's
 actionable occurrence state. The memory ablations (*w/o replay gate*, *w/o trajectory validation*) are the
 full-hierarchy rule on an environment built with ``memory="no_replay_gate"`` / ``"no_validation"``; their
-``env_kwargs`` say so.
+``env_kwargs`` say so. On v1 every rule also intervenes on a follow-up whose anchor a consulted layer holds
+(``ev_carried``; with trajectories, ``tr_carried``); on v0 those features do not exist and the rules are v0's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from membudget.envs.proactive.env import F, N_BEHAVIOURS
+from membudget.envs.proactive.env import F, N_BEHAVIOURS, N_FEATURES
+from membudget.envs.proactive.env_v1 import FEATURE_NAMES_V1, N_FEATURES_V1
+
+F_V1 = {name: i for i, name in enumerate(FEATURE_NAMES_V1)}
 
 USUAL_THRESHOLD = 0.6
 """Share of the previous days (event memory) or of the cycle's daily records (trajectories) on which a behaviour
 must have happened for the routine proxy to fire."""
+CORROBORATION = 0.3
+"""ProactiveStream-v1: share of the last seven days' validated records on which a matched regularity's behaviour
+must have happened for the full-hierarchy rule to act on the regularity (chosen on development streams 0-9)."""
 
 
 class _Rule:
@@ -33,8 +40,9 @@ class _Rule:
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         obs = np.asarray(observation, dtype=np.float32)
-        if obs.ndim not in (1, 2) or obs.shape[-1] != len(F):
-            raise ValueError(f"observation must have shape ({len(F)},) or (n, {len(F)}), got {obs.shape}")
+        if obs.ndim not in (1, 2) or obs.shape[-1] not in (N_FEATURES, N_FEATURES_V1):
+            raise ValueError(f"observation must have shape (d,) or (n, d) with d = {N_FEATURES} (v0) or "
+                             f"{N_FEATURES_V1} (v1), got {obs.shape}")
         rows = obs.reshape(-1, obs.shape[-1])
         actions = np.array([int(self.decide(o)) if o[F["phase"]] else self.depth for o in rows], dtype=np.int64)
         return (actions[0] if obs.ndim == 1 else actions), state
@@ -43,13 +51,18 @@ class _Rule:
         return f"{type(self).__name__}()"
 
 
-def _routine_proxy(obs, prefix: str) -> bool:
+def _routine_proxy(obs, prefix: str, threshold: float = USUAL_THRESHOLD) -> bool:
     """A behaviour usually happens about now / has usually happened by now on the days of one layer, and not today."""
     window = "usual_now" if obs[F["scope_sports"]] else "usual_before"
     for b in range(N_BEHAVIOURS):
-        if obs[F[f"{prefix}_{window}{b}"]] >= USUAL_THRESHOLD and not obs[F[f"ev_today{b}"]]:
+        if obs[F[f"{prefix}_{window}{b}"]] >= threshold and not obs[F[f"ev_today{b}"]]:
             return True
     return False
+
+
+def _carried(obs, layers) -> bool:
+    """ProactiveStream-v1: the current follow-up's anchor is in one of the consulted ``layers`` (never on v0)."""
+    return obs.shape[-1] == N_FEATURES_V1 and any(obs[F_V1[f"{layer}_carried"]] for layer in layers)
 
 
 class Never(_Rule):
@@ -70,7 +83,8 @@ class EventOnly(_Rule):
     """Current evidence, or the routine proxy over the events in the 72-hour context."""
 
     def decide(self, obs):
-        return bool(obs[F["evidence"]]) or (bool(obs[F["feasible"]]) and _routine_proxy(obs, "ev"))
+        return (bool(obs[F["evidence"]]) or _carried(obs, ("ev",))
+                or (bool(obs[F["feasible"]]) and _routine_proxy(obs, "ev")))
 
 
 class EventTrajectory(_Rule):
@@ -80,19 +94,33 @@ class EventTrajectory(_Rule):
     depth = 1
 
     def decide(self, obs):
-        if obs[F["evidence"]]:
+        if obs[F["evidence"]] or _carried(obs, ("ev", "tr")):
             return True
         layer = "tr" if obs[F["tr_days"]] * 7 >= 3 - 1e-6 else "ev"
         return bool(obs[F["feasible"]]) and _routine_proxy(obs, layer)
 
 
 class FullHierarchy(_Rule):
-    """ProactMem's rule: current evidence, or an applicable active regularity in an actionable occurrence state."""
+    """ProactMem's rule: current evidence, or an applicable active regularity in an actionable occurrence state. On
+    v1, whose trajectory view holds the last seven days, the contextual assessment also asks the trajectories to
+    corroborate the regularity (its behaviour on at least :data:`CORROBORATION` of those days), and a follow-up
+    whose anchor a layer holds is acted on."""
 
     depth = 2
 
+    def source(self, obs):
+        """What makes the rule intervene: ``"evidence"``, ``"carried"`` (v1), ``"routine"``, or None (abstain)."""
+        if obs[F["evidence"]]:
+            return "evidence"
+        if _carried(obs, ("ev", "tr")):
+            return "carried"
+        routine = bool(obs[F["feasible"]]) and bool(obs[F["rg_actionable"]])
+        if obs.shape[-1] == N_FEATURES_V1:
+            routine = routine and _routine_proxy(obs, "tr", CORROBORATION)
+        return "routine" if routine else None
+
     def decide(self, obs):
-        return bool(obs[F["evidence"]]) or (bool(obs[F["feasible"]]) and bool(obs[F["rg_actionable"]]))
+        return self.source(obs) is not None
 
 
 class WithoutReplayGate(FullHierarchy):
@@ -110,4 +138,4 @@ class WithoutValidation(FullHierarchy):
 POLICIES = {cls.__name__: cls for cls in (Never, Always, EventOnly, EventTrajectory, FullHierarchy,
                                           WithoutReplayGate, WithoutValidation)}
 
-__all__ = ["POLICIES", "USUAL_THRESHOLD", *POLICIES]
+__all__ = ["CORROBORATION", "POLICIES", "USUAL_THRESHOLD", *POLICIES]

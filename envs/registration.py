@@ -8,6 +8,7 @@ ENTRY_POINTS = {
     "membudget/ReplayStream-v1": ("membudget.envs.replay.env_v1:ReplayStreamV1Env", None),
     "membudget/TierRouting-v0": ("membudget.envs.tiers.env:TierRoutingEnv", None),
     "membudget/ProactiveStream-v0": ("membudget.envs.proactive.env:ProactiveStreamEnv", None),
+    "membudget/ProactiveStream-v1": ("membudget.envs.proactive.env_v1:ProactiveStreamV1Env", None),
     "membudget/PMWeekFlat-v0": ("membudget.envs.pm.flat:make_flat", None),
     "membudget/ConversationPM-v1": ("membudget.envs.conversation.env:ConversationPMEnv", None),
     "membudget/ConversationPM-v0": ("membudget.envs.conversation.env:ConversationPMv0Env", None),

@@ -1,4 +1,5 @@
-"""ProactMem's study on ``membudget/ProactiveStream-v0`` (ProactMem): memory layers, baselines and PPO compared.
+"""ProactMem's study on ``membudget/ProactiveStream-v1`` (``--env-version 0``: v0) (ProactMem): memory layers,
+baselines and PPO compared.
 
 - :func:`run_policy`: one policy-protocol policy (a baseline of :mod:`membudget.baselines.proactive`, an SB3
   model) over held-out streams.
@@ -7,7 +8,9 @@
   scope and over all scopes, 95% bootstrap intervals over streams, and paired differences for the paper's
   memory-layer findings; :func:`intervals` (computed once), :func:`format_results`, :func:`plot_ablation` and
   :func:`main`
-  (``python -m membudget.evaluate proactive [--backend local|ray]``), which writes ``docs/proactive_stream.md``;
+  (``python -m membudget.evaluate proactive [--env-version 0|1] [--backend local|ray]``), which writes
+  ``docs/proactive_stream.md`` (v1, with v0's tables below, re-rendered from ``proactive_stream_v0.json`` of the
+  same folder) or ``proactive_stream_v0.json`` (v0);
   :func:`policy_task` and :func:`ppo_task` are :func:`evaluate`'s tasks.
 """
 
@@ -27,7 +30,7 @@ import numpy as np
 
 from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, ProactiveStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.proactive import POLICIES
-from membudget.envs.proactive.env import episode_metrics
+from membudget.envs.proactive.env import F, episode_metrics
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import run_folder
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
@@ -97,23 +100,24 @@ def bootstrap(runs, n_resamples=2000, seed=0, other=None) -> dict:
     return {k: (point[k], float(np.quantile(draws[k], 0.025)), float(np.quantile(draws[k], 0.975))) for k in keys}
 
 
-def policy_task(models, item) -> list:
-    """One task of :func:`evaluate`: ``item = (policy name, scope, stream seeds)`` -> :func:`run_policy`'s runs.
-    Baselines are built in the task; ``"PPO"`` is ``models[scope]`` (a policy trained by :func:`ppo_task`)."""
+def policy_task(models, item, version=1) -> list:
+    """One task of :func:`evaluate`: ``item = (policy name, scope, stream seeds)`` -> :func:`run_policy`'s runs on
+    ProactiveStream-v``version``. Baselines are built in the task; ``"PPO"`` is ``models[scope]`` (a policy
+    trained by :func:`ppo_task`)."""
     name, scope, seeds = item
-    return run_policy(models[scope] if name == "PPO" else POLICIES[name](), scope, seeds)
+    return run_policy(models[scope] if name == "PPO" else POLICIES[name](), scope, seeds, version=version)
 
 
-def ppo_task(total_timesteps, seed, scope):
+def ppo_task(total_timesteps, seed, scope, version=1):
     """One PPO training of :func:`evaluate` (seeded by ``seed``): ``scope`` -> ``(policy, training seconds)``; the
     SB3 policy alone travels back (it predicts as the model does), not the model with its environments."""
-    model = train_ppo(scope=scope, total_timesteps=total_timesteps, seed=seed)
+    model = train_ppo(scope=scope, total_timesteps=total_timesteps, seed=seed, version=version)
     model.policy.optimizer = None  # not needed to predict, and pickling changes its attributes (the checkpoint key)
     return model.policy, model.train_seconds
 
 
 def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, progress=print, executor=None,
-             chunk_streams=0) -> dict:
+             chunk_streams=0, version=1) -> dict:
     """Every baseline (and PPO when ``ppo_timesteps``) on streams ``HELD_OUT_FIRST_SEED ...`` of each scope.
     Returns ``{scope: {policy: runs}}``.
 
@@ -125,20 +129,53 @@ def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, p
     seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + n_streams)
     items = [(name, scope, part) for scope in scopes for name in BASELINES for part in chunks(seeds, chunk_streams)]
     start = time.perf_counter()
-    runs = executor.map(functools.partial(policy_task, {}), items)
+    runs = executor.map(functools.partial(policy_task, {}, version=version), items)
     progress(f"baselines: {len(items)} tasks, {time.perf_counter() - start:.1f} s ({executor.backend} backend)")
     if ppo_timesteps:
-        trained = executor.map(functools.partial(ppo_task, ppo_timesteps, ppo_seed), scopes)
+        trained = executor.map(functools.partial(ppo_task, ppo_timesteps, ppo_seed, version=version), scopes)
         for scope, (_, seconds) in zip(scopes, trained):
             progress(f"{scope:6s} PPO        trained {seconds:.0f} s on {ppo_timesteps} steps")
         ppo_items = [("PPO", scope, part) for scope in scopes for part in chunks(seeds, chunk_streams)]
         models = {scope: policy for scope, (policy, _) in zip(scopes, trained)}
         items += ppo_items
-        runs += executor.map(functools.partial(policy_task, models), ppo_items)
+        runs += executor.map(functools.partial(policy_task, models, version=version), ppo_items)
     results = {scope: {} for scope in scopes}
     for (name, scope, _), part in zip(items, runs):
         results[scope].setdefault(name, []).extend(part)
     return results
+
+
+SOURCES = ("evidence", "carried", "routine")
+
+
+def rule_sources(scope, seeds, version=1, intrusion_penalty=0.5) -> dict:
+    """The full-hierarchy rule's interventions on streams ``seeds`` split by what fired them (current evidence, a
+    carried anchor, a corroborated regularity): ``{source: [tp, fp]}``. A source pays in reward only where its
+    precision is above the break-even ``intrusion_penalty / (1 + intrusion_penalty)``."""
+    rule, env = POLICIES["FullHierarchy"](), make_env(scope, version=version, intrusion_penalty=intrusion_penalty)
+    counts = {source: [0, 0] for source in SOURCES}
+    for seed in seeds:
+        obs, _ = env.reset(seed=int(seed))
+        while True:
+            source = rule.source(obs) if obs[F["phase"]] else None
+            obs, _, terminated, _, info = env.step(_predict(rule, obs))
+            if source and info["decision"]:
+                counts[source][0 if info["label"] else 1] += 1
+            if terminated:
+                break
+    env.close()
+    return counts
+
+
+def format_sources(sources, intrusion_penalty=0.5) -> str:
+    """:func:`rule_sources` of every scope as a table."""
+    lines = [f"The full-hierarchy rule's interventions by what fired them (break-even precision at intrusion penalty "
+             f"{intrusion_penalty}: {intrusion_penalty / (1 + intrusion_penalty):.3f}; a reward-maximising policy "
+             "drops a source below it):", "", "| scope | source | TP | FP | precision |", "|---|---|---|---|---|"]
+    for scope, counts in sources.items():
+        for source, (tp, fp) in counts.items():
+            lines.append(f"| {scope} | {source} | {tp} | {fp} | {tp / (tp + fp) if tp + fp else 0.0:.3f} |")
+    return "\n".join(lines)
 
 
 FINDING_REPLAY = "removing replay costs more effectiveness than removing validation"
@@ -181,13 +218,13 @@ def format_results(results, cis, n_resamples=2000) -> str:
     """The per-scope and pooled tables (intervals ``cis`` from :func:`intervals`) and the findings."""
     lines = []
     header = ("| policy | relevance | coverage | effectiveness (95% CI) | intrusion | balance | frequency | "
-              "tokens / event | depth share (none / ev / +tr / +rg) |")
+              "tokens / event | return / stream | depth share (none / ev / +tr / +rg) |")
     for scope, res in with_pooled(results).items():
         positives = sum(r["tp"] + r["fn"] for r in res["Never"])
         events = sum(r["n_events"] for r in res["Never"])
         n_streams = len(res["Never"])
         lines += ["", f"**{scope}** — {n_streams} streams, {events} events, {positives} reference opportunities", "",
-                  header, "|" + "---|" * 9]
+                  header, "|" + "---|" * 10]
         for name in [n for n in (*BASELINES, "PPO") if n in res]:
             runs, ci = res[name], cis[scope][name]
             share = np.mean([r["depth_share"] for r in runs], axis=0)
@@ -195,6 +232,7 @@ def format_results(results, cis, n_resamples=2000) -> str:
             lines.append(f"| {name} | {ci['relevance'][0]:.3f} | {ci['coverage'][0]:.3f} | "
                          f"{e[0]:.3f} [{e[1]:.3f}, {e[2]:.3f}] | {ci['intrusion'][0]:.3f} | {ci['balance'][0]:.3f} | "
                          f"{ci['frequency'][0]:.2f}× | {ci['tokens_per_event'][0]:.0f} | "
+                         f"{np.mean([r['return'] for r in runs]):.2f} | "
                          + " / ".join(f"{x:.2f}" for x in share) + " |")
     lines += ["", "Seed 002's memory-layer findings in our world (paired bootstrap over streams, 95%; the last "
               "finding's difference is effectiveness w/o validation − w/o replay gate):", "",
@@ -204,7 +242,7 @@ def format_results(results, cis, n_resamples=2000) -> str:
     return "\n".join(lines)
 
 
-def plot_ablation(cis, path) -> None:
+def plot_ablation(cis, path, version=1) -> None:
     """Seed 002 Figure 4 in our world: effectiveness and intrusion of the memory layers per scope (intervals ``cis``
     from :func:`intervals`)."""
     names = ("EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate", "WithoutValidation")
@@ -224,14 +262,17 @@ def plot_ablation(cis, path) -> None:
         ax.set_xticks(np.arange(len(scopes)), scopes)
         ax.set_title(metric)
     axes[0].legend(fontsize=7)
-    fig.suptitle("ProactiveStream-v0: memory-layer ablation (95% bootstrap over held-out streams)")
+    fig.suptitle(f"ProactiveStream-v{version}: memory-layer ablation (95% bootstrap over held-out streams)")
     save_figure(fig, path)
 
 
 def main(argv=None):
     """``python -m membudget.evaluate proactive``."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate proactive",
-                                     description="ProactMem's comparison on ProactiveStream-v0")
+                                     description="ProactMem's comparison on ProactiveStream-v1 (or v0)")
+    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
+                        help="ProactiveStream version (v1 writes proactive_stream.md with v0's tables below, from "
+                             "proactive_stream_v0.json in --out when there; v0 writes proactive_stream_v0.json)")
     parser.add_argument("--scopes", nargs="+", default=list(SCOPE_NAMES), choices=SCOPE_NAMES)
     parser.add_argument("--streams", type=int_flag(2), default=20, help="held-out streams per scope")
     parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO per scope (0: skip)")
@@ -250,23 +291,47 @@ def main(argv=None):
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
-                           executor=executor, chunk_streams=args.chunk_streams)
+                           executor=executor, chunk_streams=args.chunk_streams, version=args.env_version)
     cis = intervals(results, args.bootstrap)
-    text = (f"ProactiveStream-v0, held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + args.streams - 1} "
-            f"per scope; metrics pooled over streams (ProactMem appendix B.4); intervals: 95% bootstrap over streams "
-            f"({args.bootstrap} resamples)\n" + format_results(results, cis, args.bootstrap))
+    seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + args.streams)
+    text = (results_text(args.env_version, args.streams, args.bootstrap, results, cis) + "\n\n"
+            + format_sources({scope: rule_sources(scope, seeds, args.env_version) for scope in args.scopes}))
     print(text)
     print(f"\ncommand: {command}   ({time.perf_counter() - start:.1f} s)")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "proactive_stream.json"), "w") as f:
+        suffix = "" if args.env_version == 1 else "_v0"
+        with open(os.path.join(args.out, f"proactive_stream{suffix}.json"), "w") as f:
             json.dump({"config": vars(args), "command": command, "versions": package_versions(),
                        "results": results}, f, indent=1)
-        with open(os.path.join(args.out, "proactive_stream.md"), "w") as f:
-            f.write("# ProactiveStream-v0 results\n\n" + text + f"\n\n![memory-layer ablation](proactive_ablation.png)"
-                    f"\n\ncommand: `{command}`\n")
-        plot_ablation(cis, os.path.join(args.out, "proactive_ablation.png"))
+        plot_ablation(cis, os.path.join(args.out, f"proactive_ablation{suffix}.png"), args.env_version)
+        if args.env_version == 1:
+            with open(os.path.join(args.out, "proactive_stream.md"), "w") as f:
+                f.write("# ProactiveStream-v1 results\n\n" + text + "\n\n![memory-layer ablation]"
+                        f"(proactive_ablation.png)\n\ncommand: `{command}`\n" + kept_v0(args.out))
     return results
+
+
+def results_text(version, n_streams, n_resamples, results, cis) -> str:
+    return (f"ProactiveStream-v{version}, held-out streams {HELD_OUT_FIRST_SEED}-{HELD_OUT_FIRST_SEED + n_streams - 1}"
+            f" per scope; metrics pooled over streams (ProactMem appendix B.4); intervals: 95% bootstrap over streams "
+            f"({n_resamples} resamples)\n" + format_results(results, cis, n_resamples))
+
+
+def kept_v0(folder) -> str:
+    """v0's section of the page, re-rendered from ``proactive_stream_v0.json`` in ``folder`` (the results and
+    command of the last v0 run there); empty when there is none."""
+    path = os.path.join(folder, "proactive_stream_v0.json")
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        saved = json.load(f)
+    results, config = saved["results"], saved["config"]
+    cis = intervals(results, config["bootstrap"])
+    return ("\n## ProactiveStream-v0 (kept)\n\n" + results_text(0, config["streams"], config["bootstrap"], results, cis)
+            + "\n\n![memory-layer ablation, v0](proactive_ablation_v0.png)\n\n"
+            f"command: `{saved['command']}`" + ("" if "--env-version" in saved["command"] else
+                                                 " (run before v1 existed: today with `--env-version 0`)") + "\n")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ SECTIONS = ("Description", "Action Space", "Observation Space", "Rewards", "Star
 PAGES = {"membudget/PMWeek-v0": "pm_week.md", "membudget/ReplayStream-v0": "replay_stream.md",
          "membudget/ReplayStream-v1": "replay_stream.md",
          "membudget/TierRouting-v0": "tier_routing.md", "membudget/ProactiveStream-v0": "proactive_stream.md",
+         "membudget/ProactiveStream-v1": "proactive_stream.md",
          "membudget/ConversationPM-v1": "conversation.md", "shared_budget": "shared_budget.md"}
 CLASSES = {env_id: ep.split(":") for env_id, (ep, _) in ENTRY_POINTS.items() if env_id not in VARIANTS}
 CLASSES["shared_budget"] = ("membudget.envs.shared_budget", "raw_env")

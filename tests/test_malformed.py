@@ -698,7 +698,8 @@ ACTION_FORMS = {
 
 def test_every_discrete_id_is_covered():
     assert set(DISCRETE_IDS) == {"membudget/TierRouting-v0", "membudget/ReplayStream-v0",
-                                 "membudget/ReplayStream-v1", "membudget/ProactiveStream-v0"}
+                                 "membudget/ReplayStream-v1", "membudget/ProactiveStream-v0",
+                                 "membudget/ProactiveStream-v1"}
 
 
 @pytest.mark.parametrize("form", sorted(ACTION_FORMS))

@@ -21,7 +21,7 @@ SHAPE = (*FRAME_SIZE, 3)
 RECORDS = {"membudget/PMWeek-v0": "_timeline", "membudget/PMWeekFlat-v0": "_timeline",
            "membudget/ConversationPM-v0": "_timeline", "membudget/ConversationPM-v1": "_timeline",
            "membudget/ReplayStream-v0": "_chosen", "membudget/ReplayStream-v1": "_chosen",
-           "membudget/ProactiveStream-v0": "_drawn"}
+           "membudget/ProactiveStream-v0": "_drawn", "membudget/ProactiveStream-v1": "_drawn"}
 """What each environment records for its picture (TierRouting-v0 draws from the state it keeps anyway)."""
 
 

@@ -208,19 +208,24 @@ class ProactiveStreamEnv(Render, gym.Env):
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 25}
+    _name = "ProactiveStream-v0"
+    _scopes = staticmethod(check_scope)
+    _generate = staticmethod(generate_stream)
+    _memory_options: dict = {}
+    """Extra :class:`~.memory.ProactiveMemory` arguments of this version."""
 
     def __init__(self, scope="sports", n_days=None, memory="full", intrusion_penalty=0.5, token_weight=2e-6,
                  token_budget=None, hallucination_rate=0.1, render_mode=None):
-        self.scope_spec = check_scope(scope)
+        self.scope_spec = self._scopes(scope)
         if memory not in MEMORY_VARIANTS:
             raise ValueError(f"unknown memory variant {memory!r}; choose one of {MEMORY_VARIANTS}")
         check_number("intrusion_penalty", intrusion_penalty, 0)
         check_number("token_weight", token_weight, 0)
         check_number("hallucination_rate", hallucination_rate, 0, 1)
         check_int("token_budget", token_budget, 1, none_ok=True)
-        check_render_mode(render_mode, "ProactiveStream-v0")
+        check_render_mode(render_mode, self._name)
         if n_days is not None:
-            generate_stream(0, scope=scope, n_days=n_days)   # validates n_days with the generator's message
+            self._generate(0, scope=scope, n_days=n_days)   # validates n_days with the generator's message
         self.scope, self.n_days, self.memory = scope, n_days, memory
         self.intrusion_penalty, self.token_weight = float(intrusion_penalty), float(token_weight)
         self.token_budget, self.hallucination_rate = token_budget, float(hallucination_rate)
@@ -421,9 +426,9 @@ class ProactiveStreamEnv(Render, gym.Env):
         options = dict(options or {})
         stream = options.pop("stream", None)
         if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; ProactiveStream-v0 takes 'stream'")
+            raise ValueError(f"unknown reset options {sorted(options)}; {self._name} takes 'stream'")
         if stream is None:
-            stream = generate_stream(scope=self.scope, n_days=self.n_days, rng=self.np_random)
+            stream = self._generate(scope=self.scope, n_days=self.n_days, rng=self.np_random)
         elif not isinstance(stream, Stream) or stream.scope != self.scope:
             raise ValueError(f"options['stream'] must be a Stream of scope {self.scope!r}")
         else:
@@ -434,7 +439,7 @@ class ProactiveStreamEnv(Render, gym.Env):
         self._memory = ProactiveMemory(stream, self.scope_spec, validate=self.memory != "no_validation",
                                        replay_gate=self.memory != "no_replay_gate",
                                        hallucination_rate=self.hallucination_rate,
-                                       seed=int(self.np_random.integers(2**31)))
+                                       seed=int(self.np_random.integers(2**31)), **self._memory_options)
         self._n, self._time = len(stream), stream.time.tolist()
         self._day_array = stream.time // MINUTES_PER_DAY
         self._day = self._day_array.tolist()
@@ -517,15 +522,15 @@ class ProactiveStreamEnv(Render, gym.Env):
 
     def _text(self) -> str:
         if self.stream is None:
-            return "ProactiveStream-v0: call reset() first"
+            return f"{self._name}: call reset() first"
         c = self._counts
-        return (f"ProactiveStream-v0 ({self.scope}) event {self._t}/{len(self.stream)}  sub-step "
+        return (f"{self._name} ({self.scope}) event {self._t}/{len(self.stream)}  sub-step "
                 f"{'depth' if self._phase == 0 else 'decide'}  tokens spent {self._spent}  "
                 f"TP {c['tp']} FP {c['fp']} FN {c['fn']} TN {c['tn']} suppressed {c['suppressed']}")
 
     def _picture(self) -> np.ndarray:
         if self.stream is None:
-            return blank_frame("ProactiveStream-v0: call reset() first")
+            return blank_frame(f"{self._name}: call reset() first")
         t, n = self._t, self._n
         depth, decided, tokens = self._drawn[:t].T
         label = np.asarray(self._labels[:t], dtype=bool)
@@ -572,7 +577,7 @@ class ProactiveStreamEnv(Render, gym.Env):
         dax.set_xlim(0, max(end, day[-1]))
         c = self._counts
         m = episode_metrics(c["tp"], c["fp"], c["fn"], c["tn"])
-        fig.suptitle(f"ProactiveStream-v0 ({self.scope}, memory {self.memory})  event {t}/{n}, next sub-step "
+        fig.suptitle(f"{self._name} ({self.scope}, memory {self.memory})  event {t}/{n}, next sub-step "
                      f"{'depth' if self._phase == 0 else 'decide'}\nTP {c['tp']}, FP {c['fp']}, FN {c['fn']}, "
                      f"TN {c['tn']}, suppressed {c['suppressed']}; effectiveness {m['effectiveness']:.3f}, "
                      f"tokens {self._spent:,}, return {self._return:.2f}", fontsize=9, x=0.02, ha="left", y=0.985)

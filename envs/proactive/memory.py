@@ -634,10 +634,15 @@ class ProactiveMemory:
     replay or thresholds (no evidence: ``n_f = n_v = 0``). Proposals are still merged and admitted regularities
     still follow the online lifecycle; weekly consolidation then only returns dormant ones to candidate and resets
     ``W_t``.
+
+    ``rolling_view=True`` (ProactiveStream-v1) makes ``W_t`` the accepted records of the last :data:`CYCLE_DAYS`
+    completed days instead of the current cycle's, so that a completed day's trajectories stay in view for a week
+    whatever the consolidation phase; consolidation and replay are unchanged.
     """
 
     def __init__(self, stream: Stream, spec: ScopeSpec, *, validate: bool = True, replay_gate: bool = True,
-                 hallucination_rate: float = 0.1, replay_horizon_days: int = 28, seed: int = 0):
+                 hallucination_rate: float = 0.1, replay_horizon_days: int = 28, seed: int = 0,
+                 rolling_view: bool = False):
         if stream.scope != spec.name:
             raise ValueError(f"stream {stream.stream_id} belongs to scope {stream.scope!r}, not {spec.name!r}")
         stream.validate(spec)
@@ -650,6 +655,7 @@ class ProactiveMemory:
         self.validate, self.replay_gate = bool(validate), bool(replay_gate)
         self.hallucination_rate = float(hallucination_rate)
         self.replay_horizon_days = int(replay_horizon_days)
+        self.rolling_view = bool(rolling_view)
         self.seed = seed
         self._rng = np.random.default_rng(seed)
         self._records, self._cycle, self._regularities = [], [], []
@@ -801,8 +807,8 @@ class ProactiveMemory:
 
     def _refresh_views(self) -> None:
         """Per-day views shared by every event until the next completed day."""
-        self._cycle_view = tuple(self._cycle)
-        self._cycle_segments = sum(len(record.segments) for record in self._cycle)
+        self._cycle_view = tuple(self._records[-CYCLE_DAYS:] if self.rolling_view else self._cycle)
+        self._cycle_segments = sum(len(record.segments) for record in self._cycle_view)
         self._eligible = [reg for reg in self._regularities if reg.state in ELIGIBLE]
 
 
