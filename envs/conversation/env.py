@@ -18,6 +18,11 @@ from .world import (ACTIVATIONS, GOODAI_FEATURE_NAMES, MESSAGE_KINDS, PROSPECTIV
 
 FEATURE_NAMES = RESOURCE_FEATURE_NAMES + GOODAI_FEATURE_NAMES
 N_FEATURES = len(FEATURE_NAMES)
+FALSE_FIRE_PENALTY = 0.0
+"""ConversationPM-v1's false-fire penalty (in units of one activation's value): 0, so that the score is BudgetPM's
+GoodAI task score, the benchmark's macro accuracy, which does not penalise a trigger response said on the wrong
+message (a quote recited before reply n still zeroes its test). BudgetPM's Outcome label is the leave-one-out effect
+of a verifier call on that task score. ``membudget/ConversationPM-v0`` keeps its penalty of 1."""
 NEUTRALISED = (slice(RESOURCE_FEATURE_NAMES.index("sin_time_of_day"), RESOURCE_FEATURE_NAMES.index("cos_weekday") + 1),
                slice(RESOURCE_FEATURE_NAMES.index("age_since_query"), RESOURCE_FEATURE_NAMES.index("ever_queried") + 1))
 """PMWeek-v0 features set to 0 for semantic resources: the wall-clock calendar (runner time is not task evidence,
@@ -165,9 +170,11 @@ class ConversationPMEnv(OneWeekEnv):
 
     The change of the conversation's score, so that rewards sum to it: macro accuracy (the mean of
     prospective-memory accuracy — quote in reply n and in no other counted reply — and trigger-response accuracy
-    — hits / 3) minus ``false_fire_penalty`` x (value of one activation) per false fire, verified or base. The
-    benchmark itself does not penalise false fires; without the penalty, once verifying were free, firing on
-    everything would be optimal for trigger response.
+    — hits / 3) minus ``false_fire_penalty`` x (value of one activation) per false fire, verified or base. By
+    default (``FALSE_FIRE_PENALTY`` = 0) the score is the benchmark's macro accuracy, BudgetPM's GoodAI task
+    score, which does not penalise false fires: the agent fires only where its base response or a confirming
+    verifier does, so firing on everything is not open to it. ``membudget/ConversationPM-v0`` penalises each false
+    fire by one activation.
 
     ## Starting State
 
@@ -194,8 +201,8 @@ class ConversationPMEnv(OneWeekEnv):
     - ``budget``: ``B`` — an int, a level ``"B10"``, ``"B20"``, ``"B30"``...``"B80"`` (q% of the mean All-semantic
       cost over development conversations 2000-2011) or ``None``. Default ``"B60"``.
     - ``per_step_cap``: ``N_max``, verifier calls per message (default 2; ``None`` for no cap).
-    - ``false_fire_penalty``: cost of a false fire in units of one activation's value (default 1.0; 0 gives the
-      benchmark's rule).
+    - ``false_fire_penalty``: cost of a false fire in units of one activation's value (default 0, the
+      benchmark's rule; ``membudget/ConversationPM-v0``: 1).
     - ``world``: a :class:`~membudget.envs.conversation.ConversationConfig` (default: this version's world,
       :data:`~membudget.envs.conversation.WORLD_V1`; ``membudget/ConversationPM-v0`` defaults to
       :data:`~membudget.envs.conversation.WORLD_V0`).
@@ -223,11 +230,15 @@ class ConversationPMEnv(OneWeekEnv):
     env_name = "ConversationPM-v1"
     default_world = None
     """The world when ``world`` is not given (None: :data:`~membudget.envs.conversation.WORLD_V1`)."""
+    default_false_fire_penalty = FALSE_FIRE_PENALTY
+    """The false-fire penalty when ``false_fire_penalty`` is not given."""
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 8}
 
-    def __init__(self, budget="B60", per_step_cap=2, false_fire_penalty=1.0, world=None, action_mode="binary",
+    def __init__(self, budget="B60", per_step_cap=2, false_fire_penalty=None, world=None, action_mode="binary",
                  render_mode=None):
+        if false_fire_penalty is None:
+            false_fire_penalty = self.default_false_fire_penalty
         self.world = check_arguments(per_step_cap, false_fire_penalty, self.default_world if world is None else world,
                                      action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world)
@@ -374,3 +385,4 @@ class ConversationPMv0Env(ConversationPMEnv):
 
     env_name = "ConversationPM-v0"
     default_world = WORLD_V0
+    default_false_fire_penalty = 1.0
