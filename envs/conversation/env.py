@@ -216,11 +216,13 @@ class ConversationPMEnv(OneWeekEnv):
     - v1: the world of BudgetPM's GoodAI pipeline, calibrated on the development conversations 2000-2011: the
       agent's base response to every message (quotes and trigger responses that succeed without a verifier call,
       and false ones), a verified pair's answer replacing the base response, the verifier's errors per memory
-      kind recalibrated, and the teachers' Outcome label the leave-one-out effect given the base responses. In
-      v0 the agent acted only through verified calls, so the Outcome and Due labels differed on 4 of 620
-      development rows and the hindsight optimum (0.956 on conversations 4000-4029) was below BudgetPM's
-      published Pacing figures. In v1 they differ on 146 of 620 rows and the hindsight optimum at B60 reaches
-      0.978 on 4000-4029 (``docs/conversation.md``). The info gains ``base_fires`` (in v0 too, always 0).
+      kind recalibrated, the score BudgetPM's GoodAI task score, the benchmark's macro accuracy
+      (``false_fire_penalty`` defaults to 0; v0: 1), and the teachers' Outcome label the leave-one-out effect on
+      it given the base responses. In v0 the agent acted only through verified calls, so the Outcome and Due
+      labels differed on 4 of 620 development rows and the hindsight optimum (0.956 on conversations 4000-4029)
+      was below BudgetPM's published Pacing figures. In v1 they differ on 125 of 620 rows and the hindsight
+      optimum at B60 reaches 0.978 on 4000-4029 (``docs/conversation.md``). The info gains ``base_fires`` (in v0
+      too, always 0).
     - v0: the agent acts only through verified calls (:data:`~membudget.envs.conversation.WORLD_V0`; still
       registered as ``membudget/ConversationPM-v0``). Since 0.2.0 the skipped proposals are flat info keys
       (``skipped_budget``, ...; they were the nested dict ``info["skipped"]``); dynamics, observation and reward
