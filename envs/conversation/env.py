@@ -259,11 +259,9 @@ class ConversationPMEnv(OneWeekEnv):
 
     def _obs(self, observe=True):
         out = self._observed(observe)
-        res = np.empty((out.resources.shape[1], N_FEATURES), dtype=np.float32)
-        res[:, :N_RESOURCE_FEATURES] = out.resources[0]
+        res = np.concatenate((out.resources[0], self._goodai[self._week.core.t[0]]), axis=1)
         for cols in NEUTRALISED:
             res[:, cols] = 0.0
-        res[:, N_RESOURCE_FEATURES:] = self._goodai[self._week.core.t[0]]
         return {"resources": res, "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
 
     def reset(self, *, seed=None, options=None):
