@@ -44,6 +44,7 @@ from membudget.baselines.pm import AllRelevant, RandomFeasible
 from membudget.baselines.schedules import FractionPacing, RelevanceGate
 from membudget.envs.conversation import (DEV_SEEDS, ConversationPMEnv, budget_levels, generate_conversation,
                                          mean_all_semantic_cost)
+from membudget.envs.conversation.env import FALSE_FIRE_PENALTY
 from membudget.envs.conversation.rollout import rollout
 from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
 from membudget.envs.validation import int_flag
@@ -83,6 +84,9 @@ CEILING_SEEDS = 300
 """Conversations over which the study states the expected share of activations All-semantic hits."""
 QUALITY_THRESHOLDS = (0.1, 0.2)
 """Fixed thresholds at which Static's scorer also runs at B60: is the scorer or the target count what costs?"""
+UNCAPPED = ("B60", "B80")
+"""Budgets whose Static threshold also runs without the episode budget (per-step cap kept): how many proposals the
+calibrated threshold makes, against BudgetPM C.1 (every above-threshold Static proposal fits within the cap)."""
 
 
 class AtThreshold:
@@ -269,8 +273,9 @@ def gates_results(n_resamples=100_000, progress=print, executor=None, seeds=ANAL
     for key in BREAKDOWN:
         p, kwargs = policy(*key, gates)
         breakdown[key] = call_breakdown(p, list(seeds), **kwargs)
+    uncapped = {b: uncapped_static(gates, b, seeds) for b in UNCAPPED}
     return render_gates(res, data, levels, gates, n_resamples, time.time() - start, intervals, breakdown,
-                        list(seeds))
+                        list(seeds), uncapped)
 
 
 def _world_rates(seeds) -> dict:
@@ -332,10 +337,11 @@ def goals_section(res, data, levels) -> list:
             *[f"| {x} | {y} | {z} | {w} |" for x, y, z, w in rows]]
 
 
-def why_section(res, breakdown, seeds) -> list:
+def why_section(res, breakdown, seeds, uncapped) -> list:
     """The measured reasons: the ceiling, the calls that change the reply and the losses by cause of Static, Pacing
     and the Due gate (``breakdown``: :func:`call_breakdown` per key of :data:`BREAKDOWN`), and how the analysis
-    conversations' verifier and base-response draws compare with the development conversations' and the world's."""
+    conversations' verifier and base-response draws compare with the development conversations' and the world's;
+    ``uncapped``: :func:`uncapped_static` per budget of :data:`UNCAPPED`."""
     from membudget.envs.conversation.calibration import calibrate
 
     def mean(name, b, key="macro_accuracy"):
@@ -355,8 +361,12 @@ def why_section(res, breakdown, seeds) -> list:
              f"({'at or above' if mean('HindsightOptimum', 'B60') >= 0.967 else 'below'} BudgetPM's Pacing 0.967 "
              f"at B60): the base response already carries most quotes and responses, and a call is worth something "
              f"only where the verifier and the base response differ.",
-             f"- The gates cannot see the base response (the features are built before the agent replies), so most of "
-             f"their calls change nothing: of Static's {sum(st['calls'].values()):.1f} calls per conversation at B60 "
+             "- What the gates see: BudgetPM's gates score pre-query features only (§3.4: \"Before any external call, "
+             "BudgetPM constructs x_{t,r} from h_t\"; A.2: GoodAI's seven features are semantic-resource identity, "
+             "semantic-trigger fraction, token and fuzzy trigger similarity, mean memory age, repeat fraction and "
+             "active-memory count; A.3: the base response is held fixed only in the label's recomposition), so "
+             "ConversationPM-v1's gates do not observe the base response either, and most of their calls change "
+             f"nothing: of Static's {sum(st['calls'].values()):.1f} calls per conversation at B60 "
              f"{st['changed']:.1f} change the reply (Pacing {pa['changed']:.1f} of {sum(pa['calls'].values()):.1f}, "
              f"the Due gate {du['changed']:.1f} of {sum(du['calls'].values()):.1f}). A call on an activation the base "
              f"response had right follows the verifier's answer, so each verifier miss there loses a hit: "
@@ -364,6 +374,30 @@ def why_section(res, breakdown, seeds) -> list:
              f"B60, {st['lost']['budget']:.2f} to the budget, {st['lost']['not_proposed']:.2f} not proposed; "
              f"{st['recitations']:.2f} base recitations of a quote before reply n are left in (each zeroes its test; "
              f"Due gate: {du['recitations']:.2f}, which is why its prospective-memory accuracy falls).",
+             "- The count calibration and the cap: " + "; ".join(
+                 f"Static's {b} threshold without the episode budget proposes {np.median(u['queries']):.0f} calls in "
+                 f"the median conversation here (90th percentile {np.percentile(u['queries'], 90):.0f}), "
+                 f"{int(np.sum(u['queries'] > budget_levels()[b]))}/{n} conversations propose more than the "
+                 f"{budget_levels()[b]} calls of {b}, and uncapped it reaches {u['macro_accuracy'].mean():.4f} "
+                 f"(capped: {mean('Static', b):.4f})" for b, u in uncapped.items()) +
+             ". Eq. 4 sets the mean out-of-fold count over the development conversations to the budget, so some "
+             "conversations propose more than the cap and spend it before their last quotes and activations; "
+             "BudgetPM reports (C.1) that every above-threshold Static proposal fits within the cap at B20-B80, "
+             "which the literal count rule cannot give when the count varies across conversations.",
+             f"- Per goal: Static's prospective-memory accuracy at B60 ({mean('Static', 'B60', 'pm_accuracy'):.3f}) "
+             f"loses its tests to the {st['recitations']:.2f} base recitations per conversation it leaves in and to "
+             f"the budget ({exhausted_of(res[('Static', 'B60')])}/{n} conversations exhausted). Pacing "
+             f"({mean('Pacing', 'B60'):.4f} / {mean('Pacing', 'B80'):.4f} at B60 / B80) exhausts the budget in "
+             f"{exhausted_of(res[('Pacing', 'B60')])}/{n} and {exhausted_of(res[('Pacing', 'B80')])}/{n} "
+             f"conversations and loses {pa['lost']['declined']:.2f} true fires per conversation to verifier declines "
+             f"at B60; All-semantic itself reaches {a['macro_accuracy'].mean():.4f} here, so a gate that verifies "
+             f"the activations cannot come within 0.02 of 0.967. The Due gate (Due label 0 on every reply before n) "
+             f"verifies {du['calls']['pm_other']:.2f} such replies per conversation at B60 against Static's "
+             f"{st['calls']['pm_other']:.2f}, so it leaves {du['recitations']:.2f} recitations in (Static - Due gate "
+             f"{100 * (mean('Static', 'B60') - mean('DueGate', 'B60')):+.2f} points, not BudgetPM's +1.33) and "
+             f"spends the calls on distractors ({du['calls']['distractor']:.2f} against "
+             f"{st['calls']['distractor']:.2f}). At the interpolation budgets Static exhausts the budget in "
+             + ", ".join(f"{exhausted_of(res[('Static', b)])}/{n} ({b})" for b in INTERPOLATED) + " conversations.",
              f"- The analysis conversations are harder than the world's average: All-semantic reaches "
              f"{a['macro_accuracy'].mean():.4f} here (trigger response {a['tr_accuracy'].mean():.3f}), because the "
              f"verifier declines {here['declined']} of the {here['candidate_activations']} candidate activations of "
@@ -387,7 +421,7 @@ def why_section(res, breakdown, seeds) -> list:
     return lines
 
 
-def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, breakdown, seeds) -> str:
+def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, breakdown, seeds, uncapped) -> str:
     """The ``--gates-only`` page: the main table, the verdicts of issue #35's goals beside BudgetPM's figures and the
     measured reasons for each one not met."""
     span = f"{seeds[0]}-{seeds[-1]}"
@@ -400,12 +434,13 @@ def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, brea
              f"scorer paced (BudgetPM B.6). Evaluation on the analysis conversations {span}; paired bootstrap over "
              f"conversations with {n_resamples} resamples. Budgets: "
              f"{', '.join(f'{k} = {levels[k]}' for k in _studied())} verifier calls. Per-step cap 2, false-fire "
-             "penalty 1 activation. HindsightOptimum and CurrentGreedy are privileged teachers (they read the "
-             "verifier's answers and the base responses), shown as references. The learners (Myopic, Sequential, "
-             "BC, DAgger, PPO) are not part of this run (`python -m membudget.evaluate conversation` trains them).")
+             f"penalty {FALSE_FIRE_PENALTY:g} (the score is the benchmark's macro accuracy). HindsightOptimum and "
+             "CurrentGreedy are privileged teachers (they read the verifier's answers and the base responses), "
+             "shown as references. The learners (Myopic, Sequential, BC, DAgger, PPO) are not part of this run "
+             "(`python -m membudget.evaluate conversation` trains them).")
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison (the gates)", "", intro, "", *_table(res, intervals),
-             "", *goals_section(res, data, levels), "", *why_section(res, breakdown, seeds), "",
+             "", *goals_section(res, data, levels), "", *why_section(res, breakdown, seeds, uncapped), "",
              f"Thresholds (Static): {thresholds}.", "",
              f"command: python -m membudget.evaluate conversation --gates-only   ({seconds:.0f} s)", ""]
     return "\n".join(lines)
@@ -443,7 +478,7 @@ def diagnostic_keys() -> list:
     """The diagnostics' rollouts: the call breakdowns, Static's scorer at fixed thresholds, PPO per learner seed
     after the first (the table's PPO row is learner seed 0)."""
     return ([("breakdown", name, b) for name, b in BREAKDOWN] + [("quality", thr) for thr in QUALITY_THRESHOLDS]
-            + [("ppo", b, seed) for b in CALIBRATED for seed in PPO_SEEDS[1:]])
+            + [("uncapped", b) for b in UNCAPPED] + [("ppo", b, seed) for b in CALIBRATED for seed in PPO_SEEDS[1:]])
 
 
 def evaluate(gates, seeds, n_resamples, executor, diagnostics=True, keys=None, world=None) -> tuple:
@@ -458,6 +493,7 @@ def evaluate(gates, seeds, n_resamples, executor, diagnostics=True, keys=None, w
     res = {key: out[("run", *key)] for key in table}
     diag = None if not diagnostics else {"breakdown": {key: out[("breakdown", *key)] for key in BREAKDOWN},
             "quality": {thr: out[("quality", thr)] for thr in QUALITY_THRESHOLDS},
+            "uncapped": {b: out[("uncapped", b)] for b in UNCAPPED},
             # learner seed 0's rollout is the table's PPO row (policy("PPO", b, gates), seed 0)
             "ppo": {(b, s): res[("PPO", b)] if s == PPO_SEEDS[0] else out[("ppo", b, s)]
                     for b in CALIBRATED for s in PPO_SEEDS}}
@@ -470,8 +506,9 @@ def evaluate(gates, seeds, n_resamples, executor, diagnostics=True, keys=None, w
 def evaluation_task(gates, seeds, item, world=None):
     """One evaluation as a task, in ``world`` (None: ConversationPM-v1's): ``("run", policy, budget)`` ->
     :func:`_run`'s per-conversation metrics (budget None: AllSemantic uncapped); ``("breakdown", policy, budget)``
-    -> :func:`call_breakdown`; ``("quality", threshold)`` -> Static's scorer at a fixed threshold at B60; ``("ppo",
-    budget, learner seed)`` -> that PPO learner's rollout."""
+    -> :func:`call_breakdown`; ``("quality", threshold)`` -> Static's scorer at a fixed threshold at B60;
+    ``("uncapped", budget)`` -> :func:`uncapped_static`; ``("ppo", budget, learner seed)`` -> that PPO learner's
+    rollout."""
     kind, *key = item
     if kind == "run":
         name, budget = key
@@ -482,9 +519,18 @@ def evaluation_task(gates, seeds, item, world=None):
     if kind == "quality":
         return rollout(AtThreshold(gates["Static"], key[0]), list(seeds), budget="B60", action_mode="scores",
                        world=world)
+    if kind == "uncapped":
+        return uncapped_static(gates, key[0], seeds, world)
     budget, seed = key
     p, kw = policy("PPO", budget, gates, seed, world)
     return rollout(p, list(seeds), **kw)
+
+
+def uncapped_static(gates, budget, seeds, world=None) -> dict:
+    """Static at ``budget``'s threshold without the episode budget (the per-step cap kept): its proposals' metrics
+    per conversation (:data:`UNCAPPED`)."""
+    return rollout(AtThreshold(gates["Static"], threshold(gates["Static"], budget)), list(seeds), budget=None,
+                   action_mode="scores", world=world)
 
 
 def _run(name, budget, gates, seeds, world=None):
@@ -556,12 +602,14 @@ def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> s
              f"conversations 4000-4029; paired bootstrap over conversations with {n_resamples} resamples. "
              f"Budgets: {', '.join(f'{k} = {levels[k]}' for k in _studied())} verifier calls "
              f"(q% of the mean All-semantic cost, {mean_all_semantic_cost():.2f}). "
-             "Per-step cap 2, false-fire penalty 1 activation. HindsightOptimum and CurrentGreedy are privileged "
+             f"Per-step cap 2, false-fire penalty {FALSE_FIRE_PENALTY:g} (the score is the benchmark's macro accuracy, "
+             "BudgetPM's GoodAI task score). HindsightOptimum and CurrentGreedy are privileged "
              "teachers (they read the verifier's answers and the base responses), shown as references; 'exhausted' "
              "counts the conversations whose budget ran out.")
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison", "", intro, "", *_table(res, intervals)]
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
-    lines += ["", *goals_section(res, data, levels), "", *why_section(res, diag["breakdown"], list(ANALYSIS_SEEDS)),
+    lines += ["", *goals_section(res, data, levels), "", *why_section(res, diag["breakdown"], list(ANALYSIS_SEEDS),
+                                                                        diag["uncapped"]),
               "", *ppo_seeds(res, gates, diag), "",
               f"Thresholds (Static): {thresholds}.",
               "", f"command: python -m membudget.evaluate conversation   ({seconds:.0f} s)", ""]

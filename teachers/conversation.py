@@ -45,6 +45,7 @@ import numpy as np
 
 from membudget.envs.conversation import (WORLD_V0, ConversationConfig, ConversationPMEnv, budget_levels,
                                          generate_conversation, leave_one_out_effects)
+from membudget.envs.conversation.env import FALSE_FIRE_PENALTY
 from membudget.envs.conversation.world import ACTIVATIONS, PROSPECTIVE, world_for
 from membudget.envs.pm.core import S_FALSE, S_HIT
 from membudget.envs.validation import check_int, check_number
@@ -83,7 +84,7 @@ def _env(conv, **kwargs):
     return ConversationPMEnv(world=world_for(conv), **kwargs)
 
 
-def replay(conv, schedule, *, budget, per_step_cap, false_fire_penalty=1.0):
+def replay(conv, schedule, *, budget, per_step_cap, false_fire_penalty=FALSE_FIRE_PENALTY):
     """Play ``schedule`` in the environment; ``(episode metrics, (T, 9) budget features seen before each step)``.
     Raises if the executor does not execute the schedule as given."""
     env = _env(conv, budget=budget, per_step_cap=per_step_cap, false_fire_penalty=false_fire_penalty)
@@ -92,7 +93,7 @@ def replay(conv, schedule, *, budget, per_step_cap, false_fire_penalty=1.0):
 
 
 class _Teacher:
-    def __init__(self, *, budget=None, per_step_cap=2, false_fire_penalty=1.0):
+    def __init__(self, *, budget=None, per_step_cap=2, false_fire_penalty=FALSE_FIRE_PENALTY):
         self.budget = budget
         self.per_step_cap = per_step_cap
         self.false_fire_penalty = false_fire_penalty
@@ -116,7 +117,8 @@ def _weights(conv, penalty):
     return 0.5 / int(is_pm.sum()), w_act, penalty * w_act
 
 
-def optimal_plan(conv, start=0, remaining=None, per_step_cap=None, false_fire_penalty=1.0, spoiled=None) -> list:
+def optimal_plan(conv, start=0, remaining=None, per_step_cap=None, false_fire_penalty=FALSE_FIRE_PENALTY,
+                 spoiled=None) -> list:
     """An optimal set of verifier calls from message ``start`` on (``(step, memory)`` pairs in step order), with
     ``remaining`` calls left (None: no budget), ``per_step_cap`` calls per message (None: no cap) and the
     prospective tests ``spoiled`` (bool per memory) already zeroed by an earlier false fire. See the module
@@ -233,7 +235,7 @@ class ConversationGreedy(_Teacher):
         return self._result(conv, schedule)
 
 
-def reference_rows(conv, false_fire_penalty=1.0):
+def reference_rows(conv, false_fire_penalty=FALSE_FIRE_PENALTY):
     """(step, memory, features, outcome, due) of the All-semantic reference rollout of ``conv``: ``outcome`` the
     leave-one-out effect of each verified pair on the conversation's score
     (:func:`~membudget.envs.conversation.leave_one_out_effects`, base responses held fixed) is positive."""
@@ -249,7 +251,7 @@ def reference_rows(conv, false_fire_penalty=1.0):
 
 
 def build_conversation_dataset(seeds, budgets=("B20", "B40", "B60", "B80"), *, world=None, per_step_cap=2,
-                               false_fire_penalty=1.0) -> LabelDataset:
+                               false_fire_penalty=FALSE_FIRE_PENALTY) -> LabelDataset:
     """Label rows of the conversations ``seeds`` (a :class:`~membudget.teachers.LabelDataset` whose ``features``
     have the environment's 34 columns; ``meta["env"]`` names the environment)."""
     world = world or ConversationConfig()

@@ -52,7 +52,8 @@ def play(conv, queries, **kw):
 
 
 def tiny_study(monkeypatch):
-    """Shrink the study's table to B60 (no interpolated budgets, two breakdowns, one fixed threshold, two PPO seeds)
+    """Shrink the study's table to B60 (no interpolated budgets, two breakdowns, one fixed threshold, Static uncapped
+    at B60, two PPO seeds)
     and return its gates."""
     from membudget.agents.gates import StaticGate
     from membudget.baselines.schedules import RelevanceGate
@@ -61,7 +62,8 @@ def tiny_study(monkeypatch):
     from membudget.teachers.conversation import build_conversation_dataset
 
     for name, value in (("CALIBRATED", ("B60",)), ("INTERPOLATED", ()), ("QUALITY_THRESHOLDS", (0.1,)),
-                        ("BREAKDOWN", (("Static", "B60"), ("Pacing", "B60"))), ("PPO_SEEDS", (0, 1))):
+                        ("BREAKDOWN", (("Static", "B60"), ("Pacing", "B60"))), ("PPO_SEEDS", (0, 1)),
+                        ("UNCAPPED", ("B60",))):
         monkeypatch.setattr(study, name, value)
     levels = budget_levels()
     data = build_conversation_dataset([2000, 2001], ("B60",))

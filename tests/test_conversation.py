@@ -426,8 +426,12 @@ def test_the_study_s_evaluations_do_not_depend_on_the_task_order(monkeypatch):
     m, _, _ = intervals[("Pacing", "B60")]
     pacing, static = res[("Pacing", "B60")], res[("Static", "B60")]
     assert m == pytest.approx(np.mean(pacing["macro_accuracy"] - static["macro_accuracy"]))
-    assert diag.keys() == diag_again.keys() == {"breakdown", "quality", "ppo"}
+    assert diag.keys() == diag_again.keys() == {"breakdown", "quality", "uncapped", "ppo"}
     assert list(diag["ppo"]) == [("B60", 0), ("B60", 1)] and list(diag["quality"]) == [0.1]
+    # Static's B60 threshold without the episode budget: the same proposals, never fewer calls than capped
+    uncapped = diag["uncapped"]["B60"]
+    assert np.all(uncapped["queries"] >= res[("Static", "B60")]["queries"]) and np.all(uncapped["exhaustion_step"] < 0)
+    assert np.array_equal(uncapped["queries"], diag_again["uncapped"]["B60"]["queries"])
     for (b, seed), r in diag["ppo"].items():
         assert np.array_equal(r["macro_accuracy"], diag_again["ppo"][(b, seed)]["macro_accuracy"])
     seed0 = res[("PPO", "B60")]  # the table's PPO row is learner seed 0's rollout

@@ -14,6 +14,7 @@ import pytest
 
 import membudget  # noqa: F401
 from membudget.envs.conversation import (WORLD_V0, WORLD_V1, Conversation, ConversationConfig, ConversationPMEnv,
+                                         ConversationPMv0Env,
                                          conversation_from_dict, conversation_score, conversation_to_dict,
                                          generate_conversation, load_conversation, save_conversation,
                                          validate_conversation)
@@ -40,6 +41,8 @@ def test_the_base_response_scores_without_calls_and_a_verified_answer_replaces_i
     conv = tiny(verifier_pairs=[(5, 0), (4, 1), (10, 1)], candidate_pairs=[(2, 0)],
                 base_pairs=[(2, 0), (5, 0), (4, 1), (7, 1), (6, 1)])
     rewards, infos = play(conv, [], budget=None, per_step_cap=None)
+    assert infos[-1]["episode_metrics"]["score"] == pytest.approx(0.5 * 2 / 3)  # default: the benchmark's accuracy
+    rewards, infos = play(conv, [], budget=None, per_step_cap=None, false_fire_penalty=1.0)
     m = infos[-1]["episode_metrics"]
     assert m["pm_accuracy"] == 0.0 and m["tr_accuracy"] == pytest.approx(2 / 3)  # the recitation zeroes pm1
     assert m["false_fires"] == 2 and m["score"] == pytest.approx(0.5 * 2 / 3 - 2 * W_ACT) and m["queries"] == 0
@@ -74,18 +77,30 @@ def test_rewards_sum_to_the_one_pass_score_of_the_calls_made(seed):
         fired = info["hits"] + info["false_fires"]
         assert 0 <= info["base_fires"] <= fired and info["rejected"] <= info["cost"]
     m = infos[-1]["episode_metrics"]
-    one_pass = conversation_score(env.conversation, _queried(infos), 1.0)
+    one_pass = conversation_score(env.conversation, _queried(infos), env.false_fire_penalty)
     assert one_pass == pytest.approx({k: m[k] for k in one_pass}) and total == pytest.approx(m["score"])
+
+
+def test_v1_scores_by_the_benchmark_s_accuracy_and_v0_keeps_its_false_fire_penalty():
+    conv = tiny(verifier_pairs=[(4, 1), (7, 1), (10, 1)], base_pairs=[(6, 1)])  # the base fires on the lure 6
+    for env, penalty in ((ConversationPMEnv(world=ConversationConfig(n_prospective=1, n_trigger=1), budget=None),
+                          0.0),
+                         (ConversationPMv0Env(world=ConversationConfig(n_prospective=1, n_trigger=1), budget=None),
+                          1.0)):
+        env.reset(options={"conversation": conv})
+        total = sum(env.step(np.zeros(2, dtype=np.int8))[1] for _ in range(conv.horizon))
+        assert total == pytest.approx(0.0 - penalty * W_ACT)  # nothing hit, one base false fire
 
 
 def test_the_outcome_label_is_the_leave_one_out_effect_given_the_base_responses():
     conv = tiny(verifier_pairs=[(5, 0), (4, 1), (7, 1), (10, 1)], base_pairs=[(3, 0), (4, 1), (6, 1)])
-    rows = {(t, r): (out, due) for t, r, _, out, due in reference_rows(conv)}
+    rows = {(t, r): (out, due) for t, r, _, out, due in reference_rows(conv, false_fire_penalty=1.0)}
     assert rows[(3, 0)] == (1, 0)  # the call removes a recitation before reply n: the test survives
     assert rows[(4, 1)] == (0, 1)  # due, but the base response already says it
     assert rows[(6, 1)] == (1, 0)  # nothing due; the call removes the base response's false fire on the lure
     assert rows[(5, 0)] == rows[(7, 1)] == rows[(10, 1)] == (1, 1)
-    benchmark = {(t, r): out for t, r, _, out, _ in reference_rows(conv, false_fire_penalty=0.0)}
+    # by default the effect on the benchmark's macro accuracy (BudgetPM's task score)
+    benchmark = {(t, r): out for t, r, _, out, _ in reference_rows(conv)}
     assert benchmark[(6, 1)] == 0 and benchmark[(3, 0)] == 1  # a trigger false fire costs nothing; a quote does
 
 
@@ -278,8 +293,11 @@ def test_the_gates_only_page_states_each_goal_with_its_measured_figure(monkeypat
     for key in study.BREAKDOWN:
         p, kwargs = study.policy(*key, gates)
         breakdown[key] = study.call_breakdown(p, list(seeds), **kwargs)
-    page = study.render_gates(res, data, levels, gates, 200, 1.0, intervals, breakdown, list(seeds))
+    uncapped = {b: study.uncapped_static(gates, b, seeds) for b in study.UNCAPPED}
+    page = study.render_gates(res, data, levels, gates, 200, 1.0, intervals, breakdown, list(seeds), uncapped)
     assert page.startswith("# ConversationPM-v1") and "## Why, measured" in page
+    over = int(np.sum(uncapped["B60"]["queries"] > levels["B60"]))
+    assert f"{over}/{len(seeds)} conversations propose more than the {levels['B60']} calls of B60" in page
     optimum = np.mean([ConversationOptimum(budget=31).solve(generate_conversation(s)).macro_accuracy for s in seeds])
     verdict = "met" if optimum >= 0.975 else "not met"
     assert f"| hindsight optimum at B60 (the ceiling admits the published figures) | >= 0.975 | {optimum:.4f} | " \

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .env import ceiling_calls, conversation_score, leave_one_out_effects
+from .env import FALSE_FIRE_PENALTY, ceiling_calls, conversation_score, leave_one_out_effects
 from .levels import DEV_SEEDS, budget_levels
 from .world import PROSPECTIVE, WORLD_V0, WORLD_V1, ConversationConfig, generate_conversation, pair_probabilities
 
@@ -29,7 +29,8 @@ def _pm_outcomes(fired_p, conv, j):
     return (1.0 - recited) * fired_p[due, j], recited
 
 
-def conversation_statistics(conv, config: ConversationConfig | None = None, false_fire_penalty: float = 1.0) -> dict:
+def conversation_statistics(conv, config: ConversationConfig | None = None,
+                            false_fire_penalty: float = FALSE_FIRE_PENALTY) -> dict:
     """One conversation's world-level statistics (see :data:`TARGETS`) as drawn; with ``config``, also their
     expectations over ``config``'s draws of the verifier and the base response given the conversation's messages
     (keys ending in ``_expected``)."""

@@ -18,6 +18,11 @@ from .world import (ACTIVATIONS, GOODAI_FEATURE_NAMES, MESSAGE_KINDS, PROSPECTIV
 
 FEATURE_NAMES = RESOURCE_FEATURE_NAMES + GOODAI_FEATURE_NAMES
 N_FEATURES = len(FEATURE_NAMES)
+FALSE_FIRE_PENALTY = 0.0
+"""ConversationPM-v1's false-fire penalty (in units of one activation's value): 0, so that the score is BudgetPM's
+GoodAI task score, the benchmark's macro accuracy, which does not penalise a trigger response said on the wrong
+message (a quote recited before reply n still zeroes its test). BudgetPM's Outcome label is the leave-one-out effect
+of a verifier call on that task score. ``membudget/ConversationPM-v0`` keeps its penalty of 1."""
 NEUTRALISED = (slice(RESOURCE_FEATURE_NAMES.index("sin_time_of_day"), RESOURCE_FEATURE_NAMES.index("cos_weekday") + 1),
                slice(RESOURCE_FEATURE_NAMES.index("age_since_query"), RESOURCE_FEATURE_NAMES.index("ever_queried") + 1))
 """PMWeek-v0 features set to 0 for semantic resources: the wall-clock calendar (runner time is not task evidence,
@@ -165,9 +170,11 @@ class ConversationPMEnv(OneWeekEnv):
 
     The change of the conversation's score, so that rewards sum to it: macro accuracy (the mean of
     prospective-memory accuracy — quote in reply n and in no other counted reply — and trigger-response accuracy
-    — hits / 3) minus ``false_fire_penalty`` x (value of one activation) per false fire, verified or base. The
-    benchmark itself does not penalise false fires; without the penalty, once verifying were free, firing on
-    everything would be optimal for trigger response.
+    — hits / 3) minus ``false_fire_penalty`` x (value of one activation) per false fire, verified or base. By
+    default (``FALSE_FIRE_PENALTY`` = 0) the score is the benchmark's macro accuracy, BudgetPM's GoodAI task
+    score, which does not penalise false fires: the agent fires only where its base response or a confirming
+    verifier does, so firing on everything is not open to it. ``membudget/ConversationPM-v0`` penalises each false
+    fire by one activation.
 
     ## Starting State
 
@@ -194,8 +201,8 @@ class ConversationPMEnv(OneWeekEnv):
     - ``budget``: ``B`` — an int, a level ``"B10"``, ``"B20"``, ``"B30"``...``"B80"`` (q% of the mean All-semantic
       cost over development conversations 2000-2011) or ``None``. Default ``"B60"``.
     - ``per_step_cap``: ``N_max``, verifier calls per message (default 2; ``None`` for no cap).
-    - ``false_fire_penalty``: cost of a false fire in units of one activation's value (default 1.0; 0 gives the
-      benchmark's rule).
+    - ``false_fire_penalty``: cost of a false fire in units of one activation's value (default 0, the
+      benchmark's rule; ``membudget/ConversationPM-v0``: 1).
     - ``world``: a :class:`~membudget.envs.conversation.ConversationConfig` (default: this version's world,
       :data:`~membudget.envs.conversation.WORLD_V1`; ``membudget/ConversationPM-v0`` defaults to
       :data:`~membudget.envs.conversation.WORLD_V0`).
@@ -209,11 +216,13 @@ class ConversationPMEnv(OneWeekEnv):
     - v1: the world of BudgetPM's GoodAI pipeline, calibrated on the development conversations 2000-2011: the
       agent's base response to every message (quotes and trigger responses that succeed without a verifier call,
       and false ones), a verified pair's answer replacing the base response, the verifier's errors per memory
-      kind recalibrated, and the teachers' Outcome label the leave-one-out effect given the base responses. In
-      v0 the agent acted only through verified calls, so the Outcome and Due labels differed on 4 of 620
-      development rows and the hindsight optimum (0.956 on conversations 4000-4029) was below BudgetPM's
-      published Pacing figures. In v1 they differ on 146 of 620 rows and the hindsight optimum at B60 reaches
-      0.978 on 4000-4029 (``docs/conversation.md``). The info gains ``base_fires`` (in v0 too, always 0).
+      kind recalibrated, the score BudgetPM's GoodAI task score, the benchmark's macro accuracy
+      (``false_fire_penalty`` defaults to 0; v0: 1), and the teachers' Outcome label the leave-one-out effect on
+      it given the base responses. In v0 the agent acted only through verified calls, so the Outcome and Due
+      labels differed on 4 of 620 development rows and the hindsight optimum (0.956 on conversations 4000-4029)
+      was below BudgetPM's published Pacing figures. In v1 they differ on 125 of 620 rows and the hindsight
+      optimum at B60 reaches 0.978 on 4000-4029 (``docs/conversation.md``). The info gains ``base_fires`` (in v0
+      too, always 0).
     - v0: the agent acts only through verified calls (:data:`~membudget.envs.conversation.WORLD_V0`; still
       registered as ``membudget/ConversationPM-v0``). Since 0.2.0 the skipped proposals are flat info keys
       (``skipped_budget``, ...; they were the nested dict ``info["skipped"]``); dynamics, observation and reward
@@ -223,11 +232,15 @@ class ConversationPMEnv(OneWeekEnv):
     env_name = "ConversationPM-v1"
     default_world = None
     """The world when ``world`` is not given (None: :data:`~membudget.envs.conversation.WORLD_V1`)."""
+    default_false_fire_penalty = FALSE_FIRE_PENALTY
+    """The false-fire penalty when ``false_fire_penalty`` is not given."""
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 8}
 
-    def __init__(self, budget="B60", per_step_cap=2, false_fire_penalty=1.0, world=None, action_mode="binary",
+    def __init__(self, budget="B60", per_step_cap=2, false_fire_penalty=None, world=None, action_mode="binary",
                  render_mode=None):
+        if false_fire_penalty is None:
+            false_fire_penalty = self.default_false_fire_penalty
         self.world = check_arguments(per_step_cap, false_fire_penalty, self.default_world if world is None else world,
                                      action_mode)
         self.budget, self.target_fraction = resolve_budget(budget, self.world)
@@ -246,11 +259,9 @@ class ConversationPMEnv(OneWeekEnv):
 
     def _obs(self, observe=True):
         out = self._observed(observe)
-        res = np.empty((out.resources.shape[1], N_FEATURES), dtype=np.float32)
-        res[:, :N_RESOURCE_FEATURES] = out.resources[0]
+        res = np.concatenate((out.resources[0], self._goodai[self._week.core.t[0]]), axis=1)
         for cols in NEUTRALISED:
             res[:, cols] = 0.0
-        res[:, N_RESOURCE_FEATURES:] = self._goodai[self._week.core.t[0]]
         return {"resources": res, "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
 
     def reset(self, *, seed=None, options=None):
@@ -374,3 +385,4 @@ class ConversationPMv0Env(ConversationPMEnv):
 
     env_name = "ConversationPM-v0"
     default_world = WORLD_V0
+    default_false_fire_penalty = 1.0

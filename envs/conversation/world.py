@@ -194,8 +194,7 @@ class Conversation:
     def truth(self) -> np.ndarray:
         """``(T, R)`` bool: the message truly fires the memory."""
         out = np.zeros((self.horizon, self.n_resources), dtype=bool)
-        for j, steps in enumerate(self.fires):
-            out[list(steps), j] = True
+        out[[t for steps in self.fires for t in steps], [j for j, steps in enumerate(self.fires) for _ in steps]] = True
         return out
 
     def executed(self, queried) -> np.ndarray:
@@ -451,7 +450,7 @@ def to_pm_episode(conv: Conversation) -> Episode:
     return Episode(
         horizon=T, step_day=np.zeros(T, dtype=np.int64), step_hour=np.zeros(T), weekday=np.zeros(T, dtype=np.int64),
         resource_names=tuple(conv.test_ids), resource_classes=("snapshot",) * R, costs=np.ones(R, dtype=np.int64),
-        cost_profile="unit", ids=tuple(f"{conv.test_ids[r]}@{t}" for t, r in zip(t_idx.tolist(), r_idx.tolist())),
+        cost_profile="unit", ids=tuple([f"{conv.test_ids[r]}@{t}" for t, r in zip(t_idx.tolist(), r_idx.tolist())]),
         kind=np.full(n, KIND_CHANNEL, dtype=np.int64), resource=r_idx.astype(np.int64),
         active_from=t_idx.astype(np.int64), active_until=t_idx.astype(np.int64),
         declared_start=t_idx.astype(np.int64), declared_end=t_idx.astype(np.int64), onset=when, deadline=when.copy(),
