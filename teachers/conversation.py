@@ -45,7 +45,7 @@ import numpy as np
 
 from membudget.envs.conversation import (WORLD_V0, ConversationConfig, ConversationPMEnv, budget_levels,
                                          generate_conversation, leave_one_out_effects)
-from membudget.envs.conversation.env import FALSE_FIRE_PENALTY
+from membudget.envs.conversation.env import FALSE_FIRE_PENALTY, ConversationPMv0Env
 from membudget.envs.conversation.world import ACTIVATIONS, PROSPECTIVE, world_for
 from membudget.envs.pm.core import S_FALSE, S_HIT
 from membudget.envs.validation import check_int, check_number
@@ -251,10 +251,14 @@ def reference_rows(conv, false_fire_penalty=FALSE_FIRE_PENALTY):
 
 
 def build_conversation_dataset(seeds, budgets=("B20", "B40", "B60", "B80"), *, world=None, per_step_cap=2,
-                               false_fire_penalty=FALSE_FIRE_PENALTY) -> LabelDataset:
+                               false_fire_penalty=None) -> LabelDataset:
     """Label rows of the conversations ``seeds`` (a :class:`~membudget.teachers.LabelDataset` whose ``features``
-    have the environment's 34 columns; ``meta["env"]`` names the environment)."""
+    have the environment's 34 columns; ``meta["env"]`` names the environment). ``false_fire_penalty`` defaults to
+    that environment's (v1: 0, v0: 1)."""
     world = world or ConversationConfig()
+    env_cls = ConversationPMv0Env if world == WORLD_V0 else ConversationPMEnv
+    if false_fire_penalty is None:
+        false_fire_penalty = env_cls.default_false_fire_penalty
     levels = budget_levels(world)
     values = [levels[b] if isinstance(b, str) else int(b) for b in budgets]
     rows, week_of = [], []
@@ -276,7 +280,7 @@ def build_conversation_dataset(seeds, budgets=("B20", "B40", "B60", "B80"), *, w
     n = len(rows)
     meta = json.loads(json.dumps({
         "schema_version": SCHEMA_VERSION, "reference": "all_semantic",
-        "env": "membudget/ConversationPM-v0" if world == WORLD_V0 else "membudget/ConversationPM-v1",
+        "env": f"membudget/{env_cls.env_name}",
         "world": dataclasses.asdict(world), "per_step_cap": per_step_cap, "false_fire_penalty": false_fire_penalty,
         "seeds": [int(s) for s in seeds]}))
     return LabelDataset(

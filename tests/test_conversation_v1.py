@@ -92,6 +92,15 @@ def test_v1_scores_by_the_benchmark_s_accuracy_and_v0_keeps_its_false_fire_penal
         assert total == pytest.approx(0.0 - penalty * W_ACT)  # nothing hit, one base false fire
 
 
+@pytest.mark.parametrize("world, env_cls", [(None, ConversationPMEnv), (WORLD_V0, ConversationPMv0Env)])
+def test_label_datasets_score_as_their_environment_does(world, env_cls):
+    from membudget.teachers.conversation import build_conversation_dataset
+
+    meta = build_conversation_dataset([2000], ("B20",), world=world).meta
+    assert meta["env"] == f"membudget/{env_cls.env_name}"
+    assert meta["false_fire_penalty"] == env_cls.default_false_fire_penalty
+
+
 def test_the_outcome_label_is_the_leave_one_out_effect_given_the_base_responses():
     conv = tiny(verifier_pairs=[(5, 0), (4, 1), (7, 1), (10, 1)], base_pairs=[(3, 0), (4, 1), (6, 1)])
     rows = {(t, r): (out, due) for t, r, _, out, due in reference_rows(conv, false_fire_penalty=1.0)}
