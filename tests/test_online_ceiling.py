@@ -1,0 +1,90 @@
+"""The online-ceiling study (membudget.studies.online_ceiling): the planner's setting is chosen on the validation
+weeks alone, the page's figures and verdicts follow from the per-week results, and a re-run loads its tasks."""
+
+import numpy as np
+import pytest
+
+from membudget.studies import online_ceiling as oc
+
+CFG = oc.CeilingConfig(validation=(1, 2), held_out=(3, 4, 5), curve=((1, 8), (2, 8)), budgets=("B5", "B10"),
+                       train=(2000,), student_budgets=("B10",), learner_seeds=(0, 1))
+SEQ = np.array([0.70, 0.72, 0.74])
+DP = np.array([0.80, 0.82, 0.84])
+
+
+class FakeExecutor:
+    """Canned per-week results for the study's tasks; records every item asked for."""
+
+    def __init__(self, planner_f1, student_f1):
+        self.planner_f1, self.student_f1, self.asked = planner_f1, student_f1, []
+
+    def map(self, fn, items):
+        from membudget.agents.imitation import dp_demonstrations
+
+        items = list(items)
+        self.asked += [(fn.__name__, it) for it in items]
+        if fn is oc.references:
+            return [{"Sequential": SEQ[:len(weeks)], "CurrentGreedy": DP[:len(weeks)] - 0.01,
+                     "HindsightDP": DP[:len(weeks)], "dp_cpu": 0.002} for _, weeks in items]
+        if fn is oc.planner_week:
+            return [{"set_f1": self.planner_f1(b, k, m, w), "cpu": 1.0, "fallbacks": 0} for b, k, m, w in items]
+        if fn is oc.planner_labels:
+            return [{"demos": dp_demonstrations([w], b), "cpu": 2.0} for b, k, m, w in items]
+        if fn is oc.student_scores:
+            return [self.student_f1 for _ in items]
+        raise AssertionError(fn)
+
+
+def test_the_setting_is_chosen_on_validation_and_used_on_held_out():
+    # (2, 8) is best on validation weeks (1, 2); (1, 8) would be better on the held-out weeks, which never choose
+    def f1(b, k, m, w):
+        return 0.75 + (0.01 if (k == 2) == (w < 3) else 0.0)
+
+    ex = FakeExecutor(f1, np.full(3, 0.7))
+    res = oc.measure(CFG, progress=lambda m: None, executor=ex)
+    assert res["chosen"] == (2, 8)
+    held = [it for name, it in ex.asked if name == "planner_week" and it[3] >= 3]
+    assert sorted(held) == sorted((b, 2, 8, w) for b in ("B5", "B10") for w in (3, 4, 5))
+    labels = [it for name, it in ex.asked if name == "planner_labels"]
+    assert labels == [("B10", 2, 8, 2000)]
+    assert list(res["held_out"]) == ["B5", "B10"]  # the page's order, whatever order they ran in
+    assert res["students"]["B10"]["states"] == 80  # one week of 80 steps
+
+
+def test_the_page_states_the_figures_and_the_verdicts():
+    # B10: the planner plays the DP's scores (gap closed 1, +0.10 over Sequential); B5: Sequential - 0.01
+    def f1(b, k, m, w):
+        return 0.9 if w < 3 else float(DP[w - 3] if b == "B10" else SEQ[w - 3] - 0.01)
+
+    ex = FakeExecutor(f1, np.array([0.70, 0.72, 0.74]))
+    res = oc.measure(CFG, progress=lambda m: None, executor=ex)
+    res["students"]["B10"]["online"] = [SEQ + 0.05, SEQ + 0.03]  # mean over the learner seeds: Sequential + 0.04
+    text = oc.render(CFG, res, "cmd")
+    assert "| B10 | 0.7200 | 0.8200 | +0.1000 [+0.1000, +0.1000] | 1.00 |" in text
+    assert "| B5 | 0.7200 | 0.7100 | -0.0100 [-0.0100, -0.0100] | -0.10 |" in text
+    assert "above Sequential's at B10 and not at B5." in text
+    assert "Planner >= Sequential + 0.015 at B10 with an interval excluding 0: +0.1000, interval excludes 0 — met." \
+        in text
+    assert "B5 -0.10, B10 1.00 — not met" in text
+    assert "equal data and class (B10): +0.0400 [+0.0400, +0.0400] — met." in text
+    assert "(the BC student of the online labels): +0.0400 [+0.0400, +0.0400] — met." in text
+    assert "| B10 | 80 | 0.7600 | 0.7200 |" in text
+    assert "0.7700 / 0.7200; 0.7500 / 0.7200" in text  # per learner seed
+
+
+@pytest.mark.slow
+def test_quick_study_runs_and_a_rerun_loads_its_tasks(tmp_path):
+    from membudget import evaluate
+
+    cache, out = tmp_path / "cache", tmp_path / "page.md"
+    args = ["online-ceiling", "--quick", "--checkpoint-dir", str(cache), "--out", str(out)]
+    res = evaluate.main(args)
+    text = out.read_text()
+    for b in oc.QUICK.budgets:
+        dp = res["ref_held_out"][b]["HindsightDP"]
+        assert np.all([r["set_f1"] for r in res["held_out"][b]] <= dp + 1e-9)  # the DP bounds the planner
+    n = len(list(cache.iterdir()))
+    assert n == 2 + 2 * 2 + 2 + 2 + 2  # references, curve, held-out weeks, label weeks, students
+    evaluate.main(args[:-1] + [str(tmp_path / "again.md")])
+    assert len(list(cache.iterdir())) == n
+    assert (tmp_path / "again.md").read_text() == text  # CPU times included: nothing was recomputed
