@@ -36,13 +36,16 @@ class FakeExecutor:
 
 
 def test_the_setting_is_chosen_on_validation_and_used_on_held_out():
-    # (2, 8) is best on validation weeks (1, 2); (1, 8) would be better on the held-out weeks, which never choose
+    # (2, 8) is the best candidate on validation weeks (1, 2); (1, 8) would be better on the held-out weeks, which
+    # never choose; (64, 128), best of all on validation, is measured for the curve alone
     def f1(b, k, m, w):
-        return 0.75 + (0.01 if (k == 2) == (w < 3) else 0.0)
+        return 0.9 if k == 64 else 0.75 + (0.01 if (k == 2) == (w < 3) else 0.0)
 
     ex = FakeExecutor(f1, np.full(3, 0.7))
     res = oc.measure(CFG, progress=lambda m: None, executor=ex)
     assert res["chosen"] == (2, 8)
+    assert list(res["curve"]) == [(1, 8), (2, 8), (64, 128)]
+    assert [name for name, it in ex.asked][-2:] == ["planner_week"] * 2 and ex.asked[-1][1] == ("B10", 64, 128, 2)
     held = [it for name, it in ex.asked if name == "planner_week" and it[3] >= 3]
     assert sorted(held) == sorted((b, 2, 8, w) for b in ("B5", "B10") for w in (3, 4, 5))
     labels = [it for name, it in ex.asked if name == "planner_labels"]
