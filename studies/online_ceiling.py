@@ -51,15 +51,17 @@ class CeilingConfig:
     """Settings measured on the validation weeks last, for the curve alone (not candidates for the held-out runs:
     each doubles the planner's time)."""
     budgets: tuple = ("B5", "B10", "B20")
-    students: tuple = (("B10", 40), ("B5", 40), ("B20", 40), ("B10", 200))
-    """``(budget, n)``: students fitted on the development weeks 2000..2000+n-1 at ``budget`` (labelled by each
-    teacher's own rollouts), in this order."""
+    students: tuple = (("bc", "B10", 40), ("bc", "B5", 40), ("bc", "B20", 40), ("bc", "B10", 200),
+                       ("dagger", "B10", 40))
+    """``(method, budget, n)``: students fitted on the development weeks 2000..2000+n-1 at ``budget``, ``bc`` on
+    each teacher's labels of its own rollouts, ``dagger`` with one more round on the states the BC student reaches
+    there; those with the fewest weeks first, the others in this order."""
     learner_seeds: tuple = (0, 1, 2)
 
 
 FULL = CeilingConfig()
 QUICK = CeilingConfig(validation=(4000, 4001), held_out=(8000, 9000), curve=((1, 8), (2, 8)), curve_only=(), budgets=("B10",),
-                      students=(("B10", 2),), learner_seeds=(0,))
+                      students=(("bc", "B10", 2),), learner_seeds=(0,))
 
 
 def sequential_gate(budget):
@@ -145,16 +147,37 @@ def references(item) -> dict:
 
 
 def student_task(item) -> dict:
-    """Task: a BC student fitted with learner seed ``seed`` to ``demos``: its per-week Set F1 on ``weeks`` and its
-    median milliseconds per decision (one observation, one core) over the first week.
+    """Task: a BC student fitted with learner seed ``seed`` to ``demos``, scored on ``weeks`` (:func:`scores`).
     ``item = (demos, budget, seed, weeks)``."""
     from membudget.agents.imitation import fit_net
     from membudget.agents.per_resource import StudentPolicy
+
+    demos, budget, seed, weeks = item
+    return scores(StudentPolicy(fit_net(demos, seed=seed), config={"method": "bc"}), budget, weeks)
+
+
+def dagger_task(item) -> dict:
+    """Task: a DAgger student (one round after BC, learner seed ``seed``) of the ``teacher`` (``"online"``: the
+    planner at ``(K, particles)``, its labels of the training weeks ``demos``; ``"dp"``: the hindsight DP) on the
+    development weeks ``train``, scored on ``weeks`` (:func:`scores`).
+    ``item = (teacher, demos, budget, seed, train, (K, particles), weeks)``."""
+    from membudget.agents.imitation import fit_dagger
+    from membudget.agents.online_imitation import fit_online_dagger
+
+    teacher, demos, budget, seed, train, (k, m), weeks = item
+    if teacher == "online":
+        policy, _ = fit_online_dagger(train, budget, samples=k, particles=m, seed=seed, demos=demos)
+    else:
+        policy, _ = fit_dagger(train, budget, seed=seed, calibrate=False, iterations=1)
+    return scores(policy, budget, weeks)
+
+
+def scores(policy, budget, weeks) -> dict:
+    """A student's per-week Set F1 on ``weeks`` and its median milliseconds per decision (one observation, one
+    core) over the first of them."""
     from membudget.envs.pm import PMWeekEnv
     from membudget.envs.pm.rollout import rollout
 
-    demos, budget, seed, weeks = item
-    policy = StudentPolicy(fit_net(demos, seed=seed), config={"method": "bc"})
     f1 = rollout(policy, list(weeks), budget=budget, per_step_cap=2, action_mode="scores")["set_f1"]
     env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
     obs, _ = env.reset(seed=int(weeks[0]))
@@ -187,32 +210,36 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         progress(f"held-out planner at {b}: K={chosen[0]}, {chosen[1]} particles")
         out["held_out"][b] = run(planner_week, [(b, *chosen, w) for w in cfg.held_out])
 
-    def students(b, n):
+    def students(method, b, n):
         train = range(2000, 2000 + n)
         progress(f"online labels at {b} ({n} development weeks)")
         labels = run(planner_labels, [(b, *chosen, w) for w in train])
         online = Demonstrations.concatenate([x["demos"] for x in labels])
-        dp = dp_demonstrations(train, b)
-        progress(f"students at {b} ({n} weeks)")
-        out["students"][(b, n)] = {
-            "online": run(student_task, [(online, b, s, cfg.held_out) for s in cfg.learner_seeds]),
-            "dp": run(student_task, [(dp, b, s, cfg.held_out) for s in cfg.learner_seeds]),
-            "label_cpu": np.array([x["cpu"] for x in labels]), "states": len(online.labels)}
+        progress(f"{method} students at {b} ({n} weeks)")
+        if method == "bc":
+            dp = dp_demonstrations(train, b)
+            on = run(student_task, [(online, b, s, cfg.held_out) for s in cfg.learner_seeds])
+            off = run(student_task, [(dp, b, s, cfg.held_out) for s in cfg.learner_seeds])
+        else:
+            on, off = (run(dagger_task, [(t, online if t == "online" else None, b, s, tuple(train), chosen,
+                                          cfg.held_out) for s in cfg.learner_seeds]) for t in ("online", "dp"))
+        out["students"][(method, b, n)] = {"online": on, "dp": off, "states": len(online.labels),
+                                           "label_cpu": np.array([x["cpu"] for x in labels])}
 
-    # the validated budget first, then the students with the fewest weeks, the other budgets, the larger label sets
-    small = min((n for _, n in cfg.students), default=0)
+    # the validated budget first, then the students with the fewest weeks, the other budgets, the other students
+    small = min((n for _, _, n in cfg.students), default=0)
     if cfg.curve_budget in cfg.budgets:
         held_out(cfg.curve_budget)
-    for b, n in cfg.students:
-        if n == small:
-            students(b, n)
+    for st in cfg.students:
+        if st[2] == small:
+            students(*st)
     for b in cfg.budgets:
         if b != cfg.curve_budget:
             held_out(b)
-    for b, n in cfg.students:
-        if n > small:
-            students(b, n)
-    out["students"] = {bn: out["students"][bn] for bn in cfg.students}
+    for st in cfg.students:
+        if st[2] > small:
+            students(*st)
+    out["students"] = {st: out["students"][st] for st in cfg.students}
     for k, m in cfg.curve_only:
         progress(f"validation curve (not a candidate): K={k}, {m} particles")
         out["curve"][(k, m)] = run(planner_week, [(cfg.curve_budget, k, m, w) for w in cfg.validation])
@@ -276,16 +303,19 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                  else "."), ""]
     if res["students"]:
         lines += [f"## Students: the online teacher's labels against the DP's (held-out weeks, {nh})", "",
-                  "One class (`PerResourceNet`, BC with the package's `DEFAULTS`, uncalibrated), fitted on the same "
-                  "n development weeks (2000..2000+n-1), each labelled by its teacher's own rollouts: the planner "
-                  f"at K = {k0}, {m0} particles, or the hindsight DP. Learner seeds "
+                  "One class (`PerResourceNet`, fitted with the package's `DEFAULTS`, uncalibrated) on the same "
+                  "n development weeks (2000..2000+n-1), labelled by the planner "
+                  f"at K = {k0}, {m0} particles, or by the hindsight DP: BC on each teacher's labels of its own "
+                  "rollouts; DAgger adds one round, the teacher labelling the states the BC student reaches on "
+                  "those weeks (the planner from the student's own history), and refits on all. States: the "
+                  "planner's BC labels. Learner seeds "
                   f"{', '.join(map(str, cfg.learner_seeds))}; a student's Set F1 per week is the mean over the seeds, "
                   "paired over the weeks. Milliseconds per decision: the median of one week's `predict` calls "
                   "(one observation, one core), the largest over the seeds.", "",
-                  "| budget | n weeks | states | BC on the planner's labels | BC on the DP's labels | online vs "
-                  "Sequential | DP vs Sequential | online - DP | per seed (online / DP) | ms per decision |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
-        for (b, n), st in res["students"].items():
+                  "| method | budget | n weeks | states | student of the planner | student of the DP | planner's vs "
+                  "Sequential | DP's vs Sequential | planner's - DP's | per seed (planner's / DP's) | ms per decision |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for (method, b, n), st in res["students"].items():
             s = res["ref_held_out"][b]["Sequential"] if b in res["ref_held_out"] else None
             on = np.mean([r["set_f1"] for r in st["online"]], axis=0)
             dp = np.mean([r["set_f1"] for r in st["dp"]], axis=0)
@@ -293,11 +323,12 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                             for a, c in zip(st["online"], st["dp"]))
             ms = max(r["ms_per_step"] for r in st["online"])
             vs = (lambda x: _ci(x - s)[0]) if s is not None else (lambda x: "")
-            lines.append(f"| {b} | {n} | {st['states']} | {on.mean():.4f} | {dp.mean():.4f} | {vs(on)} | {vs(dp)} | "
+            lines.append(f"| {'BC' if method == 'bc' else 'DAgger'} | {b} | {n} | {st['states']} | {on.mean():.4f} | {dp.mean():.4f} | {vs(on)} | {vs(dp)} | "
                          f"{_ci(on - dp)[0]} | {per} | {ms:.3f} |")
-            goal[("students", b, n)] = (on, dp, s, ms)
-        b, n = max(res["students"], key=lambda bn: bn[1])
-        cpu = res["students"][(b, n)]["label_cpu"]
+            goal[("students", method, b, n)] = (on, dp, s, ms)
+        _, b, n = max(res["students"], key=lambda st: st[2])
+        cpu = max((st for key, st in res["students"].items() if key[1:] == (b, n)), key=lambda st: st["states"])[
+            "label_cpu"]
         dp_cpu = res["ref_held_out"].get(b, res["ref_validation"])["dp_cpu"]
         lines += ["", f"## Speed of the labels ({b}, {n} development weeks, K = {k0}, {m0} particles)", "",
                   f"The planner's labels took a median {np.median(cpu):.2f} s CPU per development week (mean "
@@ -315,16 +346,13 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                  ", ".join(f"{b} {v:.2f}" for b, v in shares.items()) + " — " +
                  ("met." if all(v >= 0.5 for v in shares.values()) else
                   "not met; the online optimum lies between the planner and the DP (no tighter bound built)."))
-    for (b, n) in res["students"]:
-        on, dp, s, ms = goal[("students", b, n)]
+    for (method, b, n) in res["students"]:
+        on, dp, s, ms = goal[("students", method, b, n)]
         m, lo, hi = bootstrap_ci(on - dp, n_resamples=100_000)
-        lines.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({b}, {n} "
-                     f"weeks): {m:+.4f} [{lo:+.4f}, {hi:+.4f}] — {'met' if lo > 0 else 'not met'}.")
-    largest = {}  # per budget, the student with the most label weeks (fixed in advance, not chosen on these weeks)
-    for (b, n) in res["students"]:
-        largest[b] = max(largest.get(b, 0), n)
-    for b, n in largest.items():
-        on, dp, s, ms = goal[("students", b, n)]
+        lines.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({method}, {b},"
+                     f" {n} weeks): {m:+.4f} [{lo:+.4f}, {hi:+.4f}] — {'met' if lo > 0 else 'not met'}.")
+    for (method, b, n) in res["students"]:  # every student of the planner is a candidate allocator: all listed
+        on, dp, s, ms = goal[("students", method, b, n)]
         if s is None:
             continue
         m, lo, hi = bootstrap_ci(on - s, n_resamples=100_000)
@@ -333,7 +361,7 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
             aim = "Sequential + 0.01 with an interval excluding 0, <= 0.1 ms per decision"
         else:
             ok, aim = m >= 0, "Sequential"
-        lines.append(f"- A deployable learned allocator >= {aim} at {b} (the BC student of the planner's labels, "
+        lines.append(f"- A deployable learned allocator >= {aim} at {b} (the {method} student of the planner, "
                      f"{n} weeks, {ms:.3f} ms per decision): {m:+.4f} [{lo:+.4f}, {hi:+.4f}] — "
                      f"{'met' if ok else 'not met'}.")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,8 @@ import pytest
 from membudget.studies import online_ceiling as oc
 
 CFG = oc.CeilingConfig(validation=(1, 2), held_out=(3, 4, 5), curve=((1, 8), (2, 8)), budgets=("B5", "B10"),
-                       students=(("B10", 2), ("B10", 1)), learner_seeds=(0, 1))
+                       students=(("bc", "B10", 2), ("bc", "B10", 1), ("dagger", "B10", 1)),
+                       learner_seeds=(0, 1))
 SEQ = np.array([0.70, 0.72, 0.74])
 DP = np.array([0.80, 0.82, 0.84])
 
@@ -30,7 +31,7 @@ class FakeExecutor:
             return [{"set_f1": self.planner_f1(b, k, m, w), "cpu": 1.0, "fallbacks": 0} for b, k, m, w in items]
         if fn is oc.planner_labels:
             return [{"demos": dp_demonstrations([w], b), "cpu": 2.0} for b, k, m, w in items]
-        if fn is oc.student_task:
+        if fn in (oc.student_task, oc.dagger_task):
             return [{"set_f1": self.student_f1, "ms_per_step": 0.05} for _ in items]
         raise AssertionError(fn)
 
@@ -49,12 +50,17 @@ def test_the_setting_is_chosen_on_validation_and_used_on_held_out():
     held = [it for name, it in ex.asked if name == "planner_week" and it[3] >= 3]
     assert sorted(held) == sorted((b, 2, 8, w) for b in ("B5", "B10") for w in (3, 4, 5))
     labels = [it for name, it in ex.asked if name == "planner_labels"]
-    assert labels == [("B10", 2, 8, 2000), ("B10", 2, 8, 2000), ("B10", 2, 8, 2001)]  # the 1 week, then the 2
+    assert labels == [("B10", 2, 8, 2000)] * 2 + [("B10", 2, 8, 2000), ("B10", 2, 8, 2001)]  # 1 week, then 2
     order = [it[0] for name, it in ex.asked if name in ("planner_week", "planner_labels") and it[3] >= 3]
-    assert order == ["B10"] * 3 + ["B10"] + ["B5"] * 3 + ["B10"] * 2  # held-out B10, 1 week, B5, 2 weeks
+    # held-out B10, the 1-week BC and DAgger students' labels, held-out B5, the 2 weeks' labels
+    assert order == ["B10"] * 3 + ["B10"] * 2 + ["B5"] * 3 + ["B10"] * 2
     assert list(res["held_out"]) == ["B5", "B10"]  # the page's order, whatever order they ran in
-    assert list(res["students"]) == [("B10", 2), ("B10", 1)]
-    assert res["students"][("B10", 1)]["states"] == 80 and res["students"][("B10", 2)]["states"] == 160
+    assert list(res["students"]) == [("bc", "B10", 2), ("bc", "B10", 1), ("dagger", "B10", 1)]
+    assert res["students"][("bc", "B10", 1)]["states"] == 80 and res["students"][("bc", "B10", 2)]["states"] == 160
+    dagger = [it for name, it in ex.asked if name == "dagger_task"]
+    assert [(t, seed, train) for t, _, _, seed, train, _, _ in dagger] == [
+        ("online", 0, (2000,)), ("online", 1, (2000,)), ("dp", 0, (2000,)), ("dp", 1, (2000,))]
+    assert all(it[5] == (2, 8) and (it[1] is None) == (it[0] == "dp") for it in dagger)
 
 
 def test_the_page_states_the_figures_and_the_verdicts():
@@ -73,10 +79,11 @@ def test_the_page_states_the_figures_and_the_verdicts():
     assert "Planner >= Sequential + 0.015 at B10 with an interval excluding 0: +0.1000, interval excludes 0 — met." \
         in text
     assert "B5 -0.10, B10 1.00 — not met" in text
-    assert "equal data and class (B10, 1 weeks): +0.0400 [+0.0400, +0.0400] — met." in text
-    assert "ms per decision at B10 (the BC student of the planner's labels, 2 weeks, 0.080 ms per decision): " \
-        "+0.0400 [+0.0400, +0.0400] — met." in text  # the student with the most weeks is the allocator
-    assert "| B10 | 1 | 80 | 0.7600 | 0.7200 |" in text
+    assert "equal data and class (bc, B10, 1 weeks): +0.0400 [+0.0400, +0.0400] — met." in text
+    assert "equal data and class (dagger, B10, 1 weeks): +0.0400 [+0.0400, +0.0400] — met." in text
+    assert "ms per decision at B10 (the bc student of the planner, 2 weeks, 0.080 ms per decision): " \
+        "+0.0400 [+0.0400, +0.0400] — met." in text
+    assert "| BC | B10 | 1 | 80 | 0.7600 | 0.7200 |" in text and "| DAgger | B10 | 1 | 80 | 0.7600 | 0.7200 |" in text
     assert "0.7700 / 0.7200; 0.7500 / 0.7200 | 0.080 |" in text  # per learner seed; the slower seed's time
 
 
