@@ -50,9 +50,9 @@ def test_the_setting_is_chosen_on_validation_and_used_on_held_out():
     held = [it for name, it in ex.asked if name == "planner_week" and it[3] >= 3]
     assert sorted(held) == sorted((b, 2, 8, w) for b in ("B5", "B10") for w in (3, 4, 5))
     labels = [it for name, it in ex.asked if name == "planner_labels"]
-    assert labels == [("B10", 2, 8, 2000)] * 2 + [("B10", 2, 8, 2000), ("B10", 2, 8, 2001)]  # 1 week, then 2
+    assert labels == [("B10", 2, 8, 2000), ("B10", 2, 8, 2001)] + [("B10", 2, 8, 2000)] * 2  # 2 weeks, 1, 1
     order = [it[0] for name, it in ex.asked if name in ("planner_week", "planner_labels") and it[3] >= 3]
-    # held-out B10, the 1-week BC and DAgger students' labels, held-out B5, the 2 weeks' labels
+    # held-out B10, the first students' labels (2 weeks), held-out B5, the other students' labels (1 week each)
     assert order == ["B10"] * 3 + ["B10"] * 2 + ["B5"] * 3 + ["B10"] * 2
     assert list(res["held_out"]) == ["B5", "B10"]  # the page's order, whatever order they ran in
     assert list(res["students"]) == [("bc", "B10", 2), ("bc", "B10", 1), ("dagger", "B10", 1)]
