@@ -344,6 +344,13 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                  ", ".join(f"{b} {v:.2f}" for b, v in shares.items()) + " — " +
                  ("met." if all(v >= 0.5 for v in shares.values()) else
                   "not met; the online optimum lies between the planner and the DP (no tighter bound built)."))
+    if res["students"]:
+        per_week = np.median(cpu)
+        fast = [f"K = {k}, {m} particles ({np.median([r['cpu'] for r in rows]):.2f} s)"
+                for (k, m), rows in res["curve"].items() if np.median([r["cpu"] for r in rows]) * 1000 / 2 / 60 <= 10]
+        lines.append(f"- Labels for 1,000 weeks in <= 10 min on 2 cores at the chosen K: "
+                     f"{per_week * 1000 / 2 / 60:.1f} min — {'met' if per_week * 1000 / 2 / 60 <= 10 else 'not met'}"
+                     f"; settings of the curve within it (median CPU s per validation week): {', '.join(fast) or 'none'}.")
     for (method, b, n) in res["students"]:
         on, dp, s, ms = goal[("students", method, b, n)]
         m, lo, hi = bootstrap_ci(on - dp, n_resamples=100_000)

@@ -79,6 +79,9 @@ def test_the_page_states_the_figures_and_the_verdicts():
     assert "Planner >= Sequential + 0.015 at B10 with an interval excluding 0: +0.1000, interval excludes 0 — met." \
         in text
     assert "B5 -0.10, B10 1.00 — not met" in text
+    # labels: 2 s CPU a week (16.7 min per 1,000 weeks on 2 cores); the curve's settings: 1 s (8.3 min)
+    assert "at the chosen K: 16.7 min — not met; settings of the curve within it (median CPU s per validation " \
+        "week): K = 1, 8 particles (1.00 s), K = 2, 8 particles (1.00 s), K = 64, 128 particles (1.00 s)." in text
     assert "equal data and class (bc, B10, 1 weeks): +0.0400 [+0.0400, +0.0400] — met." in text
     assert "equal data and class (dagger, B10, 1 weeks): +0.0400 [+0.0400, +0.0400] — met." in text
     assert "ms per decision at B10 (the bc student of the planner, 2 weeks, 0.080 ms per decision): " \
