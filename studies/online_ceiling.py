@@ -52,7 +52,7 @@ class CeilingConfig:
     each doubles the planner's time)."""
     budgets: tuple = ("B5", "B10", "B20")
     students: tuple = (("bc", "B10", 40), ("bc", "B5", 40), ("bc", "B20", 40), ("dagger", "B10", 40),
-                       ("bc", "B10", 200))
+                       ("bc", "B10", 200), ("bc", "B10", 400), ("bc", "B5", 200), ("bc", "B20", 200))
     """``(method, budget, n)``: students fitted on the development weeks 2000..2000+n-1 at ``budget``, ``bc`` on
     each teacher's labels of its own rollouts, ``dagger`` with one more round on the states the BC student reaches
     there; run in this order, the first before the held-out planner at the budgets other than
