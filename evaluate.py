@@ -14,6 +14,8 @@ the studies in :mod:`membudget.studies`.
 - ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v1, v0's tables kept (proactive_stream.md);
 - ``shared-budget``: the shared-quota comparison (2, 3, 5 agents) (shared_budget.md);
 - ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0 (conversation.md);
+- ``online-ceiling [--quick]``: the online planner (posterior draws, hindsight optimisation) bracketed between
+  Sequential and the hindsight DP, and students distilled from it against students of the DP (online_ceiling.md);
 - ``labels``: the imitation-label dataset in week-chunk tasks;
 - ``demonstrations``: the hindsight DP's demonstrations as a Minari dataset, one DP task per week;
 - ``show --policy NAME|--model PATH [--budget B10] [--week 9000] [--out FILE.png]``: a picture of one week played
@@ -43,6 +45,7 @@ SUBCOMMANDS = {
     "proactive": "membudget.studies.proactmem:main",
     "shared-budget": "membudget.studies.shared_quota:main",
     "conversation": "membudget.studies.conversation:main",
+    "online-ceiling": "membudget.studies.online_ceiling:main",
     "labels": "membudget.studies.generate:labels_main",
     "demonstrations": "membudget.studies.generate:demonstrations_main",
     "show": "membudget.studies.show:main",

@@ -5,7 +5,10 @@ which decides from what the agent has seen only), beside the same cloning of the
 and the planner's action (its labels); :func:`fit_online_bc` fits the same student as
 :func:`~membudget.agents.imitation.fit_bc` (:class:`~membudget.agents.per_resource.PerResourceNet`, class-weighted
 cross-entropy on the candidates) to those labels. The student reads the observation only (no history), so it can
-imitate the planner only as far as the observation summarises the agent's history.
+imitate the planner only as far as the observation summarises the agent's history. :func:`fit_online_dagger` adds
+DAgger iterations: the student plays the training weeks, the planner labels every state it reaches (from the
+student's own history, through :class:`~membudget.wrappers.OnlineTeacher`), and the student is refitted on all the
+labels so far, as :func:`~membudget.agents.imitation.fit_dagger` does with the DP.
 """
 
 from __future__ import annotations
@@ -55,3 +58,42 @@ def fit_online_bc(train_seeds, budget, *, samples=4, particles=None, epochs=60, 
            "hidden": list(fit["hidden"]), "context": fit["context"], "seed": seed, "samples": samples,
            "particles": particles, "wall_clock": time.perf_counter() - start}
     return StudentPolicy(net, config=cfg), demos
+
+
+def student_demonstrations(policy, seeds, budget, *, samples=4, particles=None, **env_kw) -> Demonstrations:
+    """The states ``policy`` reaches on its own rollouts of the weeks ``seeds`` at ``budget``, each labelled by the
+    online planner given the student's history (``samples``: its ``K``; ``particles``: its weighted draws; its seed
+    on each week: the week's number)."""
+    from membudget.wrappers import TEACHER_KEY, OnlineTeacher
+
+    out = {k: [] for k in ("resources", "budget", "mask", "labels")}
+    for s in seeds:
+        env = OnlineTeacher(PMWEEK.make_env(budget, **{"per_step_cap": 2, **env_kw}), samples=samples,
+                            n_particles=particles, seed=int(s))
+        obs, info = env.reset(seed=int(s))
+        done = False
+        while not done:
+            _state(obs, (np.asarray(info[TEACHER_KEY]) > 0).astype(np.float32), out)
+            obs, _, done, _, info = env.step(policy.predict(obs)[0])
+    return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
+
+
+def fit_online_dagger(train_seeds, budget, *, samples=4, particles=None, iterations=1, seed=0, demos=None):
+    """DAgger with the online planner as the teacher, every fit with the package's BC settings
+    (:data:`~membudget.agents.configs.DEFAULTS`, uncalibrated): a fit to the planner's labels of ``train_seeds`` (or the given ``demos``), then ``iterations``
+    rounds of :func:`student_demonstrations` on ``train_seeds``, each followed by a refit on all the labels so far
+    (learner seed ``seed + round``, as :func:`~membudget.agents.imitation.fit_dagger`); ``(policy, demos)`` with
+    every label used."""
+    check_int("iterations", iterations, 1)
+    fit = _net_settings(_settings(PMWEEK, seed, None, {"calibrate": False}))
+    if demos is None:
+        demos, _ = online_demonstrations(train_seeds, budget, samples=samples, particles=particles, seed=seed)
+    cfg = {"method": "online-dagger", "budget": budget, "train_seeds": [int(s) for s in train_seeds], "seed": seed,
+           "samples": samples, "particles": particles, "iterations": iterations}
+    parts = [demos]
+    net = fit_net(demos, seed=seed, **fit)
+    for it in range(iterations):
+        student = StudentPolicy(net, config=cfg)
+        parts.append(student_demonstrations(student, train_seeds, budget, samples=samples, particles=particles))
+        net = fit_net(Demonstrations.concatenate(parts), seed=seed + it + 1, **fit)
+    return StudentPolicy(net, config=cfg), Demonstrations.concatenate(parts)

@@ -28,6 +28,7 @@ import numpy as np
 
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import plain
+from membudget.studies.online_ceiling import dp_seconds, reference_scores
 
 
 def parse_weeks(text: str) -> list:
@@ -55,36 +56,6 @@ def parse_samples(text: str) -> list:
     return ks
 
 
-def sequential_gate(budget):
-    """BudgetPM's Sequential gate at ``budget`` fitted on development weeks 2000-2019 (as the study suite does)."""
-    from membudget.envs.pm import budget_levels
-    from membudget.studies.suite import DEV_SEEDS, fit_gate
-    from membudget.teachers.labels import build_label_dataset
-
-    ds = build_label_dataset(DEV_SEEDS, [budget])
-    return fit_gate(ds, budget_levels(), ("sequential", budget))
-
-
-def references(seeds, budget) -> dict:
-    """Per-week Set F1 of Sequential, current-greedy and the hindsight DP on ``seeds`` at ``budget``."""
-    from membudget.envs.pm import budget_levels, generate_episode
-    from membudget.envs.pm.rollout import rollout
-    from membudget.envs.pm.world import WorldConfig
-    from membudget.teachers import CurrentGreedy, HindsightDP, SchedulePolicy
-
-    cap = budget_levels()[budget]
-    n_res = len(WorldConfig().resources)
-    weeks = [generate_episode(s) for s in seeds]
-    out = {}
-    for name, teacher in (("HindsightDP", HindsightDP), ("CurrentGreedy", CurrentGreedy)):
-        sols = [teacher(budget=cap, per_step_cap=2).solve(w) for w in weeks]
-        out[name] = rollout(SchedulePolicy([s.schedule for s in sols], n_res), seeds, budget=budget,
-                            per_step_cap=2)["set_f1"]
-    out["Sequential"] = rollout(sequential_gate(budget), seeds, budget=budget, per_step_cap=2,
-                                action_mode="scores")["set_f1"]
-    return out
-
-
 def planner_scores(seeds, budget, samples, seed=0, particles=None, cpu=False):
     """Per-week Set F1 of the online planner (one planner, its random stream continued across the weeks;
     ``particles``: its weighted draws per decision, None for its default) and the seconds per week (with ``cpu``,
@@ -106,23 +77,6 @@ def planner_scores(seeds, budget, samples, seed=0, particles=None, cpu=False):
     if cpu:
         return np.array(f1), np.array(secs), np.array(cpus)
     return np.array(f1), np.array(secs)
-
-
-def dp_seconds(seeds, budget) -> np.ndarray:
-    """CPU seconds of the hindsight DP's solve of each whole week (what the online planner's speed is compared
-    with)."""
-    from membudget.envs.pm import budget_levels, generate_episode
-    from membudget.teachers import HindsightDP
-
-    dp = HindsightDP(budget=budget_levels()[budget], per_step_cap=2)
-    dp.solve(generate_episode(seeds[0]))  # compiled or loaded before the clock starts
-    out = []
-    for s in seeds:
-        ep = generate_episode(s)
-        c0 = time.process_time()
-        dp.solve(ep)
-        out.append(time.process_time() - c0)
-    return np.array(out)
 
 
 def label_speed(seeds, budget, samples, seed=0, particles=None):
@@ -187,7 +141,7 @@ def main(argv=None):
     if a.label_speed:
         label_speed(seeds, a.budget, a.samples, a.seed, a.particles)
         return
-    ref = references(seeds, a.budget)
+    ref = reference_scores(seeds, a.budget)
     names, cols, timing = [], [], []
     if not a.no_planner:
         for k in a.samples:

@@ -8,5 +8,7 @@ training-run machinery in :mod:`membudget.studies.runs`.
 - :mod:`~membudget.studies.limbo` — LIMBO on ReplayStream-v0;
 - :mod:`~membudget.studies.budgetmem` — BudgetMem's tier routers on TierRouting-v0;
 - :mod:`~membudget.studies.proactmem` — ProactMem's memory layers on ProactiveStream-v1 (or v0);
-- :mod:`~membudget.studies.shared_quota` — several assistants sharing one observation quota.
+- :mod:`~membudget.studies.shared_quota` — several assistants sharing one observation quota;
+- :mod:`~membudget.studies.online_ceiling` — the online planner (posterior draws) between Sequential and the
+  hindsight DP, and its students against the DP's.
 """

@@ -112,6 +112,37 @@ def test_online_demonstrations_label_the_planners_own_rollout():
     assert action.shape == (demos.mask.shape[1],)
 
 
+class _Never:
+    """A student that proposes nothing (scores -1 everywhere)."""
+
+    def predict(self, obs, state=None, episode_start=None, deterministic=True):
+        return np.full(obs["mask"].shape, -1.0, dtype=np.float32), state
+
+
+def test_online_dagger_labels_the_students_states_with_the_planner_given_its_history():
+    from membudget.agents.online_imitation import fit_online_dagger, student_demonstrations
+
+    demos = student_demonstrations(_Never(), [2002], "B10", samples=1, particles=8)
+    # the same states and labels: a planner (seed = the week) deciding while nothing is ever queried
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2, action_mode="scores"))
+    planner = HindsightPlanner(env=env, n_samples=1, n_particles=8, seed=2002).fit()
+    obs, _ = env.reset(seed=2002)
+    done, states, labels = False, [], []
+    while not done:
+        states.append(obs["resources"])
+        labels.append(planner.predict(obs)[0] > 0)
+        obs, _, done, _, _ = env.step(np.full(obs["mask"].shape, -1.0, dtype=np.float32))
+    np.testing.assert_array_equal(demos.resources, np.stack(states))
+    np.testing.assert_array_equal(demos.labels, np.stack(labels))
+    assert demos.labels.sum() > 0  # the planner would have queried: a never-querying student is corrected
+    policy, every = fit_online_dagger([2002], "B10", samples=1, particles=8, seed=3, demos=demos)
+    assert len(every) == 2 * len(demos)  # the given labels and one round on the student's own states
+    np.testing.assert_array_equal(every.labels[:len(demos)], demos.labels)
+    assert policy.config["method"] == "online-dagger" and policy.config["iterations"] == 1
+    with pytest.raises(ValueError, match="iterations"):
+        fit_online_dagger([2002], "B10", iterations=0, demos=demos)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("week, t, shuffle", [(2001, 12, False), (2004, 25, False), (2004, 25, True)])
 def test_every_posterior_week_replays_to_the_same_observations(week, t, shuffle):

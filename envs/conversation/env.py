@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from ..pm.core import M, N_RESOURCE_FEATURES, RESOURCE_FEATURE_NAMES, S_FALSE, S_HIT
+from ..pm.core import M, RESOURCE_FEATURE_NAMES, S_FALSE, S_HIT
 from ..pm.env import ACTION_MODES, OneWeekEnv, record_step, spaces_for, spent_so_far, start_timeline
 from ..rendering import (RENDER_MODES, Timeline, TimelineView, blank_frame, check_render_mode, figure_array, new_figure,
                          timeline_legend)
