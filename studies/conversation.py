@@ -269,13 +269,18 @@ def gates_results(n_resamples=100_000, progress=print, executor=None, seeds=ANAL
     gates = fit_gates_only(data, levels)
     progress("evaluating")
     res, intervals, _ = evaluate(gates, seeds, n_resamples, executor, diagnostics=False, keys=gates_only_keys())
+    return render_gates(res, data, levels, gates, n_resamples, time.time() - start, intervals,
+                        gates_diagnostics(gates, seeds), list(seeds))
+
+
+def gates_diagnostics(gates, seeds) -> dict:
+    """What :func:`why_section` reads, for the gates alone: ``breakdown`` (:func:`call_breakdown` per key of
+    :data:`BREAKDOWN`) and ``uncapped`` (:func:`uncapped_static` per budget of :data:`UNCAPPED`) on ``seeds``."""
     breakdown = {}
     for key in BREAKDOWN:
         p, kwargs = policy(*key, gates)
         breakdown[key] = call_breakdown(p, list(seeds), **kwargs)
-    uncapped = {b: uncapped_static(gates, b, seeds) for b in UNCAPPED}
-    return render_gates(res, data, levels, gates, n_resamples, time.time() - start, intervals, breakdown,
-                        list(seeds), uncapped)
+    return {"breakdown": breakdown, "uncapped": {b: uncapped_static(gates, b, seeds) for b in UNCAPPED}}
 
 
 def _world_rates(seeds) -> dict:
@@ -337,11 +342,12 @@ def goals_section(res, data, levels) -> list:
             *[f"| {x} | {y} | {z} | {w} |" for x, y, z, w in rows]]
 
 
-def why_section(res, breakdown, seeds, uncapped) -> list:
+def why_section(res, diag, seeds) -> list:
     """The measured reasons: the ceiling, the calls that change the reply and the losses by cause of Static, Pacing
-    and the Due gate (``breakdown``: :func:`call_breakdown` per key of :data:`BREAKDOWN`), and how the analysis
-    conversations' verifier and base-response draws compare with the development conversations' and the world's;
-    ``uncapped``: :func:`uncapped_static` per budget of :data:`UNCAPPED`."""
+    and the Due gate (``diag["breakdown"]``: :func:`call_breakdown` per key of :data:`BREAKDOWN`), and how the
+    analysis conversations' verifier and base-response draws compare with the development conversations' and the
+    world's; ``diag["uncapped"]``: :func:`uncapped_static` per budget of :data:`UNCAPPED`."""
+    breakdown, uncapped = diag["breakdown"], diag["uncapped"]
     from membudget.envs.conversation.calibration import calibrate
 
     def mean(name, b, key="macro_accuracy"):
@@ -421,7 +427,7 @@ def why_section(res, breakdown, seeds, uncapped) -> list:
     return lines
 
 
-def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, breakdown, seeds, uncapped) -> str:
+def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, diag, seeds) -> str:
     """The ``--gates-only`` page: the main table, the verdicts of issue #35's goals beside BudgetPM's figures and the
     measured reasons for each one not met."""
     span = f"{seeds[0]}-{seeds[-1]}"
@@ -440,7 +446,7 @@ def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, brea
              "(`python -m membudget.evaluate conversation` trains them).")
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison (the gates)", "", intro, "", *_table(res, intervals),
-             "", *goals_section(res, data, levels), "", *why_section(res, breakdown, seeds, uncapped), "",
+             "", *goals_section(res, data, levels), "", *why_section(res, diag, seeds), "",
              f"Thresholds (Static): {thresholds}.", "",
              f"command: python -m membudget.evaluate conversation --gates-only   ({seconds:.0f} s)", ""]
     return "\n".join(lines)
@@ -608,8 +614,7 @@ def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> s
              "counts the conversations whose budget ran out.")
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison", "", intro, "", *_table(res, intervals)]
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
-    lines += ["", *goals_section(res, data, levels), "", *why_section(res, diag["breakdown"], list(ANALYSIS_SEEDS),
-                                                                        diag["uncapped"]),
+    lines += ["", *goals_section(res, data, levels), "", *why_section(res, diag, list(ANALYSIS_SEEDS)),
               "", *ppo_seeds(res, gates, diag), "",
               f"Thresholds (Static): {thresholds}.",
               "", f"command: python -m membudget.evaluate conversation   ({seconds:.0f} s)", ""]

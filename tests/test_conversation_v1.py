@@ -298,12 +298,9 @@ def test_the_gates_only_page_states_each_goal_with_its_measured_figure(monkeypat
     res, intervals, _ = study.evaluate(gates, seeds, 200, Executor(), diagnostics=False,
                                        keys=study.gates_only_keys())
     assert list(res) == study.gates_only_keys() and len(res) == 1 + 7 * len(study.GATES_ONLY)
-    breakdown = {}
-    for key in study.BREAKDOWN:
-        p, kwargs = study.policy(*key, gates)
-        breakdown[key] = study.call_breakdown(p, list(seeds), **kwargs)
-    uncapped = {b: study.uncapped_static(gates, b, seeds) for b in study.UNCAPPED}
-    page = study.render_gates(res, data, levels, gates, 200, 1.0, intervals, breakdown, list(seeds), uncapped)
+    diag = study.gates_diagnostics(gates, seeds)
+    uncapped = diag["uncapped"]
+    page = study.render_gates(res, data, levels, gates, 200, 1.0, intervals, diag, list(seeds))
     assert page.startswith("# ConversationPM-v1") and "## Why, measured" in page
     over = int(np.sum(uncapped["B60"]["queries"] > levels["B60"]))
     assert f"{over}/{len(seeds)} conversations propose more than the {levels['B60']} calls of B60" in page
