@@ -7,8 +7,9 @@ torch thread each.
 All run the same algorithm settings — 64 weeks × 80 steps per update (SB3: ``n_envs=64, n_steps=80``), 4 epochs,
 16 minibatches of 320, Adam 1e-3, the same actor and critic widths — so the ratios measure the implementations,
 not the hyperparameters. One untimed run of each comes first (the compiled engine compiles on its first update);
-then rounds alternate so that machine noise hits all alike. Training wall clock only: the native loop's
-learning-curve evaluations are excluded, SB3 runs without callbacks.
+then rounds alternate so that machine noise hits all alike, each round in an order rotated by one so that no loop
+always runs in the same place. Training wall clock only: the native loop's learning-curve evaluations are excluded,
+SB3 runs without callbacks.
 
 The fp32 GEMM floor bounds what any float32 implementation of these settings can reach on the machine: the time
 of the matrix products alone (forward, and backward's weight and input gradients) that one update of the native
@@ -579,11 +580,19 @@ def main(argv=None):
           f"{'fp32 cmp/SB3':>13} {'autograd/SB3':>13} {'fp32 floor/SB3':>15}"
           + (f" {'TorchRL':>8} {'TorchRL/SB3':>12}" if args.torchrl else "") + "   (env steps/s)")
     ratios, fp32_ratios, autograd_ratios, bounds, others = [], [], [], [], []
+    loops = {"compiled": lambda k: native_rate(args.steps, k, "compiled"),
+             "autograd": lambda k: native_rate(args.steps, k),
+             "fp32": lambda k: native_rate(args.steps, k, "compiled", "float32"),
+             "sb3": lambda k: sb3_rate(args.steps, k)}
+    if args.torchrl:
+        loops["torchrl"] = lambda k: torchrl_rate(args.steps, k)
     for k in range(args.rounds):
-        ours, autograd = native_rate(args.steps, k, "compiled"), native_rate(args.steps, k)
-        fp32 = native_rate(args.steps, k, "compiled", "float32")
-        theirs = sb3_rate(args.steps, k)
-        other = torchrl_rate(args.steps, k) if args.torchrl else None
+        # the loops in an order rotated each round: in a fixed order (right after the GEMM floor and SB3's loop) the
+        # compiled engine was the slower of two identical float32 runs in 6 of 6 rounds under AVX2
+        names = list(loops)[k % len(loops):] + list(loops)[:k % len(loops)]
+        rate = {name: loops[name](k) for name in names}
+        ours, autograd, fp32, theirs = (rate[n] for n in ("compiled", "autograd", "fp32", "sb3"))
+        other = rate.get("torchrl")
         floor = gemm_floor_rate(native_shapes)
         ratios.append(ours / theirs)
         fp32_ratios.append(fp32 / theirs)
