@@ -77,11 +77,14 @@ def test_checkers_on_every_scope(kwargs):
     sb3_check_env(gym.make(ENV_ID, **kwargs).unwrapped, warn=True)
 
 
-@pytest.mark.parametrize("scope", sorted(SCOPES))
-def test_same_seed_same_trajectory_and_observations_in_bounds(scope):
+@pytest.mark.parametrize("version, scope", [(v, s) for v in (0, 1) for s in sorted(SCOPES)])
+def test_same_seed_same_trajectory_and_observations_in_bounds(version, scope):
+    from membudget.envs.proactive.env_v1 import ProactiveStreamV1Env
+
     rng = np.random.default_rng(0)
     actions = rng.integers(0, 3, size=4000)
-    a, b = ProactiveStreamEnv(scope=scope), ProactiveStreamEnv(scope=scope)
+    cls = (ProactiveStreamEnv, ProactiveStreamV1Env)[version]
+    a, b = cls(scope=scope), cls(scope=scope)
     oa, _ = a.reset(seed=7)
     ob, _ = b.reset(seed=7)
     assert np.array_equal(oa, ob)

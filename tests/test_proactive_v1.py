@@ -59,22 +59,6 @@ def test_spaces_and_docstring():
     assert ansi.render().startswith("ProactiveStream-v1 (sports)")
 
 
-@pytest.mark.parametrize("scope", sorted(SCOPES_V1))
-def test_same_seed_same_trajectory(scope):
-    actions = np.random.default_rng(0).integers(0, 3, size=3000)
-    a, b = ProactiveStreamV1Env(scope=scope, n_days=14), ProactiveStreamV1Env(scope=scope, n_days=14)
-    oa, _ = a.reset(seed=3)
-    ob, _ = b.reset(seed=3)
-    assert np.array_equal(oa, ob)
-    for act in actions:
-        ra, rb = a.step(int(act)), b.step(int(act))
-        assert np.array_equal(ra[0], rb[0]) and ra[1] == rb[1] and ra[2] == rb[2]
-        assert a.observation_space.contains(ra[0])
-        if ra[2]:
-            break
-    assert ra[2] and ra[4]["episode_metrics"] == rb[4]["episode_metrics"]
-
-
 @pytest.mark.parametrize("kwargs, match", [(dict(scope="garden"), "unknown scope"), (dict(n_days=3), "n_days"),
                                            (dict(memory="none"), "memory variant")])
 def test_bad_arguments_raise(kwargs, match):

@@ -706,11 +706,17 @@ def generate_stream(seed=None, *, scope="sports", n_days=None, rng: np.random.Ge
     n_days = check_int("n_days", n_days, 14, MAX_DAYS)  # two weekly cycles at least
     rng = np.random.default_rng(seed) if rng is None else rng
     a, routines = _GENERATORS[scope](rng, n_days)
-    n = a["time"].size
-    stream = Stream(scope=scope, stream_id=f"{scope}-{seed if seed is not None else 'rng'}", time=a["time"],
-                    kind=a["kind"], facts=a["facts"], observed=a["observed"], values=a["values"],
-                    object_id=a["object_id"], label=np.zeros(n, np.int64), support=np.zeros(n, np.int64),
-                    episode=np.full(n, -1, np.int64), service=np.full(n, -1, np.int64), routines=tuple(routines))
+    stream = unlabelled_stream(scope, seed, a, routines)
     _label(stream, a["need"], a["a_key"])
     stream.validate(spec)
     return stream
+
+
+def unlabelled_stream(scope: str, seed, a: dict, routines) -> Stream:
+    """The :class:`Stream` of a generator's event arrays ``a`` and its routines, before :func:`_label` fills its
+    labels (``label`` and ``support`` 0, ``episode`` and ``service`` -1)."""
+    n = a["time"].size
+    return Stream(scope=scope, stream_id=f"{scope}-{seed if seed is not None else 'rng'}", time=a["time"],
+                  kind=a["kind"], facts=a["facts"], observed=a["observed"], values=a["values"],
+                  object_id=a["object_id"], label=np.zeros(n, np.int64), support=np.zeros(n, np.int64),
+                  episode=np.full(n, -1, np.int64), service=np.full(n, -1, np.int64), routines=tuple(routines))

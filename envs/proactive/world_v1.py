@@ -41,7 +41,7 @@ import numpy as np
 
 from ..validation import check_int
 from .schema import MINUTES_PER_DAY, Stream
-from .world import CODE, DEFAULT_DAYS, HOME, MAX_DAYS, SPORTS, _GENERATORS, _label
+from .world import CODE, DEFAULT_DAYS, HOME, MAX_DAYS, SPORTS, _GENERATORS, _label, unlabelled_stream
 
 CARRIED_FACTS = {"sports": ("report=setback", "prompt=checkin"), "home": ("visit=carer", "cabinet=medication"),
                  "code": ("review=changes", "update=pr")}
@@ -166,13 +166,9 @@ def generate_stream_v1(seed=None, *, scope="sports", n_days=None, rng: np.random
     a, routines = _GENERATORS[scope](rng, n_days)
     rows = _carried_events(rng, spec, a, n_days, CARRIED_RATES[scope])
     a, is_follow, carried_need = _with_carried(a, rows, spec)
-    n = a["time"].size
-    stream = Stream(scope=scope, stream_id=f"{scope}-{seed if seed is not None else 'rng'}", time=a["time"],
-                    kind=a["kind"], facts=a["facts"], observed=a["observed"], values=a["values"],
-                    object_id=a["object_id"], label=np.zeros(n, np.int64), support=np.zeros(n, np.int64),
-                    episode=np.full(n, -1, np.int64), service=np.full(n, -1, np.int64), routines=tuple(routines))
+    stream = unlabelled_stream(scope, seed, a, routines)
     _label(stream, a["need"], a["a_key"])
-    episode_id = int(stream.episode.max()) + 1 if n else 0
+    episode_id = int(stream.episode.max()) + 1 if len(stream) else 0
     for t in np.flatnonzero(is_follow & carried_need).tolist():
         if not carried_support(stream, t):
             continue
