@@ -363,7 +363,7 @@ def _students_section(cfg, res, goal) -> tuple:
               f"The planner's labels took a median {np.median(cpu):.2f} s CPU per development week (mean "
               f"{cpu.mean():.2f}, max {cpu.max():.2f}, the first task of a process including the kernels' "
               "compilation; one core shared with other jobs): at the median, 1,000 weeks on 2 cores take "
-              f"{np.median(cpu) * 1000 / 2 / 60:.1f} min (the issue's goal: 10 min), "
+              f"{_minutes_per_1000_weeks(cpu):.1f} min (the issue's goal: 10 min), "
               f"{np.median(cpu) / dp_cpu:.0f} times the hindsight DP's {1e3 * dp_cpu:.1f} ms CPU per week."]
     return lines, cpu
 
@@ -382,18 +382,18 @@ def _goals_section(cfg, res, goal, cpu) -> list:
                  ("met." if all(v >= 0.5 for v in shares.values()) else
                   "not met; the online optimum lies between the planner and the DP (no tighter bound built)."))
     if res["students"]:
-        per_week = np.median(cpu)
+        minutes = _minutes_per_1000_weeks(cpu)
         fast = [f"K = {k}, {m} particles ({np.median([r['cpu'] for r in rows]):.2f} s)"
-                for (k, m), rows in res["curve"].items() if np.median([r["cpu"] for r in rows]) * 1000 / 2 / 60 <= 10]
+                for (k, m), rows in res["curve"].items() if _minutes_per_1000_weeks([r["cpu"] for r in rows]) <= 10]
         lines.append(f"- Labels for 1,000 weeks in <= 10 min on 2 cores at the chosen K: "
-                     f"{per_week * 1000 / 2 / 60:.1f} min — {'met' if per_week * 1000 / 2 / 60 <= 10 else 'not met'}"
+                     f"{minutes:.1f} min — {'met' if minutes <= 10 else 'not met'}"
                      "; settings of the curve within it (median CPU s per validation week): "
                      f"{', '.join(fast) or 'none'}.")
     for (method, b, n) in res["students"]:
         on, dp, s, ms = goal[("students", method, b, n)]
-        m, lo, hi = bootstrap_ci(on - dp, n_resamples=100_000)
+        text, above = _ci(on - dp)
         lines.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({method}, {b},"
-                     f" {n} weeks): {m:+.4f} [{lo:+.4f}, {hi:+.4f}] — {'met' if lo > 0 else 'not met'}.")
+                     f" {n} weeks): {text} — {'met' if above else 'not met'}.")
     for (method, b, n) in res["students"]:  # every student of the planner is a candidate allocator: all listed
         on, dp, s, ms = goal[("students", method, b, n)]
         if s is None:
@@ -410,6 +410,11 @@ def _goals_section(cfg, res, goal, cpu) -> list:
     return lines
 
 
+
+
+def _minutes_per_1000_weeks(cpu_seconds) -> float:
+    """Minutes 1,000 weeks of labels take on 2 cores at the median CPU seconds per week ``cpu_seconds``."""
+    return float(np.median(cpu_seconds)) * 1000 / 2 / 60
 
 
 def _runs(ws):

@@ -90,23 +90,24 @@ class ProactiveStreamV1Env(ProactiveStreamEnv):
         self._static = np.concatenate([self._static, np.zeros((n, 2), np.float32)], axis=1)
         self._carried = np.zeros((n, 2), np.float32)
         self._record_anchors = {}
+        anchor_bit = self.scope_spec.bit(CARRIED_FACTS[self.scope][0])
+        self._is_anchor = (self.stream.facts & anchor_bit) != 0
 
     def _anchors(self, record) -> set:
         """The entities whose anchor the record's accepted segments cite."""
         key = id(record)
         if key not in self._record_anchors:
-            s, anchor_bit = self.stream, self.scope_spec.bit(CARRIED_FACTS[self.scope][0])
+            s = self.stream
             cited = {c for segment in record.segments for c in segment.citations}
             self._record_anchors[key] = (record, {int(s.object_id[c]) for c in cited
-                                                  if s.facts[c] & anchor_bit and s.observed[c]})
+                                                  if self._is_anchor[c] and s.observed[c]})
         return self._record_anchors[key][1]
 
     def _extend(self):
         t0 = self._ready
         super()._extend()
-        s, trace = self.stream, self._memory.advance(self._ready - 1)
-        anchor_bit, follow_bit = (self.scope_spec.bit(f) for f in CARRIED_FACTS[self.scope])
-        anchor = (s.facts & anchor_bit) != 0
+        s, trace, anchor = self.stream, self._memory.advance(self._ready - 1), self._is_anchor
+        follow_bit = self.scope_spec.bit(CARRIED_FACTS[self.scope][1])
         for t in np.flatnonzero((s.facts[t0:self._ready] & follow_bit) != 0).tolist():
             t += t0
             lo, entity = trace.event_lo[t], s.object_id[t]
