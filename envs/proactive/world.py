@@ -692,10 +692,12 @@ def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
         episode_id += 1
 
 
-def check_scope(scope) -> ScopeSpec:
-    if scope not in SCOPES:
-        raise ValueError(f"unknown scope {scope!r}; choose one of {sorted(SCOPES)}")
-    return SCOPES[scope]
+def check_scope(scope, scopes=None) -> ScopeSpec:
+    """The spec of ``scope`` among ``scopes`` (default :data:`SCOPES`, v0's)."""
+    scopes = SCOPES if scopes is None else scopes
+    if scope not in scopes:
+        raise ValueError(f"unknown scope {scope!r}; choose one of {sorted(scopes)}")
+    return scopes[scope]
 
 
 def generate_stream(seed=None, *, scope="sports", n_days=None, rng: np.random.Generator | None = None) -> Stream:

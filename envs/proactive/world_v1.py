@@ -41,7 +41,8 @@ import numpy as np
 
 from ..validation import check_int
 from .schema import MINUTES_PER_DAY, Stream
-from .world import CODE, DEFAULT_DAYS, HOME, MAX_DAYS, SPORTS, _GENERATORS, _label, unlabelled_stream
+from .world import (CODE, DEFAULT_DAYS, HOME, MAX_DAYS, SPORTS, _GENERATORS, _label, check_scope,
+                    unlabelled_stream)
 
 CARRIED_FACTS = {"sports": ("report=setback", "prompt=checkin"), "home": ("visit=carer", "cabinet=medication"),
                  "code": ("review=changes", "update=pr")}
@@ -63,9 +64,7 @@ DAYTIME = (540, 1200)
 
 
 def check_scope_v1(scope):
-    if scope not in SCOPES_V1:
-        raise ValueError(f"unknown scope {scope!r}; choose one of {sorted(SCOPES_V1)}")
-    return SCOPES_V1[scope]
+    return check_scope(scope, SCOPES_V1)
 
 
 def _part_bit(spec, tod):
