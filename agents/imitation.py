@@ -100,15 +100,23 @@ class Demonstrations:
         return cls(*(np.concatenate(a) for a in zip(*(p.arrays() for p in parts))))
 
 
-def _state(obs, labels, out):
-    for k, v in zip(("resources", "budget", "mask", "labels"), (obs["resources"], obs["budget"], obs["mask"], labels)):
-        out[k].append(v)
+class StateLog:
+    """Labelled states as a rollout visits them (:meth:`add`); :meth:`demonstrations` stacks them."""
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, obs, labels) -> None:
+        self.rows.append((obs["resources"], obs["budget"], obs["mask"], labels))
+
+    def demonstrations(self) -> Demonstrations:
+        return Demonstrations(*(np.stack(column) for column in zip(*self.rows)))
 
 
 def dp_demonstrations(seeds, budget, *, task=PMWEEK, **env_kw) -> Demonstrations:
     """States and labels of the teacher's own rollouts on the episodes ``seeds`` (``task``: :data:`PMWEEK`, the
     hindsight DP on weeks, or :data:`CONVERSATION`, the conversation's hindsight optimum)."""
-    out = {k: [] for k in ("resources", "budget", "mask", "labels")}
+    log = StateLog()
     for s in seeds:
         env = task.make_env(budget, **env_kw)
         obs, _ = env.reset(seed=int(s))
@@ -119,10 +127,10 @@ def dp_demonstrations(seeds, budget, *, task=PMWEEK, **env_kw) -> Demonstrations
         while not done:
             y = np.zeros(obs["mask"].size, dtype=np.float32)
             y[plan.get(t, [])] = 1.0
-            _state(obs, y, out)
+            log.add(obs, y)
             obs, _, done, _, _ = env.step(np.where(y > 0, 1.0, -1.0).astype(np.float32))
             t += 1
-    return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
+    return log.demonstrations()
 
 
 def input_scaling(demos: Demonstrations) -> tuple:
@@ -348,16 +356,16 @@ def fit_dagger(train_seeds, budget, settings=None, *, seed=0, progress=None, tas
         callback(0, policy)
     parts = [demos]
     for it in range(iterations):
-        out = {k: [] for k in ("resources", "budget", "mask", "labels")}
+        log = StateLog()
         for s in train_seeds:
             env = task.teacher_env(budget)
             obs, info = env.reset(seed=int(s))
             done = False
             while not done:
-                _state(obs, task.label(env, info).astype(np.float32), out)
+                log.add(obs, task.label(env, info).astype(np.float32))
                 obs, _, done, _, info = env.step(policy.predict(obs)[0])
             calls += task.solves(env)
-        new = Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
+        new = log.demonstrations()
         steps += len(new)
         parts.append(new)
         net = fit_net(Demonstrations.concatenate(parts), seed=seed + it + 1, **_net_settings(fit))

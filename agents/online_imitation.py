@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from membudget.agents.imitation import Demonstrations, _net_settings, _settings, _state, fit_net
+from membudget.agents.imitation import Demonstrations, StateLog, _net_settings, _settings, fit_net
 from membudget.agents.per_resource import StudentPolicy
 from membudget.agents.tasks import PMWEEK
 from membudget.envs.validation import check_int
@@ -34,15 +34,15 @@ def online_demonstrations(seeds, budget, *, samples=4, seed=0, particles=None, *
     check_int("samples", samples, 1)
     env = AgentView(PMWeekEnv(budget=budget, **{"per_step_cap": 2, **env_kw}))
     planner = HindsightPlanner(env=env, n_samples=samples, n_particles=particles, seed=seed).fit()
-    out = {k: [] for k in ("resources", "budget", "mask", "labels")}
+    log = StateLog()
     for s in seeds:
         obs, _ = env.reset(seed=int(s))
         done = False
         while not done:
             a, _ = planner.predict(obs)
-            _state(obs, a.astype(np.float32), out)
+            log.add(obs, a.astype(np.float32))
             obs, _, done, _, _ = env.step(a)
-    return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels"))), planner
+    return log.demonstrations(), planner
 
 
 def fit_online_bc(train_seeds, budget, *, samples=4, particles=None, epochs=60, hidden=(64, 64), context=True,
@@ -66,16 +66,16 @@ def student_demonstrations(policy, seeds, budget, *, samples=4, particles=None, 
     on each week: the week's number)."""
     from membudget.wrappers import TEACHER_KEY, OnlineTeacher
 
-    out = {k: [] for k in ("resources", "budget", "mask", "labels")}
+    log = StateLog()
     for s in seeds:
         env = OnlineTeacher(PMWEEK.make_env(budget, **{"per_step_cap": 2, **env_kw}), samples=samples,
                             n_particles=particles, seed=int(s))
         obs, info = env.reset(seed=int(s))
         done = False
         while not done:
-            _state(obs, (np.asarray(info[TEACHER_KEY]) > 0).astype(np.float32), out)
+            log.add(obs, (np.asarray(info[TEACHER_KEY]) > 0).astype(np.float32))
             obs, _, done, _, info = env.step(policy.predict(obs)[0])
-    return Demonstrations(*(np.stack(out[k]) for k in ("resources", "budget", "mask", "labels")))
+    return log.demonstrations()
 
 
 def fit_online_dagger(train_seeds, budget, *, samples=4, particles=None, iterations=1, seed=0, demos=None):
