@@ -14,7 +14,10 @@ which sees the whole week, an upper bound. The study measures:
   :data:`~membudget.agents.configs.DEFAULTS`, uncalibrated) fitted on the same development weeks, one to the
   planner's labels (its own rollouts at the chosen setting) and one to the DP's, each with several learner seeds,
   on the held-out weeks (the imitation gap at equal data and class);
-- the labels' speed: CPU seconds per week of the planner at the chosen setting against the DP's.
+- the labels' speed: CPU seconds per week of the planner at the chosen setting against the DP's;
+- the Bayes-feature gate (:class:`~membudget.teachers.online.BayesFeatureGate`): a threshold gate on the exact
+  posterior probability that a query now resolves something (estimated from the planner's draws), its threshold
+  chosen per budget on the validation weeks, on the held-out weeks: what perfect features give a threshold gate.
 
 Every week's planner run and labels is one task (planner seed = the week's number, so a task does not depend on
 the others); the tasks are checkpointed under ``--checkpoint-dir`` (default ``runs/online-ceiling/cache``), so a
@@ -58,12 +61,16 @@ class CeilingConfig:
     there; run in this order, the first before the held-out planner at the budgets other than
     :attr:`curve_budget`."""
     learner_seeds: tuple = (0, 1, 2)
+    bayes_grid: tuple = (0.2, 0.4, 0.6, 0.8)
+    """Thresholds of the Bayes-feature gate (:class:`~membudget.teachers.online.BayesFeatureGate` at the planner's
+    chosen K and particles); per budget the one with the best mean Set F1 on the validation weeks is taken (ties
+    to the higher threshold)."""
 
 
 FULL = CeilingConfig()
 QUICK = CeilingConfig(validation=(4000, 4001), held_out=(8000, 9000), curve=((1, 8), (2, 8)), curve_only=(),
                       budgets=("B10",),
-                      students=(("bc", "B10", 2),), learner_seeds=(0,))
+                      students=(("bc", "B10", 2),), learner_seeds=(0,), bayes_grid=(0.3, 0.6))
 
 
 def sequential_gate(budget):
@@ -126,6 +133,21 @@ def planner_week(item) -> dict:
     c0 = time.process_time()
     f1 = play(planner, week)["set_f1"]
     return {"set_f1": float(f1), "cpu": time.process_time() - c0, "fallbacks": planner.fallbacks_}
+
+
+def bayes_gate_week(item) -> dict:
+    """Task: the Bayes-feature gate (``K``, particles, threshold; seed = the week) plays one week at ``budget``;
+    its Set F1, queries and CPU seconds. ``item = (budget, K, particles, threshold, week)``."""
+    from membudget.envs.pm import PMWeekEnv
+    from membudget.teachers.observed import AgentView
+    from membudget.teachers.online import BayesFeatureGate, play
+
+    budget, k, particles, threshold, week = item
+    gate = BayesFeatureGate(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")),
+                            threshold=threshold, n_samples=k, n_particles=particles, seed=week).fit()
+    c0 = time.process_time()
+    m = play(gate, week)
+    return {"set_f1": float(m["set_f1"]), "queries": float(m["queries"]), "cpu": time.process_time() - c0}
 
 
 def planner_labels(item) -> dict:
@@ -243,6 +265,16 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         progress(f"validation curve (not a candidate): K={k}, {m} particles")
         out["curve"][(k, m)] = run(planner_week, [(cfg.curve_budget, k, m, w) for w in cfg.validation])
     out["held_out"] = {b: out["held_out"][b] for b in cfg.budgets}
+    out["bayes"] = {}
+    for b in cfg.budgets:
+        progress(f"Bayes-feature gate at {b}: thresholds {cfg.bayes_grid} on the validation weeks")
+        rows = run(bayes_gate_week, [(b, *chosen, th, w) for th in cfg.bayes_grid for w in cfg.validation])
+        nv = len(cfg.validation)
+        val = {th: rows[i * nv:(i + 1) * nv] for i, th in enumerate(cfg.bayes_grid)}
+        th = max(cfg.bayes_grid, key=lambda x: (round(float(np.mean([r["set_f1"] for r in val[x]])), 12), x))
+        progress(f"Bayes-feature gate at {b}: threshold {th} on the held-out weeks")
+        out["bayes"][b] = {"validation": val, "threshold": th,
+                           "held_out": run(bayes_gate_week, [(b, *chosen, th, w) for w in cfg.held_out])}
     return out
 
 
@@ -263,6 +295,8 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
     goal = {}
     lines += _curve_section(cfg, res, span)
     lines += _bracket_section(cfg, res, span, goal)
+    if res.get("bayes"):
+        lines += _bayes_section(cfg, res, span)
     cpu = None
     if res["students"]:
         section, cpu = _students_section(cfg, res, goal)
@@ -321,6 +355,44 @@ def _bracket_section(cfg, res, span, goal) -> list:
               f"Sequential's at {', '.join(above) or 'no budget'}"
               + (f" and not at {', '.join(b for b in cfg.budgets if b not in above)}." if len(above) < len(cfg.budgets)
                  else "."), ""]
+    return lines
+
+
+def _bayes_section(cfg, res, span) -> list:
+    """The Bayes-feature gate per budget: its validation Set F1 per threshold and the held-out comparison."""
+    k0, m0 = res["chosen"]
+    lines = ["## The Bayes-feature gate: perfect features, a threshold rule", "",
+             "`BayesFeatureGate` scores each candidate by the posterior probability that a query now resolves a "
+             f"stored intention, estimated from K = {k0} posterior draws ({m0} particles) as the planner's "
+             "`p_resolve`, proposes it when that probability is at least the threshold, and leaves the order to the "
+             "executor (by score, within the per-step cap and the budget), as BudgetPM's gates do with their "
+             "scores. The threshold is chosen per budget on the validation weeks "
+             f"({span(cfg.validation)}; best mean Set F1), then the held-out weeks are played once. Seed = the "
+             "week. Paired 95% intervals over the held-out weeks.", "",
+             "| budget | validation Set F1 per threshold | threshold | held-out Set F1 | gate - Sequential | "
+             "gate - planner | gap closed | queries per week | CPU s per week (median) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    above, below = [], []
+    for b in cfg.budgets:
+        g = res["bayes"][b]
+        r = res["ref_held_out"][b]
+        s, dp = r["Sequential"], r["HindsightDP"]
+        f1 = np.array([x["set_f1"] for x in g["held_out"]])
+        planner = np.array([x["set_f1"] for x in res["held_out"][b]])
+        curve = "; ".join(f"{th}: {np.mean([x['set_f1'] for x in rows]):.4f}" for th, rows in g["validation"].items())
+        d_seq, up = _ci(f1 - s)
+        d_pl, _ = _ci(f1 - planner)
+        if up:
+            above.append(b)
+        if bootstrap_ci(planner - f1, n_resamples=100_000)[1] > 0:
+            below.append(b)
+        lines.append(f"| {b} | {curve} | {g['threshold']} | {f1.mean():.4f} | {d_seq} | {d_pl} | "
+                     f"{(f1.mean() - s.mean()) / (dp.mean() - s.mean()):.2f} | "
+                     f"{np.mean([x['queries'] for x in g['held_out']]):.2f} | "
+                     f"{np.median([x['cpu'] for x in g['held_out']]):.2f} |")
+    lines += ["", "The gate is above Sequential with an interval excluding 0 at "
+              f"{', '.join(above) or 'no budget'}, and below the planner with an interval excluding 0 at "
+              f"{', '.join(below) or 'no budget'}.", ""]
     return lines
 
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from membudget.envs.pm.world import NEVER, POS
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_int, check_number
 
 from .hindsight_dp import rest_values
 from .observed import AgentView, Observed
@@ -104,11 +104,12 @@ class HindsightPlanner:
                 self.sampler_.n_particles = M
         return None
 
-    def act(self, observed: Observed, mask) -> np.ndarray:
-        """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
+    def _now(self, observed: Observed, mask):
+        """The posterior at the decision ``observed.t``: the affordable candidates, the ``K`` draws and, per draw
+        and resource, what a query now would resolve (true / false positives, anything at all) and whether it
+        resolves something in some draw; None where there is nothing to decide or no consistent draw."""
         e = self.env.unwrapped
         R = observed.n_resources
-        action = np.zeros(R, dtype=np.int8)
         costs = observed.costs
         budget = observed.remaining_budget
         cand = np.flatnonzero(mask)
@@ -119,7 +120,7 @@ class HindsightPlanner:
         t = observed.t
         if cand.size == 0 or t >= observed.horizon:
             self.last_ = None
-            return action
+            return None
         # the previous step's expected misses steer this step's proposals (same week, one step on)
         prev = self._expected if self._expected is not None and 0 <= self._expected[0] < t else None
         draws = self._draws(observed, None if prev is None else prev[1])
@@ -127,10 +128,9 @@ class HindsightPlanner:
             self.fallbacks_ += 1
             self._expected = None
             self.last_ = None
-            return action
+            return None
         self._expected = (t, self.sampler_.expected_misses_)
         last_q = observed.last_query
-        # what querying each candidate now resolves in each draw (TP, FP); useful: resolves something somewhere
         K = len(draws)
         tp_now = np.zeros((K, R), dtype=np.int64)
         fp_now = np.zeros((K, R), dtype=np.int64)
@@ -149,6 +149,18 @@ class HindsightPlanner:
             resolves[k, r_[now]] = True
             np.add.at(tp_now[k], r_[now & pos & on_time], 1)
             np.add.at(fp_now[k], r_[now & ((~pos & on_time) | (pos & ~on_time & late_exec))], 1)
+        return cand, draws, tp_now, fp_now, useful, resolves
+
+    def act(self, observed: Observed, mask) -> np.ndarray:
+        """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
+        e = self.env.unwrapped
+        action = np.zeros(observed.n_resources, dtype=np.int8)
+        now = self._now(observed, mask)
+        if now is None:
+            return action
+        cand, draws, tp_now, fp_now, useful, resolves = now
+        t, costs, budget, last_q, K = observed.t, observed.costs, observed.remaining_budget, observed.last_query, \
+            len(draws)
         useful_c = [int(r) for r in cand if useful[r]]
         cap = len(useful_c) if e.per_step_cap is None else min(e.per_step_cap, len(useful_c))
         actions = [()]
@@ -191,8 +203,54 @@ class HindsightPlanner:
         return action
 
 
+class BayesFeatureGate(HindsightPlanner):
+    """A threshold gate on the oracle feature: each candidate's posterior probability that a query now resolves a
+    stored intention, estimated as the share of the ``K`` posterior draws in which it does (the planner's
+    ``p_resolve``), sent as its score where it is at least ``threshold`` and -1 elsewhere; the environment's
+    executor then takes the proposals by score within the per-step caps and the budget. It is what perfect
+    features could tell a threshold gate such as BudgetPM's Sequential: it decides on the exact posterior but,
+    unlike the planner, not on what a query would resolve (true or false positive, on time or late) nor on the
+    budget left for later steps.
+
+    Parameters as :class:`HindsightPlanner`'s, and ``threshold`` in (0, 1]. Plays ``action_mode="scores"``
+    environments only (the executor's ranking is part of the gate). ``last_`` after each decision: the step, the
+    draws' effective sample size and ``p_resolve``.
+    """
+
+    def __init__(self, *, env, threshold=0.5, n_samples=16, n_particles=None, seed=0):
+        super().__init__(env=env, n_samples=n_samples, n_particles=n_particles, seed=seed)
+        self.threshold = threshold
+
+    def fit(self, X=None, y=None):
+        """Check the settings (the threshold, the scores action mode) and build the posterior sampler."""
+        check_number("threshold", self.threshold, 0, 1, low_open=True)
+        super().fit()
+        if self.env.unwrapped.action_mode != "scores":
+            raise ValueError("BayesFeatureGate plays action_mode='scores' environments, got "
+                             f"{self.env.unwrapped.action_mode!r}")
+        return self
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        """Scores for the environment's current step (``observation`` must be its latest one)."""
+        if not hasattr(self, "sampler_"):
+            raise RuntimeError("call fit() first")
+        mask = np.asarray(observation["mask"])
+        if mask.ndim != 1:
+            raise ValueError("the gate plays one week (an observation of one environment)")
+        scores = np.full(mask.shape, -1.0, dtype=np.float32)
+        now = self._now(self.env.observed, mask)
+        if now is not None:
+            cand, draws, _, _, _, resolves = now
+            p = resolves.mean(axis=0)
+            sent = cand[p[cand] >= self.threshold]
+            scores[sent] = p[sent]
+            self.last_ = {"t": self.env.observed.t, "ess": draws.ess, "p_resolve": p}
+        return scores, state
+
+
 def play(planner: HindsightPlanner, seed: int) -> dict:
-    """Play one week with the planner on its environment; the week's ``episode_metrics``."""
+    """Play one week with the planner (or the Bayes-feature gate) on its environment; the week's
+    ``episode_metrics``."""
     env = planner.env
     obs, _ = env.reset(seed=int(seed))
     done = False

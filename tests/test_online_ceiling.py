@@ -16,8 +16,8 @@ DP = np.array([0.80, 0.82, 0.84])
 class FakeExecutor:
     """Canned per-week results for the study's tasks; records every item asked for."""
 
-    def __init__(self, planner_f1, student_f1):
-        self.planner_f1, self.student_f1, self.asked = planner_f1, student_f1, []
+    def __init__(self, planner_f1, student_f1, gate_f1=lambda b, th, w: 0.7):
+        self.planner_f1, self.student_f1, self.gate_f1, self.asked = planner_f1, student_f1, gate_f1, []
 
     def map(self, fn, items):
         from membudget.agents.imitation import dp_demonstrations
@@ -31,6 +31,8 @@ class FakeExecutor:
             return [{"set_f1": self.planner_f1(b, k, m, w), "cpu": 1.0, "fallbacks": 0} for b, k, m, w in items]
         if fn is oc.planner_labels:
             return [{"demos": dp_demonstrations([w], b), "cpu": 2.0} for b, k, m, w in items]
+        if fn is oc.bayes_gate_week:
+            return [{"set_f1": self.gate_f1(b, th, w), "queries": 4.0 + th, "cpu": 1.5} for b, k, m, th, w in items]
         if fn in (oc.student_task, oc.dagger_task):
             return [{"set_f1": self.student_f1, "ms_per_step": 0.05} for _ in items]
         raise AssertionError(fn)
@@ -46,7 +48,8 @@ def test_the_setting_is_chosen_on_validation_and_used_on_held_out():
     res = oc.measure(CFG, progress=lambda m: None, executor=ex)
     assert res["chosen"] == (2, 8)
     assert list(res["curve"]) == [(1, 8), (2, 8), (64, 128)]
-    assert [name for name, it in ex.asked][-2:] == ["planner_week"] * 2 and ex.asked[-1][1] == ("B10", 64, 128, 2)
+    planner = [it for name, it in ex.asked if name == "planner_week"]
+    assert planner[-2:] == [("B10", 64, 128, 1), ("B10", 64, 128, 2)]  # measured last
     held = [it for name, it in ex.asked if name == "planner_week" and it[3] >= 3]
     assert sorted(held) == sorted((b, 2, 8, w) for b in ("B5", "B10") for w in (3, 4, 5))
     labels = [it for name, it in ex.asked if name == "planner_labels"]
@@ -90,6 +93,31 @@ def test_the_page_states_the_figures_and_the_verdicts():
     assert "0.7700 / 0.7200; 0.7500 / 0.7200 | 0.080 |" in text  # per learner seed; the slower seed's time
 
 
+def test_the_bayes_gate_threshold_is_chosen_on_validation_per_budget():
+    # validation weeks (1, 2): 0.8 is best at B10, 0.2 at B5 (ties go to the higher threshold); the held-out weeks,
+    # where 0.4 would win everywhere, never choose
+    def gate_f1(b, th, w):
+        if w >= 3:
+            return 0.9 if th == 0.4 else float(SEQ[w - 3] + 0.02)
+        return {"B10": {0.8: 0.8, 0.6: 0.8}, "B5": {0.2: 0.8}}[b].get(th, 0.6)
+
+    ex = FakeExecutor(lambda b, k, m, w: float(DP[w - 3]) if w >= 3 else 0.8 + 0.01 * (k == 2), np.full(3, 0.7),
+                      gate_f1)
+    res = oc.measure(CFG, progress=lambda m: None, executor=ex)
+    assert {b: res["bayes"][b]["threshold"] for b in CFG.budgets} == {"B5": 0.2, "B10": 0.8}
+    asked = [it for name, it in ex.asked if name == "bayes_gate_week"]
+    assert sorted(it for it in asked if it[4] >= 3) == sorted((b, 2, 8, th, w) for b, th in (("B5", 0.2), ("B10", 0.8))
+                                                              for w in (3, 4, 5))
+    assert sorted(it for it in asked if it[4] < 3) == sorted((b, 2, 8, th, w) for b in CFG.budgets
+                                                             for th in CFG.bayes_grid for w in (1, 2))
+    text = oc.render(CFG, res, "cmd")
+    # held-out: Sequential + 0.02 (gap closed 0.02 / 0.10), the planner (= the DP) 0.08 above it
+    assert "| B10 | 0.2: 0.6000; 0.4: 0.6000; 0.6: 0.8000; 0.8: 0.8000 | 0.8 | 0.7400 | +0.0200 [+0.0200, +0.0200] " \
+        "| -0.0800 [-0.0800, -0.0800] | 0.20 | 4.80 | 1.50 |" in text
+    assert "above Sequential with an interval excluding 0 at B5, B10, and below the planner with an interval " \
+        "excluding 0 at B5, B10." in text
+
+
 @pytest.mark.slow
 def test_quick_study_runs_and_a_rerun_loads_its_tasks(tmp_path):
     from membudget import evaluate
@@ -102,7 +130,8 @@ def test_quick_study_runs_and_a_rerun_loads_its_tasks(tmp_path):
         dp = res["ref_held_out"][b]["HindsightDP"]
         assert np.all([r["set_f1"] for r in res["held_out"][b]] <= dp + 1e-9)  # the DP bounds the planner
     n = len(list(cache.iterdir()))
-    assert n == 2 + 2 * 2 + 2 + 2 + 2  # references, curve, held-out weeks, label weeks, students
+    # references, curve, held-out weeks, label weeks, students, the Bayes gate's thresholds and held-out weeks
+    assert n == 2 + 2 * 2 + 2 + 2 + 2 + 2 * 2 + 2
     evaluate.main(args[:-1] + [str(tmp_path / "again.md")])
     assert len(list(cache.iterdir())) == n
     assert (tmp_path / "again.md").read_text() == text  # CPU times included: nothing was recomputed

@@ -10,7 +10,7 @@ from membudget.envs.pm import PMWeekEnv, generate_episode
 from membudget.envs.pm.world import KIND_VISIBLE, NEVER
 from membudget.teachers import HindsightDP
 from membudget.teachers.observed import AgentView
-from membudget.teachers.online import HindsightPlanner
+from membudget.teachers.online import BayesFeatureGate, HindsightPlanner
 
 WEEK, T_CUT = 2003, 18
 
@@ -94,6 +94,48 @@ def test_bad_settings_raise_clear_errors():
         import gymnasium as gym
 
         AgentView(gym.make("CartPole-v1"))
+
+
+def test_bayes_gate_refuses_bad_settings():
+    scores_env = lambda: AgentView(PMWeekEnv(budget="B10", action_mode="scores"))  # noqa: E731
+    for bad in (0, 0.0, -0.1, 1.5, True, float("nan"), "0.5"):
+        with pytest.raises(ValueError, match="threshold"):
+            BayesFeatureGate(env=scores_env(), threshold=bad).fit()
+    with pytest.raises(ValueError, match="scores"):
+        BayesFeatureGate(env=AgentView(PMWeekEnv(budget="B10")), threshold=0.5).fit()
+    with pytest.raises(RuntimeError, match="fit"):
+        BayesFeatureGate(env=scores_env()).predict({"mask": np.ones(11)})
+
+
+@pytest.mark.slow
+def test_bayes_gate_sends_the_posterior_probability_of_the_candidates_at_or_above_its_threshold():
+    gate = BayesFeatureGate(env=AgentView(PMWeekEnv(budget="B10", per_step_cap=2, action_mode="scores")),
+                            threshold=0.5, n_samples=8, n_particles=32, seed=4).fit()
+    planner = _planner(seed=4, samples=8)  # the same random stream: the same draws at the first decision
+    obs, _ = gate.env.reset(seed=2001)
+    p_obs, _ = planner.env.reset(seed=2001)
+    compared, sent, done = False, 0, False
+    while not done:
+        s, _ = gate.predict(obs)
+        mask = obs["mask"].astype(bool)
+        assert np.all(s[~mask] == -1.0)
+        if gate.last_ is None:
+            assert np.all(s == -1.0)
+        else:
+            p = gate.last_["p_resolve"]
+            affordable = mask & (gate.env.observed.costs <= gate.env.observed.remaining_budget)
+            want = np.where(affordable & (p >= 0.5), p, -1.0).astype(np.float32)
+            np.testing.assert_array_equal(s, want)
+            sent += int((s > 0).sum())
+            if not compared:  # until now neither proposed anything, so both saw the same week and drew alike
+                planner.predict(p_obs)
+                np.testing.assert_array_equal(planner.last_["p_resolve"], p)
+                compared = True
+        if not compared:
+            p_obs, *_ = planner.env.step(np.zeros(11, dtype=np.int8))
+        obs, _, done, _, info = gate.env.step(s)
+    assert compared and sent > 0
+    assert info["episode_metrics"]["realized_cost"] <= gate.env.unwrapped.budget
 
 
 @pytest.mark.slow
