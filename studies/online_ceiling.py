@@ -17,7 +17,9 @@ which sees the whole week, an upper bound. The study measures:
 - the labels' speed: CPU seconds per week of the planner at the chosen setting against the DP's;
 - the Bayes-feature gate (:class:`~membudget.teachers.online.BayesFeatureGate`): a threshold gate on the exact
   posterior probability that a query now resolves something (estimated from the planner's draws), its threshold
-  chosen per budget on the validation weeks, on the held-out weeks: what perfect features give a threshold gate.
+  chosen per budget on the validation weeks, on the held-out weeks: what perfect features give a threshold gate;
+- PPO started from the planner's BC student and from the DP's (the fair comparison's distil-then-RL settings),
+  on the held-out weeks.
 
 Every week's planner run and labels is one task (planner seed = the week's number, so a task does not depend on
 the others); the tasks are checkpointed under ``--checkpoint-dir`` (default ``runs/online-ceiling/cache``), so a
@@ -36,6 +38,7 @@ import time
 import numpy as np
 
 from membudget.studies.cli import add_page_flag, page_path, plain
+from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
 from membudget.studies.execution import add_backend_flags, run_with_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
 
@@ -61,16 +64,24 @@ class CeilingConfig:
     there; run in this order, the first before the held-out planner at the budgets other than
     :attr:`curve_budget`."""
     learner_seeds: tuple = (0, 1, 2)
-    bayes_grid: tuple = (0.2, 0.4, 0.6, 0.8)
+    bayes_grid: tuple = (0.1, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0)
     """Thresholds of the Bayes-feature gate (:class:`~membudget.teachers.online.BayesFeatureGate` at the planner's
     chosen K and particles); per budget the one with the best mean Set F1 on the validation weeks is taken (ties
     to the higher threshold)."""
+    finetune: tuple = (("bc", "B10", 200),)
+    """BC students ``(method, budget, n)`` of :attr:`students` whose networks (each learner seed's, of both
+    teachers) start PPO with :attr:`finetune_ppo` and PPO seed = the learner seed, its validation weeks picking the
+    kept actor: distil-then-RL from the planner's student against the same from the DP's."""
+    finetune_ppo: object = BENCH_FULL["finetune"]
+    """The PPO settings of the fine-tuning (:class:`~membudget.agents.configs.PPOConfig`): the fair comparison's
+    distil-then-RL ones (its DAgger→PPO's)."""
 
 
 FULL = CeilingConfig()
 QUICK = CeilingConfig(validation=(4000, 4001), held_out=(8000, 9000), curve=((1, 8), (2, 8)), curve_only=(),
                       budgets=("B10",),
-                      students=(("bc", "B10", 2),), learner_seeds=(0,), bayes_grid=(0.3, 0.6))
+                      students=(("bc", "B10", 2),), learner_seeds=(0,), bayes_grid=(0.3, 0.6),
+                      finetune=(("bc", "B10", 2),), finetune_ppo=BENCH_QUICK["finetune"])
 
 
 def sequential_gate(budget):
@@ -196,6 +207,20 @@ def dagger_task(item) -> dict:
     return scores(policy, budget, weeks)
 
 
+def finetune_task(item) -> dict:
+    """Task: PPO (settings ``ppo``, seed ``seed``; validation weeks ``val`` pick the kept actor) started from the
+    BC student of learner seed ``seed`` fitted to ``demos``, scored on ``weeks`` (:func:`scores`), with the
+    training steps of the kept actor and the engine. ``item = (demos, budget, seed, ppo, val, weeks)``."""
+    from membudget.agents.imitation import fit_net
+    from membudget.agents.ppo import train_ppo
+
+    demos, budget, seed, ppo, val, weeks = item
+    policy, _ = train_ppo(budget, ppo, seed=seed, init=fit_net(demos, seed=seed), eval_seeds=list(val))
+    out = scores(policy, budget, weeks)
+    out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"])
+    return out
+
+
 def scores(policy, budget, weeks) -> dict:
     """A student's per-week Set F1 on ``weeks`` and its median milliseconds per decision (one observation, one
     core) over the first of them."""
@@ -219,7 +244,11 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
     from membudget.agents.imitation import Demonstrations, dp_demonstrations
 
     run = executor.map
+    for key in cfg.finetune:
+        if key[0] != "bc" or key not in cfg.students:
+            raise ValueError(f"finetune entries must be BC students of the study, got {key!r}")
     out = {"curve": {}, "held_out": {}, "students": {}}
+    demos = {}
     progress("references")
     out["ref_validation"] = run(references, [(cfg.curve_budget, cfg.validation)])[0]
     out["ref_held_out"] = dict(zip(cfg.budgets, run(references, [(b, cfg.held_out) for b in cfg.budgets])))
@@ -242,6 +271,7 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         progress(f"{method} students at {b} ({n} weeks)")
         if method == "bc":
             dp = dp_demonstrations(train, b)
+            demos[(method, b, n)] = {"online": online, "dp": dp}
             on = run(student_task, [(online, b, s, cfg.held_out) for s in cfg.learner_seeds])
             off = run(student_task, [(dp, b, s, cfg.held_out) for s in cfg.learner_seeds])
         else:
@@ -275,6 +305,12 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         progress(f"Bayes-feature gate at {b}: threshold {th} on the held-out weeks")
         out["bayes"][b] = {"validation": val, "threshold": th,
                            "held_out": run(bayes_gate_week, [(b, *chosen, th, w) for w in cfg.held_out])}
+    out["finetune"] = {}
+    for key in cfg.finetune:
+        progress(f"PPO from the {key[0]} students at {key[1]} ({key[2]} weeks)")
+        out["finetune"][key] = {
+            t: run(finetune_task, [(d, key[1], s, cfg.finetune_ppo, cfg.validation, cfg.held_out)
+                                   for s in cfg.learner_seeds]) for t, d in demos[key].items()}
     return out
 
 
@@ -301,6 +337,8 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
     if res["students"]:
         section, cpu = _students_section(cfg, res, goal)
         lines += section
+    if res.get("finetune"):
+        lines += _finetune_section(cfg, res, goal)
     lines += _goals_section(cfg, res, goal, cpu)
     return "\n".join(lines) + "\n"
 
@@ -440,6 +478,34 @@ def _students_section(cfg, res, goal) -> tuple:
     return lines, cpu
 
 
+def _finetune_section(cfg, res, goal) -> list:
+    """PPO started from each teacher's BC student (``goal`` filled per start)."""
+    p = cfg.finetune_ppo
+    lines = ["", f"## PPO started from the students (held-out weeks, {len(cfg.held_out)})", "",
+             "The fair comparison's distil-then-RL (its DAgger→PPO settings: "
+             f"{p.total_timesteps:,} env steps, learning rate {p.learning_rate:g}, critic warm-up "
+             f"{p.critic_warmup} updates, the actor of the best validation point kept, validation weeks "
+             "4000-4029) started from the BC student of each teacher, PPO seed = the student's learner seed. "
+             "A learner's Set F1 per week is the mean over the seeds, paired over the weeks.", "",
+             "| start | budget | n weeks | student | PPO | PPO - Sequential | PPO - student | per seed | kept at env "
+             "steps | engine | ms per decision |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (method, b, n), runs in res["finetune"].items():
+        s = res["ref_held_out"][b]["Sequential"]
+        st = res["students"][(method, b, n)]
+        for teacher, name in (("online", "planner's BC student"), ("dp", "DP's BC student")):
+            rows = runs[teacher]
+            f1 = np.mean([r["set_f1"] for r in rows], axis=0)
+            student = np.mean([r["set_f1"] for r in st[teacher]], axis=0)
+            ms = max(r["ms_per_step"] for r in rows)
+            per = "; ".join(f"{np.mean(r['set_f1']):.4f}" for r in rows)
+            kept = ", ".join(f"{r['selected_env_steps']:,}" for r in rows)
+            engines = ", ".join(sorted({r["engine"] for r in rows}))
+            lines.append(f"| {name} | {b} | {n} | {student.mean():.4f} | {f1.mean():.4f} | {_ci(f1 - s)[0]} | "
+                         f"{_ci(f1 - student)[0]} | {per} | {kept} | {engines} | {ms:.3f} |")
+            goal[("finetune", teacher, b, n)] = (f1, s, ms)
+    return lines
+
+
 def _goals_section(cfg, res, goal, cpu) -> list:
     """The issue's goals, each with its measured figure."""
     lines = []
@@ -466,8 +532,13 @@ def _goals_section(cfg, res, goal, cpu) -> list:
         text, above = _ci(on - dp)
         lines.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({method}, {b},"
                      f" {n} weeks): {text} — {'met' if above else 'not met'}.")
-    for (method, b, n) in res["students"]:  # every student of the planner is a candidate allocator: all listed
-        on, dp, s, ms = goal[("students", method, b, n)]
+    candidates = []  # every learner of the planner is a candidate: all listed
+    for method, b, n in res["students"]:
+        on, _, s, ms = goal[("students", method, b, n)]
+        candidates.append((f"the {method} student of the planner, {n} weeks", b, on, s, ms))
+    candidates += [(f"PPO from the {'planner' if t == 'online' else 'DP'}'s BC student, {n} weeks", b,
+                    *goal[("finetune", t, b, n)]) for (method, b, n) in res.get("finetune", {}) for t in ("online", "dp")]
+    for name, b, on, s, ms in candidates:
         if s is None:
             continue
         m, lo, hi = bootstrap_ci(on - s, n_resamples=100_000)
@@ -476,8 +547,8 @@ def _goals_section(cfg, res, goal, cpu) -> list:
             aim = "Sequential + 0.01 with an interval excluding 0, <= 0.1 ms per decision"
         else:
             ok, aim = m >= 0, "Sequential"
-        lines.append(f"- A deployable learned allocator >= {aim} at {b} (the {method} student of the planner, "
-                     f"{n} weeks, {ms:.3f} ms per decision): {m:+.4f} [{lo:+.4f}, {hi:+.4f}] — "
+        lines.append(f"- A deployable learned allocator >= {aim} at {b} ({name}, {ms:.3f} ms per decision): "
+                     f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}] — "
                      f"{'met' if ok else 'not met'}.")
     return lines
 

@@ -8,7 +8,7 @@ from membudget.studies import online_ceiling as oc
 
 CFG = oc.CeilingConfig(validation=(1, 2), held_out=(3, 4, 5), curve=((1, 8), (2, 8)), budgets=("B5", "B10"),
                        students=(("bc", "B10", 2), ("bc", "B10", 1), ("dagger", "B10", 1)),
-                       learner_seeds=(0, 1))
+                       learner_seeds=(0, 1), bayes_grid=(0.2, 0.4, 0.6, 0.8), finetune=(("bc", "B10", 1),))
 SEQ = np.array([0.70, 0.72, 0.74])
 DP = np.array([0.80, 0.82, 0.84])
 
@@ -33,6 +33,9 @@ class FakeExecutor:
             return [{"demos": dp_demonstrations([w], b), "cpu": 2.0} for b, k, m, w in items]
         if fn is oc.bayes_gate_week:
             return [{"set_f1": self.gate_f1(b, th, w), "queries": 4.0 + th, "cpu": 1.5} for b, k, m, th, w in items]
+        if fn is oc.finetune_task:
+            return [{"set_f1": self.student_f1 + 0.01 * (1 + seed), "ms_per_step": 0.04, "selected_env_steps": 5120,
+                     "engine": "compiled"} for _, _, seed, *_ in items]
         if fn in (oc.student_task, oc.dagger_task):
             return [{"set_f1": self.student_f1, "ms_per_step": 0.05} for _ in items]
         raise AssertionError(fn)
@@ -91,6 +94,21 @@ def test_the_page_states_the_figures_and_the_verdicts():
         "+0.0400 [+0.0400, +0.0400] — met." in text
     assert "| BC | B10 | 1 | 80 | 0.7600 | 0.7200 |" in text and "| DAgger | B10 | 1 | 80 | 0.7600 | 0.7200 |" in text
     assert "0.7700 / 0.7200; 0.7500 / 0.7200 | 0.080 |" in text  # per learner seed; the slower seed's time
+    # PPO from the students: seed 0 ends at the student + 0.01, seed 1 at + 0.02 (both starts, canned alike)
+    assert "| planner's BC student | B10 | 1 | 0.7600 | 0.7350 | +0.0150 [+0.0150, +0.0150] | " \
+        "-0.0250 [-0.0250, -0.0250] | 0.7300; 0.7400 | 5,120, 5,120 | compiled | 0.040 |" in text
+    assert "| DP's BC student | B10 | 1 | 0.7200 | 0.7350 | +0.0150 [+0.0150, +0.0150] | " \
+        "+0.0150 [+0.0150, +0.0150] |" in text
+    assert "(PPO from the planner's BC student, 1 weeks, 0.040 ms per decision): +0.0150 [+0.0150, +0.0150] — met." \
+        in text
+
+
+def test_finetune_entries_must_be_bc_students_of_the_study():
+    ex = FakeExecutor(lambda b, k, m, w: 0.8, np.full(3, 0.7))
+    for bad in (("dagger", "B10", 1), ("bc", "B10", 3)):
+        with pytest.raises(ValueError, match="finetune entries must be BC students"):
+            oc.measure(oc.CeilingConfig(**{**CFG.__dict__, "finetune": (bad,)}), progress=lambda m: None, executor=ex)
+    assert ex.asked == []  # refused before any work
 
 
 def test_the_bayes_gate_threshold_is_chosen_on_validation_per_budget():
@@ -130,8 +148,9 @@ def test_quick_study_runs_and_a_rerun_loads_its_tasks(tmp_path):
         dp = res["ref_held_out"][b]["HindsightDP"]
         assert np.all([r["set_f1"] for r in res["held_out"][b]] <= dp + 1e-9)  # the DP bounds the planner
     n = len(list(cache.iterdir()))
-    # references, curve, held-out weeks, label weeks, students, the Bayes gate's thresholds and held-out weeks
-    assert n == 2 + 2 * 2 + 2 + 2 + 2 + 2 * 2 + 2
+    # references, curve, held-out weeks, label weeks, students, the Bayes gate's thresholds and held-out weeks, PPO
+    # from each teacher's student
+    assert n == 2 + 2 * 2 + 2 + 2 + 2 + 2 * 2 + 2 + 2
     evaluate.main(args[:-1] + [str(tmp_path / "again.md")])
     assert len(list(cache.iterdir())) == n
     assert (tmp_path / "again.md").read_text() == text  # CPU times included: nothing was recomputed
