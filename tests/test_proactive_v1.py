@@ -180,6 +180,7 @@ def test_study_page_keeps_v0_tables_below(tmp_path):
     page = (tmp_path / "proactive_stream.md").read_text()
     v1, v0 = page.split("## ProactiveStream-v0 (kept)")
     assert v1.startswith("# ProactiveStream-v1 results") and "ProactiveStream-v1, held-out streams" in v1
+    assert "| code | " in v1.split("| scope | sources kept |")[1]      # the rule restricted to break-even sources
     assert "ProactiveStream-v0, held-out streams 10000-10001" in v0 and "--env-version 0" in v0
     assert v0.count("| FullHierarchy |") == 2          # code and pooled
 
@@ -193,3 +194,25 @@ def test_rule_sources_split_the_full_rules_interventions():
     assert sum(fp for _, fp in sources.values()) == sum(r["fp"] for r in runs)
     assert sources["carried"][0] > 0
     assert rule_sources("code", [0, 1], version=0)["carried"] == [0, 0]
+
+
+def test_restricted_full_rule_acts_only_on_its_sources():
+    from membudget.studies.proactmem import break_even_sources
+
+    env, full, carried = ProactiveStreamV1Env(scope="code"), FullHierarchy(), FullHierarchy(("carried",))
+    obs, _ = env.reset(seed=2)
+    fired, done = set(), False
+    while not done:
+        if obs[F1["phase"]]:
+            source = full.source(obs)
+            fired.add(source)
+            assert carried.decide(obs) == (source == "carried")
+            assert full.decide(obs) == (source is not None)
+        obs, _, done, _, _ = env.step(2 if not obs[F1["phase"]] else int(full.decide(obs)))
+    assert {"evidence", "carried"} <= fired
+    with pytest.raises(ValueError, match="unknown sources"):
+        FullHierarchy(("routine", "hunch"))
+    counts = {"evidence": [1, 2], "carried": [9, 1], "routine": [0, 0]}
+    assert break_even_sources(counts) == ("carried",)                  # 1/3 is not above the break-even 1/3
+    assert break_even_sources(counts, intrusion_penalty=0.25) == ("evidence", "carried")
+    assert break_even_sources(counts, intrusion_penalty=10.0) == ()
