@@ -100,13 +100,28 @@ class EventTrajectory(_Rule):
         return bool(obs[F["feasible"]]) and _routine_proxy(obs, layer)
 
 
+SOURCES = ("evidence", "carried", "routine")
+"""What can make the full-hierarchy rule intervene: current evidence, a carried anchor (v1), a regularity."""
+
+
 class FullHierarchy(_Rule):
     """ProactMem's rule: current evidence, or an applicable active regularity in an actionable occurrence state. On
     v1, whose trajectory view holds the last seven days, the contextual assessment also asks the trajectories to
     corroborate the regularity (its behaviour on at least :data:`CORROBORATION` of those days), and a follow-up
-    whose anchor a layer holds is acted on."""
+    whose anchor a layer holds is acted on. ``sources`` (default all of :data:`SOURCES`) restricts the rule to
+    interventions that those sources fire."""
 
     depth = 2
+
+    def __init__(self, sources=SOURCES):
+        unknown = set(sources) - set(SOURCES)
+        if unknown:
+            raise ValueError(f"unknown sources {sorted(unknown)}; choose among {SOURCES}")
+        self.sources = tuple(s for s in SOURCES if s in sources)
+
+    def __repr__(self):
+        extra = "" if self.sources == SOURCES else f"sources={self.sources}"
+        return f"{type(self).__name__}({extra})"
 
     def source(self, obs):
         """What makes the rule intervene: ``"evidence"``, ``"carried"`` (v1), ``"routine"``, or None (abstain)."""
@@ -120,7 +135,7 @@ class FullHierarchy(_Rule):
         return "routine" if routine else None
 
     def decide(self, obs):
-        return self.source(obs) is not None
+        return self.source(obs) in self.sources
 
 
 class WithoutReplayGate(FullHierarchy):
@@ -138,4 +153,4 @@ class WithoutValidation(FullHierarchy):
 POLICIES = {cls.__name__: cls for cls in (Never, Always, EventOnly, EventTrajectory, FullHierarchy,
                                           WithoutReplayGate, WithoutValidation)}
 
-__all__ = ["CORROBORATION", "POLICIES", "USUAL_THRESHOLD", *POLICIES]
+__all__ = ["CORROBORATION", "POLICIES", "SOURCES", "USUAL_THRESHOLD", *POLICIES]

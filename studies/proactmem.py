@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, ProactiveStreamPPOConfig, make_env, train_ppo
-from membudget.baselines.proactive import POLICIES
+from membudget.baselines.proactive import POLICIES, SOURCES, FullHierarchy
 from membudget.envs.proactive.env import F, episode_metrics
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import run_folder
@@ -145,7 +145,8 @@ def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, p
     return results
 
 
-SOURCES = ("evidence", "carried", "routine")
+DEVELOPMENT_SEEDS = range(10)
+"""Development streams: what the study chooses from data (the break-even sources) it chooses on these."""
 
 
 def rule_sources(scope, seeds, version=1, intrusion_penalty=0.5) -> dict:
@@ -175,6 +176,42 @@ def format_sources(sources, intrusion_penalty=0.5) -> str:
     for scope, counts in sources.items():
         for source, (tp, fp) in counts.items():
             lines.append(f"| {scope} | {source} | {tp} | {fp} | {tp / (tp + fp) if tp + fp else 0.0:.3f} |")
+    return "\n".join(lines)
+
+
+def break_even_sources(sources, intrusion_penalty=0.5) -> tuple:
+    """The sources of a :func:`rule_sources` count whose precision is above the break-even
+    ``intrusion_penalty / (1 + intrusion_penalty)``: each pays in reward, the others lose it."""
+    even = intrusion_penalty / (1 + intrusion_penalty)
+    return tuple(s for s, (tp, fp) in sources.items() if tp + fp and tp / (tp + fp) > even)
+
+
+def break_even_rule(scopes, seeds, version=1, intrusion_penalty=0.5) -> dict:
+    """Per scope the full-hierarchy rule restricted to its sources above break-even on :data:`DEVELOPMENT_SEEDS`
+    (the reward-maximising choice among the rule's sources), run on ``seeds``: ``{scope: (sources, runs)}``."""
+    out = {}
+    for scope in scopes:
+        kept = break_even_sources(rule_sources(scope, DEVELOPMENT_SEEDS, version, intrusion_penalty),
+                                  intrusion_penalty)
+        out[scope] = kept, run_policy(FullHierarchy(kept), scope, seeds, version=version,
+                                      intrusion_penalty=intrusion_penalty)
+    return out
+
+
+def format_break_even(rules, results, n_resamples=2000, intrusion_penalty=0.5) -> str:
+    """:func:`break_even_rule` next to the full rule and PPO (when in ``results``): effectiveness and return."""
+    lines = [f"The full-hierarchy rule restricted to its sources above break-even (precision > "
+             f"{intrusion_penalty / (1 + intrusion_penalty):.3f} on development streams {DEVELOPMENT_SEEDS.start}-"
+             f"{DEVELOPMENT_SEEDS.stop - 1}, the reward-maximising choice among its sources), on the same held-out "
+             "streams:", "", "| scope | sources kept | effectiveness (95% CI) | return / stream | FullHierarchy "
+             "effectiveness, return | PPO effectiveness, return |", "|---|---|---|---|---|---|"]
+    for scope, (kept, runs) in rules.items():
+        e = bootstrap(runs, n_resamples)["effectiveness"]
+        cells = [f"{pooled(results[scope][n])['effectiveness']:.3f}, "
+                 f"{np.mean([r['return'] for r in results[scope][n]]):.2f}" if n in results[scope] else "—"
+                 for n in ("FullHierarchy", "PPO")]
+        lines.append(f"| {scope} | {' + '.join(kept) or 'none'} | {e[0]:.3f} [{e[1]:.3f}, {e[2]:.3f}] | "
+                     f"{np.mean([r['return'] for r in runs]):.2f} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
 
 
@@ -295,7 +332,9 @@ def main(argv=None):
     cis = intervals(results, args.bootstrap)
     seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + args.streams)
     text = (results_text(args.env_version, args.streams, args.bootstrap, results, cis) + "\n\n"
-            + format_sources({scope: rule_sources(scope, seeds, args.env_version) for scope in args.scopes}))
+            + format_sources({scope: rule_sources(scope, seeds, args.env_version) for scope in args.scopes})
+            + "\n\n" + format_break_even(break_even_rule(args.scopes, seeds, args.env_version), results,
+                                         args.bootstrap))
     print(text)
     print(f"\ncommand: {command}   ({time.perf_counter() - start:.1f} s)")
     if args.out:

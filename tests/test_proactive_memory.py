@@ -450,6 +450,18 @@ def test_validation_drops_hallucinated_segments_and_the_ablation_keeps_them():
             == sum(len(r.segments) for r in clean.records))
 
 
+def test_unchecked_records_are_the_day_by_day_summaries_of_one_generator():
+    # the memory draws its summaries in batches as days complete; the draws must be those of summarising every
+    # day in order from one generator (30 days: batches of 7, 14 and 9)
+    stream = make_stream(routine_events(30))
+    trace = memory_trace(stream, SPEC, hallucination_rate=0.5, validate=False, seed=3)
+    rng, day_bounds = np.random.default_rng(3), np.searchsorted(stream.time // DAY, np.arange(31))
+    expected = [summarise_day(stream, day, range(day_bounds[day], day_bounds[day + 1]), SPEC, rng, 0.5)
+                for day in range(30)]
+    assert [r.segments for r in trace.records] == expected
+    assert any(s.facts & ~stream.facts[list(s.citations[:1])][0] for r in trace.records for s in r.segments)
+
+
 def test_empty_days_produce_records_and_advance_the_cycle():
     events = [(420, bit(WAKE), True), (3 * DAY + 420, bit(WAKE), True), (8 * DAY + 420, bit(WAKE), True)]
     trace = memory_trace(make_stream(events), SPEC)

@@ -13,7 +13,9 @@ from membudget.baselines.proactive import EventOnly, EventTrajectory, FullHierar
 from membudget.envs.proactive import Stream, generate_stream
 from membudget.envs.proactive.env_v1 import FEATURE_NAMES_V1, N_FEATURES_V1, ProactiveStreamV1Env
 from membudget.envs.proactive.memory import CYCLE_DAYS, ProactiveMemory
-from membudget.envs.proactive.world_v1 import (CARRIED_FACTS, SCOPES_V1, carried_support, generate_stream_v1)
+from membudget.envs.proactive import world, world_v1
+from membudget.envs.proactive.world_v1 import (CARRIED_FACTS, SCOPES_V1, SPORTS_SKIP_V1, carried_support,
+                                               generate_stream_v1)
 
 V1 = "membudget/ProactiveStream-v1"
 DAY = 1440
@@ -79,12 +81,20 @@ def test_bad_streams_and_actions_raise():
 
 
 @pytest.mark.parametrize("scope", sorted(SCOPES_V1))
-def test_v0_draws_are_kept_and_carried_labels_hold(scope):
+def test_v0_draws_are_kept_and_carried_labels_hold(scope, monkeypatch):
     spec = SCOPES_V1[scope]
     anchor_bit, follow_bit = (spec.bit(f) for f in CARRIED_FACTS[scope])
     n_carried = n_decoys = 0
     for seed in range(4):
-        v0, v1 = generate_stream(seed, scope=scope), generate_stream_v1(seed, scope=scope)
+        v0 = generate_stream(seed, scope=scope)
+        if scope == "sports":                        # v1's Sports skips due routines more often than v0's
+            skips = {r.skip_prob for r in generate_stream_v1(seed, scope=scope).routines}
+            assert skips and skips <= set(SPORTS_SKIP_V1.values())
+            assert not {r.skip_prob for r in v0.routines} & set(SPORTS_SKIP_V1.values())
+            with monkeypatch.context() as m:         # v0's generator at v1's skip probabilities
+                m.setitem(world._GENERATORS, "sports", world_v1._GENERATORS_V1["sports"])
+                v0 = generate_stream(seed, scope=scope)
+        v1 = generate_stream_v1(seed, scope=scope)
         added = (v1.facts & (anchor_bit | follow_bit)) != 0
         assert not (v0.facts & (anchor_bit | follow_bit)).any()
         for name in ("time", "kind", "facts", "observed", "object_id"):
@@ -170,6 +180,7 @@ def test_study_page_keeps_v0_tables_below(tmp_path):
     page = (tmp_path / "proactive_stream.md").read_text()
     v1, v0 = page.split("## ProactiveStream-v0 (kept)")
     assert v1.startswith("# ProactiveStream-v1 results") and "ProactiveStream-v1, held-out streams" in v1
+    assert "| code | " in v1.split("| scope | sources kept |")[1]      # the rule restricted to break-even sources
     assert "ProactiveStream-v0, held-out streams 10000-10001" in v0 and "--env-version 0" in v0
     assert v0.count("| FullHierarchy |") == 2          # code and pooled
 
@@ -183,3 +194,25 @@ def test_rule_sources_split_the_full_rules_interventions():
     assert sum(fp for _, fp in sources.values()) == sum(r["fp"] for r in runs)
     assert sources["carried"][0] > 0
     assert rule_sources("code", [0, 1], version=0)["carried"] == [0, 0]
+
+
+def test_restricted_full_rule_acts_only_on_its_sources():
+    from membudget.studies.proactmem import break_even_sources
+
+    env, full, carried = ProactiveStreamV1Env(scope="code"), FullHierarchy(), FullHierarchy(("carried",))
+    obs, _ = env.reset(seed=2)
+    fired, done = set(), False
+    while not done:
+        if obs[F1["phase"]]:
+            source = full.source(obs)
+            fired.add(source)
+            assert carried.decide(obs) == (source == "carried")
+            assert full.decide(obs) == (source is not None)
+        obs, _, done, _, _ = env.step(2 if not obs[F1["phase"]] else int(full.decide(obs)))
+    assert {"evidence", "carried"} <= fired
+    with pytest.raises(ValueError, match="unknown sources"):
+        FullHierarchy(("routine", "hunch"))
+    counts = {"evidence": [1, 2], "carried": [9, 1], "routine": [0, 0]}
+    assert break_even_sources(counts) == ("carried",)                  # 1/3 is not above the break-even 1/3
+    assert break_even_sources(counts, intrusion_penalty=0.25) == ("evidence", "carried")
+    assert break_even_sources(counts, intrusion_penalty=10.0) == ()

@@ -68,7 +68,8 @@ class ProactiveStreamV1Env(ProactiveStreamEnv):
     ## Version History
 
     - v1: carried opportunities (anchors and follow-ups per entity, two facts appended per scope), a rolling
-      seven-day trajectory view, and the two ``*_carried`` features.
+      seven-day trajectory view, the two ``*_carried`` features, and Sports' routines skipped 1.6 times as often
+      (``SPORTS_SKIP_V1``).
     - v0: initial version (``membudget/ProactiveStream-v0``, kept unchanged).
     """
 

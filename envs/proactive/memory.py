@@ -346,6 +346,7 @@ def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, f
     n_f = n_v = observable = with_behaviour = 0
     seen = set()
     weekdays, start, end = reg.weekdays, reg.start, reg.end
+    key = (reg.trigger, reg.behaviour, start, end)
     for record in records:
         day = record.day
         if day in seen:
@@ -353,7 +354,6 @@ def replay(reg: Regularity, records: Sequence[DailyRecord]) -> tuple[int, int, f
         seen.add(day)
         if not weekdays >> (day % 7) & 1:                # inapplicable
             continue
-        key = (reg.trigger, reg.behaviour, start, end)
         counts = record.replay_cache.get(key)
         if counts is None:
             outcome = day_outcome(reg, record)
@@ -697,13 +697,12 @@ class ProactiveMemory:
         self._observed = stream.observed.tolist()
         trace.event_lo[:] = event_windows(stream.time)
         # records start at the first event's day; every day before the last, open one is completed (empty ones too,
-        # each when the next day opens); their summaries are drawn at once, in day order
+        # each when the next day opens); their summaries are drawn in day order, in batches as the days complete
         self._first_day = times[0] // MINUTES_PER_DAY if n else 0
-        days = list(range(self._first_day, times[-1] // MINUTES_PER_DAY if n else 0))
-        bounds = np.searchsorted(stream.time, np.arange(self._first_day, self._first_day + len(days) + 1)
+        n_days = (times[-1] // MINUTES_PER_DAY if n else 0) - self._first_day
+        bounds = np.searchsorted(stream.time, np.arange(self._first_day, self._first_day + n_days + 1)
                                  * MINUTES_PER_DAY)
-        self._summaries = _summarise(stream, days, [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])],
-                                     spec, self._rng, self.hallucination_rate)
+        self._summaries = []
         # the open day's state for matching (what select reads from today_claims; times are sorted): per event, the
         # time of day of the latest observed claim of each behaviour and of the latest unobserved event so far that
         # day (−1: none), and per fact the first observed event claiming it each day (:meth:`_first_of_day`)
@@ -766,8 +765,20 @@ class ProactiveMemory:
         trace.rejected = self._rejected
         self._ready = hi
 
+    def _summarise_through(self, k: int) -> None:
+        """Draw the summaries of completed days up to position ``k``, together with as many again as are drawn
+        (at least a cycle): a few vectorised batches per stream, and a reset pays only for its first days. The
+        draws come from one generator in day order, so the summaries do not depend on the batches."""
+        done, bounds = len(self._summaries), self._day_bounds
+        stop = min(len(bounds) - 2, max(k + 1, 2 * done, CYCLE_DAYS))
+        day_indices = [np.arange(lo, hi) for lo, hi in zip(bounds[done:stop], bounds[done + 1:stop + 1])]
+        self._summaries += _summarise(self.stream, range(self._first_day + done, self._first_day + stop),
+                                      day_indices, self.spec, self._rng, self.hallucination_rate)
+
     def _complete_day(self, day: int, indices: range) -> None:
         stream = self.stream
+        if day - self._first_day >= len(self._summaries):
+            self._summarise_through(day - self._first_day)
         segments, injected, claims = self._summaries[day - self._first_day]
         # a segment without an injected error passes the validator by construction: only the others are checked
         accepted = ([s for s, bad in zip(segments, injected) if not bad or fact_consistent(s, stream, indices)]

@@ -215,13 +215,18 @@ def _fact_bits(spec: ScopeSpec, names) -> np.ndarray:
     return np.array([spec.bit(name) for name in names], np.int64)
 
 
-def _sports(rng, n_days):
+SPORTS_SKIP = {"evening_walk": 0.25, "lunch_walk": 0.25, "weekend_ride": 0.2}
+"""Per Sports routine template: the probability that a due routine is skipped in fair weather (0.85 in rain or
+snow)."""
+
+
+def _sports(rng, n_days, skip=SPORTS_SKIP):
     spec = SPORTS
     routines = _draw_routines(
         rng, spec, _SPORTS_TEMPLATES, n_days,
         masks={"evening_walk": lambda g: WORKDAYS if g.random() < 0.6 else ALL_DAYS,
                "lunch_walk": lambda g: WORKDAYS, "weekend_ride": lambda g: WEEKEND},
-        skip={"evening_walk": 0.25, "lunch_walk": 0.25, "weekend_ride": 0.2}, n_active=2,
+        skip=skip, n_active=2,
         services=dict.fromkeys(_SPORTS_TEMPLATES, "walk_suggestion"))
     works = rng.random() < 0.8
     time, facts, observed, values, need = _sports_days(
