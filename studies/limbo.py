@@ -2,7 +2,7 @@
 
 - :func:`run_policy`: one stream (one seed) with any policy-protocol policy (baselines, the oracle, SB3 models);
 - :func:`run_bandit`: one stream with LIMBO's online loop (``select`` before the task, ``update`` after it);
-- :func:`select_alpha`: LinUCB's alpha chosen on development streams;
+- :func:`select_alpha`: LinUCB's alpha (and its decay) chosen on development streams;
 - :func:`evaluate`: every agent on every (family, profile) over seeds 42, 43, 44 (the paper's);
 - :func:`format_results`: the issue's table, LinUCB's action mix and UCB-bonus decay, and the comparison
   with LIMBO's claims. ``python -m membudget.evaluate replay`` prints it.
@@ -38,8 +38,10 @@ MEMORY_BASELINES = ("fixed-k1", "fixed-k4", "fixed-k8", "fixed-k16", "compressed
                     "retrieved-k4")
 # LinUCB's alpha chosen by select_alpha() on development seeds 0-9 (highest mean reward over all six settings)
 SELECTED_ALPHA = 0.2
-# the same choice on ReplayStream-v1's development seeds 0-9 (python -m membudget.evaluate replay-alpha)
-SELECTED_ALPHA_V1 = 0.3
+# the same choice on ReplayStream-v1's development seeds 0-9 over alpha and its decay τ (python -m
+# membudget.evaluate replay-alpha --decays ...): alpha_n = alpha · τ / (τ + n) after n tasks
+SELECTED_ALPHA_V1 = 1.0
+SELECTED_DECAY_V1 = 100.0
 
 
 def _result(actions, correct, tokens, bonus=None, rewards=None):
@@ -108,11 +110,11 @@ ALPHA_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
 def alpha_task(l2_lambda, cost_weight, item, version=0) -> tuple[float, float, float]:
-    """One development stream of :func:`select_alpha`, keyed by ``(alpha, family, profile, seed)``: a fresh
+    """One development stream of :func:`select_alpha`, keyed by ``(alpha, decay, family, profile, seed)``: a fresh
     LinUCB's ``(mean reward, accuracy, mean tokens per task)`` on ReplayStream-v{version}."""
-    alpha, family, profile, seed = item
-    r = run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family, profile=profile,
-                   seed=seed, cost_weight=cost_weight, version=version)
+    alpha, decay, family, profile, seed = item
+    r = run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight, alpha_decay=decay),
+                   family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
     return r["mean_reward"], r["accuracy"], float(r["tokens"].mean())
 
 
@@ -122,21 +124,24 @@ def _alpha_task_item(fixed, item):
 
 
 def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), profiles=("strong", "mid", "weak"), *,
-                 l2_lambda=1.0, cost_weight=0.5, executor=None, version=0) -> tuple[float, dict]:
-    """Choose LinUCB's ``alpha`` on development streams (seeds 0-9, disjoint from the report's 42-44): the alpha
-    with the highest mean per-task reward (correct − w · cost, the bandit's own objective) over every (family,
-    profile) and seed. Returns ``(best alpha, {alpha: (mean reward, mean accuracy, mean tokens per task)})``.
-    ``executor`` (default: in this process) runs one task per (alpha, family, profile, seed)."""
+                 decays=(None,), l2_lambda=1.0, cost_weight=0.5, executor=None,
+                 version=0) -> tuple[tuple[float, float | None], dict]:
+    """Choose LinUCB's ``alpha`` and its decay ``τ`` (``alpha_decay``; None: constant) on development streams
+    (seeds 0-9, disjoint from the report's 42-44): the pair with the highest mean per-task reward (correct − w ·
+    cost, the bandit's own objective) over every (family, profile) and seed. Returns ``((alpha, decay), {(alpha,
+    decay): (mean reward, mean accuracy, mean tokens per task)})``. ``executor`` (default: in this process) runs
+    one task per (alpha, decay, family, profile, seed)."""
     overlap = set(seeds) & set(PAPER_SEEDS)
     if overlap:
         raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
     streams = [(f, p, int(s)) for f in families for p in profiles for s in seeds]
-    items = [(alpha, *stream) for alpha in alphas for stream in streams]
+    grid = [(float(alpha), None if decay is None else float(decay)) for alpha in alphas for decay in decays]
+    items = [(*pair, *stream) for pair in grid for stream in streams]
     out = (executor or Executor()).map(functools.partial(_alpha_task_item, (l2_lambda, cost_weight, version)), items)
     scores = {}
-    for i, alpha in enumerate(alphas):
+    for i, pair in enumerate(grid):
         runs = out[i * len(streams):(i + 1) * len(streams)]
-        scores[float(alpha)] = tuple(float(np.mean([r[j] for r in runs])) for j in range(3))
+        scores[pair] = tuple(float(np.mean([r[j] for r in runs])) for j in range(3))
     best = max(scores, key=lambda a: scores[a][0])
     return best, scores
 
@@ -148,14 +153,14 @@ def ppo_task(total_timesteps, seed, cost_weight, item) -> bytes:
                                     cost_weight=cost_weight))
 
 
-def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0) -> dict:
+def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alpha_decay=None) -> dict:
     """One stream of :func:`evaluate`, keyed by ``(agent, family, profile, seed)``: a reference baseline, a fresh
     LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle, on
     ReplayStream-v{version}."""
     agent, family, profile, seed = item
     if agent == "linucb":
-        return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family,
-                          profile=profile, seed=seed, cost_weight=cost_weight, version=version)
+        return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight, alpha_decay=alpha_decay),
+                          family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
     if agent == "ppo":
         policy = ppo_from_bytes(ppo_models[(family, profile)])
     elif agent == "oracle":
@@ -166,16 +171,18 @@ def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0) -> d
 
 
 def _stream_task_item(fixed, item):
-    alpha, l2_lambda, cost_weight, ppo_models, version = fixed
-    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version)
+    alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay = fixed
+    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version, alpha_decay=alpha_decay)
 
 
 def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, alpha=SELECTED_ALPHA,
-             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0) -> list[dict]:
+             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0,
+             alpha_decay=None) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
-    ``ppo_timesteps`` (PPO is trained on ReplayStream-v0 only). ``version``: the ReplayStream version played."""
+    ``ppo_timesteps`` (PPO is trained on ReplayStream-v0 only). ``version``: the ReplayStream version played;
+    ``alpha_decay``: LinUCB's decay of alpha (None: constant)."""
     if ppo_timesteps and version != 0:
         raise ValueError("PPO in the replay study is trained on ReplayStream-v0 only; pass --ppo-timesteps 0 for v1")
     executor = executor or Executor()
@@ -187,7 +194,8 @@ def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PA
     agents = [*reference_baselines(), "linucb", *(["ppo"] if ppo_timesteps else []), "oracle"]
     keys = [(agent, f, p) for f, p in settings for agent in agents]
     seeds = [int(s) for s in seeds]
-    runs = executor.map(functools.partial(_stream_task_item, (alpha, l2_lambda, cost_weight, ppo_models, version)),
+    runs = executor.map(functools.partial(_stream_task_item,
+                                          (alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay)),
                         [(*key, s) for key in keys for s in seeds])
     n = len(seeds)
     return [{"family": f, "profile": p, "agent": agent, "runs": runs[i * n:(i + 1) * n]}
@@ -351,16 +359,30 @@ def select_alpha_main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
     parser.add_argument("--alphas", nargs="+", type=float, default=list(ALPHA_GRID))
+    parser.add_argument("--decays", nargs="+", type=_decay_flag, default=[None],
+                        help="decays τ of alpha (alpha · τ / (τ + n) after n tasks; 'none': constant; default none)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:
-        best, scores = select_alpha(args.alphas, args.seeds, executor=executor, version=args.env_version)
+        best, scores = select_alpha(args.alphas, args.seeds, decays=args.decays, executor=executor,
+                                    version=args.env_version)
     print(f"LinUCB alpha on ReplayStream-v{args.env_version}, development seeds {args.seeds}, all six family x "
           "profile settings, 500-task streams")
-    print(f"{'alpha':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
-    for a, (r, acc, tok) in scores.items():
-        print(f"{a:>6.2f} {r:>12.4f} {acc:>9.3f} {tok:>12.0f}" + ("  <- selected" if a == best else ""))
+    print(f"{'alpha':>6} {'decay':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
+    for (a, tau), (r, acc, tok) in scores.items():
+        print(f"{a:>6.2f} {'none' if tau is None else f'{tau:g}':>6} {r:>12.4f} {acc:>9.3f} {tok:>12.0f}"
+              + ("  <- selected" if (a, tau) == best else ""))
     return best
+
+
+def _decay_flag(text):
+    """``--decays`` entries: ``none`` or a number > 0."""
+    if text.lower() == "none":
+        return None
+    value = float(text)
+    if not value > 0 or not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"a decay must be 'none' or a finite number > 0, got {text!r}")
+    return value
 
 
 def replay_main(argv=None):
@@ -375,6 +397,9 @@ def replay_main(argv=None):
     parser.add_argument("--alpha", type=float, default=None,
                         help="LinUCB exploration scale (default: chosen on development seeds 0-9 of the version: "
                              f"{SELECTED_ALPHA_V1} on v1, {SELECTED_ALPHA} on v0)")
+    parser.add_argument("--alpha-decay", type=_decay_flag, default=argparse.SUPPRESS,
+                        help="LinUCB's decay τ of alpha ('none': constant; default: chosen with alpha on v1: "
+                             f"{SELECTED_DECAY_V1}; none on v0)")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
     parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
@@ -387,17 +412,20 @@ def replay_main(argv=None):
     args = parser.parse_args(argv)
     if args.alpha is None:
         args.alpha = SELECTED_ALPHA_V1 if args.env_version == 1 else SELECTED_ALPHA
+    if not hasattr(args, "alpha_decay"):
+        args.alpha_decay = SELECTED_DECAY_V1 if args.env_version == 1 else None
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
                         cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
-                        executor=executor, version=args.env_version)
+                        executor=executor, version=args.env_version, alpha_decay=args.alpha_decay)
     n_tasks = rows[0]["runs"][0]["tokens"].size
     text = (f"ReplayStream-v{args.env_version}, seeds {args.seeds}, {n_tasks}-task streams, "
             f"LinUCB alpha={args.alpha} "
-            f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
+            + (f"decay={args.alpha_decay:g} " if args.alpha_decay is not None else "")
+            + f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
             + format_results(rows, args.bootstrap))
     print(text)
     print(f"\ncommand: {command.strip()}   ({time.perf_counter() - start:.1f} s)")

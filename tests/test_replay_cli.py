@@ -60,6 +60,21 @@ def test_evaluate_replay_is_deterministic_and_rejects_bad_arguments(capsys):
         assert (x["runs"][0]["actions"] == y["runs"][0]["actions"]).all()
     with pytest.raises(SystemExit):
         evaluate.main(["replay", "--profiles", "huge"])
+    for sub, flag, bad in [("replay", "--alpha-decay", "0"), ("replay", "--alpha-decay", "nan"),
+                           ("replay-alpha", "--decays", "-2"), ("replay-alpha", "--decays", "fast")]:
+        with pytest.raises(SystemExit):
+            evaluate.main([sub, flag, bad])
+    assert "a decay must be 'none' or a finite number > 0" in capsys.readouterr().err
+
+
+def test_evaluate_replay_alpha_decay_flag_reaches_linucb(capsys):
+    args = ["replay", "--families", "os", "--profiles", "weak", "--seeds", "42", "--bootstrap", "50", "--alpha", "0.5"]
+    decayed = {r["agent"]: r for r in evaluate.main([*args, "--alpha-decay", "20"])}["linucb"]["runs"][0]
+    assert "LinUCB alpha=0.5 decay=20 " in capsys.readouterr().out
+    constant = {r["agent"]: r for r in evaluate.main([*args, "--alpha-decay", "none"])}["linucb"]["runs"][0]
+    direct = limbo.run_bandit(LinUCB(alpha=0.5, alpha_decay=20.0), family="os", profile="weak", seed=42,
+                              cost_weight=0.5, version=1)
+    assert (decayed["actions"] == direct["actions"]).all() and not (constant["actions"] == direct["actions"]).all()
 
 
 def test_evaluate_dispatch_keeps_default_and_subcommands(monkeypatch):
@@ -131,13 +146,16 @@ def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one
 
 def test_select_alpha_in_reverse_task_order_equals_the_mean_over_streams():
     alphas, streams = (0.0, 0.5), [("db", "weak", 1), ("db", "weak", 2), ("os", "weak", 1), ("os", "weak", 2)]
-    best, scores = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), executor=_Reversed())
-    for a in alphas:
-        runs = [limbo.run_bandit(LinUCB(alpha=a), family=f, profile=p, seed=s, cost_weight=0.5) for f, p, s in streams]
-        assert scores[a] == (np.mean([r["mean_reward"] for r in runs]), np.mean([r["accuracy"] for r in runs]),
-                             np.mean([r["tokens"].mean() for r in runs]))
+    best, scores = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10), executor=_Reversed())
+    assert list(scores) == [(0.0, None), (0.0, 10.0), (0.5, None), (0.5, 10.0)]
+    for a, decay in scores:
+        runs = [limbo.run_bandit(LinUCB(alpha=a, alpha_decay=decay), family=f, profile=p, seed=s, cost_weight=0.5)
+                for f, p, s in streams]
+        assert scores[(a, decay)] == (np.mean([r["mean_reward"] for r in runs]),
+                                      np.mean([r["accuracy"] for r in runs]), np.mean([r["tokens"].mean() for r in runs]))
+    assert scores[(0.5, None)] != scores[(0.5, 10.0)]
     assert scores[best][0] == max(v[0] for v in scores.values())
-    assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",)) == (best, scores)
+    assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10)) == (best, scores)
 
 
 @pytest.mark.parametrize("sub", ["replay", "replay-alpha"])
