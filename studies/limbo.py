@@ -146,11 +146,12 @@ def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), prof
     return best, scores
 
 
-def ppo_task(total_timesteps, seed, cost_weight, item) -> bytes:
-    """PPO trained for one ``(family, profile)`` of :func:`evaluate`; returns the saved model (a zip, as bytes)."""
+def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
+    """PPO trained for one ``(family, profile)`` of :func:`evaluate` on ReplayStream-v{version}; returns the saved
+    model (a zip, as bytes)."""
     family, profile = item
     return model_to_bytes(train_ppo(family=family, profile=profile, total_timesteps=total_timesteps, seed=seed,
-                                    cost_weight=cost_weight))
+                                    cost_weight=cost_weight, version=version))
 
 
 def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alpha_decay=None) -> dict:
@@ -181,16 +182,14 @@ def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PA
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
-    ``ppo_timesteps`` (PPO is trained on ReplayStream-v0 only). ``version``: the ReplayStream version played;
+    ``ppo_timesteps`` (trained on the version played). ``version``: the ReplayStream version played;
     ``alpha_decay``: LinUCB's decay of alpha (None: constant)."""
-    if ppo_timesteps and version != 0:
-        raise ValueError("PPO in the replay study is trained on ReplayStream-v0 only; pass --ppo-timesteps 0 for v1")
     executor = executor or Executor()
     settings = [(f, p) for f in families for p in profiles]
     ppo_models = {}
     if ppo_timesteps:
         ppo_models = dict(zip(settings, executor.map(
-            functools.partial(ppo_task, ppo_timesteps, ppo_seed, cost_weight), settings)))
+            functools.partial(ppo_task, ppo_timesteps, ppo_seed, cost_weight, version=version), settings)))
     agents = [*reference_baselines(), "linucb", *(["ppo"] if ppo_timesteps else []), "oracle"]
     keys = [(agent, f, p) for f, p in settings for agent in agents]
     seeds = [int(s) for s in seeds]
@@ -404,7 +403,7 @@ def replay_main(argv=None):
     parser.add_argument("--cost-weight", type=float, default=0.5)
     parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
                         help="ReplayStream version (default 1; 0 is the original world)")
-    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip; v0 only)")
+    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip)")
     parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
     parser.add_argument("--bootstrap", type=int_flag(1), default=10000)
     parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")

@@ -164,3 +164,16 @@ def test_replay_commands_pass_bad_backend_input_to_make_executor(sub):
         evaluate.main([sub, "--address", "auto"])
     with pytest.raises(SystemExit):
         evaluate.main([sub, "--backend", "dask"])
+
+
+def test_replay_study_trains_ppo_on_the_version_it_plays(monkeypatch, one_torch_thread):
+    trained = []
+    monkeypatch.setattr(limbo, "train_ppo", lambda **kw: trained.append(train_ppo(**kw, n_steps=64, batch_size=64))
+                        or trained[-1])
+    rows = limbo.evaluate(("db",), ("weak",), (42,), ppo_timesteps=64, version=1)
+    (model,) = trained
+    assert type(model.get_env().envs[0].unwrapped).__name__ == "ReplayStreamV1Env"
+    ppo = next(r for r in rows if r["agent"] == "ppo")["runs"][0]
+    direct = limbo.run_policy(model, family="db", profile="weak", seed=42, version=1)
+    assert all(np.array_equal(ppo[k], direct[k]) for k in direct)
+    assert not np.array_equal(ppo["tokens"], limbo.run_policy(model, family="db", profile="weak", seed=42)["tokens"])
