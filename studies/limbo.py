@@ -82,16 +82,19 @@ def run_policy(policy, *, family="db", profile="mid", seed=42, **env_kwargs) -> 
     return _result(actions, correct, tokens, rewards=rewards)
 
 
-def run_bandit(agent, *, family="db", profile="mid", seed=42, **env_kwargs) -> dict:
+def run_bandit(agent, *, family="db", profile="mid", seed=42, record_heads=False, **env_kwargs) -> dict:
     """LIMBO's online loop on one stream: ``agent.select(obs)`` before each task, ``agent.update(obs, action,
     correct, cost)`` after it (``cost`` = the environment's normalised cost). The agent keeps learning across
     calls; pass a fresh one per stream. Adds ``bonus`` (UCB bonus of each chosen action) and ``mean_reward``
-    (the environment's reward per task, correct − w · cost)."""
+    (the environment's reward per task, correct − w · cost); with ``record_heads``, ``heads`` ``(T, A, 2)``: the
+    agent's correctness and cost estimates of every action when it chose (``predict_heads``)."""
     env = make_env(family, profile, **env_kwargs)
     obs, _ = env.reset(seed=seed)
-    actions, correct, tokens, bonus, rewards = [], [], [], [], []
+    actions, correct, tokens, bonus, rewards, heads = [], [], [], [], [], []
     done = False
     while not done:
+        if record_heads:
+            heads.append(agent.predict_heads(obs)[0])
         a = agent.select(obs)
         bonus.append(agent.last_bonus_)
         nxt, reward, terminated, truncated, info = env.step(a)
@@ -102,7 +105,10 @@ def run_bandit(agent, *, family="db", profile="mid", seed=42, **env_kwargs) -> d
         tokens.append(info["tokens"])
         obs, done = nxt, terminated or truncated
     env.close()
-    return _result(actions, correct, tokens, bonus, rewards)
+    out = _result(actions, correct, tokens, bonus, rewards)
+    if record_heads:
+        out["heads"] = np.asarray(heads)
+    return out
 
 
 DEV_SEEDS = tuple(range(10))
@@ -144,6 +150,104 @@ def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), prof
         scores[pair] = tuple(float(np.mean([r[j] for r in runs])) for j in range(3))
     best = max(scores, key=lambda a: scores[a][0])
     return best, scores
+
+
+DIAGNOSIS_WINDOWS = ((0, 100), (100, 300), (300, 500))
+
+
+def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SELECTED_ALPHA_V1,
+                    alpha_decay=SELECTED_DECAY_V1, l2_lambda=1.0, cost_weight=0.5, version=1, action=0,
+                    windows=DIAGNOSIS_WINDOWS) -> dict:
+    """Why a fresh LinUCB per development stream chooses what it does, measured against each stream's true success
+    probabilities (``stream.prob``). Returns ``mean_reward`` (the environment's, cost over the running maximum),
+    ``fixed_scale_reward`` (accuracy − w · mean tokens / the stream's largest token count, a scale no policy
+    moves), ``top_action_tasks`` (per stream, the tasks of its most played action) and, per window of tasks
+    ``(lo, hi)``: ``share`` of ``action`` (default 0, no replay at the low tier), mean ``bonus``, ``head_rmse``
+    (root-mean-square error of the correctness head over all actions) and, over the tasks where another action was
+    chosen, ``head_error`` on ``action``, ``margin`` (true reward of ``action`` − that of the chosen one, with the
+    environment's cost: tokens / max(running maximum, tokens)) and ``gain`` (true success probability of the
+    chosen one − that of ``action``)."""
+    overlap = {int(s) for s in seeds} & set(PAPER_SEEDS)
+    if overlap:
+        raise ValueError(f"diagnose on development seeds, disjoint from the report's {PAPER_SEEDS}; got {overlap}")
+    rows, mean_reward, fixed, top = [], [], [], []
+    for seed in seeds:
+        r = run_bandit(LinUCB(alpha=alpha, alpha_decay=alpha_decay, l2_lambda=l2_lambda, cost_weight=cost_weight),
+                       family=family, profile=profile, seed=seed, record_heads=True, cost_weight=cost_weight,
+                       version=version)
+        env = make_env(family, profile, version=version)
+        env.reset(seed=int(seed))
+        s = env.unwrapped.stream
+        env.close()
+        t = np.arange(s.n_tasks)
+        running = np.maximum.accumulate(np.concatenate([[0], r["tokens"][:-1]]))
+        true_reward = s.prob - cost_weight * s.tokens / np.maximum(running[:, None], s.tokens)
+        a = r["actions"]
+        rows.append(np.column_stack([t, a == action, r["bonus"],
+                                     np.sqrt(np.mean((r["heads"][:, :, 0] - s.prob) ** 2, axis=1)),
+                                     r["heads"][:, action, 0] - s.prob[:, action],
+                                     true_reward[:, action] - true_reward[t, a], s.prob[t, a] - s.prob[:, action]]))
+        mean_reward.append(r["mean_reward"])
+        fixed.append(r["accuracy"] - cost_weight * r["tokens"].mean() / s.tokens.max())
+        top.append(int(np.bincount(a).max()))
+    rows = np.concatenate(rows)
+    out = {"mean_reward": float(np.mean(mean_reward)), "fixed_scale_reward": float(np.mean(fixed)),
+           "top_action_tasks": top, "windows": []}
+    for lo, hi in windows:
+        w = (rows[:, 0] >= lo) & (rows[:, 0] < hi)
+        other = w & (rows[:, 1] == 0)
+        out["windows"].append({"tasks": (lo, hi), "share": float(rows[w, 1].mean()), "bonus": float(rows[w, 2].mean()),
+                               "head_rmse": float(rows[w, 3].mean()),
+                               **{k: float(rows[other, c].mean()) if other.any() else float("nan")
+                                  for k, c in (("head_error", 4), ("margin", 5), ("gain", 6))}})
+    return out
+
+
+def diagnose_main(argv=None):
+    """``python -m membudget.evaluate replay-diagnose``: :func:`diagnose_bandit` for one or more LinUCB settings
+    (``--configs alpha:decay``, decay ``none`` for a constant alpha)."""
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-diagnose",
+                                     description=plain(diagnose_bandit.__doc__))
+    parser.add_argument("--family", default="db", choices=("db", "os"))
+    parser.add_argument("--profile", default="strong", choices=("strong", "mid", "weak"))
+    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1)
+    parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
+                        help="development seeds (default 0-9; disjoint from 42-44)")
+    parser.add_argument("--configs", nargs="+", type=_config_flag,
+                        default=[(SELECTED_ALPHA_V1, SELECTED_DECAY_V1)],
+                        help=f"alpha:decay pairs (default {SELECTED_ALPHA_V1:g}:{SELECTED_DECAY_V1:g})")
+    parser.add_argument("--l2-lambda", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    print(f"LinUCB on ReplayStream-v{args.env_version} {args.family} x {args.profile}, development seeds {args.seeds}; "
+          "per window: share of (none, low), mean bonus, correctness-head RMSE over the actions; when another "
+          "action is chosen: head error on (none, low), true reward margin of (none, low), true accuracy gain")
+    results = {}
+    for alpha, decay in args.configs:
+        d = results[(alpha, decay)] = diagnose_bandit(args.family, args.profile, args.seeds, alpha=alpha,
+                                                      alpha_decay=decay, l2_lambda=args.l2_lambda,
+                                                      version=args.env_version)
+        tau = "none" if decay is None else f"{decay:g}"
+        print(f"alpha {alpha:g}, decay {tau}: mean reward {d['mean_reward']:.4f}, "
+              f"fixed-scale reward {d['fixed_scale_reward']:.4f}; tasks of each stream's most played action "
+              f"{min(d['top_action_tasks'])}-{max(d['top_action_tasks'])}")
+        for w in d["windows"]:
+            print(f"  tasks {w['tasks'][0]:>3}-{w['tasks'][1]:<3} share {w['share']:.2f}  bonus {w['bonus']:.3f}  "
+                  f"rmse {w['head_rmse']:.3f}  head error {w['head_error']:+.3f}  margin {w['margin']:+.3f}  "
+                  f"gain {w['gain']:+.3f}")
+    return results
+
+
+def _config_flag(text):
+    """``--configs`` entries: ``alpha:decay``."""
+    alpha, sep, decay = text.partition(":")
+    try:
+        a = float(alpha)
+    except ValueError:
+        a = float("nan")
+    if not sep or not np.isfinite(a) or a < 0:
+        raise argparse.ArgumentTypeError(f"a config is alpha:decay with alpha >= 0 and decay 'none' or > 0, "
+                                         f"got {text!r}")
+    return a, _decay_flag(decay)
 
 
 def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
@@ -359,7 +463,8 @@ def select_alpha_main(argv=None):
                         help="development seeds (default 0-9; disjoint from 42-44)")
     parser.add_argument("--alphas", nargs="+", type=float, default=list(ALPHA_GRID))
     parser.add_argument("--decays", nargs="+", type=_decay_flag, default=[None],
-                        help="decays τ of alpha (alpha · τ / (τ + n) after n tasks; 'none': constant; default none)")
+                        help="decays τ of alpha (alpha · τ / (τ + n) after n tasks; 'none': constant; "
+                             "default none)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:

@@ -9,7 +9,7 @@ import pytest
 
 from membudget import evaluate, train
 from membudget.agents.linucb import LinUCB
-from membudget.agents.replay_ppo import train_ppo
+from membudget.agents.replay_ppo import make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.studies import limbo
 from membudget.studies.execution import Executor
@@ -177,3 +177,33 @@ def test_replay_study_trains_ppo_on_the_version_it_plays(monkeypatch, one_torch_
     direct = limbo.run_policy(model, family="db", profile="weak", seed=42, version=1)
     assert all(np.array_equal(ppo[k], direct[k]) for k in direct)
     assert not np.array_equal(ppo["tokens"], limbo.run_policy(model, family="db", profile="weak", seed=42)["tokens"])
+
+
+def test_diagnose_bandit_on_the_first_task_by_hand():
+    # before any update every head is 0 and every bonus alpha · |(x, 1)|, so the first choice is action 0 (ties to the
+    # lowest index); with no running maximum yet every action's normalised cost is 1
+    d = limbo.diagnose_bandit("db", "weak", (3,), alpha=0.5, alpha_decay=None, action=5, windows=((0, 1), (0, 500)))
+    env = make_env("db", "weak", version=1)
+    obs, _ = env.reset(seed=3)
+    p = env.unwrapped.stream.prob
+    (first, whole) = d["windows"]
+    assert first["tasks"] == (0, 1) and first["share"] == 0.0
+    assert first["bonus"] == pytest.approx(0.5 * np.sqrt(np.sum(obs.astype(float) ** 2) + 1))
+    assert first["head_rmse"] == pytest.approx(np.sqrt(np.mean(p[0] ** 2)))
+    assert first["head_error"] == pytest.approx(-p[0, 5])
+    assert first["margin"] == pytest.approx(p[0, 5] - p[0, 0]) and first["gain"] == pytest.approx(p[0, 0] - p[0, 5])
+    r = limbo.run_bandit(LinUCB(alpha=0.5), family="db", profile="weak", seed=3, version=1)
+    assert d["mean_reward"] == pytest.approx(r["mean_reward"])
+    assert d["fixed_scale_reward"] == pytest.approx(r["accuracy"] - 0.5 * r["tokens"].mean()
+                                                    / env.unwrapped.stream.tokens.max())
+    assert whole["share"] == pytest.approx(np.mean(r["actions"] == 5))
+    assert d["top_action_tasks"] == [int(np.bincount(r["actions"]).max())]
+
+
+def test_diagnose_bandit_refuses_report_seeds_and_bad_configs():
+    with pytest.raises(ValueError, match="development seeds"):
+        limbo.diagnose_bandit(seeds=(1, 42))
+    with pytest.raises(SystemExit):
+        evaluate.main(["replay-diagnose", "--configs", "0.3"])
+    with pytest.raises(SystemExit):
+        evaluate.main(["replay-diagnose", "--configs", "-1:none"])
