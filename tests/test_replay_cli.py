@@ -151,8 +151,8 @@ def test_select_alpha_in_reverse_task_order_equals_the_mean_over_streams():
     for a, decay in scores:
         runs = [limbo.run_bandit(LinUCB(alpha=a, alpha_decay=decay), family=f, profile=p, seed=s, cost_weight=0.5)
                 for f, p, s in streams]
-        assert scores[(a, decay)] == (np.mean([r["mean_reward"] for r in runs]),
-                                      np.mean([r["accuracy"] for r in runs]), np.mean([r["tokens"].mean() for r in runs]))
+        assert scores[(a, decay)] == (np.mean([r["mean_reward"] for r in runs]), np.mean([r["accuracy"] for r in runs]),
+                                      np.mean([r["tokens"].mean() for r in runs]))
     assert scores[(0.5, None)] != scores[(0.5, 10.0)]
     assert scores[best][0] == max(v[0] for v in scores.values())
     assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10)) == (best, scores)
