@@ -9,7 +9,9 @@ the studies in :mod:`membudget.studies`.
 - ``structure``: its structural part alone (greedy Set F1, exact-cost DP headroom, load intervention);
 - ``rl-vs-distillation [--quick]``: PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger against the hindsight
   DP, current-greedy and the gates (rl_vs_distillation.md);
-- ``replay``: LIMBO's comparison on ReplayStream-v0; ``replay-alpha``: LinUCB's alpha on development streams;
+- ``replay``: LIMBO's comparison on ReplayStream-v1 (``--env-version 0``: v0); ``replay-alpha``: LinUCB's alpha
+  (and its decay) on development streams; ``replay-diagnose``: why LinUCB chooses what it does, on development
+  streams (replay_stream.md);
 - ``tiers [--quick]``: BudgetMem's tier routers on TierRouting-v0;
 - ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v1, v0's tables kept (proactive_stream.md);
 - ``shared-budget``: the shared-quota comparison (2, 3, 5 agents) (shared_budget.md);
@@ -41,6 +43,7 @@ SUBCOMMANDS = {
     "rl-vs-distillation": "membudget.studies.rl_vs_distillation.report:benchmark_main",
     "replay": "membudget.studies.limbo:replay_main",
     "replay-alpha": "membudget.studies.limbo:select_alpha_main",
+    "replay-diagnose": "membudget.studies.limbo:diagnose_main",
     "tiers": "membudget.studies.budgetmem:main",
     "proactive": "membudget.studies.proactmem:main",
     "shared-budget": "membudget.studies.shared_quota:main",

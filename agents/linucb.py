@@ -7,7 +7,9 @@ action by action with one rank-``m`` update each) and the ridge estimates ``θ_a
 
 - :class:`LinUCB` (LIMBO): two ridge heads on the same design per action, one for correctness and one for
   (normalised) cost; selects ``argmax_a  θ^c_a·x + α sqrt(x^T A_a^{-1} x) − w · θ^k_a·x`` (correctness UCB minus
-  ``w`` times the predicted cost), updates after the task with the observed correctness and cost.
+  ``w`` times the predicted cost), updates after the task with the observed correctness and cost. With
+  ``alpha_decay = τ`` the exploration scale decays with the number ``n`` of observations so far,
+  ``α_n = α · τ / (τ + n)``, on top of the bonus's own shrinkage as the design matrices fill.
 - :class:`SingleHeadLinUCB`: classic disjoint LinUCB on one reward, ``argmax_a θ_a·x + α sqrt(x^T A_a^{-1} x)``
   (the same rule as MABWiser's ``LearningPolicy.LinUCB``; ties go to the lowest action index in both).
 
@@ -308,7 +310,7 @@ class _LinUCBBase(BaseEstimator):
         if not hasattr(self, "A_inv_"):
             self._check_X(x, name="x")
         x = self._fast_x(x)
-        a, bonus = _select_kernel(self.A_inv_, self._score_theta, x, float(self.alpha), MAX_MAGNITUDE)
+        a, bonus = _select_kernel(self.A_inv_, self._score_theta, x, self._alpha_now(), MAX_MAGNITUDE)
         if a < 0:
             raise self._refuse(-a, int(bonus), x)
         self.last_bonus_ = bonus
@@ -324,7 +326,11 @@ class _LinUCBBase(BaseEstimator):
         """``α sqrt(x^T A_a^{-1} x)`` of checked rows. The quadratic form of the positive definite ``A_a^{-1}`` is
         never negative, but rounding makes it so for rows the bandit has seen at a large scale (an error of about
         ``|x|² × 1e-16``); it is taken as 0, as scikit-learn's Gaussian processes do with negative variances."""
-        return self.alpha * np.sqrt(np.maximum(np.einsum("nd,kde,ne->nk", X, self.A_inv_, X), 0.0))
+        return self._alpha_now() * np.sqrt(np.maximum(np.einsum("nd,kde,ne->nk", X, self.A_inv_, X), 0.0))
+
+    def _alpha_now(self) -> float:
+        """The exploration scale of the next choice."""
+        return float(self.alpha)
 
     def ucb_bonus(self, X) -> np.ndarray:
         """``α sqrt(x^T A_a^{-1} x)`` per observation and action, ``(n, n_actions)``."""
@@ -355,6 +361,8 @@ class LinUCB(_LinUCBBase):
     - ``l2_lambda``: ridge regularisation λ (> 0); ``A_a`` starts at ``λ I``.
     - ``cost_weight``: ``w`` in ``score = UCB(correct) − w · predicted cost`` (>= 0; the environment's 0.5).
     - ``fit_intercept``: append a constant 1 to every observation.
+    - ``alpha_decay``: ``None`` (constant ``alpha``) or ``τ > 0``: after ``n`` observations (all actions together)
+      the bonus is scaled by ``α · τ / (τ + n)``.
 
     Learned attributes: ``A_inv_`` (n_actions, d, d), ``b_`` and ``theta_`` (n_actions, 2, d) with head 0 =
     correctness and head 1 = cost, ``n_updates_`` (n_actions,), ``n_features_in_``, ``last_bonus_`` (UCB bonus
@@ -363,16 +371,26 @@ class LinUCB(_LinUCBBase):
 
     _n_heads = 2
 
-    def __init__(self, *, n_actions=12, alpha=0.5, l2_lambda=1.0, cost_weight=0.5, fit_intercept=True):
+    def __init__(self, *, n_actions=12, alpha=0.5, l2_lambda=1.0, cost_weight=0.5, fit_intercept=True,
+                 alpha_decay=None):
         self.n_actions = n_actions
         self.alpha = alpha
         self.l2_lambda = l2_lambda
         self.cost_weight = cost_weight
         self.fit_intercept = fit_intercept
+        self.alpha_decay = alpha_decay
 
     def _validate_params(self):
         super()._validate_params()
         _check_number("cost_weight", self.cost_weight, low=0.0)
+        if self.alpha_decay is not None:
+            _check_number("alpha_decay", self.alpha_decay, low=0.0, low_inclusive=False)
+
+    def _alpha_now(self) -> float:
+        if self.alpha_decay is None:
+            return float(self.alpha)
+        tau = float(self.alpha_decay)
+        return float(self.alpha) * tau / (tau + float(self.n_updates_.sum()))
 
     def fit(self, X, actions, correct, cost):
         """Forget everything, then learn from rows ``X (n, d)`` with the actions taken and their observed

@@ -1,5 +1,5 @@
-"""SB3 PPO on ``membudget/ReplayStream-v0`` (LIMBO's protocol): fitting code only; the comparison is the study
-:mod:`membudget.studies.limbo`."""
+"""SB3 PPO on ``membudget/ReplayStream-v0`` / ``-v1`` (LIMBO's protocol): fitting code only; the comparison is the
+study :mod:`membudget.studies.limbo`."""
 
 from __future__ import annotations
 
@@ -46,14 +46,15 @@ class ReplayStreamPPOConfig(SB3PPOSettings):
 
 
 def train_ppo(family="db", profile="mid", config: ReplayStreamPPOConfig | None = None, *, seed: int = 0,
-              **overrides):
+              version: int = 0, **overrides):
     """SB3 PPO (``MlpPolicy``) trained on streams of ``family`` / ``profile`` drawn from ``reset(seed=seed)``
     onwards (then unseeded resets continue the environment's generator, so training streams differ from the
-    evaluation seeds' streams). ``config``: :class:`ReplayStreamPPOConfig` (default its defaults); ``overrides``:
-    fields of it to replace. Returns the model; it follows the policy protocol (``run_policy(model, ...)``)."""
+    evaluation seeds' streams) of ``membudget/ReplayStream-v{version}``. ``config``:
+    :class:`ReplayStreamPPOConfig` (default its defaults); ``overrides``: fields of it to replace. Returns the
+    model; it follows the policy protocol (``run_policy(model, ...)``)."""
     cfg = ReplayStreamPPOConfig.resolve(config, **overrides)
     check_int("seed", seed, 0)
-    env = make_env(family, profile, n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
+    env = make_env(family, profile, version, n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
     env.reset(seed=seed)
     model = cfg.new_model("MlpPolicy", env, seed)
     model.learn(total_timesteps=cfg.total_timesteps)

@@ -2,7 +2,7 @@
 
 - :func:`run_policy`: one stream (one seed) with any policy-protocol policy (baselines, the oracle, SB3 models);
 - :func:`run_bandit`: one stream with LIMBO's online loop (``select`` before the task, ``update`` after it);
-- :func:`select_alpha`: LinUCB's alpha chosen on development streams;
+- :func:`select_alpha`: LinUCB's alpha (and its decay) chosen on development streams;
 - :func:`evaluate`: every agent on every (family, profile) over seeds 42, 43, 44 (the paper's);
 - :func:`format_results`: the issue's table, LinUCB's action mix and UCB-bonus decay, and the comparison
   with LIMBO's claims. ``python -m membudget.evaluate replay`` prints it.
@@ -38,8 +38,10 @@ MEMORY_BASELINES = ("fixed-k1", "fixed-k4", "fixed-k8", "fixed-k16", "compressed
                     "retrieved-k4")
 # LinUCB's alpha chosen by select_alpha() on development seeds 0-9 (highest mean reward over all six settings)
 SELECTED_ALPHA = 0.2
-# the same choice on ReplayStream-v1's development seeds 0-9 (python -m membudget.evaluate replay-alpha)
-SELECTED_ALPHA_V1 = 0.3
+# the same choice on ReplayStream-v1's development seeds 0-9 over alpha and its decay τ (python -m
+# membudget.evaluate replay-alpha --decays ...): alpha_n = alpha · τ / (τ + n) after n tasks
+SELECTED_ALPHA_V1 = 1.0
+SELECTED_DECAY_V1 = 100.0
 
 
 def _result(actions, correct, tokens, bonus=None, rewards=None):
@@ -80,16 +82,19 @@ def run_policy(policy, *, family="db", profile="mid", seed=42, **env_kwargs) -> 
     return _result(actions, correct, tokens, rewards=rewards)
 
 
-def run_bandit(agent, *, family="db", profile="mid", seed=42, **env_kwargs) -> dict:
+def run_bandit(agent, *, family="db", profile="mid", seed=42, record_heads=False, **env_kwargs) -> dict:
     """LIMBO's online loop on one stream: ``agent.select(obs)`` before each task, ``agent.update(obs, action,
     correct, cost)`` after it (``cost`` = the environment's normalised cost). The agent keeps learning across
     calls; pass a fresh one per stream. Adds ``bonus`` (UCB bonus of each chosen action) and ``mean_reward``
-    (the environment's reward per task, correct − w · cost)."""
+    (the environment's reward per task, correct − w · cost); with ``record_heads``, ``heads`` ``(T, A, 2)``: the
+    agent's correctness and cost estimates of every action when it chose (``predict_heads``)."""
     env = make_env(family, profile, **env_kwargs)
     obs, _ = env.reset(seed=seed)
-    actions, correct, tokens, bonus, rewards = [], [], [], [], []
+    actions, correct, tokens, bonus, rewards, heads = [], [], [], [], [], []
     done = False
     while not done:
+        if record_heads:
+            heads.append(agent.predict_heads(obs)[0])
         a = agent.select(obs)
         bonus.append(agent.last_bonus_)
         nxt, reward, terminated, truncated, info = env.step(a)
@@ -100,7 +105,10 @@ def run_bandit(agent, *, family="db", profile="mid", seed=42, **env_kwargs) -> d
         tokens.append(info["tokens"])
         obs, done = nxt, terminated or truncated
     env.close()
-    return _result(actions, correct, tokens, bonus, rewards)
+    out = _result(actions, correct, tokens, bonus, rewards)
+    if record_heads:
+        out["heads"] = np.asarray(heads)
+    return out
 
 
 DEV_SEEDS = tuple(range(10))
@@ -108,11 +116,11 @@ ALPHA_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
 def alpha_task(l2_lambda, cost_weight, item, version=0) -> tuple[float, float, float]:
-    """One development stream of :func:`select_alpha`, keyed by ``(alpha, family, profile, seed)``: a fresh
+    """One development stream of :func:`select_alpha`, keyed by ``(alpha, decay, family, profile, seed)``: a fresh
     LinUCB's ``(mean reward, accuracy, mean tokens per task)`` on ReplayStream-v{version}."""
-    alpha, family, profile, seed = item
-    r = run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family, profile=profile,
-                   seed=seed, cost_weight=cost_weight, version=version)
+    alpha, decay, family, profile, seed = item
+    r = run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight, alpha_decay=decay),
+                   family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
     return r["mean_reward"], r["accuracy"], float(r["tokens"].mean())
 
 
@@ -122,40 +130,142 @@ def _alpha_task_item(fixed, item):
 
 
 def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), profiles=("strong", "mid", "weak"), *,
-                 l2_lambda=1.0, cost_weight=0.5, executor=None, version=0) -> tuple[float, dict]:
-    """Choose LinUCB's ``alpha`` on development streams (seeds 0-9, disjoint from the report's 42-44): the alpha
-    with the highest mean per-task reward (correct − w · cost, the bandit's own objective) over every (family,
-    profile) and seed. Returns ``(best alpha, {alpha: (mean reward, mean accuracy, mean tokens per task)})``.
-    ``executor`` (default: in this process) runs one task per (alpha, family, profile, seed)."""
+                 decays=(None,), l2_lambda=1.0, cost_weight=0.5, executor=None,
+                 version=0) -> tuple[tuple[float, float | None], dict]:
+    """Choose LinUCB's ``alpha`` and its decay ``τ`` (``alpha_decay``; None: constant) on development streams
+    (seeds 0-9, disjoint from the report's 42-44): the pair with the highest mean per-task reward (correct − w ·
+    cost, the bandit's own objective) over every (family, profile) and seed. Returns ``((alpha, decay), {(alpha,
+    decay): (mean reward, mean accuracy, mean tokens per task)})``. ``executor`` (default: in this process) runs
+    one task per (alpha, decay, family, profile, seed)."""
     overlap = set(seeds) & set(PAPER_SEEDS)
     if overlap:
         raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
     streams = [(f, p, int(s)) for f in families for p in profiles for s in seeds]
-    items = [(alpha, *stream) for alpha in alphas for stream in streams]
+    grid = [(float(alpha), None if decay is None else float(decay)) for alpha in alphas for decay in decays]
+    items = [(*pair, *stream) for pair in grid for stream in streams]
     out = (executor or Executor()).map(functools.partial(_alpha_task_item, (l2_lambda, cost_weight, version)), items)
     scores = {}
-    for i, alpha in enumerate(alphas):
+    for i, pair in enumerate(grid):
         runs = out[i * len(streams):(i + 1) * len(streams)]
-        scores[float(alpha)] = tuple(float(np.mean([r[j] for r in runs])) for j in range(3))
+        scores[pair] = tuple(float(np.mean([r[j] for r in runs])) for j in range(3))
     best = max(scores, key=lambda a: scores[a][0])
     return best, scores
 
 
-def ppo_task(total_timesteps, seed, cost_weight, item) -> bytes:
-    """PPO trained for one ``(family, profile)`` of :func:`evaluate`; returns the saved model (a zip, as bytes)."""
+DIAGNOSIS_WINDOWS = ((0, 100), (100, 300), (300, 500))
+
+
+def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SELECTED_ALPHA_V1,
+                    alpha_decay=SELECTED_DECAY_V1, l2_lambda=1.0, cost_weight=0.5, version=1, action=0,
+                    windows=DIAGNOSIS_WINDOWS) -> dict:
+    """Why a fresh LinUCB per development stream chooses what it does, measured against each stream's true success
+    probabilities (``stream.prob``). Returns ``mean_reward`` (the environment's, cost over the running maximum),
+    ``fixed_scale_reward`` (accuracy − w · mean tokens / the stream's largest token count, a scale no policy
+    moves), ``top_action_tasks`` (per stream, the tasks of its most played action) and, per window of tasks
+    ``(lo, hi)``: ``share`` of ``action`` (default 0, no replay at the low tier), mean ``bonus``, ``head_rmse``
+    (root-mean-square error of the correctness head over all actions) and, over the tasks where another action was
+    chosen, ``head_error`` on ``action``, ``margin`` (true reward of ``action`` − that of the chosen one, with the
+    environment's cost: tokens / max(running maximum, tokens)) and ``gain`` (true success probability of the
+    chosen one − that of ``action``)."""
+    overlap = {int(s) for s in seeds} & set(PAPER_SEEDS)
+    if overlap:
+        raise ValueError(f"diagnose on development seeds, disjoint from the report's {PAPER_SEEDS}; got {overlap}")
+    rows, mean_reward, fixed, top = [], [], [], []
+    for seed in seeds:
+        r = run_bandit(LinUCB(alpha=alpha, alpha_decay=alpha_decay, l2_lambda=l2_lambda, cost_weight=cost_weight),
+                       family=family, profile=profile, seed=seed, record_heads=True, cost_weight=cost_weight,
+                       version=version)
+        env = make_env(family, profile, version=version)
+        env.reset(seed=int(seed))
+        s = env.unwrapped.stream
+        env.close()
+        t = np.arange(s.n_tasks)
+        running = np.maximum.accumulate(np.concatenate([[0], r["tokens"][:-1]]))
+        true_reward = s.prob - cost_weight * s.tokens / np.maximum(running[:, None], s.tokens)
+        a = r["actions"]
+        rows.append(np.column_stack([t, a == action, r["bonus"],
+                                     np.sqrt(np.mean((r["heads"][:, :, 0] - s.prob) ** 2, axis=1)),
+                                     r["heads"][:, action, 0] - s.prob[:, action],
+                                     true_reward[:, action] - true_reward[t, a], s.prob[t, a] - s.prob[:, action]]))
+        mean_reward.append(r["mean_reward"])
+        fixed.append(r["accuracy"] - cost_weight * r["tokens"].mean() / s.tokens.max())
+        top.append(int(np.bincount(a).max()))
+    rows = np.concatenate(rows)
+    out = {"mean_reward": float(np.mean(mean_reward)), "fixed_scale_reward": float(np.mean(fixed)),
+           "top_action_tasks": top, "windows": []}
+    for lo, hi in windows:
+        w = (rows[:, 0] >= lo) & (rows[:, 0] < hi)
+        other = w & (rows[:, 1] == 0)
+        out["windows"].append({"tasks": (lo, hi), "share": float(rows[w, 1].mean()), "bonus": float(rows[w, 2].mean()),
+                               "head_rmse": float(rows[w, 3].mean()),
+                               **{k: float(rows[other, c].mean()) if other.any() else float("nan")
+                                  for k, c in (("head_error", 4), ("margin", 5), ("gain", 6))}})
+    return out
+
+
+def diagnose_main(argv=None):
+    """``python -m membudget.evaluate replay-diagnose``: :func:`diagnose_bandit` for one or more LinUCB settings
+    (``--configs alpha:decay``, decay ``none`` for a constant alpha)."""
+    parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-diagnose",
+                                     description=plain(diagnose_bandit.__doc__))
+    parser.add_argument("--family", default="db", choices=("db", "os"))
+    parser.add_argument("--profile", default="strong", choices=("strong", "mid", "weak"))
+    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1)
+    parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
+                        help="development seeds (default 0-9; disjoint from 42-44)")
+    parser.add_argument("--configs", nargs="+", type=_config_flag,
+                        default=[(SELECTED_ALPHA_V1, SELECTED_DECAY_V1)],
+                        help=f"alpha:decay pairs (default {SELECTED_ALPHA_V1:g}:{SELECTED_DECAY_V1:g})")
+    parser.add_argument("--l2-lambda", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    print(f"LinUCB on ReplayStream-v{args.env_version} {args.family} x {args.profile}, development seeds {args.seeds}; "
+          "per window: share of (none, low), mean bonus, correctness-head RMSE over the actions; when another "
+          "action is chosen: head error on (none, low), true reward margin of (none, low), true accuracy gain")
+    results = {}
+    for alpha, decay in args.configs:
+        d = results[(alpha, decay)] = diagnose_bandit(args.family, args.profile, args.seeds, alpha=alpha,
+                                                      alpha_decay=decay, l2_lambda=args.l2_lambda,
+                                                      version=args.env_version)
+        tau = "none" if decay is None else f"{decay:g}"
+        print(f"alpha {alpha:g}, decay {tau}: mean reward {d['mean_reward']:.4f}, "
+              f"fixed-scale reward {d['fixed_scale_reward']:.4f}; tasks of each stream's most played action "
+              f"{min(d['top_action_tasks'])}-{max(d['top_action_tasks'])}")
+        for w in d["windows"]:
+            print(f"  tasks {w['tasks'][0]:>3}-{w['tasks'][1]:<3} share {w['share']:.2f}  bonus {w['bonus']:.3f}  "
+                  f"rmse {w['head_rmse']:.3f}  head error {w['head_error']:+.3f}  margin {w['margin']:+.3f}  "
+                  f"gain {w['gain']:+.3f}")
+    return results
+
+
+def _config_flag(text):
+    """``--configs`` entries: ``alpha:decay``."""
+    alpha, sep, decay = text.partition(":")
+    try:
+        a = float(alpha)
+    except ValueError:
+        a = float("nan")
+    if not sep or not np.isfinite(a) or a < 0:
+        raise argparse.ArgumentTypeError(f"a config is alpha:decay with alpha >= 0 and decay 'none' or > 0, "
+                                         f"got {text!r}")
+    return a, _decay_flag(decay)
+
+
+def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
+    """PPO trained for one ``(family, profile)`` of :func:`evaluate` on ReplayStream-v{version}; returns the saved
+    model (a zip, as bytes)."""
     family, profile = item
     return model_to_bytes(train_ppo(family=family, profile=profile, total_timesteps=total_timesteps, seed=seed,
-                                    cost_weight=cost_weight))
+                                    cost_weight=cost_weight, version=version))
 
 
-def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0) -> dict:
+def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alpha_decay=None) -> dict:
     """One stream of :func:`evaluate`, keyed by ``(agent, family, profile, seed)``: a reference baseline, a fresh
     LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle, on
     ReplayStream-v{version}."""
     agent, family, profile, seed = item
     if agent == "linucb":
-        return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight), family=family,
-                          profile=profile, seed=seed, cost_weight=cost_weight, version=version)
+        return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight, alpha_decay=alpha_decay),
+                          family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
     if agent == "ppo":
         policy = ppo_from_bytes(ppo_models[(family, profile)])
     elif agent == "oracle":
@@ -166,28 +276,29 @@ def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0) -> d
 
 
 def _stream_task_item(fixed, item):
-    alpha, l2_lambda, cost_weight, ppo_models, version = fixed
-    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version)
+    alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay = fixed
+    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version, alpha_decay=alpha_decay)
 
 
 def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, alpha=SELECTED_ALPHA,
-             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0) -> list[dict]:
+             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0,
+             alpha_decay=None) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
-    ``ppo_timesteps`` (PPO is trained on ReplayStream-v0 only). ``version``: the ReplayStream version played."""
-    if ppo_timesteps and version != 0:
-        raise ValueError("PPO in the replay study is trained on ReplayStream-v0 only; pass --ppo-timesteps 0 for v1")
+    ``ppo_timesteps`` (trained on the version played). ``version``: the ReplayStream version played;
+    ``alpha_decay``: LinUCB's decay of alpha (None: constant)."""
     executor = executor or Executor()
     settings = [(f, p) for f in families for p in profiles]
     ppo_models = {}
     if ppo_timesteps:
         ppo_models = dict(zip(settings, executor.map(
-            functools.partial(ppo_task, ppo_timesteps, ppo_seed, cost_weight), settings)))
+            functools.partial(ppo_task, ppo_timesteps, ppo_seed, cost_weight, version=version), settings)))
     agents = [*reference_baselines(), "linucb", *(["ppo"] if ppo_timesteps else []), "oracle"]
     keys = [(agent, f, p) for f, p in settings for agent in agents]
     seeds = [int(s) for s in seeds]
-    runs = executor.map(functools.partial(_stream_task_item, (alpha, l2_lambda, cost_weight, ppo_models, version)),
+    runs = executor.map(functools.partial(_stream_task_item,
+                                          (alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay)),
                         [(*key, s) for key in keys for s in seeds])
     n = len(seeds)
     return [{"family": f, "profile": p, "agent": agent, "runs": runs[i * n:(i + 1) * n]}
@@ -351,16 +462,31 @@ def select_alpha_main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
     parser.add_argument("--alphas", nargs="+", type=float, default=list(ALPHA_GRID))
+    parser.add_argument("--decays", nargs="+", type=_decay_flag, default=[None],
+                        help="decays τ of alpha (alpha · τ / (τ + n) after n tasks; 'none': constant; "
+                             "default none)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:
-        best, scores = select_alpha(args.alphas, args.seeds, executor=executor, version=args.env_version)
+        best, scores = select_alpha(args.alphas, args.seeds, decays=args.decays, executor=executor,
+                                    version=args.env_version)
     print(f"LinUCB alpha on ReplayStream-v{args.env_version}, development seeds {args.seeds}, all six family x "
           "profile settings, 500-task streams")
-    print(f"{'alpha':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
-    for a, (r, acc, tok) in scores.items():
-        print(f"{a:>6.2f} {r:>12.4f} {acc:>9.3f} {tok:>12.0f}" + ("  <- selected" if a == best else ""))
+    print(f"{'alpha':>6} {'decay':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
+    for (a, tau), (r, acc, tok) in scores.items():
+        print(f"{a:>6.2f} {'none' if tau is None else f'{tau:g}':>6} {r:>12.4f} {acc:>9.3f} {tok:>12.0f}"
+              + ("  <- selected" if (a, tau) == best else ""))
     return best
+
+
+def _decay_flag(text):
+    """``--decays`` entries: ``none`` or a number > 0."""
+    if text.lower() == "none":
+        return None
+    value = float(text)
+    if not value > 0 or not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"a decay must be 'none' or a finite number > 0, got {text!r}")
+    return value
 
 
 def replay_main(argv=None):
@@ -375,11 +501,14 @@ def replay_main(argv=None):
     parser.add_argument("--alpha", type=float, default=None,
                         help="LinUCB exploration scale (default: chosen on development seeds 0-9 of the version: "
                              f"{SELECTED_ALPHA_V1} on v1, {SELECTED_ALPHA} on v0)")
+    parser.add_argument("--alpha-decay", type=_decay_flag, default=argparse.SUPPRESS,
+                        help="LinUCB's decay τ of alpha ('none': constant; default: chosen with alpha on v1: "
+                             f"{SELECTED_DECAY_V1}; none on v0)")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
     parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
                         help="ReplayStream version (default 1; 0 is the original world)")
-    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip; v0 only)")
+    parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip)")
     parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
     parser.add_argument("--bootstrap", type=int_flag(1), default=10000)
     parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
@@ -387,17 +516,20 @@ def replay_main(argv=None):
     args = parser.parse_args(argv)
     if args.alpha is None:
         args.alpha = SELECTED_ALPHA_V1 if args.env_version == 1 else SELECTED_ALPHA
+    if not hasattr(args, "alpha_decay"):
+        args.alpha_decay = SELECTED_DECAY_V1 if args.env_version == 1 else None
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
                         cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
-                        executor=executor, version=args.env_version)
+                        executor=executor, version=args.env_version, alpha_decay=args.alpha_decay)
     n_tasks = rows[0]["runs"][0]["tokens"].size
     text = (f"ReplayStream-v{args.env_version}, seeds {args.seeds}, {n_tasks}-task streams, "
             f"LinUCB alpha={args.alpha} "
-            f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
+            + (f"decay={args.alpha_decay:g} " if args.alpha_decay is not None else "")
+            + f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
             + format_results(rows, args.bootstrap))
     print(text)
     print(f"\ncommand: {command.strip()}   ({time.perf_counter() - start:.1f} s)")

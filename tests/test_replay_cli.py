@@ -9,7 +9,7 @@ import pytest
 
 from membudget import evaluate, train
 from membudget.agents.linucb import LinUCB
-from membudget.agents.replay_ppo import train_ppo
+from membudget.agents.replay_ppo import make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.studies import limbo
 from membudget.studies.execution import Executor
@@ -60,6 +60,21 @@ def test_evaluate_replay_is_deterministic_and_rejects_bad_arguments(capsys):
         assert (x["runs"][0]["actions"] == y["runs"][0]["actions"]).all()
     with pytest.raises(SystemExit):
         evaluate.main(["replay", "--profiles", "huge"])
+    for sub, flag, bad in [("replay", "--alpha-decay", "0"), ("replay", "--alpha-decay", "nan"),
+                           ("replay-alpha", "--decays", "-2"), ("replay-alpha", "--decays", "fast")]:
+        with pytest.raises(SystemExit):
+            evaluate.main([sub, flag, bad])
+    assert "a decay must be 'none' or a finite number > 0" in capsys.readouterr().err
+
+
+def test_evaluate_replay_alpha_decay_flag_reaches_linucb(capsys):
+    args = ["replay", "--families", "os", "--profiles", "weak", "--seeds", "42", "--bootstrap", "50", "--alpha", "0.5"]
+    decayed = {r["agent"]: r for r in evaluate.main([*args, "--alpha-decay", "20"])}["linucb"]["runs"][0]
+    assert "LinUCB alpha=0.5 decay=20 " in capsys.readouterr().out
+    constant = {r["agent"]: r for r in evaluate.main([*args, "--alpha-decay", "none"])}["linucb"]["runs"][0]
+    direct = limbo.run_bandit(LinUCB(alpha=0.5, alpha_decay=20.0), family="os", profile="weak", seed=42,
+                              cost_weight=0.5, version=1)
+    assert (decayed["actions"] == direct["actions"]).all() and not (constant["actions"] == direct["actions"]).all()
 
 
 def test_evaluate_dispatch_keeps_default_and_subcommands(monkeypatch):
@@ -131,13 +146,16 @@ def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one
 
 def test_select_alpha_in_reverse_task_order_equals_the_mean_over_streams():
     alphas, streams = (0.0, 0.5), [("db", "weak", 1), ("db", "weak", 2), ("os", "weak", 1), ("os", "weak", 2)]
-    best, scores = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), executor=_Reversed())
-    for a in alphas:
-        runs = [limbo.run_bandit(LinUCB(alpha=a), family=f, profile=p, seed=s, cost_weight=0.5) for f, p, s in streams]
-        assert scores[a] == (np.mean([r["mean_reward"] for r in runs]), np.mean([r["accuracy"] for r in runs]),
-                             np.mean([r["tokens"].mean() for r in runs]))
+    best, scores = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10), executor=_Reversed())
+    assert list(scores) == [(0.0, None), (0.0, 10.0), (0.5, None), (0.5, 10.0)]
+    for a, decay in scores:
+        runs = [limbo.run_bandit(LinUCB(alpha=a, alpha_decay=decay), family=f, profile=p, seed=s, cost_weight=0.5)
+                for f, p, s in streams]
+        assert scores[(a, decay)] == (np.mean([r["mean_reward"] for r in runs]), np.mean([r["accuracy"] for r in runs]),
+                                      np.mean([r["tokens"].mean() for r in runs]))
+    assert scores[(0.5, None)] != scores[(0.5, 10.0)]
     assert scores[best][0] == max(v[0] for v in scores.values())
-    assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",)) == (best, scores)
+    assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10)) == (best, scores)
 
 
 @pytest.mark.parametrize("sub", ["replay", "replay-alpha"])
@@ -146,3 +164,46 @@ def test_replay_commands_pass_bad_backend_input_to_make_executor(sub):
         evaluate.main([sub, "--address", "auto"])
     with pytest.raises(SystemExit):
         evaluate.main([sub, "--backend", "dask"])
+
+
+def test_replay_study_trains_ppo_on_the_version_it_plays(monkeypatch, one_torch_thread):
+    trained = []
+    monkeypatch.setattr(limbo, "train_ppo", lambda **kw: trained.append(train_ppo(**kw, n_steps=64, batch_size=64))
+                        or trained[-1])
+    rows = limbo.evaluate(("db",), ("weak",), (42,), ppo_timesteps=64, version=1)
+    (model,) = trained
+    assert type(model.get_env().envs[0].unwrapped).__name__ == "ReplayStreamV1Env"
+    ppo = next(r for r in rows if r["agent"] == "ppo")["runs"][0]
+    direct = limbo.run_policy(model, family="db", profile="weak", seed=42, version=1)
+    assert all(np.array_equal(ppo[k], direct[k]) for k in direct)
+    assert not np.array_equal(ppo["tokens"], limbo.run_policy(model, family="db", profile="weak", seed=42)["tokens"])
+
+
+def test_diagnose_bandit_on_the_first_task_by_hand():
+    # before any update every head is 0 and every bonus alpha · |(x, 1)|, so the first choice is action 0 (ties to the
+    # lowest index); with no running maximum yet every action's normalised cost is 1
+    d = limbo.diagnose_bandit("db", "weak", (3,), alpha=0.5, alpha_decay=None, action=5, windows=((0, 1), (0, 500)))
+    env = make_env("db", "weak", version=1)
+    obs, _ = env.reset(seed=3)
+    p = env.unwrapped.stream.prob
+    (first, whole) = d["windows"]
+    assert first["tasks"] == (0, 1) and first["share"] == 0.0
+    assert first["bonus"] == pytest.approx(0.5 * np.sqrt(np.sum(obs.astype(float) ** 2) + 1))
+    assert first["head_rmse"] == pytest.approx(np.sqrt(np.mean(p[0] ** 2)))
+    assert first["head_error"] == pytest.approx(-p[0, 5])
+    assert first["margin"] == pytest.approx(p[0, 5] - p[0, 0]) and first["gain"] == pytest.approx(p[0, 0] - p[0, 5])
+    r = limbo.run_bandit(LinUCB(alpha=0.5), family="db", profile="weak", seed=3, version=1)
+    assert d["mean_reward"] == pytest.approx(r["mean_reward"])
+    assert d["fixed_scale_reward"] == pytest.approx(r["accuracy"] - 0.5 * r["tokens"].mean()
+                                                    / env.unwrapped.stream.tokens.max())
+    assert whole["share"] == pytest.approx(np.mean(r["actions"] == 5))
+    assert d["top_action_tasks"] == [int(np.bincount(r["actions"]).max())]
+
+
+def test_diagnose_bandit_refuses_report_seeds_and_bad_configs():
+    with pytest.raises(ValueError, match="development seeds"):
+        limbo.diagnose_bandit(seeds=(1, 42))
+    with pytest.raises(SystemExit):
+        evaluate.main(["replay-diagnose", "--configs", "0.3"])
+    with pytest.raises(SystemExit):
+        evaluate.main(["replay-diagnose", "--configs", "-1:none"])

@@ -55,6 +55,31 @@ def test_select_matches_decision_function_and_bonus():
         b.update(x, a, float(rng.random() < 0.5), rng.random())
 
 
+def test_alpha_decay_scales_the_bonus_by_tau_over_tau_plus_observations():
+    # alpha 0.8, tau 4, one action, d = 1 with intercept: x = (1, 1), A = I + n x x^T after n observations, so
+    # x^T A^{-1} x = 2 / (1 + 2 n) and the bonus is 0.8 · 4 / (4 + n) · sqrt(2 / (1 + 2 n))
+    b = LinUCB(n_actions=1, alpha=0.8, alpha_decay=4.0)
+    for n in range(6):
+        assert b.select(np.ones(1)) == 0
+        assert b.last_bonus_ == pytest.approx(0.8 * 4 / (4 + n) * np.sqrt(2 / (1 + 2 * n)), rel=1e-12)
+        assert b.ucb_bonus(np.ones(1))[0, 0] == pytest.approx(b.last_bonus_, rel=1e-12)
+        b.update(np.ones(1), 0, 1.0, 0.5)
+    b.partial_fit(np.ones((3, 1)), np.zeros(3, dtype=int), np.ones(3), np.zeros(3))   # batched updates count too
+    assert b.ucb_bonus(np.ones(1))[0, 0] == pytest.approx(0.8 * 4 / 13 * np.sqrt(2 / 19), rel=1e-12)
+    constant = LinUCB(n_actions=1, alpha=0.8).fit(np.ones((9, 1)), np.zeros(9, dtype=int), np.ones(9), np.zeros(9))
+    assert constant.ucb_bonus(np.ones(1))[0, 0] == pytest.approx(0.8 * np.sqrt(2 / 19), rel=1e-12)
+
+
+def test_alpha_decay_changes_choices_only_through_the_bonus():
+    # two actions, action 1 estimated better; a large bonus on the untried action 0 wins until the decay shrinks it
+    x = np.ones(1)
+    for decay, expected in [(None, 0), (1.0, 1)]:
+        b = LinUCB(n_actions=2, alpha=0.5, alpha_decay=decay)
+        b.partial_fit(np.ones((40, 1)), np.ones(40, dtype=int), np.full(40, 0.6), np.zeros(40))
+        assert b.select(x) == expected
+        assert b.decision_function(x)[0].argmax() == expected
+
+
 def test_policy_protocol_single_and_batched():
     rng = np.random.default_rng(1)
     X = rng.random((30, 12))
@@ -69,7 +94,8 @@ def test_policy_protocol_single_and_batched():
 @pytest.mark.parametrize("kwargs, match", [
     ({"alpha": -1.0}, "alpha must be >= 0"), ({"l2_lambda": 0.0}, "l2_lambda must be > 0"),
     ({"n_actions": 0}, "n_actions must be an int >= 1"), ({"cost_weight": float("inf")}, "cost_weight must be"),
-    ({"fit_intercept": "yes"}, "fit_intercept must be a bool"),
+    ({"fit_intercept": "yes"}, "fit_intercept must be a bool"), ({"alpha_decay": 0.0}, "alpha_decay must be > 0"),
+    ({"alpha_decay": float("nan")}, "alpha_decay must be a finite"),
 ])
 def test_bad_parameters_raise_on_first_use(kwargs, match):
     b = LinUCB(**kwargs)  # __init__ only stores
