@@ -74,13 +74,18 @@ class HindsightPlanner:
         self.fallbacks_ = 0
         return self
 
-    def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        """The planner's action for the environment's current step (``observation`` must be its latest one)."""
+    def _mask(self, observation) -> np.ndarray:
+        """The candidate mask of ``observation``, once fitted and for one environment (else a clear error)."""
         if not hasattr(self, "sampler_"):
             raise RuntimeError("call fit() first")
         mask = np.asarray(observation["mask"])
         if mask.ndim != 1:
-            raise ValueError("the planner plays one week (an observation of one environment)")
+            raise ValueError(f"{type(self).__name__} plays one week (an observation of one environment)")
+        return mask
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        """The planner's action for the environment's current step (``observation`` must be its latest one)."""
+        mask = self._mask(observation)
         a = self.act(self.env.observed, mask)
         if self.env.unwrapped.action_mode == "scores":  # the set as scores: +1 proposed, -1 not
             return np.where(a > 0, 1.0, -1.0).astype(np.float32), state
@@ -232,11 +237,7 @@ class BayesFeatureGate(HindsightPlanner):
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         """Scores for the environment's current step (``observation`` must be its latest one)."""
-        if not hasattr(self, "sampler_"):
-            raise RuntimeError("call fit() first")
-        mask = np.asarray(observation["mask"])
-        if mask.ndim != 1:
-            raise ValueError("the gate plays one week (an observation of one environment)")
+        mask = self._mask(observation)
         scores = np.full(mask.shape, -1.0, dtype=np.float32)
         now = self._now(self.env.observed, mask)
         if now is not None:
