@@ -55,6 +55,44 @@ def test_forward_candidates_equals_forward_at_the_candidates(context):
     assert out.shape == (len(expected_rows), 2)
 
 
+@pytest.mark.parametrize("hidden,context", [((16, 8), True), ((16, 8), False), ((12,), True), ((8, 8, 8), True)])
+def test_forward_numpy_equals_forward_and_follows_the_parameters(hidden, context):
+    torch.manual_seed(1)
+    net = PerResourceNet(hidden, context=context, n_out=2)
+    obs = _batch()
+    obs["mask"][1] = 0.0  # a sample without candidates: its context pools nothing
+    arrays = [np.asarray(obs[k], dtype=np.float32) for k in ("resources", "budget", "mask")]
+
+    def both():
+        with torch.no_grad():
+            want = net(*(torch.as_tensor(a) for a in arrays)).numpy()
+        return net.forward_numpy(*arrays), want
+
+    got, want = both()
+    assert got.shape == want.shape == (3, 11, 2) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with torch.no_grad():  # an optimizer's in-place step, then a load into new storage: both show through
+        net.head.bias += 1.0
+    np.testing.assert_allclose(*both(), rtol=1e-5, atol=1e-6)
+    net.load_state_dict(PerResourceNet(hidden, context=context, n_out=2).state_dict())
+    np.testing.assert_allclose(*both(), rtol=1e-5, atol=1e-6)
+
+
+def test_student_probabilities_equal_the_torch_sigmoid_single_and_batched():
+    torch.manual_seed(2)
+    policy = StudentPolicy(PerResourceNet((16, 8)))
+    obs = _batch()
+    with torch.no_grad():
+        want = torch.sigmoid(policy.net(*(torch.as_tensor(obs[k], dtype=torch.float32)
+                                          for k in ("resources", "budget", "mask")))[..., 0]).numpy()
+    batched = policy.probabilities(obs)
+    assert batched.shape == (3, 11) and batched.dtype == np.float64
+    np.testing.assert_allclose(batched, want, rtol=1e-6, atol=1e-7)
+    single = policy.probabilities({k: v[2] for k, v in obs.items()})
+    assert single.shape == (11,)
+    np.testing.assert_array_equal(single, batched[2])
+
+
 def test_native_ppo_minibatch_rows_are_the_batch_samples_candidates():
     from membudget.agents.ppo import _minibatch_rows
 
