@@ -222,21 +222,33 @@ def finetune_task(item) -> dict:
 
 
 def scores(policy, budget, weeks) -> dict:
-    """A student's per-week Set F1 on ``weeks`` and its median milliseconds per decision (one observation, one
-    core) over the first of them."""
-    from membudget.envs.pm import PMWeekEnv
+    """A learner's per-week Set F1 on ``weeks``."""
     from membudget.envs.pm.rollout import rollout
 
-    f1 = rollout(policy, list(weeks), budget=budget, per_step_cap=2, action_mode="scores")["set_f1"]
+    return {"set_f1": rollout(policy, list(weeks), budget=budget, per_step_cap=2, action_mode="scores")["set_f1"]}
+
+
+def decision_ms(item) -> float:
+    """Task: the median milliseconds of one decision (``predict`` on one observation, one core) of the learners'
+    class, a :class:`~membudget.agents.per_resource.StudentPolicy` of a ``PerResourceNet(hidden)``, over one week
+    at ``budget``; the time depends on the class, not on the weights. ``item = (hidden, budget, week)``."""
+    import torch
+
+    from membudget.agents.per_resource import PerResourceNet, StudentPolicy
+    from membudget.envs.pm import PMWeekEnv
+
+    hidden, budget, week = item
+    torch.manual_seed(0)
+    policy = StudentPolicy(PerResourceNet(hidden))
     env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
-    obs, _ = env.reset(seed=int(weeks[0]))
+    obs, _ = env.reset(seed=int(week))
     done, ms = False, []
     while not done:
         t0 = time.perf_counter()
         a, _ = policy.predict(obs)
         ms.append(1e3 * (time.perf_counter() - t0))
         obs, _, done, _, _ = env.step(a)
-    return {"set_f1": f1, "ms_per_step": float(np.median(ms))}
+    return float(np.median(ms))
 
 
 def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
@@ -305,6 +317,9 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         progress(f"Bayes-feature gate at {b}: threshold {th} on the held-out weeks")
         out["bayes"][b] = {"validation": val, "threshold": th,
                            "held_out": run(bayes_gate_week, [(b, *chosen, th, w) for w in cfg.held_out])}
+    from membudget.agents.configs import DEFAULTS
+
+    out["decision_ms"] = run(decision_ms, [(tuple(DEFAULTS.hidden), cfg.curve_budget, cfg.held_out[0])])[0]
     out["finetune"] = {}
     for key in cfg.finetune:
         progress(f"PPO from the {key[0]} students at {key[1]} ({key[2]} weeks)")
@@ -448,23 +463,22 @@ def _students_section(cfg, res, goal) -> tuple:
               "those weeks (the planner from the student's own history), and refits on all. States: the "
               "planner's BC labels. Learner seeds "
               f"{', '.join(map(str, cfg.learner_seeds))}; a student's Set F1 per week is the mean over the seeds, "
-              "paired over the weeks. Milliseconds per decision: the median of one week's `predict` calls "
-              "(one observation, one core), the largest over the seeds.", "",
+              "paired over the weeks. One decision of a student of this class (and of PPO started from one, the "
+              f"same network) takes {res['decision_ms']:.3f} ms: the median of one week's `predict` calls, one "
+              "observation, one core.", "",
               "| method | budget | n weeks | states | student of the planner | student of the DP | planner's vs "
-              "Sequential | DP's vs Sequential | planner's - DP's | per seed (planner's / DP's) | ms per decision |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "Sequential | DP's vs Sequential | planner's - DP's | per seed (planner's / DP's) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for (method, b, n), st in res["students"].items():
         s = res["ref_held_out"][b]["Sequential"] if b in res["ref_held_out"] else None
         on = np.mean([r["set_f1"] for r in st["online"]], axis=0)
         dp = np.mean([r["set_f1"] for r in st["dp"]], axis=0)
         per = "; ".join(f"{np.mean(a['set_f1']):.4f} / {np.mean(c['set_f1']):.4f}"
                         for a, c in zip(st["online"], st["dp"]))
-        ms = max(r["ms_per_step"] for r in st["online"])
         vs = (lambda x: _ci(x - s)[0]) if s is not None else (lambda x: "")
         lines.append(f"| {'BC' if method == 'bc' else 'DAgger'} | {b} | {n} | {st['states']} | {on.mean():.4f} | "
-                     f"{dp.mean():.4f} | {vs(on)} | {vs(dp)} | "
-                     f"{_ci(on - dp)[0]} | {per} | {ms:.3f} |")
-        goal[("students", method, b, n)] = (on, dp, s, ms)
+                     f"{dp.mean():.4f} | {vs(on)} | {vs(dp)} | {_ci(on - dp)[0]} | {per} |")
+        goal[("students", method, b, n)] = (on, dp, s)
     _, b, n = max(res["students"], key=lambda st: st[2])
     cpu = max((st for key, st in res["students"].items() if key[1:] == (b, n)), key=lambda st: st["states"])[
         "label_cpu"]
@@ -488,7 +502,7 @@ def _finetune_section(cfg, res, goal) -> list:
              "4000-4029) started from the BC student of each teacher, PPO seed = the student's learner seed. "
              "A learner's Set F1 per week is the mean over the seeds, paired over the weeks.", "",
              "| start | budget | n weeks | student | PPO | PPO - Sequential | PPO - student | per seed | kept at env "
-             "steps | engine | ms per decision |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "steps | engine |", "|---|---|---|---|---|---|---|---|---|---|"]
     for (method, b, n), runs in res["finetune"].items():
         s = res["ref_held_out"][b]["Sequential"]
         st = res["students"][(method, b, n)]
@@ -496,13 +510,12 @@ def _finetune_section(cfg, res, goal) -> list:
             rows = runs[teacher]
             f1 = np.mean([r["set_f1"] for r in rows], axis=0)
             student = np.mean([r["set_f1"] for r in st[teacher]], axis=0)
-            ms = max(r["ms_per_step"] for r in rows)
             per = "; ".join(f"{np.mean(r['set_f1']):.4f}" for r in rows)
             kept = ", ".join(f"{r['selected_env_steps']:,}" for r in rows)
             engines = ", ".join(sorted({r["engine"] for r in rows}))
             lines.append(f"| {name} | {b} | {n} | {student.mean():.4f} | {f1.mean():.4f} | {_ci(f1 - s)[0]} | "
-                         f"{_ci(f1 - student)[0]} | {per} | {kept} | {engines} | {ms:.3f} |")
-            goal[("finetune", teacher, b, n)] = (f1, s, ms)
+                         f"{_ci(f1 - student)[0]} | {per} | {kept} | {engines} |")
+            goal[("finetune", teacher, b, n)] = (f1, s)
     return lines
 
 
@@ -528,17 +541,18 @@ def _goals_section(cfg, res, goal, cpu) -> list:
                      "; settings of the curve within it (median CPU s per validation week): "
                      f"{', '.join(fast) or 'none'}.")
     for (method, b, n) in res["students"]:
-        on, dp, s, ms = goal[("students", method, b, n)]
+        on, dp, s = goal[("students", method, b, n)]
         text, above = _ci(on - dp)
         lines.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({method}, {b},"
                      f" {n} weeks): {text} — {'met' if above else 'not met'}.")
     candidates = []  # every learner of the planner is a candidate: all listed
     for method, b, n in res["students"]:
-        on, _, s, ms = goal[("students", method, b, n)]
-        candidates.append((f"the {method} student of the planner, {n} weeks", b, on, s, ms))
+        on, _, s = goal[("students", method, b, n)]
+        candidates.append((f"the {method} student of the planner, {n} weeks", b, on, s))
     candidates += [(f"PPO from the {'planner' if t == 'online' else 'DP'}'s BC student, {n} weeks", b,
                     *goal[("finetune", t, b, n)]) for (method, b, n) in res.get("finetune", {}) for t in ("online", "dp")]
-    for name, b, on, s, ms in candidates:
+    ms = res["decision_ms"]
+    for name, b, on, s in candidates:
         if s is None:
             continue
         m, lo, hi = bootstrap_ci(on - s, n_resamples=100_000)
