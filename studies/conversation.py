@@ -379,7 +379,7 @@ def why_section(res, diag, seeds) -> list:
              f"{st['lost']['declined']:.2f} true fires per conversation are lost to verifier declines under Static at "
              f"B60, {st['lost']['budget']:.2f} to the budget, {st['lost']['not_proposed']:.2f} not proposed; "
              f"{st['recitations']:.2f} base recitations of a quote before reply n are left in (each zeroes its test; "
-             f"Due gate: {du['recitations']:.2f}, which is why its prospective-memory accuracy falls).",
+             f"Due gate: {du['recitations']:.2f}).",
              "- The count calibration and the cap: " + "; ".join(
                  f"Static's {b} threshold without the episode budget proposes {np.median(u['queries']):.0f} calls in "
                  f"the median conversation here (90th percentile {np.percentile(u['queries'], 90):.0f}), "
@@ -388,21 +388,28 @@ def why_section(res, diag, seeds) -> list:
                  f"(capped: {mean('Static', b):.4f})" for b, u in uncapped.items()) +
              ". Eq. 4 sets the mean out-of-fold count over the development conversations to the budget, so some "
              "conversations propose more than the cap and spend it before their last quotes and activations; "
-             "BudgetPM reports (C.1) that every above-threshold Static proposal fits within the cap at B20-B80, "
-             "which the literal count rule cannot give when the count varies across conversations.",
+             "BudgetPM reports (C.1, for its Llama-3-8B analysis and confirmation traces, GoodAI's budgets not "
+             "named) that every above-threshold Static proposal fits within the cap at B20-B80, which the literal "
+             "count rule cannot give when the count varies across conversations.",
              f"- Per goal: Static's prospective-memory accuracy at B60 ({mean('Static', 'B60', 'pm_accuracy'):.3f}) "
              f"loses its tests to the {st['recitations']:.2f} base recitations per conversation it leaves in and to "
              f"the budget ({exhausted_of(res[('Static', 'B60')])}/{n} conversations exhausted). Pacing "
              f"({mean('Pacing', 'B60'):.4f} / {mean('Pacing', 'B80'):.4f} at B60 / B80) exhausts the budget in "
              f"{exhausted_of(res[('Pacing', 'B60')])}/{n} and {exhausted_of(res[('Pacing', 'B80')])}/{n} "
              f"conversations and loses {pa['lost']['declined']:.2f} true fires per conversation to verifier declines "
-             f"at B60; All-semantic itself reaches {a['macro_accuracy'].mean():.4f} here, so a gate that verifies "
-             f"the activations cannot come within 0.02 of 0.967. The Due gate (Due label 0 on every reply before n) "
+             f"at B60; All-semantic itself reaches {a['macro_accuracy'].mean():.4f} here"
+             + (", so a gate that verifies the activations cannot come within 0.02 of 0.967. "
+                if a['macro_accuracy'].mean() < 0.947 else ". ") +
+             f"The Due gate (Due label 0 on every reply before n) "
              f"verifies {du['calls']['pm_other']:.2f} such replies per conversation at B60 against Static's "
-             f"{st['calls']['pm_other']:.2f}, so it leaves {du['recitations']:.2f} recitations in (Static - Due gate "
-             f"{100 * (mean('Static', 'B60') - mean('DueGate', 'B60')):+.2f} points, not BudgetPM's +1.33) and "
-             f"spends the calls on distractors ({du['calls']['distractor']:.2f} against "
-             f"{st['calls']['distractor']:.2f}). At the interpolation budgets Static exhausts the budget in "
+             f"{st['calls']['pm_other']:.2f}, so it leaves {du['recitations']:.2f} base recitations per conversation "
+             f"in (Static: {st['recitations']:.2f}) and spends the calls on distractors "
+             f"({du['calls']['distractor']:.2f} against {st['calls']['distractor']:.2f}); Static exhausts the budget "
+             f"in {exhausted_of(res[('Static', 'B60')])}/{n} conversations, the Due gate in "
+             f"{exhausted_of(res[('DueGate', 'B60')])}/{n} (Static - Due gate "
+             f"{100 * (mean('Static', 'B60') - mean('DueGate', 'B60')):+.2f} points with "
+             f"{mean('DueGate', 'B60', 'queries') - mean('Static', 'B60', 'queries'):+.2f} fewer queries; BudgetPM "
+             f"+1.33 with 0.24 fewer). At the interpolation budgets Static exhausts the budget in "
              + ", ".join(f"{exhausted_of(res[('Static', b)])}/{n} ({b})" for b in INTERPOLATED) + " conversations.",
              f"- The analysis conversations are harder than the world's average: All-semantic reaches "
              f"{a['macro_accuracy'].mean():.4f} here (trigger response {a['tr_accuracy'].mean():.3f}), because the "

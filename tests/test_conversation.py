@@ -305,7 +305,11 @@ def test_call_breakdown_counts_calls_by_kind_and_losses_by_cause():
     assert every["spend"].sum() == cand.sum()
     never = call_breakdown(_Never(), [4000], budget="B60")
     assert sum(never["calls"].values()) == 0 and never["lost"]["not_proposed"] == (truth & cand & ~base).sum()
-    assert never["recitations"] == (base & (kinds == PAIR_KINDS.index("pm_other"))).sum() > 0
+    reciting = ConversationConfig(p_base_early=1.0)  # v1's base recites too rarely for one conversation to show it
+    recited = generate_conversation(4000, reciting)
+    never = call_breakdown(_Never(), [4000], budget="B60", world=reciting)
+    assert never["recitations"] == (recited.base.astype(bool) & (recited.pair_kinds() == PAIR_KINDS.index("pm_other"))
+                                    ).sum() > 0
     two = call_breakdown(AllRelevant(), [4000], budget=2, per_step_cap=None)
     assert sum(two["calls"].values()) == 2 and two["lost"]["count_cap"] == 0
     first_two = np.zeros_like(cand)

@@ -6,7 +6,8 @@ all-semantic mean cost 51.5 behind B20/B40/B60/B80 = 10/21/31/41, the 66-message
 component accuracies its unconstrained reference must reach for its budgeted figures to be possible, and — for the
 base response, which BudgetPM does not report — GoodAI's own measured agent results at the 1k-token span, the span
 whose spacing of scripted lines our conversations have (``/work/shared/refs/goodai_ltm.md``: quote to instruction
-14 [1-17] user messages, trigger-response lines 7 [0-9] apart). Never the analysis conversations 4000-4029.
+14 [1-17] user messages, trigger-response lines 7 [0-9] apart), except the quotes recited before reply n, whose
+share BudgetPM's Due gate figure bounds (:data:`RECITED_ELSEWHERE`). Never the analysis conversations 4000-4029.
 """
 
 from __future__ import annotations
@@ -70,15 +71,16 @@ TARGETS = {
     "all_semantic_pm_accuracy": ("0.99 +- 0.01 (implied)", _within(0.99, 0.01)),
     "all_semantic_tr_accuracy": ("0.95 +- 0.015 (implied)", _within(0.95, 0.015)),
     "base_pm_correct": ("0.26 +- 0.05 (GoodAI 1k, 10/39)", _within(0.26, 0.05)),
-    "base_pm_recited_elsewhere": ("0.41 +- 0.05 (GoodAI 1k, 16/39)", _within(0.41, 0.05)),
-    "base_pm_omitted": ("0.33 +- 0.05 (GoodAI 1k, 13/39)", _within(0.33, 0.05)),
+    "base_pm_recited_elsewhere": ("0.025 +- 0.01 (Due gate, implied)", _within(0.025, 0.01)),
+    "base_pm_omitted": ("0.715 +- 0.05 (the rest)", _within(0.715, 0.05)),
     "base_tr_accuracy": ("0.79 +- 0.03 (GoodAI 1k)", _within(0.79, 0.03)),
     "outcome_due_disagreement": (">= 0.10 of the rows (issue #35)", lambda v: v >= 0.10),
     "ceiling_macro_accuracy": (">= 0.975 (issue #35)", lambda v: v >= 0.975),
 }
 """``statistic: (target, met)``. "Implied": the unconstrained reference must reach at least BudgetPM's best budgeted
 figures — Static's prospective-memory accuracy 0.99 at B60 and Pacing's macro accuracy 0.971 at B80, so
-trigger response >= 2 x 0.971 - 0.99 = 0.952. The base response and the leave-one-out Outcome label are the
+trigger response >= 2 x 0.971 - 0.99 = 0.952; the base recitations before reply n: :data:`RECITED_ELSEWHERE`. The
+base response and the leave-one-out Outcome label are the
 world's; the ceiling is the unconstrained hindsight optimum (:func:`~membudget.envs.conversation.ceiling_calls`)."""
 
 
@@ -122,6 +124,14 @@ def report(seeds=DEV_SEEDS, config: ConversationConfig | None = None, name: str 
     return "\n".join(lines)
 
 
+RECITED_ELSEWHERE = 0.025
+"""Share of prospective tests whose quote the base response recites before reply n, implied by BudgetPM's Due gate:
+it reaches 0.946 - 0.0133 = 0.933 at B60 (Table 9) and, trained on "the trigger is due", verifies no reply before
+n, so it leaves every such recitation in. With its trigger response at Static's 0.90 its prospective-memory accuracy
+is 2 x 0.933 - 0.90 = 0.965, 0.025 below Static's 0.99, which verifies those replies. (GoodAI's plain LLM at the 1k
+span recites elsewhere in 16 of 39 tests; with that rate the Due gate could not exceed about 0.8.) The base
+response's correct share stays GoodAI's 10/39; the omitted share is the rest."""
+
 GOODAI_TRIGGER_DECAY = 0.0029
 """Fall of the base trigger-response probability per user message between setup and activation: the least-squares
 slope of GoodAI's measured trigger-response accuracy (0.79 / 0.52 / 0.65 / 0.65 / 0.45 at the 1k / 32k / 120k /
@@ -132,7 +142,8 @@ slope of GoodAI's measured trigger-response accuracy (0.79 / 0.52 / 0.65 / 0.65 
 def fit(seeds=DEV_SEEDS, start: ConversationConfig = WORLD_V0) -> dict:
     """The base-response and verifier parameters that put the expectations of :func:`calibrate` on the development
     conversations ``seeds`` at their targets, each solved in closed form or by bisection (the conversations'
-    messages and similarities do not depend on them): ``p_base_early`` -> recited elsewhere 16/39,
+    messages and similarities do not depend on them): ``p_base_early`` -> recited elsewhere
+    :data:`RECITED_ELSEWHERE`,
     ``p_base_due`` -> correct 10/39, ``p_base_trigger`` (with :data:`GOODAI_TRIGGER_DECAY`) -> base trigger
     response 0.79, ``p_miss_trigger`` -> All-semantic trigger response 0.952, ``p_miss_prospective`` and
     ``p_false_prospective`` (in v0's ratio 10 : 3) -> All-semantic prospective memory 0.99. The rest stay
@@ -147,7 +158,7 @@ def fit(seeds=DEV_SEEDS, start: ConversationConfig = WORLD_V0) -> dict:
     def early_share(p):  # P(recited elsewhere) with p_base_early = p; the reply counter's similarity is c's tok
         return np.mean([1.0 - np.prod(1.0 - p * c.token_similarity[c.live_from[j]:c.fires[j][0], j]) for c, j in pm])
 
-    early = brentq(lambda p: early_share(p) - 16 / 39, 0.0, 1.0)
+    early = brentq(lambda p: early_share(p) - RECITED_ELSEWHERE, 0.0, 1.0)
     due = (10 / 39) / (1.0 - early_share(early))
     distance = np.mean([t - c.stored[j] for c, t, j in acts])
     trigger = 0.79 + GOODAI_TRIGGER_DECAY * distance  # the decay never reaches 0 on these conversations

@@ -220,9 +220,11 @@ class ConversationPMEnv(OneWeekEnv):
       (``false_fire_penalty`` defaults to 0; v0: 1), and the teachers' Outcome label the leave-one-out effect on
       it given the base responses. In v0 the agent acted only through verified calls, so the Outcome and Due
       labels differed on 4 of 620 development rows and the hindsight optimum (0.956 on conversations 4000-4029)
-      was below BudgetPM's published Pacing figures. In v1 they differ on 125 of 620 rows and the hindsight
-      optimum at B60 reaches 0.978 on 4000-4029 (``docs/conversation.md``). The info gains ``base_fires`` (in v0
-      too, always 0).
+      was below BudgetPM's published Pacing figures. In v1 they differ on 100 of 620 rows and the hindsight
+      optimum reaches 0.995 on the development conversations (``docs/conversation.md``). The base response
+      recites a quote before reply n in 2.5% of the prospective tests, the share BudgetPM's Due gate figure
+      implies (revised in place before release: GoodAI's plain-LLM 16 of 39 left the Due gate near 0.75 at
+      B60). The info gains ``base_fires`` (in v0 too, always 0).
     - v0: the agent acts only through verified calls (:data:`~membudget.envs.conversation.WORLD_V0`; still
       registered as ``membudget/ConversationPM-v0``). Since 0.2.0 the skipped proposals are flat info keys
       (``skipped_budget``, ...; they were the nested dict ``info["skipped"]``); dynamics, observation and reward

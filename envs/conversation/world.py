@@ -84,9 +84,9 @@ class ConversationConfig:
     """Verifier error: P(answers "fires" | a trigger-response pair that neither fires nor is a lure)."""
     p_false_prospective: float = 0.00134
     """Verifier error: P(answers "this is the n-th reply" | it is another reply)."""
-    p_base_due: float = 0.435
+    p_base_due: float = 0.263
     """Base response: P(the agent's reply n carries the quote without any verifier call)."""
-    p_base_early: float = 0.404
+    p_base_early: float = 0.0204
     """Base response: P(the agent recites the quote unasked in an earlier counted reply k < n) is this times the
     reply counter's similarity ``1 / (1 + n - k)`` (misplaced quotes cluster next to reply n)."""
     p_base_trigger: float = 0.853
