@@ -14,8 +14,10 @@ from membudget.envs.proactive import Stream, generate_stream
 from membudget.envs.proactive.env_v1 import FEATURE_NAMES_V1, N_FEATURES_V1, ProactiveStreamV1Env
 from membudget.envs.proactive.memory import CYCLE_DAYS, ProactiveMemory
 from membudget.envs.proactive import world, world_v1
-from membudget.envs.proactive.world_v1 import (CARRIED_FACTS, SCOPES_V1, SPORTS_SKIP_V1, carried_support,
-                                               generate_stream_v1)
+from membudget.envs.proactive.memory import DailyRecord, Proposal, Segment, propose
+from membudget.envs.proactive.schema import WORKDAYS
+from membudget.envs.proactive.world_v1 import (CARRIED_FACTS, CODE_SKIP_V1, CODE_TEMPLATES_V1, SCOPES_V1,
+                                               SPORTS_SKIP_V1, carried_support, generate_stream_v1)
 
 V1 = "membudget/ProactiveStream-v1"
 DAY = 1440
@@ -94,11 +96,25 @@ def test_v0_draws_are_kept_and_carried_labels_hold(scope, monkeypatch):
             with monkeypatch.context() as m:         # v0's generator at v1's skip probabilities
                 m.setitem(world._GENERATORS, "sports", world_v1._GENERATORS_V1["sports"])
                 v0 = generate_stream(seed, scope=scope)
+        if scope == "code":                          # v1's Code routines: review sessions, skipped less often
+            assert {(r.start, r.end) for r in generate_stream_v1(seed, scope=scope).routines} <= {
+                window for _, _, window in CODE_TEMPLATES_V1.values()}
+            with monkeypatch.context() as m:
+                m.setitem(world._GENERATORS, "code", world_v1._GENERATORS_V1["code"])
+                v0 = generate_stream(seed, scope=scope)
+            assert {r.skip_prob for r in v0.routines} == {CODE_SKIP_V1}
         v1 = generate_stream_v1(seed, scope=scope)
         added = (v1.facts & (anchor_bit | follow_bit)) != 0
         assert not (v0.facts & (anchor_bit | follow_bit)).any()
+        v0_facts = v0.facts
+        if scope == "code":                          # v1: a maintainer's review is no longer also a "response"
+            review, response = v0.kind == spec.kinds.index("pr_review"), spec.bit("response=maintainer")
+            assert (v0.facts[review] & response).any()
+            assert not (v1.facts[v1.kind == spec.kinds.index("pr_review")] & response).any()
+            v0_facts = np.where(review, v0.facts & ~response, v0.facts)
         for name in ("time", "kind", "facts", "observed", "object_id"):
-            assert np.array_equal(getattr(v1, name)[~added], getattr(v0, name)), name
+            v0_values = v0_facts if name == "facts" else getattr(v0, name)
+            assert np.array_equal(getattr(v1, name)[~added], v0_values), name
         assert [r.__dict__ for r in v1.routines] == [r.__dict__ for r in v0.routines]
         carried = np.flatnonzero(v1.support & 4)
         assert np.all(v1.label[carried] == 1) and all(carried_support(v1, t) for t in carried)
@@ -106,6 +122,22 @@ def test_v0_draws_are_kept_and_carried_labels_hold(scope, monkeypatch):
         assert np.all(v1.label[decoys] == (v1.support[decoys] > 0))     # no anchor: only v0's own reasons
         n_carried, n_decoys = n_carried + carried.size, n_decoys + len(decoys)
     assert n_carried > 0 and n_decoys > 0
+
+
+def test_code_proposer_pairs_a_review_with_the_merge_that_follows():
+    """v1's Code proposer takes ``kind=pr_review`` as a trigger (the afternoon-merge routine's); v0's never did."""
+    v0, v1 = world.CODE, SCOPES_V1["code"]
+    review, merged = v1.fact("kind=pr_review"), v1.fact("kind=pr_merged")
+
+    def record(day, claims):
+        segments = [Segment(day, day * DAY + tod, day * DAY + tod, 1 << f, ((f, day * DAY + tod),), (0,))
+                    for f, tod in claims]
+        return DailyRecord(day, segments, 0, (), tuple(day * DAY + tod for _, tod in claims))
+
+    cycle = [record(0, [(review, 900), (merged, 960)]), record(1, [(review, 910), (merged, 1000)]),
+             record(2, [(merged, 980)]), record(5, [])]       # Wednesday: a merge without a review
+    assert propose(cycle, v1) == [Proposal(review, merged, 930, 1030, WORKDAYS, (0, 1))]
+    assert propose(cycle, v0) == []
 
 
 def test_carried_support_exact_window_and_entity():

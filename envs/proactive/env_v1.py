@@ -68,8 +68,10 @@ class ProactiveStreamV1Env(ProactiveStreamEnv):
     ## Version History
 
     - v1: carried opportunities (anchors and follow-ups per entity, two facts appended per scope), a rolling
-      seven-day trajectory view, the two ``*_carried`` features, and Sports' routines skipped 1.6 times as often
-      (``SPORTS_SKIP_V1``).
+      seven-day trajectory view, the two ``*_carried`` features, Sports' routines skipped 1.6 times as often
+      (``SPORTS_SKIP_V1``), and Code's routines as review, triage and merge sessions of 2-3 hours skipped at 0.25
+      (``CODE_TEMPLATES_V1``, ``CODE_SKIP_V1``), a maintainer's review no longer also a ``response=maintainer`` and
+      ``kind=pr_review`` among the proposer's triggers (``TRIGGERS_V1``).
     - v0: initial version (``membudget/ProactiveStream-v0``, kept unchanged).
     """
 

@@ -471,21 +471,25 @@ def _home_days(rng, n_days, wake, trigger_room, behaviour_room, start, end, firs
 # -------------------------------------------------------------------------------------------------- Code
 
 
+CODE_SKIP = 0.35
+"""Probability that a Code routine does not respond to its trigger."""
 _KIND = _Choice(CODE.kinds, (0.3, 0.1, 0.2, 0.05, 0.12, 0.13, 0.1))
 _LABEL = _Choice(("label=bug", "label=feature", "label=docs"), (0.5, 0.3, 0.2))
 _ACTORS = {p: _Choice(("actor=maintainer", "actor=contributor", "actor=bot"), (p, 0.9 - p, 0.1)) for p in (0.35, 0.2)}
 
 
-def _code(rng, n_days):
+CODE_TEMPLATES = {  # trigger, behaviour, window
+    "same_day_review": ("kind=pr_opened", "kind=pr_review", (600, 1050)),
+    "morning_triage": ("kind=issue_opened", "response=maintainer", (540, 780)),
+    "afternoon_merge": ("kind=pr_review", "kind=pr_merged", (840, 1080)),
+}
+
+
+def _code(rng, n_days, skip=CODE_SKIP, templates=CODE_TEMPLATES):
     spec = CODE
-    templates = {
-        "same_day_review": ("kind=pr_opened", "kind=pr_review", (600, 1050)),
-        "morning_triage": ("kind=issue_opened", "response=maintainer", (540, 780)),
-        "afternoon_merge": ("kind=pr_review", "kind=pr_merged", (840, 1080)),
-    }
     routines = _draw_routines(
         rng, spec, templates, n_days, masks=dict.fromkeys(templates, lambda g: WORKDAYS),
-        skip=dict.fromkeys(templates, 0.35), n_active=2,
+        skip=dict.fromkeys(templates, skip), n_active=2,
         services={"same_day_review": "review_help", "morning_triage": "triage_help", "afternoon_merge": "review_help"})
     kind_of = {f"kind={k}": i for i, k in enumerate(spec.kinds)}
     responses = ("kind=pr_review", "response=maintainer", "kind=pr_merged")

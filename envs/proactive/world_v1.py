@@ -44,13 +44,18 @@ import numpy as np
 
 from ..validation import check_int
 from .schema import MINUTES_PER_DAY, Stream
-from .world import (CODE, DEFAULT_DAYS, HOME, MAX_DAYS, SPORTS, SPORTS_SKIP, _GENERATORS, _label, _sports,
+from .world import (CODE, DEFAULT_DAYS, HOME, MAX_DAYS, SPORTS, SPORTS_SKIP, _GENERATORS, _code, _label, _sports,
                     check_scope, unlabelled_stream)
 
 CARRIED_FACTS = {"sports": ("report=setback", "prompt=checkin"), "home": ("visit=carer", "cabinet=medication"),
                  "code": ("review=changes", "update=pr")}
 """Per scope the anchor fact and the follow-up fact v1 appends to v0's vocabulary."""
-SCOPES_V1 = {spec.name: replace(spec, facts=spec.facts + CARRIED_FACTS[spec.name]) for spec in (SPORTS, HOME, CODE)}
+TRIGGERS_V1 = {"sports": SPORTS.triggers, "home": HOME.triggers, "code": CODE.triggers + ("kind=pr_review",)}
+"""Per scope the trigger facts the proposer pairs with behaviours. v0's Code list lacks ``kind=pr_review``, the
+trigger of its afternoon-merge routine (a reviewed pull request is merged that afternoon), so that routine could
+never be proposed; v1 adds it."""
+SCOPES_V1 = {spec.name: replace(spec, facts=spec.facts + CARRIED_FACTS[spec.name], triggers=TRIGGERS_V1[spec.name])
+             for spec in (SPORTS, HOME, CODE)}
 CARRIED_AGE = (1.5, 6.75)
 """Days from an anchor to its follow-up (uniform): about 30% fall within the 72-hour event window."""
 CARRIED_NEED = 0.85
@@ -62,12 +67,26 @@ CARRIED_RATES = {"sports": (0.35, 0.5), "home": (0.8, 0.8), "code": (1.2, 0.6)}
 """Per scope: anchors per week that are followed up, and decoy follow-ups per week (no anchor). Chosen on
 development streams 0-9 so that the true-positive gain of trajectories keeps the paper's order (Code ≫ Home >
 Sports); the analysis streams were not used."""
+CODE_TEMPLATES_V1 = {"same_day_review": ("kind=pr_opened", "kind=pr_review", (780, 960)),
+                     "morning_triage": ("kind=issue_opened", "response=maintainer", (600, 720)),
+                     "afternoon_merge": ("kind=pr_review", "kind=pr_merged", (900, 1020))}
+"""Code's routines in v1: a maintainer's review session (13:00-16:00), triage session (10:00-12:00) and merge
+session (15:00-17:00). v0's windows span 4 to 7.5 hours (``same_day_review`` 10:00-17:30), wider than any window
+the proposer searches (at most 3 hours), so it split each routine into sub-windows whose ends fell before the
+routine's: the *deviated* state fired while the response was still due, and most of Code's routine opportunities
+(the first event after the routine's window) had no actionable regularity. Chosen on development streams (seeds
+0-99), the analysis streams were not used."""
+CODE_SKIP_V1 = 0.25
+"""Probability that a v1 Code routine does not respond to its trigger (v0: 0.35; Sports' fair-weather rates are
+0.2-0.25): at 0.35 a routine's replay confidence stays near the 0.5 activation threshold and its regularity
+alternates between active, weakening and dormant."""
 SPORTS_SKIP_V1 = {name: 1.6 * p for name, p in SPORTS_SKIP.items()}
 """Sports' fair-weather skip probabilities, 1.6 times v0's (0.4, 0.4, 0.32): a participant misses a due walk or ride
 more often, so more decision points inside a routine's window find it pending. Chosen on development streams 0-9,
 where v0's rates left the full hierarchy's gain over event + trajectory memory within noise on Sports
 (ProactMem: the full hierarchy raises effectiveness in every scope); the analysis streams were not used."""
-_GENERATORS_V1 = {**_GENERATORS, "sports": functools.partial(_sports, skip=SPORTS_SKIP_V1)}
+_GENERATORS_V1 = {**_GENERATORS, "sports": functools.partial(_sports, skip=SPORTS_SKIP_V1),
+                  "code": functools.partial(_code, skip=CODE_SKIP_V1, templates=CODE_TEMPLATES_V1)}
 DAYTIME = (540, 1200)
 """Anchors and follow-ups of Sports and Home happen between 9:00 and 20:00."""
 
@@ -172,6 +191,9 @@ def generate_stream_v1(seed=None, *, scope="sports", n_days=None, rng: np.random
     n_days = check_int("n_days", n_days, 14, MAX_DAYS)
     rng = np.random.default_rng(seed) if rng is None else rng
     a, routines = _GENERATORS_V1[scope](rng, n_days)
+    if scope == "code":                    # a maintainer's response is a comment, not a review (v0: both)
+        review = a["kind"] == CODE.kinds.index("pr_review")
+        a["facts"] = np.where(review, a["facts"] & ~CODE.bit("response=maintainer"), a["facts"])
     rows = _carried_events(rng, spec, a, n_days, CARRIED_RATES[scope])
     a, is_follow, carried_need = _with_carried(a, rows, spec)
     stream = unlabelled_stream(scope, seed, a, routines)
