@@ -10,7 +10,7 @@ the studies in :mod:`membudget.studies`.
 - ``rl-vs-distillation [--quick]``: PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger against the hindsight
   DP, current-greedy and the gates (rl_vs_distillation.md);
 - ``replay``: LIMBO's comparison on ReplayStream-v1 (``--env-version 0``: v0); ``replay-alpha``: LinUCB's alpha
-  (and its decay) on development streams; ``replay-diagnose``: why LinUCB chooses what it does, on development
+  (its decay and model) on development streams; ``replay-diagnose``: why LinUCB chooses what it does, on development
   streams (replay_stream.md);
 - ``tiers [--quick]``: BudgetMem's tier routers on TierRouting-v0;
 - ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v1, v0's tables kept (proactive_stream.md);

@@ -10,6 +10,12 @@ action by action with one rank-``m`` update each) and the ridge estimates ``θ_a
   ``w`` times the predicted cost), updates after the task with the observed correctness and cost. With
   ``alpha_decay = τ`` the exploration scale decays with the number ``n`` of observations so far,
   ``α_n = α · τ / (τ + n)``, on top of the bonus's own shrinkage as the design matrices fill.
+- :class:`HybridLinUCB`: LIMBO's two heads on Li et al. (2010)'s hybrid linear model, ``E[y | x, a] = z_{x,a}·β +
+  x·θ_a`` with shared features ``z_{x,a} = f_a ⊗ x`` (the action's features ``f_a``, e.g. its replay mode and
+  budget tier, times the context), so every outcome informs every action that shares a feature with the one played;
+  ``θ_a`` keeps each action's own deviation. It keeps the joint ridge over ``(β, θ_1, …, θ_K)`` exactly (one
+  inverse of the joint design; the UCB bonus ``α sqrt(φ^T A^{-1} φ)`` of the joint row ``φ`` equals Li et al.'s
+  ``s_{t,a}``).
 - :class:`SingleHeadLinUCB`: classic disjoint LinUCB on one reward, ``argmax_a θ_a·x + α sqrt(x^T A_a^{-1} x)``
   (the same rule as MABWiser's ``LearningPolicy.LinUCB``; ties go to the lowest action index in both).
 
@@ -428,6 +434,117 @@ class LinUCB(_LinUCBBase):
         self._sm_update(self._fast_x(x), action, {"correct": correct, "cost": cost})
 
 
+class HybridLinUCB(LinUCB):
+    """LIMBO's two heads (correctness, normalised cost) on Li et al. (2010)'s hybrid model: per head, one ridge over
+    the joint row ``φ(x, a) = (f_a ⊗ x, 0, …, x, …, 0)`` (shared part ``z = f_a ⊗ x``, then ``x`` in action ``a``'s
+    own block), regularised by ``λ`` on the shared ``β`` and ``λ_own`` on each ``θ_a`` (Li et al. use one ``λ``;
+    a larger ``λ_own`` shrinks every action further towards what it shares with the others); selects ``argmax_a φ·θ^c + α_n sqrt(φ^T A^{-1} φ) − w φ·θ^k``.
+
+    Parameters: those of :class:`LinUCB`, ``action_features`` (``(n_actions, m)`` numbers, required): the
+    features ``f_a`` every action shares with the others (``x`` includes the intercept when ``fit_intercept``, so
+    ``z`` holds each feature's main effect), and ``own_l2_lambda``: ``λ_own`` (None: ``l2_lambda``).
+
+    Learned attributes: ``A_inv_`` (D, D) with ``D = (m + n_actions) · d``, ``b_`` and ``theta_`` (2, D) (head 0
+    = correctness, head 1 = cost; the first ``m · d`` entries are the shared ``β``, then ``θ_a`` per action),
+    ``n_updates_``, ``n_features_in_``, ``last_bonus_``.
+    """
+
+    def __init__(self, *, action_features=None, n_actions=12, alpha=0.5, l2_lambda=1.0, own_l2_lambda=None,
+                 cost_weight=0.5, fit_intercept=True, alpha_decay=None):
+        super().__init__(n_actions=n_actions, alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight,
+                         fit_intercept=fit_intercept, alpha_decay=alpha_decay)
+        self.action_features = action_features
+        self.own_l2_lambda = own_l2_lambda
+
+    def _own_lambda(self) -> float:
+        return float(self.l2_lambda if self.own_l2_lambda is None else self.own_l2_lambda)
+
+    def _validate_params(self):
+        super()._validate_params()
+        if self.own_l2_lambda is not None:
+            _check_number("own_l2_lambda", self.own_l2_lambda, low=1.0 / MAX_MAGNITUDE)
+        if self.action_features is None:
+            raise ValueError("action_features is required: (n_actions, m) features each action shares")
+        f = _numeric("action_features", self.action_features)
+        if f.ndim != 2 or f.shape[0] != self.n_actions or f.shape[1] == 0:
+            raise ValueError(f"action_features must have shape ({self.n_actions}, m) with m >= 1, got {f.shape}")
+        _check_values("action_features", f)
+
+    def _initialize(self, n_features: int):
+        self._validate_params()
+        self._f = np.asarray(self.action_features, dtype=np.float64)
+        d = n_features + bool(self.fit_intercept)
+        self._d, self._shared = d, self._f.shape[1] * d
+        D = self._shared + self.n_actions * d
+        self.n_features_in_ = n_features
+        self.A_inv_ = np.diag(np.r_[np.full(self._shared, 1.0 / float(self.l2_lambda)),
+                                    np.full(D - self._shared, 1.0 / self._own_lambda())])
+        self.b_ = np.zeros((self._n_heads, D))
+        self.theta_ = np.zeros((self._n_heads, D))
+        self.n_updates_ = np.zeros(self.n_actions, dtype=np.int64)
+        self.last_bonus_ = float("nan")
+        self._w = self._head_weights()
+        self._xbuf = np.ones(d)
+        self._d_in = n_features
+
+    def _rows(self, x):
+        """Joint rows ``φ(x, a)`` of every action, ``(n_actions, D)``, for one checked row ``x (d,)``."""
+        K, d = self.n_actions, self._d
+        phi = np.zeros((K, self._shared + K * d))
+        phi[:, :self._shared] = (self._f[:, :, None] * x[None, None, :]).reshape(K, -1)
+        own = phi[:, self._shared:].reshape(K, K, d)
+        own[np.arange(K), np.arange(K)] = x
+        return phi
+
+    def _add(self, phi, targets):
+        u = self.A_inv_ @ phi
+        self.A_inv_ -= np.multiply.outer(u, u / (1.0 + phi @ u))
+        self.b_ += np.multiply.outer(targets, phi)
+
+    def _partial_fit(self, X, actions, Y):
+        for x, a, y in zip(X, actions, Y):
+            self._add(self._rows(x)[a], y)
+            self.n_updates_[a] += 1
+        self.theta_ = self.b_ @ self.A_inv_
+        return self
+
+    def _all_rows(self, X):
+        return np.stack([self._rows(x) for x in X])                    # (n, K, D)
+
+    def _bonus(self, X):
+        P = self._all_rows(X)
+        return self._alpha_now() * np.sqrt(np.maximum(np.einsum("nkE,nkE->nk", P @ self.A_inv_, P), 0.0))
+
+    def _scores(self, X):
+        return self._all_rows(X) @ (self._w @ self.theta_) + self._bonus(X)
+
+    def predict_heads(self, X) -> np.ndarray:
+        """Ridge estimates of correctness and cost, ``(n, n_actions, 2)``."""
+        return self._all_rows(self._check_X(X)) @ self.theta_.T
+
+    def ridge_estimates(self) -> np.ndarray:
+        """The joint ``θ`` as ``(2, D)``: shared ``β`` (``m · d``, feature-major), then each action's ``θ_a``."""
+        return super().ridge_estimates()
+
+    def _one_row(self, x):
+        if np.ndim(x) != 1:
+            raise ValueError(f"x must be one observation of shape (d,), got shape {np.shape(x)}")
+        return self._check_X(x, name="x")
+
+    def select(self, x) -> int:
+        phi = self._rows(self._one_row(x)[0])
+        bonus = self._alpha_now() * np.sqrt(np.maximum(np.einsum("kE,kE->k", phi @ self.A_inv_, phi), 0.0))
+        a = int(np.argmax(phi @ (self._w @ self.theta_) + bonus))
+        self.last_bonus_ = float(bonus[a])
+        return a
+
+    def update(self, x, action, correct, cost):
+        """Add one observation (Sherman–Morrison on the joint inverse)."""
+        X = self._one_row(x)
+        actions, Y = self._check_targets(X, action, {"correct": correct, "cost": cost})
+        self._partial_fit(X, actions, Y)
+
+
 class SingleHeadLinUCB(_LinUCBBase):
     """Classic disjoint LinUCB on one scalar reward (the variant compared with MABWiser's ``LinUCB``).
 
@@ -466,4 +583,4 @@ class SingleHeadLinUCB(_LinUCBBase):
         self._sm_update(self._fast_x(x), action, {"reward": reward})
 
 
-__all__ = ["LinUCB", "SingleHeadLinUCB"]
+__all__ = ["HybridLinUCB", "LinUCB", "SingleHeadLinUCB"]

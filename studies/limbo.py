@@ -2,7 +2,7 @@
 
 - :func:`run_policy`: one stream (one seed) with any policy-protocol policy (baselines, the oracle, SB3 models);
 - :func:`run_bandit`: one stream with LIMBO's online loop (``select`` before the task, ``update`` after it);
-- :func:`select_alpha`: LinUCB's alpha (and its decay) chosen on development streams;
+- :func:`select_alpha`: LinUCB's alpha (its decay and model: disjoint or hybrid) chosen on development streams;
 - :func:`evaluate`: every agent on every (family, profile) over seeds 42, 43, 44 (the paper's);
 - :func:`format_results`: the issue's table, LinUCB's action mix and UCB-bonus decay, and the comparison
   with LIMBO's claims. ``python -m membudget.evaluate replay`` prints it.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.agents.linucb import LinUCB
+from membudget.agents.linucb import HybridLinUCB, LinUCB
 from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import BUDGETS, MODES
@@ -42,6 +42,21 @@ SELECTED_ALPHA = 0.2
 # membudget.evaluate replay-alpha --decays ...): alpha_n = alpha · τ / (τ + n) after n tasks
 SELECTED_ALPHA_V1 = 1.0
 SELECTED_DECAY_V1 = 100.0
+# LinUCB's model on v1: None = disjoint heads per action (LIMBO's); a number = HybridLinUCB (Li et al. 2010) with that
+# ridge λ_own on each action's own part, sharing REPLAY_ACTION_FEATURES across actions
+SELECTED_HYBRID_V1 = None
+# f_a of HybridLinUCB on ReplayStream: indicators of the action's replay mode and of its budget tier
+REPLAY_ACTION_FEATURES = np.array([[float(m == mode) for m in MODES] + [float(b == budget) for b in BUDGETS]
+                                   for mode in MODES for budget in BUDGETS])
+
+
+def make_linucb(alpha, alpha_decay=None, l2_lambda=1.0, cost_weight=0.5, hybrid_own=None):
+    """LIMBO's two-head LinUCB: disjoint (``hybrid_own`` None) or :class:`HybridLinUCB` over
+    :data:`REPLAY_ACTION_FEATURES` with ``own_l2_lambda = hybrid_own``."""
+    kwargs = {"alpha": alpha, "alpha_decay": alpha_decay, "l2_lambda": l2_lambda, "cost_weight": cost_weight}
+    if hybrid_own is None:
+        return LinUCB(**kwargs)
+    return HybridLinUCB(action_features=REPLAY_ACTION_FEATURES, own_l2_lambda=hybrid_own, **kwargs)
 
 
 def _result(actions, correct, tokens, bonus=None, rewards=None):
@@ -112,16 +127,35 @@ def run_bandit(agent, *, family="db", profile="mid", seed=42, record_heads=False
 
 
 DEV_SEEDS = tuple(range(10))
+SELECTION_CRITERIA = ("reward", "fixed-scale")
 ALPHA_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
-def alpha_task(l2_lambda, cost_weight, item, version=0) -> tuple[float, float, float]:
-    """One development stream of :func:`select_alpha`, keyed by ``(alpha, decay, family, profile, seed)``: a fresh
-    LinUCB's ``(mean reward, accuracy, mean tokens per task)`` on ReplayStream-v{version}."""
-    alpha, decay, family, profile, seed = item
-    r = run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight, alpha_decay=decay),
+def stream_of(family, profile, seed, version=1):
+    """The drawn stream (``env.unwrapped.stream``: every task's tokens and success probability per action)."""
+    env = make_env(family, profile, version=version)
+    env.reset(seed=int(seed))
+    stream = env.unwrapped.stream
+    env.close()
+    return stream
+
+
+def fixed_scale_reward(run, stream, cost_weight=0.5) -> float:
+    """Accuracy − w · mean tokens / the stream's largest token count: the bandit's reward with cost on a scale no
+    policy moves (the environment divides by the running maximum of the tokens played, so an early costly action
+    makes later tasks look cheap)."""
+    return float(run["accuracy"] - cost_weight * run["tokens"].mean() / stream.tokens.max())
+
+
+def alpha_task(l2_lambda, cost_weight, item, version=0) -> tuple[float, float, float, float]:
+    """One development stream of :func:`select_alpha`, keyed by ``(alpha, decay, hybrid_own, family, profile,
+    seed)``: a fresh LinUCB's (:func:`make_linucb`) ``(mean reward, fixed-scale reward, accuracy, mean tokens per
+    task)`` on ReplayStream-v{version}."""
+    alpha, decay, hybrid_own, family, profile, seed = item
+    r = run_bandit(make_linucb(alpha, decay, l2_lambda, cost_weight, hybrid_own),
                    family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
-    return r["mean_reward"], r["accuracy"], float(r["tokens"].mean())
+    return (r["mean_reward"], fixed_scale_reward(r, stream_of(family, profile, seed, version), cost_weight),
+            r["accuracy"], float(r["tokens"].mean()))
 
 
 def _alpha_task_item(fixed, item):
@@ -130,25 +164,31 @@ def _alpha_task_item(fixed, item):
 
 
 def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), profiles=("strong", "mid", "weak"), *,
-                 decays=(None,), l2_lambda=1.0, cost_weight=0.5, executor=None,
-                 version=0) -> tuple[tuple[float, float | None], dict]:
-    """Choose LinUCB's ``alpha`` and its decay ``τ`` (``alpha_decay``; None: constant) on development streams
-    (seeds 0-9, disjoint from the report's 42-44): the pair with the highest mean per-task reward (correct − w ·
-    cost, the bandit's own objective) over every (family, profile) and seed. Returns ``((alpha, decay), {(alpha,
-    decay): (mean reward, mean accuracy, mean tokens per task)})``. ``executor`` (default: in this process) runs
-    one task per (alpha, decay, family, profile, seed)."""
+                 decays=(None,), hybrids=(None,), l2_lambda=1.0, cost_weight=0.5, executor=None,
+                 version=0, criterion="reward") -> tuple[tuple[float, float | None, float | None], dict]:
+    """Choose LinUCB's ``alpha``, its decay ``τ`` (``alpha_decay``; None: constant) and its model (``hybrids``:
+    None = disjoint, a number = :class:`HybridLinUCB` with that ``own_l2_lambda``; :func:`make_linucb`) on
+    development streams (seeds 0-9, disjoint from the report's 42-44): the triple with the highest mean per-task
+    ``criterion`` over every (family, profile) and seed: ``"reward"`` (correct − w · cost, the bandit's own
+    objective) or ``"fixed-scale"`` (:func:`fixed_scale_reward`). Returns ``((alpha, decay, hybrid), {(alpha, decay,
+    hybrid): (mean reward, mean fixed-scale reward, mean accuracy, mean tokens per task)})``. ``executor``
+    (default: in this process) runs one task per (alpha, decay, hybrid, family, profile, seed)."""
+    if criterion not in SELECTION_CRITERIA:
+        raise ValueError(f"criterion must be one of {SELECTION_CRITERIA}, got {criterion!r}")
     overlap = set(seeds) & set(PAPER_SEEDS)
     if overlap:
         raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
     streams = [(f, p, int(s)) for f in families for p in profiles for s in seeds]
-    grid = [(float(alpha), None if decay is None else float(decay)) for alpha in alphas for decay in decays]
+    grid = [(float(alpha), None if decay is None else float(decay), None if own is None else float(own))
+            for alpha in alphas for decay in decays for own in hybrids]
     items = [(*pair, *stream) for pair in grid for stream in streams]
     out = (executor or Executor()).map(functools.partial(_alpha_task_item, (l2_lambda, cost_weight, version)), items)
     scores = {}
     for i, pair in enumerate(grid):
         runs = out[i * len(streams):(i + 1) * len(streams)]
-        scores[pair] = tuple(float(np.mean([r[j] for r in runs])) for j in range(3))
-    best = max(scores, key=lambda a: scores[a][0])
+        scores[pair] = tuple(float(np.mean([r[j] for r in runs])) for j in range(4))
+    column = SELECTION_CRITERIA.index(criterion)
+    best = max(scores, key=lambda a: scores[a][column])
     return best, scores
 
 
@@ -156,8 +196,8 @@ DIAGNOSIS_WINDOWS = ((0, 100), (100, 300), (300, 500))
 
 
 def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SELECTED_ALPHA_V1,
-                    alpha_decay=SELECTED_DECAY_V1, l2_lambda=1.0, cost_weight=0.5, version=1, action=0,
-                    windows=DIAGNOSIS_WINDOWS) -> dict:
+                    alpha_decay=SELECTED_DECAY_V1, hybrid_own=SELECTED_HYBRID_V1, l2_lambda=1.0, cost_weight=0.5,
+                    version=1, action=0, windows=DIAGNOSIS_WINDOWS) -> dict:
     """Why a fresh LinUCB per development stream chooses what it does, measured against each stream's true success
     probabilities (``stream.prob``). Returns ``mean_reward`` (the environment's, cost over the running maximum),
     ``fixed_scale_reward`` (accuracy − w · mean tokens / the stream's largest token count, a scale no policy
@@ -172,13 +212,10 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SEL
         raise ValueError(f"diagnose on development seeds, disjoint from the report's {PAPER_SEEDS}; got {overlap}")
     rows, mean_reward, fixed, top = [], [], [], []
     for seed in seeds:
-        r = run_bandit(LinUCB(alpha=alpha, alpha_decay=alpha_decay, l2_lambda=l2_lambda, cost_weight=cost_weight),
-                       family=family, profile=profile, seed=seed, record_heads=True, cost_weight=cost_weight,
+        r = run_bandit(make_linucb(alpha, alpha_decay, l2_lambda, cost_weight, hybrid_own), family=family,
+                       profile=profile, seed=seed, record_heads=True, cost_weight=cost_weight,
                        version=version)
-        env = make_env(family, profile, version=version)
-        env.reset(seed=int(seed))
-        s = env.unwrapped.stream
-        env.close()
+        s = stream_of(family, profile, seed, version)
         t = np.arange(s.n_tasks)
         running = np.maximum.accumulate(np.concatenate([[0], r["tokens"][:-1]]))
         true_reward = s.prob - cost_weight * s.tokens / np.maximum(running[:, None], s.tokens)
@@ -188,7 +225,7 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SEL
                                      r["heads"][:, action, 0] - s.prob[:, action],
                                      true_reward[:, action] - true_reward[t, a], s.prob[t, a] - s.prob[:, action]]))
         mean_reward.append(r["mean_reward"])
-        fixed.append(r["accuracy"] - cost_weight * r["tokens"].mean() / s.tokens.max())
+        fixed.append(fixed_scale_reward(r, s, cost_weight))
         top.append(int(np.bincount(a).max()))
     rows = np.concatenate(rows)
     out = {"mean_reward": float(np.mean(mean_reward)), "fixed_scale_reward": float(np.mean(fixed)),
@@ -205,7 +242,7 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SEL
 
 def diagnose_main(argv=None):
     """``python -m membudget.evaluate replay-diagnose``: :func:`diagnose_bandit` for one or more LinUCB settings
-    (``--configs alpha:decay``, decay ``none`` for a constant alpha)."""
+    (``--configs alpha:decay[:own]``, decay ``none`` for a constant alpha, ``own`` the hybrid model's ``λ_own``)."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-diagnose",
                                      description=plain(diagnose_bandit.__doc__))
     parser.add_argument("--family", default="db", choices=("db", "os"))
@@ -214,20 +251,22 @@ def diagnose_main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
     parser.add_argument("--configs", nargs="+", type=_config_flag,
-                        default=[(SELECTED_ALPHA_V1, SELECTED_DECAY_V1)],
-                        help=f"alpha:decay pairs (default {SELECTED_ALPHA_V1:g}:{SELECTED_DECAY_V1:g})")
+                        default=[(SELECTED_ALPHA_V1, SELECTED_DECAY_V1, SELECTED_HYBRID_V1)],
+                        help=f"alpha:decay[:own] (own: HybridLinUCB's own_l2_lambda; default disjoint LinUCB; "
+                             f"default {SELECTED_ALPHA_V1:g}:{SELECTED_DECAY_V1:g})")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     args = parser.parse_args(argv)
     print(f"LinUCB on ReplayStream-v{args.env_version} {args.family} x {args.profile}, development seeds {args.seeds}; "
           "per window: share of (none, low), mean bonus, correctness-head RMSE over the actions; when another "
           "action is chosen: head error on (none, low), true reward margin of (none, low), true accuracy gain")
     results = {}
-    for alpha, decay in args.configs:
-        d = results[(alpha, decay)] = diagnose_bandit(args.family, args.profile, args.seeds, alpha=alpha,
-                                                      alpha_decay=decay, l2_lambda=args.l2_lambda,
-                                                      version=args.env_version)
+    for alpha, decay, own in args.configs:
+        d = results[(alpha, decay, own)] = diagnose_bandit(args.family, args.profile, args.seeds, alpha=alpha,
+                                                           alpha_decay=decay, hybrid_own=own,
+                                                           l2_lambda=args.l2_lambda, version=args.env_version)
         tau = "none" if decay is None else f"{decay:g}"
-        print(f"alpha {alpha:g}, decay {tau}: mean reward {d['mean_reward']:.4f}, "
+        model = "disjoint" if own is None else f"hybrid own-lambda {own:g}"
+        print(f"alpha {alpha:g}, decay {tau}, {model}: mean reward {d['mean_reward']:.4f}, "
               f"fixed-scale reward {d['fixed_scale_reward']:.4f}; tasks of each stream's most played action "
               f"{min(d['top_action_tasks'])}-{max(d['top_action_tasks'])}")
         for w in d["windows"]:
@@ -238,16 +277,17 @@ def diagnose_main(argv=None):
 
 
 def _config_flag(text):
-    """``--configs`` entries: ``alpha:decay``."""
-    alpha, sep, decay = text.partition(":")
+    """``--configs`` entries: ``alpha:decay`` or ``alpha:decay:own``."""
+    alpha, sep, rest = text.partition(":")
+    decay, _, own = rest.partition(":")
     try:
         a = float(alpha)
     except ValueError:
         a = float("nan")
     if not sep or not np.isfinite(a) or a < 0:
-        raise argparse.ArgumentTypeError(f"a config is alpha:decay with alpha >= 0 and decay 'none' or > 0, "
-                                         f"got {text!r}")
-    return a, _decay_flag(decay)
+        raise argparse.ArgumentTypeError(f"a config is alpha:decay[:own] with alpha >= 0, decay 'none' or > 0 and "
+                                         f"own > 0, got {text!r}")
+    return a, _decay_flag(decay), _hybrid_flag(own) if own else None
 
 
 def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
@@ -258,13 +298,13 @@ def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
                                     cost_weight=cost_weight, version=version))
 
 
-def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alpha_decay=None) -> dict:
+def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alpha_decay=None, hybrid_own=None) -> dict:
     """One stream of :func:`evaluate`, keyed by ``(agent, family, profile, seed)``: a reference baseline, a fresh
     LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle, on
     ReplayStream-v{version}."""
     agent, family, profile, seed = item
     if agent == "linucb":
-        return run_bandit(LinUCB(alpha=alpha, l2_lambda=l2_lambda, cost_weight=cost_weight, alpha_decay=alpha_decay),
+        return run_bandit(make_linucb(alpha, alpha_decay, l2_lambda, cost_weight, hybrid_own),
                           family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
     if agent == "ppo":
         policy = ppo_from_bytes(ppo_models[(family, profile)])
@@ -276,18 +316,20 @@ def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alph
 
 
 def _stream_task_item(fixed, item):
-    alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay = fixed
-    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version, alpha_decay=alpha_decay)
+    alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay, hybrid_own = fixed
+    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version, alpha_decay=alpha_decay,
+                       hybrid_own=hybrid_own)
 
 
 def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, alpha=SELECTED_ALPHA,
              l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0,
-             alpha_decay=None) -> list[dict]:
+             alpha_decay=None, hybrid_own=None) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
     ``ppo_timesteps`` (trained on the version played). ``version``: the ReplayStream version played;
-    ``alpha_decay``: LinUCB's decay of alpha (None: constant)."""
+    ``alpha_decay``: LinUCB's decay of alpha (None: constant); ``hybrid_own``: LinUCB's model
+    (:func:`make_linucb`)."""
     executor = executor or Executor()
     settings = [(f, p) for f in families for p in profiles]
     ppo_models = {}
@@ -298,7 +340,8 @@ def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PA
     keys = [(agent, f, p) for f, p in settings for agent in agents]
     seeds = [int(s) for s in seeds]
     runs = executor.map(functools.partial(_stream_task_item,
-                                          (alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay)),
+                                          (alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay,
+                                           hybrid_own)),
                         [(*key, s) for key in keys for s in seeds])
     n = len(seeds)
     return [{"family": f, "profile": p, "agent": agent, "runs": runs[i * n:(i + 1) * n]}
@@ -465,18 +508,38 @@ def select_alpha_main(argv=None):
     parser.add_argument("--decays", nargs="+", type=_decay_flag, default=[None],
                         help="decays τ of alpha (alpha · τ / (τ + n) after n tasks; 'none': constant; "
                              "default none)")
+    parser.add_argument("--hybrids", nargs="+", type=_hybrid_flag, default=[None],
+                        help="LinUCB models: 'none' (disjoint heads per action, LIMBO's) or HybridLinUCB's "
+                             "own-action ridge lambda (shared mode and tier features; default none)")
+    parser.add_argument("--criterion", choices=SELECTION_CRITERIA, default="reward",
+                        help="what the choice maximises: the environment's mean reward (cost over the running "
+                             "maximum of tokens) or the fixed-scale reward (cost over the stream's largest token "
+                             "count; default reward)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:
-        best, scores = select_alpha(args.alphas, args.seeds, decays=args.decays, executor=executor,
-                                    version=args.env_version)
+        best, scores = select_alpha(args.alphas, args.seeds, decays=args.decays, hybrids=args.hybrids,
+                                    executor=executor, version=args.env_version, criterion=args.criterion)
     print(f"LinUCB alpha on ReplayStream-v{args.env_version}, development seeds {args.seeds}, all six family x "
           "profile settings, 500-task streams")
-    print(f"{'alpha':>6} {'decay':>6} {'mean reward':>12} {'accuracy':>9} {'tokens/task':>12}")
-    for (a, tau), (r, acc, tok) in scores.items():
-        print(f"{a:>6.2f} {'none' if tau is None else f'{tau:g}':>6} {r:>12.4f} {acc:>9.3f} {tok:>12.0f}"
-              + ("  <- selected" if (a, tau) == best else ""))
+    print(f"{'alpha':>6} {'decay':>6} {'hybrid':>7} {'mean reward':>12} {'fixed-scale':>12} {'accuracy':>9} "
+          f"{'tokens/task':>12}")
+    for (a, tau, own), (r, fixed, acc, tok) in scores.items():
+        print(f"{a:>6.2f} {'none' if tau is None else f'{tau:g}':>6} {'none' if own is None else f'{own:g}':>7} "
+              f"{r:>12.4f} {fixed:>12.4f} {acc:>9.3f} {tok:>12.0f}"
+              + ("  <- selected" if (a, tau, own) == best else ""))
+    print(f"selected by the {args.criterion} criterion")
     return best
+
+
+def _hybrid_flag(text):
+    """``--hybrids`` / ``--hybrid-own`` entries: ``none`` (disjoint LinUCB) or HybridLinUCB's ``λ_own`` > 0."""
+    if text.lower() == "none":
+        return None
+    value = float(text)
+    if not value > 0 or not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"a hybrid own-lambda must be 'none' or a finite number > 0, got {text!r}")
+    return value
 
 
 def _decay_flag(text):
@@ -504,6 +567,9 @@ def replay_main(argv=None):
     parser.add_argument("--alpha-decay", type=_decay_flag, default=argparse.SUPPRESS,
                         help="LinUCB's decay τ of alpha ('none': constant; default: chosen with alpha on v1: "
                              f"{SELECTED_DECAY_V1}; none on v0)")
+    parser.add_argument("--hybrid-own", type=_hybrid_flag, default=argparse.SUPPRESS,
+                        help="LinUCB's model: 'none' (disjoint heads per action) or HybridLinUCB's own-action ridge "
+                             f"lambda (default: chosen with alpha on v1: {SELECTED_HYBRID_V1}; none on v0)")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
     parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
@@ -518,17 +584,21 @@ def replay_main(argv=None):
         args.alpha = SELECTED_ALPHA_V1 if args.env_version == 1 else SELECTED_ALPHA
     if not hasattr(args, "alpha_decay"):
         args.alpha_decay = SELECTED_DECAY_V1 if args.env_version == 1 else None
+    if not hasattr(args, "hybrid_own"):
+        args.hybrid_own = SELECTED_HYBRID_V1 if args.env_version == 1 else None
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
                         cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
-                        executor=executor, version=args.env_version, alpha_decay=args.alpha_decay)
+                        executor=executor, version=args.env_version, alpha_decay=args.alpha_decay,
+                        hybrid_own=args.hybrid_own)
     n_tasks = rows[0]["runs"][0]["tokens"].size
     text = (f"ReplayStream-v{args.env_version}, seeds {args.seeds}, {n_tasks}-task streams, "
             f"LinUCB alpha={args.alpha} "
             + (f"decay={args.alpha_decay:g} " if args.alpha_decay is not None else "")
+            + (f"hybrid own-lambda={args.hybrid_own:g} " if args.hybrid_own is not None else "")
             + f"lambda={args.l2_lambda} w={args.cost_weight}; intervals: 95% bootstrap over the pooled tasks\n"
             + format_results(rows, args.bootstrap))
     print(text)

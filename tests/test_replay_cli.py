@@ -147,14 +147,20 @@ def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one
 def test_select_alpha_in_reverse_task_order_equals_the_mean_over_streams():
     alphas, streams = (0.0, 0.5), [("db", "weak", 1), ("db", "weak", 2), ("os", "weak", 1), ("os", "weak", 2)]
     best, scores = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10), executor=_Reversed())
-    assert list(scores) == [(0.0, None), (0.0, 10.0), (0.5, None), (0.5, 10.0)]
-    for a, decay in scores:
+    assert list(scores) == [(0.0, None, None), (0.0, 10.0, None), (0.5, None, None), (0.5, 10.0, None)]
+    for a, decay, _ in scores:
         runs = [limbo.run_bandit(LinUCB(alpha=a, alpha_decay=decay), family=f, profile=p, seed=s, cost_weight=0.5)
                 for f, p, s in streams]
-        assert scores[(a, decay)] == (np.mean([r["mean_reward"] for r in runs]), np.mean([r["accuracy"] for r in runs]),
-                                      np.mean([r["tokens"].mean() for r in runs]))
-    assert scores[(0.5, None)] != scores[(0.5, 10.0)]
+        fixed = [limbo.fixed_scale_reward(r, limbo.stream_of(f, p, s, 0)) for r, (f, p, s) in zip(runs, streams)]
+        assert scores[(a, decay, None)] == (np.mean([r["mean_reward"] for r in runs]), np.mean(fixed),
+                                            np.mean([r["accuracy"] for r in runs]),
+                                            np.mean([r["tokens"].mean() for r in runs]))
+    assert scores[(0.5, None, None)] != scores[(0.5, 10.0, None)]
     assert scores[best][0] == max(v[0] for v in scores.values())
+    by_fixed, _ = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10), criterion="fixed-scale")
+    assert scores[by_fixed][1] == max(v[1] for v in scores.values())
+    with pytest.raises(ValueError, match="criterion must be one of"):
+        limbo.select_alpha(alphas, (1,), criterion="accuracy")
     assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10)) == (best, scores)
 
 
@@ -207,3 +213,30 @@ def test_diagnose_bandit_refuses_report_seeds_and_bad_configs():
         evaluate.main(["replay-diagnose", "--configs", "0.3"])
     with pytest.raises(SystemExit):
         evaluate.main(["replay-diagnose", "--configs", "-1:none"])
+
+
+def test_hybrid_model_reaches_the_study_and_its_action_features_are_mode_and_tier():
+    from membudget.agents.linucb import HybridLinUCB
+    from membudget.envs.replay.world import BUDGETS, MODES, action_index
+
+    for mode in MODES:
+        for budget in BUDGETS:
+            f = limbo.REPLAY_ACTION_FEATURES[action_index(mode, budget)]
+            assert f.tolist() == [float(m == mode) for m in MODES] + [float(b == budget) for b in BUDGETS]
+    best, scores = limbo.select_alpha((0.3,), (1,), ("db",), ("weak",), decays=(None,), hybrids=(None, 10.0),
+                                      version=1)
+    hybrid = limbo.run_bandit(HybridLinUCB(action_features=limbo.REPLAY_ACTION_FEATURES, own_l2_lambda=10.0,
+                                           alpha=0.3), family="db", profile="weak", seed=1, version=1)
+    assert scores[(0.3, None, 10.0)][0] == hybrid["mean_reward"] and scores[(0.3, None, 10.0)][2] == hybrid["accuracy"]
+    assert scores[(0.3, None, None)] != scores[(0.3, None, 10.0)]
+    rows = evaluate.main(["replay", "--families", "db", "--profiles", "weak", "--seeds", "42", "--bootstrap", "50",
+                          "--alpha", "0.3", "--alpha-decay", "none", "--hybrid-own", "10"])
+    played = {r["agent"]: r for r in rows}["linucb"]["runs"][0]
+    direct = limbo.run_bandit(HybridLinUCB(action_features=limbo.REPLAY_ACTION_FEATURES, own_l2_lambda=10.0,
+                                           alpha=0.3), family="db", profile="weak", seed=42, version=1)
+    assert (played["actions"] == direct["actions"]).all()
+    for sub, flag in [("replay", "--hybrid-own"), ("replay-alpha", "--hybrids")]:
+        with pytest.raises(SystemExit):
+            evaluate.main([sub, flag, "0"])
+    with pytest.raises(SystemExit):
+        evaluate.main(["replay-diagnose", "--configs", "0.3:none:-1"])
