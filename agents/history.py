@@ -14,16 +14,28 @@ protocol of the recurrent SB3 policies — ``predict(obs, state, episode_start)`
 both, plays it on a batch of weeks. :func:`history_demonstrations` turns teacher demonstrations of whole episodes
 (states in step order) into demonstrations over the history features, which
 :func:`~membudget.agents.imitation.fit_net` fits as it fits any other.
+
+:class:`HistoryTask` is ``PMWeek-v0`` for the learners behind :mod:`membudget.agents.tasks`' interface: its
+environments (:class:`HistoryEnv`, one week; :class:`HistoryVectorEnv`, the native vector env) emit the history
+features in ``"resources"``, so BC, DAgger (on the hindsight DP's labels) and the native PPO train the same
+network class on them with ``task=HistoryTask(history)``.
 """
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+from torch import nn
 
 from membudget.agents.imitation import Demonstrations
 from membudget.agents.per_resource import StudentPolicy
-from membudget.envs.pm import RESOURCE_FEATURE_NAMES
+from membudget.agents.tasks import PMWeekTask
+from membudget.envs.pm import PMWeekEnv, RESOURCE_FEATURE_NAMES
+from membudget.envs.pm.rollout import rollout
 from membudget.envs.validation import check_int, check_number
+from membudget.wrappers import HindsightTeacher
 
 
 class History:
@@ -44,6 +56,12 @@ class History:
 
     def config(self) -> dict:
         return {"frames": self.frames, "decays": list(self.decays), "n_features": self.base}
+
+    def space(self, space: gym.spaces.Dict) -> gym.spaces.Dict:
+        """A single observation space with ``"resources"`` replaced by the history's ``(R, n_features)``."""
+        n_res = space["resources"].shape[0]
+        return gym.spaces.Dict({**space.spaces, "resources": gym.spaces.Box(-np.inf, np.inf, (n_res, self.n_features),
+                                                                            np.float32)})
 
     def _check(self, resources) -> np.ndarray:
         x = np.asarray(resources, dtype=np.float32)
@@ -95,19 +113,24 @@ def history_demonstrations(episodes, history: History) -> Demonstrations:
 
 
 class HistoryStudent:
-    """A network fitted on ``history``'s features (a :class:`~membudget.agents.per_resource.PerResourceNet` of
-    ``history.n_features`` features per resource) acting as :class:`~membudget.agents.per_resource.StudentPolicy`
-    does; ``predict`` carries the history as its ``state``."""
+    """A policy that reads history features acting on plain observations: ``policy`` (a fitted network — a
+    :class:`~membudget.agents.per_resource.PerResourceNet` of ``history.n_features`` features per resource, acting
+    as :class:`~membudget.agents.per_resource.StudentPolicy` does — or any policy-protocol policy over the history's
+    observations) is handed, at every step, the observation with ``"resources"`` replaced by its history;
+    ``predict`` carries the history as its ``state``."""
 
-    def __init__(self, net, history: History, threshold: float = 0.5, config=None):
+    def __init__(self, policy, history: History, config=None):
         if not isinstance(history, History):
             raise ValueError(f"history must be a History, got {type(history).__name__}")
-        if getattr(net, "n_resource_features", None) != history.n_features:
-            raise ValueError(f"the network reads {getattr(net, 'n_resource_features', None)} features per resource, "
-                             f"the history gives {history.n_features}")
-        self.history = history
-        self.student = StudentPolicy(net, threshold, dict(config or {}, history=history.config()))
-        self.net, self.config = self.student.net, self.student.config
+        if isinstance(policy, nn.Module):
+            policy = StudentPolicy(policy, config=dict(config or {}, history=history.config()))
+        if not hasattr(policy, "predict"):
+            raise ValueError(f"policy must be a network or follow the policy protocol, got {type(policy).__name__}")
+        n = getattr(getattr(policy, "net", None), "n_resource_features", history.n_features)
+        if n != history.n_features:
+            raise ValueError(f"the network reads {n} features per resource, the history gives {history.n_features}")
+        self.history, self.policy = history, policy
+        self.config = getattr(policy, "config", {})
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         try:
@@ -121,6 +144,94 @@ class HistoryStudent:
         if state is not None and episode_start is None:
             episode_start = np.zeros(len(observation["resources"]), bool)
         feats, state = self.history.step(state, observation["resources"], episode_start)
-        action, _ = self.student.predict({"resources": feats, "budget": observation["budget"],
-                                          "mask": observation["mask"]})
+        action, _ = self.policy.predict({**observation, "resources": feats}, deterministic=deterministic)
         return (action[0] if single else action), state
+
+
+class HistoryEnv(gym.Wrapper):
+    """One environment (``PMWeekEnv``, or a teacher wrapper around one) whose observations carry the history
+    features in ``"resources"``."""
+
+    def __init__(self, env, history: History):
+        super().__init__(env)
+        self.history = history
+        self.observation_space = history.space(env.observation_space)
+        self._state = None
+
+    def _observe(self, obs, start: bool):
+        feats, self._state = self.history.step(None if start else self._state, obs["resources"][None], [start])
+        return {**obs, "resources": feats[0]}
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return self._observe(obs, True), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._observe(obs, False), reward, terminated, truncated, info
+
+
+class HistoryVectorEnv(gym.vector.VectorWrapper):
+    """A vector environment (``PMWeekVectorEnv``, next-step autoreset) whose observations carry the history
+    features in ``"resources"``; a week that starts at an autoreset starts its history there."""
+
+    def __init__(self, env, history: History):
+        if getattr(env, "autoreset_mode", AutoresetMode.NEXT_STEP) != AutoresetMode.NEXT_STEP:
+            raise ValueError(f"HistoryVectorEnv needs next-step autoreset, got {env.autoreset_mode}")
+        super().__init__(env)
+        self.history = history
+        self.single_observation_space = history.space(env.single_observation_space)
+        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
+        self._state, self._ended = None, np.zeros(env.num_envs, bool)
+
+    def _observe(self, obs, start):
+        feats, self._state = self.history.step(self._state, obs["resources"], start)
+        return {**obs, "resources": feats}
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self._state, self._ended = None, np.zeros(self.num_envs, bool)
+        return self._observe(obs, np.ones(self.num_envs, bool)), info
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        obs = self._observe(obs, self._ended)
+        self._ended = np.asarray(terminated | truncated, bool)
+        return obs, reward, terminated, truncated, info
+
+
+class HistoryTask(PMWeekTask):
+    """``PMWeek-v0`` whose observations carry ``history``'s features, for the learners of
+    :mod:`membudget.agents.tasks`' interface: BC and DAgger on the hindsight DP's labels
+    (:func:`~membudget.agents.imitation.fit_bc`, :func:`~membudget.agents.imitation.fit_dagger` with
+    ``task=HistoryTask(h)``) and the native PPO (:func:`~membudget.agents.ppo.train_ppo`, which trains it with its
+    autograd engine: the compiled one reads PMWeek-v0's own observation). Their policies read history features;
+    :meth:`deployed` (and the task's rollouts and validation, which apply it) plays one on plain observations."""
+
+    def __init__(self, history: History):
+        if not isinstance(history, History):
+            raise ValueError(f"history must be a History, got {type(history).__name__}")
+        self.history = history
+
+    def make_env(self, budget, **kw):
+        return HistoryEnv(super().make_env(budget, **kw), self.history)
+
+    def vector_env(self, num_envs, budget, observe_counts=False, **kw):
+        return HistoryVectorEnv(super().vector_env(num_envs, budget, observe_counts=observe_counts, **kw),
+                                self.history)
+
+    def schedule(self, env):
+        return super().schedule(env.unwrapped)
+
+    def teacher_env(self, budget):
+        return HistoryEnv(HindsightTeacher(PMWeekEnv(budget=budget, action_mode="scores")), self.history)
+
+    def solves(self, env):
+        return env.get_wrapper_attr("teacher_solves")
+
+    def deployed(self, policy) -> HistoryStudent:
+        """``policy`` (over the history's observations) acting on plain observations."""
+        return policy if isinstance(policy, HistoryStudent) else HistoryStudent(policy, self.history)
+
+    def rollout(self, policy, seeds, **env_kwargs) -> dict:
+        return rollout(self.deployed(policy), seeds, **env_kwargs)

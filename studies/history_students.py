@@ -49,7 +49,7 @@ class HistoryConfig:
     """History candidates ``(frames, decays)``."""
     choose_budget: str = "B10"
     choose_weeks: int = 200
-    runs: tuple = (("B10", 200), ("B10", 400), ("B5", 200), ("B20", 200))
+    runs: tuple = (("B10", 200), ("B5", 200), ("B20", 200), ("B10", 400))
     """``(budget, n)``: both students fitted on development weeks 2000..2000+n-1 at ``budget``."""
     learner_seeds: tuple = (0, 1, 2)
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from membudget.agents.history import History, HistoryStudent, history_demonstrations
+from membudget.agents.history import History, HistoryEnv, HistoryStudent, HistoryTask, HistoryVectorEnv, \
+    history_demonstrations
 from membudget.agents.imitation import Demonstrations
 from membudget.agents.per_resource import PerResourceNet
 
@@ -94,6 +95,59 @@ def test_history_demonstrations_build_each_episode_from_its_own_start():
     assert np.array_equal(d.labels, np.concatenate([p.labels for p in parts]))
 
 
+def test_the_task_s_environments_emit_each_week_s_history():
+    from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
+
+    history = History(frames=3, decays=(0.7,))
+    plain, wrapped = PMWeekVectorEnv(num_envs=2, budget="B10"), HistoryVectorEnv(PMWeekVectorEnv(num_envs=2,
+                                                                                                  budget="B10"), history)
+    assert wrapped.single_observation_space["resources"].shape == (11, 27 * 4)
+    seen, got = [], []
+    obs_p, _ = plain.reset(seed=[2000, 2001])
+    obs_w, _ = wrapped.reset(seed=[2000, 2001])
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        seen.append(obs_p["resources"].copy())
+        got.append(obs_w["resources"].copy())
+        a = (rng.random((2, 11)) < 0.3).astype(np.int8)
+        obs_p, *_ = plain.step(a)
+        obs_w, *_ = wrapped.step(a)
+    seen, got = np.stack(seen), np.stack(got)
+    for i in range(2):
+        assert np.allclose(got[:, i], history.episode(seen[:, i]))
+    single = HistoryEnv(PMWeekEnv(budget="B10"), history)
+    obs, _ = single.reset(seed=2001)
+    assert single.observation_space.contains(obs)
+    assert np.allclose(obs["resources"], got[0, 1])
+    # a week cut short (truncated after 3 steps) restarts its history at the autoreset, the step after
+    kw = {"num_envs": 1, "budget": "B10", "max_episode_steps": 3}
+    plain, wrapped = PMWeekVectorEnv(**kw), HistoryVectorEnv(PMWeekVectorEnv(**kw), history)
+    obs_p, _ = plain.reset(seed=2000)
+    obs_w, _ = wrapped.reset(seed=2000)
+    seen, got = [obs_p["resources"][0].copy()], [obs_w["resources"][0].copy()]
+    for t in range(6):
+        obs_p, _, _, trunc, _ = plain.step(np.zeros((1, 11), np.int8))
+        obs_w, _, _, trunc_w, _ = wrapped.step(np.zeros((1, 11), np.int8))
+        assert trunc[0] == trunc_w[0] == (t == 2)
+        seen.append(obs_p["resources"][0].copy())
+        got.append(obs_w["resources"][0].copy())
+    assert np.allclose(np.stack(got), np.concatenate([history.episode(np.stack(seen[:4])),
+                                                      history.episode(np.stack(seen[4:]))]))
+
+
+def test_bc_dagger_and_ppo_train_through_the_history_task():
+    from membudget.agents.imitation import fit_dagger
+    from membudget.agents.ppo import train_ppo
+
+    task = HistoryTask(History(frames=2))
+    policy, hist = fit_dagger(range(2000, 2002), "B10", task=task, epochs=1, calibrate=False)
+    assert policy.net.n_resource_features == 54 and len(hist) == 2
+    ppo, _ = train_ppo("B10", task=task, n_envs=2, total_timesteps=160, eval_episodes=1, init=policy.net)
+    assert ppo.config["engine"] == "autograd" and ppo.net.n_resource_features == 54
+    f1 = task.rollout(ppo, [4000], budget="B10", action_mode="scores")["set_f1"]
+    assert np.allclose(f1, task.rollout(task.deployed(ppo), [4000], budget="B10", action_mode="scores")["set_f1"])
+
+
 @pytest.mark.parametrize("kw", [{"frames": 0}, {"frames": 1.5}, {"decays": (1.0,)}, {"decays": (-0.1,)},
                                 {"decays": 0.5}, {"n_features": 0}])
 def test_bad_history_settings_raise(kw):
@@ -115,6 +169,8 @@ def test_bad_input_raises():
         HistoryStudent(PerResourceNet(n_resource_features=54), (2, ()))
     with pytest.raises(ValueError, match="Demonstrations"):
         history_demonstrations([], history)
+    with pytest.raises(ValueError, match="History"):
+        HistoryTask((2, ()))
 
 
 def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
