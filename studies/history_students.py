@@ -73,6 +73,39 @@ def history_student(item) -> dict:
     return scores(HistoryStudent(net, history, config={"method": "bc"}), budget, weeks)
 
 
+def decision_speed(item) -> dict:
+    """Task: milliseconds per decision of the deployed student (:class:`~membudget.agents.history.HistoryStudent`,
+    NumPy inference on one observation, its history carried from step to step) fitted as :func:`history_student`
+    fits it, over one week's decisions (one core): the median, and the week's Set F1 (its decisions are those of
+    the batched rollout). ``item = (episodes, budget, (frames, decays), seed, week)``."""
+    import time
+
+    import torch
+
+    from membudget.agents.history import History, HistoryStudent, history_demonstrations
+    from membudget.agents.imitation import fit_net
+    from membudget.envs.pm import PMWeekEnv
+
+    episodes, budget, (frames, decays), seed, week = item
+    history = History(frames, decays)
+    student = HistoryStudent(fit_net(history_demonstrations(episodes, history), seed=seed), history)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
+        obs, _ = env.reset(seed=int(week))
+        done, state, ms, start = False, None, [], True
+        while not done:
+            t0 = time.perf_counter()
+            a, state = student.predict(obs, state, start)
+            ms.append(1e3 * (time.perf_counter() - t0))
+            obs, _, done, _, info = env.step(a)
+            start = False
+    finally:
+        torch.set_num_threads(threads)
+    return {"ms_per_step": float(np.median(ms)), "set_f1": float(info["episode_metrics"]["set_f1"])}
+
+
 def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
     run = executor.map
 
@@ -97,6 +130,10 @@ def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
             h: run(history_student, [(episodes, budget, h, s, cfg.held_out) for s in cfg.learner_seeds])
             for h in (chosen, NO_HISTORY)}
         out["runs"][(budget, n)]["Sequential"] = run(references, [(budget, cfg.held_out)])[0]["Sequential"]
+        if (budget, n) == cfg.runs[0]:
+            progress(f"milliseconds per decision of the deployed students at {budget} ({n} weeks)")
+            out["speed"] = {"run": (budget, n), **dict(zip((chosen, NO_HISTORY), run(decision_speed, [
+                (episodes, budget, h, cfg.learner_seeds[0], cfg.held_out[0]) for h in (chosen, NO_HISTORY)])))}
     return out
 
 
@@ -143,7 +180,8 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
               "| budget | n weeks | Sequential | no history | history | history - no history | history - Sequential "
               "| no history - Sequential | per seed (history / no history) | ms per decision (history / no history) |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    goals = []
+    goals, speed = [], res.get("speed")
+    deployed_ms = speed[res["chosen"]]["ms_per_step"] if speed else None
     for (budget, n), r in res["runs"].items():
         seq = np.asarray(r["Sequential"])
         h, o = (np.mean([np.asarray(x["set_f1"]) for x in r[key]], axis=0) for key in (res["chosen"], NO_HISTORY))
@@ -157,12 +195,24 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
         goals.append(f"- History beats no history at {budget}, {n} weeks: {gh[0]} — "
                      f"{'met' if gh[1] > 0 else 'not met'}.")
         if budget == "B10":
-            met = h.mean() - seq.mean() >= 0.01 and lo > 0 and ms[0] <= 0.1
+            ms_goal = ms[0] if deployed_ms is None else deployed_ms
+            met = h.mean() - seq.mean() >= 0.01 and lo > 0 and ms_goal <= 0.1
             goals.append(f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 and <= 0.1 ms per "
-                         f"decision at B10 ({n} weeks): {hs}, {ms[0]:.3f} ms — {'met' if met else 'not met'}.")
+                         f"decision at B10 ({n} weeks): {hs}, {ms_goal:.3f} ms — {'met' if met else 'not met'}.")
         else:
             goals.append(f"- Deployable allocator >= Sequential at {budget} ({n} weeks): {hs} — "
                          f"{'met' if h.mean() >= seq.mean() else 'not met'}.")
+    if speed:
+        (budget, n), week = speed["run"], cfg.held_out[0]
+        batched = [float(np.asarray(res["runs"][speed["run"]][h][0]["set_f1"])[0]) for h in (res["chosen"], NO_HISTORY)]
+        lines += ["", f"Deployed form (`HistoryStudent` on one observation: the history carried from step to step, "
+                  f"the network's layers in NumPy on the candidates' rows; one core), {budget}, {n} weeks, learner "
+                  f"seed {cfg.learner_seeds[0]}, the median over week {week}'s decisions: history student "
+                  f"{speed[res['chosen']]['ms_per_step']:.3f} ms, no-history student "
+                  f"{speed[NO_HISTORY]['ms_per_step']:.3f} ms per decision. Their Set F1 on that week, "
+                  f"{speed[res['chosen']]['set_f1']:.4f} and {speed[NO_HISTORY]['set_f1']:.4f}, against "
+                  f"{batched[0]:.4f} and {batched[1]:.4f} in the batched rollout (torch) of the table. The goals "
+                  "below take the deployed form's time (the same network class at every budget and n)."]
     lines += ["", "## The issue's goals, measured", ""] + goals
     return "\n".join(lines) + "\n"
 

@@ -57,6 +57,26 @@ def test_permuting_resources_permutes_the_actions():
     assert np.allclose(history.episode(res[:, perm]), feats[:, perm])
 
 
+@pytest.mark.parametrize("context", [True, False])
+def test_one_observation_in_numpy_acts_as_the_torch_batch_of_one(context):
+    history = History(frames=2, decays=(0.9,))
+    torch.manual_seed(3)
+    net = PerResourceNet((8, 6, 5), context=context, n_resource_features=history.n_features)
+    student = HistoryStudent(net, history)
+    res, bud, mask = _episode(np.random.default_rng(3), T=6)
+    mask[2] = 0  # a step without candidates
+    s1 = s2 = None
+    for t in range(len(res)):
+        a, s1 = student.predict({"resources": res[t], "budget": bud[t], "mask": mask[t]}, s1, t == 0)
+        b, s2 = student.predict({"resources": res[t][None], "budget": bud[t][None], "mask": mask[t][None]}, s2,
+                                np.array([t == 0]))
+        assert np.allclose(a, b[0], atol=1e-5) and np.array_equal(a > 0, b[0] > 0)
+    with pytest.raises(ValueError, match="budget"):
+        student.predict({"resources": res[0], "budget": bud[0, :8], "mask": mask[0]})
+    with pytest.raises(ValueError, match="finite"):
+        student.predict({"resources": np.full_like(res[0], np.nan), "budget": bud[0], "mask": mask[0]})
+
+
 def test_a_batch_restarts_each_row_at_its_episode_start():
     history = History(frames=2, decays=(0.5,))
     student = _student(history)
@@ -193,6 +213,8 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
                 return [{"demos": None, "cpu": 1.0} for _ in items]
             if fn is oc.references:
                 return [{"Sequential": seq[:len(w)]} for _, w in items]
+            if fn is hs.decision_speed:
+                return [{"ms_per_step": 0.05 if it[2] == (2, ()) else 0.04, "set_f1": 0.5} for it in items]
             return [{"set_f1": np.full(len(it[4]), f1[(it[2], tuple(it[4]))] + 0.001 * it[3]),
                      "ms_per_step": 0.2} for it in items]
 
@@ -205,7 +227,9 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert "| B10 | 1 | 0.7200 | 0.7205 | 0.7305 | +0.0100 [+0.0100, +0.0100] | +0.0105 [+0.0105, +0.0105] " \
         "| +0.0005 [+0.0005, +0.0005] |" in text
     assert "History beats no history at B10, 1 weeks: +0.0100 [+0.0100, +0.0100] — met." in text
-    assert "0.200 ms — not met." in text
+    assert [it[2] for name, it in asked if name == "decision_speed"] == [(2, ()), hs.NO_HISTORY]
+    assert "history student 0.050 ms, no-history student 0.040 ms per decision" in text
+    assert "+0.0105 [+0.0105, +0.0105], 0.050 ms — met." in text
 
 
 @pytest.mark.slow
