@@ -32,6 +32,7 @@ import numpy as np
 
 from membudget.studies.cli import add_page_flag, page_path, plain
 from membudget.studies.execution import add_backend_flags, run_with_flags
+from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
 from membudget.studies.online_ceiling import CACHE, FULL as CEILING, planner_labels, references, scores
 from membudget.studies.protocol import bootstrap_ci, write_page
 
@@ -52,11 +53,17 @@ class HistoryConfig:
     runs: tuple = (("B10", 200), ("B5", 200), ("B20", 200), ("B10", 400))
     """``(budget, n)``: both students fitted on development weeks 2000..2000+n-1 at ``budget``."""
     learner_seeds: tuple = (0, 1, 2)
+    finetune_seeds: tuple = (0,)
+    """PPO (:attr:`finetune_ppo`, PPO seed = the learner seed; the validation weeks pick the kept actor) started from
+    the history student of these learner seeds of the first run, through
+    :class:`~membudget.agents.history.HistoryTask`."""
+    finetune_ppo: object = BENCH_FULL["finetune"]
+    """The fair comparison's distil-then-RL settings (its DAgger→PPO's)."""
 
 
 FULL = HistoryConfig()
 QUICK = HistoryConfig(validation=(4000, 4001), held_out=(8000, 9000), planner=(2, 8), grid=((2, ()), (1, (0.9,))),
-                      choose_weeks=2, runs=(("B10", 2),), learner_seeds=(0,))
+                      choose_weeks=2, runs=(("B10", 2),), learner_seeds=(0,), finetune_ppo=BENCH_QUICK["finetune"])
 
 
 def history_student(item) -> dict:
@@ -71,6 +78,25 @@ def history_student(item) -> dict:
     history = History(frames, decays)
     net = fit_net(history_demonstrations(episodes, history), seed=seed)
     return scores(HistoryStudent(net, history, config={"method": "bc"}), budget, weeks)
+
+
+def history_finetune(item) -> dict:
+    """Task: PPO (settings ``ppo``, seed ``seed``; the weeks ``val`` pick the kept actor) started from the history
+    student :func:`history_student` fits with learner seed ``seed``, trained through
+    :class:`~membudget.agents.history.HistoryTask`, scored on ``weeks``, with the training steps of the kept actor
+    and the engine. ``item = (episodes, budget, (frames, decays), seed, ppo, val, weeks)``."""
+    from membudget.agents.history import History, HistoryTask, history_demonstrations
+    from membudget.agents.imitation import fit_net
+    from membudget.agents.ppo import train_ppo
+
+    episodes, budget, (frames, decays), seed, ppo, val, weeks = item
+    history = History(frames, decays)
+    task = HistoryTask(history)
+    net = fit_net(history_demonstrations(episodes, history), seed=seed)
+    policy, _ = train_ppo(budget, ppo, seed=seed, task=task, init=net, eval_seeds=list(val))
+    out = scores(task.deployed(policy), budget, weeks)
+    out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"])
+    return out
 
 
 def decision_speed(item) -> dict:
@@ -134,6 +160,12 @@ def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
             progress(f"milliseconds per decision of the deployed students at {budget} ({n} weeks)")
             out["speed"] = {"run": (budget, n), **dict(zip((chosen, NO_HISTORY), run(decision_speed, [
                 (episodes, budget, h, cfg.learner_seeds[0], cfg.held_out[0]) for h in (chosen, NO_HISTORY)])))}
+    if cfg.finetune_seeds:
+        budget, n = cfg.runs[0]
+        progress(f"PPO from the history students at {budget} ({n} weeks)")
+        episodes = labels(budget, n)
+        out["finetune"] = run(history_finetune, [(episodes, budget, chosen, s, cfg.finetune_ppo, cfg.validation,
+                                                  cfg.held_out) for s in cfg.finetune_seeds])
     return out
 
 
@@ -213,6 +245,25 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
                   f"{speed[res['chosen']]['set_f1']:.4f} and {speed[NO_HISTORY]['set_f1']:.4f}, against "
                   f"{batched[0]:.4f} and {batched[1]:.4f} in the batched rollout (torch) of the table. The goals "
                   "below take the deployed form's time (the same network class at every budget and n)."]
+    if res.get("finetune"):
+        budget, n = cfg.runs[0]
+        r = res["runs"][(budget, n)]
+        seq = np.asarray(r["Sequential"])
+        ppo = np.mean([np.asarray(x["set_f1"]) for x in res["finetune"]], axis=0)
+        start = np.mean([np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"])
+                         for s in cfg.finetune_seeds], axis=0)
+        steps = ", ".join(str(x["selected_env_steps"]) for x in res["finetune"])
+        ppo_seq = _ci(ppo - seq)
+        lines += ["", f"## PPO from the history student ({budget}, {n} weeks, held-out weeks)", "",
+                  f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
+                  f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
+                  f"validation weeks), started from the history student of learner seed(s) "
+                  f"{', '.join(map(str, cfg.finetune_seeds))}, through `HistoryTask` (engine "
+                  f"{res['finetune'][0]['engine']}); kept actor at {steps} env steps.", "",
+                  "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
+                  f"| {ppo.mean():.4f} | {_ci(ppo - start)[0]} | {ppo_seq[0]} |"]
+        goals.append(f"- PPO from the history student >= Sequential + 0.01 with an interval excluding 0 at {budget}: "
+                     f"{ppo_seq[0]} — {'met' if ppo.mean() - seq.mean() >= 0.01 and ppo_seq[1] > 0 else 'not met'}.")
     lines += ["", "## The issue's goals, measured", ""] + goals
     return "\n".join(lines) + "\n"
 

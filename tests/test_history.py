@@ -119,8 +119,8 @@ def test_the_task_s_environments_emit_each_week_s_history():
     from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
 
     history = History(frames=3, decays=(0.7,))
-    plain, wrapped = PMWeekVectorEnv(num_envs=2, budget="B10"), HistoryVectorEnv(PMWeekVectorEnv(num_envs=2,
-                                                                                                  budget="B10"), history)
+    plain = PMWeekVectorEnv(num_envs=2, budget="B10")
+    wrapped = HistoryVectorEnv(PMWeekVectorEnv(num_envs=2, budget="B10"), history)
     assert wrapped.single_observation_space["resources"].shape == (11, 27 * 4)
     seen, got = [], []
     obs_p, _ = plain.reset(seed=[2000, 2001])
@@ -198,7 +198,7 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     from membudget.studies import online_ceiling as oc
 
     cfg = hs.HistoryConfig(validation=(1, 2), held_out=(3, 4, 5), grid=((2, ()), (1, (0.9,))), choose_weeks=1,
-                           runs=(("B10", 1),), learner_seeds=(0, 1))
+                           runs=(("B10", 1),), learner_seeds=(0, 1), finetune_seeds=(0,))
     seq = np.full(3, 0.72)
     # on validation the 2-frame history is best; on the held-out weeks it is 0.01 above no history
     f1 = {((2, ()), (1, 2)): 0.8, ((1, (0.9,)), (1, 2)): 0.7, (hs.NO_HISTORY, (1, 2)): 0.75,
@@ -213,6 +213,8 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
                 return [{"demos": None, "cpu": 1.0} for _ in items]
             if fn is oc.references:
                 return [{"Sequential": seq[:len(w)]} for _, w in items]
+            if fn is hs.history_finetune:
+                return [{"set_f1": np.full(3, 0.74), "selected_env_steps": 100, "engine": "autograd"} for _ in items]
             if fn is hs.decision_speed:
                 return [{"ms_per_step": 0.05 if it[2] == (2, ()) else 0.04, "set_f1": 0.5} for it in items]
             return [{"set_f1": np.full(len(it[4]), f1[(it[2], tuple(it[4]))] + 0.001 * it[3]),
@@ -230,6 +232,8 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert [it[2] for name, it in asked if name == "decision_speed"] == [(2, ()), hs.NO_HISTORY]
     assert "history student 0.050 ms, no-history student 0.040 ms per decision" in text
     assert "+0.0105 [+0.0105, +0.0105], 0.050 ms — met." in text
+    # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
+    assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
 
 
 @pytest.mark.slow
