@@ -136,26 +136,31 @@ class HistoryStudent:
         net = getattr(policy, "net", None)
         self._layers = None
         if isinstance(net, PerResourceNet):
-            self._layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
-                            for m in (net.first, *net.rest, net.head)]
+            (w, b), *self._layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
+                                     for m in (net.first, *net.rest, net.head)]
+            # the first layer split by its inputs (resource features, budget features, candidate bit) and, with
+            # the context, the next by its halves (own activation, the candidates' mean)
+            f, h = history.n_features, net.hidden[0]
+            self._first, self._pool = (w[:f], w[f:-1], w[-1] + b), None
+            if net.context:
+                w2, b2 = self._layers[0]
+                self._layers[0], self._pool = (w2[:h], b2), w2[h:]
 
     def _act_one(self, features, budget, mask) -> np.ndarray:
         """The action on one observation by the network's layers in NumPy (the same numbers as the policy's torch
-        forward, tested; about half its time on one observation): the candidates' rows only, as
+        forward, tested; a fraction of its time on one observation): the candidates' rows only, as
         :meth:`~membudget.agents.per_resource.PerResourceNet.forward_candidates`."""
         rows = np.flatnonzero(mask)
         action = np.full(mask.shape, -1.0, dtype=np.float32)
         if not len(rows):
             return action
-        x = np.concatenate([features[rows], np.broadcast_to(budget, (len(rows), len(budget))),
-                            np.ones((len(rows), 1), np.float32)], axis=1)
-        (w, b), *rest, (wh, bh) = self._layers
-        h = np.maximum(x @ w + b, 0)
-        if self.policy.net.context:
-            h = np.concatenate([h, np.broadcast_to(h.mean(axis=0), h.shape)], axis=1)
+        w_res, w_bud, bias = self._first
+        h = np.maximum(features[rows] @ w_res + (budget @ w_bud + bias), 0)
+        (w, b), *rest = self._layers
+        z = h @ w + b + (0 if self._pool is None else h.mean(axis=0) @ self._pool)
         for w, b in rest:
-            h = np.maximum(h @ w + b, 0)
-        p = 0.5 * (1.0 + np.tanh(0.5 * (h @ wh + bh)[:, 0]))  # the sigmoid, without exp's overflow
+            z = np.maximum(z, 0) @ w + b
+        p = 0.5 * (1.0 + np.tanh(0.5 * z[:, 0]))  # the sigmoid, without exp's overflow
         action[rows] = np.where(p >= self.policy.threshold, np.clip(p, 1e-6, 1.0), -1.0)
         return action
 
@@ -165,21 +170,24 @@ class HistoryStudent:
         except (KeyError, TypeError, IndexError):
             raise ValueError("observation must be a mapping of 'resources', 'budget' and 'mask' arrays") from None
         single = res.ndim == 2
-        if single:
-            observation = {k: np.asarray(observation[k])[None] for k in ("resources", "budget", "mask")}
-            episode_start = None if episode_start is None else np.reshape(episode_start, 1)
+        start = episode_start
         if state is not None and episode_start is None:
-            episode_start = np.zeros(len(observation["resources"]), bool)
-        feats, state = self.history.step(state, observation["resources"], episode_start)
+            start = np.zeros(1 if single else len(res), bool)
+        feats, state = self.history.step(state, res[None] if single else res,
+                                         None if start is None else np.reshape(start, -1))
         if single and self._layers is not None:
-            mask = np.asarray(observation["mask"][0])
-            budget = np.asarray(observation["budget"][0], dtype=np.float32)
-            if not np.isfinite(budget).all() or budget.shape != (self._layers[0][0].shape[0] - feats.shape[-1] - 1,):
-                raise ValueError("observation['budget'] must be finite, of the network's budget features")
+            mask = np.asarray(observation["mask"])
+            budget = np.asarray(observation["budget"], dtype=np.float32)
+            if budget.shape != (self._first[1].shape[0],) or not np.isfinite(budget).all():
+                raise ValueError(f"observation['budget'] must be {self._first[1].shape[0]} finite numbers, got shape "
+                                 f"{budget.shape}")
             if mask.shape != feats.shape[1:2]:
                 raise ValueError(f"observation['mask'] must have shape {feats.shape[1:2]}, got {mask.shape}")
             return self._act_one(feats[0], budget, mask > 0), state
-        action, _ = self.policy.predict({**observation, "resources": feats}, deterministic=deterministic)
+        obs = {k: np.asarray(observation[k]) for k in ("budget", "mask")}
+        if single:
+            obs = {k: v[None] for k, v in obs.items()}
+        action, _ = self.policy.predict({**obs, "resources": feats}, deterministic=deterministic)
         return (action[0] if single else action), state
 
 

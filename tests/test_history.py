@@ -57,11 +57,11 @@ def test_permuting_resources_permutes_the_actions():
     assert np.allclose(history.episode(res[:, perm]), feats[:, perm])
 
 
-@pytest.mark.parametrize("context", [True, False])
-def test_one_observation_in_numpy_acts_as_the_torch_batch_of_one(context):
+@pytest.mark.parametrize("context,hidden", [(True, (8, 6, 5)), (False, (8, 6, 5)), (True, (8,)), (False, (8,))])
+def test_one_observation_in_numpy_acts_as_the_torch_batch_of_one(context, hidden):
     history = History(frames=2, decays=(0.9,))
     torch.manual_seed(3)
-    net = PerResourceNet((8, 6, 5), context=context, n_resource_features=history.n_features)
+    net = PerResourceNet(hidden, context=context, n_resource_features=history.n_features)
     student = HistoryStudent(net, history)
     res, bud, mask = _episode(np.random.default_rng(3), T=6)
     mask[2] = 0  # a step without candidates
@@ -234,6 +234,8 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert "+0.0105 [+0.0105, +0.0105], 0.050 ms — met." in text
     # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
     assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
+    assert "PPO from the history student >= its BC start with an interval excluding 0 at B10: +0.0100 " \
+        "[+0.0100, +0.0100] — met." in text and "no actor better" not in text
 
 
 @pytest.mark.slow
