@@ -18,6 +18,8 @@ the studies in :mod:`membudget.studies`.
 - ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0 (conversation.md);
 - ``online-ceiling [--quick]``: the online planner (posterior draws, hindsight optimisation) bracketed between
   Sequential and the hindsight DP, and students distilled from it against students of the DP (online_ceiling.md);
+- ``history-students [--quick]``: students of the online planner that see their history against students of one
+  observation (history_students.md);
 - ``labels``: the imitation-label dataset in week-chunk tasks;
 - ``demonstrations``: the hindsight DP's demonstrations as a Minari dataset, one DP task per week;
 - ``show --policy NAME|--model PATH [--budget B10] [--week 9000] [--out FILE.png]``: a picture of one week played
@@ -49,6 +51,7 @@ SUBCOMMANDS = {
     "shared-budget": "membudget.studies.shared_quota:main",
     "conversation": "membudget.studies.conversation:main",
     "online-ceiling": "membudget.studies.online_ceiling:main",
+    "history-students": "membudget.studies.history_students:main",
     "labels": "membudget.studies.generate:labels_main",
     "demonstrations": "membudget.studies.generate:demonstrations_main",
     "show": "membudget.studies.show:main",

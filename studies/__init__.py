@@ -10,5 +10,7 @@ training-run machinery in :mod:`membudget.studies.runs`.
 - :mod:`~membudget.studies.proactmem` — ProactMem's memory layers on ProactiveStream-v1 (or v0);
 - :mod:`~membudget.studies.shared_quota` — several assistants sharing one observation quota;
 - :mod:`~membudget.studies.online_ceiling` — the online planner (posterior draws) between Sequential and the
-  hindsight DP, and its students against the DP's.
+  hindsight DP, and its students against the DP's;
+- :mod:`~membudget.studies.history_students` — the online planner's students that see their history against those
+  that read one observation.
 """

@@ -1,0 +1,285 @@
+"""Students that see their history (issue 31, item 4): BC on the online planner's labels of ``PMWeek-v0`` with a
+history-aware input (:class:`~membudget.agents.history.History`: each resource's last steps and decayed means)
+against the same fit on the current observation alone, and both against BudgetPM's Sequential gate.
+
+The planner (:class:`~membudget.teachers.online.HindsightPlanner` at the online-ceiling study's chosen setting)
+decides from the whole history the agent has seen; a student of one observation can imitate it only as far as that
+observation summarises the history. The study:
+
+- chooses the history on the validation weeks 4000-4029 at :attr:`HistoryConfig.choose_budget` (one learner seed,
+  :attr:`HistoryConfig.choose_weeks` development weeks of labels): the candidate of :attr:`HistoryConfig.grid`
+  with the best mean Set F1 there;
+- fits that history's student and the no-history student (the same :class:`PerResourceNet`, the package's BC
+  settings :data:`~membudget.agents.configs.DEFAULTS`, uncalibrated) on the same development weeks, learner seeds
+  0, 1, 2, and scores both on the held-out weeks 8000-8029 + 9000-9029, paired over the weeks (a student's Set F1
+  per week: the mean over the seeds), against Sequential there;
+- reports milliseconds per decision (one observation, one core).
+
+The planner's labels are the online-ceiling study's tasks (:func:`~membudget.studies.online_ceiling.planner_labels`,
+each development week one task) and are loaded from its checkpoint folder, ``runs/online-ceiling/cache`` by default
+(``--checkpoint-dir``), where this study's tasks are checkpointed too. ``--quick``: two development weeks, two
+weeks per set, one seed (a check that the study runs).
+
+``python -m membudget.evaluate history-students [--quick] [--out docs/history_students.md]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import numpy as np
+
+from membudget.studies.cli import add_page_flag, page_path, plain
+from membudget.studies.execution import add_backend_flags, run_with_flags
+from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
+from membudget.studies.online_ceiling import CACHE, FULL as CEILING, planner_labels, references, scores
+from membudget.studies.protocol import bootstrap_ci, write_page
+
+NO_HISTORY = (1, ())
+"""``(frames, decays)`` of the current observation alone: the online-ceiling study's student."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryConfig:
+    validation: tuple = CEILING.validation
+    held_out: tuple = CEILING.held_out
+    planner: tuple = (32, 64)
+    """``(K, particles)`` of the planner whose labels are fitted (the online-ceiling study's choice)."""
+    grid: tuple = ((2, ()), (4, ()), (8, ()), (1, (0.9,)), (4, (0.9,)), (4, (0.5, 0.9, 0.98)))
+    """History candidates ``(frames, decays)``."""
+    choose_budget: str = "B10"
+    choose_weeks: int = 200
+    runs: tuple = (("B10", 200), ("B5", 200), ("B20", 200), ("B10", 400))
+    """``(budget, n)``: both students fitted on development weeks 2000..2000+n-1 at ``budget``."""
+    learner_seeds: tuple = (0, 1, 2)
+    finetune_seeds: tuple = (0,)
+    """PPO (:attr:`finetune_ppo`, PPO seed = the learner seed; the validation weeks pick the kept actor) started from
+    the history student of these learner seeds of the first run, through
+    :class:`~membudget.agents.history.HistoryTask`."""
+    finetune_ppo: object = BENCH_FULL["finetune"]
+    """The fair comparison's distil-then-RL settings (its DAgger→PPO's)."""
+
+
+FULL = HistoryConfig()
+QUICK = HistoryConfig(validation=(4000, 4001), held_out=(8000, 9000), planner=(2, 8), grid=((2, ()), (1, (0.9,))),
+                      choose_weeks=2, runs=(("B10", 2),), learner_seeds=(0,), finetune_ppo=BENCH_QUICK["finetune"])
+
+
+def history_student(item) -> dict:
+    """Task: BC with learner seed ``seed`` on the planner's labels ``episodes`` (one Demonstrations per week, in
+    step order) over the history ``(frames, decays)``, scored on ``weeks``
+    (:func:`~membudget.studies.online_ceiling.scores`). ``item = (episodes, budget, (frames, decays), seed,
+    weeks)``."""
+    from membudget.agents.history import History, HistoryStudent, history_demonstrations
+    from membudget.agents.imitation import fit_net
+
+    episodes, budget, (frames, decays), seed, weeks = item
+    history = History(frames, decays)
+    net = fit_net(history_demonstrations(episodes, history), seed=seed)
+    return scores(HistoryStudent(net, history, config={"method": "bc"}), budget, weeks)
+
+
+def history_finetune(item) -> dict:
+    """Task: PPO (settings ``ppo``, seed ``seed``; the weeks ``val`` pick the kept actor) started from the history
+    student :func:`history_student` fits with learner seed ``seed``, trained through
+    :class:`~membudget.agents.history.HistoryTask`, scored on ``weeks``, with the training steps of the kept actor
+    and the engine. ``item = (episodes, budget, (frames, decays), seed, ppo, val, weeks)``."""
+    from membudget.agents.history import History, HistoryTask, history_demonstrations
+    from membudget.agents.imitation import fit_net
+    from membudget.agents.ppo import train_ppo
+
+    episodes, budget, (frames, decays), seed, ppo, val, weeks = item
+    history = History(frames, decays)
+    task = HistoryTask(history)
+    net = fit_net(history_demonstrations(episodes, history), seed=seed)
+    policy, _ = train_ppo(budget, ppo, seed=seed, task=task, init=net, eval_seeds=list(val))
+    out = scores(task.deployed(policy), budget, weeks)
+    out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"])
+    return out
+
+
+def decision_speed(item) -> dict:
+    """Task: milliseconds per decision of the deployed student (:class:`~membudget.agents.history.HistoryStudent`,
+    NumPy inference on one observation, its history carried from step to step) fitted as :func:`history_student`
+    fits it, over one week's decisions (one core): the median, and the week's Set F1 (its decisions are those of
+    the batched rollout). ``item = (episodes, budget, (frames, decays), seed, week)``."""
+    import time
+
+    import torch
+
+    from membudget.agents.history import History, HistoryStudent, history_demonstrations
+    from membudget.agents.imitation import fit_net
+    from membudget.envs.pm import PMWeekEnv
+
+    episodes, budget, (frames, decays), seed, week = item
+    history = History(frames, decays)
+    student = HistoryStudent(fit_net(history_demonstrations(episodes, history), seed=seed), history)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
+        obs, _ = env.reset(seed=int(week))
+        done, state, ms, start = False, None, [], True
+        while not done:
+            t0 = time.perf_counter()
+            a, state = student.predict(obs, state, start)
+            ms.append(1e3 * (time.perf_counter() - t0))
+            obs, _, done, _, info = env.step(a)
+            start = False
+    finally:
+        torch.set_num_threads(threads)
+    return {"ms_per_step": float(np.median(ms)), "set_f1": float(info["episode_metrics"]["set_f1"])}
+
+
+def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
+    run = executor.map
+
+    def labels(budget, n):
+        progress(f"planner labels at {budget} ({n} development weeks)")
+        return [x["demos"] for x in run(planner_labels, [(budget, *cfg.planner, w)
+                                                        for w in range(2000, 2000 + n)])]
+
+    out = {"validation": {}, "runs": {}}
+    episodes = labels(cfg.choose_budget, cfg.choose_weeks)
+    for h in (NO_HISTORY, *cfg.grid):
+        progress(f"validation: history {h}")
+        out["validation"][h] = run(history_student, [(episodes, cfg.choose_budget, h, cfg.learner_seeds[0],
+                                                      cfg.validation)])[0]
+    out["ref_validation"] = run(references, [(cfg.choose_budget, cfg.validation)])[0]
+    chosen = max(cfg.grid, key=lambda h: float(np.mean(out["validation"][h]["set_f1"])))
+    out["chosen"] = chosen
+    for budget, n in cfg.runs:
+        episodes = labels(budget, n)
+        progress(f"held-out students at {budget} ({n} weeks)")
+        out["runs"][(budget, n)] = {
+            h: run(history_student, [(episodes, budget, h, s, cfg.held_out) for s in cfg.learner_seeds])
+            for h in (chosen, NO_HISTORY)}
+        out["runs"][(budget, n)]["Sequential"] = run(references, [(budget, cfg.held_out)])[0]["Sequential"]
+        if (budget, n) == cfg.runs[0]:
+            progress(f"milliseconds per decision of the deployed students at {budget} ({n} weeks)")
+            out["speed"] = {"run": (budget, n), **dict(zip((chosen, NO_HISTORY), run(decision_speed, [
+                (episodes, budget, h, cfg.learner_seeds[0], cfg.held_out[0]) for h in (chosen, NO_HISTORY)])))}
+    if cfg.finetune_seeds:
+        budget, n = cfg.runs[0]
+        progress(f"PPO from the history students at {budget} ({n} weeks)")
+        episodes = labels(budget, n)
+        out["finetune"] = run(history_finetune, [(episodes, budget, chosen, s, cfg.finetune_ppo, cfg.validation,
+                                                  cfg.held_out) for s in cfg.finetune_seeds])
+    return out
+
+
+def _ci(x):
+    m, lo, hi = bootstrap_ci(np.asarray(x), n_resamples=100_000)
+    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]", lo, hi
+
+
+def _name(h) -> str:
+    frames, decays = h
+    parts = [f"{frames} frame{'s' if frames > 1 else ''}"] + ([f"decays {', '.join(map(str, decays))}"] if decays
+                                                              else [])
+    return ", ".join(parts)
+
+
+def render(cfg: HistoryConfig, res: dict, command: str) -> str:
+    k, m = cfg.planner
+    seeds = ", ".join(map(str, cfg.learner_seeds))
+    lines = ["# Students that see their history (PMWeek-v0)", "",
+             f"Generated by `{command}` (tasks checkpointed under `{CACHE}` by default, beside the online-ceiling "
+             "study's planner labels, which it loads). Module: `membudget.studies.history_students`; the class: "
+             "`membudget.agents.history` (`History`, `HistoryStudent`, `HistoryTask`).", "",
+             f"Every student is BC (`fit_net`, the package's `DEFAULTS`, uncalibrated) on the online planner's labels "
+             f"of its own rollouts of development weeks 2000.. (K = {k}, {m} particles: the online-ceiling study's "
+             "setting). The history student's input per resource is its 27 features at the current step, at the "
+             "previous frames - 1 steps, and their exponentially decayed means (`History`); the no-history student "
+             "reads the current step only (1 frame: the online-ceiling study's student). Same network class "
+             "(`PerResourceNet`, per-resource-equivariant), same labels, same settings.", "",
+             f"## The history, chosen on the validation weeks {min(cfg.validation)}-{max(cfg.validation)} "
+             f"({cfg.choose_budget}, {cfg.choose_weeks} development weeks, learner seed {cfg.learner_seeds[0]})", "",
+             f"Sequential {np.mean(res['ref_validation']['Sequential']):.4f} on these weeks. Chosen: "
+             f"{_name(res['chosen'])} (the best mean Set F1 among the candidates with history).", "",
+             "| history | features per resource | Set F1 | vs Sequential (paired 95% interval) |", "|---|---|---|---|"]
+    seq = np.asarray(res["ref_validation"]["Sequential"])
+    for h, r in res["validation"].items():
+        f1 = np.asarray(r["set_f1"])
+        lines.append(f"| {_name(h)} | {27 * (h[0] + len(h[1]))} | {f1.mean():.4f} | {_ci(f1 - seq)[0]} |")
+    n_held = len(cfg.held_out)
+    lines += ["", f"## Held-out weeks ({n_held}: 8000-8029, 9000-9029), learner seeds {seeds}", "",
+              "A student's Set F1 per week is the mean over the learner seeds; paired 95% percentile-bootstrap "
+              "intervals over the weeks.", "",
+              "| budget | n weeks | Sequential | no history | history | history - no history | history - Sequential "
+              "| no history - Sequential | per seed (history / no history) |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    goals, speed = [], res.get("speed")
+    deployed_ms = speed[res["chosen"]]["ms_per_step"] if speed else None
+    for (budget, n), r in res["runs"].items():
+        seq = np.asarray(r["Sequential"])
+        h, o = (np.mean([np.asarray(x["set_f1"]) for x in r[key]], axis=0) for key in (res["chosen"], NO_HISTORY))
+        per_seed = "; ".join(f"{np.mean(a['set_f1']):.4f} / {np.mean(b['set_f1']):.4f}"
+                             for a, b in zip(r[res["chosen"]], r[NO_HISTORY]))
+        hs, lo, hi = _ci(h - seq)
+        lines.append(f"| {budget} | {n} | {seq.mean():.4f} | {o.mean():.4f} | {h.mean():.4f} | {_ci(h - o)[0]} | "
+                     f"{hs} | {_ci(o - seq)[0]} | {per_seed} |")
+        gh = _ci(h - o)
+        goals.append(f"- History beats no history at {budget}, {n} weeks: {gh[0]} — "
+                     f"{'met' if gh[1] > 0 else 'not met'}.")
+        if budget == "B10":
+            met = h.mean() - seq.mean() >= 0.01 and lo > 0 and deployed_ms is not None and deployed_ms <= 0.1
+            ms = "not measured" if deployed_ms is None else f"{deployed_ms:.3f} ms"
+            goals.append(f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 and <= 0.1 ms per "
+                         f"decision at B10 ({n} weeks): {hs}, {ms} — {'met' if met else 'not met'}.")
+        else:
+            goals.append(f"- Deployable allocator >= Sequential at {budget} ({n} weeks): {hs} — "
+                         f"{'met' if h.mean() >= seq.mean() else 'not met'}.")
+    if speed:
+        (budget, n), week = speed["run"], cfg.held_out[0]
+        batched = [float(np.asarray(res["runs"][speed["run"]][h][0]["set_f1"])[0]) for h in (res["chosen"], NO_HISTORY)]
+        lines += ["", f"Deployed form (`HistoryStudent` on one observation: the history carried from step to step, "
+                  f"the network's layers in NumPy on the candidates' rows; one core), {budget}, {n} weeks, learner "
+                  f"seed {cfg.learner_seeds[0]}, the median over week {week}'s decisions: history student "
+                  f"{speed[res['chosen']]['ms_per_step']:.3f} ms, no-history student "
+                  f"{speed[NO_HISTORY]['ms_per_step']:.3f} ms per decision. Their Set F1 on that week, "
+                  f"{speed[res['chosen']]['set_f1']:.4f} and {speed[NO_HISTORY]['set_f1']:.4f}, against "
+                  f"{batched[0]:.4f} and {batched[1]:.4f} in the batched rollout (torch) of the table. The goals "
+                  "below take the deployed form's time (the same network class at every budget and n)."]
+    if res.get("finetune"):
+        budget, n = cfg.runs[0]
+        r = res["runs"][(budget, n)]
+        seq = np.asarray(r["Sequential"])
+        ppo = np.mean([np.asarray(x["set_f1"]) for x in res["finetune"]], axis=0)
+        start = np.mean([np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"])
+                         for s in cfg.finetune_seeds], axis=0)
+        steps = ", ".join(str(x["selected_env_steps"]) for x in res["finetune"])
+        ppo_seq = _ci(ppo - seq)
+        lines += ["", f"## PPO from the history student ({budget}, {n} weeks, held-out weeks)", "",
+                  f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
+                  f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
+                  f"validation weeks), started from the history student of learner seed(s) "
+                  f"{', '.join(map(str, cfg.finetune_seeds))}, through `HistoryTask` (engine "
+                  f"{res['finetune'][0]['engine']}); kept actor at {steps} env steps"
+                  + (": PPO found no actor better than its start on the validation weeks, so the figures below are "
+                     "its BC start's." if all(x["selected_env_steps"] == 0 for x in res["finetune"]) else "."), "",
+                  "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
+                  f"| {ppo.mean():.4f} | {_ci(ppo - start)[0]} | {ppo_seq[0]} |"]
+        goals.append(f"- PPO from the history student >= its BC start with an interval excluding 0 at {budget}: "
+                     f"{_ci(ppo - start)[0]} — {'met' if _ci(ppo - start)[1] > 0 else 'not met'}.")
+    lines += ["", "## The issue's goals, measured", ""] + goals
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m membudget.evaluate history-students", description=plain(__doc__),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="two development weeks, two weeks per set, one seed")
+    add_page_flag(p, "history-students", "history_students.md")
+    add_backend_flags(p)
+    a = p.parse_args(argv)
+    a.checkpoint_dir = a.checkpoint_dir or CACHE
+    cfg = QUICK if a.quick else FULL
+    a.out = page_path(a.out, "history-students", "history_students.md")
+    res = run_with_flags(a, lambda progress, executor: measure(cfg, progress, executor))
+    command = "python -m membudget.evaluate history-students" + (" --quick" if a.quick else "")
+    text = render(cfg, res, command)
+    write_page(a.out, text)
+    print(text)
+    return res

@@ -1,0 +1,251 @@
+"""The history-aware student (membudget.agents.history) and its study (membudget.studies.history_students): the
+history of a hand-made episode, equivariance under a permutation of the resources, restarts at episode starts in a
+batch, bad input refused, the history chosen on validation weeks alone."""
+
+import numpy as np
+import pytest
+import torch
+
+from membudget.agents.history import History, HistoryEnv, HistoryStudent, HistoryTask, HistoryVectorEnv, \
+    history_demonstrations
+from membudget.agents.imitation import Demonstrations
+from membudget.agents.per_resource import PerResourceNet
+
+# one episode of 3 steps, 2 resources, 2 features
+EPISODE = np.array([[[1, 10], [2, 20]],
+                    [[3, 30], [4, 40]],
+                    [[5, 50], [6, 60]]], dtype=np.float32)
+
+
+def test_history_of_a_three_step_episode():
+    h = History(frames=2, decays=(0.5,), n_features=2).episode(EPISODE)
+    assert h.shape == (3, 2, 6)
+    # resource 0: (now, previous step (the first step before it), decayed mean m_t = 0.5 m_{t-1} + 0.5 x_t, m_0 = x_0)
+    assert h[0, 0].tolist() == [1, 10, 1, 10, 1, 10]
+    assert h[1, 0].tolist() == [3, 30, 1, 10, 2, 20]
+    assert h[2, 0].tolist() == [5, 50, 3, 30, 3.5, 35]
+    assert h[2, 1].tolist() == [6, 60, 4, 40, 4.5, 45]
+    # three frames: the oldest before the start is the first step
+    assert History(frames=3, n_features=2).episode(EPISODE)[1, 1].tolist() == [4, 40, 2, 20, 2, 20]
+    assert History(n_features=2).episode(EPISODE).tolist() == EPISODE.tolist()
+
+
+def _episode(rng, T=5, R=4):
+    res = rng.normal(size=(T, R, 27)).astype(np.float32)
+    mask = (rng.random((T, R)) < 0.7).astype(np.float32)
+    return res, rng.normal(size=(T, 9)).astype(np.float32), mask
+
+
+def _student(history, seed=0):
+    torch.manual_seed(seed)
+    return HistoryStudent(PerResourceNet((8, 8), context=True, n_resource_features=history.n_features), history)
+
+
+def test_permuting_resources_permutes_the_actions():
+    history = History(frames=3, decays=(0.8,))
+    student = _student(history)
+    res, bud, mask = _episode(np.random.default_rng(0))
+    perm = np.array([2, 0, 3, 1])
+    state_a = state_b = None
+    for t in range(len(res)):
+        a, state_a = student.predict({"resources": res[t], "budget": bud[t], "mask": mask[t]}, state_a, t == 0)
+        b, state_b = student.predict({"resources": res[t][perm], "budget": bud[t], "mask": mask[t][perm]}, state_b,
+                                     t == 0)
+        assert np.allclose(a[perm], b, atol=1e-6)
+        assert np.all(a[mask[t] == 0] == -1)
+    feats = history.episode(res)
+    assert np.allclose(history.episode(res[:, perm]), feats[:, perm])
+
+
+@pytest.mark.parametrize("context,hidden", [(True, (8, 6, 5)), (False, (8, 6, 5)), (True, (8,)), (False, (8,))])
+def test_one_observation_in_numpy_acts_as_the_torch_batch_of_one(context, hidden):
+    history = History(frames=2, decays=(0.9,))
+    torch.manual_seed(3)
+    net = PerResourceNet(hidden, context=context, n_resource_features=history.n_features)
+    student = HistoryStudent(net, history)
+    res, bud, mask = _episode(np.random.default_rng(3), T=6)
+    mask[2] = 0  # a step without candidates
+    s1 = s2 = None
+    for t in range(len(res)):
+        a, s1 = student.predict({"resources": res[t], "budget": bud[t], "mask": mask[t]}, s1, t == 0)
+        b, s2 = student.predict({"resources": res[t][None], "budget": bud[t][None], "mask": mask[t][None]}, s2,
+                                np.array([t == 0]))
+        assert np.allclose(a, b[0], atol=1e-5) and np.array_equal(a > 0, b[0] > 0)
+    with pytest.raises(ValueError, match="budget"):
+        student.predict({"resources": res[0], "budget": bud[0, :8], "mask": mask[0]})
+    with pytest.raises(ValueError, match="finite"):
+        student.predict({"resources": np.full_like(res[0], np.nan), "budget": bud[0], "mask": mask[0]})
+
+
+def test_a_batch_restarts_each_row_at_its_episode_start():
+    history = History(frames=2, decays=(0.5,))
+    student = _student(history)
+    rng = np.random.default_rng(1)
+    (r1, b1, m1), (r2, b2, m2) = _episode(rng), _episode(rng)
+    # row 0 plays episode 1 then episode 2; row 1 plays episode 2 throughout its first 5 steps
+    state, rows = None, []
+    for t in range(10):
+        e1 = (r1, b1, m1) if t < 5 else (r2, b2, m2)
+        e2 = (r2, b2, m2) if t < 5 else (r1, b1, m1)
+        obs = {k: np.stack([e1[i][t % 5], e2[i][t % 5]]) for i, k in enumerate(("resources", "budget", "mask"))}
+        a, state = student.predict(obs, state, np.array([t % 5 == 0, t % 5 == 0]))
+        rows.append(a)
+    ref = {}
+    for name, (r, b, m) in (("1", (r1, b1, m1)), ("2", (r2, b2, m2))):
+        s, out = None, []
+        for t in range(5):
+            a, s = student.predict({"resources": r[t], "budget": b[t], "mask": m[t]}, s, t == 0)
+            out.append(a)
+        ref[name] = out
+    for t in range(10):
+        assert np.allclose(rows[t][0], ref["1" if t < 5 else "2"][t % 5], atol=1e-6)
+        assert np.allclose(rows[t][1], ref["2" if t < 5 else "1"][t % 5], atol=1e-6)
+
+
+def test_history_demonstrations_build_each_episode_from_its_own_start():
+    history = History(frames=2, decays=(0.9,), n_features=27)
+    rng = np.random.default_rng(2)
+    parts = []
+    for _ in range(2):
+        res, bud, mask = _episode(rng)
+        parts.append(Demonstrations(res, bud, mask, mask * (rng.random(mask.shape) < 0.5)))
+    d = history_demonstrations(parts, history)
+    assert d.resources.shape == (10, 4, 81)
+    assert np.array_equal(d.resources[5:], history.episode(parts[1].resources))
+    assert np.array_equal(d.labels, np.concatenate([p.labels for p in parts]))
+
+
+def test_the_task_s_environments_emit_each_week_s_history():
+    from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
+
+    history = History(frames=3, decays=(0.7,))
+    plain = PMWeekVectorEnv(num_envs=2, budget="B10")
+    wrapped = HistoryVectorEnv(PMWeekVectorEnv(num_envs=2, budget="B10"), history)
+    assert wrapped.single_observation_space["resources"].shape == (11, 27 * 4)
+    seen, got = [], []
+    obs_p, _ = plain.reset(seed=[2000, 2001])
+    obs_w, _ = wrapped.reset(seed=[2000, 2001])
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        seen.append(obs_p["resources"].copy())
+        got.append(obs_w["resources"].copy())
+        a = (rng.random((2, 11)) < 0.3).astype(np.int8)
+        obs_p, *_ = plain.step(a)
+        obs_w, *_ = wrapped.step(a)
+    seen, got = np.stack(seen), np.stack(got)
+    for i in range(2):
+        assert np.allclose(got[:, i], history.episode(seen[:, i]))
+    single = HistoryEnv(PMWeekEnv(budget="B10"), history)
+    obs, _ = single.reset(seed=2001)
+    assert single.observation_space.contains(obs)
+    assert np.allclose(obs["resources"], got[0, 1])
+    # a week cut short (truncated after 3 steps) restarts its history at the autoreset, the step after
+    kw = {"num_envs": 1, "budget": "B10", "max_episode_steps": 3}
+    plain, wrapped = PMWeekVectorEnv(**kw), HistoryVectorEnv(PMWeekVectorEnv(**kw), history)
+    obs_p, _ = plain.reset(seed=2000)
+    obs_w, _ = wrapped.reset(seed=2000)
+    seen, got = [obs_p["resources"][0].copy()], [obs_w["resources"][0].copy()]
+    for t in range(6):
+        obs_p, _, _, trunc, _ = plain.step(np.zeros((1, 11), np.int8))
+        obs_w, _, _, trunc_w, _ = wrapped.step(np.zeros((1, 11), np.int8))
+        assert trunc[0] == trunc_w[0] == (t == 2)
+        seen.append(obs_p["resources"][0].copy())
+        got.append(obs_w["resources"][0].copy())
+    assert np.allclose(np.stack(got), np.concatenate([history.episode(np.stack(seen[:4])),
+                                                      history.episode(np.stack(seen[4:]))]))
+
+
+def test_bc_dagger_and_ppo_train_through_the_history_task():
+    from membudget.agents.imitation import fit_dagger
+    from membudget.agents.ppo import train_ppo
+
+    task = HistoryTask(History(frames=2))
+    policy, hist = fit_dagger(range(2000, 2002), "B10", task=task, epochs=1, calibrate=False)
+    assert policy.net.n_resource_features == 54 and len(hist) == 2
+    ppo, _ = train_ppo("B10", task=task, n_envs=2, total_timesteps=160, eval_episodes=1, init=policy.net)
+    assert ppo.config["engine"] == "autograd" and ppo.net.n_resource_features == 54
+    f1 = task.rollout(ppo, [4000], budget="B10", action_mode="scores")["set_f1"]
+    assert np.allclose(f1, task.rollout(task.deployed(ppo), [4000], budget="B10", action_mode="scores")["set_f1"])
+
+
+@pytest.mark.parametrize("kw", [{"frames": 0}, {"frames": 1.5}, {"decays": (1.0,)}, {"decays": (-0.1,)},
+                                {"decays": 0.5}, {"n_features": 0}])
+def test_bad_history_settings_raise(kw):
+    with pytest.raises(ValueError):
+        History(**kw)
+
+
+def test_bad_input_raises():
+    history = History(frames=2)
+    with pytest.raises(ValueError, match="shape"):
+        history.episode(np.zeros((3, 4, 26)))
+    with pytest.raises(ValueError, match="episode_start"):
+        history.step(history.step(None, np.zeros((2, 4, 27)), None)[1], np.zeros((2, 4, 27)), [True])
+    with pytest.raises(ValueError, match="state holds"):
+        history.step(history.step(None, np.zeros((2, 4, 27)), None)[1], np.zeros((3, 4, 27)), [True] * 3)
+    with pytest.raises(ValueError, match="features per resource"):
+        HistoryStudent(PerResourceNet(n_resource_features=27), history)
+    with pytest.raises(ValueError, match="History"):
+        HistoryStudent(PerResourceNet(n_resource_features=54), (2, ()))
+    with pytest.raises(ValueError, match="Demonstrations"):
+        history_demonstrations([], history)
+    with pytest.raises(ValueError, match="History"):
+        HistoryTask((2, ()))
+
+
+def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
+    from membudget.studies import history_students as hs
+    from membudget.studies import online_ceiling as oc
+
+    cfg = hs.HistoryConfig(validation=(1, 2), held_out=(3, 4, 5), grid=((2, ()), (1, (0.9,))), choose_weeks=1,
+                           runs=(("B10", 1),), learner_seeds=(0, 1), finetune_seeds=(0,))
+    seq = np.full(3, 0.72)
+    # on validation the 2-frame history is best; on the held-out weeks it is 0.01 above no history
+    f1 = {((2, ()), (1, 2)): 0.8, ((1, (0.9,)), (1, 2)): 0.7, (hs.NO_HISTORY, (1, 2)): 0.75,
+          ((2, ()), (3, 4, 5)): 0.73, (hs.NO_HISTORY, (3, 4, 5)): 0.72, ((1, (0.9,)), (3, 4, 5)): 0.99}
+    asked = []
+
+    class Fake:
+        def map(self, fn, items):
+            items = list(items)
+            asked.extend((fn.__name__, it) for it in items)
+            if fn is oc.planner_labels:
+                return [{"demos": None, "cpu": 1.0} for _ in items]
+            if fn is oc.references:
+                return [{"Sequential": seq[:len(w)]} for _, w in items]
+            if fn is hs.history_finetune:
+                return [{"set_f1": np.full(3, 0.74), "selected_env_steps": 100, "engine": "autograd"} for _ in items]
+            if fn is hs.decision_speed:
+                return [{"ms_per_step": 0.05 if it[2] == (2, ()) else 0.04, "set_f1": 0.5} for it in items]
+            return [{"set_f1": np.full(len(it[4]), f1[(it[2], tuple(it[4]))] + 0.001 * it[3]),
+                     "ms_per_step": 0.2} for it in items]
+
+    res = hs.measure(cfg, progress=lambda m: None, executor=Fake())
+    assert res["chosen"] == (2, ())
+    held = [it for name, it in asked if name == "history_student" and it[4] == cfg.held_out]
+    assert sorted((it[2], it[3]) for it in held) == sorted((h, s) for h in ((2, ()), hs.NO_HISTORY) for s in (0, 1))
+    text = hs.render(cfg, res, "cmd")
+    assert "| 2 frames | 54 | 0.8000 |" in text
+    assert "| B10 | 1 | 0.7200 | 0.7205 | 0.7305 | +0.0100 [+0.0100, +0.0100] | +0.0105 [+0.0105, +0.0105] " \
+        "| +0.0005 [+0.0005, +0.0005] |" in text
+    assert "History beats no history at B10, 1 weeks: +0.0100 [+0.0100, +0.0100] — met." in text
+    assert [it[2] for name, it in asked if name == "decision_speed"] == [(2, ()), hs.NO_HISTORY]
+    assert "history student 0.050 ms, no-history student 0.040 ms per decision" in text
+    assert "+0.0105 [+0.0105, +0.0105], 0.050 ms — met." in text
+    # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
+    assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
+    assert "PPO from the history student >= its BC start with an interval excluding 0 at B10: +0.0100 " \
+        "[+0.0100, +0.0100] — met." in text and "no actor better" not in text
+
+
+@pytest.mark.slow
+def test_quick_study_runs_and_a_rerun_loads_its_tasks(tmp_path):
+    from membudget import evaluate
+
+    cache, out = tmp_path / "cache", tmp_path / "page.md"
+    args = ["history-students", "--quick", "--checkpoint-dir", str(cache), "--out", str(out)]
+    evaluate.main(args)
+    n = len(list(cache.iterdir()))
+    evaluate.main(args[:-1] + [str(tmp_path / "again.md")])
+    assert len(list(cache.iterdir())) == n
+    assert (tmp_path / "again.md").read_text().replace("again.md", "") == out.read_text().replace("page.md", "")
