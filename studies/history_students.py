@@ -25,16 +25,14 @@ weeks per set, one seed (a check that the study runs).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
 
-from membudget.studies.cli import add_page_flag, page_path, plain
-from membudget.studies.execution import add_backend_flags, run_with_flags
 from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
-from membudget.studies.online_ceiling import CACHE, FULL as CEILING, planner_labels, references, scores
-from membudget.studies.protocol import bootstrap_ci, write_page
+from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, page_study_main, planner_labels,
+                                              references, scores)
+from membudget.studies.protocol import bootstrap_ci
 
 NO_HISTORY = (1, ())
 """``(frames, decays)`` of the current observation alone: the online-ceiling study's student."""
@@ -268,18 +266,6 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m membudget.evaluate history-students", description=plain(__doc__),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="two development weeks, two weeks per set, one seed")
-    add_page_flag(p, "history-students", "history_students.md")
-    add_backend_flags(p)
-    a = p.parse_args(argv)
-    a.checkpoint_dir = a.checkpoint_dir or CACHE
-    cfg = QUICK if a.quick else FULL
-    a.out = page_path(a.out, "history-students", "history_students.md")
-    res = run_with_flags(a, lambda progress, executor: measure(cfg, progress, executor))
-    command = "python -m membudget.evaluate history-students" + (" --quick" if a.quick else "")
-    text = render(cfg, res, command)
-    write_page(a.out, text)
-    print(text)
-    return res
+    return page_study_main(argv, study="history-students", page="history_students.md", doc=__doc__,
+                           quick_help="two development weeks, two weeks per set, one seed", configs=(FULL, QUICK),
+                           measure=measure, render=render)

@@ -584,19 +584,27 @@ def _runs(ws):
     return out
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m membudget.evaluate online-ceiling", description=plain(__doc__),
+def page_study_main(argv, *, study, page, doc, quick_help, configs, measure, render):
+    """``main`` of a checkpointed page study (this one, history-students): ``--quick`` runs ``configs[1]``
+    instead of ``configs[0]``; tasks are checkpointed under :data:`CACHE` unless ``--checkpoint-dir`` says
+    otherwise; the page goes to ``--out`` (default a new run folder) and to standard output."""
+    p = argparse.ArgumentParser(prog=f"python -m membudget.evaluate {study}", description=plain(doc),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="two weeks per set, small K, B10 only, one learner seed")
-    add_page_flag(p, "online-ceiling", "online_ceiling.md")
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    add_page_flag(p, study, page)
     add_backend_flags(p)
     a = p.parse_args(argv)
     a.checkpoint_dir = a.checkpoint_dir or CACHE
-    cfg = QUICK if a.quick else FULL
-    a.out = page_path(a.out, "online-ceiling", "online_ceiling.md")
+    cfg = configs[1] if a.quick else configs[0]
+    a.out = page_path(a.out, study, page)
     res = run_with_flags(a, lambda progress, executor: measure(cfg, progress, executor))
-    command = "python -m membudget.evaluate online-ceiling" + (" --quick" if a.quick else "")
-    text = render(cfg, res, command)
+    text = render(cfg, res, f"python -m membudget.evaluate {study}" + (" --quick" if a.quick else ""))
     write_page(a.out, text)
     print(text)
     return res
+
+
+def main(argv=None):
+    return page_study_main(argv, study="online-ceiling", page="online_ceiling.md", doc=__doc__,
+                           quick_help="two weeks per set, small K, B10 only, one learner seed",
+                           configs=(FULL, QUICK), measure=measure, render=render)
