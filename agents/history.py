@@ -32,7 +32,7 @@ from torch import nn
 from membudget.agents.imitation import Demonstrations
 from membudget.agents.per_resource import PerResourceNet, StudentPolicy
 from membudget.agents.tasks import PMWeekTask
-from membudget.envs.pm import PMWeekEnv, RESOURCE_FEATURE_NAMES
+from membudget.envs.pm import BUDGET_FEATURE_NAMES, PMWeekEnv, RESOURCE_FEATURE_NAMES
 from membudget.envs.pm.rollout import rollout
 from membudget.envs.validation import check_int, check_number
 from membudget.wrappers import HindsightTeacher
@@ -133,36 +133,6 @@ class HistoryStudent:
             raise ValueError(f"the network reads {n} features per resource, the history gives {history.n_features}")
         self.history, self.policy = history, policy
         self.config = getattr(policy, "config", {})
-        net = getattr(policy, "net", None)
-        self._layers = None
-        if isinstance(net, PerResourceNet):
-            (w, b), *self._layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
-                                     for m in (net.first, *net.rest, net.head)]
-            # the first layer split by its inputs (resource features, budget features, candidate bit) and, with
-            # the context, the next by its halves (own activation, the candidates' mean)
-            f, h = history.n_features, net.hidden[0]
-            self._first, self._pool = (w[:f], w[f:-1], w[-1] + b), None
-            if net.context:
-                w2, b2 = self._layers[0]
-                self._layers[0], self._pool = (w2[:h], b2), w2[h:]
-
-    def _act_one(self, features, budget, mask) -> np.ndarray:
-        """The action on one observation by the network's layers in NumPy (the same numbers as the policy's torch
-        forward, tested; a fraction of its time on one observation): the candidates' rows only, as
-        :meth:`~membudget.agents.per_resource.PerResourceNet.forward_candidates`."""
-        rows = np.flatnonzero(mask)
-        action = np.full(mask.shape, -1.0, dtype=np.float32)
-        if not len(rows):
-            return action
-        w_res, w_bud, bias = self._first
-        h = np.maximum(features[rows] @ w_res + (budget @ w_bud + bias), 0)
-        (w, b), *rest = self._layers
-        z = h @ w + b + (0 if self._pool is None else h.mean(axis=0) @ self._pool)
-        for w, b in rest:
-            z = np.maximum(z, 0) @ w + b
-        p = 0.5 * (1.0 + np.tanh(0.5 * z[:, 0]))  # the sigmoid, without exp's overflow
-        action[rows] = np.where(p >= self.policy.threshold, np.clip(p, 1e-6, 1.0), -1.0)
-        return action
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         try:
@@ -175,15 +145,15 @@ class HistoryStudent:
             start = np.zeros(1 if single else len(res), bool)
         feats, state = self.history.step(state, res[None] if single else res,
                                          None if start is None else np.reshape(start, -1))
-        if single and self._layers is not None:
+        if single and isinstance(getattr(self.policy, "net", None), PerResourceNet):
             mask = np.asarray(observation["mask"])
             budget = np.asarray(observation["budget"], dtype=np.float32)
-            if budget.shape != (self._first[1].shape[0],) or not np.isfinite(budget).all():
-                raise ValueError(f"observation['budget'] must be {self._first[1].shape[0]} finite numbers, got shape "
-                                 f"{budget.shape}")
+            if budget.shape != (len(BUDGET_FEATURE_NAMES),) or not np.isfinite(budget).all():
+                raise ValueError(f"observation['budget'] must be {len(BUDGET_FEATURE_NAMES)} finite numbers, got "
+                                 f"shape {budget.shape}")
             if mask.shape != feats.shape[1:2]:
                 raise ValueError(f"observation['mask'] must have shape {feats.shape[1:2]}, got {mask.shape}")
-            return self._act_one(feats[0], budget, mask > 0), state
+            return self.policy.act_one(feats[0], budget, mask > 0), state
         obs = {k: np.asarray(observation[k]) for k in ("budget", "mask")}
         if single:
             obs = {k: v[None] for k, v in obs.items()}

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from membudget.agents.per_resource import (MaskablePerResourceActorCriticPolicy, PerResourceActorCriticPolicy,
-                                           PerResourceNet, StudentPolicy)
+                                           PerResourceNet, StudentPolicy, candidate_outputs_numpy)
 from membudget.agents.ppo import train_ppo
 from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
 
@@ -56,41 +56,55 @@ def test_forward_candidates_equals_forward_at_the_candidates(context):
 
 
 @pytest.mark.parametrize("hidden,context", [((16, 8), True), ((16, 8), False), ((12,), True), ((8, 8, 8), True)])
-def test_forward_numpy_equals_forward_and_follows_the_parameters(hidden, context):
+def test_candidate_outputs_numpy_equal_forward_and_follow_the_parameters(hidden, context):
     torch.manual_seed(1)
     net = PerResourceNet(hidden, context=context, n_out=2)
     obs = _batch()
-    obs["mask"][1] = 0.0  # a sample without candidates: its context pools nothing
-    arrays = [np.asarray(obs[k], dtype=np.float32) for k in ("resources", "budget", "mask")]
+    i = int(np.argmax(obs["mask"].sum(axis=1)))  # the observation with the most candidates
+    res, bud, mask = (np.asarray(obs[k][i], dtype=np.float32) for k in ("resources", "budget", "mask"))
+    rows = np.flatnonzero(mask)
+    assert rows.size >= 2
 
     def both():
         with torch.no_grad():
-            want = net(*(torch.as_tensor(a) for a in arrays)).numpy()
-        return net.forward_numpy(*arrays), want
+            want = net(*(torch.as_tensor(a)[None] for a in (res, bud, mask)))[0, rows].numpy()
+        return candidate_outputs_numpy(net.numpy_layers(), res, bud, rows), want
 
     got, want = both()
-    assert got.shape == want.shape == (3, 11, 2) and got.dtype == np.float32
+    assert got.shape == want.shape == (rows.size, 2) and got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    with torch.no_grad():  # an optimizer's in-place step, then a load into new storage: both show through
+    layers = net.numpy_layers()
+    with torch.no_grad():  # an optimizer's in-place step, then a load: both show through the same views
         net.head.bias += 1.0
-    np.testing.assert_allclose(*both(), rtol=1e-5, atol=1e-6)
+        net.first.weight.mul_(0.5)
+    np.testing.assert_allclose(candidate_outputs_numpy(layers, res, bud, rows), both()[1], rtol=1e-5, atol=1e-6)
     net.load_state_dict(PerResourceNet(hidden, context=context, n_out=2).state_dict())
-    np.testing.assert_allclose(*both(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(candidate_outputs_numpy(layers, res, bud, rows), both()[1], rtol=1e-5, atol=1e-6)
 
 
-def test_student_probabilities_equal_the_torch_sigmoid_single_and_batched():
+def test_student_acts_on_one_observation_as_on_a_batch():
     torch.manual_seed(2)
-    policy = StudentPolicy(PerResourceNet((16, 8)))
-    obs = _batch()
+    policy = StudentPolicy(PerResourceNet((16, 8)), threshold=0.45)
+    obs = _batch(n=6, steps=25)
+    batched, _ = policy.predict(obs)
+    assert batched.shape == (6, 11)
+    for i in range(6):
+        single, _ = policy.predict({k: v[i] for k, v in obs.items()})
+        assert single.shape == (11,) and single.dtype == np.float32
+        np.testing.assert_array_equal(single > 0, batched[i] > 0)
+        np.testing.assert_allclose(single, batched[i], rtol=1e-5, atol=1e-6)
+    import copy
+    import pickle
+
+    twin = pickle.loads(pickle.dumps(policy))  # its layers made again from the copy's own parameters
+    deep = copy.deepcopy(policy)
     with torch.no_grad():
-        want = torch.sigmoid(policy.net(*(torch.as_tensor(obs[k], dtype=torch.float32)
-                                          for k in ("resources", "budget", "mask")))[..., 0]).numpy()
-    batched = policy.probabilities(obs)
-    assert batched.shape == (3, 11) and batched.dtype == np.float64
-    np.testing.assert_allclose(batched, want, rtol=1e-6, atol=1e-7)
-    single = policy.probabilities({k: v[2] for k, v in obs.items()})
-    assert single.shape == (11,)
-    np.testing.assert_array_equal(single, batched[2])
+        for p in (*twin.net.parameters(), *deep.net.parameters()):
+            p.mul_(-1.0)
+    one = {k: v[0] for k, v in obs.items()}
+    flipped, _ = StudentPolicy(twin.net, threshold=0.45).predict({k: v[None] for k, v in one.items()})
+    np.testing.assert_allclose(twin.predict(one)[0], flipped[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(deep.predict(one)[0], flipped[0], rtol=1e-5, atol=1e-6)
 
 
 def test_native_ppo_minibatch_rows_are_the_batch_samples_candidates():
