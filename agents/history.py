@@ -48,6 +48,8 @@ class History:
             raise ValueError(f"decays must be a sequence of numbers in [0, 1), got {decays!r}")
         self.decays = tuple(check_number(f"decays[{i}]", d, 0, 1, high_open=True) for i, d in enumerate(decays))
         self.base = check_int("n_features", n_features, 1)
+        self._d = np.asarray(self.decays, dtype=np.float32).reshape(1, -1, 1, 1)
+        self._1_d = 1 - self._d
 
     @property
     def n_features(self) -> int:
@@ -87,8 +89,7 @@ class History:
                              f"{x.shape}")
         frames, means = frames.copy(), means.copy()
         frames[start], means[start] = x[start, None], x[start, None]
-        d = np.asarray(self.decays, dtype=np.float32).reshape(1, -1, 1, 1)
-        means = d * means + (1 - d) * x[:, None]
+        means = self._d * means + self._1_d * x[:, None]
         out = np.concatenate([x[:, None], frames[:, ::-1], means], axis=1)  # (n, frames + D, R, base)
         frames = np.concatenate([frames[:, 1:], x[:, None]], axis=1) if self.frames > 1 else frames
         return np.ascontiguousarray(out.transpose(0, 2, 1, 3).reshape(n, x.shape[1], self.n_features)), (frames,

@@ -127,7 +127,10 @@ def candidate_outputs_numpy(layers, resources, budget, rows) -> np.ndarray:
     (w_res, w_bud, w_bit, b), hidden, pool = layers
     h = np.maximum(resources[rows] @ w_res + (budget @ w_bud + (w_bit + b)), 0)
     (w, b), *rest = hidden
-    z = h @ w + b + (0 if pool is None else h.mean(axis=0) @ pool)
+    if pool is not None:  # the candidates' mean, as ndarray.mean computes it (its Python wrapper is most of its time)
+        mean = np.add.reduce(h, axis=0)
+        np.true_divide(mean, np.intp(len(h)), out=mean, casting="unsafe")
+    z = h @ w + b + (0 if pool is None else mean @ pool)
     for w, b in rest:
         z = np.maximum(z, 0) @ w + b
     return z
@@ -271,7 +274,7 @@ class StudentPolicy:
             z = candidate_outputs_numpy(self._layers[1], np.asarray(resources, dtype=np.float32),
                                         np.asarray(budget, dtype=np.float32), rows)[:, 0]
             p = 0.5 * (1.0 + np.tanh(0.5 * z))  # the sigmoid, without exp's overflow
-            action[rows] = np.where(p >= self.threshold, np.clip(p, 1e-6, 1.0), -1.0)
+            action[rows] = np.where(p >= self.threshold, np.minimum(np.maximum(p, 1e-6), 1.0), -1.0)
         return action
 
     def save(self, path):
