@@ -17,6 +17,7 @@ import os
 import shlex
 import sys
 import time
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,13 +51,38 @@ REPLAY_ACTION_FEATURES = np.array([[float(m == mode) for m in MODES] + [float(b 
                                    for mode in MODES for budget in BUDGETS])
 
 
-def make_linucb(alpha, alpha_decay=None, l2_lambda=1.0, cost_weight=0.5, hybrid_own=None):
-    """LIMBO's two-head LinUCB: disjoint (``hybrid_own`` None) or :class:`HybridLinUCB` over
-    :data:`REPLAY_ACTION_FEATURES` with ``own_l2_lambda = hybrid_own``."""
-    kwargs = {"alpha": alpha, "alpha_decay": alpha_decay, "l2_lambda": l2_lambda, "cost_weight": cost_weight}
-    if hybrid_own is None:
-        return LinUCB(**kwargs)
-    return HybridLinUCB(action_features=REPLAY_ACTION_FEATURES, own_l2_lambda=hybrid_own, **kwargs)
+@dataclasses.dataclass(frozen=True)
+class Bandit:
+    """LIMBO's two-head LinUCB as the replay studies set it: ``alpha``, its decay τ (``alpha_decay``; None:
+    constant), the ridge ``l2_lambda`` and the model (``hybrid_own`` None: disjoint heads per action, LIMBO's; a
+    number: :class:`HybridLinUCB` over :data:`REPLAY_ACTION_FEATURES` with that ``own_l2_lambda``)."""
+
+    alpha: float = SELECTED_ALPHA
+    alpha_decay: float | None = None
+    l2_lambda: float = 1.0
+    hybrid_own: float | None = None
+
+    def make(self, cost_weight=0.5):
+        """A fresh agent with these settings and the reward's cost weight ``w``."""
+        kwargs = {"alpha": self.alpha, "alpha_decay": self.alpha_decay, "l2_lambda": self.l2_lambda,
+                  "cost_weight": cost_weight}
+        if self.hybrid_own is None:
+            return LinUCB(**kwargs)
+        return HybridLinUCB(action_features=REPLAY_ACTION_FEATURES, own_l2_lambda=self.hybrid_own, **kwargs)
+
+    def label(self) -> str:
+        return (f"alpha {self.alpha:g}, decay {'none' if self.alpha_decay is None else f'{self.alpha_decay:g}'}, "
+                + ("disjoint" if self.hybrid_own is None else f"hybrid own-lambda {self.hybrid_own:g}"))
+
+
+V1_BANDIT = Bandit(SELECTED_ALPHA_V1, SELECTED_DECAY_V1, hybrid_own=SELECTED_HYBRID_V1)
+"""LinUCB's settings chosen on ReplayStream-v1's development seeds."""
+
+
+def bandit_grid(alphas, decays=(None,), hybrids=(None,), l2_lambda=1.0) -> tuple:
+    """Every :class:`Bandit` of the product of ``alphas``, ``decays`` and ``hybrids`` (in that nesting)."""
+    return tuple(Bandit(float(a), None if d is None else float(d), float(l2_lambda), None if h is None else float(h))
+                 for a in alphas for d in decays for h in hybrids)
 
 
 def _result(actions, correct, tokens, bonus=None, rewards=None):
@@ -147,42 +173,40 @@ def fixed_scale_reward(run, stream, cost_weight=0.5) -> float:
     return float(run["accuracy"] - cost_weight * run["tokens"].mean() / stream.tokens.max())
 
 
-def alpha_task(l2_lambda, cost_weight, item, version=0) -> tuple[float, float, float, float]:
-    """One development stream of :func:`select_alpha`, keyed by ``(alpha, decay, hybrid_own, family, profile,
-    seed)``: a fresh LinUCB's (:func:`make_linucb`) ``(mean reward, fixed-scale reward, accuracy, mean tokens per
-    task)`` on ReplayStream-v{version}."""
-    alpha, decay, hybrid_own, family, profile, seed = item
-    r = run_bandit(make_linucb(alpha, decay, l2_lambda, cost_weight, hybrid_own),
-                   family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
+def alpha_task(cost_weight, item, version=0) -> tuple[float, float, float, float]:
+    """One development stream of :func:`select_alpha`, keyed by ``(bandit, family, profile, seed)``: a fresh
+    LinUCB's (:class:`Bandit`) ``(mean reward, fixed-scale reward, accuracy, mean tokens per task)`` on
+    ReplayStream-v{version}."""
+    bandit, family, profile, seed = item
+    r = run_bandit(bandit.make(cost_weight), family=family, profile=profile, seed=seed, cost_weight=cost_weight,
+                   version=version)
     return (r["mean_reward"], fixed_scale_reward(r, stream_of(family, profile, seed, version), cost_weight),
             r["accuracy"], float(r["tokens"].mean()))
 
 
 def _alpha_task_item(fixed, item):
-    l2_lambda, cost_weight, version = fixed
-    return alpha_task(l2_lambda, cost_weight, item, version=version)
+    cost_weight, version = fixed
+    return alpha_task(cost_weight, item, version=version)
 
 
-def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), profiles=("strong", "mid", "weak"), *,
-                 decays=(None,), hybrids=(None,), l2_lambda=1.0, cost_weight=0.5, executor=None,
-                 version=0, criterion="reward") -> tuple[tuple[float, float | None, float | None], dict]:
-    """Choose LinUCB's ``alpha``, its decay ``τ`` (``alpha_decay``; None: constant) and its model (``hybrids``:
-    None = disjoint, a number = :class:`HybridLinUCB` with that ``own_l2_lambda``; :func:`make_linucb`) on
-    development streams (seeds 0-9, disjoint from the report's 42-44): the triple with the highest mean per-task
-    ``criterion`` over every (family, profile) and seed: ``"reward"`` (correct − w · cost, the bandit's own
-    objective) or ``"fixed-scale"`` (:func:`fixed_scale_reward`). Returns ``((alpha, decay, hybrid), {(alpha, decay,
-    hybrid): (mean reward, mean fixed-scale reward, mean accuracy, mean tokens per task)})``. ``executor``
-    (default: in this process) runs one task per (alpha, decay, hybrid, family, profile, seed)."""
+def select_alpha(grid=bandit_grid(ALPHA_GRID), seeds=DEV_SEEDS, families=("db", "os"),
+                 profiles=("strong", "mid", "weak"), *, cost_weight=0.5, executor=None, version=0,
+                 criterion="reward") -> tuple[Bandit, dict]:
+    """Choose LinUCB's settings among the :class:`Bandit` s of ``grid`` (:func:`bandit_grid`: alphas, decays τ of
+    alpha, models) on development streams (seeds 0-9, disjoint from the report's 42-44): the one with the highest
+    mean per-task ``criterion`` over every (family, profile) and seed: ``"reward"`` (correct − w · cost, the
+    bandit's own objective) or ``"fixed-scale"`` (:func:`fixed_scale_reward`). Returns ``(best, {bandit: (mean
+    reward, mean fixed-scale reward, mean accuracy, mean tokens per task)})``. ``executor`` (default: in this
+    process) runs one task per (bandit, family, profile, seed)."""
     if criterion not in SELECTION_CRITERIA:
         raise ValueError(f"criterion must be one of {SELECTION_CRITERIA}, got {criterion!r}")
     overlap = set(seeds) & set(PAPER_SEEDS)
     if overlap:
         raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
     streams = [(f, p, int(s)) for f in families for p in profiles for s in seeds]
-    grid = [(float(alpha), None if decay is None else float(decay), None if own is None else float(own))
-            for alpha in alphas for decay in decays for own in hybrids]
-    items = [(*pair, *stream) for pair in grid for stream in streams]
-    out = (executor or Executor()).map(functools.partial(_alpha_task_item, (l2_lambda, cost_weight, version)), items)
+    grid = tuple(dict.fromkeys(grid))
+    items = [(bandit, *stream) for bandit in grid for stream in streams]
+    out = (executor or Executor()).map(functools.partial(_alpha_task_item, (cost_weight, version)), items)
     scores = {}
     for i, pair in enumerate(grid):
         runs = out[i * len(streams):(i + 1) * len(streams)]
@@ -195,10 +219,9 @@ def select_alpha(alphas=ALPHA_GRID, seeds=DEV_SEEDS, families=("db", "os"), prof
 DIAGNOSIS_WINDOWS = ((0, 100), (100, 300), (300, 500))
 
 
-def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SELECTED_ALPHA_V1,
-                    alpha_decay=SELECTED_DECAY_V1, hybrid_own=SELECTED_HYBRID_V1, l2_lambda=1.0, cost_weight=0.5,
-                    version=1, action=0, windows=DIAGNOSIS_WINDOWS) -> dict:
-    """Why a fresh LinUCB per development stream chooses what it does, measured against each stream's true success
+def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=V1_BANDIT, cost_weight=0.5, version=1,
+                    action=0, windows=DIAGNOSIS_WINDOWS) -> dict:
+    """Why a fresh LinUCB (``bandit``) per development stream chooses what it does, measured against each stream's true success
     probabilities (``stream.prob``). Returns ``mean_reward`` (the environment's, cost over the running maximum),
     ``fixed_scale_reward`` (accuracy − w · mean tokens / the stream's largest token count, a scale no policy
     moves), ``top_action_tasks`` (per stream, the tasks of its most played action) and, per window of tasks
@@ -212,9 +235,8 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, alpha=SEL
         raise ValueError(f"diagnose on development seeds, disjoint from the report's {PAPER_SEEDS}; got {overlap}")
     rows, mean_reward, fixed, top = [], [], [], []
     for seed in seeds:
-        r = run_bandit(make_linucb(alpha, alpha_decay, l2_lambda, cost_weight, hybrid_own), family=family,
-                       profile=profile, seed=seed, record_heads=True, cost_weight=cost_weight,
-                       version=version)
+        r = run_bandit(bandit.make(cost_weight), family=family, profile=profile, seed=seed, record_heads=True,
+                       cost_weight=cost_weight, version=version)
         s = stream_of(family, profile, seed, version)
         t = np.arange(s.n_tasks)
         running = np.maximum.accumulate(np.concatenate([[0], r["tokens"][:-1]]))
@@ -251,7 +273,7 @@ def diagnose_main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
     parser.add_argument("--configs", nargs="+", type=_config_flag,
-                        default=[(SELECTED_ALPHA_V1, SELECTED_DECAY_V1, SELECTED_HYBRID_V1)],
+                        default=[(V1_BANDIT.alpha, V1_BANDIT.alpha_decay, V1_BANDIT.hybrid_own)],
                         help=f"alpha:decay[:own] (own: HybridLinUCB's own_l2_lambda; default disjoint LinUCB; "
                              f"default {SELECTED_ALPHA_V1:g}:{SELECTED_DECAY_V1:g})")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
@@ -261,12 +283,10 @@ def diagnose_main(argv=None):
           "action is chosen: head error on (none, low), true reward margin of (none, low), true accuracy gain")
     results = {}
     for alpha, decay, own in args.configs:
-        d = results[(alpha, decay, own)] = diagnose_bandit(args.family, args.profile, args.seeds, alpha=alpha,
-                                                           alpha_decay=decay, hybrid_own=own,
-                                                           l2_lambda=args.l2_lambda, version=args.env_version)
-        tau = "none" if decay is None else f"{decay:g}"
-        model = "disjoint" if own is None else f"hybrid own-lambda {own:g}"
-        print(f"alpha {alpha:g}, decay {tau}, {model}: mean reward {d['mean_reward']:.4f}, "
+        bandit = Bandit(alpha, decay, args.l2_lambda, own)
+        d = results[(alpha, decay, own)] = diagnose_bandit(args.family, args.profile, args.seeds, bandit=bandit,
+                                                           version=args.env_version)
+        print(f"{bandit.label()}: mean reward {d['mean_reward']:.4f}, "
               f"fixed-scale reward {d['fixed_scale_reward']:.4f}; tasks of each stream's most played action "
               f"{min(d['top_action_tasks'])}-{max(d['top_action_tasks'])}")
         for w in d["windows"]:
@@ -298,14 +318,14 @@ def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
                                     cost_weight=cost_weight, version=version))
 
 
-def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alpha_decay=None, hybrid_own=None) -> dict:
+def stream_task(bandit, cost_weight, ppo_models, item, version=0) -> dict:
     """One stream of :func:`evaluate`, keyed by ``(agent, family, profile, seed)``: a reference baseline, a fresh
     LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle, on
     ReplayStream-v{version}."""
     agent, family, profile, seed = item
     if agent == "linucb":
-        return run_bandit(make_linucb(alpha, alpha_decay, l2_lambda, cost_weight, hybrid_own),
-                          family=family, profile=profile, seed=seed, cost_weight=cost_weight, version=version)
+        return run_bandit(bandit.make(cost_weight), family=family, profile=profile, seed=seed, cost_weight=cost_weight,
+                          version=version)
     if agent == "ppo":
         policy = ppo_from_bytes(ppo_models[(family, profile)])
     elif agent == "oracle":
@@ -316,20 +336,17 @@ def stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=0, alph
 
 
 def _stream_task_item(fixed, item):
-    alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay, hybrid_own = fixed
-    return stream_task(alpha, l2_lambda, cost_weight, ppo_models, item, version=version, alpha_decay=alpha_decay,
-                       hybrid_own=hybrid_own)
+    bandit, cost_weight, ppo_models, version = fixed
+    return stream_task(bandit, cost_weight, ppo_models, item, version=version)
 
 
-def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, alpha=SELECTED_ALPHA,
-             l2_lambda=1.0, cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0,
-             alpha_decay=None, hybrid_own=None) -> list[dict]:
+def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, bandit=Bandit(),
+             cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
     ``ppo_timesteps`` (trained on the version played). ``version``: the ReplayStream version played;
-    ``alpha_decay``: LinUCB's decay of alpha (None: constant); ``hybrid_own``: LinUCB's model
-    (:func:`make_linucb`)."""
+    ``bandit``: LinUCB's settings (:class:`Bandit`)."""
     executor = executor or Executor()
     settings = [(f, p) for f in families for p in profiles]
     ppo_models = {}
@@ -339,9 +356,7 @@ def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PA
     agents = [*reference_baselines(), "linucb", *(["ppo"] if ppo_timesteps else []), "oracle"]
     keys = [(agent, f, p) for f, p in settings for agent in agents]
     seeds = [int(s) for s in seeds]
-    runs = executor.map(functools.partial(_stream_task_item,
-                                          (alpha, l2_lambda, cost_weight, ppo_models, version, alpha_decay,
-                                           hybrid_own)),
+    runs = executor.map(functools.partial(_stream_task_item, (bandit, cost_weight, ppo_models, version)),
                         [(*key, s) for key in keys for s in seeds])
     n = len(seeds)
     return [{"family": f, "profile": p, "agent": agent, "runs": runs[i * n:(i + 1) * n]}
@@ -518,16 +533,16 @@ def select_alpha_main(argv=None):
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     with executor_from_flags(args) as executor:
-        best, scores = select_alpha(args.alphas, args.seeds, decays=args.decays, hybrids=args.hybrids,
+        best, scores = select_alpha(bandit_grid(args.alphas, args.decays, args.hybrids), args.seeds,
                                     executor=executor, version=args.env_version, criterion=args.criterion)
     print(f"LinUCB alpha on ReplayStream-v{args.env_version}, development seeds {args.seeds}, all six family x "
           "profile settings, 500-task streams")
     print(f"{'alpha':>6} {'decay':>6} {'hybrid':>7} {'mean reward':>12} {'fixed-scale':>12} {'accuracy':>9} "
           f"{'tokens/task':>12}")
-    for (a, tau, own), (r, fixed, acc, tok) in scores.items():
-        print(f"{a:>6.2f} {'none' if tau is None else f'{tau:g}':>6} {'none' if own is None else f'{own:g}':>7} "
-              f"{r:>12.4f} {fixed:>12.4f} {acc:>9.3f} {tok:>12.0f}"
-              + ("  <- selected" if (a, tau, own) == best else ""))
+    for b, (r, fixed, acc, tok) in scores.items():
+        tau, own = b.alpha_decay, b.hybrid_own
+        print(f"{b.alpha:>6.2f} {'none' if tau is None else f'{tau:g}':>6} {'none' if own is None else f'{own:g}':>7} "
+              f"{r:>12.4f} {fixed:>12.4f} {acc:>9.3f} {tok:>12.0f}" + ("  <- selected" if b == best else ""))
     print(f"selected by the {args.criterion} criterion")
     return best
 
@@ -590,10 +605,10 @@ def replay_main(argv=None):
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
-        rows = evaluate(args.families, args.profiles, args.seeds, alpha=args.alpha, l2_lambda=args.l2_lambda,
+        rows = evaluate(args.families, args.profiles, args.seeds,
+                        bandit=Bandit(args.alpha, args.alpha_decay, args.l2_lambda, args.hybrid_own),
                         cost_weight=args.cost_weight, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
-                        executor=executor, version=args.env_version, alpha_decay=args.alpha_decay,
-                        hybrid_own=args.hybrid_own)
+                        executor=executor, version=args.env_version)
     n_tasks = rows[0]["runs"][0]["tokens"].size
     text = (f"ReplayStream-v{args.env_version}, seeds {args.seeds}, {n_tasks}-task streams, "
             f"LinUCB alpha={args.alpha} "

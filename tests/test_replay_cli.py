@@ -131,7 +131,8 @@ def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one
     trained = []  # the PPO task's model, trained on one short rollout (64 steps, one minibatch)
     monkeypatch.setattr(limbo, "train_ppo", lambda **kw: trained.append(train_ppo(**kw, n_steps=64, batch_size=64))
                         or trained[-1])
-    rows = limbo.evaluate(("os",), ("weak",), (42, 43), alpha=0.3, ppo_timesteps=64, executor=_Reversed())
+    rows = limbo.evaluate(("os",), ("weak",), (42, 43), bandit=limbo.Bandit(0.3), ppo_timesteps=64,
+                          executor=_Reversed())
     (model,) = trained
     direct = []
     for name, pol in [*reference_baselines().items(), ("linucb", None), ("ppo", model), ("oracle", None)]:
@@ -141,27 +142,28 @@ def test_replay_study_in_reverse_task_order_equals_the_streams_played_one_by_one
             limbo.run_policy(pol or HindsightOracle(None), family="os", profile="weak", seed=s) for s in (42, 43)]})
     assert_same_rows(rows, direct)  # the PPO row: the model shipped as bytes plays as the trained one
     no_ppo = [r for r in rows if r["agent"] != "ppo"]
-    assert_same_rows(limbo.evaluate(("os",), ("weak",), (42, 43), alpha=0.3), no_ppo)
+    assert_same_rows(limbo.evaluate(("os",), ("weak",), (42, 43), bandit=limbo.Bandit(0.3)), no_ppo)
 
 
 def test_select_alpha_in_reverse_task_order_equals_the_mean_over_streams():
-    alphas, streams = (0.0, 0.5), [("db", "weak", 1), ("db", "weak", 2), ("os", "weak", 1), ("os", "weak", 2)]
-    best, scores = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10), executor=_Reversed())
-    assert list(scores) == [(0.0, None, None), (0.0, 10.0, None), (0.5, None, None), (0.5, 10.0, None)]
-    for a, decay, _ in scores:
-        runs = [limbo.run_bandit(LinUCB(alpha=a, alpha_decay=decay), family=f, profile=p, seed=s, cost_weight=0.5)
-                for f, p, s in streams]
+    grid = limbo.bandit_grid((0.0, 0.5), decays=(None, 10))
+    streams = [("db", "weak", 1), ("db", "weak", 2), ("os", "weak", 1), ("os", "weak", 2)]
+    best, scores = limbo.select_alpha(grid, (1, 2), ("db", "os"), ("weak",), executor=_Reversed())
+    assert [(b.alpha, b.alpha_decay, b.hybrid_own) for b in scores] == [(0.0, None, None), (0.0, 10.0, None),
+                                                                         (0.5, None, None), (0.5, 10.0, None)]
+    for b in scores:
+        runs = [limbo.run_bandit(LinUCB(alpha=b.alpha, alpha_decay=b.alpha_decay), family=f, profile=p, seed=s,
+                                 cost_weight=0.5) for f, p, s in streams]
         fixed = [limbo.fixed_scale_reward(r, limbo.stream_of(f, p, s, 0)) for r, (f, p, s) in zip(runs, streams)]
-        assert scores[(a, decay, None)] == (np.mean([r["mean_reward"] for r in runs]), np.mean(fixed),
-                                            np.mean([r["accuracy"] for r in runs]),
-                                            np.mean([r["tokens"].mean() for r in runs]))
-    assert scores[(0.5, None, None)] != scores[(0.5, 10.0, None)]
+        assert scores[b] == (np.mean([r["mean_reward"] for r in runs]), np.mean(fixed),
+                             np.mean([r["accuracy"] for r in runs]), np.mean([r["tokens"].mean() for r in runs]))
+    assert scores[limbo.Bandit(0.5)] != scores[limbo.Bandit(0.5, 10.0)]
     assert scores[best][0] == max(v[0] for v in scores.values())
-    by_fixed, _ = limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10), criterion="fixed-scale")
+    by_fixed, _ = limbo.select_alpha(grid, (1, 2), ("db", "os"), ("weak",), criterion="fixed-scale")
     assert scores[by_fixed][1] == max(v[1] for v in scores.values())
     with pytest.raises(ValueError, match="criterion must be one of"):
-        limbo.select_alpha(alphas, (1,), criterion="accuracy")
-    assert limbo.select_alpha(alphas, (1, 2), ("db", "os"), ("weak",), decays=(None, 10)) == (best, scores)
+        limbo.select_alpha(grid, (1,), criterion="accuracy")
+    assert limbo.select_alpha(grid, (1, 2), ("db", "os"), ("weak",)) == (best, scores)
 
 
 @pytest.mark.parametrize("sub", ["replay", "replay-alpha"])
@@ -188,7 +190,7 @@ def test_replay_study_trains_ppo_on_the_version_it_plays(monkeypatch, one_torch_
 def test_diagnose_bandit_on_the_first_task_by_hand():
     # before any update every head is 0 and every bonus alpha · |(x, 1)|, so the first choice is action 0 (ties to the
     # lowest index); with no running maximum yet every action's normalised cost is 1
-    d = limbo.diagnose_bandit("db", "weak", (3,), alpha=0.5, alpha_decay=None, action=5, windows=((0, 1), (0, 500)))
+    d = limbo.diagnose_bandit("db", "weak", (3,), bandit=limbo.Bandit(0.5), action=5, windows=((0, 1), (0, 500)))
     env = make_env("db", "weak", version=1)
     obs, _ = env.reset(seed=3)
     p = env.unwrapped.stream.prob
@@ -223,12 +225,13 @@ def test_hybrid_model_reaches_the_study_and_its_action_features_are_mode_and_tie
         for budget in BUDGETS:
             f = limbo.REPLAY_ACTION_FEATURES[action_index(mode, budget)]
             assert f.tolist() == [float(m == mode) for m in MODES] + [float(b == budget) for b in BUDGETS]
-    best, scores = limbo.select_alpha((0.3,), (1,), ("db",), ("weak",), decays=(None,), hybrids=(None, 10.0),
+    best, scores = limbo.select_alpha(limbo.bandit_grid((0.3,), hybrids=(None, 10.0)), (1,), ("db",), ("weak",),
                                       version=1)
     hybrid = limbo.run_bandit(HybridLinUCB(action_features=limbo.REPLAY_ACTION_FEATURES, own_l2_lambda=10.0,
                                            alpha=0.3), family="db", profile="weak", seed=1, version=1)
-    assert scores[(0.3, None, 10.0)][0] == hybrid["mean_reward"] and scores[(0.3, None, 10.0)][2] == hybrid["accuracy"]
-    assert scores[(0.3, None, None)] != scores[(0.3, None, 10.0)]
+    h = limbo.Bandit(0.3, hybrid_own=10.0)
+    assert scores[h][0] == hybrid["mean_reward"] and scores[h][2] == hybrid["accuracy"]
+    assert scores[limbo.Bandit(0.3)] != scores[h]
     rows = evaluate.main(["replay", "--families", "db", "--profiles", "weak", "--seeds", "42", "--bootstrap", "50",
                           "--alpha", "0.3", "--alpha-decay", "none", "--hybrid-own", "10"])
     played = {r["agent"]: r for r in rows}["linucb"]["runs"][0]
