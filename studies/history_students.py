@@ -30,9 +30,9 @@ import dataclasses
 import numpy as np
 
 from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
-from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, page_study_main, planner_labels,
-                                              references, scores)
-from membudget.studies.protocol import bootstrap_ci
+from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, page_study_main, paired_ci, planner_labels,
+                                              references, scores, timed_week)
+
 
 NO_HISTORY = (1, ())
 """``(frames, decays)`` of the current observation alone: the online-ceiling study's student."""
@@ -102,32 +102,14 @@ def decision_speed(item) -> dict:
     NumPy inference on one observation, its history carried from step to step) fitted as :func:`history_student`
     fits it, over one week's decisions (one core): the median, and the week's Set F1 (its decisions are those of
     the batched rollout). ``item = (episodes, budget, (frames, decays), seed, week)``."""
-    import time
-
-    import torch
-
     from membudget.agents.history import History, HistoryStudent, history_demonstrations
     from membudget.agents.imitation import fit_net
-    from membudget.envs.pm import PMWeekEnv
 
     episodes, budget, (frames, decays), seed, week = item
     history = History(frames, decays)
-    student = HistoryStudent(fit_net(history_demonstrations(episodes, history), seed=seed), history)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
-        obs, _ = env.reset(seed=int(week))
-        done, state, ms, start = False, None, [], True
-        while not done:
-            t0 = time.perf_counter()
-            a, state = student.predict(obs, state, start)
-            ms.append(1e3 * (time.perf_counter() - t0))
-            obs, _, done, _, info = env.step(a)
-            start = False
-    finally:
-        torch.set_num_threads(threads)
-    return {"ms_per_step": float(np.median(ms)), "set_f1": float(info["episode_metrics"]["set_f1"])}
+    ms, f1 = timed_week(HistoryStudent(fit_net(history_demonstrations(episodes, history), seed=seed), history),
+                        budget, week)
+    return {"ms_per_step": ms, "set_f1": f1}
 
 
 def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
@@ -167,11 +149,6 @@ def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
     return out
 
 
-def _ci(x):
-    m, lo, hi = bootstrap_ci(np.asarray(x), n_resamples=100_000)
-    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]", lo, hi
-
-
 def _name(h) -> str:
     frames, decays = h
     parts = [f"{frames} frame{'s' if frames > 1 else ''}"] + ([f"decays {', '.join(map(str, decays))}"] if decays
@@ -200,7 +177,7 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
     seq = np.asarray(res["ref_validation"]["Sequential"])
     for h, r in res["validation"].items():
         f1 = np.asarray(r["set_f1"])
-        lines.append(f"| {_name(h)} | {27 * (h[0] + len(h[1]))} | {f1.mean():.4f} | {_ci(f1 - seq)[0]} |")
+        lines.append(f"| {_name(h)} | {27 * (h[0] + len(h[1]))} | {f1.mean():.4f} | {paired_ci(f1 - seq)[0]} |")
     n_held = len(cfg.held_out)
     lines += ["", f"## Held-out weeks ({n_held}: 8000-8029, 9000-9029), learner seeds {seeds}", "",
               "A student's Set F1 per week is the mean over the learner seeds; paired 95% percentile-bootstrap "
@@ -215,10 +192,10 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
         h, o = (np.mean([np.asarray(x["set_f1"]) for x in r[key]], axis=0) for key in (res["chosen"], NO_HISTORY))
         per_seed = "; ".join(f"{np.mean(a['set_f1']):.4f} / {np.mean(b['set_f1']):.4f}"
                              for a, b in zip(r[res["chosen"]], r[NO_HISTORY]))
-        hs, lo, hi = _ci(h - seq)
-        lines.append(f"| {budget} | {n} | {seq.mean():.4f} | {o.mean():.4f} | {h.mean():.4f} | {_ci(h - o)[0]} | "
-                     f"{hs} | {_ci(o - seq)[0]} | {per_seed} |")
-        gh = _ci(h - o)
+        hs, lo, hi = paired_ci(h - seq)
+        gh = paired_ci(h - o)
+        lines.append(f"| {budget} | {n} | {seq.mean():.4f} | {o.mean():.4f} | {h.mean():.4f} | {gh[0]} | "
+                     f"{hs} | {paired_ci(o - seq)[0]} | {per_seed} |")
         goals.append(f"- History beats no history at {budget}, {n} weeks: {gh[0]} — "
                      f"{'met' if gh[1] > 0 else 'not met'}.")
         if budget == "B10":
@@ -248,7 +225,7 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
         start = np.mean([np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"])
                          for s in cfg.finetune_seeds], axis=0)
         steps = ", ".join(str(x["selected_env_steps"]) for x in res["finetune"])
-        ppo_seq = _ci(ppo - seq)
+        ppo_seq, ppo_start = paired_ci(ppo - seq), paired_ci(ppo - start)
         lines += ["", f"## PPO from the history student ({budget}, {n} weeks, held-out weeks)", "",
                   f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
                   f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
@@ -258,9 +235,9 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
                   + (": PPO found no actor better than its start on the validation weeks, so the figures below are "
                      "its BC start's." if all(x["selected_env_steps"] == 0 for x in res["finetune"]) else "."), "",
                   "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
-                  f"| {ppo.mean():.4f} | {_ci(ppo - start)[0]} | {ppo_seq[0]} |"]
+                  f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
         goals.append(f"- PPO from the history student >= its BC start with an interval excluding 0 at {budget}: "
-                     f"{_ci(ppo - start)[0]} — {'met' if _ci(ppo - start)[1] > 0 else 'not met'}.")
+                     f"{ppo_start[0]} — {'met' if ppo_start[1] > 0 else 'not met'}.")
     lines += ["", "## The issue's goals, measured", ""] + goals
     return "\n".join(lines) + "\n"
 

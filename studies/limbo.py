@@ -39,13 +39,6 @@ MEMORY_BASELINES = ("fixed-k1", "fixed-k4", "fixed-k8", "fixed-k16", "compressed
                     "retrieved-k4")
 # LinUCB's alpha chosen by select_alpha() on development seeds 0-9 (highest mean reward over all six settings)
 SELECTED_ALPHA = 0.2
-# the same choice on ReplayStream-v1's development seeds 0-9 over alpha and its decay τ (python -m
-# membudget.evaluate replay-alpha --decays ...): alpha_n = alpha · τ / (τ + n) after n tasks
-SELECTED_ALPHA_V1 = 1.0
-SELECTED_DECAY_V1 = 100.0
-# LinUCB's model on v1: None = disjoint heads per action (LIMBO's); a number = HybridLinUCB (Li et al. 2010) with that
-# ridge λ_own on each action's own part, sharing REPLAY_ACTION_FEATURES across actions
-SELECTED_HYBRID_V1 = None
 # f_a of HybridLinUCB on ReplayStream: indicators of the action's replay mode and of its budget tier
 REPLAY_ACTION_FEATURES = np.array([[float(m == mode) for m in MODES] + [float(b == budget) for b in BUDGETS]
                                    for mode in MODES for budget in BUDGETS])
@@ -75,8 +68,12 @@ class Bandit:
                 + ("disjoint" if self.hybrid_own is None else f"hybrid own-lambda {self.hybrid_own:g}"))
 
 
-V1_BANDIT = Bandit(SELECTED_ALPHA_V1, SELECTED_DECAY_V1, hybrid_own=SELECTED_HYBRID_V1)
-"""LinUCB's settings chosen on ReplayStream-v1's development seeds."""
+V1_BANDIT = Bandit(1.0, 100.0, hybrid_own=None)
+"""LinUCB's settings chosen on ReplayStream-v1's development seeds 0-9 over alpha, its decay τ (alpha · τ / (τ + n)
+after n tasks) and the model (``python -m membudget.evaluate replay-alpha --decays ... --hybrids ...``): disjoint
+heads per action, LIMBO's; the hybrid model (Li et al. 2010) sharing :data:`REPLAY_ACTION_FEATURES` did not win."""
+BANDITS = {0: Bandit(SELECTED_ALPHA), 1: V1_BANDIT}
+"""LinUCB's settings per ReplayStream version, each chosen on that version's development seeds."""
 
 
 def bandit_grid(alphas, decays=(None,), hybrids=(None,), l2_lambda=1.0) -> tuple:
@@ -275,7 +272,7 @@ def diagnose_main(argv=None):
     parser.add_argument("--configs", nargs="+", type=_config_flag,
                         default=[(V1_BANDIT.alpha, V1_BANDIT.alpha_decay, V1_BANDIT.hybrid_own)],
                         help=f"alpha:decay[:own] (own: HybridLinUCB's own_l2_lambda; default disjoint LinUCB; "
-                             f"default {SELECTED_ALPHA_V1:g}:{SELECTED_DECAY_V1:g})")
+                             f"default {V1_BANDIT.alpha:g}:{V1_BANDIT.alpha_decay:g})")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     args = parser.parse_args(argv)
     print(f"LinUCB on ReplayStream-v{args.env_version} {args.family} x {args.profile}, development seeds {args.seeds}; "
@@ -547,24 +544,23 @@ def select_alpha_main(argv=None):
     return best
 
 
-def _hybrid_flag(text):
-    """``--hybrids`` / ``--hybrid-own`` entries: ``none`` (disjoint LinUCB) or HybridLinUCB's ``λ_own`` > 0."""
-    if text.lower() == "none":
-        return None
-    value = float(text)
-    if not value > 0 or not np.isfinite(value):
-        raise argparse.ArgumentTypeError(f"a hybrid own-lambda must be 'none' or a finite number > 0, got {text!r}")
-    return value
+def _none_or_positive(what: str):
+    """An argparse ``type``: ``none`` or a finite number > 0 (``what`` names it in the error)."""
+    def parse(text):
+        if text.lower() == "none":
+            return None
+        value = float(text)
+        if not value > 0 or not np.isfinite(value):
+            raise argparse.ArgumentTypeError(f"a {what} must be 'none' or a finite number > 0, got {text!r}")
+        return value
+
+    return parse
 
 
-def _decay_flag(text):
-    """``--decays`` entries: ``none`` or a number > 0."""
-    if text.lower() == "none":
-        return None
-    value = float(text)
-    if not value > 0 or not np.isfinite(value):
-        raise argparse.ArgumentTypeError(f"a decay must be 'none' or a finite number > 0, got {text!r}")
-    return value
+_hybrid_flag = _none_or_positive("hybrid own-lambda")
+"""``--hybrids`` / ``--hybrid-own`` entries: ``none`` (disjoint LinUCB) or HybridLinUCB's ``λ_own``."""
+_decay_flag = _none_or_positive("decay")
+"""``--decays`` / ``--alpha-decay`` entries: ``none`` (constant alpha) or the decay τ."""
 
 
 def replay_main(argv=None):
@@ -578,13 +574,13 @@ def replay_main(argv=None):
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(PAPER_SEEDS))
     parser.add_argument("--alpha", type=float, default=None,
                         help="LinUCB exploration scale (default: chosen on development seeds 0-9 of the version: "
-                             f"{SELECTED_ALPHA_V1} on v1, {SELECTED_ALPHA} on v0)")
+                             f"{V1_BANDIT.alpha} on v1, {SELECTED_ALPHA} on v0)")
     parser.add_argument("--alpha-decay", type=_decay_flag, default=argparse.SUPPRESS,
                         help="LinUCB's decay τ of alpha ('none': constant; default: chosen with alpha on v1: "
-                             f"{SELECTED_DECAY_V1}; none on v0)")
+                             f"{V1_BANDIT.alpha_decay}; none on v0)")
     parser.add_argument("--hybrid-own", type=_hybrid_flag, default=argparse.SUPPRESS,
                         help="LinUCB's model: 'none' (disjoint heads per action) or HybridLinUCB's own-action ridge "
-                             f"lambda (default: chosen with alpha on v1: {SELECTED_HYBRID_V1}; none on v0)")
+                             f"lambda (default: chosen with alpha on v1: {V1_BANDIT.hybrid_own}; none on v0)")
     parser.add_argument("--l2-lambda", type=float, default=1.0)
     parser.add_argument("--cost-weight", type=float, default=0.5)
     parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
@@ -595,12 +591,10 @@ def replay_main(argv=None):
     parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
-    if args.alpha is None:
-        args.alpha = SELECTED_ALPHA_V1 if args.env_version == 1 else SELECTED_ALPHA
-    if not hasattr(args, "alpha_decay"):
-        args.alpha_decay = SELECTED_DECAY_V1 if args.env_version == 1 else None
-    if not hasattr(args, "hybrid_own"):
-        args.hybrid_own = SELECTED_HYBRID_V1 if args.env_version == 1 else None
+    default = BANDITS[args.env_version]
+    args.alpha = default.alpha if args.alpha is None else args.alpha
+    args.alpha_decay = getattr(args, "alpha_decay", default.alpha_decay)
+    args.hybrid_own = getattr(args, "hybrid_own", default.hybrid_own)
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()

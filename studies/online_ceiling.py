@@ -229,26 +229,40 @@ def scores(policy, budget, weeks) -> dict:
 
 
 def decision_ms(item) -> float:
-    """Task: the median milliseconds of one decision (``predict`` on one observation, one core) of the learners'
-    class, a :class:`~membudget.agents.per_resource.StudentPolicy` of a ``PerResourceNet(hidden)``, over one week
-    at ``budget``; the time depends on the class, not on the weights. ``item = (hidden, budget, week)``."""
+    """Task: the median milliseconds of one decision (:func:`timed_week`) of the learners' class, a
+    :class:`~membudget.agents.per_resource.StudentPolicy` of a ``PerResourceNet(hidden)``, over one week at
+    ``budget``; the time depends on the class, not on the weights. ``item = (hidden, budget, week)``."""
     import torch
 
     from membudget.agents.per_resource import PerResourceNet, StudentPolicy
-    from membudget.envs.pm import PMWeekEnv
 
     hidden, budget, week = item
     torch.manual_seed(0)
-    policy = StudentPolicy(PerResourceNet(hidden))
-    env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
-    obs, _ = env.reset(seed=int(week))
-    done, ms = False, []
-    while not done:
-        t0 = time.perf_counter()
-        a, _ = policy.predict(obs)
-        ms.append(1e3 * (time.perf_counter() - t0))
-        obs, _, done, _, _ = env.step(a)
-    return float(np.median(ms))
+    return timed_week(StudentPolicy(PerResourceNet(hidden)), budget, week)[0]
+
+
+def timed_week(policy, budget, week) -> tuple[float, float]:
+    """``policy`` plays one week at ``budget``, one observation at a time (its ``state`` carried, one torch
+    thread): the median milliseconds of its ``predict`` calls and the week's Set F1."""
+    import torch
+
+    from membudget.envs.pm import PMWeekEnv
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
+        obs, _ = env.reset(seed=int(week))
+        done, state, ms, start = False, None, [], True
+        while not done:
+            t0 = time.perf_counter()
+            a, state = policy.predict(obs, state, start)
+            ms.append(1e3 * (time.perf_counter() - t0))
+            obs, _, done, _, info = env.step(a)
+            start = False
+    finally:
+        torch.set_num_threads(threads)
+    return float(np.median(ms)), float(info["episode_metrics"]["set_f1"])
 
 
 def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
@@ -329,9 +343,10 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
     return out
 
 
-def _ci(x):
+def paired_ci(x) -> tuple:
+    """The mean of paired differences ``x`` with its 95% percentile-bootstrap interval: ``(text, lo, hi)``."""
     m, lo, hi = bootstrap_ci(np.asarray(x), n_resamples=100_000)
-    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]", lo > 0
+    return f"{m:+.4f} [{lo:+.4f}, {hi:+.4f}]", lo, hi
 
 
 def render(cfg: CeilingConfig, res: dict, command: str) -> str:
@@ -376,7 +391,8 @@ def _curve_section(cfg, res, span) -> list:
     gap_v = ref["HindsightDP"].mean() - seq.mean()
     for (k, m), rows in res["curve"].items():
         f1 = np.array([r["set_f1"] for r in rows])
-        lines.append(f"| {k}, {m} | {f1.mean():.4f} | {_ci(f1 - seq)[0]} | {(f1.mean() - seq.mean()) / gap_v:.2f} "
+        lines.append(f"| {k}, {m} | {f1.mean():.4f} | {paired_ci(f1 - seq)[0]} | "
+                     f"{(f1.mean() - seq.mean()) / gap_v:.2f} "
                      f"| {np.median([r['cpu'] for r in rows]):.2f} | {sum(r['fallbacks'] for r in rows)} |")
     return lines
 
@@ -396,11 +412,12 @@ def _bracket_section(cfg, res, span, goal) -> list:
         r = res["ref_held_out"][b]
         s, dp = r["Sequential"], r["HindsightDP"]
         f1 = np.array([x["set_f1"] for x in res["held_out"][b]])
-        d, above = _ci(f1 - s)
+        d, lo, _ = paired_ci(f1 - s)
+        above = lo > 0
         share = (f1.mean() - s.mean()) / (dp.mean() - s.mean())
         goal[b] = (f1.mean() - s.mean(), above, share)
         lines.append(f"| {b} | {s.mean():.4f} | {f1.mean():.4f} | {d} | {share:.2f} | "
-                     f"{r['CurrentGreedy'].mean():.4f} | {dp.mean():.4f} | {_ci(dp - f1)[0]} | "
+                     f"{r['CurrentGreedy'].mean():.4f} | {dp.mean():.4f} | {paired_ci(dp - f1)[0]} | "
                      f"{np.median([x['cpu'] for x in res['held_out'][b]]):.2f} |")
     above = [b for b in cfg.budgets if goal[b][0] > 0]
     lines += ["", "At each budget the online optimum lies between the planner's and the DP's Set F1 (no bound tighter "
@@ -433,11 +450,11 @@ def _bayes_section(cfg, res, span) -> list:
         f1 = np.array([x["set_f1"] for x in g["held_out"]])
         planner = np.array([x["set_f1"] for x in res["held_out"][b]])
         curve = "; ".join(f"{th}: {np.mean([x['set_f1'] for x in rows]):.4f}" for th, rows in g["validation"].items())
-        d_seq, up = _ci(f1 - s)
-        d_pl, _ = _ci(f1 - planner)
-        if up:
+        d_seq, lo, _ = paired_ci(f1 - s)
+        d_pl, _, hi = paired_ci(f1 - planner)
+        if lo > 0:
             above.append(b)
-        if bootstrap_ci(planner - f1, n_resamples=100_000)[1] > 0:
+        if hi < 0:
             below.append(b)
         lines.append(f"| {b} | {curve} | {g['threshold']} | {f1.mean():.4f} | {d_seq} | {d_pl} | "
                      f"{(f1.mean() - s.mean()) / (dp.mean() - s.mean()):.2f} | "
@@ -475,9 +492,9 @@ def _students_section(cfg, res, goal) -> tuple:
         dp = np.mean([r["set_f1"] for r in st["dp"]], axis=0)
         per = "; ".join(f"{np.mean(a['set_f1']):.4f} / {np.mean(c['set_f1']):.4f}"
                         for a, c in zip(st["online"], st["dp"]))
-        vs = (lambda x: _ci(x - s)[0]) if s is not None else (lambda x: "")
+        vs = (lambda x: paired_ci(x - s)[0]) if s is not None else (lambda x: "")
         lines.append(f"| {'BC' if method == 'bc' else 'DAgger'} | {b} | {n} | {st['states']} | {on.mean():.4f} | "
-                     f"{dp.mean():.4f} | {vs(on)} | {vs(dp)} | {_ci(on - dp)[0]} | {per} |")
+                     f"{dp.mean():.4f} | {vs(on)} | {vs(dp)} | {paired_ci(on - dp)[0]} | {per} |")
         goal[("students", method, b, n)] = (on, dp, s)
     _, b, n = max(res["students"], key=lambda st: st[2])
     cpu = max((st for key, st in res["students"].items() if key[1:] == (b, n)), key=lambda st: st["states"])[
@@ -513,8 +530,8 @@ def _finetune_section(cfg, res, goal) -> list:
             per = "; ".join(f"{np.mean(r['set_f1']):.4f}" for r in rows)
             kept = ", ".join(f"{r['selected_env_steps']:,}" for r in rows)
             engines = ", ".join(sorted({r["engine"] for r in rows}))
-            lines.append(f"| {name} | {b} | {n} | {student.mean():.4f} | {f1.mean():.4f} | {_ci(f1 - s)[0]} | "
-                         f"{_ci(f1 - student)[0]} | {per} | {kept} | {engines} |")
+            lines.append(f"| {name} | {b} | {n} | {student.mean():.4f} | {f1.mean():.4f} | {paired_ci(f1 - s)[0]} | "
+                         f"{paired_ci(f1 - student)[0]} | {per} | {kept} | {engines} |")
             goal[("finetune", teacher, b, n)] = (f1, s)
     return lines
 
@@ -542,15 +559,16 @@ def _goals_section(cfg, res, goal, cpu) -> list:
                      f"{', '.join(fast) or 'none'}.")
     for (method, b, n) in res["students"]:
         on, dp, s = goal[("students", method, b, n)]
-        text, above = _ci(on - dp)
+        text, lo, _ = paired_ci(on - dp)
         lines.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({method}, {b},"
-                     f" {n} weeks): {text} — {'met' if above else 'not met'}.")
+                     f" {n} weeks): {text} — {'met' if lo > 0 else 'not met'}.")
     candidates = []  # every learner of the planner is a candidate: all listed
     for method, b, n in res["students"]:
         on, _, s = goal[("students", method, b, n)]
         candidates.append((f"the {method} student of the planner, {n} weeks", b, on, s))
     candidates += [(f"PPO from the {'planner' if t == 'online' else 'DP'}'s BC student, {n} weeks", b,
-                    *goal[("finetune", t, b, n)]) for (method, b, n) in res.get("finetune", {}) for t in ("online", "dp")]
+                    *goal[("finetune", t, b, n)])
+                   for (_, b, n) in res.get("finetune", {}) for t in ("online", "dp")]
     ms = res["decision_ms"]
     for name, b, on, s in candidates:
         if s is None:

@@ -93,8 +93,9 @@ class ProactiveStreamV1Env(ProactiveStreamEnv):
         self._static = np.concatenate([self._static, np.zeros((n, 2), np.float32)], axis=1)
         self._carried = np.zeros((n, 2), np.float32)
         self._record_anchors = {}
-        anchor_bit = self.scope_spec.bit(CARRIED_FACTS[self.scope][0])
-        self._is_anchor = (self.stream.facts & anchor_bit) != 0
+        anchor, follow = (self.scope_spec.bit(f) for f in CARRIED_FACTS[self.scope])
+        self._is_anchor = (self.stream.facts & anchor) != 0
+        self._follow_bit = follow
 
     def _anchors(self, record) -> set:
         """The entities whose anchor the record's accepted segments cite."""
@@ -110,8 +111,7 @@ class ProactiveStreamV1Env(ProactiveStreamEnv):
         t0 = self._ready
         super()._extend()
         s, trace, anchor = self.stream, self._memory.advance(self._ready - 1), self._is_anchor
-        follow_bit = self.scope_spec.bit(CARRIED_FACTS[self.scope][1])
-        for t in np.flatnonzero((s.facts[t0:self._ready] & follow_bit) != 0).tolist():
+        for t in np.flatnonzero((s.facts[t0:self._ready] & self._follow_bit) != 0).tolist():
             t += t0
             lo, entity = trace.event_lo[t], s.object_id[t]
             self._carried[t, 0] = bool(np.any(anchor[lo:t] & (s.object_id[lo:t] == entity)))
