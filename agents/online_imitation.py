@@ -60,22 +60,34 @@ def fit_online_bc(train_seeds, budget, *, samples=4, particles=None, epochs=60, 
     return StudentPolicy(net, config=cfg), demos
 
 
-def student_demonstrations(policy, seeds, budget, *, samples=4, particles=None, **env_kw) -> Demonstrations:
+def student_episodes(policy, seeds, budget, *, samples=4, particles=None, **env_kw) -> list:
     """The states ``policy`` reaches on its own rollouts of the weeks ``seeds`` at ``budget``, each labelled by the
     online planner given the student's history (``samples``: its ``K``; ``particles``: its weighted draws; its seed
-    on each week: the week's number)."""
+    on each week: the week's number): one :class:`~membudget.agents.imitation.Demonstrations` per week, its states
+    in step order. A policy that carries a state (a recurrent policy, :class:`~membudget.agents.history.HistoryStudent`)
+    carries it across the week's steps, restarted at each week's first step."""
     from membudget.wrappers import TEACHER_KEY, OnlineTeacher
 
-    log = StateLog()
+    out = []
     for s in seeds:
         env = OnlineTeacher(PMWEEK.make_env(budget, **{"per_step_cap": 2, **env_kw}), samples=samples,
                             n_particles=particles, seed=int(s))
+        log = StateLog()
         obs, info = env.reset(seed=int(s))
-        done = False
+        done, state, start = False, None, True
         while not done:
             log.add(obs, (np.asarray(info[TEACHER_KEY]) > 0).astype(np.float32))
-            obs, _, done, _, info = env.step(policy.predict(obs)[0])
-    return log.demonstrations()
+            action, state = policy.predict(obs, state=state, episode_start=np.array([start]))
+            start = False
+            obs, _, done, _, info = env.step(action)
+        out.append(log.demonstrations())
+    return out
+
+
+def student_demonstrations(policy, seeds, budget, *, samples=4, particles=None, **env_kw) -> Demonstrations:
+    """:func:`student_episodes` of the weeks ``seeds`` in one set of demonstrations."""
+    return Demonstrations.concatenate(student_episodes(policy, seeds, budget, samples=samples, particles=particles,
+                                                       **env_kw))
 
 
 def fit_online_dagger(train_seeds, budget, *, samples=4, particles=None, iterations=1, seed=0, demos=None):

@@ -51,7 +51,10 @@ class HistoryConfig:
     runs: tuple = (("B10", 200), ("B5", 200), ("B20", 200), ("B10", 400))
     """``(budget, n)``: both students fitted on development weeks 2000..2000+n-1 at ``budget``."""
     learner_seeds: tuple = (0, 1, 2)
-    finetune_seeds: tuple = (0,)
+    dagger_seeds: tuple = (0, 1, 2)
+    """One online-DAgger round (:func:`history_dagger`) for the history student of these learner seeds of the first
+    run: the planner labels the states the BC student reaches on the same development weeks."""
+    finetune_seeds: tuple = (0, 1, 2)
     """PPO (:attr:`finetune_ppo`, PPO seed = the learner seed; the validation weeks pick the kept actor) started from
     the history student of these learner seeds of the first run, through
     :class:`~membudget.agents.history.HistoryTask`."""
@@ -61,7 +64,17 @@ class HistoryConfig:
 
 FULL = HistoryConfig()
 QUICK = HistoryConfig(validation=(4000, 4001), held_out=(8000, 9000), planner=(2, 8), grid=((2, ()), (1, (0.9,))),
-                      choose_weeks=2, runs=(("B10", 2),), learner_seeds=(0,), finetune_ppo=BENCH_QUICK["finetune"])
+                      choose_weeks=2, runs=(("B10", 2),), learner_seeds=(0,), dagger_seeds=(0,), finetune_seeds=(0,),
+                      finetune_ppo=BENCH_QUICK["finetune"])
+
+
+def _fit(episodes, h, seed):
+    """The network BC fits with learner seed ``seed`` to the labels ``episodes`` (one Demonstrations per week, in
+    step order) over the history ``h = (frames, decays)``."""
+    from membudget.agents.history import History, history_demonstrations
+    from membudget.agents.imitation import fit_net
+
+    return fit_net(history_demonstrations(episodes, History(*h)), seed=seed)
 
 
 def history_student(item) -> dict:
@@ -69,13 +82,41 @@ def history_student(item) -> dict:
     step order) over the history ``(frames, decays)``, scored on ``weeks``
     (:func:`~membudget.studies.online_ceiling.scores`). ``item = (episodes, budget, (frames, decays), seed,
     weeks)``."""
-    from membudget.agents.history import History, HistoryStudent, history_demonstrations
-    from membudget.agents.imitation import fit_net
+    from membudget.agents.history import History, HistoryStudent
 
-    episodes, budget, (frames, decays), seed, weeks = item
-    history = History(frames, decays)
-    net = fit_net(history_demonstrations(episodes, history), seed=seed)
-    return scores(HistoryStudent(net, history, config={"method": "bc"}), budget, weeks)
+    episodes, budget, h, seed, weeks = item
+    return scores(HistoryStudent(_fit(episodes, h, seed), History(*h), config={"method": "bc"}), budget, weeks)
+
+
+def history_net(item):
+    """Task: the network of :func:`history_student` (the same fit). ``item = (episodes, (frames, decays), seed)``."""
+    return _fit(*item)
+
+
+def student_labels(item):
+    """Task: the states the history student (network ``net`` over the history ``(frames, decays)``) reaches on its
+    own rollout of development week ``week`` at ``budget``, labelled by the planner at ``(K, particles)`` given
+    the student's history (:func:`~membudget.agents.online_imitation.student_episodes`); one Demonstrations.
+    ``item = (net, (frames, decays), budget, (K, particles), week)``."""
+    from membudget.agents.history import History, HistoryStudent
+    from membudget.agents.online_imitation import student_episodes
+
+    net, h, budget, (k, m), week = item
+    return student_episodes(HistoryStudent(net, History(*h)), [week], budget, samples=k, particles=m)[0]
+
+
+def history_dagger(item) -> dict:
+    """Task: the DAgger round's refit (learner seed ``seed + 1``, as
+    :func:`~membudget.agents.online_imitation.fit_online_dagger`) on the planner's labels of its own rollouts
+    ``episodes`` and of the BC student's ``visited``, over the history ``(frames, decays)``, scored on ``weeks``;
+    with the number of labelled states. ``item = (episodes, visited, budget, (frames, decays), seed, weeks)``."""
+    from membudget.agents.history import History, HistoryStudent
+
+    episodes, visited, budget, h, seed, weeks = item
+    net = _fit(list(episodes) + list(visited), h, seed + 1)
+    out = scores(HistoryStudent(net, History(*h), config={"method": "dagger"}), budget, weeks)
+    out["states"] = int(sum(len(e.labels) for e in list(episodes) + list(visited)))
+    return out
 
 
 def history_finetune(item) -> dict:
@@ -140,6 +181,15 @@ def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
             progress(f"milliseconds per decision of the deployed students at {budget} ({n} weeks)")
             out["speed"] = {"run": (budget, n), **dict(zip((chosen, NO_HISTORY), run(decision_speed, [
                 (episodes, budget, h, cfg.learner_seeds[0], cfg.held_out[0]) for h in (chosen, NO_HISTORY)])))}
+    if cfg.dagger_seeds:
+        budget, n = cfg.runs[0]
+        episodes = labels(budget, n)
+        out["dagger"] = []
+        for s in cfg.dagger_seeds:
+            progress(f"DAgger for the history student of learner seed {s} at {budget} ({n} weeks)")
+            net = run(history_net, [(episodes, chosen, s)])[0]
+            visited = run(student_labels, [(net, chosen, budget, cfg.planner, w) for w in range(2000, 2000 + n)])
+            out["dagger"].append(run(history_dagger, [(episodes, visited, budget, chosen, s, cfg.held_out)])[0])
     if cfg.finetune_seeds:
         budget, n = cfg.runs[0]
         progress(f"PPO from the history students at {budget} ({n} weeks)")
@@ -217,6 +267,33 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
                   f"{speed[res['chosen']]['set_f1']:.4f} and {speed[NO_HISTORY]['set_f1']:.4f}, against "
                   f"{batched[0]:.4f} and {batched[1]:.4f} in the batched rollout (torch) of the table. The goals "
                   "below take the deployed form's time (the same network class at every budget and n)."]
+    if res.get("dagger"):
+        budget, n = cfg.runs[0]
+        r = res["runs"][(budget, n)]
+        seq = np.asarray(r["Sequential"])
+        bc = [np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"]) for s in cfg.dagger_seeds]
+        dag = [np.asarray(x["set_f1"]) for x in res["dagger"]]
+        lines += ["", f"## One DAgger round for the history student ({budget}, {n} weeks, held-out weeks)", "",
+                  f"The BC history student of each learner seed plays the same {n} development weeks; the planner "
+                  f"(K = {k}, {m} particles, seeded by the week) labels every state it reaches, given the student's "
+                  "own history (`student_episodes`); the student is refitted on the planner's labels of its own "
+                  "rollouts and these (learner seed + 1, as `fit_online_dagger`). Same class, history and settings "
+                  "as the BC student.", "",
+                  "| learner seed | states | BC history student | DAgger | DAgger - BC | DAgger - Sequential |",
+                  "|---|---|---|---|---|---|"]
+        for s, b, d, x in zip(cfg.dagger_seeds, bc, dag, res["dagger"]):
+            lines.append(f"| {s} | {x['states']:,} | {b.mean():.4f} | {d.mean():.4f} | {paired_ci(d - b)[0]} | "
+                         f"{paired_ci(d - seq)[0]} |")
+        b, d = np.mean(bc, axis=0), np.mean(dag, axis=0)
+        gain, (ds, lo, _) = paired_ci(d - b), paired_ci(d - seq)
+        lines.append(f"| mean | | {b.mean():.4f} | {d.mean():.4f} | {gain[0]} | {ds} |")
+        met = d.mean() - seq.mean() >= 0.01 and lo > 0 and deployed_ms is not None and deployed_ms <= 0.1
+        goals.append(f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 at {budget} (the "
+                     f"history student after one DAgger round, {n} weeks; the same class as the BC student's "
+                     f"{'not measured' if deployed_ms is None else f'{deployed_ms:.3f} ms'}): {ds} — "
+                     f"{'met' if met else 'not met'}.")
+        goals.append(f"- One DAgger round beats BC for the history student at {budget}: {gain[0]} — "
+                     f"{'met' if gain[1] > 0 else 'not met'}.")
     if res.get("finetune"):
         budget, n = cfg.runs[0]
         r = res["runs"][(budget, n)]

@@ -193,12 +193,41 @@ def test_bad_input_raises():
         HistoryTask((2, ()))
 
 
+def test_student_episodes_carry_a_history_student_s_history_across_the_week():
+    """DAgger's visited states for a history student are those of its own rollout with its history carried from
+    step to step and restarted at each week's first step, one episode per week."""
+    from membudget.agents.online_imitation import student_episodes
+    from membudget.envs.pm import PMWeekEnv
+
+    student = _student(History(frames=2, decays=(0.9,)), seed=1)
+    calls = []
+
+    class Recorder:
+        def predict(self, obs, state=None, episode_start=None, deterministic=True):
+            calls.append((state is None, bool(np.reshape(episode_start, -1)[0])))
+            return student.predict(obs, state, episode_start)
+
+    episodes = student_episodes(Recorder(), [2003, 2004], "B10", samples=1, particles=8)
+    assert len(episodes) == 2 and all(isinstance(e, Demonstrations) for e in episodes)
+    T = len(episodes[0].labels)
+    assert calls == ([(True, True)] + [(False, False)] * (T - 1)) * 2
+    env = PMWeekEnv(budget="B10", per_step_cap=2, action_mode="scores")
+    obs, _ = env.reset(seed=2003)
+    done, state, seen = False, None, []
+    while not done:
+        seen.append(obs["resources"])
+        action, state = student.predict(obs, state, len(seen) == 1)
+        obs, _, done, _, _ = env.step(action)
+    np.testing.assert_array_equal(episodes[0].resources, np.stack(seen))
+    assert set(np.unique(episodes[0].labels)) <= {0.0, 1.0}
+
+
 def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     from membudget.studies import history_students as hs
     from membudget.studies import online_ceiling as oc
 
     cfg = hs.HistoryConfig(validation=(1, 2), held_out=(3, 4, 5), grid=((2, ()), (1, (0.9,))), choose_weeks=1,
-                           runs=(("B10", 1),), learner_seeds=(0, 1), finetune_seeds=(0,))
+                           runs=(("B10", 1),), learner_seeds=(0, 1), dagger_seeds=(1,), finetune_seeds=(0,))
     seq = np.full(3, 0.72)
     # on validation the 2-frame history is best; on the held-out weeks it is 0.01 above no history
     f1 = {((2, ()), (1, 2)): 0.8, ((1, (0.9,)), (1, 2)): 0.7, (hs.NO_HISTORY, (1, 2)): 0.75,
@@ -215,6 +244,12 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
                 return [{"Sequential": seq[:len(w)]} for _, w in items]
             if fn is hs.history_finetune:
                 return [{"set_f1": np.full(3, 0.74), "selected_env_steps": 100, "engine": "autograd"} for _ in items]
+            if fn is hs.history_net:
+                return [f"net of seed {it[2]}" for it in items]
+            if fn is hs.student_labels:
+                return [("visited", it[0], it[4]) for it in items]
+            if fn is hs.history_dagger:
+                return [{"set_f1": np.full(3, 0.745), "states": 160} for _ in items]
             if fn is hs.decision_speed:
                 return [{"ms_per_step": 0.05 if it[2] == (2, ()) else 0.04, "set_f1": 0.5} for it in items]
             return [{"set_f1": np.full(len(it[4]), f1[(it[2], tuple(it[4]))] + 0.001 * it[3]),
@@ -232,6 +267,13 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert [it[2] for name, it in asked if name == "decision_speed"] == [(2, ()), hs.NO_HISTORY]
     assert "history student 0.050 ms, no-history student 0.040 ms per decision" in text
     assert "+0.0105 [+0.0105, +0.0105], 0.050 ms — met." in text
+    # DAgger: the seed-1 BC student labelled on the development week it plays, refitted with seed 1 (+1 inside)
+    assert [it for name, it in asked if name == "student_labels"] == [("net of seed 1", (2, ()), "B10",
+                                                                      cfg.planner, 2000)]
+    (dag,) = [it for name, it in asked if name == "history_dagger"]
+    assert dag[1] == [("visited", "net of seed 1", 2000)] and dag[2:5] == ("B10", (2, ()), 1)
+    assert "| 1 | 160 | 0.7310 | 0.7450 | +0.0140 [+0.0140, +0.0140] | +0.0250 [+0.0250, +0.0250] |" in text
+    assert "One DAgger round beats BC for the history student at B10: +0.0140 [+0.0140, +0.0140] — met." in text
     # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
     assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
     assert "PPO from the history student >= its BC start with an interval excluding 0 at B10: +0.0100 " \
