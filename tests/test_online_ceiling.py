@@ -6,7 +6,8 @@ import pytest
 
 from membudget.studies import online_ceiling as oc
 
-CFG = oc.CeilingConfig(validation=(1, 2), held_out=(3, 4, 5), curve=((1, 8), (2, 8)), budgets=("B5", "B10"),
+CFG = oc.CeilingConfig(validation=(1, 2), held_out=(3, 4, 5), curve=((1, 8), (2, 8)), curve_only=((64, 128),),
+                       budgets=("B5", "B10"),
                        students=(("bc", "B10", 2), ("bc", "B10", 1), ("dagger", "B10", 1)),
                        learner_seeds=(0, 1), bayes_grid=(0.2, 0.4, 0.6, 0.8), finetune=(("bc", "B10", 1),))
 SEQ = np.array([0.70, 0.72, 0.74])
@@ -53,6 +54,9 @@ def test_the_setting_is_chosen_on_validation_and_used_on_held_out():
     res = oc.measure(CFG, progress=lambda m: None, executor=ex)
     assert res["chosen"] == (2, 8)
     assert list(res["curve"]) == [(1, 8), (2, 8), (64, 128)]
+    text = oc.render(CFG, res, "cmd")  # the curve-only row against the chosen setting, paired over the weeks
+    assert "Against the chosen setting on the same weeks (paired): K = 64, 128 particles +0.1400 [+0.1400, " \
+        "+0.1400]." in text
     planner = [it for name, it in ex.asked if name == "planner_week"]
     assert planner[-2:] == [("B10", 64, 128, 1), ("B10", 64, 128, 2)]  # measured last
     held = [it for name, it in ex.asked if name == "planner_week" and it[3] >= 3]
