@@ -226,23 +226,44 @@ def test_online_teacher_wrapper_labels_are_the_planners_actions():
     planner = _planner(seed=5)
     obs, info = env.reset(seed=2001)
     obs_p, _ = planner.env.reset(seed=2001)
-    done, steps = False, 0
+    done, steps, resolving = False, 0, 0
     while not done:
         label = info[TEACHER_KEY]
         assert label.dtype == np.float32 and set(np.unique(label)) <= {-1.0, 1.0}
-        p = info[P_RESOLVE_KEY]
-        assert p.shape == label.shape and np.all((p >= 0) & (p <= 1))
+        assert obs in env.observation_space  # the oracle feature is an observation key, in its declared space
+        p = obs[P_RESOLVE_KEY]
         direct, _ = planner.predict(obs_p)  # the same planner on the same states and stream
         np.testing.assert_array_equal(label > 0, direct > 0)
+        expected = np.zeros(label.shape) if planner.last_ is None else planner.last_["p_resolve"]
+        np.testing.assert_array_equal(p, expected.astype(np.float32))
+        resolving += int((p > 0).any())
         obs, _, done, _, info = env.step(label)
         obs_p, *_ = planner.env.step(direct)
         steps += 1
-    assert env.teacher_calls == steps
-    assert np.all(info[TEACHER_KEY] == -1.0)  # nothing to propose after the week
+    assert env.teacher_calls == steps and resolving > 0
+    assert np.all(info[TEACHER_KEY] == -1.0) and not obs[P_RESOLVE_KEY].any()  # nothing after the week
+    assert P_RESOLVE_KEY not in OnlineTeacher(PMWeekEnv(budget="B10"), samples=1).observation_space.spaces
     with pytest.raises(TypeError, match="PMWeekEnv"):
         import gymnasium as gym
 
         OnlineTeacher(gym.make("CartPole-v1"))
+
+
+@pytest.mark.filterwarnings("ignore:.*is different from the unwrapped version")  # a wrapper is what is checked
+def test_online_teacher_with_the_oracle_feature_passes_gymnasium_s_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    from membudget.wrappers import P_RESOLVE_KEY, OnlineTeacher
+
+    env = OnlineTeacher(PMWeekEnv(budget="B10", per_step_cap=2), samples=1, n_particles=8, seed=3,
+                        oracle_feature=True)
+    check_env(env, skip_render_check=True)
+    first = [env.reset(seed=2002)]
+    for _ in range(6):
+        first.append(env.step(env.action_space.sample())[0])
+    again = env.reset(seed=2002)  # a seeded reset restarts the planner's stream: the same oracle features
+    np.testing.assert_array_equal(first[0][0][P_RESOLVE_KEY], again[0][P_RESOLVE_KEY])
+    np.testing.assert_array_equal(first[0][1]["teacher_action"], again[1]["teacher_action"])
 
 
 def test_bench_flags_parse_weeks_and_samples():

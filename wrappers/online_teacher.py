@@ -2,9 +2,11 @@
 current state (:class:`~membudget.teachers.online.HindsightPlanner`: hindsight optimisation over posterior weeks
 given only what the agent has seen) in ``info["teacher_action"]``, at reset and after every step, like
 :class:`~membudget.wrappers.HindsightTeacher` does with the hindsight DP — so BC, DAgger and any imitation code can
-distil a teacher whose labels depend on nothing the student could not know. With ``oracle_feature=True`` it also
-puts ``info["p_resolve"]``: per resource, the share of the planner's ``K`` posterior draws in which a query now
-resolves a stored intention (an estimate of the exact posterior probability; 0 where no resource is a candidate).
+distil a teacher whose labels depend on nothing the student could not know. With ``oracle_feature=True`` every
+observation also carries ``"p_resolve"`` (``Box(0, 1, (R,), float32)``, added to the observation space): per
+resource, the share of the planner's ``K`` posterior draws in which a query now resolves a stored intention (an
+estimate of the exact posterior probability; 0 where no resource is a candidate, and after the week's last step),
+the "oracle feature" a policy or gate can read as an input.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ P_RESOLVE_KEY = "p_resolve"
 
 class OnlineTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Adds the online planner's action to ``info["teacher_action"]`` (module docstring). ``samples``: the
-    planner's ``K``; ``n_particles``: its weighted draws; ``seed``: its random stream (the labels of a run repeat).
-    ``teacher_calls`` counts the planner's decisions so far."""
+    planner's ``K``; ``n_particles``: its weighted draws; ``seed``: its random stream (the labels of a run repeat),
+    restarted at every seeded reset, so that ``reset(seed=s)`` repeats the week's labels (and oracle features);
+    unseeded resets continue it. ``teacher_calls`` counts the planner's decisions so far."""
 
     def __init__(self, env: gym.Env, *, samples: int = 8, n_particles=None, seed: int = 0,
                  oracle_feature: bool = False):
@@ -35,6 +38,10 @@ class OnlineTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
         view = env if isinstance(env, AgentView) else AgentView(env)
         gym.Wrapper.__init__(self, view)
         self.oracle_feature = bool(oracle_feature)
+        if self.oracle_feature:
+            n_res = view.action_space.shape[0]
+            self.observation_space = gym.spaces.Dict({**view.observation_space.spaces, P_RESOLVE_KEY: gym.spaces.Box(
+                0.0, 1.0, (n_res,), np.float32)})
         self.planner = HindsightPlanner(env=view, n_samples=samples, n_particles=n_particles, seed=seed).fit()
         self.teacher_calls = 0
 
@@ -43,21 +50,24 @@ class OnlineTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if done:
             label = np.zeros(space.shape, dtype=space.dtype) if self.unwrapped.action_mode == "binary" else \
                 np.full(space.shape, -1.0, dtype=space.dtype)
-            p = np.zeros(space.shape[0])
+            p = None
         else:
             label, _ = self.planner.predict(obs)
             self.teacher_calls += 1
-            last = self.planner.last_
-            p = np.zeros(space.shape[0]) if last is None else last["p_resolve"]
+            p = None if self.planner.last_ is None else self.planner.last_["p_resolve"]
         info[TEACHER_KEY] = label
         if self.oracle_feature:
-            info[P_RESOLVE_KEY] = p
-        return info
+            obs = {**obs, P_RESOLVE_KEY: np.zeros(space.shape[0], np.float32) if p is None else
+                   np.asarray(p, dtype=np.float32)}
+        return obs, info
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        return obs, self._label(obs, dict(info))
+        if kwargs.get("seed") is not None:  # the planner's stream restarts too: a seeded reset repeats its labels
+            self.planner.fit()
+        return self._label(obs, dict(info))
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, self._label(obs, dict(info), terminated or truncated)
+        obs, info = self._label(obs, dict(info), terminated or truncated)
+        return obs, reward, terminated, truncated, info
