@@ -53,10 +53,10 @@ class CeilingConfig:
     curve: tuple = ((4, 8), (8, 16), (16, 32), (32, 64))
     """``(K, particles)`` settings of the planner's curve on the validation weeks at :attr:`curve_budget`."""
     curve_budget: str = "B10"
-    curve_only: tuple = ((64, 128), (32, 32), (16, 16))
+    curve_only: tuple = ((64, 128), (32, 32), (16, 16), (1, 8))
     """Settings measured on the validation weeks last, for the curve alone, not candidates for the held-out runs:
-    twice the chosen K (each doubles the planner's time), and K with as many particles as draws (the sampler's
-    share of the time halved)."""
+    twice the chosen K (each doubles the planner's time), K with as many particles as draws (the sampler's share
+    of the time halved), and a single posterior draw (K = 1, from 8 particles)."""
     budgets: tuple = ("B5", "B10", "B20")
     students: tuple = (("bc", "B10", 40), ("bc", "B5", 40), ("bc", "B20", 40), ("dagger", "B10", 40),
                        ("bc", "B10", 200), ("bc", "B10", 400), ("bc", "B5", 200), ("bc", "B20", 200))
@@ -387,7 +387,7 @@ def _curve_section(cfg, res, span) -> list:
               f"chosen for the held-out weeks: K = {k0}, {m0} particles"
               + (f" (among the first {len(cfg.curve)} rows; the rows after them were measured for the curve alone, "
                  "after everything else, not as candidates: twice the chosen K, which doubles the planner's time, "
-                 "and as many particles as draws)" if cfg.curve_only else "") + ". The CPU seconds are each row's "
+                 "as many particles as draws, and a single posterior draw)" if cfg.curve_only else "") + ". The CPU seconds are each row's "
               "own run; rows run at different times shared the machine with different loads, so their times "
               "compare only roughly.", "",
               "| K, particles | Set F1 | vs Sequential (paired 95% interval) | gap closed | CPU s per week "
