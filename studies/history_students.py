@@ -267,56 +267,74 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
                   f"{speed[res['chosen']]['set_f1']:.4f} and {speed[NO_HISTORY]['set_f1']:.4f}, against "
                   f"{batched[0]:.4f} and {batched[1]:.4f} in the batched rollout (torch) of the table. The goals "
                   "below take the deployed form's time (the same network class at every budget and n)."]
-    if res.get("dagger"):
-        budget, n = cfg.runs[0]
-        r = res["runs"][(budget, n)]
-        seq = np.asarray(r["Sequential"])
-        bc = [np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"]) for s in cfg.dagger_seeds]
-        dag = [np.asarray(x["set_f1"]) for x in res["dagger"]]
-        lines += ["", f"## One DAgger round for the history student ({budget}, {n} weeks, held-out weeks)", "",
-                  f"The BC history student of each learner seed plays the same {n} development weeks; the planner "
-                  f"(K = {k}, {m} particles, seeded by the week) labels every state it reaches, given the student's "
-                  "own history (`student_episodes`); the student is refitted on the planner's labels of its own "
-                  "rollouts and these (learner seed + 1, as `fit_online_dagger`). Same class, history and settings "
-                  "as the BC student.", "",
-                  "| learner seed | states | BC history student | DAgger | DAgger - BC | DAgger - Sequential |",
-                  "|---|---|---|---|---|---|"]
-        for s, b, d, x in zip(cfg.dagger_seeds, bc, dag, res["dagger"]):
-            lines.append(f"| {s} | {x['states']:,} | {b.mean():.4f} | {d.mean():.4f} | {paired_ci(d - b)[0]} | "
-                         f"{paired_ci(d - seq)[0]} |")
-        b, d = np.mean(bc, axis=0), np.mean(dag, axis=0)
-        gain, (ds, lo, _) = paired_ci(d - b), paired_ci(d - seq)
-        lines.append(f"| mean | | {b.mean():.4f} | {d.mean():.4f} | {gain[0]} | {ds} |")
-        met = d.mean() - seq.mean() >= 0.01 and lo > 0 and deployed_ms is not None and deployed_ms <= 0.1
-        goals.append(f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 at {budget} (the "
-                     f"history student after one DAgger round, {n} weeks; the same class as the BC student's "
-                     f"{'not measured' if deployed_ms is None else f'{deployed_ms:.3f} ms'}): {ds} — "
-                     f"{'met' if met else 'not met'}.")
-        goals.append(f"- One DAgger round beats BC for the history student at {budget}: {gain[0]} — "
-                     f"{'met' if gain[1] > 0 else 'not met'}.")
-    if res.get("finetune"):
-        budget, n = cfg.runs[0]
-        r = res["runs"][(budget, n)]
-        seq = np.asarray(r["Sequential"])
-        ppo = np.mean([np.asarray(x["set_f1"]) for x in res["finetune"]], axis=0)
-        start = np.mean([np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"])
-                         for s in cfg.finetune_seeds], axis=0)
-        steps = ", ".join(str(x["selected_env_steps"]) for x in res["finetune"])
-        ppo_seq, ppo_start = paired_ci(ppo - seq), paired_ci(ppo - start)
-        lines += ["", f"## PPO from the history student ({budget}, {n} weeks, held-out weeks)", "",
-                  f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
-                  f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
-                  f"validation weeks), started from the history student of learner seed(s) "
-                  f"{', '.join(map(str, cfg.finetune_seeds))}, through `HistoryTask` (engine "
-                  f"{res['finetune'][0]['engine']}); kept actor at {steps} env steps"
-                  + (": PPO found no actor better than its start on the validation weeks, so the figures below are "
-                     "its BC start's." if all(x["selected_env_steps"] == 0 for x in res["finetune"]) else "."), "",
-                  "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
-                  f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
-        goals.append(f"- PPO from the history student >= its BC start with an interval excluding 0 at {budget}: "
-                     f"{ppo_start[0]} — {'met' if ppo_start[1] > 0 else 'not met'}.")
+    for more, more_goals in (_dagger_section(cfg, res, deployed_ms), _finetune_section(cfg, res)):
+        lines += more
+        goals += more_goals
     lines += ["", "## The issue's goals, measured", ""] + goals
     return "\n".join(lines) + "\n"
+
+
+def _dagger_section(cfg: HistoryConfig, res: dict, deployed_ms) -> tuple:
+    """The page's lines and goal lines on the DAgger round (none if it was not run)."""
+    if not res.get("dagger"):
+        return [], []
+    k, m = cfg.planner
+    lines, goals = [], []
+    budget, n = cfg.runs[0]
+    r = res["runs"][(budget, n)]
+    seq = np.asarray(r["Sequential"])
+    bc = [np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"]) for s in cfg.dagger_seeds]
+    dag = [np.asarray(x["set_f1"]) for x in res["dagger"]]
+    lines += ["", f"## One DAgger round for the history student ({budget}, {n} weeks, held-out weeks)", "",
+              f"The BC history student of each learner seed plays the same {n} development weeks; the planner "
+              f"(K = {k}, {m} particles, seeded by the week) labels every state it reaches, given the student's "
+              "own history (`student_episodes`); the student is refitted on the planner's labels of its own "
+              "rollouts and these (learner seed + 1, as `fit_online_dagger`). Same class, history and settings "
+              "as the BC student.", "",
+              "| learner seed | states | BC history student | DAgger | DAgger - BC | DAgger - Sequential |",
+              "|---|---|---|---|---|---|"]
+    for s, b, d, x in zip(cfg.dagger_seeds, bc, dag, res["dagger"]):
+        lines.append(f"| {s} | {x['states']:,} | {b.mean():.4f} | {d.mean():.4f} | {paired_ci(d - b)[0]} | "
+                     f"{paired_ci(d - seq)[0]} |")
+    b, d = np.mean(bc, axis=0), np.mean(dag, axis=0)
+    gain, (ds, lo, _) = paired_ci(d - b), paired_ci(d - seq)
+    lines.append(f"| mean | | {b.mean():.4f} | {d.mean():.4f} | {gain[0]} | {ds} |")
+    met = d.mean() - seq.mean() >= 0.01 and lo > 0 and deployed_ms is not None and deployed_ms <= 0.1
+    goals.append(f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 at {budget} (the "
+                 f"history student after one DAgger round, {n} weeks; the same class as the BC student's "
+                 f"{'not measured' if deployed_ms is None else f'{deployed_ms:.3f} ms'}): {ds} — "
+                 f"{'met' if met else 'not met'}.")
+    goals.append(f"- One DAgger round beats BC for the history student at {budget}: {gain[0]} — "
+                 f"{'met' if gain[1] > 0 else 'not met'}.")
+    return lines, goals
+
+
+def _finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
+    """The page's lines and goal lines on PPO from the history students (none if it was not run)."""
+    if not res.get("finetune"):
+        return [], []
+    lines, goals = [], []
+    budget, n = cfg.runs[0]
+    r = res["runs"][(budget, n)]
+    seq = np.asarray(r["Sequential"])
+    ppo = np.mean([np.asarray(x["set_f1"]) for x in res["finetune"]], axis=0)
+    start = np.mean([np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"])
+                     for s in cfg.finetune_seeds], axis=0)
+    steps = ", ".join(str(x["selected_env_steps"]) for x in res["finetune"])
+    ppo_seq, ppo_start = paired_ci(ppo - seq), paired_ci(ppo - start)
+    lines += ["", f"## PPO from the history student ({budget}, {n} weeks, held-out weeks)", "",
+              f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
+              f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
+              f"validation weeks), started from the history student of learner seed(s) "
+              f"{', '.join(map(str, cfg.finetune_seeds))}, through `HistoryTask` (engine "
+              f"{res['finetune'][0]['engine']}); kept actor at {steps} env steps"
+              + (": PPO found no actor better than its start on the validation weeks, so the figures below are "
+                 "its BC start's." if all(x["selected_env_steps"] == 0 for x in res["finetune"]) else "."), "",
+              "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
+              f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
+    goals.append(f"- PPO from the history student >= its BC start with an interval excluding 0 at {budget}: "
+                 f"{ppo_start[0]} — {'met' if ppo_start[1] > 0 else 'not met'}.")
+    return lines, goals
 
 
 def main(argv=None):
