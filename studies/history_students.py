@@ -122,8 +122,9 @@ def history_dagger(item) -> dict:
 def history_finetune(item) -> dict:
     """Task: PPO (settings ``ppo``, seed ``seed``; the weeks ``val`` pick the kept actor) started from the history
     student :func:`history_student` fits with learner seed ``seed``, trained through
-    :class:`~membudget.agents.history.HistoryTask`, scored on ``weeks``, with the training steps of the kept actor
-    and the engine. ``item = (episodes, budget, (frames, decays), seed, ppo, val, weeks)``."""
+    :class:`~membudget.agents.history.HistoryTask`, scored on ``weeks``, with the training steps of the kept actor,
+    the engine and the validation curve (``(env steps, Set F1 on val)`` at each recorded point, the start first).
+    ``item = (episodes, budget, (frames, decays), seed, ppo, val, weeks)``."""
     from membudget.agents.history import History, HistoryTask, history_demonstrations
     from membudget.agents.imitation import fit_net
     from membudget.agents.ppo import train_ppo
@@ -132,9 +133,10 @@ def history_finetune(item) -> dict:
     history = History(frames, decays)
     task = HistoryTask(history)
     net = fit_net(history_demonstrations(episodes, history), seed=seed)
-    policy, _ = train_ppo(budget, ppo, seed=seed, task=task, init=net, eval_seeds=list(val))
+    policy, rows = train_ppo(budget, ppo, seed=seed, task=task, init=net, eval_seeds=list(val))
     out = scores(task.deployed(policy), budget, weeks)
-    out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"])
+    out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"],
+               curve=[(int(r["env_steps"]), float(r["val_set_f1"])) for r in rows])
     return out
 
 
@@ -332,6 +334,17 @@ def _finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
                  "its BC start's." if all(x["selected_env_steps"] == 0 for x in res["finetune"]) else "."), "",
               "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
               f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
+    if all("curve" in x for x in res["finetune"]):
+        lines += ["", "The validation weeks' Set F1 along each run (the start, then every "
+                  f"{cfg.finetune_ppo.eval_every:,} env steps):", "",
+                  "| learner seed | " + " | ".join(f"{s:,}" for s, _ in res["finetune"][0]["curve"]) + " |",
+                  "|---|" + "---|" * len(res["finetune"][0]["curve"])]
+        lines += [f"| {seed} | " + " | ".join(f"{v:.4f}" for _, v in x["curve"]) + " |"
+                  for seed, x in zip(cfg.finetune_seeds, res["finetune"])]
+        drop = [x["curve"][0][1] - max(v for _, v in x["curve"][1:]) for x in res["finetune"] if len(x["curve"]) > 1]
+        if drop and min(drop) > 0:
+            lines += ["", f"In every run each later point lies below the start: the best of them by {min(drop):.4f} "
+                      f"to {max(drop):.4f}."]
     goals.append(f"- PPO from the history student >= its BC start with an interval excluding 0 at {budget}: "
                  f"{ppo_start[0]} — {'met' if ppo_start[1] > 0 else 'not met'}.")
     return lines, goals

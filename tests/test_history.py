@@ -243,7 +243,8 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
             if fn is oc.references:
                 return [{"Sequential": seq[:len(w)]} for _, w in items]
             if fn is hs.history_finetune:
-                return [{"set_f1": np.full(3, 0.74), "selected_env_steps": 100, "engine": "autograd"} for _ in items]
+                return [{"set_f1": np.full(3, 0.74), "selected_env_steps": 100, "engine": "autograd",
+                         "curve": [(0, 0.75), (100, 0.7625)]} for _ in items]
             if fn is hs.history_net:
                 return [f"net of seed {it[2]}" for it in items]
             if fn is hs.student_labels:
@@ -276,6 +277,8 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert "One DAgger round beats BC for the history student at B10: +0.0140 [+0.0140, +0.0140] — met." in text
     # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
     assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
+    assert "| learner seed | 0 | 100 |\n|---|---|---|\n| 0 | 0.7500 | 0.7625 |" in text  # its validation curve
+    assert "each later point lies below the start" not in text  # it rose here
     assert "PPO from the history student >= its BC start with an interval excluding 0 at B10: +0.0100 " \
         "[+0.0100, +0.0100] — met." in text and "no actor better" not in text
 
