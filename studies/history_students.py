@@ -30,8 +30,8 @@ import dataclasses
 import numpy as np
 
 from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
-from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, page_study_main, paired_ci, planner_labels,
-                                              references, scores, timed_week)
+from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, curve_lines, page_study_main, paired_ci,
+                                              planner_labels, ppo_curve, references, scores, timed_week)
 
 
 NO_HISTORY = (1, ())
@@ -136,7 +136,7 @@ def history_finetune(item) -> dict:
     policy, rows = train_ppo(budget, ppo, seed=seed, task=task, init=net, eval_seeds=list(val))
     out = scores(task.deployed(policy), budget, weeks)
     out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"],
-               curve=[(int(r["env_steps"]), float(r["val_set_f1"])) for r in rows])
+               curve=ppo_curve(rows))
     return out
 
 
@@ -334,17 +334,8 @@ def _finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
                  "its BC start's." if all(x["selected_env_steps"] == 0 for x in res["finetune"]) else "."), "",
               "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
               f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
-    if all("curve" in x for x in res["finetune"]):
-        lines += ["", "The validation weeks' Set F1 along each run (the start, then every "
-                  f"{cfg.finetune_ppo.eval_every:,} env steps):", "",
-                  "| learner seed | " + " | ".join(f"{s:,}" for s, _ in res["finetune"][0]["curve"]) + " |",
-                  "|---|" + "---|" * len(res["finetune"][0]["curve"])]
-        lines += [f"| {seed} | " + " | ".join(f"{v:.4f}" for _, v in x["curve"]) + " |"
-                  for seed, x in zip(cfg.finetune_seeds, res["finetune"])]
-        drop = [x["curve"][0][1] - max(v for _, v in x["curve"][1:]) for x in res["finetune"] if len(x["curve"]) > 1]
-        if drop and min(drop) > 0:
-            lines += ["", f"In every run each later point lies below the start: the best of them by {min(drop):.4f} "
-                      f"to {max(drop):.4f}."]
+    lines += curve_lines([(f"seed {seed}", x.get("curve")) for seed, x in zip(cfg.finetune_seeds, res["finetune"])],
+                         cfg.finetune_ppo.eval_every)
     goals.append(f"- PPO from the history student >= its BC start with an interval excluding 0 at {budget}: "
                  f"{ppo_start[0]} — {'met' if ppo_start[1] > 0 else 'not met'}.")
     return lines, goals

@@ -216,10 +216,35 @@ def finetune_task(item) -> dict:
     from membudget.agents.ppo import train_ppo
 
     demos, budget, seed, ppo, val, weeks = item
-    policy, _ = train_ppo(budget, ppo, seed=seed, init=fit_net(demos, seed=seed), eval_seeds=list(val))
+    policy, rows = train_ppo(budget, ppo, seed=seed, init=fit_net(demos, seed=seed), eval_seeds=list(val))
     out = scores(policy, budget, weeks)
-    out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"])
+    out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"],
+               curve=ppo_curve(rows))
     return out
+
+
+def ppo_curve(rows) -> list:
+    """``(env steps, Set F1 on the validation weeks)`` at each point of a :func:`~membudget.agents.ppo.train_ppo`
+    history, the start first."""
+    return [(int(r["env_steps"]), float(r["val_set_f1"])) for r in rows]
+
+
+def curve_lines(runs, every: int) -> list:
+    """Page lines: the validation Set F1 along PPO runs (``runs``: ``(label, curve)`` pairs of :func:`ppo_curve`s
+    recorded at the same steps, every ``every`` env steps), and, where every later point of every run lies below
+    its start, by how much the best of them does."""
+    runs = [(label, curve) for label, curve in runs if curve]
+    if not runs:
+        return []
+    steps = [s for s, _ in runs[0][1]]
+    lines = ["", f"The validation weeks' Set F1 along each run (the start, then every {every:,} env steps):", "",
+             "| run | " + " | ".join(f"{s:,}" for s in steps) + " |", "|---|" + "---|" * len(steps)]
+    lines += [f"| {label} | " + " | ".join(f"{v:.4f}" for _, v in curve) + " |" for label, curve in runs]
+    drop = [curve[0][1] - max(v for _, v in curve[1:]) for _, curve in runs if len(curve) > 1]
+    if drop and min(drop) > 0:
+        lines += ["", f"In every run each later point lies below the start: the best of them by {min(drop):.4f} "
+                  f"to {max(drop):.4f}."]
+    return lines
 
 
 def scores(policy, budget, weeks) -> dict:
@@ -543,6 +568,10 @@ def _finetune_section(cfg, res, goal) -> list:
             lines.append(f"| {name} | {b} | {n} | {student.mean():.4f} | {f1.mean():.4f} | {paired_ci(f1 - s)[0]} | "
                          f"{paired_ci(f1 - student)[0]} | {per} | {kept} | {engines} |")
             goal[("finetune", teacher, b, n)] = (f1, s)
+    lines += curve_lines([(f"{name}, {b}, {n} weeks, seed {seed}", r.get("curve"))
+                          for (method, b, n), runs in res["finetune"].items()
+                          for teacher, name in (("online", "planner's"), ("dp", "DP's"))
+                          for seed, r in zip(cfg.learner_seeds, runs[teacher])], p.eval_every)
     return lines
 
 

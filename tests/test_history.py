@@ -277,7 +277,7 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert "One DAgger round beats BC for the history student at B10: +0.0140 [+0.0140, +0.0140] — met." in text
     # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
     assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
-    assert "| learner seed | 0 | 100 |\n|---|---|---|\n| 0 | 0.7500 | 0.7625 |" in text  # its validation curve
+    assert "| run | 0 | 100 |\n|---|---|---|\n| seed 0 | 0.7500 | 0.7625 |" in text  # its validation curve
     assert "each later point lies below the start" not in text  # it rose here
     assert "PPO from the history student >= its BC start with an interval excluding 0 at B10: +0.0100 " \
         "[+0.0100, +0.0100] — met." in text and "no actor better" not in text
