@@ -125,15 +125,12 @@ def history_finetune(item) -> dict:
     :class:`~membudget.agents.history.HistoryTask`, scored on ``weeks``, with the training steps of the kept actor,
     the engine and the validation curve (``(env steps, Set F1 on val)`` at each recorded point, the start first).
     ``item = (episodes, budget, (frames, decays), seed, ppo, val, weeks)``."""
-    from membudget.agents.history import History, HistoryTask, history_demonstrations
-    from membudget.agents.imitation import fit_net
+    from membudget.agents.history import History, HistoryTask
     from membudget.agents.ppo import train_ppo
 
-    episodes, budget, (frames, decays), seed, ppo, val, weeks = item
-    history = History(frames, decays)
-    task = HistoryTask(history)
-    net = fit_net(history_demonstrations(episodes, history), seed=seed)
-    policy, rows = train_ppo(budget, ppo, seed=seed, task=task, init=net, eval_seeds=list(val))
+    episodes, budget, h, seed, ppo, val, weeks = item
+    task = HistoryTask(History(*h))
+    policy, rows = train_ppo(budget, ppo, seed=seed, task=task, init=_fit(episodes, h, seed), eval_seeds=list(val))
     out = scores(task.deployed(policy), budget, weeks)
     out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"],
                curve=ppo_curve(rows))
@@ -145,13 +142,10 @@ def decision_speed(item) -> dict:
     NumPy inference on one observation, its history carried from step to step) fitted as :func:`history_student`
     fits it, over one week's decisions (one core): the median, and the week's Set F1 (its decisions are those of
     the batched rollout). ``item = (episodes, budget, (frames, decays), seed, week)``."""
-    from membudget.agents.history import History, HistoryStudent, history_demonstrations
-    from membudget.agents.imitation import fit_net
+    from membudget.agents.history import History, HistoryStudent
 
-    episodes, budget, (frames, decays), seed, week = item
-    history = History(frames, decays)
-    ms, f1 = timed_week(HistoryStudent(fit_net(history_demonstrations(episodes, history), seed=seed), history),
-                        budget, week)
+    episodes, budget, h, seed, week = item
+    ms, f1 = timed_week(HistoryStudent(_fit(episodes, h, seed), History(*h)), budget, week)
     return {"ms_per_step": ms, "set_f1": f1}
 
 
