@@ -412,9 +412,9 @@ def _curve_section(cfg, res, span) -> list:
               f"chosen for the held-out weeks: K = {k0}, {m0} particles"
               + (f" (among the first {len(cfg.curve)} rows; the rows after them were measured for the curve alone, "
                  "after everything else, not as candidates: twice the chosen K, which doubles the planner's time, "
-                 "as many particles as draws, and a single posterior draw)" if cfg.curve_only else "") + ". The CPU seconds are each row's "
-              "own run; rows run at different times shared the machine with different loads, so their times "
-              "compare only roughly.", "",
+                 "as many particles as draws, and a single posterior draw)" if cfg.curve_only else "")
+              + ". The CPU seconds are each row's own run; rows run at different times shared the machine with "
+              "different loads, so their times compare only roughly.", "",
               "| K, particles | Set F1 | vs Sequential (paired 95% interval) | gap closed | CPU s per week "
               "(median) | steps without a consistent draw |", "|---|---|---|---|---|---|"]
     gap_v = ref["HindsightDP"].mean() - seq.mean()
@@ -569,7 +569,7 @@ def _finetune_section(cfg, res, goal) -> list:
                          f"{paired_ci(f1 - student)[0]} | {per} | {kept} | {engines} |")
             goal[("finetune", teacher, b, n)] = (f1, s)
     lines += curve_lines([(f"{name}, {b}, {n} weeks, seed {seed}", r.get("curve"))
-                          for (method, b, n), runs in res["finetune"].items()
+                          for (_, b, n), runs in res["finetune"].items()
                           for teacher, name in (("online", "planner's"), ("dp", "DP's"))
                           for seed, r in zip(cfg.learner_seeds, runs[teacher])], p.eval_every)
     return lines
