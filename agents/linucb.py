@@ -438,7 +438,8 @@ class HybridLinUCB(LinUCB):
     """LIMBO's two heads (correctness, normalised cost) on Li et al. (2010)'s hybrid model: per head, one ridge over
     the joint row ``φ(x, a) = (f_a ⊗ x, 0, …, x, …, 0)`` (shared part ``z = f_a ⊗ x``, then ``x`` in action ``a``'s
     own block), regularised by ``λ`` on the shared ``β`` and ``λ_own`` on each ``θ_a`` (Li et al. use one ``λ``;
-    a larger ``λ_own`` shrinks every action further towards what it shares with the others); selects ``argmax_a φ·θ^c + α_n sqrt(φ^T A^{-1} φ) − w φ·θ^k``.
+    a larger ``λ_own`` shrinks every action further towards what it shares with the others); selects
+    ``argmax_a φ·θ^c + α_n sqrt(φ^T A^{-1} φ) − w φ·θ^k``.
 
     Parameters: those of :class:`LinUCB`, ``action_features`` (``(n_actions, m)`` numbers, required): the
     features ``f_a`` every action shares with the others (``x`` includes the intercept when ``fit_intercept``, so
@@ -471,21 +472,15 @@ class HybridLinUCB(LinUCB):
         _check_values("action_features", f)
 
     def _initialize(self, n_features: int):
-        self._validate_params()
+        super()._initialize(n_features)  # the checks, counters and head weights; the joint arrays replace its own
         self._f = np.asarray(self.action_features, dtype=np.float64)
         d = n_features + bool(self.fit_intercept)
         self._d, self._shared = d, self._f.shape[1] * d
         D = self._shared + self.n_actions * d
-        self.n_features_in_ = n_features
         self.A_inv_ = np.diag(np.r_[np.full(self._shared, 1.0 / float(self.l2_lambda)),
                                     np.full(D - self._shared, 1.0 / self._own_lambda())])
         self.b_ = np.zeros((self._n_heads, D))
         self.theta_ = np.zeros((self._n_heads, D))
-        self.n_updates_ = np.zeros(self.n_actions, dtype=np.int64)
-        self.last_bonus_ = float("nan")
-        self._w = self._head_weights()
-        self._xbuf = np.ones(d)
-        self._d_in = n_features
 
     def _rows(self, x):
         """Joint rows ``φ(x, a)`` of every action, ``(n_actions, D)``, for one checked row ``x (d,)``."""
@@ -511,12 +506,16 @@ class HybridLinUCB(LinUCB):
     def _all_rows(self, X):
         return np.stack([self._rows(x) for x in X])                    # (n, K, D)
 
+    def _row_bonus(self, P):
+        """``α_n sqrt(φ^T A^{-1} φ)`` of joint rows ``P (..., D)``."""
+        return self._alpha_now() * np.sqrt(np.maximum(np.einsum("...E,...E->...", P @ self.A_inv_, P), 0.0))
+
     def _bonus(self, X):
-        P = self._all_rows(X)
-        return self._alpha_now() * np.sqrt(np.maximum(np.einsum("nkE,nkE->nk", P @ self.A_inv_, P), 0.0))
+        return self._row_bonus(self._all_rows(X))
 
     def _scores(self, X):
-        return self._all_rows(X) @ (self._w @ self.theta_) + self._bonus(X)
+        P = self._all_rows(X)
+        return P @ (self._w @ self.theta_) + self._row_bonus(P)
 
     def predict_heads(self, X) -> np.ndarray:
         """Ridge estimates of correctness and cost, ``(n, n_actions, 2)``."""
@@ -533,7 +532,7 @@ class HybridLinUCB(LinUCB):
 
     def select(self, x) -> int:
         phi = self._rows(self._one_row(x)[0])
-        bonus = self._alpha_now() * np.sqrt(np.maximum(np.einsum("kE,kE->k", phi @ self.A_inv_, phi), 0.0))
+        bonus = self._row_bonus(phi)
         a = int(np.argmax(phi @ (self._w @ self.theta_) + bonus))
         self.last_bonus_ = float(bonus[a])
         return a
