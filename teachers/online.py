@@ -111,8 +111,8 @@ class HindsightPlanner:
 
     def _now(self, observed: Observed, mask):
         """The posterior at the decision ``observed.t``: the affordable candidates, the ``K`` draws and, per draw
-        and resource, what a query now would resolve (true / false positives, anything at all) and whether it
-        resolves something in some draw; None where there is nothing to decide or no consistent draw."""
+        and resource, what a query now would resolve (true / false positives, anything at all); None where there
+        is nothing to decide or no consistent draw."""
         e = self.env.unwrapped
         R = observed.n_resources
         costs = observed.costs
@@ -139,7 +139,6 @@ class HindsightPlanner:
         K = len(draws)
         tp_now = np.zeros((K, R), dtype=np.int64)
         fp_now = np.zeros((K, R), dtype=np.int64)
-        useful = np.zeros(R, dtype=bool)
         resolves = np.zeros((K, R), dtype=bool)
         late_exec = e.late_policy == "execute"
         for k in range(K):
@@ -150,11 +149,10 @@ class HindsightPlanner:
                 (t <= reg[:, RW.au])
             on_time = t <= reg[:, RW.deadline]
             pos = reg[:, RW.polarity] == POS
-            useful[r_[now]] = True
             resolves[k, r_[now]] = True
             np.add.at(tp_now[k], r_[now & pos & on_time], 1)
             np.add.at(fp_now[k], r_[now & ((~pos & on_time) | (pos & ~on_time & late_exec))], 1)
-        return cand, draws, tp_now, fp_now, useful, resolves
+        return cand, draws, tp_now, fp_now, resolves
 
     def act(self, observed: Observed, mask) -> np.ndarray:
         """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
@@ -163,9 +161,10 @@ class HindsightPlanner:
         now = self._now(observed, mask)
         if now is None:
             return action
-        cand, draws, tp_now, fp_now, useful, resolves = now
+        cand, draws, tp_now, fp_now, resolves = now
         t, costs, budget, last_q, K = observed.t, observed.costs, observed.remaining_budget, observed.last_query, \
             len(draws)
+        useful = resolves.any(axis=0)  # resolves something in some draw
         useful_c = [int(r) for r in cand if useful[r]]
         cap = len(useful_c) if e.per_step_cap is None else min(e.per_step_cap, len(useful_c))
         actions = [()]
@@ -241,7 +240,7 @@ class BayesFeatureGate(HindsightPlanner):
         scores = np.full(mask.shape, -1.0, dtype=np.float32)
         now = self._now(self.env.observed, mask)
         if now is not None:
-            cand, draws, _, _, _, resolves = now
+            cand, draws, _, _, resolves = now
             p = resolves.mean(axis=0)
             sent = cand[p[cand] >= self.threshold]
             scores[sent] = p[sent]
