@@ -30,9 +30,9 @@ from gymnasium.vector.utils import batch_space
 from torch import nn
 
 from membudget.agents.imitation import Demonstrations
-from membudget.agents.per_resource import PerResourceNet, StudentPolicy
+from membudget.agents.per_resource import StudentPolicy
 from membudget.agents.tasks import PMWeekTask
-from membudget.envs.pm import BUDGET_FEATURE_NAMES, PMWeekEnv, RESOURCE_FEATURE_NAMES
+from membudget.envs.pm import PMWeekEnv, RESOURCE_FEATURE_NAMES
 from membudget.envs.pm.rollout import rollout
 from membudget.envs.validation import check_int, check_number
 from membudget.wrappers import HindsightTeacher
@@ -146,20 +146,10 @@ class HistoryStudent:
             start = np.zeros(1 if single else len(res), bool)
         feats, state = self.history.step(state, res[None] if single else res,
                                          None if start is None else np.reshape(start, -1))
-        if single and isinstance(getattr(self.policy, "net", None), PerResourceNet):
-            mask = np.asarray(observation["mask"])
-            budget = np.asarray(observation["budget"], dtype=np.float32)
-            if budget.shape != (len(BUDGET_FEATURE_NAMES),) or not np.isfinite(budget).all():
-                raise ValueError(f"observation['budget'] must be {len(BUDGET_FEATURE_NAMES)} finite numbers, got "
-                                 f"shape {budget.shape}")
-            if mask.shape != feats.shape[1:2]:
-                raise ValueError(f"observation['mask'] must have shape {feats.shape[1:2]}, got {mask.shape}")
-            return self.policy.act_one(feats[0], budget, mask > 0), state
-        obs = {k: np.asarray(observation[k]) for k in ("budget", "mask")}
-        if single:
-            obs = {k: v[None] for k, v in obs.items()}
-        action, _ = self.policy.predict({**obs, "resources": feats}, deterministic=deterministic)
-        return (action[0] if single else action), state
+        # the policy checks the rest and decides (a per-resource student: one observation in numpy, act_one)
+        action, _ = self.policy.predict({"budget": observation["budget"], "mask": observation["mask"],
+                                         "resources": feats[0] if single else feats}, deterministic=deterministic)
+        return action, state
 
 
 class HistoryEnv(gym.Wrapper):

@@ -218,8 +218,8 @@ DIAGNOSIS_WINDOWS = ((0, 100), (100, 300), (300, 500))
 
 def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=V1_BANDIT, cost_weight=0.5, version=1,
                     action=0, windows=DIAGNOSIS_WINDOWS) -> dict:
-    """Why a fresh LinUCB (``bandit``) per development stream chooses what it does, measured against each stream's true success
-    probabilities (``stream.prob``). Returns ``mean_reward`` (the environment's, cost over the running maximum),
+    """Why a fresh LinUCB (``bandit``) per development stream chooses what it does, measured against each stream's
+    true success probabilities (``stream.prob``). Returns ``mean_reward`` (the environment's, cost over the running maximum),
     ``fixed_scale_reward`` (accuracy − w · mean tokens / the stream's largest token count, a scale no policy
     moves), ``top_action_tasks`` (per stream, the tasks of its most played action) and, per window of tasks
     ``(lo, hi)``: ``share`` of ``action`` (default 0, no replay at the low tier), mean ``bonus``, ``head_rmse``
