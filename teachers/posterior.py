@@ -40,6 +40,7 @@ the agent's record.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -645,6 +646,20 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
         tab_off[i_cl + 1] = tab_off[i_cl] + (comb if k > 1 else 0)
     H_tab = np.zeros(max(tab_off[n_cl], 1))
     inc1_tab = np.zeros(T)  # one bump at each onset with no other bump in reach (the unseen rows' first term)
+    ex_inc1 = np.ones(T)  # its exponential
+    # the unseen rows' prior rates per onset: unregistered task, task and lure stated after t (the same in every draw)
+    hi_o = min(last, t + 6)
+    u_rU, u_rF, u_rL = np.zeros(T), np.zeros(T), np.zeros(T)
+    sl_lo, sl_hi = (g0, g1) if r == clock else (s0, s1)
+    for o in range(0, hi_o + 1):
+        if r == clock:
+            u_rU[o] = lam_T * p_unreg / T
+            u_rF[o] = lam_T * (1.0 - p_unreg) * margT[t + 1, o]
+        elif nch > 0:
+            u_rU[o] = lam_C * p_unreg / nch * margC[0, o]
+            u_rF[o] = lam_C * (1.0 - p_unreg) / nch * margC[t + 1, o]
+            u_rL[o] = lam_L / nch * margL[t + 1, o]
+    u_rate = u_rU + u_rF + u_rL
     if t >= 0:
         for s in range(tw):
             Bm[s, r] = 0.0
@@ -652,6 +667,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
         st0 = (t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi)
         for o in range(min(T, t + 7)):
             inc1_tab[o] = _hint_inc(st0, r, o, 1)
+            ex_inc1[o] = math.exp(inc1_tab[o])
         for i_cl in range(n_cl):
             k = cl_start[c_first + i_cl + 1] - cl_start[c_first + i_cl]
             if k <= 1:
@@ -824,55 +840,48 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
             continue
         # ---- 3. unseen rows whose bumps reach the observed hints: per resource and onset a birth process (one
         # more row or stop, each with its prior, exact hint increment and miss guide), at most MAX_PER_SLOT rows
-        hi_o = min(last, t + 6)
-        if True:
-            for o in range(0, hi_o + 1):
-                if r == clock:
-                    rU = lam_T * p_unreg / T
-                    rF = lam_T * (1.0 - p_unreg) * margT[t + 1, o]
-                    rL = 0.0
-                    sl_lo, sl_hi = g0, g1
-                elif nch > 0:
-                    rU = lam_C * p_unreg / nch * margC[0, o]
-                    rF = lam_C * (1.0 - p_unreg) / nch * margC[t + 1, o]
-                    rL = lam_L / nch * margL[t + 1, o]
-                    sl_lo, sl_hi = s0, s1
-                else:
-                    continue
-                rate = rU + rF + rL
-                if rate <= 0.0:
-                    continue
-                _d = -rate  # Poisson: e^-rate, then rate / (j + 1) per row
-                clean = True
-                for s in range(max(0, o - 6), min(t, o + 1) + 1):
-                    if Bm[s, r] != 0.0:
-                        clean = False
-                for j in range(MAX_PER_SLOT):
-                    FU = _slack_sum(o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
-                    inc1 = inc1_tab[o] if (j == 0 and clean) else _hint_inc(st, r, o, 1)
-                    add = math.log(rate / (j + 1)) + inc1
-                    tot = (rU * FU + rF + rL) / rate
-                    sc_add = add + math.log(tot) if tot > 0.0 else -np.inf
-                    mx = max(0.0, sc_add)
-                    z = mx + math.log(math.exp(-mx) + math.exp(sc_add - mx))
+        for o in range(0, hi_o + 1):
+            rate = u_rate[o]
+            if rate <= 0.0:
+                continue
+            rU, rF, rL = u_rU[o], u_rF[o], u_rL[o]
+            _d = -rate  # Poisson: e^-rate, then rate / (j + 1) per row
+            clean = True
+            for s in range(max(0, o - 6), min(t, o + 1) + 1):
+                if Bm[s, r] != 0.0:
+                    clean = False
+            for j in range(MAX_PER_SLOT):
+                FU = _slack_sum(o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
+                w_add = (rU * FU + rF + rL) / (j + 1)  # one more row against stopping, before its hint term
+                first = j == 0 and clean
+                inc1 = inc1_tab[o] if first else _hint_inc(st, r, o, 1)
+                # one more row with probability A / (1 + A), A = w_add e^inc1; log(1 + A) is the step's normaliser
+                if inc1 <= 600.0:
+                    A = w_add * (ex_inc1[o] if first else math.exp(inc1))
+                    _d += math.log1p(A)
+                    stop = rng.random() * (1.0 + A) >= A
+                else:  # e^inc1 would overflow: the same in logs
+                    la = math.log(w_add) + inc1 if w_add > 0.0 else -np.inf
+                    z = la + math.log1p(math.exp(-la)) if w_add > 0.0 else 0.0
                     _d += z
-                    if rng.random() * math.exp(z) >= math.exp(sc_add):
-                        break  # stop
-                    u_ = rng.random() * (rU * FU + rF + rL)
-                    typ = 0 if u_ < rU * FU else (1 if u_ < rU * FU + rF else 2)
-                    if n_rows >= cap:
-                        raise ValueError("particle row capacity exceeded")
-                    if typ == 0:
-                        deadline, lg = _draw_slack(rng, o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
-                        if deadline < t:
-                            Mfn[deadline] += 1
-                    else:
-                        deadline = min(last, o + _randint(rng, sl_lo, sl_hi))
-                    n_rows = _unseen_row(rng, out_rows, out_mc, m, n_rows, r, o, deadline, typ, t, wi, wf,
-                                         dsw_cdf, af_cdf)
-                    _add_bumps(st, r, o, 1)
-                logw += _d
-                parts[m, 2] += _d
+                    stop = rng.random() >= math.exp(la - z)
+                if stop:
+                    break
+                u_ = rng.random() * (rU * FU + rF + rL)
+                typ = 0 if u_ < rU * FU else (1 if u_ < rU * FU + rF else 2)
+                if n_rows >= cap:
+                    raise ValueError("particle row capacity exceeded")
+                if typ == 0:
+                    deadline, lg = _draw_slack(rng, o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
+                    if deadline < t:
+                        Mfn[deadline] += 1
+                else:
+                    deadline = min(last, o + _randint(rng, sl_lo, sl_hi))
+                n_rows = _unseen_row(rng, out_rows, out_mc, m, n_rows, r, o, deadline, typ, t, wi, wf,
+                                     dsw_cdf, af_cdf)
+                _add_bumps(st, r, o, 1)
+            logw += _d
+            parts[m, 2] += _d
         out_logw[m] = logw
         out_n[m] = n_rows
         out_sel[m] = log_sel
@@ -1364,6 +1373,81 @@ def _seen_visible(observed: Observed) -> np.ndarray:
     return np.stack([observed.tp - hits, observed.fp - fps], axis=1)
 
 
+@functools.lru_cache(maxsize=8)
+def _world_tables(world: WorldConfig, cost_profile: str, table_step: float) -> dict:
+    """The fitted attributes of a :class:`PosteriorSampler` for a world (its tables of the generator's
+    distributions), built once per process and world: every planner of a study fits a sampler per week, and the
+    tables, with the caches that fill as calls need them (``_call_cache_``, ``_po_cache_``: their entries depend
+    on the world and the step only), are the same for all of them."""
+    w = _world_constants(world)
+    costs = resource_costs(w["classes"], cost_profile)
+    T = world.horizon
+    last = T - 1
+    w0, w1 = world.channel_window
+    g0, g1 = world.time_grace
+    s0, s1 = world.channel_slack
+    nch = int(w["channels"].size)
+    n_ds = max(1, T - 3)
+    lam_T, lam_C, lam_u = world.n_time, world.n_channel if nch else 0.0, world.n_updates
+    lam_L = world.n_channel_lures if nch else 0.0
+    stated = _stated_table(world)
+    cum = np.cumsum(stated.sum(axis=2), axis=1)  # P(af <= x | ds)
+    p_af_gt = np.ones((T, T + 1))
+    p_af_gt[:, 1:] = np.clip(1.0 - cum, 0.0, 1.0)
+    base = {}
+    for name, p in (("C", world.p_onset_in_window), ("L", world.p_lure_in_window)):
+        b = np.zeros((n_ds, T + 1))
+        for ds in range(n_ds):
+            for wv in range(w0, w1 + 1):
+                de = min(last, ds + wv)
+                for o in range(ds, T + 1):
+                    b[ds, o] += _trigger_prob(NEVER if o == T else o, ds, de, p, last) / (n_ds * (w1 - w0 + 1))
+        base[name] = b
+    trig = np.zeros((2, n_ds, w1 - w0 + 1, T + 1))
+    for k, p in enumerate((world.p_onset_in_window, world.p_lure_in_window)):
+        for ds in range(n_ds):
+            for j, wv in enumerate(range(w0, w1 + 1)):
+                de = min(last, ds + wv)
+                for o in range(ds, T + 1):
+                    trig[k, ds, j, o] = _trigger_prob(NEVER if o == T else o, ds, de, p, last)
+    margC = p_af_gt[:n_ds].T @ base["C"]
+    margL = p_af_gt[:n_ds].T @ base["L"]
+    margT = p_af_gt.T / T
+    vis_fn = np.zeros(T)
+    for o in range(T):
+        for d in range(3):
+            vis_fn[min(last, o + d)] += 1.0 / (3 * T)
+    mu_fn = world.n_visible * (1 - world.p_visible_hit) * vis_fn
+    # expected pool (registered tasks whose trigger is at least 2 steps after their statement)
+    p_af_le = np.concatenate([np.zeros((T, 1)), cum], axis=1)  # p_af_le[ds, x + 1] = P(af <= x | ds)
+    pool_t = sum(p_af_le[ds, max(0, ds - 2) + 1] for ds in range(T) if ds >= 2) / T
+    pool_c = 0.0
+    for ds in range(n_ds):
+        for o in range(T + 1):
+            lim = min(o, last)
+            if lim >= 2:
+                pool_c += base["C"][ds, o] * p_af_le[ds, lim - 2 + 1]
+    expected_pool = (lam_T * pool_t + lam_C * pool_c) * (1 - world.p_unregistered)
+    rho = 0.0 if lam_u <= 0 else float(np.clip(lam_u / max(expected_pool, 1e-9), 1e-3, 0.99))
+    sigma = float(world.hint_noise)
+    dx = table_step * sigma
+    x0, x_hi = -3.05, 1.05
+    tabs = _ll_tables(sigma, x0, x_hi, dx)
+    bump = np.array([0.7 * np.exp(-0.5 * (k / world.hint_width) ** 2) for k in range(-6, 2)])
+    wi = np.array([T, len(w["names"]), w["clock"], n_ds, w0, w1, g0, g1, s0, s1, world.ledger_expiry, nch],
+                  dtype=np.int64)
+    wf = np.array([world.p_onset_in_window, world.p_lure_in_window, world.p_unregistered, world.p_update_registered,
+                   lam_T, lam_C, lam_L, lam_u, rho, world.n_visible, world.n_visible_lures, world.p_visible_hit,
+                   world.p_visible_false_alarm])
+    # a rough rate of hidden misses per step, for the first pass's miss guide (about half the hidden
+    # positives end missed); any positive value keeps the sampler exact, only its efficiency depends on it
+    background = 0.5 * (lam_T + lam_C) * (1 - world.p_unregistered / 2) / T
+    return dict(costs_=costs, trig_=trig, stated_=stated, expected_pool_=expected_pool, rho_=rho, wi_=wi, wf_=wf,
+                tables_=(w["channels"], bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma),
+                capacity_=lam_T + lam_C + lam_L + 2 * lam_u, background_=background, _call_cache_={},
+                _po_cache_=(np.zeros((T, T, T + 1)), np.zeros((T, T), dtype=np.bool_)))
+
+
 class PosteriorSampler:
     """Exact-model posterior over ``PMWeek-v0`` weeks given what the agent has seen (module docstring).
 
@@ -1412,76 +1496,9 @@ class PosteriorSampler:
             raise ValueError(f"table_step must be a float in (0, 0.01], got {self.table_step!r}")
         if not world.hint_noise > 0:
             raise ValueError("the posterior needs hint noise > 0 (the hints' density)")
-        w = _world_constants(world)
         self.world_ = world
-        self.costs_ = resource_costs(w["classes"], self.cost_profile)
-        T = world.horizon
-        last = T - 1
-        w0, w1 = world.channel_window
-        g0, g1 = world.time_grace
-        s0, s1 = world.channel_slack
-        nch = int(w["channels"].size)
-        n_ds = max(1, T - 3)
-        lam_T, lam_C, lam_u = world.n_time, world.n_channel if nch else 0.0, world.n_updates
-        lam_L = world.n_channel_lures if nch else 0.0
-        stated = _stated_table(world)
-        cum = np.cumsum(stated.sum(axis=2), axis=1)  # P(af <= x | ds)
-        p_af_gt = np.ones((T, T + 1))
-        p_af_gt[:, 1:] = np.clip(1.0 - cum, 0.0, 1.0)
-        base = {}
-        for name, p in (("C", world.p_onset_in_window), ("L", world.p_lure_in_window)):
-            b = np.zeros((n_ds, T + 1))
-            for ds in range(n_ds):
-                for wv in range(w0, w1 + 1):
-                    de = min(last, ds + wv)
-                    for o in range(ds, T + 1):
-                        b[ds, o] += _trigger_prob(NEVER if o == T else o, ds, de, p, last) / (n_ds * (w1 - w0 + 1))
-            base[name] = b
-        trig = np.zeros((2, n_ds, w1 - w0 + 1, T + 1))
-        for k, p in enumerate((world.p_onset_in_window, world.p_lure_in_window)):
-            for ds in range(n_ds):
-                for j, wv in enumerate(range(w0, w1 + 1)):
-                    de = min(last, ds + wv)
-                    for o in range(ds, T + 1):
-                        trig[k, ds, j, o] = _trigger_prob(NEVER if o == T else o, ds, de, p, last)
-        self.trig_ = trig
-        self.stated_ = stated
-        margC = p_af_gt[:n_ds].T @ base["C"]
-        margL = p_af_gt[:n_ds].T @ base["L"]
-        margT = p_af_gt.T / T
-        vis_fn = np.zeros(T)
-        for o in range(T):
-            for d in range(3):
-                vis_fn[min(last, o + d)] += 1.0 / (3 * T)
-        mu_fn = world.n_visible * (1 - world.p_visible_hit) * vis_fn
-        # expected pool (registered tasks whose trigger is at least 2 steps after their statement)
-        p_af_le = np.concatenate([np.zeros((T, 1)), cum], axis=1)  # p_af_le[ds, x + 1] = P(af <= x | ds)
-        pool_t = sum(p_af_le[ds, max(0, ds - 2) + 1] for ds in range(T) if ds >= 2) / T
-        pool_c = 0.0
-        for ds in range(n_ds):
-            for o in range(T + 1):
-                lim = min(o, last)
-                if lim >= 2:
-                    pool_c += base["C"][ds, o] * p_af_le[ds, lim - 2 + 1]
-        self.expected_pool_ = (lam_T * pool_t + lam_C * pool_c) * (1 - world.p_unregistered)
-        self.rho_ = 0.0 if lam_u <= 0 else float(np.clip(lam_u / max(self.expected_pool_, 1e-9), 1e-3, 0.99))
-        sigma = float(world.hint_noise)
-        dx = self.table_step * sigma
-        x0, x_hi = -3.05, 1.05
-        tabs = _ll_tables(sigma, x0, x_hi, dx)
-        bump = np.array([0.7 * np.exp(-0.5 * (k / world.hint_width) ** 2) for k in range(-6, 2)])
-        self.wi_ = np.array([T, len(w["names"]), w["clock"], n_ds, w0, w1, g0, g1, s0, s1, world.ledger_expiry, nch],
-                            dtype=np.int64)
-        self.wf_ = np.array([world.p_onset_in_window, world.p_lure_in_window, world.p_unregistered,
-                             world.p_update_registered, lam_T, lam_C, lam_L, lam_u, self.rho_, world.n_visible,
-                             world.n_visible_lures, world.p_visible_hit, world.p_visible_false_alarm])
-        self.tables_ = (w["channels"], bump, stated, p_af_gt, margC, margL, margT, mu_fn, tabs, x0, dx, x_hi, sigma)
-        self.capacity_ = lam_T + lam_C + lam_L + 2 * lam_u
-        # a rough rate of hidden misses per step, for the first pass's miss guide (about half the hidden
-        # positives end missed); any positive value keeps the sampler exact, only its efficiency depends on it
-        self.background_ = 0.5 * (lam_T + lam_C) * (1 - world.p_unregistered / 2) / T
-        self._call_cache_ = {}
-        self._po_cache_ = (np.zeros((T, T, T + 1)), np.zeros((T, T), dtype=np.bool_))
+        for name, value in _world_tables(world, self.cost_profile, self.table_step).items():
+            setattr(self, name, value)
         return self
 
     # -------------------------------------------------------------------------------------------------- draws
@@ -1799,12 +1816,24 @@ def _normalise(logw) -> np.ndarray:
 
 @numba.njit(cache=True)
 def _rate_correction(cur, fn, lam_new, lam_old):
-    """Per week, log Π_s Pois(fn_s - cur_s; lam_new_s) / Pois(fn_s - cur_s; lam_old_s) over the observed steps."""
+    """Per week, log Π_s Pois(fn_s - cur_s; lam_new_s) / Pois(fn_s - cur_s; lam_old_s) over the observed steps
+    (each step's terms for the counts 0..fn_s tabulated once, shared by the weeks)."""
     M, tl = cur.shape
+    k_max = 0
+    for s in range(fn.size):
+        k_max = max(k_max, fn[s])
+    tab = np.empty((fn.size, k_max + 1))
+    for s in range(fn.size):
+        for k in range(fn[s] + 1):
+            tab[s, k] = _log_pois(k, lam_new[s]) - _log_pois(k, lam_old[s])
     out = np.zeros(M)
     for m in range(M):
         for s in range(fn.size):
-            out[m] += _log_pois(fn[s] - cur[m, s], lam_new[s]) - _log_pois(fn[s] - cur[m, s], lam_old[s])
+            k = fn[s] - cur[m, s]
+            if k >= 0:
+                out[m] += tab[s, k]
+            else:
+                out[m] += _log_pois(k, lam_new[s]) - _log_pois(k, lam_old[s])
     return out
 
 
