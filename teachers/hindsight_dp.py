@@ -41,6 +41,7 @@ from .problem import (
     PMTeacher,
     Problem,
     Schedule,
+    f1_of_counts,
     problem_from_env,
     problem_from_episode,
 )
@@ -1069,11 +1070,11 @@ def rest_values(prob: Problem, last_queries, budgets, tp_fixed, fp_fixed) -> np.
                                       bud, tpf, fpf, int(prob.due))
     out = np.empty(V)
     for v in range(V):
-        p = replace(prob, last_query=P0[v], budget_left=budgets[v], tp_fixed=int(tpf[v]), fp_fixed=int(fpf[v]))
         if status[v] == 0:
-            out[v] = p.f1(int(tp[v]), int(fp[v]))
+            out[v] = f1_of_counts(int(tpf[v] + tp[v]), int(fpf[v] + fp[v]), prob.due)
         else:
-            sol = solve_problem(p)
+            sol = solve_problem(replace(prob, last_query=P0[v], budget_left=budgets[v], tp_fixed=int(tpf[v]),
+                                        fp_fixed=int(fpf[v])))
             if sol is None:
                 raise ValueError("no feasible schedule for a variant")
             out[v] = sol.f1

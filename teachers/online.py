@@ -16,7 +16,6 @@ revealed, so it ignores the value of information (a query that would tell the pl
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from membudget.envs.validation import check_int, check_number
 from .hindsight_dp import rest_values
 from .observed import AgentView, Observed
 from .posterior import RW, PosteriorSampler
+from .problem import f1_of_counts
 
 
 class HindsightPlanner:
@@ -135,23 +135,24 @@ class HindsightPlanner:
             self.last_ = None
             return None
         self._expected = (t, self.sampler_.expected_misses_)
-        last_q = observed.last_query
+        # every draw's rows at once: (K, rows) arrays, the rows past a draw's own count masked out
         K = len(draws)
+        rows = draws.rows
+        valid = np.arange(rows.shape[1])[None, :] < draws.n_rows[:, None]
+        r_ = np.where(valid, rows[..., RW.res], 0)
+        onset = rows[..., RW.onset]
+        now = valid & (rows[..., RW.registered] == 1) & (onset < NEVER) & (onset > observed.last_query[r_]) & \
+            (onset <= t) & (t <= rows[..., RW.au])
+        on_time = t <= rows[..., RW.deadline]
+        pos = rows[..., RW.polarity] == POS
+        k_ = np.broadcast_to(np.arange(K)[:, None], r_.shape)
+        resolves = np.zeros((K, R), dtype=bool)
+        resolves[k_[now], r_[now]] = True
         tp_now = np.zeros((K, R), dtype=np.int64)
         fp_now = np.zeros((K, R), dtype=np.int64)
-        resolves = np.zeros((K, R), dtype=bool)
-        late_exec = e.late_policy == "execute"
-        for k in range(K):
-            rows = draws.table(k)
-            reg = rows[rows[:, RW.registered] == 1]
-            r_ = reg[:, RW.res]
-            now = (reg[:, RW.onset] < NEVER) & (reg[:, RW.onset] > last_q[r_]) & (reg[:, RW.onset] <= t) & \
-                (t <= reg[:, RW.au])
-            on_time = t <= reg[:, RW.deadline]
-            pos = reg[:, RW.polarity] == POS
-            resolves[k, r_[now]] = True
-            np.add.at(tp_now[k], r_[now & pos & on_time], 1)
-            np.add.at(fp_now[k], r_[now & ((~pos & on_time) | (pos & ~on_time & late_exec))], 1)
+        for counts, which in ((tp_now, now & pos & on_time),
+                              (fp_now, now & ((~pos & on_time) | (pos & ~on_time & (e.late_policy == "execute"))))):
+            np.add.at(counts, (k_[which], r_[which]), 1)
         return cand, draws, tp_now, fp_now, resolves
 
     def act(self, observed: Observed, mask) -> np.ndarray:
@@ -181,6 +182,11 @@ class HindsightPlanner:
         values = np.zeros((K, len(actions)))
         first = {}  # resampled duplicates (one source) share their values
         sets = [list(combo) for combo in actions]
+        # each action's last queries and budget left, the same in every draw
+        lqs = np.tile(last_q, (len(sets), 1))
+        for j, s in enumerate(sets):
+            lqs[j, s] = t
+        left = [None if budget is None else budget - int(costs[s].sum()) for s in sets]
         for k in range(K):
             src = int(draws.source[k])
             if src in first:
@@ -189,17 +195,12 @@ class HindsightPlanner:
             first[src] = k
             base = draws.problem(k, budget_left=budget, per_step_cap=e.per_step_cap,
                                  per_step_cost_cap=e.per_step_cost_cap, t0=t + 1)
-            lqs = np.tile(last_q, (len(sets), 1))
-            for j, s in enumerate(sets):
-                lqs[j, s] = t
-            spent = [int(costs[s].sum()) for s in sets]
             tpf = [base.tp_fixed + int(tp_now[k, s].sum()) for s in sets]
             fpf = [base.fp_fixed + int(fp_now[k, s].sum()) for s in sets]
             if t + 1 >= observed.horizon:
-                values[k] = [replace(base, tp_fixed=a, fp_fixed=b).f1(0, 0) for a, b in zip(tpf, fpf)]
+                values[k] = [f1_of_counts(a, b, base.due) for a, b in zip(tpf, fpf)]
             else:
-                values[k] = rest_values(base, lqs, [None if budget is None else budget - c for c in spent],
-                                        tpf, fpf)
+                values[k] = rest_values(base, lqs, left, tpf, fpf)
         mean = values.mean(axis=0)
         best = int(np.argmax(mean))
         action[list(actions[best])] = 1

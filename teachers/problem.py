@@ -54,14 +54,17 @@ class Problem:
         return self.costs.size
 
     def f1(self, tp_future: int, fp_future: int) -> float:
-        tp, fp = self.tp_fixed + tp_future, self.fp_fixed + fp_future
-        fn = self.due - tp
-        d = 2 * tp + fp + fn
-        return 0.0 if d == 0 else 2.0 * tp / d
+        return f1_of_counts(self.tp_fixed + tp_future, self.fp_fixed + fp_future, self.due)
 
     def counts(self, tp_future: int, fp_future: int):
         tp = self.tp_fixed + tp_future
         return tp, self.fp_fixed + fp_future, self.due - tp
+
+
+def f1_of_counts(tp: int, fp: int, due: int) -> float:
+    """Set F1 of a week with ``tp`` true and ``fp`` false positives among ``due`` due positives (0 if all are 0)."""
+    d = 2 * tp + fp + (due - tp)
+    return 0.0 if d == 0 else 2.0 * tp / d
 
 
 def due_positives(ep: Episode) -> np.ndarray:
