@@ -28,6 +28,11 @@ from .posterior import RW, PosteriorSampler
 from .problem import f1_of_counts
 
 
+DEFAULT_SAMPLES = 32
+"""The planner's default ``K`` (with ``max(64, 2 K)`` = 64 weighted draws): the setting
+``python -m membudget.evaluate online-ceiling`` chose on the validation weeks 4000-4029 at B10
+(docs/online_ceiling.md)."""
+
 class HindsightPlanner:
     """Online planner by hindsight optimisation over posterior draws (module docstring), following the policy
     protocol. It reads the agent's view through the :class:`~membudget.teachers.observed.AgentView` wrapper it is
@@ -38,7 +43,7 @@ class HindsightPlanner:
     env : AgentView
         The wrapped environment the planner plays (single week; binary actions, or scores +1 / -1).
     n_samples : int
-        ``K``, posterior weeks per decision.
+        ``K``, posterior weeks per decision (default :data:`DEFAULT_SAMPLES`, the studies' choice).
     n_particles : int, optional
         Weighted draws behind the ``K`` weeks (default ``max(64, 2 K)``).
     seed : int
@@ -52,7 +57,7 @@ class HindsightPlanner:
     simplification, counted).
     """
 
-    def __init__(self, *, env, n_samples=16, n_particles=None, seed=0):
+    def __init__(self, *, env, n_samples=DEFAULT_SAMPLES, n_particles=None, seed=0):
         self.env = env
         self.n_samples = n_samples
         self.n_particles = n_particles
@@ -222,7 +227,7 @@ class BayesFeatureGate(HindsightPlanner):
     draws' effective sample size and ``p_resolve``.
     """
 
-    def __init__(self, *, env, threshold=0.5, n_samples=16, n_particles=None, seed=0):
+    def __init__(self, *, env, threshold=0.5, n_samples=DEFAULT_SAMPLES, n_particles=None, seed=0):
         super().__init__(env=env, n_samples=n_samples, n_particles=n_particles, seed=seed)
         self.threshold = threshold
 

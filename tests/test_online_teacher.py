@@ -386,3 +386,17 @@ def test_sampler_first_pass_stays_inside_its_arrays_with_few_particles(monkeypat
     sampler = post.PosteriorSampler.from_env(env.unwrapped, n_particles=8).fit()
     draws = sampler.weighted(env.observed, rng=np.random.default_rng(0))
     assert len(draws) == 8 and min(seen) == 8
+
+
+def test_planner_gate_and_wrapper_default_to_the_studies_setting():
+    """One default K for the planner, the Bayes-feature gate and the online-teacher wrapper: the studies' choice
+    (K = 32 with 64 weighted draws)."""
+    from membudget.teachers.online import DEFAULT_SAMPLES
+    from membudget.wrappers import OnlineTeacher
+
+    planner = HindsightPlanner(env=AgentView(PMWeekEnv(budget="B10"))).fit()
+    gate = BayesFeatureGate(env=AgentView(PMWeekEnv(budget="B10", action_mode="scores"))).fit()
+    wrapper = OnlineTeacher(PMWeekEnv(budget="B10"))
+    assert DEFAULT_SAMPLES == 32
+    for p in (planner, gate, wrapper.planner):
+        assert p.n_samples == DEFAULT_SAMPLES and p.sampler_.n_particles == 64

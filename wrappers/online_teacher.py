@@ -16,7 +16,7 @@ import numpy as np
 
 from membudget.envs.pm import PMWeekEnv
 from membudget.teachers.observed import AgentView
-from membudget.teachers.online import HindsightPlanner
+from membudget.teachers.online import DEFAULT_SAMPLES, HindsightPlanner
 
 from .teacher import TEACHER_KEY
 
@@ -25,11 +25,12 @@ P_RESOLVE_KEY = "p_resolve"
 
 class OnlineTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Adds the online planner's action to ``info["teacher_action"]`` (module docstring). ``samples``: the
-    planner's ``K``; ``n_particles``: its weighted draws; ``seed``: its random stream (the labels of a run repeat),
-    restarted at every seeded reset, so that ``reset(seed=s)`` repeats the week's labels (and oracle features);
-    unseeded resets continue it. ``teacher_calls`` counts the planner's decisions so far."""
+    planner's ``K`` (default ``DEFAULT_SAMPLES``, 32, the studies' choice); ``n_particles``: its weighted draws;
+    ``seed``: its random stream (the labels of a run repeat), restarted at every seeded reset, so that
+    ``reset(seed=s)`` repeats the week's labels (and oracle features); unseeded resets continue it.
+    ``teacher_calls`` counts the planner's decisions so far."""
 
-    def __init__(self, env: gym.Env, *, samples: int = 8, n_particles=None, seed: int = 0,
+    def __init__(self, env: gym.Env, *, samples: int = DEFAULT_SAMPLES, n_particles=None, seed: int = 0,
                  oracle_feature: bool = False):
         gym.utils.RecordConstructorArgs.__init__(self, samples=samples, n_particles=n_particles, seed=seed,
                                                  oracle_feature=oracle_feature)
