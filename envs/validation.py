@@ -26,8 +26,12 @@ def _bounds(low, high, low_open=False, high_open=False) -> str:
 
 def check_known(what: str, value, known, shown=None) -> None:
     """``ValueError`` "unknown ``what`` ``value``; expected one of ..." unless ``value`` is in ``known`` (the
-    message lists ``shown``, default ``known``)."""
-    if value not in known:
+    message lists ``shown``, default ``known``); an unhashable ``value`` is unknown to a dict or set."""
+    try:
+        ok = value in known
+    except TypeError:
+        ok = False
+    if not ok:
         raise ValueError(f"unknown {what} {value!r}; expected one of {known if shown is None else shown}")
 
 

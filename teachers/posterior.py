@@ -47,10 +47,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from membudget.envs.pm.world import (KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, NEVER, OUTCOME, POS, STALE,
-                                     UPDATE_KINDS, Episode, WorldConfig, _numbered, _world_constants, calendar,
+from membudget.envs.pm.world import (COST_PROFILES, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, NEVER, OUTCOME, POS,
+                                     STALE, UPDATE_KINDS, Episode, WorldConfig, _numbered, _world_constants, calendar,
                                      named_indices, resource_costs)
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_int, check_known
 
 from .observed import EVENT_ON_TIME, EVENT_POSITIVE, Observed
 from .problem import Problem
@@ -1496,6 +1496,7 @@ class PosteriorSampler:
             raise ValueError(f"table_step must be a float in (0, 0.01], got {self.table_step!r}")
         if not world.hint_noise > 0:
             raise ValueError("the posterior needs hint noise > 0 (the hints' density)")
+        check_known("cost_profile", self.cost_profile, COST_PROFILES, sorted(COST_PROFILES))
         self.world_ = world
         for name, value in _world_tables(world, self.cost_profile, self.table_step).items():
             setattr(self, name, value)

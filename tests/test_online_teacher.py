@@ -94,6 +94,11 @@ def test_bad_settings_raise_clear_errors():
         import gymnasium as gym
 
         AgentView(gym.make("CartPole-v1"))
+    from membudget.teachers.posterior import PosteriorSampler
+
+    for bad in ("gold", ["unit"]):  # checked before the per-world tables are looked up (an unhashable key too)
+        with pytest.raises(ValueError, match="cost_profile"):
+            PosteriorSampler(cost_profile=bad).fit()
 
 
 def test_bayes_gate_refuses_bad_settings():
@@ -329,9 +334,10 @@ def test_rest_values_equal_the_dp_for_every_first_action(monkeypatch, kw):
 
 @pytest.mark.slow
 def test_sampler_draws_do_not_depend_on_its_earlier_calls():
-    """The tables the sampler keeps across calls (per step; the new versions' onset cache) change nothing: a
-    sampler that has drawn for other steps and weeks draws exactly what a fresh one draws."""
-    from membudget.teachers.posterior import PosteriorSampler
+    """The tables kept across calls (per step; the new versions' onset cache), which every sampler of one world
+    shares, change nothing: a sampler that has drawn for other steps and weeks draws exactly what a sampler on
+    tables no call has filled draws."""
+    from membudget.teachers.posterior import PosteriorSampler, _world_tables
 
     env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
     records = {}
@@ -344,8 +350,11 @@ def test_sampler_draws_do_not_depend_on_its_earlier_calls():
     used = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit()
     for rec in records.values():
         used.sample(rec, 4, np.random.default_rng(1))
+    assert PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit()._call_cache_ is used._call_cache_
     for rec in records.values():
+        _world_tables.cache_clear()
         fresh = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit()
+        assert fresh._call_cache_ is not used._call_cache_
         a = fresh.sample(rec, 4, np.random.default_rng(0))
         b = used.sample(rec, 4, np.random.default_rng(0))
         for name in ("rows", "n_rows", "visible", "log_weights", "source"):

@@ -374,26 +374,3 @@ def test_posterior_on_a_tiny_world_matches_rejection_sampling(week, t, n_exact, 
         assert p > ALPHA, f"{name}: p = {p:.3g}, sampler {sorted(Counter(a).items())}, " \
                           f"exact {sorted(Counter(b).items())}"
 
-
-def test_samplers_of_one_world_share_its_tables_and_draw_as_a_fresh_one():
-    """The tables a fit builds are built once per world and shared by every sampler of that world, with the caches
-    that calls fill; a sampler fitted after others have drawn (caches full) draws exactly what a sampler fitted on
-    empty tables draws."""
-    from membudget.teachers.posterior import PosteriorSampler, _world_tables
-
-    record = _record(AgentView(PMWeekEnv(budget=None, per_step_cap=2)), generate_episode(2003), 30)
-
-    def draw(sampler):
-        p = sampler.sample(record, 16, np.random.default_rng(7))
-        return p.rows, p.n_rows, p.log_weights
-
-    _world_tables.cache_clear()
-    first = PosteriorSampler(n_particles=32).fit()
-    fresh = draw(first)
-    for t in (5, 18, 29):  # other calls fill the shared caches
-        first.sample(_record(AgentView(PMWeekEnv(budget=None, per_step_cap=2)), generate_episode(2004), t), 8,
-                     np.random.default_rng(t))
-    second = PosteriorSampler(n_particles=32).fit()
-    assert second.tables_ is first.tables_ and second._call_cache_ is first._call_cache_
-    for a, b in zip(fresh, draw(second)):
-        np.testing.assert_array_equal(a, b)
