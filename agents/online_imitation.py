@@ -21,12 +21,13 @@ from membudget.agents.imitation import Demonstrations, StateLog, _net_settings, 
 from membudget.agents.per_resource import StudentPolicy
 from membudget.agents.tasks import PMWEEK
 from membudget.envs.validation import check_int
+from membudget.teachers.online import DEFAULT_SAMPLES
 
 
-def online_demonstrations(seeds, budget, *, samples=4, seed=0, particles=None, **env_kw) -> tuple:
+def online_demonstrations(seeds, budget, *, samples=DEFAULT_SAMPLES, seed=0, particles=None, **env_kw) -> tuple:
     """States and labels of the online planner's own rollouts on the weeks ``seeds`` at ``budget`` (``samples``:
-    its ``K``; ``particles``: its weighted draws per decision, None for its default; ``seed``: its random stream,
-    continued across the weeks); ``(Demonstrations, planner)``."""
+    its ``K``, default the studies' 32; ``particles``: its weighted draws per decision, None for its default;
+    ``seed``: its random stream, continued across the weeks); ``(Demonstrations, planner)``."""
     from membudget.envs.pm import PMWeekEnv
     from membudget.teachers.observed import AgentView
     from membudget.teachers.online import HindsightPlanner
@@ -45,8 +46,8 @@ def online_demonstrations(seeds, budget, *, samples=4, seed=0, particles=None, *
     return log.demonstrations(), planner
 
 
-def fit_online_bc(train_seeds, budget, *, samples=4, particles=None, epochs=60, hidden=(64, 64), context=True,
-                  seed=0, demos=None):
+def fit_online_bc(train_seeds, budget, *, samples=DEFAULT_SAMPLES, particles=None, epochs=60, hidden=(64, 64),
+                  context=True, seed=0, demos=None):
     """Behaviour cloning on the online planner's labels of ``train_seeds`` (or the given ``demos``);
     ``(policy, demos)``."""
     fit = _settings(PMWEEK, seed, None, {"epochs": epochs, "hidden": hidden, "context": context, "calibrate": False})
@@ -60,7 +61,7 @@ def fit_online_bc(train_seeds, budget, *, samples=4, particles=None, epochs=60, 
     return StudentPolicy(net, config=cfg), demos
 
 
-def student_episodes(policy, seeds, budget, *, samples=4, particles=None, **env_kw) -> list:
+def student_episodes(policy, seeds, budget, *, samples=DEFAULT_SAMPLES, particles=None, **env_kw) -> list:
     """The states ``policy`` reaches on its own rollouts of the weeks ``seeds`` at ``budget``, each labelled by the
     online planner given the student's history (``samples``: its ``K``; ``particles``: its weighted draws; its seed
     on each week: the week's number): one :class:`~membudget.agents.imitation.Demonstrations` per week, its states
@@ -84,18 +85,20 @@ def student_episodes(policy, seeds, budget, *, samples=4, particles=None, **env_
     return out
 
 
-def student_demonstrations(policy, seeds, budget, *, samples=4, particles=None, **env_kw) -> Demonstrations:
+def student_demonstrations(policy, seeds, budget, *, samples=DEFAULT_SAMPLES, particles=None,
+                            **env_kw) -> Demonstrations:
     """:func:`student_episodes` of the weeks ``seeds`` in one set of demonstrations."""
     return Demonstrations.concatenate(student_episodes(policy, seeds, budget, samples=samples, particles=particles,
                                                        **env_kw))
 
 
-def fit_online_dagger(train_seeds, budget, *, samples=4, particles=None, iterations=1, seed=0, demos=None):
+def fit_online_dagger(train_seeds, budget, *, samples=DEFAULT_SAMPLES, particles=None, iterations=1, seed=0,
+                      demos=None):
     """DAgger with the online planner as the teacher, every fit with the package's BC settings
-    (:data:`~membudget.agents.configs.DEFAULTS`, uncalibrated): a fit to the planner's labels of ``train_seeds`` (or the given ``demos``), then ``iterations``
-    rounds of :func:`student_demonstrations` on ``train_seeds``, each followed by a refit on all the labels so far
-    (learner seed ``seed + round``, as :func:`~membudget.agents.imitation.fit_dagger`); ``(policy, demos)`` with
-    every label used."""
+    (:data:`~membudget.agents.configs.DEFAULTS`, uncalibrated): a fit to the planner's labels of ``train_seeds``
+    (or the given ``demos``), then ``iterations`` rounds of :func:`student_demonstrations` on ``train_seeds``,
+    each followed by a refit on all the labels so far (learner seed ``seed + round``, as
+    :func:`~membudget.agents.imitation.fit_dagger`); ``(policy, demos)`` with every label used."""
     check_int("iterations", iterations, 1)
     fit = _net_settings(_settings(PMWEEK, seed, None, {"calibrate": False}))
     if demos is None:
