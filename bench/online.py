@@ -29,6 +29,7 @@ import numpy as np
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import plain
 from membudget.studies.online_ceiling import dp_seconds, reference_scores
+from membudget.teachers.online import DEFAULT_SAMPLES
 
 
 def parse_weeks(text: str) -> list:
@@ -122,9 +123,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m membudget.bench.online", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weeks", type=parse_weeks, default=parse_weeks("8000-8009,9000-9009"))
-    p.add_argument("--samples", type=parse_samples, default=[8],
-                   help="K, posterior weeks per decision; several (comma-separated) give the planner's curve in K "
-                        "(the students use the first)")
+    p.add_argument("--samples", type=parse_samples, default=[DEFAULT_SAMPLES],
+                   help="K, posterior weeks per decision (default: the planner's, the studies' choice); several "
+                        "(comma-separated) give the planner's curve in K (the students use the first)")
     p.add_argument("--budget", default="B10")
     p.add_argument("--seed", type=int_flag(0), default=0, help="the planner's random stream")
     p.add_argument("--students", type=int_flag(0), default=0,
