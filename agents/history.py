@@ -24,13 +24,15 @@ network class on them with ``task=HistoryTask(history)``.
 from __future__ import annotations
 
 import gymnasium as gym
+import numba
 import numpy as np
+import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from torch import nn
 
 from membudget.agents.imitation import Demonstrations
-from membudget.agents.per_resource import StudentPolicy
+from membudget.agents.per_resource import PerResourceNet, StudentPolicy
 from membudget.agents.tasks import PMWeekTask
 from membudget.envs.pm import PMWeekEnv, RESOURCE_FEATURE_NAMES
 from membudget.envs.pm.rollout import rollout
@@ -150,6 +152,154 @@ class HistoryStudent:
         action, _ = self.policy.predict({"budget": observation["budget"], "mask": observation["mask"],
                                          "resources": feats[0] if single else feats}, deterministic=deterministic)
         return action, state
+
+
+@numba.njit(cache=True)
+def _gru_step(x, h, start, mean, scale, w_ih, b_ih, w_hh, b_hh):
+    """One step of ``torch.nn.GRUCell`` (gates r, z, n) for every resource of every observation: ``x (n, R, F)``
+    standardised with ``mean``, ``scale``; ``h (n, R, H)`` the cells' states, taken as 0 where ``start``; the
+    weights transposed. Returns ``(features (n, R, F + H), new states (n, R, H))``, float32."""
+    n, R, F = x.shape
+    H = h.shape[2]
+    feats = np.empty((n, R, F + H), np.float32)
+    out = np.empty((n, R, H), np.float32)
+    xs = np.empty(F, np.float32)
+    gi = np.empty(3 * H, np.float32)
+    gh = np.empty(3 * H, np.float32)
+    one, zero = np.float32(1.0), np.float32(0.0)  # float32 throughout, as torch's cell
+    for i in range(n):
+        for r in range(R):
+            for f in range(F):
+                xs[f] = (x[i, r, f] - mean[f]) / scale[f]
+                feats[i, r, f] = xs[f]
+            for k in range(3 * H):
+                gi[k] = b_ih[k]
+                gh[k] = b_hh[k]
+            for f in range(F):
+                a = xs[f]
+                for k in range(3 * H):
+                    gi[k] += a * w_ih[f, k]
+            if not start[i]:
+                for j in range(H):
+                    a = h[i, r, j]
+                    for k in range(3 * H):
+                        gh[k] += a * w_hh[j, k]
+            for k in range(H):
+                rg = one / (one + np.exp(-(gi[k] + gh[k])))
+                zg = one / (one + np.exp(-(gi[H + k] + gh[H + k])))
+                cand = np.tanh(gi[2 * H + k] + rg * gh[2 * H + k])
+                prev = zero if start[i] else h[i, r, k]
+                out[i, r, k] = (one - zg) * cand + zg * prev
+                feats[i, r, F + k] = out[i, r, k]
+    return feats, out
+
+
+class GRUHistory(History):
+    """A learned history: one GRU cell, shared by the resources, reads each resource's standardised features step
+    by step; the history features are those standardised features now followed by the cell's new state (``base +
+    hidden`` per resource). ``cell``: a fitted ``torch.nn.GRUCell`` of ``base`` inputs (:func:`fit_gru_student`
+    fits it with the network that reads the history); ``mean``, ``scale``: the standardisation of the ``base``
+    features. The state is the cells' states ``(n, R, hidden)``, zero at an episode's start. Each resource's
+    history is a function of its own past features, so it is per-resource-equivariant like :class:`History`."""
+
+    def __init__(self, cell: nn.GRUCell, mean, scale):
+        if not isinstance(cell, nn.GRUCell):
+            raise ValueError(f"cell must be a torch.nn.GRUCell, got {type(cell).__name__}")
+        mean, scale = (np.asarray(a, dtype=np.float32) for a in (mean, scale))
+        if mean.shape != (cell.input_size,) or scale.shape != mean.shape or not (np.isfinite(mean).all()
+                                                                                and (scale > 0).all()):
+            raise ValueError(f"mean and scale must be finite arrays of shape ({cell.input_size},), scale > 0")
+        self.cell, self.mean, self.scale = cell.eval(), mean, scale
+        self.base, self.hidden, self.frames, self.decays = cell.input_size, cell.hidden_size, 1, ()
+        # the standardisation and the cell's parameters (transposed) as arrays for _gru_step: one observation's
+        # step is a few small products, far below torch's (or NumPy's) per-call costs when compiled
+        self._weights = (mean, scale) + tuple(np.ascontiguousarray(p.detach().numpy().T, dtype=np.float32)
+                                              for p in (cell.weight_ih, cell.bias_ih, cell.weight_hh, cell.bias_hh))
+
+    @property
+    def n_features(self) -> int:
+        return self.base + self.hidden
+
+    def config(self) -> dict:
+        return {"gru": self.hidden, "n_features": self.base}
+
+    def step(self, state, resources, episode_start) -> tuple:
+        x = self._check(resources)
+        n, R = x.shape[:2]
+        start = np.ones(n, bool) if state is None else np.asarray(episode_start, dtype=bool).reshape(-1)
+        if start.shape != (n,):
+            raise ValueError(f"episode_start must hold one flag per observation ({n}), got shape {start.shape}")
+        h = np.zeros((n, R, self.hidden), np.float32) if state is None else np.asarray(state, dtype=np.float32)
+        if h.shape != (n, R, self.hidden):
+            raise ValueError(f"state must have shape {(n, R, self.hidden)}, got {h.shape}")
+        return _gru_step(x, h, start, *self._weights)
+
+
+def fit_gru_student(episodes, *, hidden=64, width=64, context=True, epochs=30, lr=3e-3, batch=16, seed=0,
+                    config=None) -> HistoryStudent:
+    """BC of a :class:`GRUHistory` and the :class:`~membudget.agents.per_resource.PerResourceNet` reading it,
+    trained together through time on teacher demonstrations of whole episodes (``episodes``: one
+    :class:`~membudget.agents.imitation.Demonstrations` per episode, states in step order): the class-weighted
+    cross-entropy of :func:`~membudget.agents.imitation.fit_net` on the candidates, Adam, ``batch`` episodes per
+    step, gradients clipped to norm 5. The GRU reads the resource features standardised over the candidates, the
+    network's first layer has the budget features' standardisation folded in. ``hidden``: the cell's state size;
+    ``width``: the network's two layer widths. Returns the deployed :class:`HistoryStudent`."""
+    from membudget.agents.imitation import _rescale_first_layer, input_scaling
+
+    episodes = list(episodes)
+    if not episodes or not all(isinstance(e, Demonstrations) for e in episodes):
+        raise ValueError("episodes must be a non-empty sequence of Demonstrations, one per episode")
+    for name, v, low in (("hidden", hidden, 1), ("width", width, 1), ("epochs", epochs, 1), ("batch", batch, 1),
+                         ("seed", seed, 0)):
+        check_int(name, v, low)
+    check_number("lr", lr, 0, low_open=True)
+    shapes = {e.resources.shape[1:] for e in episodes}
+    if len(shapes) != 1:
+        raise ValueError(f"every episode must have the same resources and features, got {sorted(shapes)}")
+    R, F = shapes.pop()
+    torch.manual_seed(seed)
+    mean, scale = input_scaling(Demonstrations.concatenate(episodes))
+    T = max(len(e.labels) for e in episodes)
+
+    def padded(name, width_):  # (episodes, T, ...) with zeros past each episode's end
+        out = np.zeros((len(episodes), T, *width_), np.float32)
+        for i, e in enumerate(episodes):
+            out[i, :len(e.labels)] = getattr(e, name)
+        return torch.from_numpy(out)
+
+    res = (padded("resources", (R, F)) - torch.from_numpy(mean[:F].astype(np.float32))) / \
+        torch.from_numpy(scale[:F].astype(np.float32))
+    bud = (padded("budget", (len(mean) - F - 1,)) - torch.from_numpy(mean[F:-1].astype(np.float32))) / \
+        torch.from_numpy(scale[F:-1].astype(np.float32))
+    mask, y = padded("mask", (R,)), padded("labels", (R,))
+    cell = nn.GRUCell(F, hidden)
+    net = PerResourceNet((width, width), context, n_resource_features=F + hidden)
+    pos = float((y * mask).sum())
+    pos_weight = torch.tensor(max(1.0, (float(mask.sum()) - pos) / max(pos, 1.0)))
+    params = list(cell.parameters()) + list(net.parameters())
+    opt = torch.optim.Adam(params, lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        for idx in torch.randperm(len(episodes), generator=gen).split(batch):
+            h = torch.zeros(len(idx) * R, hidden)
+            loss = torch.zeros(())
+            for t in range(T):
+                h = cell(res[idx, t].reshape(-1, F), h)
+                z = net(torch.cat([res[idx, t], h.reshape(len(idx), R, hidden)], -1), bud[idx, t], mask[idx, t])
+                per = nn.functional.binary_cross_entropy_with_logits(z[..., 0], y[idx, t], pos_weight=pos_weight,
+                                                                     reduction="none")
+                loss = loss + (per * mask[idx, t]).sum()
+            loss = loss / mask[idx].sum().clamp(min=1.0)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(params, 5.0)
+            opt.step()
+    head_mean = np.concatenate([np.zeros(F + hidden), mean[F:]])
+    head_scale = np.concatenate([np.ones(F + hidden), scale[F:]])
+    _rescale_first_layer(net, head_mean, head_scale, fold=True)
+    cfg = dict(config or {}, method="gru-bc", hidden=hidden, width=width, context=bool(context), epochs=epochs,
+               lr=lr, batch=batch, seed=seed)
+    return HistoryStudent(net.eval(), GRUHistory(cell, mean[:F], scale[:F]), config=cfg)
 
 
 class HistoryEnv(gym.Wrapper):

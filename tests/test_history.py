@@ -222,6 +222,102 @@ def test_student_episodes_carry_a_history_student_s_history_across_the_week():
     assert set(np.unique(episodes[0].labels)) <= {0.0, 1.0}
 
 
+def _gru(seed=0, F=27, H=8):
+    from membudget.agents.history import GRUHistory
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    return GRUHistory(torch.nn.GRUCell(F, H), rng.normal(size=F), rng.uniform(0.5, 2.0, size=F))
+
+
+def test_gru_history_steps_as_torch_s_cell_and_restarts_at_episode_starts():
+    """The compiled step equals ``torch.nn.GRUCell`` on the standardised features; the state restarts at zero where
+    ``episode_start`` is set and continues elsewhere; permuting the resources permutes the features."""
+    g = _gru()
+    rng = np.random.default_rng(1)
+    x, h = rng.normal(size=(3, 5, 27)).astype(np.float32), rng.normal(size=(3, 5, 8)).astype(np.float32)
+    feats, h1 = g.step(h, x, [False, True, False])
+    xs = (x - g.mean) / g.scale
+    h_ref = h.copy()
+    h_ref[1] = 0.0
+    with torch.no_grad():
+        ref = g.cell(torch.from_numpy(xs.reshape(15, 27)), torch.from_numpy(h_ref.reshape(15, 8))).numpy()
+    np.testing.assert_allclose(h1, ref.reshape(3, 5, 8), atol=1e-6)
+    np.testing.assert_allclose(feats, np.concatenate([xs, h1], axis=-1), atol=1e-6)
+    assert feats.shape == (3, 5, g.n_features) and g.n_features == 35
+    first, _ = g.step(None, x, None)  # no state: every row starts
+    np.testing.assert_array_equal(first, g.step(np.zeros_like(h), x, [True] * 3)[0])
+    perm = [4, 0, 3, 1, 2]
+    np.testing.assert_allclose(g.step(h[:, perm], x[:, perm], [False] * 3)[0], feats_no_start(g, h, x)[:, perm],
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="state must have shape"):
+        g.step(h[:, :4], x, [False] * 3)
+    with pytest.raises(ValueError, match="resources must have shape"):
+        g.step(None, x[..., :26], None)
+
+
+def feats_no_start(g, h, x):
+    return g.step(h, x, [False] * len(x))[0]
+
+
+@pytest.mark.slow  # about 10 s: two fits
+def test_gru_student_learns_what_one_observation_cannot_show():
+    """Labels that depend on the previous step only (query resource r at t iff its feature 0 was above 0.5 at t - 1):
+    the learned recurrence fits them, a student of one observation (the same class without history) cannot."""
+    from membudget.agents.history import fit_gru_student
+    from membudget.agents.imitation import fit_net
+
+    rng = np.random.default_rng(0)
+    T, R, F = 10, 4, 27
+
+    def episode():
+        x = rng.uniform(size=(T, R, F)).astype(np.float32)
+        y = np.zeros((T, R), np.float32)
+        y[1:] = x[:-1, :, 0] > 0.5
+        return Demonstrations(x, rng.uniform(size=(T, 9)), np.ones((T, R)), y)
+
+    train, test = [episode() for _ in range(64)], [episode() for _ in range(16)]
+    student = fit_gru_student(train, hidden=16, width=32, epochs=40, seed=0)
+    assert isinstance(student, HistoryStudent) and student.config["method"] == "gru-bc"
+    flat = Demonstrations.concatenate(train)
+    plain = fit_net(flat, hidden=(32, 32), epochs=40, seed=0)
+
+    def accuracy(policy, carry):
+        right = total = 0
+        for e in test:
+            state = None
+            for t in range(T):
+                obs = {"resources": e.resources[t], "budget": e.budget[t], "mask": e.mask[t]}
+                a, state = policy.predict(obs, state if carry else None, episode_start=np.array([t == 0]))
+                right += int(((a > 0) == (e.labels[t] > 0)).sum())
+                total += R
+        return right / total
+
+    from membudget.agents.per_resource import StudentPolicy
+
+    with_history, without = accuracy(student, True), accuracy(StudentPolicy(plain), False)
+    assert with_history >= 0.9 and without <= 0.7, (with_history, without)
+
+
+def test_gru_student_refuses_bad_input():
+    from membudget.agents.history import GRUHistory, fit_gru_student
+
+    ep = Demonstrations(np.zeros((3, 2, 27)), np.zeros((3, 9)), np.ones((3, 2)), np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="episodes"):
+        fit_gru_student([])
+    with pytest.raises(ValueError, match="hidden"):
+        fit_gru_student([ep], hidden=0)
+    with pytest.raises(ValueError, match="lr"):
+        fit_gru_student([ep], lr=0.0)
+    other = Demonstrations(np.zeros((3, 3, 27)), np.zeros((3, 9)), np.ones((3, 3)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="same resources"):
+        fit_gru_student([ep, other])
+    with pytest.raises(ValueError, match="GRUCell"):
+        GRUHistory(torch.nn.GRU(27, 8), np.zeros(27), np.ones(27))
+    with pytest.raises(ValueError, match="scale > 0"):
+        GRUHistory(torch.nn.GRUCell(27, 8), np.zeros(27), np.zeros(27))
+
+
 def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     from membudget.studies import history_students as hs
     from membudget.studies import online_ceiling as oc
@@ -251,6 +347,9 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
                 return [("visited", it[0], it[4]) for it in items]
             if fn is hs.history_dagger:
                 return [{"set_f1": np.full(3, 0.745), "states": 160} for _ in items]
+            if fn is hs.gru_student:
+                return [{"set_f1": np.full(3, 0.75 + 0.001 * it[3]), "ms_per_step": 0.08, "timed_set_f1": 0.5}
+                        for it in items]
             if fn is hs.decision_speed:
                 return [{"ms_per_step": 0.05 if it[2] == (2, ()) else 0.04, "set_f1": 0.5} for it in items]
             return [{"set_f1": np.full(len(it[4]), f1[(it[2], tuple(it[4]))] + 0.001 * it[3]),
@@ -275,6 +374,12 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert dag[1] == [("visited", "net of seed 1", 2000)] and dag[2:5] == ("B10", (2, ()), 1)
     assert "| 1 | 160 | 0.7310 | 0.7450 | +0.0140 [+0.0140, +0.0140] | +0.0250 [+0.0250, +0.0250] |" in text
     assert "One DAgger round beats BC for the history student at B10: +0.0140 [+0.0140, +0.0140] — met." in text
+    # the learned recurrence: one student per learner seed on the first run's labels, against Sequential (0.72) and
+    # the frame-stack student (0.7305 over the seeds)
+    assert [(it[2], it[3], it[4]) for name, it in asked if name == "gru_student"] == [
+        (cfg.gru, s, cfg.held_out) for s in (0, 1)]
+    assert "| 0.7505 | 0.7500; 0.7510 | +0.0305 [+0.0305, +0.0305] | +0.0200 [+0.0200, +0.0200] |" in text
+    assert "(the learned-recurrence student, 1 weeks, 0.080 ms): +0.0305 [+0.0305, +0.0305] — met." in text
     # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
     assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
     assert "| run | 0 | 100 |\n|---|---|---|\n| seed 0 | 0.7500 | 0.7625 |" in text  # its validation curve
