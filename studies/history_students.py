@@ -62,13 +62,16 @@ class HistoryConfig:
     """The fair comparison's distil-then-RL settings (its DAgger→PPO's)."""
     gru: tuple = (64, 30)
     """``(hidden, epochs)`` of the learned-recurrence student (:func:`~membudget.agents.history.fit_gru_student`,
-    its other settings the function's defaults), fitted for the learner seeds of the first run; ``()``: none."""
+    its other settings the function's defaults), fitted for the learner seeds; ``()``: none."""
+    gru_runs: tuple = (("B10", 200), ("B5", 200), ("B20", 200))
+    """The runs (of :attr:`runs`, the first first: its student is timed) the learned-recurrence student is fitted
+    for."""
 
 
 FULL = HistoryConfig()
 QUICK = HistoryConfig(validation=(4000, 4001), held_out=(8000, 9000), planner=(2, 8), grid=((2, ()), (1, (0.9,))),
                       choose_weeks=2, runs=(("B10", 2),), learner_seeds=(0,), dagger_seeds=(0,), finetune_seeds=(0,),
-                      finetune_ppo=BENCH_QUICK["finetune"], gru=(8, 2))
+                      finetune_ppo=BENCH_QUICK["finetune"], gru=(8, 2), gru_runs=(("B10", 2),))
 
 
 def _fit(episodes, h, seed):
@@ -204,10 +207,12 @@ def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
             visited = run(student_labels, [(net, chosen, budget, cfg.planner, w) for w in range(2000, 2000 + n)])
             out["dagger"].append(run(history_dagger, [(episodes, visited, budget, chosen, s, cfg.held_out)])[0])
     if cfg.gru:
-        budget, n = cfg.runs[0]
-        episodes = labels(budget, n)
-        progress(f"the learned-recurrence students at {budget} ({n} weeks)")
-        out["gru"] = run(gru_student, [(episodes, budget, cfg.gru, s, cfg.held_out) for s in cfg.learner_seeds])
+        out["gru"] = {}
+        for budget, n in cfg.gru_runs:
+            episodes = labels(budget, n)
+            progress(f"the learned-recurrence students at {budget} ({n} weeks)")
+            out["gru"][(budget, n)] = run(gru_student, [(episodes, budget, cfg.gru, s, cfg.held_out)
+                                                        for s in cfg.learner_seeds])
     if cfg.finetune_seeds:
         budget, n = cfg.runs[0]
         progress(f"PPO from the history students at {budget} ({n} weeks)")
@@ -332,36 +337,42 @@ def _gru_section(cfg: HistoryConfig, res: dict) -> tuple:
     """The page's lines and goal lines on the learned-recurrence student (none if it was not run)."""
     if not res.get("gru"):
         return [], []
-    budget, n = cfg.runs[0]
     hidden, epochs = cfg.gru
-    r = res["runs"][(budget, n)]
-    seq = np.asarray(r["Sequential"])
-    frames = np.mean([np.asarray(x["set_f1"]) for x in r[res["chosen"]]], axis=0)
-    gru = np.mean([np.asarray(x["set_f1"]) for x in res["gru"]], axis=0)
-    per_seed = "; ".join(f"{np.mean(x['set_f1']):.4f}" for x in res["gru"])
-    first = res["gru"][0]
-    (gs, lo, _), vs_frames = paired_ci(gru - seq), paired_ci(gru - frames)
+    first = res["gru"][cfg.gru_runs[0]][0]
     ms = first["ms_per_step"]
-    lines = ["", f"## A learned recurrence ({budget}, {n} weeks, held-out weeks)", "",
+    lines = ["", "## A learned recurrence (held-out weeks)", "",
              f"`fit_gru_student`: one GRU cell of {hidden} units, shared by the resources, reads each resource's "
              "standardised features step by step, and a `PerResourceNet` (64, 64, with context) reads those "
              "features and the cell's state (`GRUHistory`); both are fitted together through time on the same "
-             f"labels ({epochs} epochs, 16 weeks per step, Adam 0.003, gradients clipped at norm 5, the BC "
-             f"student's class weights), learner seeds {', '.join(map(str, cfg.learner_seeds))}. Its size and "
-             "epochs were taken from a few trials on the validation weeks 4000-4029 (learner seed 0): a scratch "
-             "version with the budget features standardised at the input scored 0.7830-0.7837 there with a GRU of "
-             "32 or 64 units and 30 or 60 epochs, this one 0.7846 at 64 units and 30 epochs; not searched further. "
-             "It is deployed as a `HistoryStudent` "
-             f"whose history is the cell (compiled with numba): {ms:.3f} ms per decision over week "
-             f"{cfg.held_out[0]}'s decisions (learner seed {cfg.learner_seeds[0]}; Set F1 "
-             f"{first['timed_set_f1']:.4f} there, {float(np.asarray(first['set_f1'])[0]):.4f} in the batched "
-             "rollout).", "",
-             "| Set F1 | per seed | vs Sequential | vs the frame-stack history student |", "|---|---|---|---|",
-             f"| {gru.mean():.4f} | {per_seed} | {gs} | {vs_frames[0]} |"]
-    met = gru.mean() - seq.mean() >= 0.01 and lo > 0 and ms <= 0.1
-    goals = [f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 and <= 0.1 ms per decision "
-             f"at {budget} (the learned-recurrence student, {n} weeks, {ms:.3f} ms): {gs} — "
-             f"{'met' if met else 'not met'}."]
+             f"labels as the students above ({epochs} epochs, 16 weeks per step, Adam 0.003, gradients clipped at "
+             f"norm 5, the BC student's class weights), learner seeds {', '.join(map(str, cfg.learner_seeds))}. "
+             "Its size and epochs were taken from a few trials on the validation weeks 4000-4029 (learner seed 0): "
+             "a scratch version with the budget features standardised at the input scored 0.7830-0.7837 there "
+             "with a GRU of 32 or 64 units and 30 or 60 epochs, this one 0.7846 at 64 units and 30 epochs; not "
+             "searched further. It is deployed as a `HistoryStudent` whose history is the cell (compiled with "
+             f"numba): {ms:.3f} ms per decision over week {cfg.held_out[0]}'s decisions ({cfg.gru_runs[0][0]}, "
+             f"{cfg.gru_runs[0][1]} weeks, learner seed {cfg.learner_seeds[0]}; Set F1 {first['timed_set_f1']:.4f} "
+             f"there, {float(np.asarray(first['set_f1'])[0]):.4f} in the batched rollout). A student's Set F1 per "
+             "week is the mean over the learner seeds; paired 95% intervals over the weeks.", "",
+             "| budget | n weeks | GRU student | per seed | vs Sequential | vs the frame-stack history student |",
+             "|---|---|---|---|---|---|"]
+    goals = []
+    for (budget, n), runs in res["gru"].items():
+        r = res["runs"][(budget, n)]
+        seq = np.asarray(r["Sequential"])
+        frames = np.mean([np.asarray(x["set_f1"]) for x in r[res["chosen"]]], axis=0)
+        gru = np.mean([np.asarray(x["set_f1"]) for x in runs], axis=0)
+        per_seed = "; ".join(f"{np.mean(x['set_f1']):.4f}" for x in runs)
+        (gs, lo, _), vs_frames = paired_ci(gru - seq), paired_ci(gru - frames)
+        lines.append(f"| {budget} | {n} | {gru.mean():.4f} | {per_seed} | {gs} | {vs_frames[0]} |")
+        if budget == "B10":
+            met = gru.mean() - seq.mean() >= 0.01 and lo > 0 and ms <= 0.1
+            goals.append(f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 and <= 0.1 ms per "
+                         f"decision at B10 (the learned-recurrence student, {n} weeks, {ms:.3f} ms): {gs} — "
+                         f"{'met' if met else 'not met'}.")
+        else:
+            goals.append(f"- Deployable allocator >= Sequential at {budget} (the learned-recurrence student, {n} "
+                         f"weeks): {gs} — {'met' if gru.mean() >= seq.mean() else 'not met'}.")
     return lines, goals
 
 

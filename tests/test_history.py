@@ -323,7 +323,8 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     from membudget.studies import online_ceiling as oc
 
     cfg = hs.HistoryConfig(validation=(1, 2), held_out=(3, 4, 5), grid=((2, ()), (1, (0.9,))), choose_weeks=1,
-                           runs=(("B10", 1),), learner_seeds=(0, 1), dagger_seeds=(1,), finetune_seeds=(0,))
+                           runs=(("B10", 1),), learner_seeds=(0, 1), dagger_seeds=(1,), finetune_seeds=(0,),
+                           gru_runs=(("B10", 1),))
     seq = np.full(3, 0.72)
     # on validation the 2-frame history is best; on the held-out weeks it is 0.01 above no history
     f1 = {((2, ()), (1, 2)): 0.8, ((1, (0.9,)), (1, 2)): 0.7, (hs.NO_HISTORY, (1, 2)): 0.75,
@@ -378,7 +379,7 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     # the frame-stack student (0.7305 over the seeds)
     assert [(it[2], it[3], it[4]) for name, it in asked if name == "gru_student"] == [
         (cfg.gru, s, cfg.held_out) for s in (0, 1)]
-    assert "| 0.7505 | 0.7500; 0.7510 | +0.0305 [+0.0305, +0.0305] | +0.0200 [+0.0200, +0.0200] |" in text
+    assert "| B10 | 1 | 0.7505 | 0.7500; 0.7510 | +0.0305 [+0.0305, +0.0305] | +0.0200 [+0.0200, +0.0200] |" in text
     assert "(the learned-recurrence student, 1 weeks, 0.080 ms): +0.0305 [+0.0305, +0.0305] — met." in text
     # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
     assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
