@@ -212,8 +212,10 @@ class GRUHistory(History):
         self.cell, self.mean, self.scale = cell.eval(), mean, scale
         self.base, self.hidden, self.frames, self.decays = cell.input_size, cell.hidden_size, 1, ()
         # the standardisation and the cell's parameters (transposed) as arrays for _gru_step: one observation's
-        # step is a few small products, far below torch's (or NumPy's) per-call costs when compiled
-        self._weights = (mean, scale) + tuple(np.ascontiguousarray(p.detach().numpy().T, dtype=np.float32)
+        # step is a few small products, far below torch's (or NumPy's) per-call costs when compiled. Copies, not
+        # views: torch moves a parameter's memory when it sends the cell to another process (shared memory), which
+        # would leave a view reading freed memory
+        self._weights = (mean, scale) + tuple(np.array(p.detach().numpy().T, dtype=np.float32, order="C")
                                               for p in (cell.weight_ih, cell.bias_ih, cell.weight_hh, cell.bias_hh))
 
     @property

@@ -218,7 +218,7 @@ class StudentPolicy:
         if config is not None and not isinstance(config, dict):
             raise ValueError(f"config must be a dict or None, got {type(config).__name__}")
         self.config = dict(config or {})
-        self._layers = None  # (net, its numpy layers), made on the first decision of one observation
+        self._layers = None  # (net, its numpy layers, their memory), made on the first decision of one observation
 
     def __getstate__(self):
         return {**self.__dict__, "_layers": None}  # views of this process's parameters: made again after a copy
@@ -269,8 +269,11 @@ class StudentPolicy:
         rows = np.flatnonzero(mask)
         action = np.full(mask.shape, -1.0, dtype=np.float32)
         if rows.size:
-            if self._layers is None or self._layers[0] is not self.net:
-                self._layers = (self.net, self.net.numpy_layers())
+            # views of the parameters' memory, made again if torch has moved it (sending the network to another
+            # process moves it to shared memory and frees the old)
+            where = self.net.first.weight.data_ptr()
+            if self._layers is None or self._layers[0] is not self.net or self._layers[2] != where:
+                self._layers = (self.net, self.net.numpy_layers(), where)
             z = candidate_outputs_numpy(self._layers[1], np.asarray(resources, dtype=np.float32),
                                         np.asarray(budget, dtype=np.float32), rows)[:, 0]
             p = 0.5 * (1.0 + np.tanh(0.5 * z))  # the sigmoid, without exp's overflow

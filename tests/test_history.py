@@ -256,6 +256,41 @@ def test_gru_history_steps_as_torch_s_cell_and_restarts_at_episode_starts():
         g.step(None, x[..., :26], None)
 
 
+def test_gru_history_survives_being_sent_to_another_process():
+    """Torch moves a parameter's memory to shared memory when a process pool sends the cell to a worker; the
+    history's arrays are copies, so both the sender's and the received history still step as before."""
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch.multiprocessing  # noqa: F401 (registers torch's reductions, as a pool's workers do)
+
+    g = _gru()
+    x = np.random.default_rng(2).normal(size=(2, 3, 27)).astype(np.float32)
+    before = g.step(None, x, None)[0]
+    received = pickle.loads(ForkingPickler.dumps(g))
+    np.testing.assert_array_equal(g.step(None, x, None)[0], before)
+    np.testing.assert_array_equal(received.step(None, x, None)[0], before)
+
+
+def test_a_student_s_numpy_layers_follow_its_parameters_to_shared_memory():
+    """A per-resource student's one-observation path reads views of its network's parameters; after the network
+    is sent to another process (torch moves the parameters to shared memory) it still decides as before."""
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch.multiprocessing  # noqa: F401 (registers torch's reductions, as a pool's workers do)
+
+    from membudget.agents.per_resource import StudentPolicy
+
+    torch.manual_seed(0)
+    student = StudentPolicy(PerResourceNet((8, 8)))
+    rng = np.random.default_rng(3)
+    obs = {"resources": rng.normal(size=(11, 27)).astype(np.float32), "budget": rng.uniform(size=9),
+           "mask": np.ones(11)}
+    before = student.predict(obs)[0]
+    ForkingPickler.dumps(student.net)
+    np.testing.assert_array_equal(student.predict(obs)[0], before)
+
+
 def feats_no_start(g, h, x):
     return g.step(h, x, [False] * len(x))[0]
 
