@@ -75,14 +75,20 @@ class History:
             raise ValueError("resources must be finite")
         return x
 
+    @staticmethod
+    def _starts(state, episode_start, n: int) -> np.ndarray:
+        """Which of the ``n`` observations start an episode: all without a ``state``, else ``episode_start``."""
+        start = np.ones(n, bool) if state is None else np.asarray(episode_start, dtype=bool).reshape(-1)
+        if start.shape != (n,):
+            raise ValueError(f"episode_start must hold one flag per observation ({n}), got shape {start.shape}")
+        return start
+
     def step(self, state, resources, episode_start) -> tuple:
         """The history features ``(n, R, n_features)`` of the observations ``resources (n, R, base)`` and the next
         state; ``state`` None (or rows with ``episode_start``) start an episode at this observation."""
         x = self._check(resources)
         n = len(x)
-        start = np.ones(n, bool) if state is None else np.asarray(episode_start, dtype=bool).reshape(-1)
-        if start.shape != (n,):
-            raise ValueError(f"episode_start must hold one flag per observation ({n}), got shape {start.shape}")
+        start = self._starts(state, episode_start, n)
         if state is None:
             state = (np.repeat(x[:, None], self.frames - 1, axis=1), np.repeat(x[:, None], len(self.decays), axis=1))
         frames, means = state
@@ -228,9 +234,7 @@ class GRUHistory(History):
     def step(self, state, resources, episode_start) -> tuple:
         x = self._check(resources)
         n, R = x.shape[:2]
-        start = np.ones(n, bool) if state is None else np.asarray(episode_start, dtype=bool).reshape(-1)
-        if start.shape != (n,):
-            raise ValueError(f"episode_start must hold one flag per observation ({n}), got shape {start.shape}")
+        start = self._starts(state, episode_start, n)
         h = np.zeros((n, R, self.hidden), np.float32) if state is None else np.asarray(state, dtype=np.float32)
         if h.shape != (n, R, self.hidden):
             raise ValueError(f"state must have shape {(n, R, self.hidden)}, got {h.shape}")
