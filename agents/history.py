@@ -303,8 +303,8 @@ def fit_gru_student(episodes, *, hidden=64, width=64, context=True, epochs=30, l
     head_mean = np.concatenate([np.zeros(F + hidden), mean[F:]])
     head_scale = np.concatenate([np.ones(F + hidden), scale[F:]])
     _rescale_first_layer(net, head_mean, head_scale, fold=True)
-    cfg = dict(config or {}, method="gru-bc", hidden=hidden, width=width, context=bool(context), epochs=epochs,
-               lr=lr, batch=batch, seed=seed)
+    cfg = {"method": "gru-bc", **(config or {}), "hidden": hidden, "width": width, "context": bool(context),
+           "epochs": epochs, "lr": lr, "batch": batch, "seed": seed}
     return HistoryStudent(net.eval(), GRUHistory(cell, mean[:F], scale[:F]), config=cfg)
 
 

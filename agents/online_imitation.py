@@ -8,7 +8,9 @@ cross-entropy on the candidates) to those labels. The student reads the observat
 imitate the planner only as far as the observation summarises the agent's history. :func:`fit_online_dagger` adds
 DAgger iterations: the student plays the training weeks, the planner labels every state it reaches (from the
 student's own history, through :class:`~membudget.wrappers.OnlineTeacher`), and the student is refitted on all the
-labels so far, as :func:`~membudget.agents.imitation.fit_dagger` does with the DP.
+labels so far, as :func:`~membudget.agents.imitation.fit_dagger` does with the DP. :func:`fit_online_gru_dagger` runs
+the same rounds for the learned-recurrence student (:func:`~membudget.agents.history.fit_gru_student`), refitting
+its GRU cell and network together on whole episodes.
 """
 
 from __future__ import annotations
@@ -112,3 +114,36 @@ def fit_online_dagger(train_seeds, budget, *, samples=DEFAULT_SAMPLES, particles
         parts.append(student_demonstrations(student, train_seeds, budget, samples=samples, particles=particles))
         net = fit_net(Demonstrations.concatenate(parts), seed=seed + it + 1, **fit)
     return StudentPolicy(net, config=cfg), Demonstrations.concatenate(parts)
+
+
+def online_episodes(seeds, budget, *, samples=DEFAULT_SAMPLES, particles=None, **env_kw) -> list:
+    """The online planner's labels of its own rollouts, one :class:`~membudget.agents.imitation.Demonstrations` per
+    week of ``seeds`` (states in step order; the planner's seed on each week: the week's number, as in the
+    studies), for students that read whole episodes (:func:`~membudget.agents.history.fit_gru_student`)."""
+    return [online_demonstrations([int(w)], budget, samples=samples, particles=particles, seed=int(w), **env_kw)[0]
+            for w in seeds]
+
+
+def fit_online_gru_dagger(train_seeds, budget, *, samples=DEFAULT_SAMPLES, particles=None, iterations=1, seed=0,
+                          episodes=None, **gru) -> tuple:
+    """DAgger with the online planner as the teacher for the learned-recurrence student: a
+    :func:`~membudget.agents.history.fit_gru_student` fit (settings ``gru``) to the planner's labels of
+    ``train_seeds`` (:func:`online_episodes`, or the given ``episodes``, one per week), then ``iterations`` rounds
+    of :func:`student_episodes` on ``train_seeds`` (the planner labels the states the student reaches, given the
+    student's own history), each followed by a refit of the cell and the network together on every episode so far
+    (learner seed ``seed + round``, as :func:`fit_online_dagger`); ``(HistoryStudent, episodes)`` with every
+    labelled episode used."""
+    from membudget.agents.history import fit_gru_student
+
+    check_int("iterations", iterations, 1)
+    train_seeds = [int(w) for w in train_seeds]
+    if episodes is None:
+        episodes = online_episodes(train_seeds, budget, samples=samples, particles=particles)
+    episodes = list(episodes)
+    cfg = {"method": "online-gru-dagger", "budget": budget, "train_seeds": train_seeds, "samples": samples,
+           "particles": particles, "iterations": iterations}
+    student = fit_gru_student(episodes, seed=seed, config=cfg, **gru)
+    for it in range(iterations):
+        episodes += student_episodes(student, train_seeds, budget, samples=samples, particles=particles)
+        student = fit_gru_student(episodes, seed=seed + it + 1, config=cfg, **gru)
+    return student, episodes

@@ -66,12 +66,20 @@ class HistoryConfig:
     gru_runs: tuple = (("B10", 200), ("B5", 200), ("B20", 200))
     """The runs (of :attr:`runs`, the first first: its student is timed) the learned-recurrence student is fitted
     for."""
+    gru_dagger_seeds: tuple = (0, 1, 2)
+    """One online-DAgger round for the learned-recurrence student of these learner seeds of the first of
+    :attr:`gru_runs` (:func:`~membudget.agents.online_imitation.fit_online_gru_dagger`'s round: the cell and the
+    network refitted together)."""
+    gru_finetune_seeds: tuple = (0, 1, 2)
+    """PPO (:attr:`finetune_ppo`) started from the learned-recurrence student of these learner seeds of the first of
+    :attr:`gru_runs`, its cell frozen (PPO trains the network reading the cell's state)."""
 
 
 FULL = HistoryConfig()
 QUICK = HistoryConfig(validation=(4000, 4001), held_out=(8000, 9000), planner=(2, 8), grid=((2, ()), (1, (0.9,))),
                       choose_weeks=2, runs=(("B10", 2),), learner_seeds=(0,), dagger_seeds=(0,), finetune_seeds=(0,),
-                      finetune_ppo=BENCH_QUICK["finetune"], gru=(8, 2), gru_runs=(("B10", 2),))
+                      finetune_ppo=BENCH_QUICK["finetune"], gru=(8, 2), gru_runs=(("B10", 2),), gru_dagger_seeds=(0,),
+                      gru_finetune_seeds=(0,))
 
 
 def _fit(episodes, h, seed):
@@ -99,16 +107,23 @@ def history_net(item):
     return _fit(*item)
 
 
+def _visited(student, budget, planner, week):
+    """The states ``student`` reaches on its own rollout of ``week``, labelled by the planner at ``planner = (K,
+    particles)`` given the student's history (:func:`~membudget.agents.online_imitation.student_episodes`)."""
+    from membudget.agents.online_imitation import student_episodes
+
+    k, m = planner
+    return student_episodes(student, [week], budget, samples=k, particles=m)[0]
+
+
 def student_labels(item):
     """Task: the states the history student (network ``net`` over the history ``(frames, decays)``) reaches on its
     own rollout of development week ``week`` at ``budget``, labelled by the planner at ``(K, particles)`` given
-    the student's history (:func:`~membudget.agents.online_imitation.student_episodes`); one Demonstrations.
-    ``item = (net, (frames, decays), budget, (K, particles), week)``."""
+    the student's history; one Demonstrations. ``item = (net, (frames, decays), budget, (K, particles), week)``."""
     from membudget.agents.history import History, HistoryStudent
-    from membudget.agents.online_imitation import student_episodes
 
-    net, h, budget, (k, m), week = item
-    return student_episodes(HistoryStudent(net, History(*h)), [week], budget, samples=k, particles=m)[0]
+    net, h, budget, planner, week = item
+    return _visited(HistoryStudent(net, History(*h)), budget, planner, week)
 
 
 def history_dagger(item) -> dict:
@@ -132,11 +147,16 @@ def history_finetune(item) -> dict:
     the engine and the validation curve (``(env steps, Set F1 on val)`` at each recorded point, the start first).
     ``item = (episodes, budget, (frames, decays), seed, ppo, val, weeks)``."""
     from membudget.agents.history import History, HistoryTask
-    from membudget.agents.ppo import train_ppo
 
     episodes, budget, h, seed, ppo, val, weeks = item
-    task = HistoryTask(History(*h))
-    policy, rows = train_ppo(budget, ppo, seed=seed, task=task, init=_fit(episodes, h, seed), eval_seeds=list(val))
+    return _finetune(HistoryTask(History(*h)), _fit(episodes, h, seed), budget, seed, ppo, val, weeks)
+
+
+def _finetune(task, init, budget, seed, ppo, val, weeks) -> dict:
+    """PPO from the network ``init`` through ``task``, scored as :func:`history_finetune` says."""
+    from membudget.agents.ppo import train_ppo
+
+    policy, rows = train_ppo(budget, ppo, seed=seed, task=task, init=init, eval_seeds=list(val))
     out = scores(task.deployed(policy), budget, weeks)
     out.update(selected_env_steps=int(policy.config["selected_env_steps"]), engine=policy.config["engine"],
                curve=ppo_curve(rows))
@@ -160,13 +180,52 @@ def gru_student(item) -> dict:
     ``seed``) on the planner's labels ``episodes``, scored on ``weeks``, with the deployed form's milliseconds per
     decision and Set F1 on ``weeks[0]`` (:func:`~membudget.studies.online_ceiling.timed_week`).
     ``item = (episodes, budget, (hidden, epochs), seed, weeks)``."""
-    from membudget.agents.history import fit_gru_student
-
-    episodes, budget, (hidden, epochs), seed, weeks = item
-    student = fit_gru_student(episodes, hidden=hidden, epochs=epochs, seed=seed)
+    episodes, budget, gru, seed, weeks = item
+    student = gru_fit((episodes, gru, seed))
     out = scores(student, budget, weeks)
     out["ms_per_step"], out["timed_set_f1"] = timed_week(student, budget, weeks[0])
     return out
+
+
+def gru_fit(item):
+    """Task: the learned-recurrence student :func:`gru_student` fits (the same fit). ``item = (episodes, (hidden,
+    epochs), seed)``."""
+    from membudget.agents.history import fit_gru_student
+
+    episodes, (hidden, epochs), seed = item
+    return fit_gru_student(episodes, hidden=hidden, epochs=epochs, seed=seed)
+
+
+def gru_labels(item):
+    """Task: the states the learned-recurrence student ``student`` reaches on its own rollout of development week
+    ``week``, labelled by the planner given its history; one Demonstrations. ``item = (student, budget, (K,
+    particles), week)``."""
+    return _visited(*item)
+
+
+def gru_dagger(item) -> dict:
+    """Task: the DAgger round's refit of the learned-recurrence student, cell and network together (learner seed
+    ``seed + 1``, as :func:`~membudget.agents.online_imitation.fit_online_gru_dagger`), on the planner's labels of
+    its own rollouts ``episodes`` and of the BC student's ``visited``, scored on ``weeks``; with the number of
+    labelled states. ``item = (episodes, visited, budget, (hidden, epochs), seed, weeks)``."""
+    episodes, visited, budget, gru, seed, weeks = item
+    both = list(episodes) + list(visited)
+    out = scores(gru_fit((both, gru, seed + 1)), budget, weeks)
+    out["states"] = int(sum(len(e.labels) for e in both))
+    return out
+
+
+def gru_finetune(item) -> dict:
+    """Task: PPO (settings ``ppo``, seed ``seed``; the weeks ``val`` pick the kept actor) started from the
+    learned-recurrence student :func:`gru_student` fits with learner seed ``seed``, through
+    :class:`~membudget.agents.history.HistoryTask` over its cell (frozen: PPO trains the network reading the
+    cell's state), scored as :func:`history_finetune`. ``item = (episodes, budget, (hidden, epochs), seed, ppo,
+    val, weeks)``."""
+    from membudget.agents.history import HistoryTask
+
+    episodes, budget, gru, seed, ppo, val, weeks = item
+    student = gru_fit((episodes, gru, seed))
+    return _finetune(HistoryTask(student.history), student.policy.net, budget, seed, ppo, val, weeks)
 
 
 def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
@@ -213,6 +272,18 @@ def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
             progress(f"the learned-recurrence students at {budget} ({n} weeks)")
             out["gru"][(budget, n)] = run(gru_student, [(episodes, budget, cfg.gru, s, cfg.held_out)
                                                         for s in cfg.learner_seeds])
+        budget, n = cfg.gru_runs[0]
+        episodes = labels(budget, n)
+        out["gru_dagger"] = []
+        for s in cfg.gru_dagger_seeds:
+            progress(f"DAgger for the learned-recurrence student of learner seed {s} at {budget} ({n} weeks)")
+            student = run(gru_fit, [(episodes, cfg.gru, s)])[0]
+            visited = run(gru_labels, [(student, budget, cfg.planner, w) for w in range(2000, 2000 + n)])
+            out["gru_dagger"].append(run(gru_dagger, [(episodes, visited, budget, cfg.gru, s, cfg.held_out)])[0])
+        if cfg.gru_finetune_seeds:
+            progress(f"PPO from the learned-recurrence students at {budget} ({n} weeks)")
+            out["gru_finetune"] = run(gru_finetune, [(episodes, budget, cfg.gru, s, cfg.finetune_ppo,
+                                                      cfg.validation, cfg.held_out) for s in cfg.gru_finetune_seeds])
     if cfg.finetune_seeds:
         budget, n = cfg.runs[0]
         progress(f"PPO from the history students at {budget} ({n} weeks)")
@@ -291,7 +362,8 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
                   f"{batched[0]:.4f} and {batched[1]:.4f} in the batched rollout (torch) of the table. The goals "
                   "below take the deployed form's time (the same network class at every budget and n)."]
     for more, more_goals in (_dagger_section(cfg, res, deployed_ms), _gru_section(cfg, res),
-                             _finetune_section(cfg, res)):
+                             _gru_dagger_section(cfg, res), _finetune_section(cfg, res),
+                             _gru_finetune_section(cfg, res)):
         lines += more
         goals += more_goals
     lines += ["", "## The issue's goals, measured", ""] + goals
@@ -299,37 +371,59 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
 
 
 def _dagger_section(cfg: HistoryConfig, res: dict, deployed_ms) -> tuple:
-    """The page's lines and goal lines on the DAgger round (none if it was not run)."""
+    """The page's lines and goal lines on the DAgger round of the history student (none if it was not run)."""
     if not res.get("dagger"):
         return [], []
-    k, m = cfg.planner
-    lines, goals = [], []
     budget, n = cfg.runs[0]
-    r = res["runs"][(budget, n)]
+    starts = res["runs"][(budget, n)][res["chosen"]]
+    return _dagger_lines(cfg, res["runs"][(budget, n)], (budget, n), cfg.dagger_seeds,
+                         [starts[cfg.learner_seeds.index(s)] for s in cfg.dagger_seeds], res["dagger"],
+                         "the history student", "BC history student", deployed_ms,
+                         "the student is refitted on the planner's labels of its own rollouts and these (learner seed "
+                         "+ 1, as `fit_online_dagger`). Same class, history and settings as the BC student.")
+
+
+def _gru_dagger_section(cfg: HistoryConfig, res: dict) -> tuple:
+    """The same for the learned-recurrence student (none if it was not run)."""
+    if not res.get("gru_dagger"):
+        return [], []
+    run = cfg.gru_runs[0]
+    starts = res["gru"][run]
+    return _dagger_lines(cfg, res["runs"][run], run, cfg.gru_dagger_seeds,
+                         [starts[cfg.learner_seeds.index(s)] for s in cfg.gru_dagger_seeds], res["gru_dagger"],
+                         "the learned-recurrence student", "BC GRU student", starts[0]["ms_per_step"],
+                         "its GRU cell and network are refitted together on the planner's labels of its own rollouts "
+                         "and these (learner seed + 1, as `fit_online_gru_dagger`). Same class and settings as the "
+                         "BC GRU student.")
+
+
+def _dagger_lines(cfg, r, run, seeds, starts, dagger, student, start_name, deployed_ms, refit) -> tuple:
+    """A DAgger round's table and goals: ``starts`` (the BC students' results) and ``dagger`` (the refits') per
+    learner seed of ``seeds``, against Sequential's ``r``."""
+    k, m = cfg.planner
+    budget, n = run
     seq = np.asarray(r["Sequential"])
-    bc = [np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"]) for s in cfg.dagger_seeds]
-    dag = [np.asarray(x["set_f1"]) for x in res["dagger"]]
-    lines += ["", f"## One DAgger round for the history student ({budget}, {n} weeks, held-out weeks)", "",
-              f"The BC history student of each learner seed plays the same {n} development weeks; the planner "
-              f"(K = {k}, {m} particles, seeded by the week) labels every state it reaches, given the student's "
-              "own history (`student_episodes`); the student is refitted on the planner's labels of its own "
-              "rollouts and these (learner seed + 1, as `fit_online_dagger`). Same class, history and settings "
-              "as the BC student.", "",
-              "| learner seed | states | BC history student | DAgger | DAgger - BC | DAgger - Sequential |",
-              "|---|---|---|---|---|---|"]
-    for s, b, d, x in zip(cfg.dagger_seeds, bc, dag, res["dagger"]):
+    bc = [np.asarray(x["set_f1"]) for x in starts]
+    dag = [np.asarray(x["set_f1"]) for x in dagger]
+    lines = ["", f"## One DAgger round for {student} ({budget}, {n} weeks, held-out weeks)", "",
+             f"The {start_name} of each learner seed plays the same {n} development weeks; the planner "
+             f"(K = {k}, {m} particles, seeded by the week) labels every state it reaches, given the student's "
+             f"own history (`student_episodes`); {refit}", "",
+             f"| learner seed | states | {start_name} | DAgger | DAgger - BC | DAgger - Sequential |",
+             "|---|---|---|---|---|---|"]
+    for s, b, d, x in zip(seeds, bc, dag, dagger):
         lines.append(f"| {s} | {x['states']:,} | {b.mean():.4f} | {d.mean():.4f} | {paired_ci(d - b)[0]} | "
                      f"{paired_ci(d - seq)[0]} |")
     b, d = np.mean(bc, axis=0), np.mean(dag, axis=0)
     gain, (ds, lo, _) = paired_ci(d - b), paired_ci(d - seq)
     lines.append(f"| mean | | {b.mean():.4f} | {d.mean():.4f} | {gain[0]} | {ds} |")
     met = d.mean() - seq.mean() >= 0.01 and lo > 0 and deployed_ms is not None and deployed_ms <= 0.1
-    goals.append(f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 at {budget} (the "
-                 f"history student after one DAgger round, {n} weeks; the same class as the BC student's "
-                 f"{'not measured' if deployed_ms is None else f'{deployed_ms:.3f} ms'}): {ds} — "
-                 f"{'met' if met else 'not met'}.")
-    goals.append(f"- One DAgger round beats BC for the history student at {budget}: {gain[0]} — "
-                 f"{'met' if gain[1] > 0 else 'not met'}.")
+    goals = [f"- Deployable allocator >= Sequential + 0.01 with an interval excluding 0 at {budget} ({student} "
+             f"after one DAgger round, {n} weeks; the same class as the BC student's "
+             f"{'not measured' if deployed_ms is None else f'{deployed_ms:.3f} ms'}): {ds} — "
+             f"{'met' if met else 'not met'}.",
+             f"- One DAgger round beats BC for {student} at {budget}: {gain[0]} — "
+             f"{'met' if gain[1] > 0 else 'not met'}."]
     return lines, goals
 
 
@@ -380,29 +474,46 @@ def _finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
     """The page's lines and goal lines on PPO from the history students (none if it was not run)."""
     if not res.get("finetune"):
         return [], []
-    lines, goals = [], []
-    budget, n = cfg.runs[0]
-    r = res["runs"][(budget, n)]
+    starts = res["runs"][cfg.runs[0]][res["chosen"]]
+    return _finetune_lines(cfg, res["runs"][cfg.runs[0]], cfg.runs[0], cfg.finetune_seeds,
+                           [starts[cfg.learner_seeds.index(s)] for s in cfg.finetune_seeds], res["finetune"],
+                           "the history student", "through `HistoryTask`")
+
+
+def _gru_finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
+    """The same for the learned-recurrence student (none if it was not run)."""
+    if not res.get("gru_finetune"):
+        return [], []
+    run = cfg.gru_runs[0]
+    starts = res["gru"][run]
+    return _finetune_lines(cfg, res["runs"][run], run, cfg.gru_finetune_seeds,
+                           [starts[cfg.learner_seeds.index(s)] for s in cfg.gru_finetune_seeds], res["gru_finetune"],
+                           "the learned-recurrence student", "through `HistoryTask` over its GRU cell, which stays "
+                           "frozen (PPO trains the network that reads the cell's state)")
+
+
+def _finetune_lines(cfg, r, run, seeds, starts, runs, student, how) -> tuple:
+    """PPO's table, validation curves and goal: ``starts`` (the BC students' results) and ``runs`` (PPO's) per
+    learner seed of ``seeds``, against Sequential's ``r``."""
+    budget, n = run
     seq = np.asarray(r["Sequential"])
-    ppo = np.mean([np.asarray(x["set_f1"]) for x in res["finetune"]], axis=0)
-    start = np.mean([np.asarray(r[res["chosen"]][cfg.learner_seeds.index(s)]["set_f1"])
-                     for s in cfg.finetune_seeds], axis=0)
-    steps = ", ".join(str(x["selected_env_steps"]) for x in res["finetune"])
+    ppo = np.mean([np.asarray(x["set_f1"]) for x in runs], axis=0)
+    start = np.mean([np.asarray(x["set_f1"]) for x in starts], axis=0)
+    steps = ", ".join(str(x["selected_env_steps"]) for x in runs)
     ppo_seq, ppo_start = paired_ci(ppo - seq), paired_ci(ppo - start)
-    lines += ["", f"## PPO from the history student ({budget}, {n} weeks, held-out weeks)", "",
-              f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
-              f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
-              f"validation weeks), started from the history student of learner seed(s) "
-              f"{', '.join(map(str, cfg.finetune_seeds))}, through `HistoryTask` (engine "
-              f"{res['finetune'][0]['engine']}); kept actor at {steps} env steps"
-              + (": PPO found no actor better than its start on the validation weeks, so the figures below are "
-                 "its BC start's." if all(x["selected_env_steps"] == 0 for x in res["finetune"]) else "."), "",
-              "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
-              f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
-    lines += curve_lines([(f"seed {seed}", x.get("curve")) for seed, x in zip(cfg.finetune_seeds, res["finetune"])],
+    lines = ["", f"## PPO from {student} ({budget}, {n} weeks, held-out weeks)", "",
+             f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
+             f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
+             f"validation weeks), started from {student} of learner seed(s) {', '.join(map(str, seeds))}, {how} "
+             f"(engine {runs[0]['engine']}); kept actor at {steps} env steps"
+             + (": PPO found no actor better than its start on the validation weeks, so the figures below are "
+                "its BC start's." if all(x["selected_env_steps"] == 0 for x in runs) else "."), "",
+             "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
+             f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
+    lines += curve_lines([(f"seed {seed}", x.get("curve")) for seed, x in zip(seeds, runs)],
                          cfg.finetune_ppo.eval_every)
-    goals.append(f"- PPO from the history student >= its BC start with an interval excluding 0 at {budget}: "
-                 f"{ppo_start[0]} — {'met' if ppo_start[1] > 0 else 'not met'}.")
+    goals = [f"- PPO from {student} >= its BC start with an interval excluding 0 at {budget}: {ppo_start[0]} — "
+             f"{'met' if ppo_start[1] > 0 else 'not met'}."]
     return lines, goals
 
 

@@ -359,7 +359,7 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
 
     cfg = hs.HistoryConfig(validation=(1, 2), held_out=(3, 4, 5), grid=((2, ()), (1, (0.9,))), choose_weeks=1,
                            runs=(("B10", 1),), learner_seeds=(0, 1), dagger_seeds=(1,), finetune_seeds=(0,),
-                           gru_runs=(("B10", 1),))
+                           gru_runs=(("B10", 1),), gru_dagger_seeds=(1,), gru_finetune_seeds=(0,))
     seq = np.full(3, 0.72)
     # on validation the 2-frame history is best; on the held-out weeks it is 0.01 above no history
     f1 = {((2, ()), (1, 2)): 0.8, ((1, (0.9,)), (1, 2)): 0.7, (hs.NO_HISTORY, (1, 2)): 0.75,
@@ -386,6 +386,15 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
             if fn is hs.gru_student:
                 return [{"set_f1": np.full(3, 0.75 + 0.001 * it[3]), "ms_per_step": 0.08, "timed_set_f1": 0.5}
                         for it in items]
+            if fn is hs.gru_fit:
+                return [f"gru of seed {it[2]}" for it in items]
+            if fn is hs.gru_labels:
+                return [("gru visited", it[0], it[3]) for it in items]
+            if fn is hs.gru_dagger:
+                return [{"set_f1": np.full(3, 0.76), "states": 160} for _ in items]
+            if fn is hs.gru_finetune:
+                return [{"set_f1": np.full(3, 0.748), "selected_env_steps": 0, "engine": "autograd",
+                         "curve": [(0, 0.75), (100, 0.74)]} for _ in items]
             if fn is hs.decision_speed:
                 return [{"ms_per_step": 0.05 if it[2] == (2, ()) else 0.04, "set_f1": 0.5} for it in items]
             return [{"set_f1": np.full(len(it[4]), f1[(it[2], tuple(it[4]))] + 0.001 * it[3]),
@@ -419,9 +428,24 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     # PPO from the seed-0 history student (0.7300 on the held-out weeks): 0.74
     assert "| 0.7400 | +0.0100 [+0.0100, +0.0100] | +0.0200 [+0.0200, +0.0200] |" in text
     assert "| run | 0 | 100 |\n|---|---|---|\n| seed 0 | 0.7500 | 0.7625 |" in text  # its validation curve
-    assert "each later point lies below the start" not in text  # it rose here
     assert "PPO from the history student >= its BC start with an interval excluding 0 at B10: +0.0100 " \
-        "[+0.0100, +0.0100] — met." in text and "no actor better" not in text
+        "[+0.0100, +0.0100] — met." in text
+    # DAgger for the learned recurrence: the seed-1 GRU student's own week labelled, both refitted with seed 1 (+1
+    # inside); its start 0.7510 (seed 1's GRU student)
+    assert [it for name, it in asked if name == "gru_labels"] == [("gru of seed 1", "B10", cfg.planner, 2000)]
+    (gdag,) = [it for name, it in asked if name == "gru_dagger"]
+    assert gdag[1] == [("gru visited", "gru of seed 1", 2000)] and gdag[2:5] == ("B10", cfg.gru, 1)
+    assert "| 1 | 160 | 0.7510 | 0.7600 | +0.0090 [+0.0090, +0.0090] | +0.0400 [+0.0400, +0.0400] |" in text
+    assert "One DAgger round beats BC for the learned-recurrence student at B10: +0.0090 [+0.0090, +0.0090] — met." \
+        in text
+    # PPO from the seed-0 GRU student (0.7500), its cell frozen: below its start, kept at 0 steps
+    (gft,) = [it for name, it in asked if name == "gru_finetune"]
+    assert gft[2:4] == (cfg.gru, 0)
+    assert "| 0.7480 | -0.0020 [-0.0020, -0.0020] | +0.0280 [+0.0280, +0.0280] |" in text
+    assert text.count("each later point lies below the start") == 1  # the GRU run fell, the history student's rose
+    assert text.count("no actor better") == 1
+    assert "PPO from the learned-recurrence student >= its BC start with an interval excluding 0 at B10: -0.0020 " \
+        "[-0.0020, -0.0020] — not met." in text
 
 
 @pytest.mark.slow
@@ -435,3 +459,49 @@ def test_quick_study_runs_and_a_rerun_loads_its_tasks(tmp_path):
     evaluate.main(args[:-1] + [str(tmp_path / "again.md")])
     assert len(list(cache.iterdir())) == n
     assert (tmp_path / "again.md").read_text().replace("again.md", "") == out.read_text().replace("page.md", "")
+
+
+@pytest.mark.slow  # the planner's numba sampler compiles on a cold cache
+def test_online_gru_dagger_refits_cell_and_network_on_the_students_own_states():
+    """One round: the BC GRU student's own rollouts, labelled by the planner given its history, are added to the
+    planner's episodes, and the refit is fit_gru_student on all of them with learner seed + 1."""
+    from membudget.agents.history import fit_gru_student
+    from membudget.agents.online_imitation import fit_online_gru_dagger, online_episodes, student_episodes
+
+    kw = {"samples": 1, "particles": 8}
+    gru = {"hidden": 4, "width": 8, "epochs": 1}
+    episodes = online_episodes([2002], "B10", **kw)
+    assert len(episodes) == 1 and len(episodes[0].labels) == 80
+    student, every = fit_online_gru_dagger([2002], "B10", seed=3, episodes=episodes, **kw, **gru)
+    assert len(every) == 2 and every[0] is episodes[0]
+    start = fit_gru_student(episodes, seed=3, **gru)
+    visited = student_episodes(start, [2002], "B10", **kw)[0]
+    for name in ("resources", "mask", "labels"):
+        np.testing.assert_array_equal(getattr(every[1], name), getattr(visited, name))
+    refit = fit_gru_student(every, seed=4, **gru)
+    for a, b in zip(student.history.cell.parameters(), refit.history.cell.parameters()):
+        assert torch.equal(a, b)
+    for a, b in zip(student.policy.net.parameters(), refit.policy.net.parameters()):
+        assert torch.equal(a, b)
+    assert student.config["method"] == "online-gru-dagger" and student.config["iterations"] == 1
+    with pytest.raises(ValueError, match="iterations"):
+        fit_online_gru_dagger([2002], "B10", iterations=0, episodes=episodes, **kw)
+
+
+def test_ppo_trains_the_network_over_a_frozen_gru_cell_through_the_history_task():
+    from membudget.agents.history import fit_gru_student
+    from membudget.agents.ppo import train_ppo
+
+    rng = np.random.default_rng(0)
+    eps = [Demonstrations(rng.uniform(size=(80, 11, 27)), rng.uniform(size=(80, 9)), np.ones((80, 11)),
+                          (rng.uniform(size=(80, 11)) < 0.1).astype(np.float32)) for _ in range(2)]
+    student = fit_gru_student(eps, hidden=4, width=8, epochs=1, seed=0)
+    cell = [p.detach().clone() for p in student.history.cell.parameters()]
+    task = HistoryTask(student.history)
+    ppo, _ = train_ppo("B10", task=task, n_envs=2, total_timesteps=320, eval_episodes=1, init=student.policy.net,
+                       hidden=(8, 8), keep_best=False)
+    assert ppo.net.n_resource_features == 27 + 4
+    assert any(not torch.equal(a, b) for a, b in zip(ppo.net.parameters(), student.policy.net.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(cell, student.history.cell.parameters()))
+    f1 = task.rollout(ppo, [4000], budget="B10", action_mode="scores")["set_f1"]
+    assert np.allclose(f1, task.rollout(task.deployed(ppo), [4000], budget="B10", action_mode="scores")["set_f1"])
