@@ -73,6 +73,10 @@ class HistoryConfig:
     gru_finetune_seeds: tuple = (0, 1, 2)
     """PPO (:attr:`finetune_ppo`) started from the learned-recurrence student of these learner seeds of the first of
     :attr:`gru_runs`, its cell frozen (PPO trains the network reading the cell's state)."""
+    gru_finetune_lambdas: tuple = (0.95, 1.0)
+    """The GAE lambdas of those PPO runs (:attr:`finetune_ppo`'s otherwise): its 0.95 and 1.0, Monte Carlo advantages
+    (on the validation weeks PPO from the history student fell below its start with lambda 0.95 at every setting
+    tried and stayed level with 1.0: docs/online_teacher.md)."""
 
 
 FULL = HistoryConfig()
@@ -282,8 +286,11 @@ def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
             out["gru_dagger"].append(run(gru_dagger, [(episodes, visited, budget, cfg.gru, s, cfg.held_out)])[0])
         if cfg.gru_finetune_seeds:
             progress(f"PPO from the learned-recurrence students at {budget} ({n} weeks)")
-            out["gru_finetune"] = run(gru_finetune, [(episodes, budget, cfg.gru, s, cfg.finetune_ppo,
-                                                      cfg.validation, cfg.held_out) for s in cfg.gru_finetune_seeds])
+            out["gru_finetune"] = {
+                lam: run(gru_finetune, [(episodes, budget, cfg.gru, s, dataclasses.replace(cfg.finetune_ppo,
+                                                                                           gae_lambda=lam),
+                                         cfg.validation, cfg.held_out) for s in cfg.gru_finetune_seeds])
+                for lam in cfg.gru_finetune_lambdas}
     if cfg.finetune_seeds:
         budget, n = cfg.runs[0]
         progress(f"PPO from the history students at {budget} ({n} weeks)")
@@ -477,7 +484,7 @@ def _finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
     starts = res["runs"][cfg.runs[0]][res["chosen"]]
     return _finetune_lines(cfg, res["runs"][cfg.runs[0]], cfg.runs[0], cfg.finetune_seeds,
                            [starts[cfg.learner_seeds.index(s)] for s in cfg.finetune_seeds], res["finetune"],
-                           "the history student", "through `HistoryTask`")
+                           "the history student", "through `HistoryTask`", cfg.finetune_ppo)
 
 
 def _gru_finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
@@ -485,34 +492,44 @@ def _gru_finetune_section(cfg: HistoryConfig, res: dict) -> tuple:
     if not res.get("gru_finetune"):
         return [], []
     run = cfg.gru_runs[0]
-    starts = res["gru"][run]
-    return _finetune_lines(cfg, res["runs"][run], run, cfg.gru_finetune_seeds,
-                           [starts[cfg.learner_seeds.index(s)] for s in cfg.gru_finetune_seeds], res["gru_finetune"],
-                           "the learned-recurrence student", "through `HistoryTask` over its GRU cell, which stays "
-                           "frozen (PPO trains the network that reads the cell's state)")
+    starts = [res["gru"][run][cfg.learner_seeds.index(s)] for s in cfg.gru_finetune_seeds]
+    lines, goals = [], []
+    for lam, runs in res["gru_finetune"].items():
+        more = _finetune_lines(cfg, res["runs"][run], run, cfg.gru_finetune_seeds, starts, runs,
+                               "the learned-recurrence student", "through `HistoryTask` over its GRU cell, which "
+                               "stays frozen (PPO trains the network that reads the cell's state)",
+                               dataclasses.replace(cfg.finetune_ppo, gae_lambda=lam))
+        lines += more[0]
+        goals += more[1]
+    return lines, goals
 
 
-def _finetune_lines(cfg, r, run, seeds, starts, runs, student, how) -> tuple:
-    """PPO's table, validation curves and goal: ``starts`` (the BC students' results) and ``runs`` (PPO's) per
-    learner seed of ``seeds``, against Sequential's ``r``."""
+def _finetune_lines(cfg, r, run, seeds, starts, runs, student, how, ppo_cfg) -> tuple:
+    """PPO's table, validation curves and goal: ``starts`` (the BC students' results) and ``runs`` (PPO's, with
+    ``ppo_cfg``) per learner seed of ``seeds``, against Sequential's ``r``."""
     budget, n = run
     seq = np.asarray(r["Sequential"])
     ppo = np.mean([np.asarray(x["set_f1"]) for x in runs], axis=0)
     start = np.mean([np.asarray(x["set_f1"]) for x in starts], axis=0)
     steps = ", ".join(str(x["selected_env_steps"]) for x in runs)
     ppo_seq, ppo_start = paired_ci(ppo - seq), paired_ci(ppo - start)
-    lines = ["", f"## PPO from {student} ({budget}, {n} weeks, held-out weeks)", "",
-             f"PPO with the fair comparison's distil-then-RL settings ({cfg.finetune_ppo.total_timesteps:,} "
-             f"steps, critic warm-up {cfg.finetune_ppo.critic_warmup} updates, the kept actor the best on the "
-             f"validation weeks), started from {student} of learner seed(s) {', '.join(map(str, seeds))}, {how} "
+    lam = ppo_cfg.gae_lambda
+    fair = lam == cfg.finetune_ppo.gae_lambda
+    tag = "" if fair else f", GAE lambda {lam}"
+    lines = ["", f"## PPO from {student} ({budget}, {n} weeks, held-out weeks{tag})", "",
+             f"PPO with the fair comparison's distil-then-RL settings ({ppo_cfg.total_timesteps:,} "
+             f"steps, critic warm-up {ppo_cfg.critic_warmup} updates, GAE lambda {lam}"
+             + ("" if fair else f" instead of {cfg.finetune_ppo.gae_lambda}: Monte Carlo advantages")
+             + ", the kept actor the best on the validation weeks), started from "
+             f"{student} of learner seed(s) {', '.join(map(str, seeds))}, {how} "
              f"(engine {runs[0]['engine']}); kept actor at {steps} env steps"
              + (": PPO found no actor better than its start on the validation weeks, so the figures below are "
                 "its BC start's." if all(x["selected_env_steps"] == 0 for x in runs) else "."), "",
              "| Set F1 | vs its BC start | vs Sequential |", "|---|---|---|",
              f"| {ppo.mean():.4f} | {ppo_start[0]} | {ppo_seq[0]} |"]
     lines += curve_lines([(f"seed {seed}", x.get("curve")) for seed, x in zip(seeds, runs)],
-                         cfg.finetune_ppo.eval_every)
-    goals = [f"- PPO from {student} >= its BC start with an interval excluding 0 at {budget}: {ppo_start[0]} — "
+                         ppo_cfg.eval_every)
+    goals = [f"- PPO from {student}{tag} >= its BC start with an interval excluding 0 at {budget}: {ppo_start[0]} — "
              f"{'met' if ppo_start[1] > 0 else 'not met'}."]
     return lines, goals
 

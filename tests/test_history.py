@@ -2,6 +2,8 @@
 history of a hand-made episode, equivariance under a permutation of the resources, restarts at episode starts in a
 batch, bad input refused, the history chosen on validation weeks alone."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -438,14 +440,21 @@ def test_the_history_is_chosen_on_validation_weeks_and_the_page_follows():
     assert "| 1 | 160 | 0.7510 | 0.7600 | +0.0090 [+0.0090, +0.0090] | +0.0400 [+0.0400, +0.0400] |" in text
     assert "One DAgger round beats BC for the learned-recurrence student at B10: +0.0090 [+0.0090, +0.0090] — met." \
         in text
-    # PPO from the seed-0 GRU student (0.7500), its cell frozen: below its start, kept at 0 steps
-    (gft,) = [it for name, it in asked if name == "gru_finetune"]
-    assert gft[2:4] == (cfg.gru, 0)
-    assert "| 0.7480 | -0.0020 [-0.0020, -0.0020] | +0.0280 [+0.0280, +0.0280] |" in text
-    assert text.count("each later point lies below the start") == 1  # the GRU run fell, the history student's rose
-    assert text.count("no actor better") == 1
-    assert "PPO from the learned-recurrence student >= its BC start with an interval excluding 0 at B10: -0.0020 " \
-        "[-0.0020, -0.0020] — not met." in text
+    # PPO from the seed-0 GRU student (0.7500), its cell frozen, with GAE lambda 0.95 (the fair comparison's) and
+    # 1.0: below its start, kept at 0 steps
+    gft = [it for name, it in asked if name == "gru_finetune"]
+    assert [(it[2:4], it[4].gae_lambda) for it in gft] == [((cfg.gru, 0), 0.95), ((cfg.gru, 0), 1.0)]
+    assert gft[1][4] == dataclasses.replace(cfg.finetune_ppo, gae_lambda=1.0)
+    assert text.count("| 0.7480 | -0.0020 [-0.0020, -0.0020] | +0.0280 [+0.0280, +0.0280] |") == 2
+    assert text.count("each later point lies below the start") == 2  # the GRU runs fell, the history student's rose
+    assert text.count("no actor better") == 2
+    assert "held-out weeks, GAE lambda 1.0)" in text
+    assert "GAE lambda 1.0 instead of 0.95: Monte Carlo advantages, the " \
+        "kept actor the best on the validation weeks), started from the learned-recurrence student of learner " \
+        "seed(s) 0, through `HistoryTask` over its GRU cell" in text
+    for tag in ("", ", GAE lambda 1.0"):
+        assert f"PPO from the learned-recurrence student{tag} >= its BC start with an interval excluding 0 at B10: " \
+            "-0.0020 [-0.0020, -0.0020] — not met." in text
 
 
 @pytest.mark.slow
