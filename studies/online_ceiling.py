@@ -165,11 +165,11 @@ def bayes_gate_week(item) -> dict:
 def planner_labels(item) -> dict:
     """Task: the planner's labels of its own rollout of one development week (seed = the week) and their CPU
     seconds. ``item = (budget, K, particles, week)``."""
-    from membudget.agents.online_imitation import online_demonstrations
+    from membudget.agents.online_imitation import online_episodes
 
     budget, k, particles, week = item
     c0 = time.process_time()
-    demos, _ = online_demonstrations([week], budget, samples=k, particles=particles, seed=week)
+    (demos,) = online_episodes([week], budget, samples=k, particles=particles)
     return {"demos": demos, "cpu": time.process_time() - c0}
 
 
