@@ -235,10 +235,14 @@ def gru_finetune(item) -> dict:
 def measure(cfg: HistoryConfig, progress=print, executor=None) -> dict:
     run = executor.map
 
-    def labels(budget, n):
-        progress(f"planner labels at {budget} ({n} development weeks)")
-        return [x["demos"] for x in run(planner_labels, [(budget, *cfg.planner, w)
-                                                        for w in range(2000, 2000 + n)])]
+    loaded = {}
+
+    def labels(budget, n):  # each run's labels loaded once, though several parts of the study read them
+        if (budget, n) not in loaded:
+            progress(f"planner labels at {budget} ({n} development weeks)")
+            loaded[(budget, n)] = [x["demos"] for x in run(planner_labels, [(budget, *cfg.planner, w)
+                                                                           for w in range(2000, 2000 + n)])]
+        return loaded[(budget, n)]
 
     out = {"validation": {}, "runs": {}}
     episodes = labels(cfg.choose_budget, cfg.choose_weeks)
