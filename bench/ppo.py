@@ -25,12 +25,15 @@ bfloat16 autocast (:func:`minibatch_ms`). ``--quality B10`` instead trains PPO w
 line per seed there, and ``--compare FILE`` compares the engines over those seeds (:func:`compare`: failed seeds,
 Fisher's exact test of the failure rates, bootstrap intervals of the difference of the means). ``--numerics B10``
 measures how far the compiled engine's bfloat16 critic moves the values, advantages and gradients PPO learns from,
-against the spread of PPO's own minibatch gradients (:func:`numerics`).
+against the spread of PPO's own minibatch gradients (:func:`numerics`). ``--breakdown 40`` times the parts of 40
+updates of the compiled engine (rollout, values, GAE, the minibatch calls) beside the time of each part's matrix
+products alone (:func:`breakdown`; ``--critic-dtype``): where an update's time goes on this CPU.
 
 ``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl] [--bf16]``;
 ``python -m membudget.bench.ppo --quality B10 [--engine compiled|autograd] [--seeds 0-2] [--out FILE]``;
 ``python -m membudget.bench.ppo --compare FILE [--fail-margin 0.05]``;
 ``python -m membudget.bench.ppo --numerics B10 [--seeds 0] [--checkpoints 0,10,25,50,100,200]``
+``python -m membudget.bench.ppo --breakdown 40 [--critic-dtype auto|float32|bfloat16]``
 """
 
 from __future__ import annotations
@@ -213,18 +216,20 @@ def gemm_shapes(actor_rows_per_step: float, obs_width: int, n_actor_inputs: int)
     with its context layer, ``actor_rows_per_step`` rows per state)."""
     critic = _layers(obs_width, CRITIC)
     actor = [(n_actor_inputs, ACTOR[0]), *_layers(2 * ACTOR[0], ACTOR[1:])]
-
-    def passes(rows, layers, backward):
-        out = [(rows, k, n) for k, n in layers]
-        if backward:
-            out += [(k, rows, n) for k, n in layers]
-            out += [(rows, n, k) for k, n in layers[1:]]
-        return out
-
     mb = N_ENVS * HORIZON // MINIBATCHES
-    rollout = passes(N_ENVS, critic, False) + passes(round(N_ENVS * actor_rows_per_step), actor, False)
-    minibatch = passes(mb, critic, True) + passes(round(mb * actor_rows_per_step), actor, True)
+    rollout = _passes(N_ENVS, critic, False) + _passes(round(N_ENVS * actor_rows_per_step), actor, False)
+    minibatch = _passes(mb, critic, True) + _passes(round(mb * actor_rows_per_step), actor, True)
     return rollout * HORIZON + minibatch * (EPOCHS * MINIBATCHES)
+
+
+def _passes(rows, layers, backward):
+    """The ``(m, k, n)`` products of ``rows`` rows through ``layers``: the forward pass, and with ``backward`` the
+    weight gradients and the input gradients (none for the first layer)."""
+    out = [(rows, k, n) for k, n in layers]
+    if backward:
+        out += [(k, rows, n) for k, n in layers]
+        out += [(rows, n, k) for k, n in layers[1:]]
+    return out
 
 
 def candidates_per_state(seed: int = 0) -> float:
@@ -245,9 +250,9 @@ def candidates_per_state(seed: int = 0) -> float:
     return total / (steps * N_ENVS)
 
 
-def gemm_floor_rate(shapes, repeats: int = 3, dtype=None) -> float:
-    """Env steps per second if one update cost only the matrix products ``shapes`` (best of ``repeats``), in
-    ``dtype`` (default float32)."""
+def products_seconds(shapes, repeats: int = 3, dtype=None) -> float:
+    """Seconds the matrix products ``shapes`` (``(m, k, n)`` each) take as bare ``torch.mm`` calls one after the
+    other, in ``dtype`` (default float32): the best of ``repeats``."""
     import torch
 
     dtype = dtype or torch.float32
@@ -259,7 +264,90 @@ def gemm_floor_rate(shapes, repeats: int = 3, dtype=None) -> float:
         for a, b, out in operands:
             torch.mm(a, b, out=out)
         best = min(best, time.perf_counter() - start)
-    return N_ENVS * HORIZON / best
+    return best
+
+
+def gemm_floor_rate(shapes, repeats: int = 3, dtype=None) -> float:
+    """Env steps per second if one update cost only the matrix products ``shapes`` (best of ``repeats``), in
+    ``dtype`` (default float32)."""
+    return N_ENVS * HORIZON / products_seconds(shapes, repeats, dtype)
+
+
+BREAKDOWN_PARTS = ("rollout", "values", "gae", "learn")
+"""The parts of one update of the compiled engine, in order (:func:`breakdown`)."""
+
+
+def breakdown(updates: int = 20, warmup: int = 3, critic_dtype: str = "auto", seed: int = 0, repeats: int = 30):
+    """Where one update of the compiled engine spends its time on this CPU, at the bench's settings.
+
+    The loop is :func:`native_rate`'s training run: the same networks, weeks and random streams as ``train_ppo``
+    with the compiled engine, so the actor it returns is that run's after ``warmup + updates`` updates. Each
+    update's parts are timed (wall clock): the rollout (the environment's steps, the numpy actor and the loop's
+    arrays), the critic's values on every state, GAE, and the epochs of compiled minibatch calls. Beside each part:
+    the seconds of its matrix products alone, as bare ``torch.mm`` calls at the same shapes (best of ``repeats``;
+    the candidate rows counted on the last update's rollout).
+
+    Returns ``({part: (ms per update, products ms per update)}, actor)``; GAE has no products (0)."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from membudget.agents.configs import PPOConfig
+    from membudget.agents.ppo import CompiledEngine, _networks, gae
+    from membudget.agents.rl import week_order
+    from membudget.agents.tasks import PMWEEK
+
+    if updates < 1 or warmup < 0:
+        raise ValueError(f"breakdown needs updates >= 1 and warmup >= 0, got {updates} and {warmup}")
+    cfg = dataclasses.replace(PPOConfig(), n_envs=N_ENVS, n_epochs=EPOCHS, n_minibatches=MINIBATCHES,
+                              learning_rate=LR, hidden=ACTOR, critic_arch=CRITIC, engine="compiled",
+                              critic_dtype=critic_dtype, reward_scale=1.0, ent_coef=0.0, keep_best=False)
+    if cfg.anneal_lr or cfg.critic_warmup or cfg.critic_counts:
+        raise ValueError("breakdown replays train_ppo without a learning-rate schedule, critic warm-up or counts")
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    venv = PMWEEK.vector_env(cfg.n_envs, "B10", **PMWEEK.env_kwargs(per_step_cap=cfg.per_step_cap,
+                                                                     cost_profile=cfg.cost_profile,
+                                                                     late_policy=cfg.late_policy))
+    weeks = week_order(seed, PMWEEK.train_seeds)
+    actor, critic = _networks(cfg, venv, None, PMWEEK.name)
+    engine = CompiledEngine(actor, critic, cfg, rng).ppo
+    spent = dict.fromkeys(BREAKDOWN_PARTS, 0.0)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for update in range(warmup + updates):
+            obs, _ = venv.reset(seed=[int(w) for w in weeks[(update * cfg.n_envs + np.arange(cfg.n_envs)) %
+                                                            weeks.size]])
+            clock = [time.perf_counter()]
+            batch, T = engine.rollout(venv, obs, cfg.reward_scale, False)
+            clock.append(time.perf_counter())
+            values = engine.values(batch)
+            clock.append(time.perf_counter())
+            adv = gae(batch["rewards"], values, cfg.gamma, cfg.gae_lambda)
+            clock.append(time.perf_counter())
+            engine.learn(batch, adv.reshape(-1), (adv + values).reshape(-1), learning_rate=cfg.learning_rate)
+            clock.append(time.perf_counter())
+            if update >= warmup:
+                for part, a, b in zip(BREAKDOWN_PARTS, clock, clock[1:]):
+                    spent[part] += b - a
+        obs_width = batch["obs"].shape[1]
+        n_input = batch["rows"].shape[1]
+        states = T * cfg.n_envs
+        rows_per_state = batch["rows"].shape[0] / states
+    venv.close()
+    critic_layers = _layers(obs_width, CRITIC)
+    actor_layers = [(n_input, ACTOR[0]), *_layers(2 * ACTOR[0], ACTOR[1:])]
+    minibatch = [shape for layers, rows in ((critic_layers, states // MINIBATCHES),
+                                            (actor_layers, round(states * rows_per_state / MINIBATCHES)))
+                 for shape in _passes(rows, layers, backward=True)]
+    products = {"rollout": T * products_seconds(_passes(round(cfg.n_envs * rows_per_state), actor_layers, False),
+                                                repeats),
+                "values": products_seconds(_passes(states, critic_layers, False), repeats),
+                "gae": 0.0,
+                "learn": EPOCHS * MINIBATCHES * products_seconds(minibatch, repeats)}
+    return {part: (1000 * spent[part] / updates, 1000 * products[part]) for part in BREAKDOWN_PARTS}, actor
 
 
 def minibatch_ms(rows_per_state: float, obs_width: int, bf16: bool, repeats: int = 200) -> float:
@@ -515,6 +603,27 @@ def compare(out, fail_margin: float = 0.05, n_resamples: int = 10000, seed: int 
     return result
 
 
+def print_breakdown(updates: int, critic_dtype: str = "auto") -> dict:
+    """:func:`breakdown`, printed as a table with the CPU's line; returns its dictionary."""
+    from membudget.agents.ppo_compiled import critic_dtype_name
+
+    parts, _ = breakdown(updates, critic_dtype=critic_dtype)
+    names = {"rollout": "rollout (the environment, the numpy actor, the loop's arrays)",
+             "values": "values (the critic on every state)", "gae": "GAE",
+             "learn": f"learn ({EPOCHS} epochs x {MINIBATCHES} compiled minibatch calls)"}
+    print(f"{cpu_line()}\ncompiled engine, critic products in {critic_dtype_name(critic_dtype)}; one update = "
+          f"{N_ENVS} weeks x {HORIZON} steps = {N_ENVS * HORIZON:,} env steps, mean of {updates} updates after 3 "
+          f"untimed")
+    print(f"{'part':<66} {'ms':>8} {'products ms':>12} {'rest ms':>8}")
+    for part, (ms, products) in parts.items():
+        print(f"{names[part]:<66} {ms:>8.1f} {products:>12.1f} {ms - products:>8.1f}")
+    total, floor = (sum(v[i] for v in parts.values()) for i in (0, 1))
+    print(f"{'total':<66} {total:>8.1f} {floor:>12.1f} {total - floor:>8.1f}\n"
+          f"{N_ENVS * HORIZON / total * 1000:,.0f} env steps/s; the products alone would give "
+          f"{N_ENVS * HORIZON / floor * 1000:,.0f}")
+    return parts
+
+
 def main(argv=None):
     import numpy as np
     import torch
@@ -550,8 +659,16 @@ def main(argv=None):
     parser.add_argument("--cold-start", type=int, metavar="STEPS",
                         help="instead: seconds to STEPS env steps per engine setting, each in a fresh process with "
                              "an empty inductor cache")
+    parser.add_argument("--breakdown", type=int, metavar="UPDATES",
+                        help="instead: time the parts of UPDATES updates of the compiled engine (after 3 untimed) "
+                             "beside their matrix products alone: where an update's time goes on this CPU")
+    parser.add_argument("--critic-dtype", default="auto", choices=("auto", "float32", "bfloat16"),
+                        help="for --breakdown: the compiled engine's critic products (auto: what this CPU does "
+                             "natively)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.breakdown is not None:
+        return print_breakdown(args.breakdown, args.critic_dtype)
     if args.check_auto:
         return check_auto(args.steps, args.rounds)
     if args.cold_start:

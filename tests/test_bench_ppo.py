@@ -85,3 +85,28 @@ def test_numerics_follows_train_ppo_and_bf16_stays_inside_minibatch_noise():
         assert 0 < r["values"] < 0.02 and 0 < r["advantages"] < 0.01
         for part in ("actor", "critic"):
             assert 0 < r[f"{part}_grad"] < 0.05 * r[f"{part}_noise"]
+
+
+def test_breakdown_times_train_ppo_s_own_updates(capsys):
+    import torch
+
+    from membudget.agents.ppo import train_ppo
+    from membudget.bench.ppo import (ACTOR, BREAKDOWN_PARTS, CRITIC, EPOCHS, LR, MINIBATCHES, N_ENVS, breakdown,
+                                     main)
+
+    parts, actor = breakdown(updates=2, warmup=1, critic_dtype="float32", repeats=1)
+    # the timed loop is the bench's training run, weight for weight
+    policy, _ = train_ppo("B10", total_timesteps=3 * N_ENVS * 80, seed=0, n_envs=N_ENVS, n_epochs=EPOCHS,
+                          n_minibatches=MINIBATCHES, learning_rate=LR, hidden=ACTOR, critic_arch=CRITIC,
+                          eval_every=0, eval_seeds=[4000], engine="compiled", critic_dtype="float32",
+                          reward_scale=1.0, ent_coef=0.0, keep_best=False)
+    assert all(torch.equal(a, b) for a, b in zip(actor.state_dict().values(), policy.net.state_dict().values()))
+    assert tuple(parts) == BREAKDOWN_PARTS
+    assert all(ms > 0 for ms, _ in parts.values())
+    assert parts["gae"][1] == 0 and all(parts[p][1] > 0 for p in ("rollout", "values", "learn"))
+    with pytest.raises(ValueError, match="updates >= 1"):
+        breakdown(updates=0)
+    main(["--breakdown", "1", "--critic-dtype", "float32"])
+    out = capsys.readouterr().out
+    assert "critic products in float32" in out and "env steps/s; the products alone would give" in out
+    assert all(name in out for name in ("rollout", "values", "GAE", "learn", "total"))
