@@ -42,6 +42,7 @@ import argparse
 import itertools
 import time
 
+from membudget.envs.validation import int_flag
 from membudget.studies.cli import plain
 
 
@@ -630,8 +631,8 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(prog="python -m membudget.bench.ppo", description=plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=10 * N_ENVS * HORIZON, help="environment steps per run")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int_flag(1), default=10 * N_ENVS * HORIZON, help="environment steps per run")
+    parser.add_argument("--rounds", type=int_flag(1), default=3)
     parser.add_argument("--torchrl", action="store_true",
                         help="also time TorchRL's PPO with the same actor and critic (needs the interop extra)")
     parser.add_argument("--quality", choices=("B5", "B10", "B20"),
@@ -656,10 +657,10 @@ def main(argv=None):
     parser.add_argument("--check-auto", action="store_true",
                         help="instead: CI's check that the engine engine='auto' picks for long runs is not slower "
                              "than the autograd engine on this CPU (exit status 1 if it is)")
-    parser.add_argument("--cold-start", type=int, metavar="STEPS",
+    parser.add_argument("--cold-start", type=int_flag(1), metavar="STEPS",
                         help="instead: seconds to STEPS env steps per engine setting, each in a fresh process with "
                              "an empty inductor cache")
-    parser.add_argument("--breakdown", type=int, metavar="UPDATES",
+    parser.add_argument("--breakdown", type=int_flag(1), metavar="UPDATES",
                         help="instead: time the parts of UPDATES updates of the compiled engine (after 3 untimed) "
                              "beside their matrix products alone: where an update's time goes on this CPU")
     parser.add_argument("--critic-dtype", default="auto", choices=("auto", "float32", "bfloat16"),

@@ -110,3 +110,13 @@ def test_breakdown_times_train_ppo_s_own_updates(capsys):
     out = capsys.readouterr().out
     assert "critic products in float32" in out and "env steps/s; the products alone would give" in out
     assert all(name in out for name in ("rollout", "values", "GAE", "learn", "total"))
+
+
+@pytest.mark.parametrize("argv", [["--breakdown", "0"], ["--breakdown", "x"], ["--rounds", "0"], ["--steps", "-5"],
+                                  ["--cold-start", "0"]])
+def test_bench_refuses_bad_counts_before_any_work(argv, capsys):
+    from membudget.bench.ppo import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2 and "must be an integer >= 1" in capsys.readouterr().err
