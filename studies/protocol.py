@@ -1,6 +1,7 @@
 """The evaluation protocol's primitives (DESIGN §5), shared by every study: rollouts of a policy on held-out
 weeks, paired percentile-bootstrap intervals over complete weeks, policies of the BudgetPM suite evaluated by name
-and budget, the cap sweep of the natural schedules, package versions for run records, a progress line."""
+and budget, the cap sweep of the natural schedules, package versions and the machine for run records, a progress
+line."""
 
 from __future__ import annotations
 
@@ -117,6 +118,33 @@ def package_versions() -> dict:
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
+
+
+def machine() -> dict:
+    """The machine a run comes from, for its record: a training run repeats exactly on the same kind of CPU only
+    (docs/speed.md, "Same seed, another CPU"). The CPU's model name and its family / model / stepping (from
+    ``/proc/cpuinfo`` where there is one; otherwise ``platform.processor()`` and None), the logical cores, the
+    platform, and torch's vector capability (``torch.backends.cpu.get_cpu_capability()``; None where torch is not
+    imported, so that recording it never imports torch). Always the same keys."""
+    import sys
+
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if not key:
+                    break  # the first processor's block is enough
+                info.setdefault(key, value.strip())
+    except OSError:
+        pass
+    ident = (f"family {info['cpu family']}, model {info['model']}, stepping {info.get('stepping', '?')}"
+             if "cpu family" in info and "model" in info else None)
+    torch = sys.modules.get("torch")
+    return {"cpu": info.get("model name") or platform.processor() or None, "cpu_id": ident,
+            "logical_cores": os.cpu_count(), "platform": platform.platform(), "architecture": platform.machine(),
+            "torch_cpu_capability": None if torch is None else torch.backends.cpu.get_cpu_capability()}
 
 
 def write_page(path, text) -> str:

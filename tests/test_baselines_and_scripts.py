@@ -14,6 +14,7 @@ import membudget  # noqa: F401
 from membudget.baselines import AllRelevant, RandomFeasible
 from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv, budget_levels
 from membudget.envs.pm.levels import all_relevant_costs
+from membudget.studies.protocol import machine
 
 R, T = 11, 80
 
@@ -202,6 +203,7 @@ def test_evaluate_main(tmp_path, capsys, monkeypatch, small_suite):
     assert res["config"]["n_weeks"] == 3 and res["config"]["budgets"] == ["B10"] and res["config"]["sweep"] is True
     assert budgetpm.parse_args(res["command"].split()[3:]) == budgetpm.parse_args(argv)
     assert res["versions"]["numpy"] == np.__version__
+    assert res["machine"] == machine()
     assert (tmp_path / "results.md").read_text().startswith("PMWeek-v0")
     assert (tmp_path / "frontiers.png").stat().st_size > 1000
     assert [len(v) for v in res["sweeps"].values()] == [20, 20, 20]
@@ -284,6 +286,7 @@ def test_train_ppo_smoke(tmp_path, capsys):
         cfg = json.load(f)
     assert cfg["seed"] == 0 and cfg["config"]["total_timesteps"] == 1024 and cfg["config"]["n_steps"] == 256
     assert isinstance(cfg["versions"], dict) and cfg["versions"]["stable-baselines3"]
+    assert cfg["machine"] == machine()
     assert cfg["command"].startswith("python -m membudget.train sb3-ppo")
     with open(os.path.join(run_dir, "metrics.csv")) as f:
         rows = list(csv.DictReader(f))
@@ -322,3 +325,19 @@ def test_calibrate_command(capsys):
     assert re.search(r"^steps\s+80\.000\s", out, re.M)
     assert "budget levels (unit costs): B5=" in out
 
+
+
+def test_machine_records_the_cpu_with_fixed_keys():
+    import platform
+
+    import torch
+
+    m = machine()
+    assert list(m) == ["cpu", "cpu_id", "logical_cores", "platform", "architecture", "torch_cpu_capability"]
+    assert m["logical_cores"] == os.cpu_count() and m["architecture"] == platform.machine()
+    assert m["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # torch is imported here
+    if os.path.exists("/proc/cpuinfo") and platform.machine() in ("x86_64", "AMD64"):
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+        assert m["cpu"] in text and m["cpu_id"].startswith("family ")
+    json.dumps(m)  # what run records write
