@@ -414,7 +414,8 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
     (``BENCH_FULL["ppo"]``: 4M steps, early stopping on validation weeks 4000-4029) per learner seed.
 
     With ``out`` (a JSON-lines file), each seed's result is appended to it as one line (budget, engine, seed,
-    held-out Set F1, training wall clock, the selected checkpoint and the validation curve) and a seed already there
+    held-out Set F1, training wall clock, the selected checkpoint, the validation curve and the machine: a seed
+    trains alike only on the same kind of CPU) and a seed already there
     is read, not trained again: a population of seeds can be run in pieces, by concurrent processes, and compared
     by :func:`compare`."""
     import json
@@ -423,6 +424,7 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
 
     from membudget.agents.ppo import train_ppo
     from membudget.agents.tasks import PMWEEK
+    from membudget.studies.protocol import machine
     from membudget.studies.rl_vs_distillation import BENCH_FULL
 
     held_out = list(BENCH_FULL["eval_seeds"])
@@ -442,7 +444,7 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
             line = json.dumps({
                 "budget": budget, "engine": engine, "seed": seed, "held_out_set_f1": scores[-1],
                 "wall_clock": history[-1]["wall_clock"], "selected_env_steps": policy.config["selected_env_steps"],
-                "curve": [[r["env_steps"], r["val_set_f1"]] for r in history]})
+                "curve": [[r["env_steps"], r["val_set_f1"]] for r in history], "machine": machine()})
             with open(out, "a") as f:  # one write of one line: concurrent processes may share the file
                 f.write(line + "\n")
     print(f"{budget} {engine}: mean {np.mean(scores):.4f} ± {np.std(scores, ddof=1) if len(scores) > 1 else 0:.4f}")
