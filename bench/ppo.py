@@ -32,7 +32,7 @@ products alone (:func:`breakdown`; ``--critic-dtype``): where an update's time g
 ``python -m membudget.bench.ppo [--steps N] [--rounds K] [--torchrl] [--bf16]``;
 ``python -m membudget.bench.ppo --quality B10 [--engine compiled|autograd] [--seeds 0-2] [--out FILE]``;
 ``python -m membudget.bench.ppo --compare FILE [--fail-margin 0.05]``;
-``python -m membudget.bench.ppo --numerics B10 [--seeds 0] [--checkpoints 0,10,25,50,100,200]``
+``python -m membudget.bench.ppo --numerics B10 [--seeds 0] [--checkpoints 0,10,25,50,100,200]``;
 ``python -m membudget.bench.ppo --breakdown 40 [--critic-dtype auto|float32|bfloat16]``
 """
 
@@ -415,9 +415,8 @@ def quality(budget: str, seeds, engine: str, out=None) -> list:
 
     With ``out`` (a JSON-lines file), each seed's result is appended to it as one line (budget, engine, seed,
     held-out Set F1, training wall clock, the selected checkpoint, the validation curve and the machine: a seed
-    trains alike only on the same kind of CPU) and a seed already there
-    is read, not trained again: a population of seeds can be run in pieces, by concurrent processes, and compared
-    by :func:`compare`."""
+    trains alike only on the same kind of CPU) and a seed already there is read, not trained again: a population of
+    seeds can be run in pieces, by concurrent processes, and compared by :func:`compare`."""
     import json
 
     import numpy as np
