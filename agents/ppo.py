@@ -41,7 +41,7 @@ from membudget.agents.configs import (ACTORS, AUTO_COMPILED_STEPS, ENGINES, PPOC
                                       ppo_config)
 from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows,
                                            obs_tensors)
-from membudget.agents.rl import week_order
+from membudget.agents.rl import update_weeks, week_order
 from membudget.agents.tasks import PMWEEK, TASKS
 from membudget.envs.validation import check_int
 
@@ -382,8 +382,7 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
         curve.record(steps)
         while steps < cfg.total_timesteps:
             lr = cfg.learning_rate * (1.0 - steps / cfg.total_timesteps) if cfg.anneal_lr else cfg.learning_rate
-            week_ids = weeks[(update * cfg.n_envs + np.arange(cfg.n_envs)) % weeks.size]
-            obs, _ = venv.reset(seed=[int(w) for w in week_ids])
+            obs, _ = venv.reset(seed=update_weeks(weeks, update, cfg.n_envs))
             played = trainer.update(venv, obs, lr, with_actor=update >= cfg.critic_warmup) * cfg.n_envs
             steps, update = steps + played, update + 1
             if cfg.eval_every and steps // cfg.eval_every != (steps - played) // cfg.eval_every:

@@ -43,6 +43,12 @@ def week_order(seed: int, seeds=TRAIN_SEEDS) -> np.ndarray:
     return np.random.default_rng(seed).permutation(np.asarray(list(seeds), dtype=np.int64))
 
 
+def update_weeks(weeks: np.ndarray, update: int, n_envs: int) -> list:
+    """The weeks (as ints) that update ``update`` of an ``n_envs``-week rollout plays from the order ``weeks``
+    (:func:`week_order`): the next ``n_envs`` of them, cycled."""
+    return [int(w) for w in weeks[(update * n_envs + np.arange(n_envs)) % weeks.size]]
+
+
 class DevWeeksVecEnv(PMWeekSB3VecEnv):
     """:class:`PMWeekSB3VecEnv` whose every week is an identified development week: slot ``i`` of the
     ``n``-slot env plays ``weeks[i], weeks[i + n], weeks[i + 2n], ...`` (cycled), where ``weeks`` is

@@ -215,8 +215,7 @@ def gemm_shapes(actor_rows_per_step: float, obs_width: int, n_actor_inputs: int)
     then per minibatch the forward pass, the weight gradients and the input gradients (none for the first layer)
     of the critic (``CRITIC`` over ``obs_width`` inputs, one row per state) and the per-resource actor (``ACTOR``
     with its context layer, ``actor_rows_per_step`` rows per state)."""
-    critic = _layers(obs_width, CRITIC)
-    actor = [(n_actor_inputs, ACTOR[0]), *_layers(2 * ACTOR[0], ACTOR[1:])]
+    critic, actor = _network_layers(obs_width, n_actor_inputs)
     mb = N_ENVS * HORIZON // MINIBATCHES
     rollout = _passes(N_ENVS, critic, False) + _passes(round(N_ENVS * actor_rows_per_step), actor, False)
     minibatch = _passes(mb, critic, True) + _passes(round(mb * actor_rows_per_step), actor, True)
@@ -274,11 +273,43 @@ def gemm_floor_rate(shapes, repeats: int = 3, dtype=None) -> float:
     return N_ENVS * HORIZON / products_seconds(shapes, repeats, dtype)
 
 
+def _replay_start(cfg, budget: str, seed: int):
+    """What ``train_ppo(budget, cfg, seed=seed)`` sets up before its first update, for a bench that replays its
+    updates: torch on one thread and seeded, the loop's random stream, the vector env, the order of the training
+    weeks, and the new actor and critic in train_ppo's order of draws: ``(rng, venv, weeks, actor, critic)``."""
+    import numpy as np
+    import torch
+
+    from membudget.agents.ppo import _networks
+    from membudget.agents.rl import week_order
+    from membudget.agents.tasks import PMWEEK
+
+    if cfg.anneal_lr or cfg.critic_warmup or cfg.critic_counts:
+        raise ValueError("the bench replays train_ppo without a learning-rate schedule, critic warm-up or counts")
+    torch.set_num_threads(1)  # train_ppo's default (torch_threads=1): products on more threads round otherwise
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    venv = PMWEEK.vector_env(cfg.n_envs, budget, **PMWEEK.env_kwargs(
+        per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile, late_policy=cfg.late_policy))
+    actor, critic = _networks(cfg, venv, None, PMWEEK.name)
+    return rng, venv, week_order(seed, PMWEEK.train_seeds), actor, critic
+
+
+def _network_layers(obs_width: int, n_actor_inputs: int):
+    """The ``(in, out)`` layers of the bench's critic (``CRITIC`` over ``obs_width`` inputs) and of its per-resource
+    actor (``ACTOR`` with its context layer): ``(critic, actor)``."""
+    return _layers(obs_width, CRITIC), [(n_actor_inputs, ACTOR[0]), *_layers(2 * ACTOR[0], ACTOR[1:])]
+
+
+BREAKDOWN_WARMUP = 3
+"""Untimed updates before :func:`breakdown` times (the first compiles the minibatch graph)."""
+
 BREAKDOWN_PARTS = ("rollout", "values", "gae", "learn")
 """The parts of one update of the compiled engine, in order (:func:`breakdown`)."""
 
 
-def breakdown(updates: int = 20, warmup: int = 3, critic_dtype: str = "auto", seed: int = 0, repeats: int = 30):
+def breakdown(updates: int = 20, warmup: int = BREAKDOWN_WARMUP, critic_dtype: str = "auto", seed: int = 0,
+              repeats: int = 30):
     """Where one update of the compiled engine spends its time on this CPU, at the bench's settings.
 
     The loop is :func:`native_rate`'s training run: the same networks, weeks and random streams as ``train_ppo``
@@ -291,36 +322,23 @@ def breakdown(updates: int = 20, warmup: int = 3, critic_dtype: str = "auto", se
     Returns ``({part: (ms per update, products ms per update)}, actor)``; GAE has no products (0)."""
     import dataclasses
 
-    import numpy as np
-    import torch
     from threadpoolctl import threadpool_limits
 
     from membudget.agents.configs import PPOConfig
-    from membudget.agents.ppo import CompiledEngine, _networks, gae
-    from membudget.agents.rl import week_order
-    from membudget.agents.tasks import PMWEEK
+    from membudget.agents.ppo import CompiledEngine, gae
+    from membudget.agents.rl import update_weeks
 
     if updates < 1 or warmup < 0:
         raise ValueError(f"breakdown needs updates >= 1 and warmup >= 0, got {updates} and {warmup}")
     cfg = dataclasses.replace(PPOConfig(), n_envs=N_ENVS, n_epochs=EPOCHS, n_minibatches=MINIBATCHES,
                               learning_rate=LR, hidden=ACTOR, critic_arch=CRITIC, engine="compiled",
                               critic_dtype=critic_dtype, reward_scale=1.0, ent_coef=0.0, keep_best=False)
-    if cfg.anneal_lr or cfg.critic_warmup or cfg.critic_counts:
-        raise ValueError("breakdown replays train_ppo without a learning-rate schedule, critic warm-up or counts")
-    torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    venv = PMWEEK.vector_env(cfg.n_envs, "B10", **PMWEEK.env_kwargs(per_step_cap=cfg.per_step_cap,
-                                                                     cost_profile=cfg.cost_profile,
-                                                                     late_policy=cfg.late_policy))
-    weeks = week_order(seed, PMWEEK.train_seeds)
-    actor, critic = _networks(cfg, venv, None, PMWEEK.name)
+    rng, venv, weeks, actor, critic = _replay_start(cfg, "B10", seed)
     engine = CompiledEngine(actor, critic, cfg, rng).ppo
     spent = dict.fromkeys(BREAKDOWN_PARTS, 0.0)
     with threadpool_limits(limits=1, user_api="blas"):
         for update in range(warmup + updates):
-            obs, _ = venv.reset(seed=[int(w) for w in weeks[(update * cfg.n_envs + np.arange(cfg.n_envs)) %
-                                                            weeks.size]])
+            obs, _ = venv.reset(seed=update_weeks(weeks, update, cfg.n_envs))
             clock = [time.perf_counter()]
             batch, T = engine.rollout(venv, obs, cfg.reward_scale, False)
             clock.append(time.perf_counter())
@@ -333,16 +351,12 @@ def breakdown(updates: int = 20, warmup: int = 3, critic_dtype: str = "auto", se
             if update >= warmup:
                 for part, a, b in zip(BREAKDOWN_PARTS, clock, clock[1:]):
                     spent[part] += b - a
-        obs_width = batch["obs"].shape[1]
-        n_input = batch["rows"].shape[1]
-        states = T * cfg.n_envs
-        rows_per_state = batch["rows"].shape[0] / states
     venv.close()
-    critic_layers = _layers(obs_width, CRITIC)
-    actor_layers = [(n_input, ACTOR[0]), *_layers(2 * ACTOR[0], ACTOR[1:])]
-    minibatch = [shape for layers, rows in ((critic_layers, states // MINIBATCHES),
-                                            (actor_layers, round(states * rows_per_state / MINIBATCHES)))
-                 for shape in _passes(rows, layers, backward=True)]
+    states = T * cfg.n_envs
+    rows_per_state = batch["rows"].shape[0] / states
+    critic_layers, actor_layers = _network_layers(batch["obs"].shape[1], batch["rows"].shape[1])
+    minibatch = (_passes(states // MINIBATCHES, critic_layers, True)
+                 + _passes(round(states * rows_per_state / MINIBATCHES), actor_layers, True))
     products = {"rollout": T * products_seconds(_passes(round(cfg.n_envs * rows_per_state), actor_layers, False),
                                                 repeats),
                 "values": products_seconds(_passes(states, critic_layers, False), repeats),
@@ -474,24 +488,14 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     import torch
     from threadpoolctl import threadpool_limits
 
-    from membudget.agents.ppo import _mlp, compiled_update, gae, new_actor
+    from membudget.agents.ppo import compiled_update, gae
     from membudget.agents.ppo_compiled import CompiledPPO, Minibatch, minibatch_grads, sigmoid_tanh
-    from membudget.agents.rl import week_order
-    from membudget.agents.tasks import PMWEEK
+    from membudget.agents.rl import update_weeks
     from membudget.studies.rl_vs_distillation import BENCH_FULL
 
     cfg = dataclasses.asdict(BENCH_FULL["ppo"])
-    if cfg["anneal_lr"] or cfg["critic_warmup"] or cfg["critic_counts"]:
-        raise ValueError("numerics replays train_ppo without a learning-rate schedule, critic warm-up or counts")
     n_envs, updates = cfg["n_envs"], max(checkpoints) + 1 if updates is None else updates
-    torch.set_num_threads(1)  # train_ppo's default (torch_threads=1): products on more threads round otherwise
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    venv = PMWEEK.vector_env(n_envs, budget, **PMWEEK.env_kwargs())
-    weeks = week_order(seed, PMWEEK.train_seeds)
-    n_res, n_features = venv.single_observation_space["resources"].shape
-    actor = new_actor(cfg["actor"], cfg["hidden"], cfg["context"], n_res, n_features)
-    critic = _mlp(sum(int(np.prod(s.shape)) for s in venv.single_observation_space.spaces.values()), cfg["critic_arch"])
+    rng, venv, weeks, actor, critic = _replay_start(BENCH_FULL["ppo"], budget, seed)
     engine = CompiledPPO(actor, critic, BENCH_FULL["ppo"], rng)
     # the float32 twin: the same parameter tensors, float32 products; it only plays and measures
     twin = CompiledPPO(actor, critic, dataclasses.replace(BENCH_FULL["ppo"], n_epochs=1),
@@ -526,7 +530,7 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     # numpy's BLAS on one thread, as in train_ppo: the rollout's products then round alike
     with threadpool_limits(limits=1, user_api="blas"), torch.no_grad():
         for update in range(updates):
-            week_ids = [int(w) for w in weeks[(update * n_envs + np.arange(n_envs)) % weeks.size]]
+            week_ids = update_weeks(weeks, update, n_envs)
             if update in checkpoints:
                 obs, _ = venv.reset(seed=week_ids)
                 rows.append({"update": update, "env_steps": steps,
@@ -614,8 +618,8 @@ def print_breakdown(updates: int, critic_dtype: str = "auto") -> dict:
              "values": "values (the critic on every state)", "gae": "GAE",
              "learn": f"learn ({EPOCHS} epochs x {MINIBATCHES} compiled minibatch calls)"}
     print(f"{cpu_line()}\ncompiled engine, critic products in {critic_dtype_name(critic_dtype)}; one update = "
-          f"{N_ENVS} weeks x {HORIZON} steps = {N_ENVS * HORIZON:,} env steps, mean of {updates} updates after 3 "
-          f"untimed")
+          f"{N_ENVS} weeks x {HORIZON} steps = {N_ENVS * HORIZON:,} env steps, mean of {updates} updates after "
+          f"{BREAKDOWN_WARMUP} untimed")
     print(f"{'part':<66} {'ms':>8} {'products ms':>12} {'rest ms':>8}")
     for part, (ms, products) in parts.items():
         print(f"{names[part]:<66} {ms:>8.1f} {products:>12.1f} {ms - products:>8.1f}")
@@ -662,7 +666,7 @@ def main(argv=None):
                         help="instead: seconds to STEPS env steps per engine setting, each in a fresh process with "
                              "an empty inductor cache")
     parser.add_argument("--breakdown", type=int_flag(1), metavar="UPDATES",
-                        help="instead: time the parts of UPDATES updates of the compiled engine (after 3 untimed) "
+                        help=f"instead: time the parts of UPDATES updates of the compiled engine (after {BREAKDOWN_WARMUP} untimed) "
                              "beside their matrix products alone: where an update's time goes on this CPU")
     parser.add_argument("--critic-dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                         help="for --breakdown: the compiled engine's critic products (auto: what this CPU does "

@@ -31,7 +31,7 @@ from membudget.envs.validation import check_int
 from membudget.studies.cli import Progress, make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, cost_to_match, evaluate_policy,
-                                        machine, package_versions, parse_budget, save_figure, study_subplots)
+                                        parse_budget, provenance, save_figure, study_subplots)
 from membudget.studies.runs import flag_help
 from membudget.studies.suite import POLICIES, fit_suite
 
@@ -298,8 +298,7 @@ def main(argv=None):
     if cfg.out:
         os.makedirs(cfg.out, exist_ok=True)
         with open(os.path.join(cfg.out, "results.json"), "w") as f:
-            json.dump({"config": dataclasses.asdict(cfg), "command": command, "versions": package_versions(),
-                       "machine": machine(),
+            json.dump({"config": dataclasses.asdict(cfg), "command": command, **provenance(),
                        "rows": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
                                 for r in results], "sweeps": sweeps}, f, indent=1)
         with open(os.path.join(cfg.out, "results.md"), "w") as f:

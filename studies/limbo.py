@@ -29,7 +29,7 @@ from membudget.envs.replay.world import BUDGETS, MODES
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
-from membudget.studies.protocol import bootstrap_ci, machine, package_versions, save_figure, study_subplots
+from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
 from membudget.studies.runs import TrainCommand, model_to_bytes, ppo_from_bytes, start_run, write_metrics
 
 PAPER_SEEDS = (42, 43, 44)
@@ -623,7 +623,7 @@ def replay_main(argv=None):
                              "seed_total_tokens": [run["total_tokens"] for run in r["runs"]],
                              "seed_actions": [run["actions"].tolist() for run in r["runs"]]})
         with open(os.path.join(args.out, "results.json"), "w") as f:
-            json.dump({"config": vars(args), "command": command, "versions": package_versions(), "machine": machine(),
+            json.dump({"config": vars(args), "command": command, **provenance(),
                        "seeds": args.seeds, "rows": out_rows}, f, indent=1)
         with open(os.path.join(args.out, "results.md"), "w") as f:
             f.write("```\n" + text + "\n```\n\ncommand: `" + command.strip() + "`\n")

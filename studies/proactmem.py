@@ -34,7 +34,7 @@ from membudget.envs.proactive.env import F, episode_metrics
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import run_folder
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
-from membudget.studies.protocol import machine, package_versions, save_figure, study_subplots
+from membudget.studies.protocol import provenance, save_figure, study_subplots
 from membudget.studies.runs import TrainCommand, record_training, start_run, write_metrics
 
 SCOPE_NAMES = ("sports", "home", "code")
@@ -341,7 +341,7 @@ def main(argv=None):
         os.makedirs(args.out, exist_ok=True)
         suffix = "" if args.env_version == 1 else "_v0"
         with open(os.path.join(args.out, f"proactive_stream{suffix}.json"), "w") as f:
-            json.dump({"config": vars(args), "command": command, "versions": package_versions(), "machine": machine(),
+            json.dump({"config": vars(args), "command": command, **provenance(),
                        "results": results}, f, indent=1)
         plot_ablation(cis, os.path.join(args.out, f"proactive_ablation{suffix}.png"), args.env_version)
         if args.env_version == 1:

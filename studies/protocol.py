@@ -147,6 +147,11 @@ def machine() -> dict:
             "torch_cpu_capability": None if torch is None else torch.backends.cpu.get_cpu_capability()}
 
 
+def provenance() -> dict:
+    """What a run record says of where it comes from: ``{"versions": package_versions(), "machine": machine()}``."""
+    return {"versions": package_versions(), "machine": machine()}
+
+
 def write_page(path, text) -> str:
     """Write a generated page (creating its folder); returns the folder."""
     folder = os.path.dirname(path) or "."

@@ -30,7 +30,7 @@ import numpy as np
 
 from membudget.agents.configs import TASK_NAMES
 from membudget.studies.cli import plain
-from membudget.studies.protocol import machine, package_versions, parse_budget
+from membudget.studies.protocol import parse_budget, provenance
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def start_run(subcommand: str, cfg, command: str, default_name: str) -> str:
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump({"subcommand": subcommand, "config": dataclasses.asdict(cfg), "command": command, "seed": cfg.seed,
-                   "versions": package_versions(), "machine": machine()}, f, indent=1)
+                   **provenance()}, f, indent=1)
     return run_dir
 
 
