@@ -7,11 +7,10 @@ the matrix products cut down, for about 2.7 times the autograd engine's env step
   loop's numpy generator; the critic's values for the whole rollout come from one batched pass after it (they never
   choose an action);
 - an epoch permutes its samples and their candidate rows (a sample's rows stay contiguous), and each minibatch's
-  compiled call gathers its own rows and states (:func:`flat_update_fn`);
+  compiled call gathers its own rows and states (:func:`gathered_update`);
 - the minibatch's gradients are written by hand (:func:`minibatch_grads`; equal to autograd's on
   :func:`~membudget.agents.ppo.ppo_losses` within float rounding when the products run in float32, tested), clipped
-  and applied by an in-place Adam (:func:`adam_`, torch's update rule, tested) on one flat buffer per network (the
-  parameters are views of it, :func:`flat_parameters`), all in one function compiled by
+  and applied by an in-place Adam (:func:`adam_`, torch's update rule, tested), all in one function compiled by
   ``torch.compile`` (inductor, dynamic shapes, C++ wrapper; it needs a C++ compiler, and its first update compiles
   for several seconds);
 - on a CPU that multiplies bfloat16 matrices natively (:func:`native_bf16`: measured once per process) the
@@ -30,7 +29,6 @@ with the autograd engine.
 from __future__ import annotations
 
 import functools
-import math
 import time
 from typing import NamedTuple
 
@@ -183,74 +181,27 @@ def adam_(params, grads, exp_avgs, exp_avg_sqs, step_size, bias2_sqrt, *, betas=
         param.sub_(step_size * m / (v.sqrt() / bias2_sqrt + eps))
 
 
-def flat_parameters(net: nn.Module) -> torch.Tensor:
-    """The parameters of ``net`` as one 1-D tensor, back to back in ``parameters()`` order, each parameter then a
-    view of it (values unchanged): the buffer they already share if they are such views (a second engine on the same
-    networks shares the first's), else a new one they are moved into (``param.data``)."""
-    params = list(net.parameters())
-    first, total = params[0], sum(p.numel() for p in params)
-    storage, at = first.untyped_storage(), first.storage_offset()
-    for p in params:
-        if p.untyped_storage().data_ptr() != storage.data_ptr() or p.storage_offset() != at or not p.is_contiguous():
-            break
-        at += p.numel()
-    else:
-        return torch.empty(0, dtype=first.dtype).set_(storage, first.storage_offset(), (total,))
-    flat = torch.cat([p.detach().reshape(-1) for p in params])
-    for p, view in zip(params, views(flat, [p.shape for p in params])):
-        p.data = view
-    return flat
+def minibatch_update(adam_state, steps, minibatch: Minibatch, *, max_grad_norm, with_actor, **loss):
+    """:func:`minibatch_grads` on ``minibatch``, :func:`clip_grads`, then :func:`adam_`: one function, so that one
+    compiled graph does it all. ``adam_state``: per network (actor, critic) ``(params, exp_avgs, exp_avg_sqs)``,
+    the parameters detached and updated in place; ``steps``: per network ``(step_size, bias2_sqrt)``."""
+    actor_grads, critic_grads = minibatch_grads(adam_state[0][0], adam_state[1][0], minibatch, with_actor=with_actor,
+                                                **loss)
+    grads = clip_grads((actor_grads or []) + critic_grads, max_grad_norm)
+    k = len(actor_grads) if with_actor else 0
+    if with_actor:
+        params, exp_avgs, exp_avg_sqs = adam_state[0]
+        adam_(params, grads[:k], exp_avgs, exp_avg_sqs, *steps[0])
+    params, exp_avgs, exp_avg_sqs = adam_state[1]
+    adam_(params, grads[k:], exp_avgs, exp_avg_sqs, *steps[1])
 
 
-def views(flat: torch.Tensor, shapes) -> list:
-    """``flat`` cut into consecutive views of ``shapes``."""
-    out, at = [], 0
-    for shape in shapes:
-        n = math.prod(shape)
-        out.append(flat[at:at + n].view(shape))
-        at += n
-    return out
-
-
-_LAYOUTS = {}
-"""Parameter shapes per network by layout key (:func:`flat_update_fn`). The compiled update reads its layout from
-this module dict: ints from a global are constants to dynamo, while ints in a closure or an argument become symbolic
-sizes under ``dynamic=True``, and the graph's kernels with them (slower, other roundings)."""
-
-
-@functools.cache
-def flat_update_fn(shapes: tuple, compile: bool = True):
-    """One minibatch update for networks of parameter ``shapes`` (per network, actor then critic, its parameters'
-    shapes): ``update(flat_state, steps, rows, obs, minibatch, *, max_grad_norm, with_actor, clip_coef, vf_coef,
-    ent_coef, critic_dtype, tanh)`` gathers the minibatch's candidate rows and states (its ``x`` and ``obs`` hold
-    indices into ``rows`` and ``obs``, the epoch's arrays: the gathered rows then go from cache to the products
-    instead of through an epoch-sized copy in memory), computes :func:`minibatch_grads` on the parameters' views of
-    the flat buffers, :func:`clip_grads`, and steps :func:`adam_` in place on each network's flat buffers
-    (``flat_state``: per network ``(params, exp_avgs, exp_avg_sqs)``, one 1-D tensor each; ``steps``: per network
-    ``(step_size, bias2_sqrt)``). One function, so that one compiled graph does it all, once per layout.
-
-    Flat buffers: a compiled call's Python-side cost grows with its tensor arguments (about 0.04 ms of each 2-3 ms
-    minibatch for 40 per-parameter tensors), and Adam is elementwise, so that one flat step equals the steps per
-    tensor (the same numbers)."""
-    key = repr(shapes)
-    _LAYOUTS[key] = shapes
-
-    def update(flat_state, steps, rows, obs, minibatch: Minibatch, *, max_grad_norm, with_actor, **loss):
-        layout = _LAYOUTS[key]
-        minibatch = minibatch._replace(x=torch.index_select(rows, 0, minibatch.x),
-                                       obs=torch.index_select(obs, 0, minibatch.obs))
-        actor_grads, critic_grads = minibatch_grads(views(flat_state[0][0], layout[0]),
-                                                    views(flat_state[1][0], layout[1]), minibatch,
-                                                    with_actor=with_actor, **loss)
-        grads = clip_grads((actor_grads or []) + critic_grads, max_grad_norm)
-        k = len(actor_grads) if with_actor else 0
-        for net, part in ((0, grads[:k]), (1, grads[k:])) if with_actor else ((1, grads),):
-            params, exp_avgs, exp_avg_sqs = flat_state[net]
-            adam_([params], [torch.cat([g.reshape(-1) for g in part])], [exp_avgs], [exp_avg_sqs], *steps[net])
-
-    # cpp_wrapper: the graph's kernels and products are called from C++ rather than a Python wrapper (the same
-    # kernels, so the same numbers; the Python call cost about 0.1 ms of each 2-3 ms minibatch on AVX2)
-    return torch.compile(update, dynamic=True, options={"cpp_wrapper": True}) if compile else update
+def gathered_update(adam_state, steps, rows, obs, minibatch: Minibatch, **kw):
+    """:func:`minibatch_update` on a minibatch whose ``x`` and ``obs`` hold indices into ``rows`` and ``obs`` (the
+    epoch's arrays; :meth:`CompiledPPO.minibatches` with ``gather=False``): the compiled graph gathers them, so that
+    the gathered rows go from cache to the products instead of through an epoch-sized copy in memory."""
+    minibatch_update(adam_state, steps, minibatch._replace(x=torch.index_select(rows, 0, minibatch.x),
+                                                           obs=torch.index_select(obs, 0, minibatch.obs)), **kw)
 
 
 def rollout_actor(weights, x, sample, n: int, rng):
@@ -293,14 +244,10 @@ class CompiledPPO:
                          critic_dtype=critic_dtype, tanh=sigmoid_tanh)
         self.max_grad_norm = torch.tensor(float(settings.max_grad_norm))
         self.n_epochs, self.n_minibatches, self.rng = settings.n_epochs, settings.n_minibatches, rng
-        # per network (params, exp_avgs, exp_avg_sqs): one flat buffer each (the networks' parameters are views of
-        # the first, flat_parameters), and the same as lists of views per parameter
-        self.flat_state, self.state, shapes = [], [], []
+        self.state = []
         for net in (actor, critic):
-            flat = flat_parameters(net).detach()
-            shapes.append(tuple(tuple(p.shape) for p in net.parameters()))
-            self.flat_state.append((flat, torch.zeros_like(flat), torch.zeros_like(flat)))
-            self.state.append(tuple(views(t, shapes[-1]) for t in self.flat_state[-1]))
+            params = [p.detach() for p in net.parameters()]
+            self.state.append((params, [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]))
         self.adam_steps = [0, 0]
         # per network Adam's (step_size, bias2_sqrt) of the current step: 0-d float32 arrays and tensors on the same
         # memory, written in place before each minibatch (a fresh torch.tensor per step cost more than Adam)
@@ -310,9 +257,14 @@ class CompiledPPO:
         if compile:
             # the networks' widths static (only the minibatch's row counts vary): a graph per network shape, its
             # kernels' loops and offsets fixed at compile time (the same arithmetic, so the same numbers)
-            for t in (t for bufs in self.flat_state for t in bufs):
-                torch._dynamo.mark_static(t, 0)
-        self.step_fn = flat_update_fn(tuple(shapes), compile)
+            for params, exp_avgs, exp_avg_sqs in self.state:
+                for t in params + exp_avgs + exp_avg_sqs:
+                    for d in range(t.dim()):
+                        torch._dynamo.mark_static(t, d)
+        # cpp_wrapper: the graph's kernels and products are called from C++ rather than a Python wrapper (the same
+        # kernels, so the same numbers; the Python call cost about 0.1 ms of each 2-3 ms minibatch on AVX2)
+        self.step_fn = (torch.compile(gathered_update, dynamic=True, options={"cpp_wrapper": True}) if compile
+                        else gathered_update)
 
     def rollout(self, venv, obs, reward_scale: float, with_counts: bool):
         """Play the weeks of ``venv`` (reset, first observation ``obs``) to their end: the batch :meth:`learn`
@@ -357,8 +309,8 @@ class CompiledPPO:
         """One epoch of a :meth:`rollout`'s ``batch`` with its advantages and returns (``T * n_envs`` along the first
         axis; a second axis is carried along): its samples in a random order, cut into ``n_minibatches``
         minibatches (:class:`Minibatch`). With ``gather=False`` a minibatch's ``x`` and ``obs`` are the indices of
-        its rows in ``batch["rows"]`` and of its samples in ``batch["obs"]`` (:func:`flat_update_fn`'s update
-        gathers them)."""
+        its rows in ``batch["rows"]`` and of its samples in ``batch["obs"]`` (:func:`gathered_update` gathers
+        them)."""
         obs, rows = batch["obs"], batch["rows"]
         proposed = torch.as_tensor(batch["proposed"], dtype=torch.float32)
         n = adv.shape[0]
@@ -399,6 +351,6 @@ class CompiledPPO:
                         # written in place (float32, as torch.tensor rounds them): the graph reads the same tensors
                         self.step_arrays[k][0][()] = learning_rate / (1 - ADAM_BETAS[0] ** t)
                         self.step_arrays[k][1][()] = (1 - ADAM_BETAS[1] ** t) ** 0.5
-                    self.step_fn(self.flat_state, self.steps if with_actor else [None, self.steps[1]], batch["rows"],
+                    self.step_fn(self.state, self.steps if with_actor else [None, self.steps[1]], batch["rows"],
                                  batch["obs"], minibatch, max_grad_norm=self.max_grad_norm, with_actor=with_actor,
                                  **self.loss)

@@ -6,8 +6,8 @@ import torch
 
 from membudget.agents.per_resource import N_INPUT, PerResourceNet, candidate_rows, obs_tensors
 from membudget.agents.ppo import PPOConfig, _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
-from membudget.agents.ppo_compiled import (CompiledPPO, Minibatch, adam_, clip_grads, flat_parameters,
-                                           flat_update_fn, minibatch_grads, rollout_actor, sigmoid_tanh)
+from membudget.agents.ppo_compiled import (CompiledPPO, Minibatch, adam_, clip_grads, minibatch_grads,
+                                           rollout_actor, sigmoid_tanh)
 from membudget.agents.tasks import PMWEEK
 
 
@@ -97,54 +97,6 @@ def test_adam_equals_torch_adam():
               torch.tensor((1 - 0.999 ** t) ** 0.5))
     for p, r in zip(params, reference):
         torch.testing.assert_close(p, r.detach(), rtol=1e-5, atol=1e-7)
-
-
-def test_flat_parameters_keeps_the_values_and_one_buffer_serves_every_engine():
-    torch.manual_seed(5)
-    net = PerResourceNet((16, 8))
-    before = [p.detach().clone() for p in net.parameters()]
-    flat = flat_parameters(net)
-    assert flat.shape == (sum(b.numel() for b in before),)
-    assert torch.equal(flat, torch.cat([b.reshape(-1) for b in before]))
-    for p, b in zip(net.parameters(), before):
-        assert torch.equal(p, b) and p.is_contiguous() and p.untyped_storage().data_ptr() == flat.data_ptr()
-    with torch.no_grad():
-        flat[0] += 1.0  # a step on the buffer is a step on the network
-    assert next(net.parameters()).reshape(-1)[0] == before[0].reshape(-1)[0] + 1.0
-    again = flat_parameters(net)  # already flat: the same memory, not a copy
-    assert again.data_ptr() == flat.data_ptr() and torch.equal(again, flat)
-
-
-@pytest.mark.parametrize("with_actor", [True, False])
-def test_the_flat_update_steps_each_parameter_as_adam_per_tensor(with_actor):
-    torch.manual_seed(6)
-    n = 48
-    x, sample, proposed, obs, adv, ret, gen = _minibatch(n)
-    count = torch.bincount(sample, minlength=n).clamp(min=1).float()
-    minibatch = Minibatch(x, obs, sample, (1 / count)[:, None], proposed, torch.randn(n, generator=gen), adv, ret)
-    loss = dict(clip_coef=torch.tensor(0.2), vf_coef=torch.tensor(0.5), ent_coef=torch.tensor(0.01),
-                critic_dtype=torch.float32, tanh=sigmoid_tanh)
-    nets = [PerResourceNet((16, 8)), _mlp(obs.shape[1], (12,))]
-    reference = [[p.detach().clone() for p in net.parameters()] for net in nets]
-    moments = [([torch.rand_like(p) for p in ps], [torch.rand_like(p) for p in ps]) for ps in reference]
-    steps = [(torch.tensor(3e-3 / 0.1), torch.tensor(0.999 ** 0.5)), (torch.tensor(1e-3 / 0.1), torch.tensor(0.5))]
-    flat_state = [(flat_parameters(net).detach(), torch.cat([m.reshape(-1) for m in ms]),
-                   torch.cat([v.reshape(-1) for v in vs])) for net, (ms, vs) in zip(nets, moments)]
-    update = flat_update_fn(tuple(tuple(tuple(p.shape) for p in net.parameters()) for net in nets), compile=False)
-    with torch.no_grad():
-        # the indices of the minibatch's rows and states in the epoch's arrays (here: all of them, in order)
-        update(flat_state, steps, x, obs, minibatch._replace(x=torch.arange(x.shape[0]), obs=torch.arange(n)),
-               max_grad_norm=torch.tensor(0.5), with_actor=with_actor, **loss)
-        grads = minibatch_grads(*reference, minibatch, with_actor=with_actor, **loss)
-        grads = clip_grads((grads[0] or []) + grads[1], torch.tensor(0.5))
-        k = len(reference[0]) if with_actor else 0
-        for i, part in ((0, grads[:k]), (1, grads[k:])) if with_actor else ((1, grads),):
-            adam_(reference[i], part, *moments[i], *steps[i])
-    for i, net in enumerate(nets):
-        for p, r in zip(net.parameters(), reference[i]):
-            assert torch.equal(p, r)  # elementwise: one flat step is the steps per tensor, to the bit
-        assert torch.equal(flat_state[i][1], torch.cat([m.reshape(-1) for m in moments[i][0]]))
-        assert torch.equal(flat_state[i][2], torch.cat([v.reshape(-1) for v in moments[i][1]]))
 
 
 def test_sigmoid_tanh_equals_tanh():
