@@ -48,6 +48,12 @@ def check_widths(name: str, widths) -> tuple:
     return tuple(check_int(f"{name}[{i}]", h, 1, MAX_WIDTH) for i, h in enumerate(widths))
 
 
+COMPILED_BACKENDS = ("inductor", "aoti")
+"""How the compiled engine runs its minibatch update (``PPOConfig.compiled_backend``): ``inductor``
+(``torch.compile``) or ``aoti`` (the same function exported and compiled ahead of time by AOTInductor into a
+package cached on disk, :class:`~membudget.agents.ppo_compiled.AOTIUpdate`: the same arithmetic up to float
+rounding, less Python per call); ``auto``: ``aoti`` where the critic's products run in float32, ``inductor`` with
+bfloat16 products (whose seed population was measured with it)."""
 ENGINES = ("auto", "autograd", "compiled")
 """Engines of :func:`train_ppo`: eager torch with autograd in float32 (the reference), or
 :mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by ``torch.compile``, the critic's products
@@ -142,6 +148,11 @@ class PPOConfig(Resolvable):
     critic_dtype: str = "auto"
     """The compiled engine's critic products: auto (bfloat16 where this CPU multiplies bf16 natively, else float32;
     recorded in the run's config), bfloat16 or float32. Results are reproducible per (engine, critic_dtype)."""
+    compiled_backend: str = "auto"
+    """How the compiled engine runs its minibatch update: inductor (torch.compile), aoti (the same update compiled
+    ahead of time by AOTInductor into a package cached on disk: less Python per call, docs/speed.md; float rounding
+    differs from inductor's) or auto (aoti with float32 critic products, inductor with bfloat16; recorded in the
+    run's config). Results are reproducible per (engine, critic_dtype, compiled_backend)."""
     torch_threads: int = 1
     """torch.set_num_threads (and numpy's BLAS threads) for training (0: leave the defaults)."""
     per_step_cap: int = 2
@@ -173,6 +184,9 @@ class PPOConfig(Resolvable):
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.critic_dtype not in ("auto", "bfloat16", "float32"):
             raise ValueError(f"critic_dtype must be auto, bfloat16 or float32, got {self.critic_dtype!r}")
+        if self.compiled_backend not in ("auto", *COMPILED_BACKENDS):
+            raise ValueError(f"compiled_backend must be auto or one of {COMPILED_BACKENDS}, got "
+                             f"{self.compiled_backend!r}")
         object.__setattr__(self, "hidden", check_widths("hidden", self.hidden))
         object.__setattr__(self, "critic_arch", check_widths("critic_arch", self.critic_arch))
 

@@ -236,10 +236,13 @@ class CompiledEngine:
     """The compiled engine (:class:`~membudget.agents.ppo_compiled.CompiledPPO`) behind the engine interface."""
 
     def __init__(self, actor, critic, cfg: PPOConfig, rng):
-        from membudget.agents.ppo_compiled import CRITIC_DTYPES, CompiledPPO, critic_dtype_name
+        from membudget.agents.ppo_compiled import (CRITIC_DTYPES, CompiledPPO, compiled_backend_name,
+                                                   critic_dtype_name)
 
         self.cfg, self.critic_dtype = cfg, critic_dtype_name(cfg.critic_dtype)
-        self.ppo = CompiledPPO(actor, critic, cfg, rng, critic_dtype=CRITIC_DTYPES[self.critic_dtype])
+        self.backend = compiled_backend_name(cfg.compiled_backend, self.critic_dtype)
+        self.ppo = CompiledPPO(actor, critic, cfg, rng, critic_dtype=CRITIC_DTYPES[self.critic_dtype],
+                               backend=self.backend)
 
     def update(self, venv, obs, learning_rate: float, with_actor: bool) -> int:
         cfg = self.cfg
@@ -395,5 +398,6 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
                     n_resources=venv.single_observation_space["resources"].shape[0],
                     actor="per-resource" if isinstance(actor, PerResourceNet) else "flat-mlp", engine=engine,
                     critic_dtype=trainer.critic_dtype if engine == "compiled" else "float32",
+                    compiled_backend=trainer.backend if engine == "compiled" else "none",
                     selected_env_steps=curve.selected_steps(steps))
     return StudentPolicy(actor, config=settings), curve.rows

@@ -50,13 +50,14 @@ N_ENVS, HORIZON, EPOCHS, MINIBATCHES, LR = 64, 80, 4, 16, 1e-3
 ACTOR, CRITIC = (64, 64), (128, 128)
 
 
-def native_rate(steps: int, seed: int = 0, engine: str = "autograd", critic_dtype: str = "auto") -> float:
+def native_rate(steps: int, seed: int = 0, engine: str = "autograd", critic_dtype: str = "auto",
+                compiled_backend: str = "auto") -> float:
     from membudget.agents.ppo import train_ppo
 
     _, history = train_ppo("B10", total_timesteps=steps, seed=seed, n_envs=N_ENVS, n_epochs=EPOCHS,
                            n_minibatches=MINIBATCHES, learning_rate=LR, hidden=ACTOR, critic_arch=CRITIC, eval_every=0,
                            eval_seeds=[4000], engine=engine, critic_dtype=critic_dtype, reward_scale=1.0, ent_coef=0.0,
-                           keep_best=False)
+                           keep_best=False, compiled_backend=compiled_backend)
     return history[-1]["env_steps"] / history[-1]["wall_clock"]
 
 
@@ -65,11 +66,33 @@ def cpu_line() -> str:
     import torch
 
     from membudget.agents.ppo import AUTO_COMPILED_STEPS
-    from membudget.agents.ppo_compiled import critic_dtype_name, native_bf16
+    from membudget.agents.ppo_compiled import compiled_backend_name, critic_dtype_name, native_bf16
 
+    dtype = critic_dtype_name("auto")
     return (f"CPU: torch capability {torch.backends.cpu.get_cpu_capability()}, native bf16 products "
             f"{'yes' if native_bf16() else 'no'}; engine='auto' trains runs of >= {AUTO_COMPILED_STEPS:,} steps with "
-            f"the compiled engine, critic products in {critic_dtype_name('auto')}")
+            f"the compiled engine, critic products in {dtype}, backend {compiled_backend_name('auto', dtype)}")
+
+
+def backend_pairs(steps: int, pairs: int) -> list:
+    """The float32 compiled engine's two backends against each other: ``pairs`` pairs of training runs of ``steps``
+    env steps in this process, ``aoti`` and ``inductor`` alternating which goes first, after one untimed run of each
+    (the first builds or loads the AOTInductor package); each pair's ratio of env steps per second, aoti over
+    inductor. A pair's two runs share the machine's state of the moment, so their ratio is steadier than a ratio of
+    rates measured minutes apart (the bench's rounds)."""
+    for backend in ("inductor", "aoti"):
+        native_rate(N_ENVS * HORIZON, 0, "compiled", "float32", backend)
+    ratios = []
+    for k in range(pairs):
+        order = ("inductor", "aoti") if k % 2 == 0 else ("aoti", "inductor")
+        rate = {backend: native_rate(steps, k, "compiled", "float32", backend) for backend in order}
+        ratios.append(rate["aoti"] / rate["inductor"])
+        print(f"pair {k}: inductor {rate['inductor']:,.0f}, aoti {rate['aoti']:,.0f} env steps/s, "
+              f"aoti / inductor {ratios[-1]:.3f}", flush=True)
+    ordered = sorted(ratios)
+    print(f"{cpu_line()}\naoti / inductor, float32 critic products: median {ordered[len(ordered) // 2]:.3f} "
+          f"(min {ordered[0]:.3f}, max {ordered[-1]:.3f}; aoti faster in {sum(r > 1 for r in ratios)} of {pairs})")
+    return ratios
 
 
 def check_auto(steps: int, rounds: int) -> float:
@@ -417,8 +440,11 @@ def parse_seeds(text: str, name: str = "--seeds") -> list:
     return seeds
 
 
-QUALITY_ENGINES = {"compiled": {"engine": "compiled", "critic_dtype": "bfloat16"},
-                   "compiled-float32": {"engine": "compiled", "critic_dtype": "float32"},
+QUALITY_ENGINES = {"compiled": {"engine": "compiled", "critic_dtype": "bfloat16", "compiled_backend": "inductor"},
+                   "compiled-float32": {"engine": "compiled", "critic_dtype": "float32",
+                                        "compiled_backend": "inductor"},
+                   "compiled-float32-aoti": {"engine": "compiled", "critic_dtype": "float32",
+                                             "compiled_backend": "aoti"},
                    "autograd": {"engine": "autograd"}}
 """The engine populations of ``--quality`` (their labels in the results file) and their PPOConfig settings."""
 
@@ -611,15 +637,16 @@ def compare(out, fail_margin: float = 0.05, n_resamples: int = 10000, seed: int 
 
 def print_breakdown(updates: int, critic_dtype: str = "auto") -> dict:
     """:func:`breakdown`, printed as a table with the CPU's line; returns its dictionary."""
-    from membudget.agents.ppo_compiled import critic_dtype_name
+    from membudget.agents.ppo_compiled import compiled_backend_name, critic_dtype_name
 
     parts, _ = breakdown(updates, critic_dtype=critic_dtype)
+    dtype = critic_dtype_name(critic_dtype)
     names = {"rollout": "rollout (the environment, the numpy actor, the loop's arrays)",
              "values": "values (the critic on every state)", "gae": "GAE",
              "learn": f"learn ({EPOCHS} epochs x {MINIBATCHES} compiled minibatch calls)"}
-    print(f"{cpu_line()}\ncompiled engine, critic products in {critic_dtype_name(critic_dtype)}; one update = "
-          f"{N_ENVS} weeks x {HORIZON} steps = {N_ENVS * HORIZON:,} env steps, mean of {updates} updates after "
-          f"{BREAKDOWN_WARMUP} untimed")
+    print(f"{cpu_line()}\ncompiled engine ({compiled_backend_name('auto', dtype)}), critic products in {dtype}; "
+          f"one update = {N_ENVS} weeks x {HORIZON} steps = {N_ENVS * HORIZON:,} env steps, mean of {updates} "
+          f"updates after {BREAKDOWN_WARMUP} untimed")
     print(f"{'part':<66} {'ms':>8} {'products ms':>12} {'rest ms':>8}")
     for part, (ms, products) in parts.items():
         print(f"{names[part]:<66} {ms:>8.1f} {products:>12.1f} {ms - products:>8.1f}")
@@ -644,7 +671,8 @@ def main(argv=None):
                         help="instead: train PPO with the study's settings at this budget (--engine, --seeds) and "
                              "print its held-out Set F1 per seed")
     parser.add_argument("--engine", default="compiled", choices=QUALITY_ENGINES,
-                        help="for --quality: compiled (bfloat16 critic products), compiled-float32 or autograd")
+                        help="for --quality: compiled (bfloat16 critic products), compiled-float32 (float32 "
+                             "products), compiled-float32-aoti (the same through AOTInductor) or autograd")
     parser.add_argument("--seeds", default="0,1,2", help="learner seeds for --quality: 0,1,2 or ranges, 12-60")
     parser.add_argument("--out", metavar="FILE", help="for --quality: a JSON-lines file of the seeds' results "
                                                       "(seeds already there are read, not trained)")
@@ -665,6 +693,9 @@ def main(argv=None):
     parser.add_argument("--cold-start", type=int_flag(1), metavar="STEPS",
                         help="instead: seconds to STEPS env steps per engine setting, each in a fresh process with "
                              "an empty inductor cache")
+    parser.add_argument("--backends", type=int_flag(1), metavar="PAIRS",
+                        help="instead: PAIRS pairs of --steps runs of the float32 compiled engine with each backend "
+                             "(aoti, inductor), alternating, and each pair's ratio")
     parser.add_argument("--breakdown", type=int_flag(1), metavar="UPDATES",
                         help=f"instead: time the parts of UPDATES updates of the compiled engine (after {BREAKDOWN_WARMUP} untimed) "
                              "beside their matrix products alone: where an update's time goes on this CPU")
@@ -675,6 +706,8 @@ def main(argv=None):
     torch.set_num_threads(1)
     if args.breakdown is not None:
         return print_breakdown(args.breakdown, args.critic_dtype)
+    if args.backends is not None:
+        return backend_pairs(args.steps, args.backends)
     if args.check_auto:
         return check_auto(args.steps, args.rounds)
     if args.cold_start:
@@ -696,16 +729,18 @@ def main(argv=None):
     # one untimed run of each loop first: the compiled engine compiles its update (seconds; inductor caches it on
     # disk), and every loop's first run in a process is slower while its allocations grow
     native_rate(N_ENVS * HORIZON, args.rounds, "compiled"), native_rate(args.steps, args.rounds)
-    native_rate(N_ENVS * HORIZON, args.rounds, "compiled", "float32")
+    native_rate(N_ENVS * HORIZON, args.rounds, "compiled", "float32", "inductor")
+    native_rate(N_ENVS * HORIZON, args.rounds, "compiled", "float32", "aoti")  # builds or loads its package
     sb3_rate(args.steps, args.rounds)
     print(cpu_line())
-    print(f"{'round':>5} {'compiled':>9} {'fp32 cmp':>9} {'autograd':>9} {'SB3':>7} {'compiled/SB3':>13} "
-          f"{'fp32 cmp/SB3':>13} {'autograd/SB3':>13} {'fp32 floor/SB3':>15}"
+    print(f"{'round':>5} {'compiled':>9} {'fp32 cmp':>9} {'fp32 aoti':>9} {'autograd':>9} {'SB3':>7} "
+          f"{'compiled/SB3':>13} {'fp32 cmp/SB3':>13} {'fp32 aoti/SB3':>14} {'autograd/SB3':>13} {'fp32 floor/SB3':>15}"
           + (f" {'TorchRL':>8} {'TorchRL/SB3':>12}" if args.torchrl else "") + "   (env steps/s)")
-    ratios, fp32_ratios, autograd_ratios, bounds, others = [], [], [], [], []
+    ratios, fp32_ratios, aoti_ratios, autograd_ratios, bounds, others = [], [], [], [], [], []
     loops = {"compiled": lambda k: native_rate(args.steps, k, "compiled"),
              "autograd": lambda k: native_rate(args.steps, k),
-             "fp32": lambda k: native_rate(args.steps, k, "compiled", "float32"),
+             "fp32": lambda k: native_rate(args.steps, k, "compiled", "float32", "inductor"),
+             "aoti": lambda k: native_rate(args.steps, k, "compiled", "float32", "aoti"),
              "sb3": lambda k: sb3_rate(args.steps, k)}
     if args.torchrl:
         loops["torchrl"] = lambda k: torchrl_rate(args.steps, k)
@@ -714,21 +749,24 @@ def main(argv=None):
         # compiled engine was the slower of two identical float32 runs in 6 of 6 rounds under AVX2
         names = list(loops)[k % len(loops):] + list(loops)[:k % len(loops)]
         rate = {name: loops[name](k) for name in names}
-        ours, autograd, fp32, theirs = (rate[n] for n in ("compiled", "autograd", "fp32", "sb3"))
+        ours, autograd, fp32, aoti, theirs = (rate[n] for n in ("compiled", "autograd", "fp32", "aoti", "sb3"))
         other = rate.get("torchrl")
         floor = gemm_floor_rate(native_shapes)
         ratios.append(ours / theirs)
         fp32_ratios.append(fp32 / theirs)
+        aoti_ratios.append(aoti / theirs)
         autograd_ratios.append(autograd / theirs)
         bounds.append(floor / theirs)
-        line = (f"{k:>5} {ours:>9,.0f} {fp32:>9,.0f} {autograd:>9,.0f} {theirs:>7,.0f} {ratios[-1]:>13.2f} "
-                f"{fp32_ratios[-1]:>13.2f} {autograd_ratios[-1]:>13.2f} {bounds[-1]:>15.2f}")
+        line = (f"{k:>5} {ours:>9,.0f} {fp32:>9,.0f} {aoti:>9,.0f} {autograd:>9,.0f} {theirs:>7,.0f} "
+                f"{ratios[-1]:>13.2f} {fp32_ratios[-1]:>13.2f} {aoti_ratios[-1]:>14.2f} {autograd_ratios[-1]:>13.2f} "
+                f"{bounds[-1]:>15.2f}")
         if other is not None:
             others.append(other / theirs)
             line += f" {other:>8,.0f} {others[-1]:>12.2f}"
         print(line, flush=True)
     ratios.sort()
     fp32_ratios.sort()
+    aoti_ratios.sort()
     autograd_ratios.sort()
     bounds.sort()
     others.sort()
@@ -740,7 +778,8 @@ def main(argv=None):
               f"{fp32:,.0f}); one native minibatch {minibatch_ms(rows, obs_width, False):.2f} ms in fp32, "
               f"{minibatch_ms(rows, obs_width, True):.2f} ms under bfloat16 autocast")
     print(f"candidates per state {rows:.2f}; median compiled (critic auto) / SB3 {ratios[len(ratios) // 2]:.2f} "
-          f"(target ≥ 4), compiled with float32 critic products / SB3 {fp32_ratios[len(ratios) // 2]:.2f}, "
+          f"(target ≥ 4), compiled with float32 critic products / SB3 {fp32_ratios[len(ratios) // 2]:.2f} "
+          f"(compiled_backend='aoti': {aoti_ratios[len(ratios) // 2]:.2f}), "
           f"autograd / SB3 {autograd_ratios[len(ratios) // 2]:.2f}; the most an fp32 loop could reach (fp32 GEMM "
           f"floor / SB3 measured), median {bounds[len(bounds) // 2]:.2f}\n{cpu_line()}")
     return ratios, bounds

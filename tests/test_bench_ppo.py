@@ -112,8 +112,18 @@ def test_breakdown_times_train_ppo_s_own_updates(capsys):
     assert all(name in out for name in ("rollout", "values", "GAE", "learn", "total"))
 
 
+@pytest.mark.slow
+def test_backend_pairs_times_both_backends_in_alternation(capsys):
+    from membudget.bench.ppo import HORIZON, N_ENVS, backend_pairs
+
+    ratios = backend_pairs(N_ENVS * HORIZON, 2)
+    out = capsys.readouterr().out
+    assert len(ratios) == 2 and all(r > 0 for r in ratios)
+    assert "pair 0: inductor" in out and "pair 1: inductor" in out and "aoti / inductor, float32" in out
+
+
 @pytest.mark.parametrize("argv", [["--breakdown", "0"], ["--breakdown", "x"], ["--rounds", "0"], ["--steps", "-5"],
-                                  ["--cold-start", "0"]])
+                                  ["--cold-start", "0"], ["--backends", "0"]])
 def test_bench_refuses_bad_counts_before_any_work(argv, capsys):
     from membudget.bench.ppo import main
 

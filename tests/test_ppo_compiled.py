@@ -6,8 +6,9 @@ import torch
 
 from membudget.agents.per_resource import N_INPUT, PerResourceNet, candidate_rows, obs_tensors
 from membudget.agents.ppo import PPOConfig, _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
-from membudget.agents.ppo_compiled import (CompiledPPO, Minibatch, adam_, clip_grads, minibatch_grads,
-                                           rollout_actor, sigmoid_tanh)
+from membudget.agents.ppo_compiled import (AOTIUpdate, CompiledPPO, Minibatch, adam_, clip_grads,
+                                           compiled_backend_name, gathered_update, minibatch_grads, rollout_actor,
+                                           sigmoid_tanh)
 from membudget.agents.tasks import PMWEEK
 
 
@@ -227,7 +228,83 @@ def test_the_float32_compiled_path_trains_reproducibly_and_records_its_dtype():
               engine="compiled", critic_dtype="float32", keep_best=False)
     (a, _), (b, _) = train_ppo("B10", **kw), train_ppo("B10", **kw)
     assert a.config["engine"] == "compiled" and a.config["critic_dtype"] == "float32"
+    assert a.config["compiled_backend"] == "aoti"  # auto: AOTInductor with float32 products
     assert all(torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), b.net.state_dict().values()))
     bf16, _ = train_ppo("B10", **dict(kw, critic_dtype="bfloat16"))
-    assert bf16.config["critic_dtype"] == "bfloat16"
+    assert bf16.config["critic_dtype"] == "bfloat16" and bf16.config["compiled_backend"] == "inductor"
     assert any(not torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), bf16.net.state_dict().values()))
+
+
+def test_the_compiled_backend_follows_the_critic_s_dtype_unless_set():
+    assert compiled_backend_name("auto", "float32") == "aoti"
+    assert compiled_backend_name("auto", "bfloat16") == "inductor"
+    assert compiled_backend_name("inductor", "float32") == "inductor"
+    assert compiled_backend_name("aoti", "bfloat16") == "aoti"
+    for bad in ("eager", "", None):
+        with pytest.raises(ValueError, match="compiled_backend"):
+            compiled_backend_name(bad, "float32")
+        with pytest.raises(ValueError, match="compiled_backend"):
+            PPOConfig(compiled_backend=bad)
+    with pytest.raises(ValueError, match="backend"):
+        CompiledPPO(PerResourceNet((8, 8)), _mlp(4, (4,)), PPOConfig(), np.random.default_rng(0), backend="eager")
+
+
+def _update_case(n=48, seed=8):
+    """A minibatch (indices into its epoch's arrays), those arrays, and an actor's and a critic's Adam state."""
+    torch.manual_seed(seed)
+    x, sample, proposed, obs, adv, ret, gen = _minibatch(n, seed=seed)
+    count = torch.bincount(sample, minlength=n).clamp(min=1).float()
+    minibatch = Minibatch(torch.arange(x.shape[0]), torch.arange(n), sample, (1 / count)[:, None], proposed,
+                          torch.randn(n, generator=gen), adv, ret)
+    state = []
+    for net in (PerResourceNet((16, 8)), _mlp(obs.shape[1], (12,))):
+        params = [p.detach().clone() for p in net.parameters()]
+        state.append((params, [torch.rand_like(p) for p in params], [torch.rand_like(p) for p in params]))
+    steps = [(torch.tensor(0.03), torch.tensor(0.999 ** 0.5)), (torch.tensor(0.01), torch.tensor(0.5))]
+    loss = dict(max_grad_norm=torch.tensor(0.5), clip_coef=torch.tensor(0.2), vf_coef=torch.tensor(0.5),
+                ent_coef=torch.tensor(0.01), critic_dtype=torch.float32, tanh=sigmoid_tanh)
+    return state, steps, x, obs, minibatch, loss
+
+
+def _copy(state):
+    return [tuple([t.clone() for t in part] for part in net) for net in state]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_actor", [True, False])
+def test_the_aoti_update_is_the_update_up_to_rounding_and_is_built_once(with_actor, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    state, steps, x, obs, minibatch, loss = _update_case()
+    eager, first, again = _copy(state), _copy(state), _copy(state)
+    with torch.no_grad():
+        gathered_update(eager, steps, x, obs, minibatch, with_actor=with_actor, **loss)
+        AOTIUpdate(torch.float32, sigmoid_tanh)(first, steps, x, obs, minibatch, with_actor=with_actor, **loss)
+        assert len(list(tmp_path.rglob("update-*.pt2"))) == 1  # the package, under the inductor cache directory
+
+        def no_export(*args, **kwargs):
+            raise AssertionError("a second engine with the same networks must load the package, not build one")
+
+        monkeypatch.setattr(torch.export, "export", no_export)
+        AOTIUpdate(torch.float32, sigmoid_tanh)(again, steps, x, obs, minibatch, with_actor=with_actor, **loss)
+    for net_eager, net_first, net_again, net_start in zip(eager, first, again, state):
+        for part_eager, part_first, part_again, part_start in zip(net_eager, net_first, net_again, net_start):
+            for e, f, a, s in zip(part_eager, part_first, part_again, part_start):
+                assert torch.equal(f, a)  # the same package, the same numbers
+                torch.testing.assert_close(f, e, rtol=1e-5, atol=1e-7)
+    actor_moved = any(not torch.equal(f, s) for f, s in zip(first[0][0], state[0][0]))
+    assert actor_moved == with_actor and any(not torch.equal(f, s) for f, s in zip(first[1][0], state[1][0]))
+
+
+def test_a_minibatch_below_the_package_s_sizes_runs_the_update_uncompiled(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    state, steps, x, obs, minibatch, loss = _update_case()
+    # one candidate row (of the first of two samples)
+    one = minibatch._replace(x=minibatch.x[:1], sample=torch.zeros(1, dtype=torch.int64),
+                             proposed=minibatch.proposed[:1], obs=minibatch.obs[:2], inv_count=torch.ones(2, 1),
+                             old_logp=minibatch.old_logp[:2], adv=minibatch.adv[:2], ret=minibatch.ret[:2])
+    eager, aoti = _copy(state), _copy(state)
+    with torch.no_grad():
+        gathered_update(eager, steps, x, obs, one, with_actor=True, **loss)
+        AOTIUpdate(torch.float32, sigmoid_tanh)(aoti, steps, x, obs, one, with_actor=True, **loss)
+    assert not list(tmp_path.rglob("*.pt2"))  # nothing built
+    assert all(torch.equal(a, e) for na, ne in zip(aoti, eager) for pa, pe in zip(na, ne) for a, e in zip(pa, pe))
