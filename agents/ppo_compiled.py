@@ -230,10 +230,10 @@ class AOTIUpdate:
     """:func:`gathered_update` through AOTInductor: on the first call with actor updates on or off, the update for
     this engine's networks is exported (``torch.export``, the row and sample counts dynamic) and compiled into a
     package under the inductor cache directory (``TORCHINDUCTOR_CACHE_DIR``), keyed by torch's version, the CPU's
-    vector capability, this module's source, the networks' shapes, the critic's product dtype and tanh and whether the
-    actor learns, or loaded from there (the loss's coefficients are arguments); later calls run the package. A
-    minibatch with fewer than 2 candidate rows or samples (the package's smallest sizes) runs the uncompiled
-    function.
+    vector capability, torch's thread count, this module's source, the networks' shapes, the critic's product dtype
+    and tanh and whether the actor learns, or loaded from there (the loss's coefficients are arguments); later calls
+    run the package. A minibatch with fewer than 2 candidate rows or samples (the package's smallest sizes) runs
+    the uncompiled function.
 
     Why: ``torch.compile``'s Python side (guards, wrappers, argument handling) costs about 0.3 ms of each 1.5-3 ms
     minibatch call; the package's call measured 0.36 ms (AVX2) and 0.52 ms (AVX-512) faster per call than
@@ -265,7 +265,9 @@ class AOTIUpdate:
         from torch._inductor.runtime.cache_dir_utils import cache_dir
 
         sizes = tuple(len(net[0]) for net in state)
+        # the thread count too: inductor writes it into the kernels' parallel loops
         key = hashlib.sha256(repr((AOTI_FORMAT, torch.__version__, torch.backends.cpu.get_cpu_capability(),
+                                   torch.get_num_threads(),
                                    [tuple(t.shape) for net in state for t in net[0]], str(self.critic_dtype),
                                    self.tanh.__name__, with_actor, _SOURCE_DIGEST)).encode()).hexdigest()[:24]
         path = os.path.join(cache_dir(), "membudget-aoti", f"update-{key}.pt2")
