@@ -229,7 +229,8 @@ _SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 class AOTIUpdate:
     """:func:`gathered_update` through AOTInductor: on the first call with actor updates on or off, the update for
     this engine's networks is exported (``torch.export``, the row and sample counts dynamic) and compiled into a
-    package under the inductor cache directory (``TORCHINDUCTOR_CACHE_DIR``), keyed by torch's version, the CPU's
+    package under ``$TORCHINDUCTOR_CACHE_DIR/membudget-aoti`` when that variable is set, else under
+    ``~/.cache/membudget/aoti`` (``$XDG_CACHE_HOME`` if set), keyed by torch's version, the CPU's
     vector capability, torch's thread count, this module's source, the networks' shapes, the critic's product dtype
     and tanh and whether the actor learns, or loaded from there (the loss's coefficients are arguments); later calls
     run the package. A minibatch with fewer than 2 candidate rows or samples (the package's smallest sizes) runs
@@ -262,15 +263,17 @@ class AOTIUpdate:
         import os
         import warnings
 
-        from torch._inductor.runtime.cache_dir_utils import cache_dir
-
         sizes = tuple(len(net[0]) for net in state)
         # the thread count too: inductor writes it into the kernels' parallel loops
         key = hashlib.sha256(repr((AOTI_FORMAT, torch.__version__, torch.backends.cpu.get_cpu_capability(),
                                    torch.get_num_threads(),
                                    [tuple(t.shape) for net in state for t in net[0]], str(self.critic_dtype),
                                    self.tanh.__name__, with_actor, _SOURCE_DIGEST)).encode()).hexdigest()[:24]
-        path = os.path.join(cache_dir(), "membudget-aoti", f"update-{key}.pt2")
+        if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):  # beside inductor's own cache, emptied with it
+            root = os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "membudget-aoti")
+        else:  # a user's cache, kept across reboots (inductor's default lies under /tmp)
+            root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "membudget", "aoti")
+        path = os.path.join(root, f"update-{key}.pt2")
         if not os.path.exists(path):
             from torch.export import Dim
 

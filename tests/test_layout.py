@@ -77,8 +77,9 @@ def _package_sources():
 
 
 # Public API despite the underscore: a named tuple's documented methods (the underscore keeps them apart from field
-# names) and torch.compile's documented shape markers, which live in torch._dynamo.
-PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "torch._dynamo"}
+# names), torch.compile's documented shape markers, which live in torch._dynamo, and AOTInductor's documented entry
+# points (aoti_compile_and_package, aoti_load_package), which live in torch._inductor.
+PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "torch._dynamo", "torch._inductor"}
 
 
 def test_no_module_reads_another_object_s_private_attributes():
