@@ -32,7 +32,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import os
 import time
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -241,38 +243,36 @@ class AOTIUpdate:
     ``torch.compile``'s on the bench's update (docs/speed.md). Its kernels are not the inductor graph's to the bit
     (relative differences of about 2e-8 after one update), so runs are reproducible per backend."""
 
-    def __init__(self, critic_dtype, tanh):
-        self.critic_dtype, self.tanh, self.runners = critic_dtype, tanh, {}
+    def __init__(self):
+        self.runners = {}
 
-    def __call__(self, state, steps, rows, obs, minibatch: Minibatch, *, max_grad_norm, with_actor, clip_coef,
-                 vf_coef, ent_coef, critic_dtype, tanh):
+    def __call__(self, state, steps, rows, obs, minibatch: Minibatch, **kw):
+        """:func:`gathered_update`'s arguments (``kw``: ``max_grad_norm``, ``with_actor`` and the loss's)."""
         if min(rows.shape[0], obs.shape[0], minibatch.x.shape[0], minibatch.adv.shape[0]) < 2:
-            gathered_update(state, steps, rows, obs, minibatch, max_grad_norm=max_grad_norm, with_actor=with_actor,
-                            clip_coef=clip_coef, vf_coef=vf_coef, ent_coef=ent_coef, critic_dtype=critic_dtype,
-                            tanh=tanh)
+            gathered_update(state, steps, rows, obs, minibatch, **kw)
             return
+        with_actor = kw["with_actor"]
         both = steps if with_actor else [steps[1], steps[1]]  # the critic-only package ignores the actor's
         args = (*(t for net in state for part in net for t in part), *both[0], *both[1], rows, obs, *minibatch,
-                clip_coef, vf_coef, ent_coef, max_grad_norm)
+                kw["clip_coef"], kw["vf_coef"], kw["ent_coef"], kw["max_grad_norm"])
         runner = self.runners.get(with_actor)
         if runner is None:
-            runner = self.runners[with_actor] = self._package(state, args, with_actor)
+            runner = self.runners[with_actor] = self._package(state, args, with_actor, kw["critic_dtype"], kw["tanh"])
         runner(*args)
 
-    def _package(self, state, args, with_actor):
-        import os
-        import warnings
-
+    @staticmethod
+    def _package(state, args, with_actor, critic_dtype, tanh):
         sizes = tuple(len(net[0]) for net in state)
         # the thread count too: inductor writes it into the kernels' parallel loops
         key = hashlib.sha256(repr((AOTI_FORMAT, torch.__version__, torch.backends.cpu.get_cpu_capability(),
-                                   torch.get_num_threads(),
-                                   [tuple(t.shape) for net in state for t in net[0]], str(self.critic_dtype),
-                                   self.tanh.__name__, with_actor, _SOURCE_DIGEST)).encode()).hexdigest()[:24]
+                                   torch.get_num_threads(), [tuple(t.shape) for net in state for t in net[0]],
+                                   str(critic_dtype), tanh.__name__, with_actor,
+                                   _SOURCE_DIGEST)).encode()).hexdigest()[:24]
         if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):  # beside inductor's own cache, emptied with it
             root = os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "membudget-aoti")
         else:  # a user's cache, kept across reboots (inductor's default lies under /tmp)
-            root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "membudget", "aoti")
+            root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "membudget",
+                                "aoti")
         path = os.path.join(root, f"update-{key}.pt2")
         if not os.path.exists(path):
             from torch.export import Dim
@@ -280,9 +280,9 @@ class AOTIUpdate:
             rows, obs, k, n = (Dim(name, min=2) for name in ("rows", "states", "candidates", "samples"))
             per_minibatch = ({0: k}, {0: n}, {0: k}, {0: n}, {0: k}, {0: n}, {0: n}, {0: n})
             dynamic = (None,) * (3 * sum(sizes) + 4) + ({0: rows}, {0: obs}) + per_minibatch + (None,) * 4
-            module = _Update(sizes, with_actor, self.critic_dtype, self.tanh)
+            module = _Update(sizes, with_actor, critic_dtype, tanh)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            staging = f"{path[:-4]}.{os.getpid()}.tmp.pt2"  # concurrent runs: each writes its own, the last rename wins
+            staging = f"{path[:-4]}.{os.getpid()}.tmp.pt2"  # concurrent runs: each its own, the last rename wins
             with warnings.catch_warnings():  # torch's own use of an API it deprecates, once per package
                 warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
                 program = torch.export.export(module, args, dynamic_shapes=(dynamic,), strict=False)
@@ -375,7 +375,7 @@ class CompiledPPO:
         if not compile:
             self.step_fn = gathered_update
         elif backend == "aoti":
-            self.step_fn = AOTIUpdate(critic_dtype, self.loss["tanh"])
+            self.step_fn = AOTIUpdate()
         else:
             self.step_fn = torch.compile(gathered_update, dynamic=True, options={"cpp_wrapper": True})
 

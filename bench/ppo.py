@@ -697,8 +697,9 @@ def main(argv=None):
                         help="instead: PAIRS pairs of --steps runs of the float32 compiled engine with each backend "
                              "(aoti, inductor), alternating, and each pair's ratio")
     parser.add_argument("--breakdown", type=int_flag(1), metavar="UPDATES",
-                        help=f"instead: time the parts of UPDATES updates of the compiled engine (after {BREAKDOWN_WARMUP} untimed) "
-                             "beside their matrix products alone: where an update's time goes on this CPU")
+                        help=f"instead: time the parts of UPDATES updates of the compiled engine (after "
+                             f"{BREAKDOWN_WARMUP} untimed) beside their matrix products alone: where an update's time "
+                             "goes on this CPU")
     parser.add_argument("--critic-dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                         help="for --breakdown: the compiled engine's critic products (auto: what this CPU does "
                              "natively)")

@@ -278,14 +278,14 @@ def test_the_aoti_update_is_the_update_up_to_rounding_and_is_built_once(with_act
     eager, first, again = _copy(state), _copy(state), _copy(state)
     with torch.no_grad():
         gathered_update(eager, steps, x, obs, minibatch, with_actor=with_actor, **loss)
-        AOTIUpdate(torch.float32, sigmoid_tanh)(first, steps, x, obs, minibatch, with_actor=with_actor, **loss)
+        AOTIUpdate()(first, steps, x, obs, minibatch, with_actor=with_actor, **loss)
         assert len(list(tmp_path.rglob("update-*.pt2"))) == 1  # the package, under the inductor cache directory
 
         def no_export(*args, **kwargs):
             raise AssertionError("a second engine with the same networks must load the package, not build one")
 
         monkeypatch.setattr(torch.export, "export", no_export)
-        AOTIUpdate(torch.float32, sigmoid_tanh)(again, steps, x, obs, minibatch, with_actor=with_actor, **loss)
+        AOTIUpdate()(again, steps, x, obs, minibatch, with_actor=with_actor, **loss)
     for net_eager, net_first, net_again, net_start in zip(eager, first, again, state):
         for part_eager, part_first, part_again, part_start in zip(net_eager, net_first, net_again, net_start):
             for e, f, a, s in zip(part_eager, part_first, part_again, part_start):
@@ -305,6 +305,6 @@ def test_a_minibatch_below_the_package_s_sizes_runs_the_update_uncompiled(tmp_pa
     eager, aoti = _copy(state), _copy(state)
     with torch.no_grad():
         gathered_update(eager, steps, x, obs, one, with_actor=True, **loss)
-        AOTIUpdate(torch.float32, sigmoid_tanh)(aoti, steps, x, obs, one, with_actor=True, **loss)
+        AOTIUpdate()(aoti, steps, x, obs, one, with_actor=True, **loss)
     assert not list(tmp_path.rglob("*.pt2"))  # nothing built
     assert all(torch.equal(a, e) for na, ne in zip(aoti, eager) for pa, pe in zip(na, ne) for a, e in zip(pa, pe))
