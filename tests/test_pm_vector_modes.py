@@ -47,6 +47,30 @@ def test_next_step_mode_equals_single_envs(max_steps):
         assert not venv.step(_actions()[0])[2].any()  # 37-step weeks never reach the horizon
 
 
+def test_reseeding_a_started_env_equals_single_envs_seeded_so():
+    """A reset with seeds after the first reseeds the generators in place; the weeks it draws and the autoreset
+    weeks drawn later from the same generators are single environments' reset(seed=...) and reset()."""
+    venv = PMWeekVectorEnv(num_envs=N, max_episode_steps=20)
+    venv.reset(seed=100)
+    for a in _actions()[:7]:
+        venv.step(a)
+    vobs, _ = venv.reset(seed=[5, None, 9])
+    singles = _singles(20)
+    sobs = [singles[0].reset(seed=5)[0], None, singles[2].reset(seed=9)[0]]
+    pending = np.zeros(N, dtype=bool)
+    for a in _actions(1)[:45]:  # two autoresets per week
+        vobs, *_ = venv.step(a)
+        for i in (0, 2):
+            if pending[i]:
+                sobs[i], _ = singles[i].reset()
+                done = False
+            else:
+                sobs[i], _, t, tr, _ = singles[i].step(a[i])
+                done = t or tr
+            assert _same(vobs, sobs[i], i)
+            pending[i] = done
+
+
 def test_same_step_mode_equals_single_envs_and_reports_final_obs():
     venv = PMWeekVectorEnv(num_envs=N, autoreset_mode=AutoresetMode.SAME_STEP, max_episode_steps=50)
     singles = _singles(50)
