@@ -338,6 +338,26 @@ def rollout_actor(weights, x, sample, n: int, rng):
     return p, proposed, logp.astype(np.float32)
 
 
+class Buffer:
+    """float32 rows of shape ``row_shape`` appended in blocks (:meth:`take`) into one array that doubles when full:
+    :meth:`filled` is the rows so far, contiguous, without a final concatenation."""
+
+    def __init__(self, row_shape: tuple, capacity: int = 256):
+        self.array, self.size = np.empty((capacity, *row_shape), dtype=np.float32), 0
+
+    def take(self, n: int) -> np.ndarray:
+        """The next ``n`` rows, to be written (a view)."""
+        if self.size + n > self.array.shape[0]:
+            grown = np.empty((max(2 * self.array.shape[0], self.size + n), *self.array.shape[1:]), dtype=np.float32)
+            grown[:self.size] = self.array[:self.size]
+            self.array = grown
+        self.size += n
+        return self.array[self.size - n:self.size]
+
+    def filled(self) -> np.ndarray:
+        return self.array[:self.size]
+
+
 class CompiledPPO:
     """The engine's state for one training run: the networks (updated in place), Adam's moments and step counts
     per network, and the compiled update. :meth:`rollout` plays the weeks of an update, :meth:`values` and the
@@ -386,20 +406,30 @@ class CompiledPPO:
         """Play the weeks of ``venv`` (reset, first observation ``obs``) to their end: the batch :meth:`learn`
         takes (``rewards`` scaled by ``reward_scale``, ``(T, n_envs)``) and the number of steps ``T``."""
         n_envs = obs["mask"].shape[0]
-        flat, rows, row_sample, row_prop, old_logp, rewards = [], [], [], [], [], []
+        keys = ("resources", "budget", "mask", "counts") if with_counts else ("resources", "budget", "mask")
+        # each state's flat critic input and each candidate's actor input written straight into growing buffers
+        # (numpy's per-call costs, not bytes, dominate at these sizes; the same values as concatenating them)
+        widths = np.cumsum([0, *(int(np.prod(obs[k].shape[1:])) for k in keys)]).tolist()
+        states = Buffer((n_envs, widths[-1]))
+        n_res, n_bud = obs["resources"].shape[2], obs["budget"].shape[1]
+        rows = Buffer((n_res + n_bud + 1,))
+        row_sample, row_prop, old_logp, rewards = [], [], [], []
         done = np.zeros(n_envs, dtype=bool)
         while not done.all():
             res, bud, mask = obs["resources"], obs["budget"], obs["mask"]
-            parts = [res.reshape(n_envs, -1), bud, mask.astype(np.float32)]
-            flat.append(np.concatenate(parts + [obs["counts"].astype(np.float32)] if with_counts else parts, 1))
+            state = states.take(1)[0]
+            for k, a, b in zip(keys, widths, widths[1:]):
+                state[:, a:b] = obs[k].reshape(n_envs, -1)
             s, r = np.nonzero(mask)
-            x = np.concatenate([res[s, r], bud[s], np.ones((s.size, 1), np.float32)], 1)
+            x = rows.take(s.size)
+            x[:, :n_res] = res[s, r]
+            x[:, n_res:-1] = bud[s]
+            x[:, -1] = 1.0
             p, proposed, logp = rollout_actor(self.weights, x, s, n_envs, self.rng)
             action = np.full(mask.shape, -1.0, dtype=np.float32)
             action[s, r] = np.where(proposed, np.maximum(p, 1e-6), -1.0)
             row_sample.append(s + len(rewards) * n_envs)
             obs, reward, terminated, truncated, _ = venv.step(action)
-            rows.append(x)
             row_prop.append(proposed)
             old_logp.append(logp)
             rewards.append(reward * reward_scale)
@@ -407,8 +437,8 @@ class CompiledPPO:
             if done.any() and not done.all():
                 raise RuntimeError("weeks of one rollout must end together (equal horizons)")
         # the critic's products read its input in critic_dtype anyway: stored so, the epochs gather half the bytes
-        batch = {"obs": torch.as_tensor(np.concatenate(flat)).to(self.loss["critic_dtype"]),
-                 "rows": torch.as_tensor(np.concatenate(rows)),
+        batch = {"obs": torch.as_tensor(states.filled().reshape(-1, widths[-1])).to(self.loss["critic_dtype"]),
+                 "rows": torch.as_tensor(rows.filled()),
                  "row_sample": np.concatenate(row_sample), "proposed": np.concatenate(row_prop),
                  "old_logp": torch.as_tensor(np.concatenate(old_logp)),
                  "rewards": torch.as_tensor(np.stack(rewards), dtype=torch.float32)}

@@ -6,7 +6,7 @@ import torch
 
 from membudget.agents.per_resource import N_INPUT, PerResourceNet, candidate_rows, obs_tensors
 from membudget.agents.ppo import PPOConfig, _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
-from membudget.agents.ppo_compiled import (AOTIUpdate, CompiledPPO, Minibatch, adam_, clip_grads,
+from membudget.agents.ppo_compiled import (AOTIUpdate, Buffer, CompiledPPO, Minibatch, adam_, clip_grads,
                                            compiled_backend_name, gathered_update, minibatch_grads, rollout_actor,
                                            sigmoid_tanh)
 from membudget.agents.tasks import PMWEEK
@@ -308,3 +308,15 @@ def test_a_minibatch_below_the_package_s_sizes_runs_the_update_uncompiled(tmp_pa
         AOTIUpdate()(aoti, steps, x, obs, one, with_actor=True, **loss)
     assert not list(tmp_path.rglob("*.pt2"))  # nothing built
     assert all(torch.equal(a, e) for na, ne in zip(aoti, eager) for pa, pe in zip(na, ne) for a, e in zip(pa, pe))
+
+
+def test_buffer_keeps_every_block_across_growth_and_returns_them_contiguous():
+    rng = np.random.default_rng(0)
+    buf, blocks = Buffer((3, 2), capacity=4), []
+    for n in (3, 0, 5, 1, 9):  # grows twice, once past double the capacity
+        block = rng.random((n, 3, 2)).astype(np.float32)
+        buf.take(n)[:] = block
+        blocks.append(block)
+    filled = buf.filled()
+    assert filled.flags.c_contiguous and filled.dtype == np.float32
+    np.testing.assert_array_equal(filled, np.concatenate(blocks))
