@@ -7,8 +7,8 @@ import torch
 from membudget.agents.per_resource import N_INPUT, PerResourceNet, candidate_rows, obs_tensors
 from membudget.agents.ppo import PPOConfig, _bernoulli_log_prob, _mlp, _per_sample, new_actor, ppo_losses, train_ppo
 from membudget.agents.ppo_compiled import (AOTIUpdate, Buffer, CompiledPPO, Minibatch, adam_, clip_grads,
-                                           compiled_backend_name, gathered_update, minibatch_grads, rollout_actor,
-                                           sigmoid_tanh)
+                                           compiled_backend_name, critic_values, critic_values_only, gathered_update,
+                                           minibatch_grads, rollout_actor, sigmoid_tanh)
 from membudget.agents.tasks import PMWEEK
 
 
@@ -320,3 +320,15 @@ def test_buffer_keeps_every_block_across_growth_and_returns_them_contiguous():
     filled = buf.filled()
     assert filled.flags.c_contiguous and filled.dtype == np.float32
     np.testing.assert_array_equal(filled, np.concatenate(blocks))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_values_only_pass_equals_the_critic_to_the_bit(dtype):
+    gen = torch.Generator().manual_seed(0)
+    critic = _mlp(29, (16, 8))
+    params = [p.detach() * 3 for p in critic.parameters()]  # pre-activations well outside tanh's linear part
+    obs = (torch.randn(257, 29, generator=gen) * 4).to(dtype)
+    with torch.no_grad():
+        values = critic_values_only(params, obs, dtype)
+        assert torch.equal(values, critic_values(params, obs, dtype, sigmoid_tanh)[0])
+        assert not torch.equal(values, critic_values(params, obs, dtype, torch.tanh)[0])  # the test can tell them apart
