@@ -25,7 +25,7 @@ import numpy as np
 from membudget.agents.linucb import HybridLinUCB, LinUCB
 from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
-from membudget.envs.replay.world import BUDGETS, MODES
+from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
@@ -259,6 +259,23 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=V1
     return out
 
 
+def action_profile(family="db", profile="strong", seeds=DEV_SEEDS, *, cost_weight=0.5, version=1) -> dict:
+    """What each action is worth on the development streams, from their true success probabilities: per action
+    (``ACTIONS`` order) the mean success probability ``prob``, the mean ``tokens`` per task and the
+    ``fixed_scale_reward`` (prob − w · tokens / the stream's largest token count, averaged over the streams), and
+    ``gap``: the best action's fixed-scale reward minus each action's. A gap far below the s.d. of a task's
+    correctness (about 0.4) cannot be resolved from a 500-task stream's outcomes."""
+    overlap = {int(x) for x in seeds} & set(PAPER_SEEDS)
+    if overlap:
+        raise ValueError(f"profile actions on development seeds, disjoint from the report's {PAPER_SEEDS}; got "
+                         f"{overlap}")
+    streams = [stream_of(family, profile, seed, version) for seed in seeds]
+    prob = np.mean([st.prob.mean(0) for st in streams], axis=0)
+    tokens = np.mean([st.tokens.mean(0) for st in streams], axis=0)
+    reward = np.mean([st.prob.mean(0) - cost_weight * st.tokens.mean(0) / st.tokens.max() for st in streams], axis=0)
+    return {"prob": prob, "tokens": tokens, "fixed_scale_reward": reward, "gap": reward.max() - reward}
+
+
 def diagnose_main(argv=None):
     """``python -m membudget.evaluate replay-diagnose``: :func:`diagnose_bandit` for one or more LinUCB settings
     (``--configs alpha:decay[:own]``, decay ``none`` for a constant alpha, ``own`` the hybrid model's ``λ_own``)."""
@@ -278,6 +295,12 @@ def diagnose_main(argv=None):
     print(f"LinUCB on ReplayStream-v{args.env_version} {args.family} x {args.profile}, development seeds {args.seeds}; "
           "per window: share of (none, low), mean bonus, correctness-head RMSE over the actions; when another "
           "action is chosen: head error on (none, low), true reward margin of (none, low), true accuracy gain")
+    prof = action_profile(args.family, args.profile, args.seeds, version=args.env_version)
+    print("true value of each action (means over the streams): success probability, tokens per task, fixed-scale "
+          "reward, gap to the best")
+    for i, (mode, budget) in enumerate(ACTIONS):
+        print(f"  ({mode}, {budget}){'':<{18 - len(mode) - len(budget)}} p {prof['prob'][i]:.4f}  tokens "
+              f"{prof['tokens'][i]:6.0f}  reward {prof['fixed_scale_reward'][i]:.4f}  gap {prof['gap'][i]:.4f}")
     results = {}
     for alpha, decay, own in args.configs:
         bandit = Bandit(alpha, decay, args.l2_lambda, own)

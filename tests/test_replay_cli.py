@@ -208,6 +208,23 @@ def test_diagnose_bandit_on_the_first_task_by_hand():
     assert d["top_action_tasks"] == [int(np.bincount(r["actions"]).max())]
 
 
+def test_action_profile_is_each_action_s_true_value_averaged_over_the_streams():
+    prof = limbo.action_profile("db", "strong", (3, 7))
+    streams = []
+    for seed in (3, 7):
+        env = make_env("db", "strong", version=1)
+        env.reset(seed=seed)
+        streams.append(env.unwrapped.stream)
+    reward = [[st.prob[:, a].mean() - 0.5 * st.tokens[:, a].mean() / st.tokens.max() for a in range(12)]
+              for st in streams]
+    np.testing.assert_allclose(prof["prob"], [np.mean([st.prob[:, a].mean() for st in streams]) for a in range(12)])
+    np.testing.assert_allclose(prof["tokens"], [np.mean([st.tokens[:, a].mean() for st in streams]) for a in range(12)])
+    np.testing.assert_allclose(prof["fixed_scale_reward"], np.mean(reward, axis=0))
+    assert prof["gap"].min() == 0.0 and np.all(prof["gap"] >= 0)
+    with pytest.raises(ValueError, match="development seeds"):
+        limbo.action_profile(seeds=(0, 43))
+
+
 def test_diagnose_bandit_refuses_report_seeds_and_bad_configs():
     with pytest.raises(ValueError, match="development seeds"):
         limbo.diagnose_bandit(seeds=(1, 42))
