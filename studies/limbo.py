@@ -163,6 +163,14 @@ def stream_of(family, profile, seed, version=1):
     return stream
 
 
+def check_development_seeds(seeds) -> None:
+    """Raise unless ``seeds`` are disjoint from the report's :data:`PAPER_SEEDS` (choices and diagnoses are made on
+    development streams only)."""
+    overlap = {int(x) for x in seeds} & set(PAPER_SEEDS)
+    if overlap:
+        raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
+
+
 def fixed_scale_reward(run, stream, cost_weight=0.5) -> float:
     """Accuracy − w · mean tokens / the stream's largest token count: the bandit's reward with cost on a scale no
     policy moves (the environment divides by the running maximum of the tokens played, so an early costly action
@@ -197,9 +205,7 @@ def select_alpha(grid=bandit_grid(ALPHA_GRID), seeds=DEV_SEEDS, families=("db", 
     process) runs one task per (bandit, family, profile, seed)."""
     if criterion not in SELECTION_CRITERIA:
         raise ValueError(f"criterion must be one of {SELECTION_CRITERIA}, got {criterion!r}")
-    overlap = set(seeds) & set(PAPER_SEEDS)
-    if overlap:
-        raise ValueError(f"development seeds must be disjoint from the report's seeds {PAPER_SEEDS}; got {overlap}")
+    check_development_seeds(seeds)
     streams = [(f, p, int(s)) for f in families for p in profiles for s in seeds]
     grid = tuple(dict.fromkeys(grid))
     items = [(bandit, *stream) for bandit in grid for stream in streams]
@@ -227,9 +233,7 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=V1
     chosen, ``head_error`` on ``action``, ``margin`` (true reward of ``action`` − that of the chosen one, with the
     environment's cost: tokens / max(running maximum, tokens)) and ``gain`` (true success probability of the
     chosen one − that of ``action``)."""
-    overlap = {int(s) for s in seeds} & set(PAPER_SEEDS)
-    if overlap:
-        raise ValueError(f"diagnose on development seeds, disjoint from the report's {PAPER_SEEDS}; got {overlap}")
+    check_development_seeds(seeds)
     rows, mean_reward, fixed, top = [], [], [], []
     for seed in seeds:
         r = run_bandit(bandit.make(cost_weight), family=family, profile=profile, seed=seed, record_heads=True,
@@ -265,10 +269,7 @@ def action_profile(family="db", profile="strong", seeds=DEV_SEEDS, *, cost_weigh
     ``fixed_scale_reward`` (prob − w · tokens / the stream's largest token count, averaged over the streams), and
     ``gap``: the best action's fixed-scale reward minus each action's. A gap far below the s.d. of a task's
     correctness (about 0.4) cannot be resolved from a 500-task stream's outcomes."""
-    overlap = {int(x) for x in seeds} & set(PAPER_SEEDS)
-    if overlap:
-        raise ValueError(f"profile actions on development seeds, disjoint from the report's {PAPER_SEEDS}; got "
-                         f"{overlap}")
+    check_development_seeds(seeds)
     streams = [stream_of(family, profile, seed, version) for seed in seeds]
     prob = np.mean([st.prob.mean(0) for st in streams], axis=0)
     tokens = np.mean([st.tokens.mean(0) for st in streams], axis=0)
@@ -299,8 +300,9 @@ def diagnose_main(argv=None):
     print("true value of each action (means over the streams): success probability, tokens per task, fixed-scale "
           "reward, gap to the best")
     for i, (mode, budget) in enumerate(ACTIONS):
-        print(f"  ({mode}, {budget}){'':<{18 - len(mode) - len(budget)}} p {prof['prob'][i]:.4f}  tokens "
-              f"{prof['tokens'][i]:6.0f}  reward {prof['fixed_scale_reward'][i]:.4f}  gap {prof['gap'][i]:.4f}")
+        label = f"({mode}, {budget})"
+        print(f"  {label:<22} p {prof['prob'][i]:.4f}  tokens {prof['tokens'][i]:6.0f}  reward "
+              f"{prof['fixed_scale_reward'][i]:.4f}  gap {prof['gap'][i]:.4f}")
     results = {}
     for alpha, decay, own in args.configs:
         bandit = Bandit(alpha, decay, args.l2_lambda, own)

@@ -164,12 +164,9 @@ class PMWeekVectorEnv(VectorEnv):
         check_generation(self.world, self.cost_profile, self.load)
         slots = np.flatnonzero(reset_mask)
         for i in slots:
-            if not self._started:
-                self._rngs[i], _ = seeding.np_random(seeds[i])
-                self._generator_list = None
-            elif seeds[i] is not None:
-                # reseeded in place to the state seeding.np_random(seed) starts from: numba's list of the generators
-                # (which points at their states) stays valid, and rebuilding it cost a third of a 64-week reset
+            if seeds[i] is not None or not self._started:
+                # in place, to the state seeding.np_random(seed) starts from: numba's list of the generators (which
+                # points at their states) stays valid; rebuilding it cost a third of a 64-week reset
                 self._rngs[i].bit_generator.state = np.random.PCG64(np.random.SeedSequence(seeds[i])).state
         self._new_weeks(slots, [seeds[i] for i in slots])
         self._started = True
