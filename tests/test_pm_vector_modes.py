@@ -192,3 +192,88 @@ def test_teachers_read_their_settings_from_either_env():
         gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode="vector_entry_point", **kw))
     assert vars(single) == vars(vector)
     assert (vector.per_step_cap, vector.per_step_cost_cap, vector.late_policy) == (3, 7, "execute")
+
+
+def _week(seed, **kw):
+    from membudget.envs.pm import generate_episode
+
+    return generate_episode(seed, **kw)
+
+
+def test_given_episodes_are_played_as_single_envs_play_them_and_the_generators_go_on():
+    """reset(options={"episodes": ...}): a given Episode is played as PMWeekEnv.reset(options={"episode": ep})
+    plays it (one object may fill two weeks), a None entry is drawn from the seed as usual, and the autoreset
+    weeks after them come from the seeded generators, as a single env's reset() after reset(seed, episode)."""
+    a, b = _week(7), _week(8)
+    venv = PMWeekVectorEnv(num_envs=N)
+    vobs, _ = venv.reset(seed=100, options={"episodes": [a, None, a]})
+    singles = _singles()
+    sobs = [singles[0].reset(seed=100, options={"episode": a})[0], singles[1].reset(seed=101)[0],
+            singles[2].reset(seed=102, options={"episode": a})[0]]
+    assert venv.core.episode(0) is a and venv.core.episode(2) is a
+    pending = np.zeros(N, dtype=bool)
+    for act in _actions(3):
+        vobs, vr, vt, _, _ = venv.step(act)
+        for i, e in enumerate(singles):
+            if pending[i]:
+                sobs[i], r, t = e.reset()[0], 0.0, False
+            else:
+                sobs[i], r, t, _, _ = e.step(act[i])
+            assert _same(vobs, sobs[i], i) and vr[i] == r and vt[i] == t
+        pending = vt
+    # a started env: only the masked week takes the given one
+    vobs, _ = venv.reset(options={"reset_mask": np.array([False, True, False]), "episodes": [None, b, None]})
+    assert _same(vobs, singles[1].reset(options={"episode": b})[0], 1) and venv.core.episode(1) is b
+
+
+@pytest.mark.parametrize("episodes, error, match", [
+    ("abc", TypeError, "sequence of 3"),
+    ([None, None], ValueError, "3 entries"),
+    ([None, 5, None], TypeError, r"\[1\] must be an Episode"),
+    ([None, None, "week"], TypeError, r"\[2\] must be an Episode"),
+])
+def test_bad_episodes_are_refused_before_anything_changes(episodes, error, match):
+    venv = PMWeekVectorEnv(num_envs=N)
+    before, _ = venv.reset(seed=100)
+    with pytest.raises(error, match=match):
+        venv.reset(seed=5, options={"episodes": episodes})
+    after, *_ = venv.step(np.zeros((N, 11), dtype=np.int8))
+    fresh = PMWeekVectorEnv(num_envs=N)
+    fresh.reset(seed=100)
+    expected, *_ = fresh.step(np.zeros((N, 11), dtype=np.int8))
+    assert all(np.array_equal(after[k], expected[k]) for k in after)
+
+
+def test_an_invalid_or_foreign_episode_or_one_outside_the_mask_is_refused():
+    import dataclasses
+
+    from membudget.envs.pm import EpisodeFormatError
+    from membudget.envs.pm.world import WorldConfig
+
+    venv = PMWeekVectorEnv(num_envs=N)
+    venv.reset(seed=1)
+    good = _week(7)
+    bad = dataclasses.replace(good, horizon=0)
+    with pytest.raises(EpisodeFormatError):
+        venv.reset(options={"episodes": [None, bad, None]})
+    world = WorldConfig(resources=WorldConfig().resources[:5])
+    small = _week(7, config=world)
+    with pytest.raises(ValueError, match="5 resources"):
+        venv.reset(options={"episodes": [small, None, None]})
+    with pytest.raises(ValueError, match="not in reset_mask"):
+        venv.reset(options={"reset_mask": np.array([True, False, True]), "episodes": [None, good, None]})
+    with pytest.raises(ValueError, match="unknown reset options"):
+        venv.reset(options={"episode": good})
+
+
+@pytest.mark.parametrize("budget", ["B5", "B20", 21, 7, None])
+def test_budget_argument_rebuilds_an_envs_budget_and_budget_features(budget):
+    from membudget.envs.pm import PMWeekEnv
+    from membudget.envs.pm.levels import budget_argument
+
+    env = PMWeekEnv(budget=budget)
+    arg = budget_argument(env)
+    assert arg == budget
+    venv = PMWeekVectorEnv(num_envs=1, budget=arg)
+    assert (venv.budget, venv.target_fraction) == (env.budget, env.target_fraction)
+    np.testing.assert_array_equal(venv.reset(seed=3)[0]["budget"][0], env.reset(seed=3)[0]["budget"])

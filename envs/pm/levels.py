@@ -59,6 +59,18 @@ def resolve_budget(budget, config: WorldConfig, cost_profile: str):
     return resolve_budget_from_mean(budget, lambda: mean_all_relevant_cost(config, cost_profile), LEVELS)
 
 
+def budget_argument(env):
+    """The ``budget`` argument that gives another environment ``env``'s budget and target fraction (what the budget
+    features read): its level name where it was built from one, else its integer budget (or None)."""
+    e = env.unwrapped
+    if e.budget is None:
+        return None
+    q = round(100 * e.target_fraction)
+    if q in LEVELS and e.target_fraction == q / 100.0 and resolve_budget(f"B{q}", e.world, e.cost_profile)[0] == e.budget:
+        return f"B{q}"
+    return int(e.budget)
+
+
 def check_level(budget: str, levels=LEVELS) -> int:
     """The ``q`` of a level name ``"Bq"`` among ``levels``; anything else raises ``ValueError`` naming the accepted
     levels (the levels the package calibrates its gates for; another budget is an integer number of queries)."""

@@ -13,8 +13,9 @@ from ..validation import check_int
 from ..vector_info import read_only, with_masks
 from .core import N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, StepOutputs, generator_list, step_outputs
 from .env import action_to_scores, check_arguments, episode_metrics_batch, spaces_for, step_info_batch
+from .episode_io import validate_episode
 from .levels import resolve_budget
-from .world import check_generation, episode_from_state
+from .world import Episode, check_generation, episode_from_state
 
 
 class PMWeekVectorEnv(VectorEnv):
@@ -137,10 +138,16 @@ class PMWeekVectorEnv(VectorEnv):
                                self._events)
 
     def reset(self, *, seed=None, options=None):
+        """Start the weeks in ``options["reset_mask"]`` (default: all). ``seed`` as the class docstring says;
+        ``options["episodes"]``, a sequence of ``num_envs`` entries, each an :class:`Episode` (that week is played,
+        as the single environment's ``reset(options={"episode": ep})`` plays it; its sub-environment's generator is
+        still seeded from ``seed`` for the weeks after it) or None (the week drawn as usual). Entries outside the
+        reset mask must be None. One Episode object may fill several entries."""
         options = dict(options or {})
         reset_mask = options.pop("reset_mask", None)
+        episodes = options.pop("episodes", None)
         if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; supported: 'reset_mask'")
+            raise ValueError(f"unknown reset options {sorted(options)}; supported: 'reset_mask', 'episodes'")
         n = self.num_envs
         if reset_mask is None:
             reset_mask = np.ones(n, dtype=bool)
@@ -148,6 +155,8 @@ class PMWeekVectorEnv(VectorEnv):
             reset_mask = np.asarray(reset_mask)
             if reset_mask.shape != (n,) or reset_mask.dtype != np.bool_:
                 raise ValueError(f"reset_mask must be a bool array of shape ({n},)")
+        if episodes is not None:
+            episodes = self._check_episodes(episodes, reset_mask)
         if seed is None:
             seeds = [None] * n
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
@@ -168,12 +177,56 @@ class PMWeekVectorEnv(VectorEnv):
                 # in place, to the state seeding.np_random(seed) starts from: numba's list of the generators (which
                 # points at their states) stays valid; rebuilding it cost a third of a 64-week reset
                 self._rngs[i].bit_generator.state = np.random.PCG64(np.random.SeedSequence(seeds[i])).state
-        self._new_weeks(slots, [seeds[i] for i in slots])
+        given = np.zeros(n, dtype=bool) if episodes is None else np.array([ep is not None for ep in episodes])
+        drawn = slots[~given[slots]]
+        self._new_weeks(drawn, [seeds[i] for i in drawn])
+        if given.any():
+            self._load_episodes(np.flatnonzero(given), [episodes[i] for i in np.flatnonzero(given)])
         self._started = True
         self._autoreset[reset_mask] = False
         obs = self._obs()
         values = _only_rows(reset_mask, self._info_values())
         return obs, with_masks(values, read_only(reset_mask.copy()))
+
+    def _check_episodes(self, episodes, reset_mask) -> list:
+        """``options["episodes"]`` checked (length, types, only reset slots, each distinct Episode valid and of this
+        environment's resources and horizon) as a list."""
+        if isinstance(episodes, (str, bytes, dict, Episode)) or not hasattr(episodes, "__len__"):
+            raise TypeError(f"options['episodes'] must be a sequence of {self.num_envs} Episodes or None, got "
+                            f"{type(episodes).__name__}")
+        episodes = list(episodes)
+        if len(episodes) != self.num_envs:
+            raise ValueError(f"options['episodes'] must have {self.num_envs} entries, got {len(episodes)}")
+        checked = set()
+        for i, ep in enumerate(episodes):
+            if ep is None:
+                continue
+            if not isinstance(ep, Episode):
+                raise TypeError(f"options['episodes'][{i}] must be an Episode or None, got {type(ep).__name__}")
+            if not reset_mask[i]:
+                raise ValueError(f"options['episodes'][{i}] is given but week {i} is not in reset_mask")
+            if id(ep) not in checked:
+                validate_episode(ep)
+                if ep.n_resources != self._core.n_resources:
+                    raise ValueError(f"options['episodes'][{i}] has {ep.n_resources} resources, the environment "
+                                     f"{self._core.n_resources}")
+                checked.add(id(ep))
+        return episodes
+
+    def _load_episodes(self, slots: np.ndarray, episodes: list):
+        """Play ``episodes[j]`` in week ``slots[j]`` from its first step (the Episodes trusted: checked by
+        :meth:`reset`, or drawn by the package's own posterior sampler)."""
+        for i, ep in zip(slots.tolist(), episodes):
+            self._core.load(i, ep, self.world.lookahead)
+
+    def _restart(self, episodes: list) -> dict:
+        """Every week of a started env restarted on ``episodes`` (one per week, trusted: the package's own posterior
+        draws, so not checked), as ``reset(options={"episodes": episodes})`` restarts them; the observations only."""
+        if not self._started:
+            raise RuntimeError("call reset() before _restart()")
+        self._load_episodes(self._all, episodes)
+        self._autoreset[:] = False
+        return self._obs()
 
     def step(self, actions):
         if not self._started:
