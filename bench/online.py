@@ -15,8 +15,12 @@ labels are made) and the bench prints its CPU and wall seconds per week, the min
 2 cores (CPU seconds per week × 1,000 / 2 / 60) and the ratio to the hindsight DP's seconds per week (one solve of
 each whole week); no references, no Set F1 comparison.
 
+With ``--rollout``, the rollout planner over Sequential (:class:`~membudget.teachers.online.RolloutPlanner`: each
+first action valued by Sequential's play of the rest of each drawn week) beside the hindsight-optimisation planner
+at the same ``K``, both with planner seed = the week (as the studies seed them), paired with each other.
+
 ``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--particles M] [--budget B10]
-[--students N] [--label-speed]``
+[--students N] [--label-speed] [--rollout]``
 """
 
 from __future__ import annotations
@@ -134,6 +138,8 @@ def main(argv=None):
     p.add_argument("--particles", type=int_flag(1), default=None,
                    help="the planner's weighted draws per decision (default: its own, max(64, 2 K))")
     p.add_argument("--no-planner", action="store_true", help="leave out the planner's own rollouts")
+    p.add_argument("--rollout", action="store_true",
+                   help="the rollout planner over Sequential beside the planner, each seeded with the week")
     p.add_argument("--label-speed", action="store_true",
                    help="only time the planner's labels (CPU s per week, minutes per 1,000 weeks on 2 cores, ratio "
                         "to the DP's time per week)")
@@ -144,7 +150,16 @@ def main(argv=None):
         return
     ref = reference_scores(seeds, a.budget)
     names, cols, timing = [], [], []
-    if not a.no_planner:
+    if a.rollout:
+        from membudget.studies.online_ceiling import planner_week, rollout_week
+
+        for k in a.samples:
+            for name, task in (("Planner", planner_week), ("Rollout", rollout_week)):
+                weeks = [task((a.budget, k, a.particles, s)) for s in seeds]
+                names.append(f"{name} K={k}")
+                cols.append(np.array([w["set_f1"] for w in weeks]))
+                timing.append((k, np.array([w["cpu"] for w in weeks])))
+    elif not a.no_planner:
         for k in a.samples:
             f1, secs = planner_scores(seeds, a.budget, k, a.seed, a.particles)
             names.append(f"Planner K={k}")
@@ -169,12 +184,17 @@ def main(argv=None):
     if a.students:
         m, lo, hi = bootstrap_ci(s_on - s_dp, n_resamples=100_000)
         print(f"BC(online) - BC(DP): {m:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    if a.rollout:
+        for k in a.samples:
+            diff = cols[names.index(f"Rollout K={k}")] - cols[names.index(f"Planner K={k}")]
+            m, lo, hi = bootstrap_ci(diff, n_resamples=100_000)
+            print(f"Rollout K={k} - Planner K={k}: {m:+.4f} [{lo:+.4f}, {hi:+.4f}] (paired, {len(seeds)} weeks)")
     gap = ref["HindsightDP"].mean() - ref["Sequential"].mean()
     for (k, secs), name in zip(timing, names):
         f1 = cols[names.index(name)]
         share = (f1.mean() - ref["Sequential"].mean()) / gap if gap > 0 else float("nan")
-        print(f"K={k}: share of the DP - Sequential gap closed {share:.2f}; {secs.mean():.1f} s per week "
-              f"(max {secs.max():.1f}); {len(seeds)} weeks at {a.budget}")
+        print(f"{name}: share of the DP - Sequential gap closed {share:.2f}; {secs.mean():.1f} s per week "
+              f"(max {secs.max():.1f}{', CPU' if a.rollout else ''}); {len(seeds)} weeks at {a.budget}")
 
 
 if __name__ == "__main__":

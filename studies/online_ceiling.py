@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -142,6 +143,28 @@ def planner_week(item) -> dict:
     budget, k, particles, week = item
     planner = HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=k,
                                n_particles=particles, seed=week).fit()
+    c0 = time.process_time()
+    f1 = play(planner, week)["set_f1"]
+    return {"set_f1": float(f1), "cpu": time.process_time() - c0, "fallbacks": planner.fallbacks_}
+
+
+@functools.lru_cache(maxsize=None)
+def _sequential_base(budget):
+    """:func:`sequential_gate` fitted once per process and budget (the rollout planner's base)."""
+    return sequential_gate(budget)
+
+
+def rollout_week(item) -> dict:
+    """Task: the rollout planner over BudgetPM's Sequential gate (:class:`~membudget.teachers.online.RolloutPlanner`,
+    ``K``, particles; seed = the week) plays one week at ``budget``; its Set F1, CPU seconds (the gate's fit, once
+    per process, not counted) and the decisions it could not draw for. ``item = (budget, K, particles, week)``."""
+    from membudget.envs.pm import PMWeekEnv
+    from membudget.teachers.observed import AgentView
+    from membudget.teachers.online import RolloutPlanner, play
+
+    budget, k, particles, week = item
+    planner = RolloutPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), base=_sequential_base(budget),
+                             n_samples=k, n_particles=particles, seed=week).fit()
     c0 = time.process_time()
     f1 = play(planner, week)["set_f1"]
     return {"set_f1": float(f1), "cpu": time.process_time() - c0, "fallbacks": planner.fallbacks_}

@@ -18,7 +18,10 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
+from membudget.envs.pm.levels import budget_argument
+from membudget.envs.pm.vector import PMWeekVectorEnv
 from membudget.envs.pm.world import NEVER, POS
 from membudget.envs.validation import check_int, check_number
 
@@ -160,6 +163,22 @@ class HindsightPlanner:
             np.add.at(counts, (k_[which], r_[which]), 1)
         return cand, draws, tp_now, fp_now, resolves
 
+    def _first_actions(self, observed: Observed, cand, resolves) -> list:
+        """The actions compared at a decision: the empty one, then every set of the candidates ``cand`` that
+        resolve something in some draw (``resolves``, ``(K, R)``) within the per-step caps and the budget."""
+        e = self.env.unwrapped
+        costs, budget = observed.costs, observed.remaining_budget
+        useful = resolves.any(axis=0)  # resolves something in some draw
+        useful_c = [int(r) for r in cand if useful[r]]
+        cap = len(useful_c) if e.per_step_cap is None else min(e.per_step_cap, len(useful_c))
+        actions = [()]
+        for n in range(1, cap + 1):
+            for combo in itertools.combinations(useful_c, n):
+                c = int(costs[list(combo)].sum())
+                if (budget is None or c <= budget) and (e.per_step_cost_cap is None or c <= e.per_step_cost_cap):
+                    actions.append(combo)
+        return actions
+
     def act(self, observed: Observed, mask) -> np.ndarray:
         """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
         e = self.env.unwrapped
@@ -170,15 +189,7 @@ class HindsightPlanner:
         cand, draws, tp_now, fp_now, resolves = now
         t, costs, budget, last_q, K = observed.t, observed.costs, observed.remaining_budget, observed.last_query, \
             len(draws)
-        useful = resolves.any(axis=0)  # resolves something in some draw
-        useful_c = [int(r) for r in cand if useful[r]]
-        cap = len(useful_c) if e.per_step_cap is None else min(e.per_step_cap, len(useful_c))
-        actions = [()]
-        for n in range(1, cap + 1):
-            for combo in itertools.combinations(useful_c, n):
-                c = int(costs[list(combo)].sum())
-                if (budget is None or c <= budget) and (e.per_step_cost_cap is None or c <= e.per_step_cost_cap):
-                    actions.append(combo)
+        actions = self._first_actions(observed, cand, resolves)
         p_resolve = resolves.mean(axis=0)
         if len(actions) == 1:
             self.last_ = {"t": t, "actions": actions, "values": np.zeros(1), "ess": draws.ess,
@@ -211,6 +222,132 @@ class HindsightPlanner:
         action[list(actions[best])] = 1
         self.last_ = {"t": t, "actions": actions, "values": mean, "ess": draws.ess, "p_resolve": p_resolve}
         return action
+
+
+class RolloutPlanner(HindsightPlanner):
+    """Online planner by Monte-Carlo policy rollout over posterior draws (rollout algorithm: Bertsekas, Tsitsiklis &
+    Wu 1997; on-line policy improvement: Tesauro & Galperin 1996), following the policy protocol. At each step it
+    draws the ``K`` posterior weeks of :class:`HindsightPlanner` and compares the same first actions, but values
+    each by the week's final Set F1 when the ``base`` policy plays the rest of the drawn week after it, instead of
+    by the hindsight DP's rest. It takes the action with the best mean.
+
+    The base decides from the drawn week's observations alone, so an action's value estimates what the agent earns
+    by acting so now and following the base afterwards: an online value, without hindsight optimisation's optimism
+    (the DP plays the rest as if the week were then revealed). With the exact posterior and enough draws, the
+    planner does at least as well as its base (policy improvement); how far beyond it one step of lookahead goes
+    depends on the base.
+
+    Parameters as :class:`HindsightPlanner`'s, and
+
+    base : policy
+        ``predict(observation, state, episode_start, deterministic) -> (action, state)`` on a batch of observations
+        (the package's gates and students and SB3's feed-forward policies follow it). A state (a history
+        student's) must hold the weeks on its first axis (an array, or a tuple or list of them): the planner
+        advances it through the week so far on one drawn week, whose observations are the agent's, and repeats it
+        for every week it plays.
+    base_action_mode : {"scores", "binary"}
+        The action mode the base plays (the package's gates: ``"scores"``; its students: ``"binary"``).
+
+    Each decision restarts a :class:`~membudget.envs.pm.PMWeekVectorEnv` of (distinct draws x actions) weeks on the
+    drawn weeks (:meth:`Particles.episode <membudget.teachers.posterior.Particles.episode>`, which draws the parts no
+    observation touches from their prior with the planner's stream), replays the executed queries so far in every
+    one, takes each action in its weeks and plays the base to the end, all weeks in one batch. Attributes as
+    :class:`HindsightPlanner`'s; ``last_["values"]`` holds the mean final Set F1 of each action.
+    """
+
+    def __init__(self, *, env, base, base_action_mode="scores", n_samples=DEFAULT_SAMPLES, n_particles=None,
+                 seed=0):
+        super().__init__(env=env, n_samples=n_samples, n_particles=n_particles, seed=seed)
+        self.base = base
+        self.base_action_mode = base_action_mode
+
+    def fit(self, X=None, y=None):
+        """Check the settings (and that ``base`` has a ``predict``) and build the posterior sampler."""
+        if self.base_action_mode not in ("scores", "binary"):
+            raise ValueError(f"base_action_mode must be 'scores' or 'binary', got {self.base_action_mode!r}")
+        if not callable(getattr(self.base, "predict", None)):
+            raise TypeError(f"base must be a policy with a predict method, got {type(self.base).__name__}")
+        super().fit()
+        self.venvs_ = {}
+        return self
+
+    def _venv(self, n: int) -> PMWeekVectorEnv:
+        """A started vector env of ``n`` weeks with the planner's environment's settings (kept per ``n``)."""
+        venv = self.venvs_.get(n)
+        if venv is None:
+            e = self.env.unwrapped
+            venv = self.venvs_[n] = PMWeekVectorEnv(
+                n, budget=budget_argument(e), per_step_cap=e.per_step_cap, per_step_cost_cap=e.per_step_cost_cap,
+                cost_profile=e.cost_profile, late_policy=e.late_policy, load=e.load, world=e.world,
+                action_mode=self.base_action_mode, autoreset_mode=AutoresetMode.DISABLED)
+            venv.reset(seed=0)
+        return venv
+
+    def _rows(self, sets, n_resources: int) -> np.ndarray:
+        """One action row per query set, in the base's action mode."""
+        if self.base_action_mode == "binary":
+            rows = np.zeros((len(sets), n_resources), dtype=np.int8)
+        else:
+            rows = np.full((len(sets), n_resources), -1.0, dtype=np.float32)
+        for j, s in enumerate(sets):
+            rows[j, list(s)] = 1
+        return rows
+
+    def act(self, observed: Observed, mask) -> np.ndarray:
+        """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
+        action = np.zeros(observed.n_resources, dtype=np.int8)
+        now = self._now(observed, mask)
+        if now is None:
+            return action
+        cand, draws, _, _, resolves = now
+        t, R = observed.t, observed.n_resources
+        actions = self._first_actions(observed, cand, resolves)
+        p_resolve = resolves.mean(axis=0)
+        if len(actions) == 1:
+            self.last_ = {"t": t, "actions": actions, "values": np.zeros(1), "ess": draws.ess,
+                          "p_resolve": p_resolve}
+            return action
+        _, first, copies = np.unique(draws.source, return_index=True, return_counts=True)
+        D, A = first.size, len(actions)
+        weeks = [draws.episode(int(k), self.rng_) for k in first]
+        venv = self._venv(D * A)
+        obs = venv._restart([w for w in weeks for _ in range(A)])
+        replay = self._rows([np.flatnonzero(q) for q in observed.queried], R)
+        state, carries = None, True
+        for s in range(t + 1):
+            # every drawn week shows the agent's own observations until now, so the base's state is advanced on the
+            # first week alone and copied to all (a stateless base returns None on the first step)
+            if carries:
+                _, state = self.base.predict({k: v[:1] for k, v in obs.items()}, state,
+                                             episode_start=np.array([s == 0]), deterministic=True)
+                carries = state is not None
+            step = np.tile(self._rows(actions, R), (D, 1)) if s == t else np.broadcast_to(replay[s], (D * A, R))
+            obs, _, done, _, info = venv.step(step)
+        state = _repeat_rows(state, D * A)
+        starts = np.zeros(D * A, dtype=bool)
+        while not done.all():
+            a, state = self.base.predict(obs, state, episode_start=starts, deterministic=True)
+            obs, _, done, _, info = venv.step(a)
+        f1 = info["episode_metrics"]["set_f1"].reshape(D, A)
+        mean = copies @ f1 / copies.sum()
+        best = int(np.argmax(mean))
+        action[list(actions[best])] = 1
+        self.last_ = {"t": t, "actions": actions, "values": mean, "ess": draws.ess, "p_resolve": p_resolve}
+        return action
+
+
+def _repeat_rows(state, n: int):
+    """A base policy's state of one week (an array with the weeks on its first axis, a tuple or list of them, or
+    None) repeated for ``n`` weeks."""
+    if state is None:
+        return None
+    if isinstance(state, (tuple, list)):
+        return type(state)(_repeat_rows(x, n) for x in state)
+    state = np.asarray(state)
+    if state.ndim == 0 or state.shape[0] != 1:
+        raise TypeError(f"a base policy's state must hold the weeks on its first axis (arrays, or tuples of them); "
+                        f"got shape {state.shape} for one week")
+    return np.repeat(state, n, axis=0)
 
 
 class BayesFeatureGate(HindsightPlanner):

@@ -409,3 +409,105 @@ def test_planner_gate_and_wrapper_default_to_the_studies_setting():
     assert DEFAULT_SAMPLES == 32
     for p in (planner, gate, wrapper.planner):
         assert p.n_samples == DEFAULT_SAMPLES and p.sampler_.n_particles == 64
+
+
+class _TopHint:
+    """A base policy for the rollout planner's tests: proposes the candidate with the highest hint; with
+    ``every`` > 1 it carries a step counter as its state and proposes only on every ``every``-th step of a week."""
+
+    def __init__(self, every=1, mode="scores"):
+        self.every, self.mode = every, mode
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        mask = np.asarray(observation["mask"])
+        single = mask.ndim == 1
+        mask = mask.reshape(-1, mask.shape[-1])
+        hint = np.asarray(observation["resources"]).reshape(*mask.shape, -1)[..., 11]
+        best = np.argmax(np.where(mask > 0, hint, -1.0), axis=1)
+        go = mask[np.arange(len(mask)), best] > 0
+        if self.every > 1:
+            state = np.zeros(len(mask), np.int64) if state is None else np.asarray(state).copy()
+            if episode_start is not None:
+                state[np.asarray(episode_start).reshape(-1)] = 0
+            go &= state % self.every == 0
+            state = state + 1
+        out = np.zeros(mask.shape, np.int8) if self.mode == "binary" else np.full(mask.shape, -1.0, np.float32)
+        out[np.flatnonzero(go), best[go]] = 1
+        return (out[0] if single else out), state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("every, mode", [(1, "scores"), (3, "binary")])
+def test_rollout_values_are_the_base_played_on_every_draw_in_a_single_env(monkeypatch, every, mode):
+    """Each action's value is the mean final Set F1 of the base played after it on each drawn week, counted once
+    per posterior week kept (duplicates weighted): recomputed here one week at a time in PMWeekEnv (the drawn week
+    replayed with the agent's queries, the action, then the base from the week's first step, its state carried)."""
+    from membudget.teachers.online import RolloutPlanner
+    from membudget.teachers.posterior import Particles
+
+    made, nows = [], []
+    episode, now = Particles.episode, RolloutPlanner._now
+    monkeypatch.setattr(Particles, "episode", lambda self, i, rng=None: made.append(episode(self, i, rng)) or made[-1])
+    monkeypatch.setattr(RolloutPlanner, "_now", lambda self, *a: nows.append(now(self, *a)) or nows[-1])
+    base = _TopHint(every, mode)
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    planner = RolloutPlanner(env=env, base=base, base_action_mode=mode, n_samples=6, n_particles=6, seed=1).fit()
+    obs, _ = env.reset(seed=2001)
+    checked, duplicated = 0, 0
+    for _ in range(30):
+        made.clear()
+        a, _ = planner.predict(obs)
+        assert set(np.flatnonzero(a)) <= set(np.flatnonzero(obs["mask"])) and a.sum() <= 2
+        if made:
+            seen, draws = env.observed, nows[-1][1]
+            copies = np.unique(draws.source, return_counts=True)[1]
+            duplicated += int(copies.max() > 1)
+            actions = planner.last_["actions"]
+            f1 = np.zeros((len(made), len(actions)))
+            for d, week in enumerate(made):
+                for j, act in enumerate(actions):
+                    single = PMWeekEnv(budget="B10", per_step_cap=2, action_mode=mode)
+                    o, _ = single.reset(options={"episode": week})
+                    state, start, done = None, True, False
+                    for s in range(seen.t + 1):
+                        _, state = base.predict(o, state, episode_start=np.array([start]))
+                        start = False
+                        row = np.zeros(11) if s == seen.t else seen.queried[s].astype(float)
+                        row[list(act) if s == seen.t else []] = 1
+                        o, _, done, _, info = single.step(row.astype(np.int8) if mode == "binary"
+                                                          else np.where(row > 0, 1.0, -1.0).astype(np.float32))
+                    while not done:
+                        b, state = base.predict(o, state, episode_start=np.array([False]))
+                        o, _, done, _, info = single.step(b)
+                    f1[d, j] = info["episode_metrics"]["set_f1"]
+            np.testing.assert_allclose(planner.last_["values"], copies @ f1 / copies.sum(), rtol=1e-12)
+            assert np.argmax(planner.last_["values"]) == actions.index(tuple(np.flatnonzero(a)))
+            checked += 1
+        obs, *_ = env.step(a)
+    assert checked >= 2 and duplicated >= 1
+
+
+def test_rollout_planner_refuses_bad_settings():
+    from membudget.teachers.online import RolloutPlanner
+
+    env = AgentView(PMWeekEnv(budget="B10"))
+    with pytest.raises(ValueError, match="base_action_mode"):
+        RolloutPlanner(env=env, base=_TopHint(), base_action_mode="probabilities").fit()
+    with pytest.raises(TypeError, match="predict"):
+        RolloutPlanner(env=env, base=object()).fit()
+    with pytest.raises(TypeError, match="AgentView"):
+        RolloutPlanner(env=PMWeekEnv(budget="B10"), base=_TopHint()).fit()
+
+
+@pytest.mark.slow
+def test_bench_rollout_pairs_the_rollout_planner_with_the_planner(capsys):
+    from membudget.bench.online import main
+    from membudget.studies.online_ceiling import planner_week, rollout_week
+
+    main(["--weeks", "2001", "--samples", "1", "--particles", "8", "--rollout"])
+    out = capsys.readouterr().out
+    planner, rollout = (task(("B10", 1, 8, 2001))["set_f1"] for task in (planner_week, rollout_week))
+    row = next(line for line in out.splitlines() if line.startswith("2001"))
+    assert [float(x) for x in row.split()[1:3]] == [round(planner, 4), round(rollout, 4)]
+    assert f"Rollout K=1 - Planner K=1: {rollout - planner:+.4f}" in out
+    assert "Rollout K=1: share of the DP - Sequential gap closed" in out
