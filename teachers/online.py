@@ -248,7 +248,7 @@ class RolloutPlanner(HindsightPlanner):
     base_action_mode : {"scores", "binary"}
         The action mode the base plays (the package's gates: ``"scores"``; its students: ``"binary"``).
 
-    Each decision restarts a :class:`~membudget.envs.pm.PMWeekVectorEnv` of (distinct draws x actions) weeks on the
+    Each decision resets a :class:`~membudget.envs.pm.PMWeekVectorEnv` of (distinct draws x actions) weeks to the
     drawn weeks (:meth:`Particles.episode <membudget.teachers.posterior.Particles.episode>`, which draws the parts no
     observation touches from their prior with the planner's stream), replays the executed queries so far in every
     one, takes each action in its weeks and plays the base to the end, all weeks in one batch. Attributes as
@@ -311,7 +311,7 @@ class RolloutPlanner(HindsightPlanner):
         D, A = first.size, len(actions)
         weeks = [draws.episode(int(k), self.rng_) for k in first]
         venv = self._venv(D * A)
-        obs = venv._restart([w for w in weeks for _ in range(A)])
+        obs, _ = venv.reset(options={"episodes": [w for w in weeks for _ in range(A)]})
         replay = self._rows([np.flatnonzero(q) for q in observed.queried], R)
         state, carries = None, True
         for s in range(t + 1):

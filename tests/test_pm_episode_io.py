@@ -363,3 +363,39 @@ def test_hand_built_episode_objects_are_validated_before_use(change, field):
     with pytest.raises(EpisodeFormatError):
         env.reset(options={"episode": bad})
     assert env.episode is None
+
+
+def test_the_array_pass_finds_every_intention_the_per_intention_rules_refuse():
+    """``validate_episode`` checks only the intentions its array pass marks: on random breakages of the intentions'
+    fields (steps, kinds, resources, outcomes, priorities, costs, versions), every intention the per-intention
+    rules refuse is marked, so the first error is the one the full loop would raise."""
+    from membudget.envs.pm.episode_io import _check_intention, _suspect_intentions
+    from membudget.envs.pm.world import NEVER
+
+    ep = generate_episode(4000)
+    clock = ep.resource_classes.index("clock")
+    n, R = len(ep.ids), ep.n_resources
+    values = {"kind": [0, 1, 2], "resource": [-1, 0, clock, R - 1, R], "polarity": [0, 1],
+              "visible_outcome": list(range(5)), "onset": [NEVER, -1, 0, 5, T - 1, T],
+              "deadline": [NEVER, -1, 0, 4, 6, T - 1, T], "active_from": [-1, 0, 10, T - 1, T],
+              "active_until": [-1, 0, 9, T - 1, T], "declared_start": [-1, 0, 10, T], "declared_end": [-1, 9, T - 1, T],
+              "priority": [0, 1, 3, 4], "miss_cost": [np.nan, np.inf, -0.5, 0.0, 3.0, 3.5], "version": [-1, 0, 2]}
+    rng = np.random.default_rng(0)
+    refused = 0
+    for _ in range(400):
+        fields = {}
+        for _ in range(rng.integers(1, 4)):
+            name = list(values)[rng.integers(len(values))]
+            a = fields.get(name, getattr(ep, name).copy())
+            a[rng.integers(n)] = values[name][rng.integers(len(values[name]))]
+            fields[name] = a
+        broken = replace(ep, **fields)
+        bad = set()
+        for i in range(n):
+            try:
+                _check_intention(broken, i, clock)
+            except EpisodeFormatError:
+                bad.add(i)
+        assert bad <= set(_suspect_intentions(broken, clock).tolist())
+        refused += bool(bad)
+    assert refused > 300

@@ -252,7 +252,7 @@ def validate_episode(ep: Episode) -> None:
     _check_fields(ep)
     _check_week(ep)
     clock = ep.resource_classes.index("clock")
-    for i in range(len(ep.ids)):
+    for i in _suspect_intentions(ep, clock):  # the first one raises, naming its field
         _check_intention(ep, i, clock)
     _check_updates(ep)
 
@@ -309,6 +309,33 @@ def _check_week(ep: Episode) -> None:
     if len(set(ep.ids)) != len(ep.ids):
         dup = sorted({i for i in ep.ids if ep.ids.count(i) > 1})
         raise EpisodeFormatError(f"intentions.id: duplicate ids {dup}")
+
+
+def _suspect_intentions(ep: Episode, clock: int) -> np.ndarray:
+    """The intentions that break a rule of :func:`_check_intention`, found with array operations (checked fields
+    of checked types and shapes), in order: every intention it would refuse is among them, so checking these alone
+    raises the loop's first error, and a valid week costs no Python per intention."""
+    T, R = ep.horizon, ep.n_resources
+    kind, r, out = ep.kind, ep.resource, ep.visible_outcome
+    vis = kind == KIND_VISIBLE
+    none = out == VISIBLE_OUTCOMES.index("none")
+    positive_ok = (out == VISIBLE_OUTCOMES.index("tp")) | (out == VISIBLE_OUTCOMES.index("fn"))
+    negative_ok = (out == VISIBLE_OUTCOMES.index("fp")) | (out == VISIBLE_OUTCOMES.index("tn"))
+    bad = np.where(vis, (r != -1) | (ep.onset == NEVER) | none | ~np.where(ep.polarity == 0, positive_ok, negative_ok),
+                   (r < 0) | (r >= R) | ((kind == KIND_TIME) & (r != clock)) | ((kind == KIND_CHANNEL) & (r == clock))
+                   | ~none)
+    for name in ("active_from", "active_until", "declared_start", "declared_end"):
+        v = getattr(ep, name)
+        bad |= (v < 0) | (v >= T)
+    bad |= (ep.active_until < ep.active_from) | (ep.declared_end < ep.declared_start)
+    on, dl = ep.onset, ep.deadline
+    for v in (on, dl):
+        bad |= (v != NEVER) & ((v < 0) | (v >= T))
+    bad |= ((on == NEVER) != (dl == NEVER)) | ((on != NEVER) & (dl < on))
+    bad |= (ep.priority < 1) | (ep.priority > 3) | (ep.version < 0)
+    with np.errstate(invalid="ignore"):
+        bad |= ~(np.isfinite(ep.miss_cost) & (ep.miss_cost >= 0) & (ep.miss_cost <= 3))
+    return np.flatnonzero(bad)
 
 
 def _check_intention(ep: Episode, i: int, clock: int) -> None:

@@ -180,8 +180,8 @@ class PMWeekVectorEnv(VectorEnv):
         given = np.zeros(n, dtype=bool) if episodes is None else np.array([ep is not None for ep in episodes])
         drawn = slots[~given[slots]]
         self._new_weeks(drawn, [seeds[i] for i in drawn])
-        if given.any():
-            self._load_episodes(np.flatnonzero(given), [episodes[i] for i in np.flatnonzero(given)])
+        for i in np.flatnonzero(given).tolist():
+            self._core.load(i, episodes[i], self.world.lookahead)
         self._started = True
         self._autoreset[reset_mask] = False
         obs = self._obs()
@@ -212,21 +212,6 @@ class PMWeekVectorEnv(VectorEnv):
                                      f"{self._core.n_resources}")
                 checked.add(id(ep))
         return episodes
-
-    def _load_episodes(self, slots: np.ndarray, episodes: list):
-        """Play ``episodes[j]`` in week ``slots[j]`` from its first step (the Episodes trusted: checked by
-        :meth:`reset`, or drawn by the package's own posterior sampler)."""
-        for i, ep in zip(slots.tolist(), episodes):
-            self._core.load(i, ep, self.world.lookahead)
-
-    def _restart(self, episodes: list) -> dict:
-        """Every week of a started env restarted on ``episodes`` (one per week, trusted: the package's own posterior
-        draws, so not checked), as ``reset(options={"episodes": episodes})`` restarts them; the observations only."""
-        if not self._started:
-            raise RuntimeError("call reset() before _restart()")
-        self._load_episodes(self._all, episodes)
-        self._autoreset[:] = False
-        return self._obs()
 
     def step(self, actions):
         if not self._started:
