@@ -180,21 +180,27 @@ class HindsightPlanner:
         return actions
 
     def act(self, observed: Observed, mask) -> np.ndarray:
-        """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
-        e = self.env.unwrapped
+        """Binary action for the decision at ``observed.t`` with candidate mask ``mask``: the compared action with
+        the best mean value (:meth:`_action_values`), the empty one where it is the only one."""
         action = np.zeros(observed.n_resources, dtype=np.int8)
         now = self._now(observed, mask)
         if now is None:
             return action
-        cand, draws, tp_now, fp_now, resolves = now
+        cand, draws, _, _, resolves = now
+        actions = self._first_actions(observed, cand, resolves)
+        values = np.zeros(1) if len(actions) == 1 else self._action_values(observed, now, actions)
+        action[list(actions[int(np.argmax(values))])] = 1
+        self.last_ = {"t": observed.t, "actions": actions, "values": values, "ess": draws.ess,
+                      "p_resolve": resolves.mean(axis=0)}
+        return action
+
+    def _action_values(self, observed: Observed, now, actions) -> np.ndarray:
+        """Each action's mean value over the draws of ``now`` (:meth:`_now`): the Set F1 of its resolutions now
+        and the hindsight DP's optimum of the rest of each drawn week."""
+        e = self.env.unwrapped
+        _, draws, tp_now, fp_now, _ = now
         t, costs, budget, last_q, K = observed.t, observed.costs, observed.remaining_budget, observed.last_query, \
             len(draws)
-        actions = self._first_actions(observed, cand, resolves)
-        p_resolve = resolves.mean(axis=0)
-        if len(actions) == 1:
-            self.last_ = {"t": t, "actions": actions, "values": np.zeros(1), "ess": draws.ess,
-                          "p_resolve": p_resolve}
-            return action
         values = np.zeros((K, len(actions)))
         first = {}  # resampled duplicates (one source) share their values
         sets = [list(combo) for combo in actions]
@@ -217,11 +223,7 @@ class HindsightPlanner:
                 values[k] = [f1_of_counts(a, b, base.due) for a, b in zip(tpf, fpf)]
             else:
                 values[k] = rest_values(base, lqs, left, tpf, fpf)
-        mean = values.mean(axis=0)
-        best = int(np.argmax(mean))
-        action[list(actions[best])] = 1
-        self.last_ = {"t": t, "actions": actions, "values": mean, "ess": draws.ess, "p_resolve": p_resolve}
-        return action
+        return values.mean(axis=0)
 
 
 class RolloutPlanner(HindsightPlanner):
@@ -293,20 +295,10 @@ class RolloutPlanner(HindsightPlanner):
             rows[j, list(s)] = 1
         return rows
 
-    def act(self, observed: Observed, mask) -> np.ndarray:
-        """Binary action for the decision at ``observed.t`` with candidate mask ``mask``."""
-        action = np.zeros(observed.n_resources, dtype=np.int8)
-        now = self._now(observed, mask)
-        if now is None:
-            return action
-        cand, draws, _, _, resolves = now
+    def _action_values(self, observed: Observed, now, actions) -> np.ndarray:
+        """Each action's mean over the draws of ``now`` of the week's final Set F1 when the base plays the rest."""
+        _, draws, _, _, _ = now
         t, R = observed.t, observed.n_resources
-        actions = self._first_actions(observed, cand, resolves)
-        p_resolve = resolves.mean(axis=0)
-        if len(actions) == 1:
-            self.last_ = {"t": t, "actions": actions, "values": np.zeros(1), "ess": draws.ess,
-                          "p_resolve": p_resolve}
-            return action
         _, first, copies = np.unique(draws.source, return_index=True, return_counts=True)
         D, A = first.size, len(actions)
         weeks = [draws.episode(int(k), self.rng_) for k in first]
@@ -328,12 +320,7 @@ class RolloutPlanner(HindsightPlanner):
         while not done.all():
             a, state = self.base.predict(obs, state, episode_start=starts, deterministic=True)
             obs, _, done, _, info = venv.step(a)
-        f1 = info["episode_metrics"]["set_f1"].reshape(D, A)
-        mean = copies @ f1 / copies.sum()
-        best = int(np.argmax(mean))
-        action[list(actions[best])] = 1
-        self.last_ = {"t": t, "actions": actions, "values": mean, "ess": draws.ess, "p_resolve": p_resolve}
-        return action
+        return copies @ info["episode_metrics"]["set_f1"].reshape(D, A) / copies.sum()
 
 
 def _repeat_rows(state, n: int):
