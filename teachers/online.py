@@ -226,6 +226,10 @@ class HindsightPlanner:
         return values.mean(axis=0)
 
 
+VENVS_KEPT = 8
+"""Vector envs (one per size) a :class:`RolloutPlanner` keeps between decisions."""
+
+
 class RolloutPlanner(HindsightPlanner):
     """Online planner by Monte-Carlo policy rollout over posterior draws (rollout algorithm: Bertsekas, Tsitsiklis &
     Wu 1997; on-line policy improvement: Tesauro & Galperin 1996), following the policy protocol. At each step it
@@ -274,15 +278,19 @@ class RolloutPlanner(HindsightPlanner):
         return self
 
     def _venv(self, n: int) -> PMWeekVectorEnv:
-        """A started vector env of ``n`` weeks with the planner's environment's settings (kept per ``n``)."""
-        venv = self.venvs_.get(n)
+        """A started vector env of ``n`` weeks with the planner's environment's settings; the last
+        :data:`VENVS_KEPT` sizes are kept (one of 300 weeks holds about 23 MB)."""
+        venv = self.venvs_.pop(n, None)
         if venv is None:
+            while len(self.venvs_) >= VENVS_KEPT:
+                self.venvs_.pop(next(iter(self.venvs_)))
             e = self.env.unwrapped
-            venv = self.venvs_[n] = PMWeekVectorEnv(
+            venv = PMWeekVectorEnv(
                 n, budget=budget_argument(e), per_step_cap=e.per_step_cap, per_step_cost_cap=e.per_step_cost_cap,
                 cost_profile=e.cost_profile, late_policy=e.late_policy, load=e.load, world=e.world,
                 action_mode=self.base_action_mode, autoreset_mode=AutoresetMode.DISABLED)
             venv.reset(seed=0)
+        self.venvs_[n] = venv  # the most recent last
         return venv
 
     def _rows(self, sets, n_resources: int) -> np.ndarray:

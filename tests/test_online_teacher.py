@@ -511,3 +511,15 @@ def test_bench_rollout_pairs_the_rollout_planner_with_the_planner(capsys):
     assert [float(x) for x in row.split()[1:3]] == [round(planner, 4), round(rollout, 4)]
     assert f"Rollout K=1 - Planner K=1: {rollout - planner:+.4f}" in out
     assert "Rollout K=1: share of the DP - Sequential gap closed" in out
+
+
+def test_rollout_planner_keeps_the_vector_envs_of_its_last_sizes_only():
+    from membudget.teachers.online import VENVS_KEPT, RolloutPlanner
+
+    planner = RolloutPlanner(env=AgentView(PMWeekEnv(budget="B10")), base=_TopHint(), n_samples=2,
+                             n_particles=8).fit()
+    made = {n: planner._venv(n) for n in range(2, 2 + VENVS_KEPT + 4)}
+    assert list(planner.venvs_) == list(range(6, 2 + VENVS_KEPT + 4))
+    assert planner._venv(7) is made[7] and list(planner.venvs_)[-1] == 7
+    assert planner._venv(2) is not made[2] and 6 not in planner.venvs_
+    assert made[9].num_envs == 9 and made[9].budget == planner.env.unwrapped.budget
