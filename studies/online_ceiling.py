@@ -138,11 +138,17 @@ def planner_week(item) -> dict:
     seconds and the decisions it could not draw for. ``item = (budget, K, particles, week)``."""
     from membudget.envs.pm import PMWeekEnv
     from membudget.teachers.observed import AgentView
-    from membudget.teachers.online import HindsightPlanner, play
+    from membudget.teachers.online import HindsightPlanner
 
     budget, k, particles, week = item
-    planner = HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=k,
-                               n_particles=particles, seed=week).fit()
+    return _timed_week(HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=k,
+                                        n_particles=particles, seed=week).fit(), week)
+
+
+def _timed_week(planner, week) -> dict:
+    """``planner`` plays ``week``: its Set F1, CPU seconds and the decisions it could not draw for."""
+    from membudget.teachers.online import play
+
     c0 = time.process_time()
     f1 = play(planner, week)["set_f1"]
     return {"set_f1": float(f1), "cpu": time.process_time() - c0, "fallbacks": planner.fallbacks_}
@@ -160,14 +166,12 @@ def rollout_week(item) -> dict:
     per process, not counted) and the decisions it could not draw for. ``item = (budget, K, particles, week)``."""
     from membudget.envs.pm import PMWeekEnv
     from membudget.teachers.observed import AgentView
-    from membudget.teachers.online import RolloutPlanner, play
+    from membudget.teachers.online import RolloutPlanner
 
     budget, k, particles, week = item
-    planner = RolloutPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), base=_sequential_base(budget),
-                             n_samples=k, n_particles=particles, seed=week).fit()
-    c0 = time.process_time()
-    f1 = play(planner, week)["set_f1"]
-    return {"set_f1": float(f1), "cpu": time.process_time() - c0, "fallbacks": planner.fallbacks_}
+    return _timed_week(RolloutPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)),
+                                      base=_sequential_base(budget), n_samples=k, n_particles=particles,
+                                      seed=week).fit(), week)
 
 
 def bayes_gate_week(item) -> dict:

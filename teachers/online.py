@@ -293,15 +293,11 @@ class RolloutPlanner(HindsightPlanner):
         self.venvs_[n] = venv  # the most recent last
         return venv
 
-    def _rows(self, sets, n_resources: int) -> np.ndarray:
-        """One action row per query set, in the base's action mode."""
+    def _rows(self, queried) -> np.ndarray:
+        """Boolean rows of queries (``(n, R)``) as actions in the base's action mode."""
         if self.base_action_mode == "binary":
-            rows = np.zeros((len(sets), n_resources), dtype=np.int8)
-        else:
-            rows = np.full((len(sets), n_resources), -1.0, dtype=np.float32)
-        for j, s in enumerate(sets):
-            rows[j, list(s)] = 1
-        return rows
+            return queried.astype(np.int8)
+        return np.where(queried, 1.0, -1.0).astype(np.float32)
 
     def _action_values(self, observed: Observed, now, actions) -> np.ndarray:
         """Each action's mean over the draws of ``now`` of the week's final Set F1 when the base plays the rest."""
@@ -312,7 +308,11 @@ class RolloutPlanner(HindsightPlanner):
         weeks = [draws.episode(int(k), self.rng_) for k in first]
         venv = self._venv(D * A)
         obs, _ = venv.reset(options={"episodes": [w for w in weeks for _ in range(A)]})
-        replay = self._rows([np.flatnonzero(q) for q in observed.queried], R)
+        replay = self._rows(observed.queried)
+        chosen = np.zeros((A, R), dtype=bool)
+        for j, combo in enumerate(actions):
+            chosen[j, list(combo)] = True
+        first_step = np.tile(self._rows(chosen), (D, 1))
         state, carries = None, True
         for s in range(t + 1):
             # every drawn week shows the agent's own observations until now, so the base's state is advanced on the
@@ -321,8 +321,7 @@ class RolloutPlanner(HindsightPlanner):
                 _, state = self.base.predict({k: v[:1] for k, v in obs.items()}, state,
                                              episode_start=np.array([s == 0]), deterministic=True)
                 carries = state is not None
-            step = np.tile(self._rows(actions, R), (D, 1)) if s == t else np.broadcast_to(replay[s], (D * A, R))
-            obs, _, done, _, info = venv.step(step)
+            obs, _, done, _, info = venv.step(first_step if s == t else np.broadcast_to(replay[s], (D * A, R)))
         state = _repeat_rows(state, D * A)
         starts = np.zeros(D * A, dtype=bool)
         while not done.all():

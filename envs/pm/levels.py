@@ -66,8 +66,9 @@ def budget_argument(env):
     if e.budget is None:
         return None
     q = round(100 * e.target_fraction)
-    if q in LEVELS and e.target_fraction == q / 100.0 and resolve_budget(f"B{q}", e.world, e.cost_profile)[0] == e.budget:
-        return f"B{q}"
+    level = f"B{q}"
+    if q in LEVELS and resolve_budget(level, e.world, e.cost_profile) == (e.budget, e.target_fraction):
+        return level
     return int(e.budget)
 
 

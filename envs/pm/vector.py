@@ -190,7 +190,7 @@ class PMWeekVectorEnv(VectorEnv):
 
     def _check_episodes(self, episodes, reset_mask) -> list:
         """``options["episodes"]`` checked (length, types, only reset slots, each distinct Episode valid and of this
-        environment's resources and horizon) as a list."""
+        environment's resources) as a list."""
         if isinstance(episodes, (str, bytes, dict, Episode)) or not hasattr(episodes, "__len__"):
             raise TypeError(f"options['episodes'] must be a sequence of {self.num_envs} Episodes or None, got "
                             f"{type(episodes).__name__}")
