@@ -30,24 +30,10 @@ import time
 
 import numpy as np
 
-from membudget.envs.validation import int_flag
+from membudget.envs.validation import int_flag, parse_seeds, seeds_flag
 from membudget.studies.cli import plain
 from membudget.studies.online_ceiling import dp_seconds, reference_scores
 from membudget.teachers.online import DEFAULT_SAMPLES
-
-
-def parse_weeks(text: str) -> list:
-    """``"8000-8009,9000"`` -> the listed seeds (ranges inclusive)."""
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    if not out:
-        raise argparse.ArgumentTypeError("no weeks given")
-    return out
 
 
 def parse_samples(text: str) -> list:
@@ -126,7 +112,7 @@ def main(argv=None):
 
     p = argparse.ArgumentParser(prog="python -m membudget.bench.online", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weeks", type=parse_weeks, default=parse_weeks("8000-8009,9000-9009"))
+    p.add_argument("--weeks", type=seeds_flag("--weeks"), default=parse_seeds("8000-8009,9000-9009", "--weeks"))
     p.add_argument("--samples", type=parse_samples, default=[DEFAULT_SAMPLES],
                    help="K, posterior weeks per decision (default: the planner's, the studies' choice); several "
                         "(comma-separated) give the planner's curve in K (the students use the first)")

@@ -42,7 +42,7 @@ import argparse
 import itertools
 import time
 
-from membudget.envs.validation import int_flag
+from membudget.envs.validation import int_flag, parse_seeds
 from membudget.studies.cli import plain
 
 
@@ -425,19 +425,6 @@ def minibatch_ms(rows_per_state: float, obs_width: int, bf16: bool, repeats: int
     for _ in range(repeats):
         update()
     return 1000 * (time.perf_counter() - start) / repeats
-
-
-def parse_seeds(text: str, name: str = "--seeds") -> list:
-    """``"0,1,2"`` or ranges, ``"12-60"`` (inclusive), or both: ``"0-2,7"``; ``name`` is the option's in errors."""
-    seeds = []
-    for part in text.split(","):
-        lo, dash, hi = part.strip().partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise ValueError(f"{name}: {part!r} is neither a number nor a range like 12-60")
-        seeds += list(range(int(lo), int(hi or lo) + 1))
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"{name}: {text!r} names no number or one twice")
-    return seeds
 
 
 QUALITY_ENGINES = {"compiled": {"engine": "compiled", "critic_dtype": "bfloat16", "compiled_backend": "inductor"},

@@ -78,6 +78,33 @@ def int_flag(low: int, high: int | None = None):
     return parse
 
 
+def parse_seeds(text: str, name: str = "--seeds") -> list:
+    """``"0,1,2"`` or inclusive ranges ``"12-60"``, or both (``"0-2,7"``): the seeds in order. A part that is neither
+    a number nor a range, an empty list or a seed named twice raises ``ValueError`` naming ``name`` (the flag)."""
+    seeds = []
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"{name}: {part!r} is neither a number nor a range like 12-60")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name}: {text!r} names no number or one twice")
+    return seeds
+
+
+def seeds_flag(name: str):
+    """An argparse ``type`` for a list of seeds (:func:`parse_seeds`): argparse refuses anything else before any
+    work, with the reason (exit status 2)."""
+    def parse(text: str) -> list:
+        try:
+            return parse_seeds(text, name)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{name}: ")) from None
+
+    parse.__name__ = "seeds"
+    return parse
+
+
 def check_discrete_action(action, n: int) -> int:
     """``action`` as an ``int`` when it is a member of ``Discrete(n)`` in one of the forms Gymnasium's
     ``Discrete.contains`` accepts: a Python int, a NumPy integer scalar or a 0-d integer array (of a dtype that

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact as scipy_fisher
 
-from membudget.bench.ppo import compare, fisher_exact, parse_seeds, quality
+from membudget.bench.ppo import compare, fisher_exact, quality
+from membudget.envs.validation import parse_seeds, seeds_flag
 
 
 def test_parse_seeds():
@@ -19,8 +20,13 @@ def test_parse_seeds():
 
 @pytest.mark.parametrize("bad", ["", "a", "3-", "-3", "1,1", "5-3", "0-2,2", "1.5"])
 def test_parse_seeds_refuses(bad):
+    import argparse
+
     with pytest.raises(ValueError, match="--seeds"):
         parse_seeds(bad)
+    with pytest.raises(argparse.ArgumentTypeError) as e:  # as an argparse type: argparse names the flag itself
+        seeds_flag("--weeks")(bad)
+    assert not str(e.value).startswith("--weeks")
 
 
 @pytest.mark.parametrize("table", [(1, 12, 0, 9), (0, 30, 0, 30), (3, 40, 0, 30), (5, 10, 1, 10), (10, 10, 0, 10),

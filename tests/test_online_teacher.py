@@ -274,15 +274,18 @@ def test_online_teacher_with_the_oracle_feature_passes_gymnasium_s_checker():
 def test_bench_flags_parse_weeks_and_samples():
     import argparse
 
-    from membudget.bench.online import parse_samples, parse_weeks
+    from membudget.bench.online import parse_samples
+    from membudget.envs.validation import seeds_flag
 
+    parse_weeks = seeds_flag("--weeks")
     assert parse_weeks("8000-8002,9000") == [8000, 8001, 8002, 9000]
     assert parse_samples("1,4,16") == [1, 4, 16]
     for bad in ("", "0", "a", "5000"):
         with pytest.raises(argparse.ArgumentTypeError):
             parse_samples(bad)
-    with pytest.raises(argparse.ArgumentTypeError):
-        parse_weeks(",")
+    for bad in (",", "8000-", "8000,8000"):
+        with pytest.raises(argparse.ArgumentTypeError, match="neither a number nor a range|names no number"):
+            parse_weeks(bad)
 
 
 @pytest.mark.parametrize("kw", [
