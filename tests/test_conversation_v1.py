@@ -316,6 +316,15 @@ def test_the_gates_only_page_states_each_goal_with_its_measured_figure(monkeypat
     for goal in ("Pacing at B80", "Static - Due gate at B80", "Static pm accuracy at B60", "Static tr accuracy at B60",
                  "Static macro accuracy at B30", "Static macro accuracy at B70"):
         assert f"| {goal}" in page
+    # another block than the analysis conversations: named as such, the command that makes it, the goals' block
+    assert "## BudgetPM's GoodAI figures on conversations 4000-4001" in page
+    assert "The issue's goals are judged on the analysis conversations 4000-4029" in page
+    assert "command: python -m membudget.evaluate conversation --gates-only --conversations 4000-4001" in page
+    monkeypatch.setattr(study, "ANALYSIS_SEEDS", seeds)  # the same conversations as the analysis block
+    page = study.render_gates(res, data, levels, gates, 200, 1.0, intervals, diag, list(seeds))
+    assert "## Reproduction of BudgetPM's GoodAI figures (issue #35's goals)" in page
+    assert "command: python -m membudget.evaluate conversation --gates-only   (" in page
+    assert "Evaluation on the analysis conversations 4000-4001;" in page
 
 
 def test_a_regenerated_page_keeps_v0_s_study_below(tmp_path):
@@ -337,3 +346,17 @@ def test_the_study_s_command_line_refuses_two_runs_at_once():
 
     with pytest.raises(SystemExit):
         main(["--quick", "--gates-only", "--out", "/nonexistent/page.md"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--conversations", "6000-6009"], "--conversations goes with --gates-only"),
+    (["--gates-only", "--conversations", "2010-2020"], "the development conversations 2000-2011 fit the gates"),
+    (["--gates-only", "--conversations", "6000-"], "'6000-' is neither a number nor a range"),
+    (["--gates-only", "--conversations", "6000,6000"], "names no number or one twice"),
+])
+def test_the_gates_only_block_is_checked_before_any_work(capsys, argv, message):
+    from membudget.studies.conversation import main
+
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--out", "/nonexistent/page.md"])
+    assert e.value.code == 2 and message in capsys.readouterr().err
