@@ -21,6 +21,14 @@ zeroes the test). Hence:
   both constraints allow is exact. The best ``C`` (ties: fewer calls) gives the optimum. The same computation from
   any mid-conversation state (its step, budget left and spoiled tests) is the optimal continuation
   (:meth:`ConversationOptimum.continuation`, DAgger's label).
+- **Informed optimum** (:class:`InformedOptimum`), an upper bound on every online policy: the best adaptive
+  policy of an agent that knows the whole conversation — every message's kind, which pairs truly fire, every
+  similarity — except the verifier's answers and the base responses, which it learns as they happen (its own
+  replies). Given the rest, those are independent Bernoulli draws per pair (:func:`pair_probabilities`), so a
+  call's effect on a trigger test is additive and only the prospective tests carry state (spoiled or not): an
+  exact dynamic program over (message, calls left, spoiled tests). An online agent sees less (features drawn
+  from the same conversation, its verified answers, its replies), so its expected score is at most this; the
+  hindsight optimum, which also reads the draws, is above it.
 - **Current-greedy** (:class:`ConversationGreedy`): at each message, the feasible subset of current candidates
   with the best immediate effect on the score — the call's effect on this message's score change (the verifier's
   answer instead of the base response), positive effects largest first, up to the per-step cap and the remaining
@@ -41,12 +49,13 @@ import itertools
 import json
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from membudget.envs.conversation import (WORLD_V0, ConversationConfig, ConversationPMEnv, budget_levels,
                                          generate_conversation, leave_one_out_effects)
 from membudget.envs.conversation.env import FALSE_FIRE_PENALTY, ConversationPMv0Env
-from membudget.envs.conversation.world import ACTIVATIONS, PROSPECTIVE, world_for
+from membudget.envs.conversation.world import ACTIVATIONS, PROSPECTIVE, pair_probabilities, world_for
 from membudget.envs.pm.core import S_FALSE, S_HIT
 from membudget.envs.validation import check_int, check_number
 
@@ -201,6 +210,130 @@ class ConversationOptimum(_Teacher):
         t = int(e.core.t[0])
         action[[r for s, r in self.continuation(env) if s == t]] = 1
         return action
+
+
+@numba.njit(cache=True)
+def _informed_tables(cand, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act, pen, budget, cap):
+    """Backward induction of :class:`InformedOptimum`: ``V[t, b, s]`` the best expected score still to come from
+    message ``t`` with ``b`` calls left and the prospective tests of bit set ``s`` spoiled (the trigger tests' base
+    responses counted outside), ``P[t, b, s]`` the bit set of memories to verify there (first best in bit order)."""
+    T, R = cand.shape
+    n_pm = 0
+    for r in range(R):
+        if pm_bit[r] >= 0:
+            n_pm += 1
+    S = 1 << n_pm
+    V = np.zeros((T + 1, budget + 1, S))
+    P = np.zeros((T, budget + 1, S), dtype=np.int64)
+    spoilable = np.empty(R, dtype=np.int64)
+    prob = np.empty(R)
+    for t in range(T - 1, -1, -1):
+        cmask = 0
+        for r in range(R):
+            if cand[t, r]:
+                cmask |= 1 << r
+        for b in range(budget + 1):
+            for s in range(S):
+                best, best_mask = -np.inf, 0
+                mask = 0
+                while True:  # every subset of the candidates, in increasing bit order
+                    c = 0
+                    for r in range(R):
+                        if (mask >> r) & 1:
+                            c += 1
+                    if c <= b and c <= cap:
+                        val = 0.0
+                        n_sp = 0
+                        for r in range(R):
+                            if not live[t, r]:
+                                continue
+                            on = (mask >> r) & 1
+                            if pm_bit[r] < 0:  # a trigger test: the call's effect, additive
+                                if on:
+                                    val += (p_ver[t, r] - p_base[t, r]) * (w_act if truth[t, r] else -pen)
+                                continue
+                            e = p_ver[t, r] if on else p_base[t, r]  # the reply executes the memory
+                            bit = 1 << pm_bit[r]
+                            if t == due[r]:
+                                if not s & bit:
+                                    val += w_pm * e
+                            else:  # a recitation before reply n: a false fire, which spoils the test
+                                val -= pen * e
+                                if not s & bit and e > 0.0:
+                                    spoilable[n_sp] = bit
+                                    prob[n_sp] = e
+                                    n_sp += 1
+                        nxt = 0.0
+                        for o in range(1 << n_sp):  # the recitations' outcomes, independent
+                            po, s2 = 1.0, s
+                            for i in range(n_sp):
+                                if (o >> i) & 1:
+                                    po *= prob[i]
+                                    s2 |= spoilable[i]
+                                else:
+                                    po *= 1.0 - prob[i]
+                            nxt += po * V[t + 1, b - c, s2]
+                        val += nxt
+                        if val > best + 1e-12:
+                            best, best_mask = val, mask
+                    if mask == cmask:
+                        break
+                    mask = (mask - cmask) & cmask  # the next subset of cmask
+                V[t, b, s] = best
+                P[t, b, s] = best_mask
+    return V, P
+
+
+class InformedOptimum(_Teacher):
+    """The best expected score of an agent that knows the whole conversation except the verifier's answers and the
+    base responses (it learns them as it replies): an upper bound on the expected score of every online policy,
+    below the hindsight optimum's (module docstring). ``world``: the :class:`ConversationConfig` whose verifier and
+    base-response rates the conversation was drawn with (None: ConversationPM-v1's)."""
+
+    def __init__(self, *, budget=None, per_step_cap=2, false_fire_penalty=FALSE_FIRE_PENALTY, world=None):
+        super().__init__(budget=budget, per_step_cap=per_step_cap, false_fire_penalty=false_fire_penalty)
+        self.world = world
+
+    def tables(self, conv) -> tuple:
+        """``(constant, V, P)``: the trigger tests' expected score from their base responses alone, and
+        :func:`_informed_tables`' value and policy tables for ``conv``."""
+        self._check()
+        world = world_for(conv) if self.world is None else self.world
+        if not isinstance(world, ConversationConfig):
+            raise TypeError(f"world must be a ConversationConfig, got {type(world).__name__}")
+        p_ver, p_base = pair_probabilities(conv, world)
+        is_pm = conv.test_kind == PROSPECTIVE
+        w_pm, w_act, pen = _weights(conv, self.false_fire_penalty)
+        live, truth, cand = conv.live(), conv.truth(), conv.candidates()
+        trig = live & ~is_pm[None, :]
+        constant = float(np.sum(np.where(truth, w_act, -pen)[trig] * p_base[trig]))
+        pm_bit = np.full(conv.n_resources, -1, dtype=np.int64)
+        pm_bit[is_pm] = np.arange(int(is_pm.sum()))
+        due = np.array([conv.fires[j][0] if is_pm[j] else -1 for j in range(conv.n_resources)], dtype=np.int64)
+        budget = int(cand.sum()) if self.budget is None else self.budget
+        cap = conv.n_resources if self.per_step_cap is None else self.per_step_cap
+        V, P = _informed_tables(cand, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act, pen, budget, cap)
+        return constant, V, P
+
+    def value(self, conv) -> float:
+        """The informed optimum's expected score on ``conv`` (the environment's ``score``; with the default
+        false-fire penalty 0, its macro accuracy)."""
+        constant, V, _ = self.tables(conv)
+        return constant + float(V[0, -1, 0])
+
+    def act(self, env, tables=None) -> np.ndarray:
+        """The informed optimum's binary action at ``env``'s current step (privileged: it reads the conversation and
+        which prospective tests are spoiled); ``tables``: :meth:`tables` of the env's conversation, reused."""
+        e = env.unwrapped
+        if (e.budget, e.per_step_cap, e.false_fire_penalty) != \
+                (self.budget, self.per_step_cap, self.false_fire_penalty):
+            raise ValueError("the environment's budget, per-step cap and false-fire penalty must be the teacher's")
+        _, _, P = self.tables(e.conversation) if tables is None else tables
+        is_pm = e.conversation.test_kind == PROSPECTIVE
+        s = int(np.sum((1 << np.arange(int(is_pm.sum())))[e.scorecard.spoiled[is_pm]]))
+        left = P.shape[1] - 1 if e.budget is None else int(e.core.remaining[0])
+        mask = int(P[int(e.core.t[0]), left, s])
+        return np.array([(mask >> r) & 1 for r in range(e.conversation.n_resources)], dtype=np.int8)
 
 
 class ConversationGreedy(_Teacher):

@@ -360,3 +360,111 @@ def test_the_gates_only_block_is_checked_before_any_work(capsys, argv, message):
     with pytest.raises(SystemExit) as e:
         main([*argv, "--out", "/nonexistent/page.md"])
     assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the informed optimum (an upper bound)
+def _redrawn(conv, world, rng):
+    """``conv`` with its verifier's answers and base responses drawn again from ``world``'s rates given the rest."""
+    import dataclasses
+
+    p_ver, p_base = pair_probabilities(conv, world)
+    return dataclasses.replace(conv, verifier=(rng.random(p_ver.shape) < p_ver).astype(np.int8),
+                               base=(rng.random(p_base.shape) < p_base).astype(np.int8))
+
+
+def _mean_score(conv, world, n, act, budget, per_step_cap, seed=0):
+    """Mean and standard error of the score of ``act(env)`` over ``n`` redraws of ``conv``'s verifier and base."""
+    rng = np.random.default_rng(seed)
+    scores = []
+    env = ConversationPMEnv(world=world, budget=budget, per_step_cap=per_step_cap)
+    for _ in range(n):
+        env.reset(options={"conversation": _redrawn(conv, world, rng)})
+        done = False
+        while not done:
+            _, _, done, _, info = env.step(act(env))
+        scores.append(info["episode_metrics"]["score"])
+    return float(np.mean(scores)), float(np.std(scores) / np.sqrt(n))
+
+
+def _unconstrained_closed_form(conv, world, penalty=0.0):
+    """With no budget and no cap every call stands alone: each pair takes the better of the verifier's and the base
+    response's execution probability (a prospective test: the product over its replies)."""
+    p_ver, p_base = pair_probabilities(conv, world)
+    truth, live, cand = conv.truth(), conv.live(), conv.candidates()
+    is_pm = conv.test_kind == 0
+    w_act = 0.5 / (3 * int((~is_pm).sum()))
+    w_pm, pen = 0.5 / int(is_pm.sum()), penalty * w_act
+    hi, lo = np.where(cand, np.maximum(p_ver, p_base), p_base), np.where(cand, np.minimum(p_ver, p_base), p_base)
+    total = 0.0
+    for t, r in np.argwhere(live).tolist():
+        if not is_pm[r]:
+            total += w_act * hi[t, r] if truth[t, r] else -pen * lo[t, r]
+    for j in np.flatnonzero(is_pm).tolist():
+        due = conv.fires[j][0]
+        early = range(int(conv.live_from[j]), due)
+        total += w_pm * np.prod([1 - lo[k, j] for k in early]) * hi[due, j] - pen * sum(lo[k, j] for k in early)
+    return total
+
+
+@pytest.mark.parametrize("penalty", [0.0, 1.0])
+def test_the_informed_optimum_without_budget_or_cap_is_the_closed_form(penalty):
+    from membudget.teachers.conversation import InformedOptimum
+
+    small = ConversationConfig(n_prospective=1, n_trigger=1)
+    for conv, world in ((tiny([]), small), (generate_conversation(4000), WORLD_V1)):
+        io = InformedOptimum(budget=None, per_step_cap=None, false_fire_penalty=penalty, world=world)
+        assert io.value(conv) == pytest.approx(_unconstrained_closed_form(conv, world, penalty), abs=1e-12)
+
+
+def test_the_informed_optimum_s_policy_scores_its_value_and_bounds_other_policies():
+    """Played in the environment (its own scoring) over redraws of the verifier and the base response, the informed
+    policy's mean score is its value, and policies that see less (here: the first candidates, and the best single
+    call) score no more."""
+    from membudget.teachers.conversation import InformedOptimum
+
+    small = ConversationConfig(n_prospective=1, n_trigger=1)
+    conv = tiny([])
+    for budget in (1, 2):
+        io = InformedOptimum(budget=budget, per_step_cap=2, world=small)
+        tables = io.tables(conv)
+        value = io.value(conv)
+        mean, se = _mean_score(conv, small, 1500, lambda env: io.act(env, tables), budget, 2)
+        assert abs(mean - value) < 4 * se + 1e-9
+        for t, r in [(3, 0), (4, 1), (5, 0), (6, 1), (7, 1), (10, 1)]:  # every schedule of one call
+            def one(env, t=t, r=r):
+                a = np.zeros(2, dtype=np.int8)
+                a[r] = int(env.unwrapped.core.t[0] == t)
+                return a
+            m, s = _mean_score(conv, small, 400, one, budget, 2, seed=1)
+            assert m < value + 4 * s
+    none = InformedOptimum(budget=1, per_step_cap=2, world=small)
+    values = [InformedOptimum(budget=b, per_step_cap=2, world=small).value(conv) for b in (1, 2, 3, None)]
+    assert values == sorted(values) and values[0] == none.value(conv)
+
+
+def test_the_informed_optimum_lies_between_the_online_gates_and_the_hindsight_optimum():
+    from membudget.teachers.conversation import InformedOptimum
+
+    conv = generate_conversation(4001)
+    io = InformedOptimum(budget=10, per_step_cap=2)
+    value = io.value(conv)
+    mean, se = _mean_score(conv, WORLD_V1, 200, lambda env: env.unwrapped.conversation.candidates()[
+        int(env.unwrapped.core.t[0])].astype(np.int8), 10, 2)  # verify the candidates first come
+    assert mean < value + 4 * se
+    rng = np.random.default_rng(2)
+    optimum = np.mean([ConversationOptimum(budget=10).solve(_redrawn(conv, WORLD_V1, rng)).score for _ in range(100)])
+    assert value < optimum
+
+
+def test_the_informed_optimum_refuses_bad_input():
+    from membudget.teachers.conversation import InformedOptimum
+
+    conv = generate_conversation(4000)
+    with pytest.raises(TypeError, match="world"):
+        InformedOptimum(budget=10, world="v1").value(conv)
+    with pytest.raises(ValueError, match="budget"):
+        InformedOptimum(budget=0).value(conv)
+    env = ConversationPMEnv(budget=12)
+    env.reset(seed=4000)
+    with pytest.raises(ValueError, match="budget, per-step cap"):
+        InformedOptimum(budget=10).act(env)
