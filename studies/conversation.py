@@ -51,7 +51,8 @@ from membudget.envs.validation import int_flag, seeds_flag
 from membudget.studies.cli import add_page_flag, page_path
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, write_page
-from membudget.teachers.conversation import ConversationGreedy, ConversationOptimum, build_conversation_dataset
+from membudget.teachers.conversation import (ConversationGreedy, ConversationOptimum, InformedOptimum,
+                                             build_conversation_dataset)
 
 ANALYSIS_SEEDS = range(4000, 4030)
 CALIBRATED = ("B20", "B40", "B60", "B80")
@@ -219,6 +220,15 @@ def teacher_metrics(teacher_cls, budget, seeds, world=None):
     return {k: np.array(v) for k, v in out.items()}
 
 
+def informed_metrics(budget, seeds, world=None):
+    """Per conversation the informed optimum's expected score (:class:`~membudget.teachers.conversation.
+    InformedOptimum`: an upper bound on every online policy's expected score; with the study's false-fire penalty 0
+    the score is the macro accuracy)."""
+    io = InformedOptimum(budget=budget, false_fire_penalty=FALSE_FIRE_PENALTY, world=world)
+    value = np.array([io.value(generate_conversation(s, world)) for s in seeds])
+    return {"macro_accuracy": value, "score": value}
+
+
 def results(n_resamples=100_000, progress=print, executor=None, quick=False):
     """The page's text; the PPO trainings, the evaluations and the paired intervals run as tasks of ``executor``
     (default: this process). ``quick``: the smoke run of the module docstring (``n_resamples`` is then
@@ -242,7 +252,8 @@ def results(n_resamples=100_000, progress=print, executor=None, quick=False):
     return render(res, data, levels, gates, n_resamples, time.time() - start, diag, intervals)
 
 
-GATES_ONLY = ("RandomFeasible", "Similarity", "DueGate", "Static", "Pacing", "CurrentGreedy", "HindsightOptimum")
+GATES_ONLY = ("RandomFeasible", "Similarity", "DueGate", "Static", "Pacing", "InformedOptimum", "CurrentGreedy",
+              "HindsightOptimum")
 """The rows of ``--gates-only`` at every budget (besides All-semantic, uncapped)."""
 V0_MARKER = "<!-- ConversationPM-v0's study, kept for comparison -->"
 
@@ -373,7 +384,12 @@ def why_section(res, diag, seeds) -> list:
              f"{mean('HindsightOptimum', 'B60', 'queries'):.1f} calls per conversation "
              f"({'at or above' if mean('HindsightOptimum', 'B60') >= 0.967 else 'below'} BudgetPM's Pacing 0.967 "
              f"at B60): the base response already carries most quotes and responses, and a call is worth something "
-             f"only where the verifier and the base response differ.",
+             f"only where the verifier and the base response differ. For online policies the bound is lower: the "
+             f"informed optimum (it knows every message's kind, not the verifier's answers or the base responses) "
+             f"expects {mean('InformedOptimum', 'B60'):.4f} at B60 and {mean('InformedOptimum', 'B80'):.4f} at B80, "
+             f"so BudgetPM's Pacing figures (0.967 / 0.971) would be "
+             f"{0.967 / mean('InformedOptimum', 'B60'):.1%} / {0.971 / mean('InformedOptimum', 'B80'):.1%} of what "
+             f"an agent knowing every kind expects here.",
              "- What the gates see: BudgetPM's gates score pre-query features only (§3.4: \"Before any external call, "
              "BudgetPM constructs x_{t,r} from h_t\"; A.2: GoodAI's seven features are semantic-resource identity, "
              "semantic-trigger fraction, token and fuzzy trigger similarity, mean memory age, repeat fraction and "
@@ -422,7 +438,8 @@ def why_section(res, diag, seeds) -> list:
              f" are {'harder than' if here['declined_rate'] > world['declined_rate'] else 'no harder than'} the "
              "world's average: All-semantic reaches "
              f"{a['macro_accuracy'].mean():.4f} here (trigger response {a['tr_accuracy'].mean():.3f})"
-             f"{', because the' if here['declined_rate'] > world['declined_rate'] else '; the'} verifier declines {here['declined']} of the {here['candidate_activations']} candidate activations of "
+             f"{', because the' if here['declined_rate'] > world['declined_rate'] else '; the'} verifier declines "
+             f"{here['declined']} of the {here['candidate_activations']} candidate activations of "
              f"conversations {span} ({100 * here['declined_rate']:.1f}%), against "
              f"{100 * devr['declined_rate']:.1f}% on the development conversations and "
              f"{100 * world['declined_rate']:.1f}% over conversations "
@@ -461,9 +478,8 @@ def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, diag
              f"scorer paced (BudgetPM B.6). Evaluation on {where}; paired bootstrap over "
              f"conversations with {n_resamples} resamples. Budgets: "
              f"{', '.join(f'{k} = {levels[k]}' for k in _studied())} verifier calls. Per-step cap 2, false-fire "
-             f"penalty {FALSE_FIRE_PENALTY:g} (the score is the benchmark's macro accuracy). HindsightOptimum and "
-             "CurrentGreedy are privileged teachers (they read the verifier's answers and the base responses), "
-             "shown as references. The learners (Myopic, Sequential, BC, DAgger, PPO) are not part of this run "
+             f"penalty {FALSE_FIRE_PENALTY:g} (the score is the benchmark's macro accuracy). {REFERENCES}. "
+             "The learners (Myopic, Sequential, BC, DAgger, PPO) are not part of this run "
              "(`python -m membudget.evaluate conversation` trains them).")
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison (the gates)", "", intro, "", *_table(res, intervals),
@@ -490,11 +506,19 @@ def keep_v0(text: str, path: str) -> str:
     return text.rstrip("\n") + "\n\n" + kept
 
 
+REFERENCES = ("HindsightOptimum and CurrentGreedy are privileged teachers (they read the verifier's answers and the "
+              "base responses), shown as references. InformedOptimum is the exact expected score of the best policy "
+              "that knows everything about a conversation except the verifier's answers and the base responses "
+              "(it learns them as it replies): an upper bound on the expected score of every online policy (an "
+              "expectation over those draws, not a played row: no calls counted)")
+"""The main table's note on its reference rows (both pages)."""
+
+
 def table_keys() -> list:
     """``(policy, budget)`` of the main table's rows in order (AllSemantic's budget None: uncapped)."""
     keys = [("AllSemantic", None)]
     for b in CALIBRATED + INTERPOLATED:
-        names = ("RandomFeasible", "Similarity", "DueGate", "Static", "Pacing", "CurrentGreedy", "HindsightOptimum")
+        names = GATES_ONLY
         if b in CALIBRATED:
             names += ("Myopic", "Sequential", *LEARNED)
         keys += [(name, b) for name in names]
@@ -562,6 +586,8 @@ def uncapped_static(gates, budget, seeds, world=None) -> dict:
 
 def _run(name, budget, gates, seeds, world=None):
     """Per-conversation metrics of one policy at one budget (RandomFeasible: the mean of 3 seeds)."""
+    if name == "InformedOptimum":
+        return informed_metrics(budget_levels(world)[budget], seeds, world)
     if name in ("HindsightOptimum", "CurrentGreedy"):
         cls = ConversationOptimum if name == "HindsightOptimum" else ConversationGreedy
         return teacher_metrics(cls, budget_levels(world)[budget], seeds, world)
@@ -604,8 +630,9 @@ def _table(res, intervals) -> list:
                     if "pm_accuracy" in r else "| | ")
             ff = _fmt(r["false_fires"].mean(), 2) if "false_fires" in r else ""
             ex = f"{exhausted_of(r)}/{r['score'].size}" if "exhaustion_step" in r else ""
+            q = _fmt(r["queries"].mean(), 2) if "queries" in r else ""  # the informed optimum: an expectation
             lines.append(f"| {b} | {name} | {_fmt(r['macro_accuracy'].mean(), 4)} | {diff} | {comp}"
-                         f"{_fmt(r['queries'].mean(), 2)} | {ff} | {_fmt(r['score'].mean(), 4)} | {ex} |")
+                         f"{q} | {ff} | {_fmt(r['score'].mean(), 4)} | {ex} |")
     return lines
 
 
@@ -630,9 +657,8 @@ def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> s
              f"Budgets: {', '.join(f'{k} = {levels[k]}' for k in _studied())} verifier calls "
              f"(q% of the mean All-semantic cost, {mean_all_semantic_cost():.2f}). "
              f"Per-step cap 2, false-fire penalty {FALSE_FIRE_PENALTY:g} (the score is the benchmark's macro accuracy, "
-             "BudgetPM's GoodAI task score). HindsightOptimum and CurrentGreedy are privileged "
-             "teachers (they read the verifier's answers and the base responses), shown as references; 'exhausted' "
-             "counts the conversations whose budget ran out.")
+             f"BudgetPM's GoodAI task score). {REFERENCES}; 'exhausted' counts the conversations whose budget ran "
+             "out.")
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison", "", intro, "", *_table(res, intervals)]
     thresholds = ", ".join(f"{b} {threshold(gates['Static'], b):.4f}" for b in CALIBRATED + INTERPOLATED)
     lines += ["", *goals_section(res, data, levels), "", *why_section(res, diag, list(ANALYSIS_SEEDS)),
