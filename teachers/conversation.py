@@ -63,6 +63,11 @@ from .labels import SCHEMA_VERSION, LabelDataset, play_schedule
 
 MAX_COSTLY_TESTS = 16
 """The optimum enumerates the prospective tests that need calls to score; more than this many is refused."""
+MAX_INFORMED_TESTS = 12
+""":class:`InformedOptimum`'s states hold a spoiled flag per prospective test (2 ** n of them); more is refused."""
+MAX_INFORMED_CANDIDATES = 16
+""":class:`InformedOptimum` compares every subset of a message's candidates; more candidates on one message (or more
+than 62 memories, its bit sets' width) are refused."""
 
 
 @dataclass
@@ -297,14 +302,20 @@ class InformedOptimum(_Teacher):
     def tables(self, conv) -> tuple:
         """``(constant, V, P)``: the trigger tests' expected score from their base responses alone, and
         :func:`_informed_tables`' value and policy tables for ``conv``."""
+        return self._tables(conv, world_for(conv) if self.world is None else self.world)
+
+    def _tables(self, conv, world) -> tuple:
         self._check()
-        world = world_for(conv) if self.world is None else self.world
         if not isinstance(world, ConversationConfig):
             raise TypeError(f"world must be a ConversationConfig, got {type(world).__name__}")
-        p_ver, p_base = pair_probabilities(conv, world)
         is_pm = conv.test_kind == PROSPECTIVE
-        w_pm, w_act, pen = _weights(conv, self.false_fire_penalty)
         live, truth, cand = conv.live(), conv.truth(), conv.candidates()
+        if int(is_pm.sum()) > MAX_INFORMED_TESTS or conv.n_resources > 62 or \
+                int(cand.sum(axis=1).max(initial=0)) > MAX_INFORMED_CANDIDATES:
+            raise ValueError(f"the informed optimum takes at most {MAX_INFORMED_TESTS} prospective tests, 62 memories "
+                             f"and {MAX_INFORMED_CANDIDATES} candidates per message")
+        p_ver, p_base = pair_probabilities(conv, world)
+        w_pm, w_act, pen = _weights(conv, self.false_fire_penalty)
         trig = live & ~is_pm[None, :]
         constant = float(np.sum(np.where(truth, w_act, -pen)[trig] * p_base[trig]))
         pm_bit = np.full(conv.n_resources, -1, dtype=np.int64)
@@ -323,12 +334,15 @@ class InformedOptimum(_Teacher):
 
     def act(self, env, tables=None) -> np.ndarray:
         """The informed optimum's binary action at ``env``'s current step (privileged: it reads the conversation and
-        which prospective tests are spoiled); ``tables``: :meth:`tables` of the env's conversation, reused."""
+        which prospective tests are spoiled; the rates of the teacher's world, else the environment's);
+        ``tables``: :meth:`tables` of the env's conversation, reused."""
         e = env.unwrapped
         if (e.budget, e.per_step_cap, e.false_fire_penalty) != \
                 (self.budget, self.per_step_cap, self.false_fire_penalty):
             raise ValueError("the environment's budget, per-step cap and false-fire penalty must be the teacher's")
-        _, _, P = self.tables(e.conversation) if tables is None else tables
+        if tables is None:  # the environment's world unless the teacher names one
+            tables = self._tables(e.conversation, e.world if self.world is None else self.world)
+        _, _, P = tables
         is_pm = e.conversation.test_kind == PROSPECTIVE
         s = int(np.sum((1 << np.arange(int(is_pm.sum())))[e.scorecard.spoiled[is_pm]]))
         left = P.shape[1] - 1 if e.budget is None else int(e.core.remaining[0])

@@ -464,6 +464,12 @@ def test_the_informed_optimum_refuses_bad_input():
         InformedOptimum(budget=10, world="v1").value(conv)
     with pytest.raises(ValueError, match="budget"):
         InformedOptimum(budget=0).value(conv)
+    from membudget.teachers import conversation as teachers
+
+    with pytest.MonkeyPatch.context() as m:  # its states double with each prospective test: a cap, not a hang
+        m.setattr(teachers, "MAX_INFORMED_TESTS", 2)
+        with pytest.raises(ValueError, match="at most 2 prospective tests"):
+            InformedOptimum(budget=10).value(conv)
     env = ConversationPMEnv(budget=12)
     env.reset(seed=4000)
     with pytest.raises(ValueError, match="budget, per-step cap"):
