@@ -15,7 +15,7 @@ def test_ray_conversation_evaluations_equal_local(cluster, monkeypatch):
     local = study.evaluate(gates, SEEDS, 500, Executor())
     remote = study.evaluate(gates, SEEDS, 500, RayExecutor())
     (res, intervals, diag), (res_r, intervals_r, diag_r) = local, remote
-    assert list(res) == list(res_r) and intervals == intervals_r and len(intervals) == 11
+    assert list(res) == list(res_r) and intervals == intervals_r and len(intervals) == 12
     for key, r in res.items():
         assert all(np.array_equal(r[m], res_r[key][m]) for m in r)
     for key, r in diag["ppo"].items():
