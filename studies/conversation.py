@@ -307,6 +307,11 @@ def _world_rates(seeds) -> dict:
             "base_tr": base / max(n_act, 1)}
 
 
+def _is_analysis(seeds) -> bool:
+    """Whether ``seeds`` are the analysis conversations (the block issue #35's goals are judged on)."""
+    return list(seeds) == list(ANALYSIS_SEEDS)
+
+
 def goals_section(res, data, levels, seeds=ANALYSIS_SEEDS) -> list:
     """The verdicts of issue #35's goals beside BudgetPM's figures (tolerances: the issue's), on the conversations
     ``seeds`` (the goals are judged on the analysis conversations; another block's verdicts say how far the analysis
@@ -351,7 +356,7 @@ def goals_section(res, data, levels, seeds=ANALYSIS_SEEDS) -> list:
     rows.append(("budgets B20/B40/B60/B80", "10/21/31/41", "/".join(str(levels[b]) for b in CALIBRATED),
                  "met" if [levels[b] for b in CALIBRATED] == [10, 21, 31, 41] else "not met"))
     head = ["## Reproduction of BudgetPM's GoodAI figures (issue #35's goals)", ""]
-    if list(seeds) != list(ANALYSIS_SEEDS):
+    if not _is_analysis(seeds):
         head = [f"## BudgetPM's GoodAI figures on conversations {seeds[0]}-{seeds[-1]}", "",
                 f"The issue's goals are judged on the analysis conversations {ANALYSIS_SEEDS[0]}-{ANALYSIS_SEEDS[-1]} "
                 "([conversation.md](conversation.md)); the same verdicts on this block say how far those 30 "
@@ -375,6 +380,7 @@ def why_section(res, diag, seeds) -> list:
     dev = calibrate()
     here, world = _world_rates(seeds), _world_rates(range(5000, 5000 + CEILING_SEEDS))
     devr = _world_rates(DEV_SEEDS)
+    harder = here["declined_rate"] > world["declined_rate"]
     a = res[("AllSemantic", None)]
     st, pa, du = breakdown[("Static", "B60")], breakdown[("Pacing", "B60")], breakdown[("DueGate", "B60")]
     lines = ["## Why, measured", "",
@@ -434,11 +440,10 @@ def why_section(res, diag, seeds) -> list:
              f"{mean('DueGate', 'B60', 'queries') - mean('Static', 'B60', 'queries'):+.2f} fewer queries; BudgetPM "
              f"+1.33 with 0.24 fewer). At the interpolation budgets Static exhausts the budget in "
              + ", ".join(f"{exhausted_of(res[('Static', b)])}/{n} ({b})" for b in INTERPOLATED) + " conversations.",
-             f"- {'The analysis conversations' if list(seeds) == list(ANALYSIS_SEEDS) else f'Conversations {span}'}"
-             f" are {'harder than' if here['declined_rate'] > world['declined_rate'] else 'no harder than'} the "
-             "world's average: All-semantic reaches "
+             f"- {'The analysis conversations' if _is_analysis(seeds) else f'Conversations {span}'}"
+             f" are {'harder than' if harder else 'no harder than'} the world's average: All-semantic reaches "
              f"{a['macro_accuracy'].mean():.4f} here (trigger response {a['tr_accuracy'].mean():.3f})"
-             f"{', because the' if here['declined_rate'] > world['declined_rate'] else '; the'} verifier declines "
+             f"{', because the' if harder else '; the'} verifier declines "
              f"{here['declined']} of the {here['candidate_activations']} candidate activations of "
              f"conversations {span} ({100 * here['declined_rate']:.1f}%), against "
              f"{100 * devr['declined_rate']:.1f}% on the development conversations and "
@@ -464,7 +469,7 @@ def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, diag
     """The ``--gates-only`` page: the main table, the verdicts of issue #35's goals beside BudgetPM's figures and the
     measured reasons for each one not met."""
     span = f"{seeds[0]}-{seeds[-1]}"
-    analysis = list(seeds) == list(ANALYSIS_SEEDS)
+    analysis = _is_analysis(seeds)
     where = f"the analysis conversations {span}" if analysis else \
         f"conversations {span} (not the analysis conversations, {ANALYSIS_SEEDS[0]}-{ANALYSIS_SEEDS[-1]})"
     command = "python -m membudget.evaluate conversation --gates-only" + ("" if analysis else

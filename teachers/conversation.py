@@ -232,60 +232,67 @@ def _informed_tables(cand, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act,
     P = np.zeros((T, budget + 1, S), dtype=np.int64)
     spoilable = np.empty(R, dtype=np.int64)
     prob = np.empty(R)
+    outcome_p = np.empty(S)  # at most one recitation outcome per prospective test
+    outcome_s = np.empty(S, dtype=np.int64)
+    best = np.empty(budget + 1)
     for t in range(T - 1, -1, -1):
         cmask = 0
         for r in range(R):
             if cand[t, r]:
                 cmask |= 1 << r
-        for b in range(budget + 1):
-            for s in range(S):
-                best, best_mask = -np.inf, 0
-                mask = 0
-                while True:  # every subset of the candidates, in increasing bit order
-                    c = 0
+        for s in range(S):
+            best[:] = -np.inf
+            mask = 0
+            while True:  # every subset of the candidates, in increasing bit order
+                c = 0
+                for r in range(R):
+                    if (mask >> r) & 1:
+                        c += 1
+                if c <= cap and c <= budget:
+                    # what the calls and replies of this message give, whatever the calls left
+                    imm = 0.0
+                    n_sp = 0
                     for r in range(R):
-                        if (mask >> r) & 1:
-                            c += 1
-                    if c <= b and c <= cap:
-                        val = 0.0
-                        n_sp = 0
-                        for r in range(R):
-                            if not live[t, r]:
-                                continue
-                            on = (mask >> r) & 1
-                            if pm_bit[r] < 0:  # a trigger test: the call's effect, additive
-                                if on:
-                                    val += (p_ver[t, r] - p_base[t, r]) * (w_act if truth[t, r] else -pen)
-                                continue
-                            e = p_ver[t, r] if on else p_base[t, r]  # the reply executes the memory
-                            bit = 1 << pm_bit[r]
-                            if t == due[r]:
-                                if not s & bit:
-                                    val += w_pm * e
-                            else:  # a recitation before reply n: a false fire, which spoils the test
-                                val -= pen * e
-                                if not s & bit and e > 0.0:
-                                    spoilable[n_sp] = bit
-                                    prob[n_sp] = e
-                                    n_sp += 1
+                        if not live[t, r]:
+                            continue
+                        on = (mask >> r) & 1
+                        if pm_bit[r] < 0:  # a trigger test: the call's effect, additive
+                            if on:
+                                imm += (p_ver[t, r] - p_base[t, r]) * (w_act if truth[t, r] else -pen)
+                            continue
+                        e = p_ver[t, r] if on else p_base[t, r]  # the reply executes the memory
+                        bit = 1 << pm_bit[r]
+                        if t == due[r]:
+                            if not s & bit:
+                                imm += w_pm * e
+                        else:  # a recitation before reply n: a false fire, which spoils the test
+                            imm -= pen * e
+                            if not s & bit and e > 0.0:
+                                spoilable[n_sp] = bit
+                                prob[n_sp] = e
+                                n_sp += 1
+                    for o in range(1 << n_sp):  # the recitations' outcomes, independent
+                        po, s2 = 1.0, s
+                        for i in range(n_sp):
+                            if (o >> i) & 1:
+                                po *= prob[i]
+                                s2 |= spoilable[i]
+                            else:
+                                po *= 1.0 - prob[i]
+                        outcome_p[o], outcome_s[o] = po, s2
+                    for b in range(c, budget + 1):
                         nxt = 0.0
-                        for o in range(1 << n_sp):  # the recitations' outcomes, independent
-                            po, s2 = 1.0, s
-                            for i in range(n_sp):
-                                if (o >> i) & 1:
-                                    po *= prob[i]
-                                    s2 |= spoilable[i]
-                                else:
-                                    po *= 1.0 - prob[i]
-                            nxt += po * V[t + 1, b - c, s2]
-                        val += nxt
-                        if val > best + 1e-12:
-                            best, best_mask = val, mask
-                    if mask == cmask:
-                        break
-                    mask = (mask - cmask) & cmask  # the next subset of cmask
-                V[t, b, s] = best
-                P[t, b, s] = best_mask
+                        for o in range(1 << n_sp):
+                            nxt += outcome_p[o] * V[t + 1, b - c, outcome_s[o]]
+                        val = imm + nxt
+                        if val > best[b] + 1e-12:
+                            best[b] = val
+                            P[t, b, s] = mask
+                if mask == cmask:
+                    break
+                mask = (mask - cmask) & cmask  # the next subset of cmask
+            for b in range(budget + 1):
+                V[t, b, s] = best[b]
     return V, P
 
 
