@@ -20,6 +20,8 @@ the studies in :mod:`membudget.studies`.
   Sequential and the hindsight DP, and students distilled from it against students of the DP (online_ceiling.md);
 - ``history-students [--quick]``: students of the online planner that see their history against students of one
   observation (history_students.md);
+- ``conversation-ceiling [--quick]``: ConversationPM's online planner bracketed with the informed optimum, against
+  BudgetPM's gates (conversation_ceiling.md);
 - ``labels``: the imitation-label dataset in week-chunk tasks;
 - ``demonstrations``: the hindsight DP's demonstrations as a Minari dataset, one DP task per week;
 - ``show --policy NAME|--model PATH [--budget B10] [--week 9000] [--out FILE.png]``: a picture of one week played
@@ -52,6 +54,7 @@ SUBCOMMANDS = {
     "conversation": "membudget.studies.conversation:main",
     "online-ceiling": "membudget.studies.online_ceiling:main",
     "history-students": "membudget.studies.history_students:main",
+    "conversation-ceiling": "membudget.studies.conversation_ceiling:main",
     "labels": "membudget.studies.generate:labels_main",
     "demonstrations": "membudget.studies.generate:demonstrations_main",
     "show": "membudget.studies.show:main",

@@ -126,9 +126,15 @@ class _Teacher:
 
 def _weights(conv, penalty):
     """Macro-accuracy weights: a prospective test, an activation, and the penalty of one false fire."""
-    is_pm = conv.test_kind == PROSPECTIVE
-    w_act = 0.5 / (ACTIVATIONS * int((~is_pm).sum()))
-    return 0.5 / int(is_pm.sum()), w_act, penalty * w_act
+    n_pm = int(np.sum(conv.test_kind == PROSPECTIVE))
+    return score_weights(n_pm, conv.n_resources - n_pm, penalty)
+
+
+def score_weights(n_prospective: int, n_trigger: int, penalty: float) -> tuple:
+    """Macro-accuracy weights of a conversation with these tests: a prospective test, an activation, and the
+    penalty of one false fire."""
+    w_act = 0.5 / (ACTIVATIONS * n_trigger)
+    return 0.5 / n_prospective, w_act, penalty * w_act
 
 
 def optimal_plan(conv, start=0, remaining=None, per_step_cap=None, false_fire_penalty=FALSE_FIRE_PENALTY,
@@ -218,6 +224,40 @@ class ConversationOptimum(_Teacher):
 
 
 @numba.njit(cache=True)
+def _option(t, mask, s, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act, pen, outcome_p, outcome_s):
+    """What verifying the memories of bit set ``mask`` on message ``t`` gives with the prospective tests of bit set
+    ``s`` spoiled, whatever the calls left: its expected immediate value, and the recitations' outcomes (the first
+    returned count of ``outcome_p`` / ``outcome_s``: each outcome's probability and the spoiled set it leads to)."""
+    R = live.shape[1]
+    imm = 0.0
+    n_sp = 0
+    outcome_p[0], outcome_s[0] = 1.0, s
+    for r in range(R):
+        if not live[t, r]:
+            continue
+        on = (mask >> r) & 1
+        if pm_bit[r] < 0:  # a trigger test: the call's effect, additive
+            if on:
+                imm += (p_ver[t, r] - p_base[t, r]) * (w_act if truth[t, r] else -pen)
+            continue
+        e = p_ver[t, r] if on else p_base[t, r]  # the reply executes the memory
+        bit = 1 << pm_bit[r]
+        if t == due[r]:
+            if not s & bit:
+                imm += w_pm * e
+        else:  # a recitation before reply n: a false fire, which spoils the test (outcomes independent)
+            imm -= pen * e
+            if not s & bit and e > 0.0:
+                n = 1 << n_sp
+                for o in range(n):
+                    outcome_p[n + o] = outcome_p[o] * e
+                    outcome_s[n + o] = outcome_s[o] | bit
+                    outcome_p[o] *= 1.0 - e
+                n_sp += 1
+    return imm, 1 << n_sp
+
+
+@numba.njit(cache=True)
 def _informed_tables(cand, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act, pen, budget, cap):
     """Backward induction of :class:`InformedOptimum`: ``V[t, b, s]`` the best expected score still to come from
     message ``t`` with ``b`` calls left and the prospective tests of bit set ``s`` spoiled (the trigger tests' base
@@ -230,8 +270,6 @@ def _informed_tables(cand, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act,
     S = 1 << n_pm
     V = np.zeros((T + 1, budget + 1, S))
     P = np.zeros((T, budget + 1, S), dtype=np.int64)
-    spoilable = np.empty(R, dtype=np.int64)
-    prob = np.empty(R)
     outcome_p = np.empty(S)  # at most one recitation outcome per prospective test
     outcome_s = np.empty(S, dtype=np.int64)
     best = np.empty(budget + 1)
@@ -249,40 +287,11 @@ def _informed_tables(cand, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act,
                     if (mask >> r) & 1:
                         c += 1
                 if c <= cap and c <= budget:
-                    # what the calls and replies of this message give, whatever the calls left
-                    imm = 0.0
-                    n_sp = 0
-                    for r in range(R):
-                        if not live[t, r]:
-                            continue
-                        on = (mask >> r) & 1
-                        if pm_bit[r] < 0:  # a trigger test: the call's effect, additive
-                            if on:
-                                imm += (p_ver[t, r] - p_base[t, r]) * (w_act if truth[t, r] else -pen)
-                            continue
-                        e = p_ver[t, r] if on else p_base[t, r]  # the reply executes the memory
-                        bit = 1 << pm_bit[r]
-                        if t == due[r]:
-                            if not s & bit:
-                                imm += w_pm * e
-                        else:  # a recitation before reply n: a false fire, which spoils the test
-                            imm -= pen * e
-                            if not s & bit and e > 0.0:
-                                spoilable[n_sp] = bit
-                                prob[n_sp] = e
-                                n_sp += 1
-                    for o in range(1 << n_sp):  # the recitations' outcomes, independent
-                        po, s2 = 1.0, s
-                        for i in range(n_sp):
-                            if (o >> i) & 1:
-                                po *= prob[i]
-                                s2 |= spoilable[i]
-                            else:
-                                po *= 1.0 - prob[i]
-                        outcome_p[o], outcome_s[o] = po, s2
+                    imm, n_out = _option(t, mask, s, live, truth, pm_bit, due, p_ver, p_base, w_pm, w_act, pen,
+                                         outcome_p, outcome_s)
                     for b in range(c, budget + 1):
                         nxt = 0.0
-                        for o in range(1 << n_sp):
+                        for o in range(n_out):
                             nxt += outcome_p[o] * V[t + 1, b - c, outcome_s[o]]
                         val = imm + nxt
                         if val > best[b] + 1e-12:

@@ -1,0 +1,247 @@
+"""The online ceiling of ``ConversationPM`` (issue 31, items 1, 2 and 5 for the conversation world): the online planner
+(:class:`~membudget.teachers.conversation_online.ConversationPlanner`: posterior conversations given what the agent
+has seen, hindsight optimisation over them) bracketed with the informed optimum
+(:class:`~membudget.teachers.conversation.InformedOptimum`), against BudgetPM's gates.
+
+The planner is an online policy: its score bounds the online optimum from below. The informed optimum knows every
+message's kind and similarity and learns only the verifier's answers and the base responses as it replies; its
+expected score bounds every online policy's from above. The hindsight optimum, which also reads the answers, is
+above both.
+
+The study:
+
+- chooses the planner's ``K`` (posterior conversations per decision, ``4 K`` particles) on the validation
+  conversations 3000-3059 (used by nothing else) at ConversationPM-v1 B60: the ``K`` of :attr:`CeilingConfig.curve`
+  with the best mean score (ties: the smaller);
+- plays the planner at that ``K`` on the analysis conversations 4000-4029 at v1 B20 / B40 / B60 / B80 and v0 B20 /
+  B40 (v0: its own world and false-fire penalty 1), and on conversations 5000-5299 at :attr:`CeilingConfig.large`,
+  beside Static, Pacing and the Due gate (fitted on the development conversations 2000-2011 of that world, as
+  ``python -m membudget.evaluate conversation`` fits them), the informed optimum's expected score and the hindsight
+  optimum's; paired 95% percentile-bootstrap intervals over the conversations;
+- reports the planner's CPU seconds per conversation.
+
+Planner seed = the conversation's number. Every (setting, block of 10 conversations) is one task of the execution
+backend, checkpointed under ``--checkpoint-dir`` (default ``runs/online-ceiling/cache``).
+``--quick``: two conversations per set, K = 1 and 2, one setting per world (a check that the study runs).
+
+``python -m membudget.evaluate conversation-ceiling [--quick] [--out docs/conversation_ceiling.md]``
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+
+import numpy as np
+
+from membudget.envs.conversation import (DEV_SEEDS, WORLD_V0, ConversationConfig, budget_levels,
+                                         generate_conversation)
+from membudget.envs.conversation.rollout import rollout
+from membudget.studies.conversation import CALIBRATED, fit_gates_only, policy
+from membudget.studies.online_ceiling import page_study_main, paired_ci
+from membudget.teachers.conversation import ConversationOptimum, InformedOptimum, build_conversation_dataset
+from membudget.teachers.conversation_online import ConversationPlanner
+
+WORLDS = {"v1": (ConversationConfig(), 0.0), "v0": (WORLD_V0, 1.0)}
+"""World name -> (world, false-fire penalty) of ``ConversationPM-v1`` / ``-v0``."""
+GATE_ROWS = ("Static", "Pacing", "DueGate")
+BLOCK = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class CeilingConfig:
+    validation: tuple = (3000, 3060)
+    """Conversations ``[lo, hi)`` on which ``K`` is chosen."""
+    choose: tuple = ("v1", "B60")
+    curve: tuple = (1, 4, 16, 64)
+    """The ``K`` compared on the validation conversations."""
+    analysis: tuple = (4000, 4030)
+    settings: tuple = (("v1", "B20"), ("v1", "B40"), ("v1", "B60"), ("v1", "B80"), ("v0", "B20"), ("v0", "B40"))
+    large_block: tuple = (5000, 5300)
+    large: tuple = (("v1", "B20"), ("v1", "B60"), ("v0", "B20"))
+
+
+FULL = CeilingConfig()
+QUICK = CeilingConfig(validation=(3000, 3002), curve=(1, 2), analysis=(4000, 4002), settings=(("v1", "B60"),
+                      ("v0", "B20")), large_block=(5000, 5002), large=(("v1", "B60"),))
+
+
+def planner_task(item) -> dict:
+    """``(world name, budget level, K, first, last)`` -> the planner's score, queries and CPU seconds per
+    conversation of ``first..last-1`` (seed = the conversation), and its retries / fallbacks."""
+    name, level, k, lo, hi = item
+    world, penalty = WORLDS[name]
+    budget = budget_levels(world)[level]
+    out = {"score": [], "queries": [], "cpu": [], "retries": 0, "fallbacks": 0}
+    for seed in range(lo, hi):
+        start = time.process_time()
+        planner = ConversationPlanner(budget=budget, false_fire_penalty=penalty, world=world, n_samples=k,
+                                      seed=seed).fit()
+        played = planner.solve(generate_conversation(seed, world))
+        out["cpu"].append(time.process_time() - start)
+        out["score"].append(played.score)
+        out["queries"].append(played.cost)
+        out["retries"] += planner.retries_
+        out["fallbacks"] += planner.fallbacks_
+    return out
+
+
+def reference_task(gates, item) -> dict:
+    """``(world name, budget level, row, first, last)`` -> per-conversation score and queries of a gate of
+    :data:`GATE_ROWS` (fitted on that world's development conversations), the informed optimum (its expected
+    score) or the hindsight optimum."""
+    name, level, row, lo, hi = item
+    world, penalty = WORLDS[name]
+    budget = budget_levels(world)[level]
+    seeds = range(lo, hi)
+    if row == "InformedOptimum":
+        io = InformedOptimum(budget=budget, false_fire_penalty=penalty, world=world)
+        return {"score": [io.value(generate_conversation(s, world)) for s in seeds], "queries": [np.nan] * len(seeds)}
+    if row == "HindsightOptimum":
+        played = [ConversationOptimum(budget=budget, false_fire_penalty=penalty).solve(generate_conversation(s, world))
+                  for s in seeds]
+        return {"score": [p.score for p in played], "queries": [p.cost for p in played]}
+    p, kw = policy(row, level, gates[name], world=world)
+    m = rollout(p, list(seeds), **dict(kw, false_fire_penalty=penalty))
+    return {"score": m["score"].tolist(), "queries": m["queries"].tolist()}
+
+
+def _blocks(lo, hi):
+    return [(a, min(a + BLOCK, hi)) for a in range(lo, hi, BLOCK)]
+
+
+def _joined(parts) -> dict:
+    out = {k: np.concatenate([np.asarray(p[k], dtype=float) for p in parts]) for k in ("score", "queries")}
+    if "cpu" in parts[0]:
+        out["cpu"] = np.concatenate([p["cpu"] for p in parts])
+        out["retries"] = sum(p["retries"] for p in parts)
+        out["fallbacks"] = sum(p["fallbacks"] for p in parts)
+    return out
+
+
+def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
+    run = executor.map
+
+    def planner(name, level, k, span):
+        items = [(name, level, k, a, b) for a, b in _blocks(*span)]
+        return _joined(run(planner_task, items))
+
+    names = sorted({n for n, _ in cfg.settings + cfg.large} | {cfg.choose[0]})
+    gates = {}
+    for name in names:
+        progress(f"fitting BudgetPM's gates on the development conversations of ConversationPM-{name}")
+        world, penalty = WORLDS[name]
+        data = build_conversation_dataset(DEV_SEEDS, CALIBRATED, world=world, false_fire_penalty=penalty)
+        gates[name] = fit_gates_only(data, budget_levels(world))
+
+    def references(name, level, span):
+        rows = GATE_ROWS + ("InformedOptimum", "HindsightOptimum")
+        items = [(name, level, row, a, b) for row in rows for a, b in _blocks(*span)]
+        parts = run(functools.partial(reference_task, gates), items)
+        n = len(_blocks(*span))
+        return {row: _joined(parts[i * n:(i + 1) * n]) for i, row in enumerate(rows)}
+
+    out = {"curve": {}, "settings": {}, "large": {}}
+    progress(f"the planner's curve in K on conversations {cfg.validation[0]}-{cfg.validation[1] - 1}")
+    for k in cfg.curve:
+        out["curve"][k] = planner(*cfg.choose, k, cfg.validation)
+    out["curve_refs"] = references(*cfg.choose, cfg.validation)
+    chosen = max(cfg.curve, key=lambda k: (round(float(out["curve"][k]["score"].mean()), 12), -k))
+    out["chosen"] = chosen
+    for key, span, store in ((cfg.settings, cfg.analysis, out["settings"]), (cfg.large, cfg.large_block, out["large"])):
+        for name, level in key:
+            progress(f"ConversationPM-{name} {level} on conversations {span[0]}-{span[1] - 1}")
+            store[(name, level)] = {"Planner": planner(name, level, chosen, span), **references(name, level, span)}
+    return out
+
+
+def _bracket_table(rows: dict, cfg) -> list:
+    lines = ["| world | budget | Static | Pacing | Due gate | planner | planner - best gate | planner queries | informed "
+             "optimum (expected) | informed - planner | hindsight optimum | planner CPU s per conversation (median) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, level), r in rows.items():
+        mean = {row: float(np.mean(v["score"])) for row, v in r.items()}
+        best = max(GATE_ROWS, key=lambda g: mean[g])
+        p = r["Planner"]["score"]
+        lines.append(f"| {name} | {level} | {mean['Static']:.4f} | {mean['Pacing']:.4f} | {mean['DueGate']:.4f} | "
+                     f"{mean['Planner']:.4f} | {paired_ci(p - r[best]['score'])[0]} ({best}) | "
+                     f"{np.mean(r['Planner']['queries']):.2f} | {mean['InformedOptimum']:.4f} | "
+                     f"{paired_ci(r['InformedOptimum']['score'] - p)[0]} | {mean['HindsightOptimum']:.4f} | "
+                     f"{np.median(r['Planner']['cpu']):.2f} |")
+    return lines
+
+
+def render(cfg: CeilingConfig, res: dict, command: str) -> str:
+    import torch
+
+    v = cfg.validation
+    refs = res["curve_refs"]
+    chosen = res["chosen"]
+    static = refs["Static"]["score"]
+    lines = ["# The online ceiling of ConversationPM: the planner and the informed optimum", "",
+             f"Generated by `{command}` (tasks checkpointed under `runs/online-ceiling/cache` by default). Module: "
+             "`membudget.studies.conversation_ceiling`. CPU: "
+             f"`torch.backends.cpu.get_cpu_capability()` = {torch.backends.cpu.get_cpu_capability()}.", "",
+             "The online planner (`teachers.conversation_online.ConversationPlanner`) draws, at every message, K "
+             "conversations from the posterior given what the agent has seen (the observations' GoodAI features of "
+             "every message so far and its own calls; `ConversationPosterior`: sequential importance sampling over "
+             "the generator's own draws, exact weights) and takes the first action with the best mean value, each "
+             "draw valued by the informed optimum's dynamic program from that message on (hindsight optimisation "
+             "over the messages' kinds, exact expectation over the verifier's answers and the base responses). It is "
+             "an online policy, so its score is a lower bound on the online optimum. The informed optimum knows "
+             "every message's kind and learns the rest as it replies: its expected score is an upper bound on every "
+             "online policy's. The planner's score and the gates' are realised on each conversation; the informed "
+             "optimum's is its expectation over the verifier's answers and base responses given the conversation, "
+             "so on a block whose answers drew worse than the world's rates, realised scores lie lower. "
+             "Planner seed = the conversation.", "",
+             f"## The planner's curve in K (validation conversations {v[0]}-{v[1] - 1}, ConversationPM-"
+             f"{cfg.choose[0]} {cfg.choose[1]})", "",
+             f"Static {static.mean():.4f}, Pacing {refs['Pacing']['score'].mean():.4f}, Due gate "
+             f"{refs['DueGate']['score'].mean():.4f}, informed optimum {refs['InformedOptimum']['score'].mean():.4f} "
+             f"(expected), hindsight optimum {refs['HindsightOptimum']['score'].mean():.4f} on these "
+             f"{static.size} conversations. The K with the best mean score is chosen (ties: the smaller): "
+             f"**K = {chosen}** ({4 * chosen} particles).", "",
+             "| K | particles | score | vs Static | vs the chosen K | queries | CPU s per conversation (median) | "
+             "decisions sampled again / without a draw |",
+             "|---|---|---|---|---|---|---|---|"]
+    for k, r in res["curve"].items():
+        vs_chosen = "" if k == chosen else paired_ci(r["score"] - res["curve"][chosen]["score"])[0]
+        lines.append(f"| {k} | {4 * k} | {r['score'].mean():.4f} | {paired_ci(r['score'] - static)[0]} | "
+                     f"{vs_chosen} | {r['queries'].mean():.2f} | {np.median(r['cpu']):.2f} | "
+                     f"{r['retries']} / {r['fallbacks']} |")
+    a = cfg.analysis
+    lines += ["", f"## The bracket on the analysis conversations {a[0]}-{a[1] - 1}", "",
+              "Gates fitted on the development conversations 2000-2011 of each world (as the conversation study "
+              "fits them); v0 with its false-fire penalty 1. Paired 95% percentile-bootstrap intervals over the "
+              "conversations; \"best gate\": the gate with the best mean on this block.", ""]
+    lines += _bracket_table(res["settings"], cfg)
+    lb = cfg.large_block
+    lines += ["", f"## The bracket on conversations {lb[0]}-{lb[1] - 1}", "",
+              f"{lb[1] - lb[0]} conversations of the frozen worlds (the conversation study's `--gates-only` page "
+              "of v1 on this block: docs/conversation_5000.md), the same policies and intervals.", ""]
+    lines += _bracket_table(res["large"], cfg)
+    lines += ["", "## Reading", ""] + _reading(res)
+    return "\n".join(lines) + "\n"
+
+
+def _reading(res) -> list:
+    out = []
+    for block, rows in (("analysis", res["settings"]), ("large", res["large"])):
+        for (name, level), r in rows.items():
+            p = r["Planner"]["score"]
+            best = max(GATE_ROWS, key=lambda g: float(np.mean(r[g]["score"])))
+            text, lo, _ = paired_ci(p - r[best]["score"])
+            io = float(np.mean(r["InformedOptimum"]["score"]))
+            share = (p.mean() - np.mean(r[best]["score"])) / max(io - np.mean(r[best]["score"]), 1e-12)
+            verdict = "above it with an interval excluding 0" if lo > 0 else "not above it with an interval excluding 0"
+            out.append(f"- {block} block, {name} {level}: the planner {p.mean():.4f} against the best gate ({best}) "
+                       f"{text}, {verdict}; it covers {share:.0%} of the distance from that gate to the informed "
+                       f"optimum's expected {io:.4f}.")
+    return out
+
+
+def main(argv=None):
+    return page_study_main(argv, study="conversation-ceiling", page="conversation_ceiling.md", doc=__doc__,
+                           quick_help="two conversations per set, K = 1 and 2, one setting per world",
+                           configs=(FULL, QUICK), measure=measure, render=render)
