@@ -227,6 +227,15 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
 
 def _reading(res) -> list:
     out = []
+    for (name, level), r in res["large"].items():
+        p, io = r["Planner"]["score"], r["InformedOptimum"]["score"]
+        out.append(f"- The online optimum of ConversationPM-{name} at {level} (conversations 5000-5299): between the "
+                   f"planner's {p.mean():.4f} and the informed optimum's {io.mean():.4f}, a bracket "
+                   f"{io.mean() - p.mean():.4f} wide ({paired_ci(io - p)[0]}).")
+    cpu = np.concatenate([r["Planner"]["cpu"] for rows in (res["settings"], res["large"]) for r in rows.values()])
+    out.append(f"- The planner at K = {res['chosen']}: a median {np.median(cpu):.2f} CPU s per conversation over "
+               f"every setting's conversations, so its labels of 1,000 conversations take "
+               f"{1000 * np.median(cpu) / 2 / 60:.1f} min on 2 cores.")
     for block, rows in (("analysis", res["settings"]), ("large", res["large"])):
         for (name, level), r in rows.items():
             p = r["Planner"]["score"]

@@ -117,6 +117,15 @@ class _Teacher:
         check_int("per_step_cap", self.per_step_cap, 1, none_ok=True)
         check_number("false_fire_penalty", self.false_fire_penalty, 0, 100)
 
+    def _played(self, conv, env) -> ConversationSchedule:
+        """``conv`` played in ``env`` by the teacher's ``act`` at every message: its schedule and score."""
+        env.reset(options={"conversation": conv})
+        schedule = []
+        for t in range(conv.horizon):
+            _, _, _, _, info = env.step(self.act(env))
+            schedule += [(t, int(r)) for r in np.flatnonzero(info["queried"])]
+        return self._result(conv, schedule)
+
     def _result(self, conv, schedule):
         m, _ = replay(conv, schedule, budget=self.budget, per_step_cap=self.per_step_cap,
                       false_fire_penalty=self.false_fire_penalty)
@@ -388,14 +397,8 @@ class ConversationGreedy(_Teacher):
 
     def solve(self, conv) -> ConversationSchedule:
         self._check()
-        env = _env(conv, budget=self.budget, per_step_cap=self.per_step_cap,
-                   false_fire_penalty=self.false_fire_penalty)
-        env.reset(options={"conversation": conv})
-        schedule = []
-        for t in range(conv.horizon):
-            _, _, _, _, info = env.step(self.act(env))
-            schedule += [(t, int(r)) for r in np.flatnonzero(info["queried"])]
-        return self._result(conv, schedule)
+        return self._played(conv, _env(conv, budget=self.budget, per_step_cap=self.per_step_cap,
+                                       false_fire_penalty=self.false_fire_penalty))
 
 
 def reference_rows(conv, false_fire_penalty=FALSE_FIRE_PENALTY):

@@ -56,8 +56,10 @@ from .conversation import (MAX_INFORMED_CANDIDATES, MAX_INFORMED_TESTS, Conversa
                            _option, _Teacher, score_weights)
 from .posterior import systematic_resample
 
-DEFAULT_SAMPLES = 16
-"""The planner's default ``K`` (posterior conversations per decision), with ``4 K`` weighted particles."""
+DEFAULT_SAMPLES = 4
+"""The planner's default ``K`` (posterior conversations per decision, with ``4 K`` weighted particles): the setting
+``python -m membudget.evaluate conversation-ceiling`` chose on the validation conversations 3000-3059 at v1 B60
+(K = 4, 16 and 64 scored the same there; docs/conversation_ceiling.md)."""
 SUPPORT_TOLERANCE = 1e-5
 """The feature densities' supports are widened by this much: the observation rounds the similarities to float32."""
 
@@ -640,6 +642,7 @@ class ConversationPlanner(_Teacher):
         self.retries_ = 0
         self.fallbacks_ = 0
         self._record = None
+        self._features = None
         return self
 
     def _calls(self, e, t: int) -> np.ndarray:
@@ -685,7 +688,9 @@ class ConversationPlanner(_Teacher):
             return action
         if mask.size > MAX_INFORMED_CANDIDATES:
             raise ValueError(f"the planner compares every subset of at most {MAX_INFORMED_CANDIDATES} candidates")
-        view = ConversationView.from_features(e._goodai[:t + 1], horizon=conv.horizon,
+        if self._features is None or self._features[0] is not conv:  # what the observations carry, message by message
+            self._features = (conv, conv.goodai_features())
+        view = ConversationView.from_features(self._features[1][:t + 1], horizon=conv.horizon,
                                               n_prospective=world.n_prospective, called=calls)
         draws = self._draws(view)
         if draws is None:
@@ -743,12 +748,6 @@ class ConversationPlanner(_Teacher):
         """Play ``conv`` (the planner's own draws seeded by ``seed``); its schedule and score."""
         if not hasattr(self, "sampler_"):
             self.fit()
-        env = ConversationPMEnv(budget=self.budget, per_step_cap=self.per_step_cap,
-                                false_fire_penalty=self.false_fire_penalty,
-                                world=self.sampler_.world_)
-        env.reset(options={"conversation": conv})
-        schedule = []
-        for t in range(conv.horizon):
-            _, _, _, _, info = env.step(self.act(env))
-            schedule += [(t, int(r)) for r in np.flatnonzero(info["queried"])]
-        return self._result(conv, schedule)
+        return self._played(conv, ConversationPMEnv(budget=self.budget, per_step_cap=self.per_step_cap,
+                                                    false_fire_penalty=self.false_fire_penalty,
+                                                    world=self.sampler_.world_))
