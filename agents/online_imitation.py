@@ -48,6 +48,32 @@ def online_demonstrations(seeds, budget, *, samples=DEFAULT_SAMPLES, seed=0, par
     return log.demonstrations(), planner
 
 
+def conversation_demonstrations(seeds, budget, *, samples=None, world=None, **env_kw) -> Demonstrations:
+    """States and labels of ConversationPM's online planner
+    (:class:`~membudget.teachers.conversation_online.ConversationPlanner`) on its own rollouts of the conversations
+    ``seeds`` at ``budget`` (a level or an int) in ``world`` (None: ConversationPM-v1's), the planner seeded by
+    each conversation's number (so its play is the conversation-ceiling study's); ``samples``: its ``K`` (None:
+    its default)."""
+    from membudget.envs.conversation import ConversationPMEnv
+    from membudget.teachers.conversation_online import DEFAULT_SAMPLES as CONVERSATION_SAMPLES, ConversationPlanner
+
+    env = ConversationPMEnv(budget=budget, world=world, **{"per_step_cap": 2, **env_kw})
+    e = env.unwrapped
+    log = StateLog()
+    for s in seeds:
+        planner = ConversationPlanner(budget=e.budget, per_step_cap=e.per_step_cap,
+                                      false_fire_penalty=e.false_fire_penalty, world=e.world,
+                                      n_samples=CONVERSATION_SAMPLES if samples is None else samples,
+                                      seed=int(s)).fit()
+        obs, _ = env.reset(seed=int(s))
+        done = False
+        while not done:
+            a = planner.act(env)
+            log.add(obs, a.astype(np.float32))
+            obs, _, done, _, _ = env.step(a)
+    return log.demonstrations()
+
+
 def fit_online_bc(train_seeds, budget, *, samples=DEFAULT_SAMPLES, particles=None, epochs=60, hidden=(64, 64),
                   context=True, seed=0, demos=None):
     """Behaviour cloning on the online planner's labels of ``train_seeds`` (or the given ``demos``);

@@ -18,11 +18,15 @@ The study:
   beside Static, Pacing and the Due gate (fitted on the development conversations 2000-2011 of that world, as
   ``python -m membudget.evaluate conversation`` fits them), the informed optimum's expected score and the hindsight
   optimum's; paired 95% percentile-bootstrap intervals over the conversations;
-- reports the planner's CPU seconds per conversation.
+- reports the planner's CPU seconds per conversation;
+- fits students of the planner and of the hindsight optimum (the conversation study's BC, one class and fit, on
+  the same conversations 2000..2000+n-1, each teacher labelling its own rollouts) at v1 B20 / B60 and compares them
+  on conversations 5000-5299 (the imitation gap, measured).
 
 Planner seed = the conversation's number. Every (setting, block of 10 conversations) is one task of the execution
 backend, checkpointed under ``--checkpoint-dir`` (default ``runs/online-ceiling/cache``).
-``--quick``: two conversations per set, K = 1 and 2, one setting per world (a check that the study runs).
+``--quick``: two conversations per set, K = 1 and 2, one setting per world, one student fit per teacher on two
+conversations (a check that the study runs).
 
 ``python -m membudget.evaluate conversation-ceiling [--quick] [--out docs/conversation_ceiling.md]``
 """
@@ -35,12 +39,17 @@ import time
 
 import numpy as np
 
+from membudget.agents.imitation import defaults, dp_demonstrations, fit_net
+from membudget.agents.online_imitation import conversation_demonstrations
+from membudget.agents.per_resource import StudentPolicy
+from membudget.agents.tasks import CONVERSATION
 from membudget.envs.conversation import (DEV_SEEDS, WORLD_V0, ConversationConfig, budget_levels,
                                          generate_conversation)
 from membudget.envs.conversation.rollout import rollout
 from membudget.studies.conversation import CALIBRATED, fit_gates_only, policy
 from membudget.studies.online_ceiling import page_study_main, paired_ci
 from membudget.teachers.conversation import ConversationOptimum, InformedOptimum, build_conversation_dataset
+from membudget.teachers import conversation_online
 from membudget.teachers.conversation_online import ConversationPlanner
 
 WORLDS = {"v1": (ConversationConfig(), 0.0), "v0": (WORLD_V0, 1.0)}
@@ -60,11 +69,18 @@ class CeilingConfig:
     settings: tuple = (("v1", "B20"), ("v1", "B40"), ("v1", "B60"), ("v1", "B80"), ("v0", "B20"), ("v0", "B40"))
     large_block: tuple = (5000, 5300)
     large: tuple = (("v1", "B20"), ("v1", "B60"), ("v0", "B20"))
+    students: tuple = (("B20", 12), ("B60", 12), ("B20", 200), ("B60", 200))
+    """``(budget, n)`` on ConversationPM-v1: students of the planner and of the hindsight optimum fitted on the
+    teachers' own rollouts of conversations 2000..2000+n-1 (12: the development conversations), evaluated on
+    :attr:`large_block`."""
+    learner_seeds: tuple = (0, 1, 2)
 
 
 FULL = CeilingConfig()
 QUICK = CeilingConfig(validation=(3000, 3002), curve=(1, 2), analysis=(4000, 4002), settings=(("v1", "B60"),
-                      ("v0", "B20")), large_block=(5000, 5002), large=(("v1", "B60"),))
+                      ("v0", "B20")), large_block=(5000, 5002), large=(("v1", "B60"),), students=(("B60", 2),),
+                      learner_seeds=(0,))
+TEACHERS = ("planner", "hindsight optimum")
 
 
 def planner_task(item) -> dict:
@@ -107,6 +123,31 @@ def reference_task(gates, item) -> dict:
     return {"score": m["score"].tolist(), "queries": m["queries"].tolist()}
 
 
+def demonstrations_task(item):
+    """``(teacher, budget level, n)`` -> that teacher's :class:`~membudget.agents.imitation.Demonstrations` on its
+    own rollouts of ConversationPM-v1 conversations 2000..2000+n-1 (the planner at its default K)."""
+    teacher, level, n = item
+    seeds = range(2000, 2000 + n)
+    if teacher == "planner":
+        return conversation_demonstrations(seeds, level)
+    return dp_demonstrations(seeds, level, task=CONVERSATION)
+
+
+def student_task(item) -> dict:
+    """``(demonstrations, budget level, learner seed, first, last)`` -> the student's score and queries per
+    conversation of ``first..last-1``: the conversation study's BC (a :class:`PerResourceNet` with
+    :data:`~membudget.agents.configs.CONVERSATION_DEFAULTS`) fitted to the demonstrations, one torch thread."""
+    import torch
+
+    demos, level, seed, lo, hi = item
+    torch.set_num_threads(1)
+    settings = defaults(CONVERSATION)
+    net = fit_net(demos, seed=seed, hidden=settings.hidden, context=settings.context, epochs=settings.epochs,
+                  lr=settings.lr, batch=settings.batch, standardize=settings.standardize)
+    m = CONVERSATION.rollout(StudentPolicy(net), range(lo, hi), budget=level, action_mode="scores")
+    return {"score": m["score"].tolist(), "queries": m["queries"].tolist()}
+
+
 def _blocks(lo, hi):
     return [(a, min(a + BLOCK, hi)) for a in range(lo, hi, BLOCK)]
 
@@ -142,7 +183,7 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         n = len(_blocks(*span))
         return {row: _joined(parts[i * n:(i + 1) * n]) for i, row in enumerate(rows)}
 
-    out = {"curve": {}, "settings": {}, "large": {}}
+    out = {"curve": {}, "settings": {}, "large": {}, "students": {}}
     progress(f"the planner's curve in K on conversations {cfg.validation[0]}-{cfg.validation[1] - 1}")
     for k in cfg.curve:
         out["curve"][k] = planner(*cfg.choose, k, cfg.validation)
@@ -153,6 +194,19 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         for name, level in key:
             progress(f"ConversationPM-{name} {level} on conversations {span[0]}-{span[1] - 1}")
             store[(name, level)] = {"Planner": planner(name, level, chosen, span), **references(name, level, span)}
+    if chosen != conversation_online.DEFAULT_SAMPLES:
+        progress(f"the students' planner runs at its default K = {conversation_online.DEFAULT_SAMPLES}, not the "
+                 f"chosen {chosen}: update DEFAULT_SAMPLES")
+    for level, n in cfg.students:
+        progress(f"students of the planner and of the hindsight optimum at v1 {level} ({n} conversations)")
+        demos = run(demonstrations_task, [(teacher, level, n) for teacher in TEACHERS])
+        lo, hi = cfg.large_block
+        fitted = run(student_task, [(d, level, seed, lo, hi) for d in demos for seed in cfg.learner_seeds])
+        k = len(cfg.learner_seeds)
+        out["students"][(level, n)] = {
+            teacher: {"states": len(d), "seeds": [{x: np.asarray(f[x], dtype=float) for x in f}
+                                                  for f in fitted[i * k:(i + 1) * k]]}
+            for i, (teacher, d) in enumerate(zip(TEACHERS, demos))}
     return out
 
 
@@ -221,6 +275,28 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
               f"{lb[1] - lb[0]} conversations of the frozen worlds (the conversation study's `--gates-only` page "
               "of v1 on this block: docs/conversation_5000.md), the same policies and intervals.", ""]
     lines += _bracket_table(res["large"], cfg)
+    lines += ["", f"## Students of the planner and of the hindsight optimum (ConversationPM-v1, conversations "
+              f"{lb[0]}-{lb[1] - 1})", "",
+              "One class and fit (the conversation study's BC: `PerResourceNet`, `CONVERSATION_DEFAULTS`, "
+              "uncalibrated) on the same n conversations 2000..2000+n-1, labelled by the planner at K = "
+              f"{conversation_online.DEFAULT_SAMPLES} or by the hindsight optimum on each teacher's own rollouts. "
+              f"Learner seeds {', '.join(map(str, cfg.learner_seeds))}; a student's score per conversation is the "
+              "mean over the seeds, paired over the conversations. The gates and the planner are the bracket's "
+              "rows on the same conversations.", "",
+              "| budget | n | states (planner's / DP's) | student of the planner | student of the DP | planner's - DP's | "
+              "planner's - best gate | planner - planner's student | per seed (planner's / DP's) |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for (level, n), r in res["students"].items():
+        mean = {t: np.mean([s["score"] for s in r[t]["seeds"]], axis=0) for t in TEACHERS}
+        ref = res["large"].get(("v1", level))
+        best = "" if ref is None else (lambda g: f"{paired_ci(mean['planner'] - ref[g]['score'])[0]} ({g})")(
+            max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"]))))
+        gap = "" if ref is None else paired_ci(ref["Planner"]["score"] - mean["planner"])[0]
+        seeds = "; ".join(f"{np.mean(a['score']):.4f} / {np.mean(b['score']):.4f}"
+                          for a, b in zip(r["planner"]["seeds"], r["hindsight optimum"]["seeds"]))
+        lines.append(f"| {level} | {n} | {r['planner']['states']} / {r['hindsight optimum']['states']} | "
+                     f"{mean['planner'].mean():.4f} | {mean['hindsight optimum'].mean():.4f} | "
+                     f"{paired_ci(mean['planner'] - mean['hindsight optimum'])[0]} | {best} | {gap} | {seeds} |")
     lines += ["", "## Reading", ""] + _reading(res)
     return "\n".join(lines) + "\n"
 
@@ -232,6 +308,12 @@ def _reading(res) -> list:
         out.append(f"- The online optimum of ConversationPM-{name} at {level} (conversations 5000-5299): between the "
                    f"planner's {p.mean():.4f} and the informed optimum's {io.mean():.4f}, a bracket "
                    f"{io.mean() - p.mean():.4f} wide ({paired_ci(io - p)[0]}).")
+    for (level, n), r in res["students"].items():
+        mean = {t: np.mean([s["score"] for s in r[t]["seeds"]], axis=0) for t in TEACHERS}
+        text, lo, hi = paired_ci(mean["planner"] - mean["hindsight optimum"])
+        verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
+        out.append(f"- Students at v1 {level} from {n} conversations: the planner's minus the hindsight optimum's "
+                   f"{text} ({verdict}).")
     cpu = np.concatenate([r["Planner"]["cpu"] for rows in (res["settings"], res["large"]) for r in rows.values()])
     out.append(f"- The planner at K = {res['chosen']}: a median {np.median(cpu):.2f} CPU s per conversation over "
                f"every setting's conversations, so its labels of 1,000 conversations take "

@@ -354,8 +354,8 @@ def test_bad_input_is_refused():
 @pytest.mark.slow
 def test_the_study_runs_and_its_page_states_the_bracket(tmp_path):
     """``python -m membudget.evaluate conversation-ceiling --quick``: the page names the chosen K among the curve's,
-    a row per setting, and every planner score between 0 and 1; a second run loads every task from the
-    checkpoints and writes the same page."""
+    a row per setting and per students' run (each teacher labelling every message of its n conversations), every
+    planner score between 0 and 1; a second run loads every task from the checkpoints and writes the same page."""
     from membudget.evaluate import main
     from membudget.studies import conversation_ceiling as cc
 
@@ -367,6 +367,10 @@ def test_the_study_runs_and_its_page_states_the_bracket(tmp_path):
     for name, level in cc.QUICK.settings:
         assert f"| {name} | {level} |" in text
         assert 0.0 <= res["settings"][(name, level)]["Planner"]["score"].mean() <= 1.0
+    for level, n in cc.QUICK.students:
+        assert f"| {level} | {n} |" in text
+        fitted = res["students"][(level, n)]
+        assert fitted["planner"]["states"] == fitted["hindsight optimum"]["states"] == n * 66
     main(args + [str(tmp_path / "b.md")])
     assert (tmp_path / "b.md").read_text() == text
 
@@ -397,3 +401,17 @@ def test_the_online_teacher_wrapper_labels_a_conversation_with_the_planner():
         direct_env.step(a)
     assert done and np.array(labels).max() == 1.0
     check_env(OnlineTeacher(ConversationPMEnv(budget="B20"), samples=1, oracle_feature=True), skip_render_check=True)
+
+
+def test_conversation_demonstrations_are_the_planners_play():
+    """``conversation_demonstrations``: one state per message, each labelled with the planner's action (the planner
+    seeded by the conversation, as the study plays it), only candidates labelled."""
+    from membudget.agents.online_imitation import conversation_demonstrations
+
+    demos = conversation_demonstrations([4005], "B20", samples=2)
+    res, bud, mask, y = demos.arrays()
+    conv = generate_conversation(4005)
+    assert len(demos) == conv.horizon and np.all(y <= mask)
+    env = ConversationPMEnv(budget="B20")
+    planned = _play(ConversationPlanner(budget=env.budget, n_samples=2, seed=4005).fit(), conv, None, env.budget, 0.0)
+    np.testing.assert_array_equal(y, planned)
