@@ -20,13 +20,14 @@ The study:
   optimum's; paired 95% percentile-bootstrap intervals over the conversations;
 - reports the planner's CPU seconds per conversation;
 - fits students of the planner and of the hindsight optimum (the conversation study's BC, one class and fit, on
-  the same conversations 2000..2000+n-1, each teacher labelling its own rollouts) at v1 B20 / B60 and compares them
-  on conversations 5000-5299 (the imitation gap, measured).
+  the same conversations 2000..2000+n-1, each teacher labelling its own rollouts) at v1 B20 / B60 and v0 B20 and
+  compares them on conversations 5000-5299 (the imitation gap, measured);
+- runs the conversation study's PPO from the planner's students at v1 B60 and B20 (distil, then RL).
 
 Planner seed = the conversation's number. Every (setting, block of 10 conversations) is one task of the execution
 backend, checkpointed under ``--checkpoint-dir`` (default ``runs/online-ceiling/cache``).
 ``--quick``: two conversations per set, K = 1 and 2, one setting per world, one student fit per teacher on two
-conversations (a check that the study runs).
+conversations, a short PPO run from the planner's (a check that the study runs).
 
 ``python -m membudget.evaluate conversation-ceiling [--quick] [--out docs/conversation_ceiling.md]``
 """
@@ -46,7 +47,8 @@ from membudget.agents.tasks import CONVERSATION
 from membudget.envs.conversation import (DEV_SEEDS, WORLD_V0, ConversationConfig, budget_levels,
                                          generate_conversation)
 from membudget.envs.conversation.rollout import rollout
-from membudget.studies.conversation import CALIBRATED, fit_gates_only, policy
+from membudget.agents.ppo import train_ppo
+from membudget.studies.conversation import (CALIBRATED, PPO_SETTINGS, QUICK_PPO_STEPS, fit_gates_only, policy)
 from membudget.studies.online_ceiling import page_study_main, paired_ci
 from membudget.teachers.conversation import ConversationOptimum, InformedOptimum, build_conversation_dataset
 from membudget.teachers import conversation_online
@@ -69,17 +71,24 @@ class CeilingConfig:
     settings: tuple = (("v1", "B20"), ("v1", "B40"), ("v1", "B60"), ("v1", "B80"), ("v0", "B20"), ("v0", "B40"))
     large_block: tuple = (5000, 5300)
     large: tuple = (("v1", "B20"), ("v1", "B60"), ("v0", "B20"))
-    students: tuple = (("B20", 12), ("B60", 12), ("B20", 200), ("B60", 200))
-    """``(budget, n)`` on ConversationPM-v1: students of the planner and of the hindsight optimum fitted on the
-    teachers' own rollouts of conversations 2000..2000+n-1 (12: the development conversations), evaluated on
+    students: tuple = (("v1", "B20", 12), ("v1", "B60", 12), ("v1", "B20", 200), ("v1", "B60", 200),
+                       ("v0", "B20", 200))
+    """``(world, budget, n)``: students of the planner and of the hindsight optimum fitted on the teachers' own
+    rollouts of conversations 2000..2000+n-1 (12: the development conversations), evaluated on
     :attr:`large_block`."""
     learner_seeds: tuple = (0, 1, 2)
+    finetune: tuple = (("B60", 200), ("B20", 200))
+    """``(budget, n)`` of :attr:`students` on v1 whose planner's students PPO starts from (the conversation study's
+    PPO settings, ``PPO_SETTINGS``; PPO seed = the learner seed; the validation conversations 3000-3009 pick the
+    kept actor)."""
+    ppo_steps: int = PPO_SETTINGS.total_timesteps
 
 
 FULL = CeilingConfig()
 QUICK = CeilingConfig(validation=(3000, 3002), curve=(1, 2), analysis=(4000, 4002), settings=(("v1", "B60"),
-                      ("v0", "B20")), large_block=(5000, 5002), large=(("v1", "B60"),), students=(("B60", 2),),
-                      learner_seeds=(0,))
+                      ("v0", "B20")), large_block=(5000, 5002), large=(("v1", "B60"),),
+                      students=(("v1", "B60", 2),), learner_seeds=(0,), finetune=(("B60", 2),),
+                      ppo_steps=QUICK_PPO_STEPS)
 TEACHERS = ("planner", "hindsight optimum")
 
 
@@ -124,28 +133,53 @@ def reference_task(gates, item) -> dict:
 
 
 def demonstrations_task(item):
-    """``(teacher, budget level, n)`` -> that teacher's :class:`~membudget.agents.imitation.Demonstrations` on its
-    own rollouts of ConversationPM-v1 conversations 2000..2000+n-1 (the planner at its default K)."""
-    teacher, level, n = item
+    """``(teacher, world name, budget level, n)`` -> that teacher's :class:`~membudget.agents.imitation.
+    Demonstrations` on its own rollouts of conversations 2000..2000+n-1 of that world (the planner at its default
+    K)."""
+    teacher, name, level, n = item
+    world, penalty = WORLDS[name]
     seeds = range(2000, 2000 + n)
     if teacher == "planner":
-        return conversation_demonstrations(seeds, level)
-    return dp_demonstrations(seeds, level, task=CONVERSATION)
+        return conversation_demonstrations(seeds, level, world=world, false_fire_penalty=penalty)
+    return dp_demonstrations(seeds, level, task=CONVERSATION, world=world, false_fire_penalty=penalty)
+
+
+def _student_net(demos, seed):
+    """The conversation study's BC (a :class:`PerResourceNet` with :data:`~membudget.agents.configs.
+    CONVERSATION_DEFAULTS`, uncalibrated) fitted to ``demos``, one torch thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    settings = defaults(CONVERSATION)
+    return fit_net(demos, seed=seed, hidden=settings.hidden, context=settings.context, epochs=settings.epochs,
+                   lr=settings.lr, batch=settings.batch, standardize=settings.standardize)
+
+
+def _scores(policy, name, level, lo, hi) -> dict:
+    world, penalty = WORLDS[name]
+    m = CONVERSATION.rollout(policy, range(lo, hi), budget=level, action_mode="scores", world=world,
+                             false_fire_penalty=penalty)
+    return {"score": m["score"].tolist(), "queries": m["queries"].tolist()}
 
 
 def student_task(item) -> dict:
-    """``(demonstrations, budget level, learner seed, first, last)`` -> the student's score and queries per
-    conversation of ``first..last-1``: the conversation study's BC (a :class:`PerResourceNet` with
-    :data:`~membudget.agents.configs.CONVERSATION_DEFAULTS`) fitted to the demonstrations, one torch thread."""
-    import torch
+    """``(demonstrations, world name, budget level, learner seed, first, last)`` -> the student's score and queries
+    per conversation of ``first..last-1`` (:func:`_student_net`)."""
+    demos, name, level, seed, lo, hi = item
+    return _scores(StudentPolicy(_student_net(demos, seed)), name, level, lo, hi)
 
-    demos, level, seed, lo, hi = item
-    torch.set_num_threads(1)
-    settings = defaults(CONVERSATION)
-    net = fit_net(demos, seed=seed, hidden=settings.hidden, context=settings.context, epochs=settings.epochs,
-                  lr=settings.lr, batch=settings.batch, standardize=settings.standardize)
-    m = CONVERSATION.rollout(StudentPolicy(net), range(lo, hi), budget=level, action_mode="scores")
-    return {"score": m["score"].tolist(), "queries": m["queries"].tolist()}
+
+def finetune_task(item) -> dict:
+    """``(demonstrations, budget level, learner seed, PPO steps, first, last)`` -> PPO on ConversationPM-v1 (the
+    conversation study's settings for that many steps, PPO seed = the learner seed) started from the student of
+    :func:`_student_net`: its score and queries per conversation of ``first..last-1``, the env steps of the kept
+    actor and the validation curve."""
+    demos, level, seed, steps, lo, hi = item
+    settings = PPO_SETTINGS if steps == PPO_SETTINGS.total_timesteps else dataclasses.replace(
+        PPO_SETTINGS, total_timesteps=steps, n_envs=16, eval_every=0, keep_best=False)
+    policy, rows = train_ppo(level, settings, seed=seed, task=CONVERSATION, init=_student_net(demos, seed))
+    return {**_scores(policy, "v1", level, lo, hi), "kept": int(policy.config["selected_env_steps"]),
+            "curve": [(int(r["env_steps"]), float(r[f"val_{CONVERSATION.quality}"])) for r in rows]}
 
 
 def _blocks(lo, hi):
@@ -197,16 +231,20 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
     if chosen != conversation_online.DEFAULT_SAMPLES:
         progress(f"the students' planner runs at its default K = {conversation_online.DEFAULT_SAMPLES}, not the "
                  f"chosen {chosen}: update DEFAULT_SAMPLES")
-    for level, n in cfg.students:
-        progress(f"students of the planner and of the hindsight optimum at v1 {level} ({n} conversations)")
-        demos = run(demonstrations_task, [(teacher, level, n) for teacher in TEACHERS])
-        lo, hi = cfg.large_block
-        fitted = run(student_task, [(d, level, seed, lo, hi) for d in demos for seed in cfg.learner_seeds])
-        k = len(cfg.learner_seeds)
-        out["students"][(level, n)] = {
+    lo, hi = cfg.large_block
+    k = len(cfg.learner_seeds)
+    for name, level, n in cfg.students:
+        progress(f"students of the planner and of the hindsight optimum at {name} {level} ({n} conversations)")
+        demos = run(demonstrations_task, [(teacher, name, level, n) for teacher in TEACHERS])
+        fitted = run(student_task, [(d, name, level, seed, lo, hi) for d in demos for seed in cfg.learner_seeds])
+        out["students"][(name, level, n)] = {
             teacher: {"states": len(d), "seeds": [{x: np.asarray(f[x], dtype=float) for x in f}
                                                   for f in fitted[i * k:(i + 1) * k]]}
             for i, (teacher, d) in enumerate(zip(TEACHERS, demos))}
+        if name == "v1" and (level, n) in cfg.finetune:
+            progress(f"PPO from the planner's students at v1 {level} ({n} conversations)")
+            out.setdefault("finetune", {})[(level, n)] = run(finetune_task, [
+                (demos[0], level, seed, cfg.ppo_steps, lo, hi) for seed in cfg.learner_seeds])
     return out
 
 
@@ -275,30 +313,55 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
               f"{lb[1] - lb[0]} conversations of the frozen worlds (the conversation study's `--gates-only` page "
               "of v1 on this block: docs/conversation_5000.md), the same policies and intervals.", ""]
     lines += _bracket_table(res["large"], cfg)
-    lines += ["", f"## Students of the planner and of the hindsight optimum (ConversationPM-v1, conversations "
-              f"{lb[0]}-{lb[1] - 1})", "",
+    lines += ["", f"## Students of the planner and of the hindsight optimum (conversations {lb[0]}-{lb[1] - 1})", "",
               "One class and fit (the conversation study's BC: `PerResourceNet`, `CONVERSATION_DEFAULTS`, "
-              "uncalibrated) on the same n conversations 2000..2000+n-1, labelled by the planner at K = "
+              "uncalibrated) on the same n conversations 2000..2000+n-1 of the world, labelled by the planner at K = "
               f"{conversation_online.DEFAULT_SAMPLES} or by the hindsight optimum on each teacher's own rollouts. "
               f"Learner seeds {', '.join(map(str, cfg.learner_seeds))}; a student's score per conversation is the "
               "mean over the seeds, paired over the conversations. The gates and the planner are the bracket's "
-              "rows on the same conversations.", "",
-              "| budget | n | states (planner's / DP's) | student of the planner | student of the DP | planner's - DP's | "
-              "planner's - best gate | planner - planner's student | per seed (planner's / DP's) |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for (level, n), r in res["students"].items():
-        mean = {t: np.mean([s["score"] for s in r[t]["seeds"]], axis=0) for t in TEACHERS}
-        ref = res["large"].get(("v1", level))
+              "rows on the same conversations (blank where the bracket has no such row).", "",
+              "| world | budget | n | states (planner's / DP's) | student of the planner | student of the DP | "
+              "planner's - DP's | planner's - best gate | planner - planner's student | per seed (planner's / DP's) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, level, n), r in res["students"].items():
+        mean = _student_means(r)
+        ref = res["large"].get((name, level))
         best = "" if ref is None else (lambda g: f"{paired_ci(mean['planner'] - ref[g]['score'])[0]} ({g})")(
             max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"]))))
         gap = "" if ref is None else paired_ci(ref["Planner"]["score"] - mean["planner"])[0]
         seeds = "; ".join(f"{np.mean(a['score']):.4f} / {np.mean(b['score']):.4f}"
                           for a, b in zip(r["planner"]["seeds"], r["hindsight optimum"]["seeds"]))
-        lines.append(f"| {level} | {n} | {r['planner']['states']} / {r['hindsight optimum']['states']} | "
+        lines.append(f"| {name} | {level} | {n} | {r['planner']['states']} / {r['hindsight optimum']['states']} | "
                      f"{mean['planner'].mean():.4f} | {mean['hindsight optimum'].mean():.4f} | "
                      f"{paired_ci(mean['planner'] - mean['hindsight optimum'])[0]} | {best} | {gap} | {seeds} |")
+    if res.get("finetune"):
+        lines += ["", f"## PPO started from the planner's students (ConversationPM-v1, conversations "
+                  f"{lb[0]}-{lb[1] - 1})", "",
+                  f"The conversation study's PPO (`PPO_SETTINGS`, {cfg.ppo_steps:,} env steps) started from each "
+                  "planner's student of the table above (PPO seed = its learner seed); the validation conversations "
+                  "3000-3009 pick the kept actor (the start included). Scores per conversation averaged over the "
+                  "seeds, paired over the conversations.", "",
+                  "| budget | n | planner's student | PPO | PPO - student | PPO - planner | PPO - best gate | per seed | "
+                  "kept at env steps |", "|---|---|---|---|---|---|---|---|---|"]
+        for (level, n), runs in res["finetune"].items():
+            student = _student_means(res["students"][("v1", level, n)])["planner"]
+            ppo = np.mean([r["score"] for r in runs], axis=0)
+            ref = res["large"].get(("v1", level))
+            vs_ref = ("", "") if ref is None else (
+                paired_ci(ppo - ref["Planner"]["score"])[0],
+                (lambda g: f"{paired_ci(ppo - ref[g]['score'])[0]} ({g})")(
+                    max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"])))))
+            per_seed = "; ".join(f"{np.mean(r['score']):.4f}" for r in runs)
+            kept = ", ".join(f"{r['kept']:,}" for r in runs)
+            lines.append(f"| {level} | {n} | {student.mean():.4f} | {ppo.mean():.4f} | {paired_ci(ppo - student)[0]} | "
+                         f"{vs_ref[0]} | {vs_ref[1]} | {per_seed} | {kept} |")
     lines += ["", "## Reading", ""] + _reading(res)
     return "\n".join(lines) + "\n"
+
+
+def _student_means(r) -> dict:
+    """Per teacher, its students' score per conversation averaged over the learner seeds."""
+    return {t: np.mean([s["score"] for s in r[t]["seeds"]], axis=0) for t in TEACHERS}
 
 
 def _reading(res) -> list:
@@ -308,12 +371,23 @@ def _reading(res) -> list:
         out.append(f"- The online optimum of ConversationPM-{name} at {level} (conversations 5000-5299): between the "
                    f"planner's {p.mean():.4f} and the informed optimum's {io.mean():.4f}, a bracket "
                    f"{io.mean() - p.mean():.4f} wide ({paired_ci(io - p)[0]}).")
-    for (level, n), r in res["students"].items():
-        mean = {t: np.mean([s["score"] for s in r[t]["seeds"]], axis=0) for t in TEACHERS}
+    for (name, level, n), r in res["students"].items():
+        mean = _student_means(r)
         text, lo, hi = paired_ci(mean["planner"] - mean["hindsight optimum"])
         verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
-        out.append(f"- Students at v1 {level} from {n} conversations: the planner's minus the hindsight optimum's "
-                   f"{text} ({verdict}).")
+        out.append(f"- Students at {name} {level} from {n} conversations: the planner's minus the hindsight "
+                   f"optimum's {text} ({verdict}).")
+    for (level, n), runs in res.get("finetune", {}).items():
+        ref = res["large"].get(("v1", level))
+        if ref is None:
+            continue
+        ppo = np.mean([r["score"] for r in runs], axis=0)
+        best = max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"])))
+        text, lo, hi = paired_ci(ppo - ref[best]["score"])
+        verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
+        out.append(f"- PPO from the planner's students at v1 {level} ({n} conversations): {ppo.mean():.4f}, minus the "
+                   f"best gate ({best}) {text} ({verdict}); minus the planner "
+                   f"{paired_ci(ppo - ref['Planner']['score'])[0]}.")
     cpu = np.concatenate([r["Planner"]["cpu"] for rows in (res["settings"], res["large"]) for r in rows.values()])
     out.append(f"- The planner at K = {res['chosen']}: a median {np.median(cpu):.2f} CPU s per conversation over "
                f"every setting's conversations, so its labels of 1,000 conversations take "

@@ -367,10 +367,13 @@ def test_the_study_runs_and_its_page_states_the_bracket(tmp_path):
     for name, level in cc.QUICK.settings:
         assert f"| {name} | {level} |" in text
         assert 0.0 <= res["settings"][(name, level)]["Planner"]["score"].mean() <= 1.0
-    for level, n in cc.QUICK.students:
-        assert f"| {level} | {n} |" in text
-        fitted = res["students"][(level, n)]
+    for name, level, n in cc.QUICK.students:
+        assert f"| {name} | {level} | {n} |" in text
+        fitted = res["students"][(name, level, n)]
         assert fitted["planner"]["states"] == fitted["hindsight optimum"]["states"] == n * 66
+    for level, n in cc.QUICK.finetune:
+        assert len(res["finetune"][(level, n)]) == len(cc.QUICK.learner_seeds)
+        assert "## PPO started from the planner's students" in text
     main(args + [str(tmp_path / "b.md")])
     assert (tmp_path / "b.md").read_text() == text
 
