@@ -132,6 +132,21 @@ def reference_task(gates, item) -> dict:
     return {"score": m["score"].tolist(), "queries": m["queries"].tolist()}
 
 
+def dp_seconds_task(item) -> list:
+    """``(world name, budget level, first, last)`` -> the hindsight optimum's CPU seconds per conversation (its solve
+    and the replay of its schedule), to put the planner's time beside."""
+    name, level, lo, hi = item
+    world, penalty = WORLDS[name]
+    teacher = ConversationOptimum(budget=budget_levels(world)[level], false_fire_penalty=penalty)
+    out = []
+    for seed in range(lo, hi):
+        conv = generate_conversation(seed, world)
+        start = time.process_time()
+        teacher.solve(conv)
+        out.append(time.process_time() - start)
+    return out
+
+
 def demonstrations_task(item):
     """``(teacher, world name, budget level, n)`` -> that teacher's :class:`~membudget.agents.imitation.
     Demonstrations` on its own rollouts of conversations 2000..2000+n-1 of that world (the planner at its default
@@ -217,7 +232,7 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         n = len(_blocks(*span))
         return {row: _joined(parts[i * n:(i + 1) * n]) for i, row in enumerate(rows)}
 
-    out = {"curve": {}, "settings": {}, "large": {}, "students": {}}
+    out = {"curve": {}, "settings": {}, "large": {}, "students": {}, "large_block": cfg.large_block}
     progress(f"the planner's curve in K on conversations {cfg.validation[0]}-{cfg.validation[1] - 1}")
     for k in cfg.curve:
         out["curve"][k] = planner(*cfg.choose, k, cfg.validation)
@@ -228,6 +243,8 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
         for name, level in key:
             progress(f"ConversationPM-{name} {level} on conversations {span[0]}-{span[1] - 1}")
             store[(name, level)] = {"Planner": planner(name, level, chosen, span), **references(name, level, span)}
+    out["dp_cpu"] = np.concatenate(run(dp_seconds_task, [(name, level, a, b) for name, level in cfg.large
+                                                          for a, b in _blocks(*cfg.large_block)]))
     if chosen != conversation_online.DEFAULT_SAMPLES:
         progress(f"the students' planner runs at its default K = {conversation_online.DEFAULT_SAMPLES}, not the "
                  f"chosen {chosen}: update DEFAULT_SAMPLES")
@@ -389,9 +406,12 @@ def _reading(res) -> list:
                    f"best gate ({best}) {text} ({verdict}); minus the planner "
                    f"{paired_ci(ppo - ref['Planner']['score'])[0]}.")
     cpu = np.concatenate([r["Planner"]["cpu"] for rows in (res["settings"], res["large"]) for r in rows.values()])
+    dp = float(np.median(res["dp_cpu"]))
     out.append(f"- The planner at K = {res['chosen']}: a median {np.median(cpu):.2f} CPU s per conversation over "
                f"every setting's conversations, so its labels of 1,000 conversations take "
-               f"{1000 * np.median(cpu) / 2 / 60:.1f} min on 2 cores.")
+               f"{1000 * np.median(cpu) / 2 / 60:.1f} min on 2 cores; {np.median(cpu) / dp:.0f} times the hindsight "
+               f"optimum's {1000 * dp:.1f} ms (its solve and replay, median over the conversations "
+               f"{'-'.join(map(str, (res['large_block'][0], res['large_block'][1] - 1)))} of the large settings).")
     for block, rows in (("analysis", res["settings"]), ("large", res["large"])):
         for (name, level), r in rows.items():
             p = r["Planner"]["score"]
