@@ -266,8 +266,8 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
 
 
 def _bracket_table(rows: dict, cfg) -> list:
-    lines = ["| world | budget | Static | Pacing | Due gate | planner | planner - best gate | planner queries | informed "
-             "optimum (expected) | informed - planner | hindsight optimum | planner CPU s per conversation (median) |",
+    lines = ["| world | budget | Static | Pacing | Due gate | planner | planner - best gate | planner queries | "
+             "informed optimum (expected) | informed - planner | hindsight optimum | planner CPU s per conversation (median) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, level), r in rows.items():
         mean = {row: float(np.mean(v["score"])) for row, v in r.items()}
@@ -358,8 +358,8 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                   "planner's student of the table above (PPO seed = its learner seed); the validation conversations "
                   "3000-3009 pick the kept actor (the start included). Scores per conversation averaged over the "
                   "seeds, paired over the conversations.", "",
-                  "| budget | n | planner's student | PPO | PPO - student | PPO - planner | PPO - best gate | per seed | "
-                  "kept at env steps |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| budget | n | planner's student | PPO | PPO - student | PPO - planner | PPO - best gate | "
+                  "per seed | kept at env steps |", "|---|---|---|---|---|---|---|---|---|"]
         for (level, n), runs in res["finetune"].items():
             student = _student_means(res["students"][("v1", level, n)])["planner"]
             ppo = np.mean([r["score"] for r in runs], axis=0)

@@ -92,12 +92,16 @@ class ConversationView:
         g = np.asarray(goodai, dtype=np.float64)
         if g.ndim != 3 or g.shape[2] != 7 or g.shape[0] < 1:
             raise ValueError(f"goodai features must be (t + 1, R, 7), got shape {g.shape}")
+        if not np.isfinite(g).all() or g.min() < 0 or g.max() > 1:
+            raise ValueError("goodai features must be finite and within [0, 1]")
         t1, R = g.shape[:2]
+        check_int("horizon", horizon, t1)
+        check_int("n_prospective", n_prospective, 0, R)
         t = t1 - 1
         live = g[:, :, 0] > 0.5
         started, ended = live.any(axis=0), np.zeros(R, dtype=bool)
-        stored, lf, lu, ordinal = (np.full(R, -1, dtype=np.int64) for _ in range(4))
-        ordinal[:] = 0
+        stored, lf, lu = (np.full(R, -1, dtype=np.int64) for _ in range(3))
+        ordinal = np.zeros(R, dtype=np.int64)
         for j in np.flatnonzero(started).tolist():
             steps = np.flatnonzero(live[:, j])
             lf[j] = steps[0]
@@ -568,6 +572,8 @@ class ConversationPosterior:
         if not isinstance(view, ConversationView):
             raise TypeError(f"view must be a ConversationView, got {type(view).__name__}")
         R = self.world_.n_prospective + self.world_.n_trigger
+        if view.tok.shape != (view.t + 1, view.tok.shape[1]) or view.called.shape != (view.t, view.tok.shape[1]):
+            raise ValueError(f"the view's features must be (t + 1, R) and its calls (t, R) at message {view.t}")
         if view.tok.shape[1] != R or not 0 <= view.t < self.world_.horizon:
             raise ValueError(f"the view has {view.tok.shape[1]} memories at message {view.t}; the world has {R} "
                              f"memories and {self.world_.horizon} messages")
@@ -611,9 +617,9 @@ class ConversationPlanner(_Teacher):
     Attributes (after :meth:`fit`): ``sampler_``; after each decision ``last_`` (the step, the actions compared as
     bit sets of memories, their mean values, the particles' effective sample size and ``p_resolve``: per memory,
     the share of the ``K`` draws in which the current message truly fires it and it is a candidate — the posterior
-    probability that a call now verifies a true fire, estimated; None where there was nothing to decide); ``retries_`` (decisions
-    sampled again with 8x the particles because no draw agreed with the view) and ``fallbacks_`` (decisions where
-    none did then either: the planner proposes nothing, counted).
+    probability that a call now verifies a true fire, estimated; None where there was nothing to decide);
+    ``retries_`` (decisions sampled again with 8x the particles because no draw agreed with the view) and
+    ``fallbacks_`` (decisions where none did then either: the planner proposes nothing, counted).
     """
 
     def __init__(self, *, budget=None, per_step_cap=2, false_fire_penalty=FALSE_FIRE_PENALTY, world=None,
@@ -702,7 +708,7 @@ class ConversationPlanner(_Teacher):
                 masks.append(sum(1 << r for r in subset))
                 counts.append(k)
         masks, counts = np.array([0] + masks, dtype=np.int64), np.array([0] + counts, dtype=np.int64)
-        budget = int(conv.candidates()[t:].sum()) if left is None else left  # no budget: never binding
+        budget = (conv.horizon - t) * cap if left is None else left  # no budget: as many calls as the cap allows
         values, p_fire = self._values(view, draws, masks, counts, budget, world)
         best = int(np.flatnonzero(values >= values.max() - 1e-12)[0])  # ties: the fewest calls, first in order
         self.last_ = {"step": t, "masks": masks, "values": values, "ess": draws.ess, "p_resolve": p_fire}

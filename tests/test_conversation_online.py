@@ -349,6 +349,18 @@ def test_bad_input_is_refused():
         ConversationView.from_features(np.zeros((3, 6)), horizon=66, n_prospective=3)
     with pytest.raises(ValueError, match="called"):
         view_at(conv, 3, called=np.zeros((2, 6), dtype=bool))
+    bad = conv.goodai_features()[:4].copy()
+    bad[1, 0, 2] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        ConversationView.from_features(bad, horizon=66, n_prospective=3)
+    with pytest.raises(ValueError, match="horizon"):
+        ConversationView.from_features(conv.goodai_features()[:4], horizon=3, n_prospective=3)
+    with pytest.raises(ValueError, match="n_prospective"):
+        ConversationView.from_features(conv.goodai_features()[:4], horizon=66, n_prospective=7)
+    view = view_at(conv, 3)
+    view.called = np.zeros((1, 6), dtype=bool)
+    with pytest.raises(ValueError, match="calls"):
+        ConversationPosterior(n_particles=8).fit().weighted(view)
 
 
 @pytest.mark.slow
