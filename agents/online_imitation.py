@@ -48,29 +48,44 @@ def online_demonstrations(seeds, budget, *, samples=DEFAULT_SAMPLES, seed=0, par
     return log.demonstrations(), planner
 
 
-def conversation_demonstrations(seeds, budget, *, samples=None, world=None, **env_kw) -> Demonstrations:
-    """States and labels of ConversationPM's online planner
-    (:class:`~membudget.teachers.conversation_online.ConversationPlanner`) on its own rollouts of the conversations
-    ``seeds`` at ``budget`` (a level or an int) in ``world`` (None: ConversationPM-v1's), the planner seeded by
-    each conversation's number (so its play is the conversation-ceiling study's); ``samples``: its ``K`` (None:
-    its default)."""
+def conversation_demonstrations(seeds, budget, *, samples=None, world=None, policy=None, teacher="planner",
+                                **env_kw) -> Demonstrations:
+    """States of the conversations ``seeds`` at ``budget`` (a level or an int) in ``world`` (None:
+    ConversationPM-v1's), each labelled by ``teacher``: ``"planner"``, ConversationPM's online planner
+    (:class:`~membudget.teachers.conversation_online.ConversationPlanner`, seeded by each conversation's number, so
+    that its play is the conversation-ceiling study's; ``samples``: its ``K``, None for its default), or
+    ``"hindsight optimum"`` (:class:`~membudget.teachers.conversation.ConversationOptimum`'s optimal continuation).
+    The states are the teacher's own rollouts, or ``policy``'s (a policy-protocol student in ``action_mode="scores"``:
+    a DAgger round's states)."""
     from membudget.envs.conversation import ConversationPMEnv
+    from membudget.teachers.conversation import ConversationOptimum
     from membudget.teachers.conversation_online import DEFAULT_SAMPLES as CONVERSATION_SAMPLES, ConversationPlanner
 
-    env = ConversationPMEnv(budget=budget, world=world, **{"per_step_cap": 2, **env_kw})
+    if teacher not in ("planner", "hindsight optimum"):
+        raise ValueError(f"teacher must be 'planner' or 'hindsight optimum', got {teacher!r}")
+    env = ConversationPMEnv(budget=budget, world=world, action_mode="scores", **{"per_step_cap": 2, **env_kw})
     e = env.unwrapped
     log = StateLog()
     for s in seeds:
-        planner = ConversationPlanner(budget=e.budget, per_step_cap=e.per_step_cap,
-                                      false_fire_penalty=e.false_fire_penalty, world=e.world,
-                                      n_samples=CONVERSATION_SAMPLES if samples is None else samples,
-                                      seed=int(s)).fit()
+        if teacher == "planner":
+            labeller = ConversationPlanner(budget=e.budget, per_step_cap=e.per_step_cap,
+                                           false_fire_penalty=e.false_fire_penalty, world=e.world,
+                                           n_samples=CONVERSATION_SAMPLES if samples is None else samples,
+                                           seed=int(s)).fit()
+        else:
+            labeller = ConversationOptimum(budget=e.budget, per_step_cap=e.per_step_cap,
+                                           false_fire_penalty=e.false_fire_penalty)
         obs, _ = env.reset(seed=int(s))
-        done = False
+        done, state, start = False, None, True
         while not done:
-            a = planner.act(env)
-            log.add(obs, a.astype(np.float32))
-            obs, _, done, _, _ = env.step(a)
+            label = labeller.act(env).astype(np.float32)
+            log.add(obs, label)
+            if policy is None:
+                action = np.where(label > 0, 1.0, -1.0).astype(np.float32)
+            else:
+                action, state = policy.predict(obs, state=state, episode_start=np.array([start]))
+                start = False
+            obs, _, done, _, _ = env.step(action)
     return log.demonstrations()
 
 

@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from membudget.agents.imitation import defaults, dp_demonstrations, fit_net
+from membudget.agents.imitation import Demonstrations, defaults, dp_demonstrations, fit_net
 from membudget.agents.online_imitation import conversation_demonstrations
 from membudget.agents.per_resource import StudentPolicy
 from membudget.agents.tasks import CONVERSATION
@@ -82,13 +82,17 @@ class CeilingConfig:
     PPO settings, ``PPO_SETTINGS``; PPO seed = the learner seed; the validation conversations 3000-3009 pick the
     kept actor)."""
     ppo_steps: int = PPO_SETTINGS.total_timesteps
+    dagger: tuple = (("v1", "B20", 200),)
+    """``(world, budget, n)`` of :attr:`students` run one DAgger round further for both teachers: each student of
+    the table plays the same conversations, its teacher labels the states it reaches, and the same fit is run on
+    all the labels."""
 
 
 FULL = CeilingConfig()
 QUICK = CeilingConfig(validation=(3000, 3002), curve=(1, 2), analysis=(4000, 4002), settings=(("v1", "B60"),
                       ("v0", "B20")), large_block=(5000, 5002), large=(("v1", "B60"),),
                       students=(("v1", "B60", 2),), learner_seeds=(0,), finetune=(("B60", 2),),
-                      ppo_steps=QUICK_PPO_STEPS)
+                      ppo_steps=QUICK_PPO_STEPS, dagger=(("v1", "B60", 2),))
 TEACHERS = ("planner", "hindsight optimum")
 
 
@@ -184,6 +188,19 @@ def student_task(item) -> dict:
     return _scores(StudentPolicy(_student_net(demos, seed)), name, level, lo, hi)
 
 
+def dagger_task(item) -> dict:
+    """``(demonstrations, teacher, world name, budget level, learner seed, n, first, last)`` -> one DAgger round:
+    the student of :func:`_student_net` plays conversations 2000..2000+n-1, ``teacher`` labels the states it
+    reaches (:func:`~membudget.agents.online_imitation.conversation_demonstrations`), the same fit on all the
+    labels; its score and queries per conversation of ``first..last-1`` and the number of states."""
+    demos, teacher, name, level, seed, n, lo, hi = item
+    world, penalty = WORLDS[name]
+    visited = conversation_demonstrations(range(2000, 2000 + n), level, world=world, false_fire_penalty=penalty,
+                                          policy=StudentPolicy(_student_net(demos, seed)), teacher=teacher)
+    both = Demonstrations.concatenate([demos, visited])
+    return {**_scores(StudentPolicy(_student_net(both, seed)), name, level, lo, hi), "states": len(both)}
+
+
 def finetune_task(item) -> dict:
     """``(demonstrations, budget level, learner seed, PPO steps, first, last)`` -> PPO on ConversationPM-v1 (the
     conversation study's settings for that many steps, PPO seed = the learner seed) started from the student of
@@ -258,6 +275,12 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
             teacher: {"states": len(d), "seeds": [{x: np.asarray(f[x], dtype=float) for x in f}
                                                   for f in fitted[i * k:(i + 1) * k]]}
             for i, (teacher, d) in enumerate(zip(TEACHERS, demos))}
+        if (name, level, n) in cfg.dagger:
+            progress(f"one DAgger round for both teachers' students at {name} {level} ({n} conversations)")
+            rounds = run(dagger_task, [(d, teacher, name, level, seed, n, lo, hi) for teacher, d in zip(TEACHERS, demos)
+                                       for seed in cfg.learner_seeds])
+            out.setdefault("dagger", {})[(name, level, n)] = {
+                teacher: rounds[i * k:(i + 1) * k] for i, teacher in enumerate(TEACHERS)}
         if name == "v1" and (level, n) in cfg.finetune:
             progress(f"PPO from the planner's students at v1 {level} ({n} conversations)")
             out.setdefault("finetune", {})[(level, n)] = run(finetune_task, [
@@ -267,7 +290,8 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
 
 def _bracket_table(rows: dict, cfg) -> list:
     lines = ["| world | budget | Static | Pacing | Due gate | planner | planner - best gate | planner queries | "
-             "informed optimum (expected) | informed - planner | hindsight optimum | planner CPU s per conversation (median) |",
+             "informed optimum (expected) | informed - planner | hindsight optimum | "
+             "planner CPU s per conversation (median) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, level), r in rows.items():
         mean = {row: float(np.mean(v["score"])) for row, v in r.items()}
@@ -351,6 +375,22 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
         lines.append(f"| {name} | {level} | {n} | {r['planner']['states']} / {r['hindsight optimum']['states']} | "
                      f"{mean['planner'].mean():.4f} | {mean['hindsight optimum'].mean():.4f} | "
                      f"{paired_ci(mean['planner'] - mean['hindsight optimum'])[0]} | {best} | {gap} | {seeds} |")
+    if res.get("dagger"):
+        lines += ["", "One DAgger round further (each student of the table plays the same n conversations, its teacher "
+                  "labels the states it reaches, the same fit on all the labels):", "",
+                  "| world | budget | n | states after the round | DAgger student of the planner | of the DP | "
+                  "planner's - DP's | planner's - its BC student | planner's - best gate |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for (name, level, n), r in res["dagger"].items():
+            mean = {t: np.mean([x["score"] for x in r[t]], axis=0) for t in TEACHERS}
+            bc = _student_means(res["students"][(name, level, n)])["planner"]
+            ref = res["large"].get((name, level))
+            best = "" if ref is None else (lambda g: f"{paired_ci(mean['planner'] - ref[g]['score'])[0]} ({g})")(
+                max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"]))))
+            lines.append(f"| {name} | {level} | {n} | {r['planner'][0]['states']} | {mean['planner'].mean():.4f} | "
+                         f"{mean['hindsight optimum'].mean():.4f} | "
+                         f"{paired_ci(mean['planner'] - mean['hindsight optimum'])[0]} | "
+                         f"{paired_ci(mean['planner'] - bc)[0]} | {best} |")
     if res.get("finetune"):
         lines += ["", f"## PPO started from the planner's students (ConversationPM-v1, conversations "
                   f"{lb[0]}-{lb[1] - 1})", "",
@@ -394,6 +434,12 @@ def _reading(res) -> list:
         verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
         out.append(f"- Students at {name} {level} from {n} conversations: the planner's minus the hindsight "
                    f"optimum's {text} ({verdict}).")
+    for (name, level, n), r in res.get("dagger", {}).items():
+        mean = {t: np.mean([x["score"] for x in r[t]], axis=0) for t in TEACHERS}
+        text, lo, hi = paired_ci(mean["planner"] - mean["hindsight optimum"])
+        verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
+        out.append(f"- After one DAgger round at {name} {level} ({n} conversations): the planner's student minus the "
+                   f"hindsight optimum's {text} ({verdict}).")
     for (level, n), runs in res.get("finetune", {}).items():
         ref = res["large"].get(("v1", level))
         if ref is None:

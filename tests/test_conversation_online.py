@@ -383,6 +383,9 @@ def test_the_study_runs_and_its_page_states_the_bracket(tmp_path):
         assert f"| {name} | {level} | {n} |" in text
         fitted = res["students"][(name, level, n)]
         assert fitted["planner"]["states"] == fitted["hindsight optimum"]["states"] == n * 66
+    for name, level, n in cc.QUICK.dagger:
+        assert all(r["states"] == 2 * n * 66 for t in cc.TEACHERS for r in res["dagger"][(name, level, n)][t])
+        assert "One DAgger round further" in text
     for level, n in cc.QUICK.finetune:
         assert len(res["finetune"][(level, n)]) == len(cc.QUICK.learner_seeds)
         assert "## PPO started from the planner's students" in text
@@ -430,3 +433,25 @@ def test_conversation_demonstrations_are_the_planners_play():
     env = ConversationPMEnv(budget="B20")
     planned = _play(ConversationPlanner(budget=env.budget, n_samples=2, seed=4005).fit(), conv, None, env.budget, 0.0)
     np.testing.assert_array_equal(y, planned)
+
+
+def test_conversation_demonstrations_label_a_students_states():
+    """With a ``policy`` the states are the student's (it acts), each labelled by the teacher from there: the
+    hindsight optimum's optimal continuation at that state; an unknown teacher is refused."""
+    from membudget.agents.online_imitation import conversation_demonstrations
+    from membudget.baselines.pm import RandomFeasible
+    from membudget.teachers.conversation import ConversationOptimum
+
+    student = RandomFeasible(per_step_cap=2, seed=1)
+    demos = conversation_demonstrations([4006], "B20", policy=student, teacher="hindsight optimum")
+    _, _, _, y = demos.arrays()
+    env = ConversationPMEnv(budget="B20", action_mode="scores")
+    obs, _ = env.reset(seed=4006)
+    twin = RandomFeasible(per_step_cap=2, seed=1)
+    optimum = ConversationOptimum(budget=env.budget, per_step_cap=2)
+    for t in range(env.unwrapped.conversation.horizon):
+        np.testing.assert_array_equal(y[t], optimum.act(env))
+        action, _ = twin.predict(obs, episode_start=np.array([t == 0]))
+        obs, *_ = env.step(action)
+    with pytest.raises(ValueError, match="teacher"):
+        conversation_demonstrations([4006], "B20", teacher="oracle")
