@@ -295,7 +295,7 @@ def _bracket_table(rows: dict, cfg) -> list:
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, level), r in rows.items():
         mean = {row: float(np.mean(v["score"])) for row, v in r.items()}
-        best = max(GATE_ROWS, key=lambda g: mean[g])
+        best = _best_gate(r)
         p = r["Planner"]["score"]
         lines.append(f"| {name} | {level} | {mean['Static']:.4f} | {mean['Pacing']:.4f} | {mean['DueGate']:.4f} | "
                      f"{mean['Planner']:.4f} | {paired_ci(p - r[best]['score'])[0]} ({best}) | "
@@ -369,8 +369,7 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
     for (name, level, n), r in res["students"].items():
         mean = _student_means(r)
         ref = res["large"].get((name, level))
-        best = "" if ref is None else (lambda g: f"{paired_ci(mean['planner'] - ref[g]['score'])[0]} ({g})")(
-            max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"]))))
+        best = _vs_best_gate(mean["planner"], ref)
         gap = "" if ref is None else paired_ci(ref["Planner"]["score"] - mean["planner"])[0]
         seeds = "; ".join(f"{np.mean(a['score']):.4f} / {np.mean(b['score']):.4f}"
                           for a, b in zip(r["planner"]["seeds"], r["hindsight optimum"]["seeds"]))
@@ -384,11 +383,9 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                   "planner's - DP's | planner's - its BC student | planner's - best gate |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for (name, level, n), r in res["dagger"].items():
-            mean = {t: np.mean([x["score"] for x in r[t]], axis=0) for t in TEACHERS}
+            mean = {t: _seed_mean(r[t]) for t in TEACHERS}
             bc = _student_means(res["students"][(name, level, n)])["planner"]
-            ref = res["large"].get((name, level))
-            best = "" if ref is None else (lambda g: f"{paired_ci(mean['planner'] - ref[g]['score'])[0]} ({g})")(
-                max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"]))))
+            best = _vs_best_gate(mean["planner"], res["large"].get((name, level)))
             lines.append(f"| {name} | {level} | {n} | {r['planner'][0]['states']} | {mean['planner'].mean():.4f} | "
                          f"{mean['hindsight optimum'].mean():.4f} | "
                          f"{paired_ci(mean['planner'] - mean['hindsight optimum'])[0]} | "
@@ -404,12 +401,9 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                   "per seed | kept at env steps |", "|---|---|---|---|---|---|---|---|---|"]
         for (level, n), runs in res["finetune"].items():
             student = _student_means(res["students"][("v1", level, n)])["planner"]
-            ppo = np.mean([r["score"] for r in runs], axis=0)
+            ppo = _seed_mean(runs)
             ref = res["large"].get(("v1", level))
-            vs_ref = ("", "") if ref is None else (
-                paired_ci(ppo - ref["Planner"]["score"])[0],
-                (lambda g: f"{paired_ci(ppo - ref[g]['score'])[0]} ({g})")(
-                    max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"])))))
+            vs_ref = ("" if ref is None else paired_ci(ppo - ref["Planner"]["score"])[0], _vs_best_gate(ppo, ref))
             per_seed = "; ".join(f"{np.mean(r['score']):.4f}" for r in runs)
             kept = ", ".join(f"{r['kept']:,}" for r in runs)
             lines.append(f"| {level} | {n} | {student.mean():.4f} | {ppo.mean():.4f} | {paired_ci(ppo - student)[0]} | "
@@ -418,9 +412,31 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _seed_mean(runs) -> np.ndarray:
+    """The score per conversation averaged over runs (the learner seeds)."""
+    return np.mean([r["score"] for r in runs], axis=0)
+
+
 def _student_means(r) -> dict:
     """Per teacher, its students' score per conversation averaged over the learner seeds."""
-    return {t: np.mean([s["score"] for s in r[t]["seeds"]], axis=0) for t in TEACHERS}
+    return {t: _seed_mean(r[t]["seeds"]) for t in TEACHERS}
+
+
+def _best_gate(rows) -> str:
+    """The gate of :data:`GATE_ROWS` with the best mean score among ``rows`` (one setting's references)."""
+    return max(GATE_ROWS, key=lambda g: float(np.mean(rows[g]["score"])))
+
+
+def _vs_best_gate(x, rows) -> str:
+    """``x`` minus the best gate of ``rows``, paired, with the gate's name ("" without references)."""
+    if rows is None:
+        return ""
+    g = _best_gate(rows)
+    return f"{paired_ci(x - rows[g]['score'])[0]} ({g})"
+
+
+def _sign(lo, hi) -> str:
+    return "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
 
 
 def _reading(res) -> list:
@@ -433,25 +449,21 @@ def _reading(res) -> list:
     for (name, level, n), r in res["students"].items():
         mean = _student_means(r)
         text, lo, hi = paired_ci(mean["planner"] - mean["hindsight optimum"])
-        verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
         out.append(f"- Students at {name} {level} from {n} conversations: the planner's minus the hindsight "
-                   f"optimum's {text} ({verdict}).")
+                   f"optimum's {text} ({_sign(lo, hi)}).")
     for (name, level, n), r in res.get("dagger", {}).items():
-        mean = {t: np.mean([x["score"] for x in r[t]], axis=0) for t in TEACHERS}
-        text, lo, hi = paired_ci(mean["planner"] - mean["hindsight optimum"])
-        verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
+        text, lo, hi = paired_ci(_seed_mean(r["planner"]) - _seed_mean(r["hindsight optimum"]))
         out.append(f"- After one DAgger round at {name} {level} ({n} conversations): the planner's student minus the "
-                   f"hindsight optimum's {text} ({verdict}).")
+                   f"hindsight optimum's {text} ({_sign(lo, hi)}).")
     for (level, n), runs in res.get("finetune", {}).items():
         ref = res["large"].get(("v1", level))
         if ref is None:
             continue
-        ppo = np.mean([r["score"] for r in runs], axis=0)
-        best = max(GATE_ROWS, key=lambda g: float(np.mean(ref[g]["score"])))
+        ppo = _seed_mean(runs)
+        best = _best_gate(ref)
         text, lo, hi = paired_ci(ppo - ref[best]["score"])
-        verdict = "above" if lo > 0 else ("below" if hi < 0 else "the interval includes 0")
         out.append(f"- PPO from the planner's students at v1 {level} ({n} conversations): {ppo.mean():.4f}, minus the "
-                   f"best gate ({best}) {text} ({verdict}); minus the planner "
+                   f"best gate ({best}) {text} ({_sign(lo, hi)}); minus the planner "
                    f"{paired_ci(ppo - ref['Planner']['score'])[0]}.")
     cpu = np.concatenate([r["Planner"]["cpu"] for rows in (res["settings"], res["large"]) for r in rows.values()])
     dp = float(np.median(res["dp_cpu"]))
@@ -463,7 +475,7 @@ def _reading(res) -> list:
     for block, rows in (("analysis", res["settings"]), ("large", res["large"])):
         for (name, level), r in rows.items():
             p = r["Planner"]["score"]
-            best = max(GATE_ROWS, key=lambda g: float(np.mean(r[g]["score"])))
+            best = _best_gate(r)
             text, lo, _ = paired_ci(p - r[best]["score"])
             io = float(np.mean(r["InformedOptimum"]["score"]))
             share = (p.mean() - np.mean(r[best]["score"])) / max(io - np.mean(r[best]["score"]), 1e-12)
@@ -476,5 +488,6 @@ def _reading(res) -> list:
 
 def main(argv=None):
     return page_study_main(argv, study="conversation-ceiling", page="conversation_ceiling.md", doc=__doc__,
-                           quick_help="two conversations per set, K = 1 and 2, one setting per world",
+                           quick_help="two conversations per set, K = 1 and 2, one setting per world, one student "
+                                      "fit, DAgger round and short PPO run",
                            configs=(FULL, QUICK), measure=measure, render=render)

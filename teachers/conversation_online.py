@@ -49,7 +49,8 @@ import numpy as np
 
 from membudget.envs.conversation import ConversationConfig
 from membudget.envs.conversation.env import FALSE_FIRE_PENALTY, ConversationPMEnv
-from membudget.envs.conversation.world import ACTIVATION_FRACTIONS, ACTIVATIONS, _kernel_arguments, _probabilities
+from membudget.envs.conversation.world import (ACTIVATION_FRACTIONS, ACTIVATIONS, _kernel_arguments, _probabilities,
+                                               kernel_ranges, reply_similarity, trigger_token_similarity)
 from membudget.envs.validation import check_int
 
 from .conversation import (MAX_INFORMED_CANDIDATES, MAX_INFORMED_TESTS, ConversationSchedule, _informed_tables,
@@ -468,7 +469,7 @@ def _suffix(rng, t, T, n_pm, stored, live_from, live_until, ordinal, fires, lure
         if pm:
             due[j] = fires[j, 0] - t
             for tau in range(live_from[j], min(t, fires[j, 0])):  # recitations before reply n, already made
-                x = 1.0 / (1.0 + abs(ordinal[j] - (tau - live_from[j] + 1)))
+                x = reply_similarity(ordinal[j], tau - live_from[j] + 1)
                 pv, pb = _probabilities(True, False, False, x, tau - stored[j], gate, probs, base_probs)
                 if rng.random() < (pv if called[tau, j] and x >= gate else pb):
                     spoiled |= 1 << j
@@ -479,14 +480,10 @@ def _suffix(rng, t, T, n_pm, stored, live_from, live_until, ordinal, fires, lure
             if tau == t:
                 x = tok_now[j]
             elif pm:
-                x = 1.0 / (1.0 + abs(ordinal[j] - (tau - live_from[j] + 1)))
-            elif fire:
-                x = 0.04 + 0.56 * rng.random()
-            elif is_lure:
-                x = 0.05 + 0.4 * rng.random()
+                x = reply_similarity(ordinal[j], tau - live_from[j] + 1)
             else:
                 u = rng.random()
-                x = 0.05 + 0.1 * u if rng.random() < p_overlap else 0.05 * u
+                x = trigger_token_similarity(fire, is_lure, u, not (fire or is_lure) and rng.random() < p_overlap)
             live[k, j], truth[k, j], cand[k, j] = True, fire, x >= gate
             pv, pb = _probabilities(pm, fire, is_lure, x, tau - stored[j], gate, probs, base_probs)
             p_ver[k, j] = pv if x >= gate else 0.0
@@ -560,7 +557,7 @@ class ConversationPosterior:
             raise TypeError(f"world must be a ConversationConfig, got {type(world).__name__}")
         check_int("n_particles", self.n_particles, 1, 10**6)
         self.world_ = world
-        self.ranges_ = np.array([*world.ordinal, *world.quote_gap, *world.trigger_span], dtype=np.int64)
+        self.ranges_ = kernel_ranges(world)
         self.probs_, self.base_probs_ = _kernel_arguments(world)
         mean_live = ACTIVATION_FRACTIONS[2] * 0.5 * (world.trigger_span[0] + world.trigger_span[1])
         self.lure_share_ = float(np.clip(world.lures / mean_live, 0.01, 0.5))

@@ -12,7 +12,7 @@ from scipy import stats
 
 from membudget.envs.conversation import WORLD_V0, ConversationConfig, ConversationPMEnv, generate_conversation
 from membudget.envs.conversation.env import N_FEATURES
-from membudget.envs.conversation.world import PROSPECTIVE, _draw, _kernel_arguments
+from membudget.envs.conversation.world import PROSPECTIVE, _draw, _kernel_arguments, kernel_ranges
 from membudget.teachers.conversation import InformedOptimum
 from membudget.teachers.conversation_online import (ConversationPlanner, ConversationPosterior, ConversationView,
                                                     trigger_densities)
@@ -207,7 +207,7 @@ def _oracle(view, world, n, seed):
     """The exact posterior by likelihood weighting of the generator's own draws (its kernel): each conversation
     drawn from the prior is kept when its discrete facts are the view's and weighted by the observed features'
     density under its pair kinds. Keys: (activations, lures, quote step, (reply-n step,))."""
-    ranges = np.array([*world.ordinal, *world.quote_gap, *world.trigger_span], dtype=np.int64)
+    ranges = kernel_ranges(world)
     probs, base_probs = _kernel_arguments(world)
     keys, logw = _oracle_kernel(np.random.default_rng(seed), n, world.horizon, ranges, probs, base_probs,
                                 view.started, view.ended, view.stored, view.live_from, view.live_until, view.ordinal,

@@ -334,7 +334,7 @@ def _draw(rng, T, n_pm, n_tr, ranges, probs, base_probs):
             u = rng.random(5)
             truth = False
             if pm:  # matched by the reply counter: proximity of the k-th reply to n
-                tok[t, j] = fuzzy[t, j] = 1.0 / (1.0 + abs(ordinal[j] - (t - live[j, 0] + 1)))
+                tok[t, j] = fuzzy[t, j] = reply_similarity(ordinal[j], t - live[j, 0] + 1)
                 truth = t == fires[j, 0]
             else:
                 act = -1
@@ -343,15 +343,15 @@ def _draw(rng, T, n_pm, n_tr, ranges, probs, base_probs):
                         act = k
                 if act >= 0:  # a paraphrased activation
                     truth = True
-                    tok[t, j] = 0.04 + 0.56 * u[0]
+                    tok[t, j] = trigger_token_similarity(True, False, u[0], False)
                     fuzzy[t, j] = 0.5 * tok[t, j] + 0.2 + 0.3 * u[1]
                     rep[t, j] = 0.2 + 0.5 * u[2] if act > 0 else 0.3 * u[2]
                 elif lure[t, j]:
-                    tok[t, j] = 0.05 + 0.4 * u[0]
+                    tok[t, j] = trigger_token_similarity(False, True, u[0], False)
                     fuzzy[t, j] = 0.5 * tok[t, j] + 0.1 + 0.35 * u[1]
                     rep[t, j] = 0.4 * u[2]
                 else:
-                    tok[t, j] = 0.05 + 0.1 * u[0] if u[3] < p_overlap else 0.05 * u[0]
+                    tok[t, j] = trigger_token_similarity(False, False, u[0], u[3] < p_overlap)
                     fuzzy[t, j] = 0.05 + 0.3 * u[1]
                     rep[t, j] = 0.1 * u[2]
             p_yes, _ = _probabilities(pm, truth, lure[t, j], tok[t, j], t - stored[j], gate, probs, base_probs)
@@ -382,6 +382,29 @@ def _probabilities(pm, fire, lure, tok, distance, gate, probs, base_probs):
     if lure:
         return false_lure, base_lure
     return false_tr, base_false if tok >= gate else 0.0
+
+
+@numba.njit(cache=True)
+def reply_similarity(n, k):
+    """The reply counter's similarity of the ``k``-th counted reply to a prospective test whose quote goes into
+    reply ``n`` (1 at reply n)."""
+    return 1.0 / (1.0 + abs(n - k))
+
+
+@numba.njit(cache=True)
+def trigger_token_similarity(fire, lure, u, overlap):
+    """A trigger pair's token similarity from a uniform draw ``u``: on an activation (``fire``), a lure, or another
+    message (``overlap``: it shares a content word with the condition, passing the gate)."""
+    if fire:
+        return 0.04 + 0.56 * u
+    if lure:
+        return 0.05 + 0.4 * u
+    return 0.05 + 0.1 * u if overlap else 0.05 * u
+
+
+def kernel_ranges(config: ConversationConfig) -> np.ndarray:
+    """The generator's integer ranges (n, quote gap, trigger span; each inclusive) as its kernel takes them."""
+    return np.array([*config.ordinal, *config.quote_gap, *config.trigger_span], dtype=np.int64)
 
 
 def _kernel_arguments(config: ConversationConfig) -> tuple:
@@ -418,7 +441,7 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
 
         rng, _ = seeding.np_random(seed)
     n_pm, n_tr = config.n_prospective, config.n_trigger
-    ranges = np.array([*config.ordinal, *config.quote_gap, *config.trigger_span], dtype=np.int64)
+    ranges = kernel_ranges(config)
     probs, base_probs = _kernel_arguments(config)
     ok, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier, base = _draw(
         rng, config.horizon, n_pm, n_tr, ranges, probs, base_probs)
