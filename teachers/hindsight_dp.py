@@ -105,8 +105,10 @@ def _latest_start(T, start, lo, hi):
 
 
 @numba.njit(cache=True)
-def _chain(val, m, t0, p0, k_max, forbidden):
-    """Best value of exactly ``k`` queries of one resource for ``k = 0..k_max``, with back-pointers."""
+def _chain(val_t, m, t0, p0, k_max, forbidden):
+    """Best value of exactly ``k`` queries of one resource for ``k = 0..k_max``, with back-pointers. ``val_t[q, p +
+    1]``: the value of a query at ``q`` after the previous one at ``p`` (the link values transposed, so that the
+    inner loop over ``p`` reads contiguous memory when ``val_t`` is C-ordered)."""
     T = m.size
     f = np.full((k_max + 1, T), NEG, dtype=np.int64)
     par = np.full((k_max + 1, T), -3, dtype=np.int64)
@@ -117,7 +119,7 @@ def _chain(val, m, t0, p0, k_max, forbidden):
         return best, end, par
     for q in range(t0, T):
         if not forbidden[q] and m[q] > p0:
-            f[1, q] = val[p0 + 1, q]
+            f[1, q] = val_t[q, p0 + 1]
             par[1, q] = p0
     for k in range(2, k_max + 1):
         for q in range(t0 + k - 1, T):
@@ -128,7 +130,7 @@ def _chain(val, m, t0, p0, k_max, forbidden):
             bp = -3
             for p in range(t0 + k - 2, min(q, mq)):
                 if f[k - 1, p] > NEG:
-                    v = f[k - 1, p] + val[p + 1, q]
+                    v = f[k - 1, p] + val_t[q, p + 1]
                     if v > bv:
                         bv = v
                         bp = p
@@ -692,7 +694,7 @@ class _BranchAndBound:
                 self.float_vals[r] = self.vals[r].astype(np.float64)
             v, steps = _free_chain(self.float_vals[r], solver.m[r], t0, p0, self.zero_pen, mask)
             return round(v), steps.tolist()
-        return _chain(self.vals[r], solver.m[r], t0, p0, solver.k_max[r], mask)
+        return _chain(self.vals[r].T, solver.m[r], t0, p0, solver.k_max[r], mask)
 
     def join(self, chains):
         """``(value, plan)`` of the best schedule of the resources' ``chains`` under the budget (or of exactly
@@ -876,28 +878,29 @@ class HindsightDP(PMTeacher):
 
 # ---------------------------------------------------------------------------------------- many first actions
 @numba.njit(cache=True)
-def _rest_tables(T, R, res, start, until, deadline, positive, late_execute, lo, hi):
-    """Per resource the link effects ``tp[r, p + 1, q]``, ``fp[r, p + 1, q]`` (:func:`_link_effects`, TP
-    unweighted) and the latest starts ``m[r, q]`` (:func:`_latest_start`) of all the rows at once."""
-    tp = np.zeros((R, T + 1, T), dtype=np.int64)
-    fp = np.zeros((R, T + 1, T), dtype=np.int64)
+def _rest_tables(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi):
+    """Per resource the link effects of a query at ``q >= t0`` after the previous one at ``p``: ``tp[r, q - t0, p +
+    1]``, ``fp[r, q - t0, p + 1]`` (:func:`_link_effects` transposed and from ``t0`` on, TP unweighted), and the
+    latest starts ``m[r, q]`` (:func:`_latest_start`), of all the rows at once."""
+    tp = np.zeros((R, T - t0, T + 1), dtype=np.int64)
+    fp = np.zeros((R, T - t0, T + 1), dtype=np.int64)
     m = np.full((R, T), -2, dtype=np.int64)
     for i in range(start.size):
         r = res[i]
         s = start[i]
         if s < T:
-            for q in range(s, min(until[i], T - 1) + 1):
+            for q in range(max(s, t0), min(until[i], T - 1) + 1):
                 on_time = q <= deadline[i]
                 if positive[i]:
                     if on_time:
                         for p in range(-1, s):
-                            tp[r, p + 1, q] += 1
+                            tp[r, q - t0, p + 1] += 1
                     elif late_execute:
                         for p in range(-1, s):
-                            fp[r, p + 1, q] += 1
+                            fp[r, q - t0, p + 1] += 1
                 elif on_time:
                     for p in range(-1, s):
-                        fp[r, p + 1, q] += 1
+                        fp[r, q - t0, p + 1] += 1
         for q in range(max(0, lo[i]), min(hi[i], T - 1) + 1):
             if s > m[r, q]:
                 m[r, q] = s
@@ -909,8 +912,8 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
     """The linear problem ``max w_tp·TP - w_fp·FP`` of one rest without the per-step caps (chains joined by
     the knapsack, as :meth:`_BranchAndBound.relax`). Returns ``(status, tp, fp)``: status 0, its schedule meets
     the caps (so it is the linear optimum); 1, it breaks a cap; 2, no schedule. ``cache``: each resource's last
-    chain and its key (previous query, most queries, weights), reused when the key repeats (the variants of one
-    rest share most resources' chains)."""
+    chain and its key (previous query, most queries, weights), reused for the same previous query and weights
+    and at most as many queries (the variants of one rest share most resources' chains)."""
     ckey, cbest, cend, cpar, vals, free = cache
     R, T = MS.shape
     K1 = 1
@@ -920,17 +923,19 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
     for r in range(R):
         k = kmax[r]
         p0 = p0s[r]
-        if not (ckey[r, 0] == p0 and ckey[r, 1] == k and ckey[r, 2] == w_tp and ckey[r, 3] == w_fp):
+        # a chain computed for more queries holds this one's: _chain's rows for k queries do not depend on
+        # the most it was asked for
+        if not (ckey[r, 0] == p0 and ckey[r, 1] >= k and ckey[r, 2] == w_tp and ckey[r, 3] == w_fp):
             for j in range(cbest.shape[1]):
                 cbest[r, j] = NEG
             cbest[r, 0] = 0
             if k > 0:
-                # the link values _chain reads: after the previous query p0, and after a query at t0 or later
+                # the link values _chain reads, transposed (vals[b, a]: a query at b after one at a - 1): after
+                # the previous query p0, and after a query at t0 or later and before b
                 for b in range(t0, T):
-                    vals[p0 + 1, b] = w_tp * TP[r, p0 + 1, b] - w_fp * FP[r, p0 + 1, b]
-                for a in range(t0 + 1, T + 1):
-                    for b in range(t0, T):
-                        vals[a, b] = w_tp * TP[r, a, b] - w_fp * FP[r, a, b]
+                    vals[b, p0 + 1] = w_tp * TP[r, b - t0, p0 + 1] - w_fp * FP[r, b - t0, p0 + 1]
+                    for a in range(t0 + 1, b + 1):
+                        vals[b, a] = w_tp * TP[r, b - t0, a] - w_fp * FP[r, b - t0, a]
                 best, end, par = _chain(vals, MS[r], t0, p0, k, free)
                 for j in range(k + 1):
                     cbest[r, j] = best[j]
@@ -963,8 +968,8 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
         prev = p0s[r]
         for kk in range(k):
             q = steps[kk]
-            tp += TP[r, prev + 1, q]
-            fp += FP[r, prev + 1, q]
+            tp += TP[r, q - t0, prev + 1]
+            fp += FP[r, q - t0, prev + 1]
             prev = q
             count[q] += 1
             spent[q] += costs[r]
@@ -1003,7 +1008,7 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
         KC = max(KC, kcand[r] + 1)
     cache = (np.full((R, 4), -(1 << 62), dtype=np.int64), np.full((R, KC), NEG, dtype=np.int64),
              np.full((R, KC), -1, dtype=np.int64), np.full((R, KC, T), -3, dtype=np.int64),
-             np.zeros((T + 1, T), dtype=np.int64), np.zeros(T, dtype=np.bool_))
+             np.zeros((T, T + 1), dtype=np.int64), np.zeros(T, dtype=np.bool_))
     n_last, d_last = 0, 1
     for v in range(V):
         budget = budgets[v]
@@ -1064,7 +1069,7 @@ def rest_values(prob: Problem, last_queries, budgets, tp_fixed, fp_fixed) -> np.
     tpf = np.asarray(tp_fixed, dtype=np.int64).reshape(V)
     fpf = np.asarray(fp_fixed, dtype=np.int64).reshape(V)
     costs = np.asarray(prob.costs, dtype=np.int64)
-    TP, FP, MS = _rest_tables(T, R, prob.res, prob.start, prob.until, prob.deadline, prob.positive,
+    TP, FP, MS = _rest_tables(T, R, int(prob.t0), prob.res, prob.start, prob.until, prob.deadline, prob.positive,
                               prob.late_execute, prob.cand_lo, prob.cand_hi)
     status, tp, fp = _rest_dinkelbach(TP, FP, MS, costs, int(prob.t0), _cap(prob.n_max), _cap(prob.cost_cap), P0,
                                       bud, tpf, fpf, int(prob.due))

@@ -85,6 +85,13 @@ _LE = named_indices("LedgerColumn", ("kind", "res", "af", "ds", "de", "version",
                                      "event", "lo", "hi", "pol_req", "dl_req", "dl_q", "prio", "cross"))
 
 
+njit_leaf = functools.partial(numba.njit, cache=True, _nrt=False)
+"""Compiles a helper that allocates no array without numba's reference counting (``_nrt=False``; numba refuses to
+compile one that allocates). Every array a compiled function receives, or unpacks from a tuple, otherwise costs an
+atomic increment and decrement of its count: in the kernels' innermost loops those took about half the online
+planner's time (``perf``: ``NRT_incref`` / ``NRT_decref``), which this removed with the draws unchanged."""
+
+
 # ---------------------------------------------------------------------------------------------------------- hints
 SQRT2 = math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -133,7 +140,7 @@ def _ll_tables(sigma, x_lo, x_hi, dx):
     return inner, zero, one
 
 
-@numba.njit(cache=True, inline="always")
+@njit_leaf
 def _interp(tab, x0, dx, x):
     f = (x - x0) / dx
     i = int(f)
@@ -141,7 +148,7 @@ def _interp(tab, x0, dx, x):
     return tab[i] * (1.0 - w) + tab[i + 1] * w
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _ll(h, b, sigma, tabs, x0, dx, x_hi):
     """:func:`hint_loglik` read from its tables (linear interpolation), exact outside them."""
     inner, zero, one = tabs
@@ -157,7 +164,7 @@ def _ll(h, b, sigma, tabs, x0, dx, x_hi):
 
 
 # ---------------------------------------------------------------------------------------------- small draws
-@numba.njit(cache=True)
+@njit_leaf
 def _log_pois(k, lam):
     if k < 0:
         return -np.inf
@@ -166,7 +173,7 @@ def _log_pois(k, lam):
     return k * math.log(lam) - lam - math.lgamma(k + 1.0)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _log_subset(k, P, lam):
     """Log-probability of one given subset of size ``k`` of a pool of ``P`` under the generator's update draw
     (``min(Poisson(lam), P)`` targets, uniform)."""
@@ -211,7 +218,7 @@ def _categorical(rng, logp, n):
     return pick, mx + math.log(tot)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _randint(rng, lo, hi):
     """Uniform integer in [lo, hi] (inclusive)."""
     return lo + int(rng.random() * (hi - lo + 1)) if hi > lo else lo
@@ -222,7 +229,7 @@ def _poisson(rng, lam):
     return rng.poisson(lam) if lam > 0.0 else 0
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _trigger(ds, de, p_in, last, onsets, probs):
     """The onset distribution of a channel trigger with declared window [ds, de] (``_channel_trigger``): onsets
     (NEVER merged) and probabilities into the buffers; returns their number."""
@@ -250,7 +257,7 @@ def _trigger(ds, de, p_in, last, onsets, probs):
     return n
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _trigger_prob(o, ds, de, p_in, last):
     """P(onset = o) of a channel trigger with window [ds, de] (o = NEVER for a trigger past the horizon)."""
     p = 0.0
@@ -264,7 +271,7 @@ def _trigger_prob(o, ds, de, p_in, last):
 
 
 # ------------------------------------------------------------------------------------------ the sampler kernel
-@numba.njit(cache=True)
+@njit_leaf
 def _hint_inc(st, r, o, n):
     """Change of the hint log-likelihood if ``n`` more bumps at onset ``o`` were placed on resource ``r``."""
     t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi = st
@@ -276,7 +283,7 @@ def _hint_inc(st, r, o, n):
     return inc
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _hint_inc1(st, r, o, inc1_tab):
     """:func:`_hint_inc` of one bump at ``o``, read from ``inc1_tab`` (the increment with no bump placed, per onset)
     when no bump lies in its reach yet: the same value, since the terms it sums are then those of the table."""
@@ -289,7 +296,7 @@ def _hint_inc1(st, r, o, inc1_tab):
     return inc1_tab[o]
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _add_bumps(st, r, o, n):
     t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi = st
     if o >= NEVER or n == 0:
@@ -299,7 +306,7 @@ def _add_bumps(st, r, o, n):
         LL[s, r] = _ll(hints[s, r], Bm[s, r], sigma, tabs, x0, dx, x_hi)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _fn_guide(fn, Mfn, mu_fn, t, d):
     """Guide (not the likelihood) for a hidden miss at step ``d``: (fn - misses placed) / visible-miss rate (``fn``
     may be the counters less the misses other resources are expected to take)."""
@@ -311,7 +318,7 @@ def _fn_guide(fn, Mfn, mu_fn, t, d):
     return x / max(mu_fn[d], MU_FLOOR)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _slack_weight(d, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     """The weight of deadline ``d``: 0 where the deadline constraint (``dl_req`` 1: at or after ``dl_q``, 2:
     before it) excludes it, else the miss guide if the row is a positive that misses (1 otherwise)."""
@@ -320,7 +327,7 @@ def _slack_weight(d, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     return _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     """Σ over slack κ in [lo, hi] (deadline min(last, o + κ)) of P(κ)·[deadline constraint]·[miss guide if the
     row is a positive that misses]."""
@@ -330,7 +337,7 @@ def _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     return tot
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _draw_slack(rng, o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     """Slack drawn ∝ the terms of :func:`_slack_sum`; returns (deadline, log of its miss guide)."""
     tot = _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
@@ -350,7 +357,7 @@ def _draw_slack(rng, o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     return chosen, math.log(g)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _draw_ds_w(rng, o, typ, dsw_cdf, w0, w1, last):
     """(ds, de) of an unseen channel row given its onset ``o`` from the call's table (``typ`` 0 unregistered task,
     1 task stated after t, 2 lure stated after t): ∝ P(ds) P(w) P(o | ds, de) [P(af > t | ds)]."""
@@ -362,7 +369,7 @@ def _draw_ds_w(rng, o, typ, dsw_cdf, w0, w1, last):
     return ds, min(last, ds + w0 + i % nw)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _draw_af(rng, ds, future, af_cdf):
     """(af, cross) of a row stated for window start ``ds`` (``future``: given af > t) from the call's table."""
     row = af_cdf[1 if future else 0, ds]
@@ -384,7 +391,7 @@ def _world_scalars(wi, wf):
             math.log(1.0 - rho) if rho < 1.0 else -np.inf)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _new_row(rows, mc, m, j, origin, kind, res, af, au, ds, de, onset, deadline, pol, reg, version, ledger, cross,
              prio, mcv):
     row = rows[m, j]
@@ -396,7 +403,7 @@ def _new_row(rows, mc, m, j, origin, kind, res, af, au, ds, de, onset, deadline,
 
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _entry_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unreg, p_reg, log_rho, log_1rho, s0, s1,
                    fn, Mfn, mu_fn, o_buf, p_buf, opt_o, opt_origin, opt_state, opt_score, opt_S):
     """The options (origin, onset, update state) of ledger entry ``e`` allowed by its observations, each with its
@@ -496,7 +503,7 @@ def _entry_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unr
     return n_opt
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _place_entry(rng, e, slot, o, origin, state, S_old, led, led_mc, t, last, expiry, s0, s1, fn, Mfn, mu_fn, rows,
                  mc, m):
     """Ledger entry ``e``'s row for its drawn option: its deadline (with the miss guide at the current misses),
@@ -538,7 +545,7 @@ def _place_entry(rng, e, slot, o, origin, state, S_old, led, led_mc, t, last, ex
     return lw, 0
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _joint_inc(st, r, ch_o, digit, k, add):
     """Hint log-likelihood change of placing, on resource ``r``, one bump at each chosen onset of a combination
     (``ch_o[ki, digit[ki]]``; -1: none) together."""
@@ -1145,7 +1152,7 @@ def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, 
     return n_rows + 1, lw
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _unseen_row(rng, rows, mc, m, n_rows, r, o, deadline, typ, t, wi, wf, dsw_cdf, af_cdf):
     """An unseen row on resource ``r`` with onset ``o``: ``typ`` 0 unregistered task, 1 task stated after ``t``,
     2 lure stated after ``t``; the rest of its fields from their exact conditional prior."""
