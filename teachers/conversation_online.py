@@ -55,7 +55,7 @@ from membudget.envs.validation import check_int
 
 from .conversation import (MAX_INFORMED_CANDIDATES, MAX_INFORMED_TESTS, ConversationSchedule, _informed_tables,
                            _option, _Teacher, score_weights)
-from .posterior import systematic_resample
+from .posterior import njit_leaf, systematic_resample
 
 DEFAULT_SAMPLES = 4
 """The planner's default ``K`` (posterior conversations per decision, with ``4 K`` weighted particles): the setting
@@ -119,14 +119,14 @@ class ConversationView:
 
 
 # ------------------------------------------------------------------------------------------ feature likelihood
-@numba.njit(cache=True)
+@njit_leaf
 def _uniform(x, lo, hi):
     if x < lo - SUPPORT_TOLERANCE or x > hi + SUPPORT_TOLERANCE:
         return 0.0
     return 1.0 / (hi - lo)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def trigger_densities(tok, fuzzy, rep, p_overlap):
     """The generator's joint densities of a trigger pair's (token similarity, fuzzy similarity, repeat fraction):
     ``(first activation, later activation, lure, other message)``."""
@@ -175,7 +175,7 @@ def _next_free(taken):
     return nf
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _at(nf, target):
     """The generator's placement: the first free message at or after ``target``; -1 past the horizon."""
     if target >= nf.size:
@@ -183,16 +183,18 @@ def _at(nf, target):
     return nf[max(0, target)]
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _mine(owner, step, j):
     """Whether test ``j`` may take ``step`` (-1: nothing placed): no other started test was seen there."""
     return step < 0 or owner[step] < 0 or owner[step] == j
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _pick(rng, logw, m):
     """An index below ``m`` drawn in proportion to ``exp(logw)``, and the log of the weights' sum."""
-    top = logw[:m].max()
+    top = logw[0]
+    for k in range(1, m):
+        top = max(top, logw[k])
     total = 0.0
     for k in range(m):
         total += math.exp(logw[k] - top)
@@ -205,7 +207,7 @@ def _pick(rng, logw, m):
     return m - 1, top + math.log(total)
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _place_prospective(rng, nf, j, T, ranges, t, started, stored, live_from, ordinal, owner, lw, code):
     """Test ``j`` (prospective) placed as the generator places it, given the view; ``(log weight, q, i, due,
     reset)``, the weight the share of the fitting choices that agree with the view (-inf: none does)."""
@@ -243,7 +245,7 @@ def _place_prospective(rng, nf, j, T, ranges, t, started, stored, live_from, ord
     return lz - math.log(fit), code[k, 0], code[k, 1], code[k, 2], code[k, 3]
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _guide(j, s, a0, a1, a2, t, la0, la1, lref, Lc, Zc):
     """Log-likelihood of trigger memory ``j``'s observed features with its setup at ``s`` and activations at
     ``a0 < a1 < a2`` (every other live message the lure / other mixture)."""
@@ -267,7 +269,7 @@ def _guide(j, s, a0, a1, a2, t, la0, la1, lref, Lc, Zc):
     return -np.inf if zeros > 0 else out
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _place_trigger(rng, nf, j, T, ranges, t, started, ended, stored, live_until, owner, la0, la1, lref, Lc, Zc, lw,
                    code):
     """Test ``j`` (trigger response) placed as the generator places it, given the view; ``(log weight, s, a0, a1,
@@ -320,7 +322,7 @@ def _place_trigger(rng, nf, j, T, ranges, t, started, ended, stored, live_until,
     return lz - math.log(fit), code[k, 0], code[k, 1], code[k, 2], code[k, 3], code[k, 4]
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _log_count_prob(k, m, lam):
     """log P(min(m, Poisson(lam)) = k)."""
     if lam <= 0.0:
@@ -333,7 +335,7 @@ def _log_count_prob(k, m, lam):
     return math.log(max(1.0 - below, 1e-300))
 
 
-@numba.njit(cache=True)
+@njit_leaf
 def _log_choose(m, k):
     return math.lgamma(m + 1.0) - math.lgamma(k + 1.0) - math.lgamma(m - k + 1.0)
 
