@@ -51,11 +51,12 @@ from membudget.envs.conversation import ConversationConfig
 from membudget.envs.conversation.env import FALSE_FIRE_PENALTY, ConversationPMEnv
 from membudget.envs.conversation.world import (ACTIVATION_FRACTIONS, ACTIVATIONS, _kernel_arguments, _probabilities,
                                                kernel_ranges, reply_similarity, trigger_token_similarity)
+from membudget.envs.jit import njit_leaf
 from membudget.envs.validation import check_int
 
 from .conversation import (MAX_INFORMED_CANDIDATES, MAX_INFORMED_TESTS, ConversationSchedule, _informed_tables,
                            _option, _Teacher, score_weights)
-from .posterior import njit_leaf, systematic_resample
+from .posterior import systematic_resample
 
 DEFAULT_SAMPLES = 4
 """The planner's default ``K`` (posterior conversations per decision, with ``4 K`` weighted particles): the setting

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from membudget.envs.jit import njit_leaf
 from membudget.envs.pm.world import (COST_PROFILES, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, NEVER, OUTCOME, POS,
                                      STALE, UPDATE_KINDS, Episode, WorldConfig, _numbered, _world_constants, calendar,
                                      named_indices, resource_costs)
@@ -84,12 +85,6 @@ _WF = named_indices("WorldFloat", ("p_in", "p_lure_in", "p_unreg", "p_reg", "lam
 _LE = named_indices("LedgerColumn", ("kind", "res", "af", "ds", "de", "version", "parent", "cancel_u", "left_at",
                                      "event", "lo", "hi", "pol_req", "dl_req", "dl_q", "prio", "cross"))
 
-
-njit_leaf = functools.partial(numba.njit, cache=True, _nrt=False)
-"""Compiles a helper that allocates no array without numba's reference counting (``_nrt=False``; numba refuses to
-compile one that allocates). Every array a compiled function receives, or unpacks from a tuple, otherwise costs an
-atomic increment and decrement of its count: in the kernels' innermost loops those took about half the online
-planner's time (``perf``: ``NRT_incref`` / ``NRT_decref``), which this removed with the draws unchanged."""
 
 
 # ---------------------------------------------------------------------------------------------------------- hints

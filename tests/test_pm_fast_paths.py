@@ -112,3 +112,30 @@ def test_vector_env_pickles_and_continues_identically():
         for key in a:
             assert np.array_equal(a[key], b[key])
     assert_same_fields(venv.unwrapped.core.episode(2), clone.unwrapped.core.episode(2))
+
+
+def test_njit_leaf_compiles_without_reference_counting_and_refuses_an_allocation():
+    """``njit_leaf`` helpers read and write the arrays they are given as ``njit`` would, with numba's reference
+    counting off (the point of the decorator); one that allocates is refused at compile time rather than run
+    without the counting its array would need."""
+    import numba
+
+    from membudget.envs.jit import njit_leaf
+
+    def scaled_sum(a, w):
+        s = 0.0
+        for i in range(a.size):
+            a[i] *= w
+            s += a[i]
+        return s
+
+    def fresh(n):
+        return np.zeros(n)
+
+    leaf, plain = njit_leaf(scaled_sum), numba.njit(scaled_sum)
+    a, b = np.arange(5.0), np.arange(5.0)
+    assert leaf(a, 1.5) == plain(b, 1.5) == 15.0
+    np.testing.assert_array_equal(a, b)
+    assert leaf.targetoptions["_nrt"] is False
+    with pytest.raises(numba.core.errors.TypingError):
+        njit_leaf(fresh)(3)

@@ -17,6 +17,7 @@ from numba.core import types
 from numba.core.errors import NumbaPendingDeprecationWarning
 from numba.experimental import structref
 
+from ..jit import njit_leaf
 from .world import (GB, GC, GI, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, OUTCOME, POS,
                     Episode, WorldConfig, _draw_week, _world_constants, draw_arguments, named_indices)
 
@@ -348,14 +349,14 @@ def _advance(core, rows, stepping, observe, scores, out):
             _write_observation(s, k, n, to, res_out, bud_out, mask_out)
 
 
-@numba.njit(cache=True, inline="always")
+@njit_leaf
 def _copy_live(live, live_miss, n, src, dst):
     for f in range(N_FIELDS + 1):
         live[n, dst, f] = live[n, src, f]
     live_miss[n, dst] = live_miss[n, src]
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@njit_leaf(error_model="numpy")
 def _write_observation(s, k, n, t, res_out, bud_out, mask_out):
     """The features of week ``n`` at step ``t`` from its per-resource counts ``s.cnt`` and nearest windows
     ``s.best``, into row ``k`` of the outputs (and the candidate mask into ``s.mask_state``). A resource without
