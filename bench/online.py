@@ -10,7 +10,7 @@ closes, and the planner's time per week.
 With ``--students N``, also two BC students of one class fitted on development weeks 2000..2000+N-1, one to the
 online planner's labels and one to the hindsight DP's (the imitation gap at equal data and class).
 
-With ``--label-speed``, only the labelling speed: the planner plays the weeks (its own rollouts, as the BC
+With ``--label-speed``, only the labelling speed (after a line naming the CPU): the planner plays the weeks (its own rollouts, as the BC
 labels are made) and the bench prints its CPU and wall seconds per week, the minutes 1,000 weeks of labels take on
 2 cores (CPU seconds per week × 1,000 / 2 / 60) and the ratio to the hindsight DP's seconds per week (one solve of
 each whole week); no references, no Set F1 comparison.
@@ -76,6 +76,9 @@ def label_speed(seeds, budget, samples, seed=0, particles=None):
     from membudget.teachers.observed import AgentView
     from membudget.teachers.online import HindsightPlanner, play
 
+    from membudget.bench.report import machine
+
+    print(f"machine: {machine()}")
     # the numba kernels compiled or loaded before the clock starts
     play(HindsightPlanner(env=AgentView(PMWeekEnv(budget=budget, per_step_cap=2)), n_samples=1, n_particles=8,
                           seed=seed).fit(), seeds[0])

@@ -371,6 +371,7 @@ def test_bench_label_speed_reports_minutes_per_1000_weeks_and_the_dp_ratio(capsy
     main(["--weeks", "2001", "--samples", "1", "--particles", "8", "--label-speed"])
     out = capsys.readouterr().out
     assert "hindsight DP:" in out and "ms CPU per week" in out
+    assert "machine:" in out and "torch capability" in out  # a speed figure names its CPU
     assert "K=1 (particles 8):" in out and "labels for 1,000 weeks on 2 cores:" in out
     assert "times the DP's time per week" in out
 
