@@ -39,6 +39,7 @@ from membudget.agents.configs import (CONVERSATION_DEFAULTS, DEFAULTS,  # noqa: 
 from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
 from membudget.agents.tasks import CONVERSATION, PMWEEK
 from membudget.envs.pm import BUDGET_FEATURE_NAMES
+from membudget.envs.pm.env import scores_of
 from membudget.envs.validation import check_int, check_number
 
 
@@ -128,7 +129,7 @@ def dp_demonstrations(seeds, budget, *, task=PMWEEK, **env_kw) -> Demonstrations
             y = np.zeros(obs["mask"].size, dtype=np.float32)
             y[plan.get(t, [])] = 1.0
             log.add(obs, y)
-            obs, _, done, _, _ = env.step(np.where(y > 0, 1.0, -1.0).astype(np.float32))
+            obs, _, done, _, _ = env.step(scores_of(y))
             t += 1
     return log.demonstrations()
 

@@ -22,6 +22,7 @@ import numpy as np
 from membudget.agents.imitation import Demonstrations, StateLog, _net_settings, _settings, fit_net
 from membudget.agents.per_resource import StudentPolicy
 from membudget.agents.tasks import PMWEEK
+from membudget.envs.pm.env import scores_of
 from membudget.envs.validation import check_int
 from membudget.teachers.online import DEFAULT_SAMPLES
 
@@ -81,7 +82,7 @@ def conversation_demonstrations(seeds, budget, *, samples=None, world=None, poli
             label = labeller.act(env).astype(np.float32)
             log.add(obs, label)
             if policy is None:
-                action = np.where(label > 0, 1.0, -1.0).astype(np.float32)
+                action = scores_of(label)
             else:
                 action, state = policy.predict(obs, state=state, episode_start=np.array([start]))
                 start = False

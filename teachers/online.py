@@ -20,6 +20,7 @@ import itertools
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from membudget.envs.pm.env import scores_of
 from membudget.envs.pm.levels import budget_argument
 from membudget.envs.pm.vector import PMWeekVectorEnv
 from membudget.envs.pm.world import NEVER, POS
@@ -96,7 +97,7 @@ class HindsightPlanner:
         mask = self._mask(observation)
         a = self.act(self.env.observed, mask)
         if self.env.unwrapped.action_mode == "scores":  # the set as scores: +1 proposed, -1 not
-            return np.where(a > 0, 1.0, -1.0).astype(np.float32), state
+            return scores_of(a), state
         return a, state
 
     def _draws(self, observed: Observed, expected):
@@ -297,7 +298,7 @@ class RolloutPlanner(HindsightPlanner):
         """Boolean rows of queries (``(n, R)``) as actions in the base's action mode."""
         if self.base_action_mode == "binary":
             return queried.astype(np.int8)
-        return np.where(queried, 1.0, -1.0).astype(np.float32)
+        return scores_of(queried)
 
     def _action_values(self, observed: Observed, now, actions) -> np.ndarray:
         """Each action's mean over the draws of ``now`` of the week's final Set F1 when the base plays the rest."""

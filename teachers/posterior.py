@@ -86,7 +86,6 @@ _LE = named_indices("LedgerColumn", ("kind", "res", "af", "ds", "de", "version",
                                      "event", "lo", "hi", "pol_req", "dl_req", "dl_q", "prio", "cross"))
 
 
-
 # ---------------------------------------------------------------------------------------------------------- hints
 SQRT2 = math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

@@ -18,6 +18,7 @@ import numpy as np
 
 from membudget.envs.conversation import ConversationPMEnv
 from membudget.envs.pm import PMWeekEnv
+from membudget.envs.pm.env import scores_of
 from membudget.teachers import conversation_online
 from membudget.teachers.observed import AgentView
 from membudget.teachers.online import DEFAULT_SAMPLES, HindsightPlanner
@@ -71,7 +72,7 @@ class OnlineTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 label, _ = self.planner.predict(obs)
             else:
                 a = self.planner.act(self.env)
-                label = a if self.unwrapped.action_mode == "binary" else np.where(a > 0, 1.0, -1.0).astype(np.float32)
+                label = a if self.unwrapped.action_mode == "binary" else scores_of(a)
             self.teacher_calls += 1
             p = None if self.planner.last_ is None else self.planner.last_["p_resolve"]
         info[TEACHER_KEY] = label

@@ -75,6 +75,12 @@ def spaces_for(n_res, budget, b_frac, per_step_cap, action_mode, observe_counts=
     return obs, act
 
 
+def scores_of(proposed) -> np.ndarray:
+    """The score action (float32: +1 proposed, -1 not) that proposes the set ``proposed`` (a binary action or a
+    boolean mask, any shape)."""
+    return np.where(np.asarray(proposed) > 0, 1.0, -1.0).astype(np.float32)
+
+
 def action_to_scores(action, shape: tuple, action_mode: str) -> np.ndarray:
     """Priority scores (<= 0: not proposed) from a policy action of ``shape``; raises on anything malformed."""
     try:
