@@ -20,6 +20,8 @@ the studies in :mod:`membudget.studies`.
   Sequential and the hindsight DP, and students distilled from it against students of the DP (online_ceiling.md);
 - ``history-students [--quick]``: students of the online planner that see their history against students of one
   observation (history_students.md);
+- ``imitation-gap [--quick]``: students of the online planner against students of the hindsight DP at equal data,
+  for a student of one observation and a learned-recurrence student (imitation_gap.md);
 - ``conversation-ceiling [--quick]``: ConversationPM's online planner bracketed with the informed optimum, against
   BudgetPM's gates (conversation_ceiling.md);
 - ``labels``: the imitation-label dataset in week-chunk tasks;
@@ -54,6 +56,7 @@ SUBCOMMANDS = {
     "conversation": "membudget.studies.conversation:main",
     "online-ceiling": "membudget.studies.online_ceiling:main",
     "history-students": "membudget.studies.history_students:main",
+    "imitation-gap": "membudget.studies.imitation_gap:main",
     "conversation-ceiling": "membudget.studies.conversation_ceiling:main",
     "labels": "membudget.studies.generate:labels_main",
     "demonstrations": "membudget.studies.generate:demonstrations_main",

@@ -12,5 +12,7 @@ training-run machinery in :mod:`membudget.studies.runs`.
 - :mod:`~membudget.studies.online_ceiling` — the online planner (posterior draws) between Sequential and the
   hindsight DP, and its students against the DP's;
 - :mod:`~membudget.studies.history_students` — the online planner's students that see their history against those
-  that read one observation.
+  that read one observation;
+- :mod:`~membudget.studies.imitation_gap` — students of the online planner against students of the hindsight DP at
+  equal data, for a student of one observation and a learned-recurrence student.
 """
