@@ -31,8 +31,8 @@ import time
 
 import numpy as np
 
-from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, page_study_main, paired_ci, planner_labels,
-                                              planner_week, references, student_task, _minutes_per_1000_weeks)
+from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, minutes_per_1000_weeks, page_study_main,
+                                              paired_ci, planner_labels, planner_week, references, student_task)
 from membudget.studies.history_students import FULL as HISTORY, gru_student
 
 CLASSES = ("one observation", "learned recurrence")
@@ -148,7 +148,7 @@ def render(cfg: GapConfig, res: dict, command: str) -> str:
                 f"1,000){f', {n - computed} loaded' if computed < n else ''}" if computed else
                 "every week loaded from checkpoints")
         lines.append(f"| {b} | {n} | {r['states']['online']:,} / {r['states']['dp']:,} | {np.median(cpu):.2f} "
-                     f"({cpu.mean():.2f}, {cpu.max():.2f}) | {_minutes_per_1000_weeks(cpu):.1f} min | {wall} | "
+                     f"({cpu.mean():.2f}, {cpu.max():.2f}) | {minutes_per_1000_weeks(cpu):.1f} min | {wall} | "
                      f"{1e3 * res['teachers'][b]['dp_cpu']:.1f} ms |")
     lines += ["", "The first task of each worker includes the kernels' compilation. The wall clock is the labels "
               "stage's own in the run that wrote this page, with every worker busy, over the weeks it computed "

@@ -566,7 +566,7 @@ def _students_section(cfg, res, goal) -> tuple:
               f"The planner's labels took a median {np.median(cpu):.2f} s CPU per development week (mean "
               f"{cpu.mean():.2f}, max {cpu.max():.2f}, the first task of a process including the kernels' "
               "compilation; one core shared with other jobs): at the median, 1,000 weeks on 2 cores take "
-              f"{_minutes_per_1000_weeks(cpu):.1f} min (the issue's goal: 10 min), "
+              f"{minutes_per_1000_weeks(cpu):.1f} min (the issue's goal: 10 min), "
               f"{np.median(cpu) / dp_cpu:.0f} times the hindsight DP's {1e3 * dp_cpu:.1f} ms CPU per week."]
     return lines, cpu
 
@@ -616,9 +616,9 @@ def _goals_section(cfg, res, goal, cpu) -> list:
                  ("met." if all(v >= 0.5 for v in shares.values()) else
                   "not met; the online optimum lies between the planner and the DP (no tighter bound built)."))
     if res["students"]:
-        minutes = _minutes_per_1000_weeks(cpu)
+        minutes = minutes_per_1000_weeks(cpu)
         fast = [f"K = {k}, {m} particles ({np.median([r['cpu'] for r in rows]):.2f} s)"
-                for (k, m), rows in res["curve"].items() if _minutes_per_1000_weeks([r["cpu"] for r in rows]) <= 10]
+                for (k, m), rows in res["curve"].items() if minutes_per_1000_weeks([r["cpu"] for r in rows]) <= 10]
         lines.append(f"- Labels for 1,000 weeks in <= 10 min on 2 cores at the chosen K: "
                      f"{minutes:.1f} min — {'met' if minutes <= 10 else 'not met'}"
                      "; settings of the curve within it (median CPU s per validation week): "
@@ -653,7 +653,7 @@ def _goals_section(cfg, res, goal, cpu) -> list:
 
 
 
-def _minutes_per_1000_weeks(cpu_seconds) -> float:
+def minutes_per_1000_weeks(cpu_seconds) -> float:
     """Minutes 1,000 weeks of labels take on 2 cores at the median CPU seconds per week ``cpu_seconds``."""
     return float(np.median(cpu_seconds)) * 1000 / 2 / 60
 
