@@ -75,18 +75,25 @@ def test_each_class_is_fitted_to_each_teachers_labels_of_the_same_weeks_and_the_
 
 
 @pytest.mark.slow
-def test_quick_study_runs_and_a_rerun_loads_its_tasks(tmp_path):
+def test_quick_run_bounds_every_student_by_the_dp_and_a_rerun_loads_every_task(tmp_path):
     from membudget import evaluate
+    from membudget.studies import imitation_gap as ig
 
-    cache, out = tmp_path / "cache", tmp_path / "page.md"
-    args = ["imitation-gap", "--quick", "--checkpoint-dir", str(cache), "--out", str(out)]
-    evaluate.main(args)
-    n = len(list(cache.iterdir()))
-    evaluate.main(args[:-1] + [str(tmp_path / "again.md")])
-    assert len(list(cache.iterdir())) == n
-    again = (tmp_path / "again.md").read_text().replace("again.md", "")
-    # the rerun loads every task, so its labels' wall clock is not measured
-    assert again == out.read_text().replace("page.md", "").replace(
-        next(line for line in out.read_text().splitlines() if line.startswith("| B10 | 2 | 160 / 160")),
-        next(line for line in again.splitlines() if line.startswith("| B10 | 2 | 160 / 160")))
-    assert "every week loaded from checkpoints" in again
+    cache = tmp_path / "cache"
+    args = ["imitation-gap", "--quick", "--checkpoint-dir", str(cache), "--out"]
+    res = evaluate.main(args + [str(tmp_path / "a.md")])
+    (budget, n), = ig.QUICK.runs
+    dp = np.asarray(res["teachers"][budget]["dp"])
+    assert np.all(res["teachers"][budget]["online"] <= dp + 1e-9)  # the DP is each week's optimum
+    for c in ig.CLASSES:
+        for t in ig.TEACHERS:
+            assert all(np.all(np.asarray(r["set_f1"]) <= dp + 1e-9) for r in res["runs"][(budget, n)][(c, t)])
+    assert res["runs"][(budget, n)]["label_wall"][1] == n
+    # references, the planner's held-out weeks, each teacher's label weeks, each class's student of each teacher
+    assert len(list(cache.iterdir())) == 1 + 2 + 2 * n + 2 * 2 * len(ig.QUICK.learner_seeds)
+    again = evaluate.main(args + [str(tmp_path / "b.md")])
+    assert again["runs"][(budget, n)]["label_wall"][1] == 0 and len(list(cache.iterdir())) == 1 + 2 + 2 * n + 4
+    a, b = ((tmp_path / f).read_text().splitlines() for f in ("a.md", "b.md"))
+    differ = [(x, y) for x, y in zip(a, b) if x != y]
+    assert len(a) == len(b) and len(differ) == 1  # only the labels' wall clock, measured in the first run alone
+    assert f"{n} weeks computed" in differ[0][0] and "every week loaded from checkpoints" in differ[0][1]
