@@ -10,10 +10,10 @@ closes, and the planner's time per week.
 With ``--students N``, also two BC students of one class fitted on development weeks 2000..2000+N-1, one to the
 online planner's labels and one to the hindsight DP's (the imitation gap at equal data and class).
 
-With ``--label-speed``, only the labelling speed (after a line naming the CPU): the planner plays the weeks (its own rollouts, as the BC
-labels are made) and the bench prints its CPU and wall seconds per week, the minutes 1,000 weeks of labels take on
-2 cores (CPU seconds per week × 1,000 / 2 / 60) and the ratio to the hindsight DP's seconds per week (one solve of
-each whole week); no references, no Set F1 comparison.
+With ``--label-speed``, only the labelling speed (after a line naming the CPU): the planner plays the weeks (its own
+rollouts, as the BC labels are made) and the bench prints its CPU and wall seconds per week, the minutes 1,000 weeks
+of labels take on 2 cores (CPU seconds per week × 1,000 / 2 / 60) and the ratio to the hindsight DP's seconds per
+week (one solve of each whole week); no references, no Set F1 comparison.
 
 With ``--rollout``, the rollout planner over Sequential (:class:`~membudget.teachers.online.RolloutPlanner`: each
 first action valued by Sequential's play of the rest of each drawn week) beside the hindsight-optimisation planner
@@ -72,11 +72,10 @@ def planner_scores(seeds, budget, samples, seed=0, particles=None, cpu=False):
 
 def label_speed(seeds, budget, samples, seed=0, particles=None):
     """Prints the planner's labelling speed on ``seeds`` for each ``K`` in ``samples`` (module docstring)."""
+    from membudget.bench.report import machine
     from membudget.envs.pm import PMWeekEnv
     from membudget.teachers.observed import AgentView
     from membudget.teachers.online import HindsightPlanner, play
-
-    from membudget.bench.report import machine
 
     print(f"machine: {machine()}")
     # the numba kernels compiled or loaded before the clock starts

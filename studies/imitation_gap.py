@@ -101,6 +101,15 @@ def _mean(rows) -> np.ndarray:
     return np.mean([np.asarray(x["set_f1"]) for x in rows], axis=0)
 
 
+def _wall_clock(seconds: float, computed: int, n: int) -> str:
+    """A label stage's wall clock over the ``computed`` of its ``n`` weeks this run labelled (the rest loaded)."""
+    if not computed:
+        return "every week loaded from checkpoints"
+    loaded = f", {n - computed} loaded" if computed < n else ""
+    per_1000 = 1000 * seconds / computed / 60
+    return f"{seconds:.0f} s for the {computed} weeks computed ({per_1000:.1f} min per 1,000){loaded}"
+
+
 def render(cfg: GapConfig, res: dict, command: str) -> str:
     k, m = cfg.planner
     seeds = ", ".join(map(str, cfg.learner_seeds))
@@ -136,19 +145,16 @@ def render(cfg: GapConfig, res: dict, command: str) -> str:
                             for a, d in zip(r[(c, "online")], r[(c, "dp")]))
             lines.append(f"| {b} | {n} | {c} | {on.mean():.4f} | {dp.mean():.4f} | {gap} | "
                          f"{paired_ci(on - seq)[0]} | {paired_ci(dp - seq)[0]} | {per} |")
-            goals.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({c}, {b}, "
-                         f"{n} weeks): {gap} — {'met' if lo > 0 else 'not met'}.")
+            goals.append(f"- Distilling the online teacher beats distilling the DP at equal data and class ({c}, "
+                         f"{b}, {n} weeks): {gap} — {'met' if lo > 0 else 'not met'}.")
     lines += ["", "## The planner's labels", "",
-              "| budget | n weeks | states (planner / DP) | CPU s per week, median (mean, max) | 1,000 weeks on 2 cores "
-              "at the median | wall clock of the labels | DP's CPU per week |", "|---|---|---|---|---|---|---|"]
+              "| budget | n weeks | states (planner / DP) | CPU s per week, median (mean, max) | 1,000 weeks on 2 "
+              "cores at the median | wall clock of the labels | DP's CPU per week |", "|---|---|---|---|---|---|---|"]
     for (b, n), r in res["runs"].items():
         cpu = r["label_cpu"]
-        seconds, computed = r["label_wall"]
-        wall = (f"{seconds:.0f} s for the {computed} weeks computed ({1000 * seconds / computed / 60:.1f} min per "
-                f"1,000){f', {n - computed} loaded' if computed < n else ''}" if computed else
-                "every week loaded from checkpoints")
         lines.append(f"| {b} | {n} | {r['states']['online']:,} / {r['states']['dp']:,} | {np.median(cpu):.2f} "
-                     f"({cpu.mean():.2f}, {cpu.max():.2f}) | {minutes_per_1000_weeks(cpu):.1f} min | {wall} | "
+                     f"({cpu.mean():.2f}, {cpu.max():.2f}) | {minutes_per_1000_weeks(cpu):.1f} min | "
+                     f"{_wall_clock(*r['label_wall'], n)} | "
                      f"{1e3 * res['teachers'][b]['dp_cpu']:.1f} ms |")
     lines += ["", "The first task of each worker includes the kernels' compilation. The wall clock is the labels "
               "stage's own in the run that wrote this page, with every worker busy, over the weeks it computed "

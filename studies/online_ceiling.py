@@ -651,8 +651,6 @@ def _goals_section(cfg, res, goal, cpu) -> list:
     return lines
 
 
-
-
 def minutes_per_1000_weeks(cpu_seconds) -> float:
     """Minutes 1,000 weeks of labels take on 2 cores at the median CPU seconds per week ``cpu_seconds``."""
     return float(np.median(cpu_seconds)) * 1000 / 2 / 60
