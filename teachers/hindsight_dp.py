@@ -1054,6 +1054,14 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
     return status, out_tp, out_fp
 
 
+@numba.njit(cache=True)
+def _rest_solve(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi, costs, n_max, cost_cap, P0,
+                budgets, tp_fixed, fp_fixed, due):
+    """:func:`_rest_tables` of one rest's registered rows, then :func:`_rest_dinkelbach` over its variants."""
+    TP, FP, MS = _rest_tables(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi)
+    return _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fixed, fp_fixed, due)
+
+
 def rest_values(prob: Problem, last_queries, budgets, tp_fixed, fp_fixed) -> np.ndarray:
     """The optimum Set F1 (as :func:`solve_problem`, exactly) of ``prob`` under each of several variants ``v``:
     the last queries ``last_queries[v]``, the budget ``budgets[v]`` (None: none) and the fixed counts
@@ -1062,24 +1070,35 @@ def rest_values(prob: Problem, last_queries, budgets, tp_fixed, fp_fixed) -> np.
     Dinkelbach iteration is solved there (it is then the optimum), any other by :func:`solve_problem`."""
     if prob.weight is not None:
         raise ValueError("rest_values counts TP unweighted (prob.weight must be None)")
-    T, R = prob.horizon, prob.n_resources
+    R = prob.n_resources
     P0 = np.ascontiguousarray(np.asarray(last_queries, dtype=np.int64).reshape(-1, R))
     V = P0.shape[0]
-    bud = np.array([-1 if b is None else int(b) for b in budgets], dtype=np.int64)
     tpf = np.asarray(tp_fixed, dtype=np.int64).reshape(V)
     fpf = np.asarray(fp_fixed, dtype=np.int64).reshape(V)
-    costs = np.asarray(prob.costs, dtype=np.int64)
-    TP, FP, MS = _rest_tables(T, R, int(prob.t0), prob.res, prob.start, prob.until, prob.deadline, prob.positive,
-                              prob.late_execute, prob.cand_lo, prob.cand_hi)
-    status, tp, fp = _rest_dinkelbach(TP, FP, MS, costs, int(prob.t0), _cap(prob.n_max), _cap(prob.cost_cap), P0,
-                                      bud, tpf, fpf, int(prob.due))
-    out = np.empty(V)
-    for v in range(V):
+    found = _rest_solve(prob.horizon, R, int(prob.t0), prob.res, prob.start, prob.until, prob.deadline, prob.positive,
+                        prob.late_execute, prob.cand_lo, prob.cand_hi, np.asarray(prob.costs, dtype=np.int64),
+                        _cap(prob.n_max), _cap(prob.cost_cap), P0, kernel_budgets(budgets), tpf, fpf, int(prob.due))
+    return variant_f1(lambda: prob, P0, budgets, tpf, fpf, int(prob.due), *found)
+
+
+def kernel_budgets(budgets) -> np.ndarray:
+    """Each variant's budget as :func:`_rest_dinkelbach` takes it (-1: none)."""
+    return np.array([-1 if b is None else int(b) for b in budgets], dtype=np.int64)
+
+
+def variant_f1(problem, P0, budgets, tp_fixed, fp_fixed, due, status, tp, fp) -> np.ndarray:
+    """The Set F1 of each variant from :func:`_rest_dinkelbach`'s ``(status, tp, fp)``: exact where its status is
+    0, else solved by :func:`solve_problem` on ``problem()`` (the rest, built only when some variant needs it) with
+    the variant's last queries, budget and fixed counts."""
+    out = np.empty(P0.shape[0])
+    prob = None
+    for v in range(out.size):
         if status[v] == 0:
-            out[v] = f1_of_counts(int(tpf[v] + tp[v]), int(fpf[v] + fp[v]), prob.due)
+            out[v] = f1_of_counts(int(tp_fixed[v] + tp[v]), int(fp_fixed[v] + fp[v]), due)
         else:
-            sol = solve_problem(replace(prob, last_query=P0[v], budget_left=budgets[v], tp_fixed=int(tpf[v]),
-                                        fp_fixed=int(fpf[v])))
+            prob = problem() if prob is None else prob
+            sol = solve_problem(replace(prob, last_query=P0[v], budget_left=budgets[v], tp_fixed=int(tp_fixed[v]),
+                                        fp_fixed=int(fp_fixed[v])))
             if sol is None:
                 raise ValueError("no feasible schedule for a variant")
             out[v] = sol.f1

@@ -26,10 +26,8 @@ from membudget.envs.pm.vector import PMWeekVectorEnv
 from membudget.envs.pm.world import NEVER, POS
 from membudget.envs.validation import check_int, check_number
 
-from .hindsight_dp import rest_values
 from .observed import AgentView, Observed
 from .posterior import RW, PosteriorSampler
-from .problem import f1_of_counts
 
 
 DEFAULT_SAMPLES = 32
@@ -200,31 +198,19 @@ class HindsightPlanner:
         and the hindsight DP's optimum of the rest of each drawn week."""
         e = self.env.unwrapped
         _, draws, tp_now, fp_now, _ = now
-        t, costs, budget, last_q, K = observed.t, observed.costs, observed.remaining_budget, observed.last_query, \
-            len(draws)
-        values = np.zeros((K, len(actions)))
-        first = {}  # resampled duplicates (one source) share their values
-        sets = [list(combo) for combo in actions]
+        t, costs, budget = observed.t, observed.costs, observed.remaining_budget
+        chosen = np.zeros((len(actions), observed.n_resources), dtype=np.int64)
+        for j, combo in enumerate(actions):
+            chosen[j, list(combo)] = 1
         # each action's last queries and budget left, the same in every draw
-        lqs = np.tile(last_q, (len(sets), 1))
-        for j, s in enumerate(sets):
-            lqs[j, s] = t
-        left = [None if budget is None else budget - int(costs[s].sum()) for s in sets]
-        for k in range(K):
-            src = int(draws.source[k])
-            if src in first:
-                values[k] = values[first[src]]
-                continue
-            first[src] = k
-            base = draws.problem(k, budget_left=budget, per_step_cap=e.per_step_cap,
-                                 per_step_cost_cap=e.per_step_cost_cap, t0=t + 1)
-            tpf = [base.tp_fixed + int(tp_now[k, s].sum()) for s in sets]
-            fpf = [base.fp_fixed + int(fp_now[k, s].sum()) for s in sets]
-            if t + 1 >= observed.horizon:
-                values[k] = [f1_of_counts(a, b, base.due) for a, b in zip(tpf, fpf)]
-            else:
-                values[k] = rest_values(base, lqs, left, tpf, fpf)
-        return values.mean(axis=0)
+        lqs = np.where(chosen == 1, t, observed.last_query[None, :])
+        left = [None if budget is None else budget - int(costs[list(combo)].sum()) for combo in actions]
+        # resampled duplicates (one source) share their values
+        _, first, which = np.unique(draws.source, return_index=True, return_inverse=True)
+        values = draws.rest_values(first, t0=t + 1, budget_left=budget, per_step_cap=e.per_step_cap,
+                                   per_step_cost_cap=e.per_step_cost_cap, last_queries=lqs, budgets=left,
+                                   tp_add=tp_now[first] @ chosen.T, fp_add=fp_now[first] @ chosen.T)
+        return values[which].mean(axis=0)
 
 
 VENVS_KEPT = 8

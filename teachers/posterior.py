@@ -53,8 +53,9 @@ from membudget.envs.pm.world import (COST_PROFILES, KIND_CHANNEL, KIND_TIME, KIN
                                      named_indices, resource_costs)
 from membudget.envs.validation import check_int, check_known
 
+from .hindsight_dp import _cap, _rest_solve, kernel_budgets, variant_f1
 from .observed import EVENT_ON_TIME, EVENT_POSITIVE, Observed
-from .problem import Problem
+from .problem import Problem, f1_of_counts
 
 ROW_FIELDS = ("origin", "kind", "res", "af", "au", "ds", "de", "onset", "deadline", "polarity", "registered",
               "version", "ledger", "cross", "prio", "targeted", "u", "upd_kind", "upd_reg", "parent")
@@ -835,9 +836,14 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                         min(row[RW.onset], last) - row[RW.af] >= 2:
                     log_sel += log_1rho if row[RW.targeted] == 0 else log_rho
         n_rows = n_led_r
-        if not ok:
+        if not ok:  # the buffers are reused across calls: what the next stages read is written in every draw
             out_logw[m] = -np.inf
             out_n[m] = n_rows
+            out_sel[m] = 0.0
+            for s in range(tw):
+                out_B[m, s] = 0.0
+            for s in range(max(t, 1)):
+                out_miss[m, s] = 0
             continue
         # ---- 3. unseen rows whose bumps reach the observed hints: per resource and onset a birth process (one
         # more row or stop, each with its prior, exact hint increment and miss guide), at most MAX_PER_SLOT rows
@@ -888,7 +894,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
         out_sel[m] = log_sel
         for s in range(tw):
             out_B[m, s] = Bm[s, r]
-        for s in range(max(t, 0)):
+        for s in range(max(t, 1)):
             out_miss[m, s] = Mfn[s]
 
 
@@ -1299,11 +1305,77 @@ class Particles:
             cand_lo=np.maximum(reg[:, RW.af], reg[:, RW.ds] - lk).astype(np.int64),
             cand_hi=np.minimum(reg[:, RW.au], reg[:, RW.de]).astype(np.int64))
 
+    def rest_values(self, weeks, *, t0, budget_left, per_step_cap, per_step_cost_cap=None, last_queries, budgets,
+                    tp_add, fp_add) -> np.ndarray:
+        """``(len(weeks), V)``: for drawn week ``weeks[i]`` and variant ``v``, the optimum Set F1 of its rest from
+        step ``t0`` (:func:`~membudget.teachers.hindsight_dp.rest_values`, exactly) with the last queries
+        ``last_queries[v]``, the budget ``budgets[v]`` (None: none) and ``tp_add[i, v]`` / ``fp_add[i, v]``
+        resolutions added to what is already resolved — the rests of the weeks after different first actions,
+        with one kernel call for all the weeks (:meth:`problem`'s rests, not built unless a variant needs the
+        branch and bound)."""
+        s = self.sampler
+        weeks = np.asarray(weeks, dtype=np.int64)
+        R, T = s.costs_.size, s.world_.horizon
+        P0 = np.ascontiguousarray(np.asarray(last_queries, dtype=np.int64).reshape(-1, R))
+        hits = fps = 0
+        if self.observed is not None:
+            ev = self.observed.ledger.event
+            hits, fps = int(np.sum(ev == 1)), int(np.sum((ev == 2) | (ev == 4)))
+        pos = (self.rows[:, :, RW.polarity] == POS) & (self.rows[:, :, RW.onset] < NEVER)
+        valid = np.arange(self.rows.shape[1])[None, :] < self.n_rows[weeks][:, None]
+        vis = self.visible[weeks].sum(axis=1)
+        due = vis[:, 0] + vis[:, 2] + np.sum(valid & pos[weeks], axis=1)
+        tpf = vis[:, 0, None] + hits + np.asarray(tp_add, dtype=np.int64)
+        fpf = vis[:, 1, None] + fps + np.asarray(fp_add, dtype=np.int64)
+        if t0 >= T:
+            return f1_of_counts(tpf, fpf, due[:, None])
+        status, tp, fp = _rests(self.rows, self.n_rows, weeks, T, int(t0), s.costs_.astype(np.int64),
+                                s.late_policy == "execute", s.world_.lookahead, _cap(per_step_cap),
+                                _cap(per_step_cost_cap), P0, kernel_budgets(budgets), tpf, fpf, due)
+        out = f1_of_counts(tpf + tp, fpf + fp, due[:, None])
+        for i in np.flatnonzero((status != 0).any(axis=1)):
+            problem = functools.partial(self.problem, int(weeks[i]), budget_left=budget_left,
+                                        per_step_cap=per_step_cap, per_step_cost_cap=per_step_cost_cap, t0=t0)
+            out[i] = variant_f1(problem, P0, budgets, tpf[i], fpf[i], int(due[i]), status[i], tp[i], fp[i])
+        return out
+
     def episode(self, i: int, rng=None) -> Episode:
         """Week ``i`` as a complete :class:`Episode` (ids and row order as the generator writes them; the parts no
         observation touches — visible intentions' fields, future hints, unseen update kinds — drawn from their
         exact conditional prior with ``rng``)."""
         return _episode(self, i, np.random.default_rng(rng))
+
+
+@numba.njit(cache=True)
+def _rests(rows, n_rows, weeks, T, t0, costs, late_execute, lookahead, n_max, cost_cap, P0, budgets, tpf, fpf, due):
+    """:func:`~membudget.teachers.hindsight_dp._rest_solve` of each drawn week in ``weeks`` on its registered rows
+    (the rest :meth:`Particles.problem` describes): per week and variant ``(status, tp, fp)``."""
+    R = costs.size
+    W, V = weeks.size, P0.shape[0]
+    status = np.zeros((W, V), dtype=np.int64)
+    tp = np.zeros((W, V), dtype=np.int64)
+    fp = np.zeros((W, V), dtype=np.int64)
+    for i in range(W):
+        k = weeks[i]
+        n = 0
+        for j in range(n_rows[k]):
+            if rows[k, j, RW.registered] == 1:
+                n += 1
+        res, start, until = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        deadline, lo, hi = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        positive = np.empty(n, dtype=np.bool_)
+        n = 0
+        for j in range(n_rows[k]):
+            row = rows[k, j]
+            if row[RW.registered] == 1:
+                res[n], start[n], until[n], deadline[n] = row[RW.res], row[RW.onset], row[RW.au], row[RW.deadline]
+                positive[n] = row[RW.polarity] == POS
+                lo[n] = max(row[RW.af], row[RW.ds] - lookahead)
+                hi[n] = min(row[RW.au], row[RW.de])
+                n += 1
+        status[i], tp[i], fp[i] = _rest_solve(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi,
+                                              costs, n_max, cost_cap, P0, budgets, tpf[i], fpf[i], due[i])
+    return status, tp, fp
 
 
 @dataclass
@@ -1503,6 +1575,11 @@ class PosteriorSampler:
             setattr(self, name, value)
         return self
 
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_draws_buffers_", None)  # scratch space (:meth:`_draws_buffers`), made again by the next call
+        return state
+
     # -------------------------------------------------------------------------------------------------- draws
     def _call_tables(self, t: int):
         """Tables of one call (step ``t``): cumulative weights of (ds, w) given the onset of an unseen channel row
@@ -1575,7 +1652,8 @@ class PosteriorSampler:
         logw += logW
         self.parts_ = call.parts
         w = _normalise(logw)
-        self.expected_misses_ = np.stack([w @ call.draws.miss[r][idx[r]] for r in range(idx.shape[0])])
+        self.expected_misses_ = np.stack([w @ call.draws.miss[r, idx[r], : call.fn_row.size]
+                                          for r in range(idx.shape[0])])
         self.ess_resources_ = ess_r
         if observed is not None and call.t > 0:
             vis[:, : call.t, :2] = _seen_visible(observed)
@@ -1614,8 +1692,19 @@ class PosteriorSampler:
             M=M, t=t, hints=hints, fn=fn, fn_row=fn_row, led=led, led_mc=led_mc, n_led_r=n_led_r, order=order,
             starts=starts, plaus=plaus, tables=self.tables_ + self._call_tables(t),
             mu=np.maximum(self.tables_[7], MU_FLOOR)[:tl],
-            draws=_ResourceDraws.zeros(R, M, int(n_led_r.max(initial=0)) + SLOT_ROWS, max(t + 1, 1), tl),
+            draws=self._draws_buffers(R, M, int(n_led_r.max(initial=0)) + SLOT_ROWS),
             slot_of=np.zeros(led.shape[0], dtype=np.int64), parts=np.zeros((M, 6)))
+
+    def _draws_buffers(self, R: int, M: int, cap: int) -> _ResourceDraws:
+        """Stage one's buffers for ``M`` draws of at most ``cap`` rows per resource and the whole horizon's steps,
+        kept for the next call of that size (the ledger grows slowly, so most calls of a week reuse them: fresh
+        pages cost more than the kernel's writes). Every entry a later stage reads is written by the call first
+        (:func:`_sample_resource`)."""
+        buf = getattr(self, "_draws_buffers_", None)
+        if buf is None or buf.rows.shape[:3] != (R, M, cap):
+            T = self.world_.horizon
+            buf = self._draws_buffers_ = _ResourceDraws.zeros(R, M, cap, T, T)
+        return buf
 
     def _resource_order(self, call: _Call, shuffle: bool, rng) -> list:
         """The order stage one draws the resources in: those whose ledger shows a hidden miss (a late miss or late
@@ -1647,7 +1736,7 @@ class PosteriorSampler:
             fn = np.tile(call.fn_row.astype(np.float64), (M1, 1))
             for r in res_order:
                 self._draw_resource(call, r, M1, tables, fn, rng)
-                expected[r] = _normalise(call.draws.logw[r, :M1]) @ call.draws.miss[r, :M1]
+                expected[r] = _normalise(call.draws.logw[r, :M1]) @ call.draws.miss[r, :M1, :tl]
         return expected
 
     def _stage_one(self, call: _Call, res_order: list, expected: np.ndarray, rng):
@@ -1673,7 +1762,7 @@ class PosteriorSampler:
                 logW += _rate_correction(cur, call.fn_row[:t], lam[:t], lam_prev[:t])
             logW += call.draws.logw[r]
             lam_prev = lam
-            cur += call.draws.miss[r]
+            cur += call.draws.miss[r, :, : cur.shape[1]]
             idx[r] = np.arange(M)
             w = _normalise(logW)
             ess_r[r] = 1.0 / np.sum(w ** 2)

@@ -61,10 +61,14 @@ class Problem:
         return tp, self.fp_fixed + fp_future, self.due - tp
 
 
-def f1_of_counts(tp: int, fp: int, due: int) -> float:
-    """Set F1 of a week with ``tp`` true and ``fp`` false positives among ``due`` due positives (0 if all are 0)."""
+def f1_of_counts(tp, fp, due):
+    """Set F1 of a week with ``tp`` true and ``fp`` false positives among ``due`` due positives (0 if all are 0).
+    Integers give a float; integer arrays (broadcast together) an array of them, each as its integers would."""
     d = 2 * tp + fp + (due - tp)
-    return 0.0 if d == 0 else 2.0 * tp / d
+    if np.ndim(d) == 0:
+        return 0.0 if d == 0 else 2.0 * tp / d
+    tp, d = np.broadcast_arrays(tp, d)
+    return np.divide(2.0 * tp, d, out=np.zeros(d.shape), where=d != 0)
 
 
 def due_positives(ep: Episode) -> np.ndarray:

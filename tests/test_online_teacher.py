@@ -1,6 +1,7 @@
 """The online teacher of PMWeek-v0 (teachers/online.py over teachers/observed.py and teachers/posterior.py): it
 decides from what the agent has seen only, so hidden future information cannot change its decision."""
 
+import pickle
 from dataclasses import replace
 
 import numpy as np
@@ -362,6 +363,83 @@ def test_sampler_draws_do_not_depend_on_its_earlier_calls():
         b = used.sample(rec, 4, np.random.default_rng(0))
         for name in ("rows", "n_rows", "visible", "log_weights", "source"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.slow
+def test_sampler_draws_do_not_depend_on_what_its_reused_buffers_held():
+    """Stage one's buffers are kept from one call to the next of the same size: filled with garbage between two
+    calls, they change nothing that a call returns."""
+    from membudget.teachers.posterior import PosteriorSampler
+
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=2))
+    obs, _ = env.reset(seed=2004)
+    for t in range(30):
+        obs, *_ = env.step(obs["mask"].astype(np.int8) * (np.arange(obs["mask"].size) < 2))
+    fresh = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit().weighted(env.observed, rng=0)
+    used = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit()
+    used.weighted(env.observed, rng=1)
+    buf = used._draws_buffers_
+    for a in (buf.rows, buf.n, buf.miss):
+        a.fill(987654)
+    for a in (buf.mc, buf.logw, buf.B, buf.sel):
+        a.fill(np.nan)
+    again = used.weighted(env.observed, rng=0)
+    assert used._draws_buffers_ is buf
+    for name in ("rows", "n_rows", "visible", "log_weights", "miss_cost"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name))
+    np.testing.assert_array_equal(used.expected_misses_, PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit()
+                                  .weighted(env.observed, rng=0).sampler.expected_misses_)
+    assert "_draws_buffers_" not in pickle.loads(pickle.dumps(used)).__dict__
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("per_step_cap", [1, 2])
+def test_particles_rest_values_equal_each_drawn_weeks_rest(monkeypatch, per_step_cap):
+    """``Particles.rest_values`` (one kernel call for all the drawn weeks) gives exactly what
+    ``hindsight_dp.rest_values`` gives on each week's :meth:`problem`, the branch and bound's variants included;
+    on the last step, the Set F1 of the counts."""
+    from itertools import combinations
+
+    import membudget.teachers.hindsight_dp as hd
+    from membudget.teachers.posterior import PosteriorSampler
+
+    calls = []
+    real = hd.solve_problem
+    monkeypatch.setattr(hd, "solve_problem", lambda p, *a: calls.append(1) or real(p, *a))
+    env = AgentView(PMWeekEnv(budget="B10", per_step_cap=per_step_cap))
+    obs, _ = env.reset(seed=2001)
+    for _ in range(24):  # one query, then none (the budget left makes clashes likely)
+        a = np.zeros(obs["mask"].size, dtype=np.int8)
+        if env.observed.last_query.max() < 0 and obs["mask"].any():
+            a[np.argmax(obs["mask"])] = 1
+        obs, *_ = env.step(a)
+    seen = env.observed
+    assert seen.last_query.max() >= 0
+    draws = PosteriorSampler.from_env(env.unwrapped, n_particles=32).fit().sample(seen, 6, np.random.default_rng(0))
+    R, t = seen.n_resources, seen.t
+    firsts = [()] + [c for n in range(1, per_step_cap + 1) for c in combinations(range(R), n)][:12]
+    chosen = np.zeros((len(firsts), R), dtype=np.int64)
+    for j, c in enumerate(firsts):
+        chosen[j, list(c)] = 1
+    lqs = np.where(chosen == 1, t, seen.last_query[None, :])
+    budgets = [seen.remaining_budget - int(seen.costs[list(c)].sum()) for c in firsts]
+    rng = np.random.default_rng(1)
+    weeks = np.array([0, 2, 5])
+    tp_add, fp_add = rng.integers(0, 3, (3, len(firsts))), rng.integers(0, 3, (3, len(firsts)))
+    kw = dict(budget_left=seen.remaining_budget, per_step_cap=per_step_cap, per_step_cost_cap=None)
+    for t0 in (t + 1, seen.horizon):
+        got = draws.rest_values(weeks, t0=t0, last_queries=lqs, budgets=budgets, tp_add=tp_add, fp_add=fp_add, **kw)
+        assert got.shape == (3, len(firsts))
+        for i, k in enumerate(weeks):
+            base = draws.problem(int(k), t0=t0, **kw)
+            tpf, fpf = base.tp_fixed + tp_add[i], base.fp_fixed + fp_add[i]
+            if t0 >= seen.horizon:
+                want = [hd.f1_of_counts(int(a), int(b), base.due) for a, b in zip(tpf, fpf)]
+            else:
+                want = hd.rest_values(base, lqs, budgets, tpf, fpf)
+            np.testing.assert_array_equal(got[i], want)
+    if per_step_cap == 1:
+        assert calls, "no variant needed the branch and bound: the fallback went untested"
 
 
 @pytest.mark.slow
