@@ -73,7 +73,7 @@ rate)."""
 PLAUSIBLE_LLR = 3.0
 """An onset is plausible for an entry when a bump there alone raises the hints' log-likelihood by more than this."""
 SLOT_ROWS = 64
-"""Room per resource for the unseen rows of the hint window in one draw."""
+"""Room per resource for the unseen rows of the hint window in one draw (at least)."""
 CLUSTER_COMBOS = 4096
 """Most joint combinations of a cluster's plausible onsets; a larger cluster is split."""
 N_BUMP = 8  # a bump covers steps onset-6 .. onset+1
@@ -1426,14 +1426,9 @@ class _Call:
     mu: np.ndarray
     draws: _ResourceDraws
     slot_of: np.ndarray
+    clusters_of: np.ndarray
+    """``(R, 2)``: each resource's clusters, ``first, last + 1`` (0, 0: none)."""
     parts: np.ndarray
-
-    @property
-    def cluster_res(self) -> np.ndarray:
-        """The resource of each cluster."""
-        if self.starts.size <= 1:
-            return np.zeros(0, dtype=np.int64)
-        return self.led[self.order[self.starts[:-1]], _LE.res]
 
 
 def _seen_visible(observed: Observed) -> np.ndarray:
@@ -1614,9 +1609,12 @@ class PosteriorSampler:
         led[:, _LE.parent], led[:, _LE.cancel_u], led[:, _LE.left_at] = L.parent, L.cancelled_at, L.left_at
         led[:, _LE.event], led[:, _LE.prio], led[:, _LE.cross] = L.event, L.priority, L.cross_day
         q = obs.queried
+        queried_at = {}
         for e in range(n):
             r, af = int(L.resource[e]), int(L.active_from[e])
-            steps = np.flatnonzero(q[:, r])
+            steps = queried_at.get(r)
+            if steps is None:
+                steps = queried_at[r] = np.flatnonzero(q[:, r])
             if L.event[e]:
                 qs = int(L.resolved_at[e])
                 before = steps[steps < qs]
@@ -1684,6 +1682,15 @@ class PosteriorSampler:
         order, starts, plaus = _clusters(led, hints, t, self)
         res_of = led[:, _LE.res]
         n_led_r = np.bincount(res_of, minlength=R) if led.shape[0] else np.zeros(R, dtype=np.int64)
+        # each entry's slot among its resource's entries (by index), and each resource's clusters (consecutive)
+        by_res = np.argsort(res_of, kind="stable")
+        slot_of = np.empty(led.shape[0], dtype=np.int64)
+        slot_of[by_res] = np.arange(led.shape[0]) - np.searchsorted(res_of[by_res], res_of[by_res])
+        cl_res = res_of[order[starts[:-1]]]
+        clusters_of = np.zeros((R, 2), dtype=np.int64)
+        for r in np.unique(cl_res):
+            cs = np.flatnonzero(cl_res == r)
+            clusters_of[r] = cs[0], cs[-1] + 1
         tl = max(t, 1)
         fn_row = np.zeros(tl, dtype=np.int64)
         if t > 0:
@@ -1693,17 +1700,17 @@ class PosteriorSampler:
             starts=starts, plaus=plaus, tables=self.tables_ + self._call_tables(t),
             mu=np.maximum(self.tables_[7], MU_FLOOR)[:tl],
             draws=self._draws_buffers(R, M, int(n_led_r.max(initial=0)) + SLOT_ROWS),
-            slot_of=np.zeros(led.shape[0], dtype=np.int64), parts=np.zeros((M, 6)))
+            slot_of=slot_of, clusters_of=clusters_of, parts=np.zeros((M, 6)))
 
     def _draws_buffers(self, R: int, M: int, cap: int) -> _ResourceDraws:
-        """Stage one's buffers for ``M`` draws of at most ``cap`` rows per resource and the whole horizon's steps,
-        kept for the next call of that size (the ledger grows slowly, so most calls of a week reuse them: fresh
-        pages cost more than the kernel's writes). Every entry a later stage reads is written by the call first
-        (:func:`_sample_resource`)."""
+        """Stage one's buffers for ``M`` draws of at least ``cap`` rows per resource and the whole horizon's steps,
+        kept for the next calls of ``M`` draws while they have the rows (the ledger grows slowly, so most calls of a
+        week reuse them: fresh pages cost more than the kernel's writes). Every entry a later stage reads is written
+        by the call first (:func:`_sample_resource`)."""
         buf = getattr(self, "_draws_buffers_", None)
-        if buf is None or buf.rows.shape[:3] != (R, M, cap):
+        if buf is None or buf.rows.shape[:2] != (R, M) or buf.rows.shape[2] < cap:
             T = self.world_.horizon
-            buf = self._draws_buffers_ = _ResourceDraws.zeros(R, M, cap, T, T)
+            buf = self._draws_buffers_ = _ResourceDraws.zeros(R, M, cap + SLOT_ROWS // 2, T, T)
         return buf
 
     def _resource_order(self, call: _Call, shuffle: bool, rng) -> list:
@@ -1774,13 +1781,9 @@ class PosteriorSampler:
     def _draw_resource(self, call: _Call, r: int, m: int, tables: tuple, fn: np.ndarray, rng):
         """Stage one for resource ``r`` alone (:func:`_sample_resource`): ``m`` weighted draws into ``call.draws``;
         ``fn[j]``: the miss counters left to explain in draw ``j``."""
-        mine = np.flatnonzero(call.led[:, _LE.res] == r)
-        call.slot_of[mine] = np.arange(mine.size)
-        cs = np.flatnonzero(call.cluster_res == r)
-        c_first, c_last = (int(cs[0]), int(cs[-1]) + 1) if cs.size else (0, 0)
         _sample_resource(rng, m, r, self.wi_, self.wf_, tables, call.t, call.hints, fn, call.led, call.led_mc,
-                         call.order, call.starts, c_first, c_last, call.plaus, call.slot_of, int(mine.size),
-                         *call.draws.of(r, m), call.parts)
+                         call.order, call.starts, int(call.clusters_of[r, 0]), int(call.clusters_of[r, 1]),
+                         call.plaus, call.slot_of, int(call.n_led_r[r]), *call.draws.of(r, m), call.parts)
 
     def _stage_two(self, call: _Call, idx: np.ndarray, rng):
         """The weeks stage one's draws make up (``idx``, :func:`_join`) completed (:func:`_complete`): ``(rows,
