@@ -13,14 +13,16 @@ online planner's labels and one to the hindsight DP's (the imitation gap at equa
 With ``--label-speed``, only the labelling speed (after a line naming the CPU): the planner plays the weeks (its own
 rollouts, as the BC labels are made) and the bench prints its CPU and wall seconds per week, the minutes 1,000 weeks
 of labels take on 2 cores (CPU seconds per week × 1,000 / 2 / 60) and the ratio to the hindsight DP's seconds per
-week (one solve of each whole week); no references, no Set F1 comparison.
+week (one solve of each whole week); no references, no Set F1 comparison. With ``--workers N`` (N > 1) the
+planner's figure is instead that of the online-ceiling study's own label task run on the weeks in N processes at
+once (all cores busy, as in a study): the wall clock per 1,000 weeks.
 
 With ``--rollout``, the rollout planner over Sequential (:class:`~membudget.teachers.online.RolloutPlanner`: each
 first action valued by Sequential's play of the rest of each drawn week) beside the hindsight-optimisation planner
 at the same ``K``, both with planner seed = the week (as the studies seed them), paired with each other.
 
 ``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--particles M] [--budget B10]
-[--students N] [--label-speed] [--rollout]``
+[--students N] [--label-speed [--workers N]] [--rollout]``
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def planner_scores(seeds, budget, samples, seed=0, particles=None, cpu=False):
     return np.array(f1), np.array(secs)
 
 
-def label_speed(seeds, budget, samples, seed=0, particles=None):
-    """Prints the planner's labelling speed on ``seeds`` for each ``K`` in ``samples`` (module docstring)."""
+def label_speed(seeds, budget, samples, seed=0, particles=None, workers=1):
+    """Prints the planner's labelling speed on ``seeds`` for each ``K`` in ``samples`` (module docstring); with
+    ``workers`` > 1, that of the study's label task in that many processes (:func:`label_wall_clock`)."""
     from membudget.bench.report import machine
     from membudget.envs.pm import PMWeekEnv
     from membudget.teachers.observed import AgentView
@@ -83,12 +86,38 @@ def label_speed(seeds, budget, samples, seed=0, particles=None):
                           seed=seed).fit(), seeds[0])
     dp = dp_seconds(seeds, budget).mean()
     print(f"hindsight DP: {1e3 * dp:.1f} ms CPU per week ({len(seeds)} weeks at {budget})")
+    if workers > 1:
+        label_wall_clock(seeds, budget, samples, particles, workers, dp)
+        return
     for k in samples:
         f1, wall, cpu = planner_scores(seeds, budget, k, seed, particles, cpu=True)
         m = "default" if particles is None else particles
         print(f"K={k} (particles {m}): {cpu.mean():.2f} s CPU per week (max {cpu.max():.2f}), {wall.mean():.2f} s "
               f"wall; labels for 1,000 weeks on 2 cores: {cpu.mean() * 1000 / 2 / 60:.1f} min; "
               f"{cpu.mean() / dp:.0f} times the DP's time per week; Set F1 {f1.mean():.4f} ({len(seeds)} weeks)")
+
+
+def label_wall_clock(seeds, budget, samples, particles, workers, dp):
+    """Prints, for each ``K`` in ``samples``, the wall clock of the online-ceiling study's own label task
+    (:func:`~membudget.studies.online_ceiling.planner_labels`: a planner fitted per week, seed = the week, its
+    demonstrations recorded) on ``seeds`` in ``workers`` processes at once, from their start (each compiles or loads
+    the kernels on its first week, as a study's workers do), and its CPU seconds per week (``dp``: the hindsight
+    DP's, for the ratio)."""
+    import multiprocessing
+
+    from membudget.studies.online_ceiling import planner_labels
+
+    for k in samples:
+        m = max(64, 2 * k) if particles is None else particles
+        t0 = time.perf_counter()
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            cpu = np.array([out["cpu"] for out in pool.map(planner_labels, [(budget, k, m, s) for s in seeds],
+                                                           chunksize=1)])
+        wall = time.perf_counter() - t0
+        print(f"K={k} (particles {m}), the study's label task in {workers} processes: {wall:.1f} s wall for "
+              f"{len(seeds)} weeks, {wall / len(seeds) * 1000 / 60:.2f} min per 1,000 weeks; CPU per week median "
+              f"{np.median(cpu):.3f} s, mean {cpu.mean():.3f} s, max {cpu.max():.2f} s; the median "
+              f"{np.median(cpu) / dp:.0f} times the DP's time per week")
 
 
 def student_scores(seeds, budget, train_weeks, samples, seed=0, particles=None):
@@ -131,10 +160,15 @@ def main(argv=None):
     p.add_argument("--label-speed", action="store_true",
                    help="only time the planner's labels (CPU s per week, minutes per 1,000 weeks on 2 cores, ratio "
                         "to the DP's time per week)")
+    p.add_argument("--workers", type=int_flag(1, 64), default=1,
+                   help="with --label-speed: time the study's label task in this many processes at once (wall "
+                        "clock per 1,000 weeks) instead of one planner in this process")
     a = p.parse_args(argv)
     seeds = a.weeks
+    if a.workers > 1 and not a.label_speed:
+        p.error("--workers needs --label-speed")
     if a.label_speed:
-        label_speed(seeds, a.budget, a.samples, a.seed, a.particles)
+        label_speed(seeds, a.budget, a.samples, a.seed, a.particles, a.workers)
         return
     ref = reference_scores(seeds, a.budget)
     names, cols, timing = [], [], []

@@ -452,6 +452,15 @@ def test_bench_label_speed_reports_minutes_per_1000_weeks_and_the_dp_ratio(capsy
     assert "machine:" in out and "torch capability" in out  # a speed figure names its CPU
     assert "K=1 (particles 8):" in out and "labels for 1,000 weeks on 2 cores:" in out
     assert "times the DP's time per week" in out
+    assert "processes" not in out
+    main(["--weeks", "2001-2002", "--samples", "1", "--particles", "8", "--label-speed", "--workers", "2"])
+    line = [x for x in capsys.readouterr().out.splitlines() if "the study's label task" in x]
+    assert len(line) == 1 and line[0].startswith("K=1 (particles 8), the study's label task in 2 processes: ")
+    assert "s wall for 2 weeks" in line[0] and "min per 1,000 weeks" in line[0]
+    assert "times the DP's time per week" in line[0]
+    for bad in (["--workers", "2"], ["--label-speed", "--workers", "0"]):
+        with pytest.raises(SystemExit):
+            main(["--weeks", "2001", *bad])
 
 
 @pytest.mark.slow
