@@ -1311,8 +1311,8 @@ class Particles:
         step ``t0`` (:func:`~membudget.teachers.hindsight_dp.rest_values`, exactly) with the last queries
         ``last_queries[v]``, the budget ``budgets[v]`` (None: none) and ``tp_add[i, v]`` / ``fp_add[i, v]``
         resolutions added to what is already resolved — the rests of the weeks after different first actions,
-        with one kernel call for all the weeks (:meth:`problem`'s rests, not built unless a variant needs the
-        branch and bound)."""
+        with one kernel call for all the weeks. ``budget_left`` and the caps are :meth:`problem`'s; its rests are
+        built only for a week with a variant that needs the branch and bound."""
         s = self.sampler
         weeks = np.asarray(weeks, dtype=np.int64)
         R, T = s.costs_.size, s.world_.horizon
@@ -1382,7 +1382,8 @@ def _rests(rows, n_rows, weeks, T, t0, costs, late_execute, lookahead, n_max, co
 class _ResourceDraws:
     """Stage one's draws per resource (first axis) and draw (second): rows (ledger entries at their slot, then the
     unseen rows of the hint window), their miss costs and number, log-weights, bumps on the observed hints, misses
-    per observed step and proposal rates of the update subset."""
+    per observed step and proposal rates of the update subset. The steps' axes span the horizon (the buffers are kept
+    from call to call, :meth:`PosteriorSampler._draws_buffers`); a call reads and writes its observed steps only."""
 
     rows: np.ndarray
     mc: np.ndarray
