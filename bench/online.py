@@ -35,7 +35,7 @@ import numpy as np
 from membudget.envs.validation import int_flag, parse_seeds, seeds_flag
 from membudget.studies.cli import plain
 from membudget.studies.online_ceiling import dp_seconds, reference_scores
-from membudget.teachers.online import DEFAULT_SAMPLES
+from membudget.teachers.online import DEFAULT_SAMPLES, default_particles
 
 
 def parse_samples(text: str) -> list:
@@ -108,7 +108,7 @@ def label_wall_clock(seeds, budget, samples, particles, workers, dp):
     from membudget.studies.online_ceiling import planner_labels
 
     for k in samples:
-        m = max(64, 2 * k) if particles is None else particles
+        m = default_particles(k) if particles is None else particles
         t0 = time.perf_counter()
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             cpu = np.array([out["cpu"] for out in pool.map(planner_labels, [(budget, k, m, s) for s in seeds],

@@ -49,7 +49,7 @@ from membudget.envs.conversation import (DEV_SEEDS, WORLD_V0, ConversationConfig
 from membudget.envs.conversation.rollout import rollout
 from membudget.agents.ppo import train_ppo
 from membudget.studies.conversation import (CALIBRATED, PPO_SETTINGS, QUICK_PPO_STEPS, fit_gates_only, policy)
-from membudget.studies.online_ceiling import page_study_main, paired_ci
+from membudget.studies.online_ceiling import page_study_main, paired_ci, seed_mean
 from membudget.teachers.conversation import ConversationOptimum, InformedOptimum, build_conversation_dataset
 from membudget.teachers import conversation_online
 from membudget.teachers.conversation_online import ConversationPlanner
@@ -383,7 +383,7 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                   "planner's - DP's | planner's - its BC student | planner's - best gate |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for (name, level, n), r in res["dagger"].items():
-            mean = {t: _seed_mean(r[t]) for t in TEACHERS}
+            mean = {t: seed_mean(r[t], "score") for t in TEACHERS}
             bc = _student_means(res["students"][(name, level, n)])["planner"]
             best = _vs_best_gate(mean["planner"], res["large"].get((name, level)))
             lines.append(f"| {name} | {level} | {n} | {r['planner'][0]['states']} | {mean['planner'].mean():.4f} | "
@@ -401,7 +401,7 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
                   "per seed | kept at env steps |", "|---|---|---|---|---|---|---|---|---|"]
         for (level, n), runs in res["finetune"].items():
             student = _student_means(res["students"][("v1", level, n)])["planner"]
-            ppo = _seed_mean(runs)
+            ppo = seed_mean(runs, "score")
             ref = res["large"].get(("v1", level))
             vs_ref = ("" if ref is None else paired_ci(ppo - ref["Planner"]["score"])[0], _vs_best_gate(ppo, ref))
             per_seed = "; ".join(f"{np.mean(r['score']):.4f}" for r in runs)
@@ -412,14 +412,9 @@ def render(cfg: CeilingConfig, res: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _seed_mean(runs) -> np.ndarray:
-    """The score per conversation averaged over runs (the learner seeds)."""
-    return np.mean([r["score"] for r in runs], axis=0)
-
-
 def _student_means(r) -> dict:
     """Per teacher, its students' score per conversation averaged over the learner seeds."""
-    return {t: _seed_mean(r[t]["seeds"]) for t in TEACHERS}
+    return {t: seed_mean(r[t]["seeds"], "score") for t in TEACHERS}
 
 
 def _best_gate(rows) -> str:
@@ -452,14 +447,14 @@ def _reading(res) -> list:
         out.append(f"- Students at {name} {level} from {n} conversations: the planner's minus the hindsight "
                    f"optimum's {text} ({_sign(lo, hi)}).")
     for (name, level, n), r in res.get("dagger", {}).items():
-        text, lo, hi = paired_ci(_seed_mean(r["planner"]) - _seed_mean(r["hindsight optimum"]))
+        text, lo, hi = paired_ci(seed_mean(r["planner"], "score") - seed_mean(r["hindsight optimum"], "score"))
         out.append(f"- After one DAgger round at {name} {level} ({n} conversations): the planner's student minus the "
                    f"hindsight optimum's {text} ({_sign(lo, hi)}).")
     for (level, n), runs in res.get("finetune", {}).items():
         ref = res["large"].get(("v1", level))
         if ref is None:
             continue
-        ppo = _seed_mean(runs)
+        ppo = seed_mean(runs, "score")
         best = _best_gate(ref)
         text, lo, hi = paired_ci(ppo - ref[best]["score"])
         out.append(f"- PPO from the planner's students at v1 {level} ({n} conversations): {ppo.mean():.4f}, minus the "

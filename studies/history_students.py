@@ -31,7 +31,7 @@ import numpy as np
 
 from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
 from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, curve_lines, page_study_main, paired_ci,
-                                              planner_labels, ppo_curve, references, scores, timed_week)
+                                              planner_labels, ppo_curve, references, scores, seed_mean, timed_week)
 
 
 NO_HISTORY = (1, ())
@@ -344,7 +344,7 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
     deployed_ms = speed[res["chosen"]]["ms_per_step"] if speed else None
     for (budget, n), r in res["runs"].items():
         seq = np.asarray(r["Sequential"])
-        h, o = (np.mean([np.asarray(x["set_f1"]) for x in r[key]], axis=0) for key in (res["chosen"], NO_HISTORY))
+        h, o = seed_mean(r[res["chosen"]]), seed_mean(r[NO_HISTORY])
         per_seed = "; ".join(f"{np.mean(a['set_f1']):.4f} / {np.mean(b['set_f1']):.4f}"
                              for a, b in zip(r[res["chosen"]], r[NO_HISTORY]))
         hs, lo, hi = paired_ci(h - seq)
@@ -465,8 +465,7 @@ def _gru_section(cfg: HistoryConfig, res: dict) -> tuple:
     for (budget, n), runs in res["gru"].items():
         r = res["runs"][(budget, n)]
         seq = np.asarray(r["Sequential"])
-        frames = np.mean([np.asarray(x["set_f1"]) for x in r[res["chosen"]]], axis=0)
-        gru = np.mean([np.asarray(x["set_f1"]) for x in runs], axis=0)
+        frames, gru = seed_mean(r[res["chosen"]]), seed_mean(runs)
         per_seed = "; ".join(f"{np.mean(x['set_f1']):.4f}" for x in runs)
         (gs, lo, _), vs_frames = paired_ci(gru - seq), paired_ci(gru - frames)
         lines.append(f"| {budget} | {n} | {gru.mean():.4f} | {per_seed} | {gs} | {vs_frames[0]} |")
@@ -513,8 +512,7 @@ def _finetune_lines(cfg, r, run, seeds, starts, runs, student, how, ppo_cfg) -> 
     ``ppo_cfg``) per learner seed of ``seeds``, against Sequential's ``r``."""
     budget, n = run
     seq = np.asarray(r["Sequential"])
-    ppo = np.mean([np.asarray(x["set_f1"]) for x in runs], axis=0)
-    start = np.mean([np.asarray(x["set_f1"]) for x in starts], axis=0)
+    ppo, start = seed_mean(runs), seed_mean(starts)
     steps = ", ".join(str(x["selected_env_steps"]) for x in runs)
     ppo_seq, ppo_start = paired_ci(ppo - seq), paired_ci(ppo - start)
     lam = ppo_cfg.gae_lambda

@@ -32,7 +32,8 @@ import time
 import numpy as np
 
 from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, minutes_per_1000_weeks, page_study_main,
-                                              paired_ci, planner_labels, planner_week, references, student_task)
+                                              paired_ci, planner_labels, planner_week, references, seed_mean,
+                                              student_task)
 from membudget.studies.history_students import FULL as HISTORY, gru_student
 
 CLASSES = ("one observation", "learned recurrence")
@@ -96,11 +97,6 @@ def measure(cfg: GapConfig, progress=print, executor=None) -> dict:
     return out
 
 
-def _mean(rows) -> np.ndarray:
-    """A learner's Set F1 per week: the mean over its learner seeds."""
-    return np.mean([np.asarray(x["set_f1"]) for x in rows], axis=0)
-
-
 def _wall_clock(seconds: float, computed: int, n: int) -> str:
     """A label stage's wall clock over the ``computed`` of its ``n`` weeks this run labelled (the rest loaded)."""
     if not computed:
@@ -139,7 +135,7 @@ def render(cfg: GapConfig, res: dict, command: str) -> str:
     for (b, n), r in res["runs"].items():
         seq = np.asarray(res["teachers"][b]["Sequential"])
         for c in CLASSES:
-            on, dp = _mean(r[(c, "online")]), _mean(r[(c, "dp")])
+            on, dp = seed_mean(r[(c, "online")]), seed_mean(r[(c, "dp")])
             gap, lo, _ = paired_ci(on - dp)
             per = "; ".join(f"{np.mean(a['set_f1']):.4f} / {np.mean(d['set_f1']):.4f}"
                             for a, d in zip(r[(c, "online")], r[(c, "dp")]))

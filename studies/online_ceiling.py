@@ -396,6 +396,11 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
     return out
 
 
+def seed_mean(runs, key="set_f1") -> np.ndarray:
+    """A learner's figure per week (or conversation): the mean over its runs (the learner seeds) of ``key``."""
+    return np.mean([np.asarray(r[key]) for r in runs], axis=0)
+
+
 def paired_ci(x) -> tuple:
     """The mean of paired differences ``x`` with its 95% percentile-bootstrap interval: ``(text, lo, hi)``."""
     m, lo, hi = bootstrap_ci(np.asarray(x), n_resamples=100_000)
@@ -550,8 +555,7 @@ def _students_section(cfg, res, goal) -> tuple:
               "|---|---|---|---|---|---|---|---|---|---|"]
     for (method, b, n), st in res["students"].items():
         s = res["ref_held_out"][b]["Sequential"] if b in res["ref_held_out"] else None
-        on = np.mean([r["set_f1"] for r in st["online"]], axis=0)
-        dp = np.mean([r["set_f1"] for r in st["dp"]], axis=0)
+        on, dp = seed_mean(st["online"]), seed_mean(st["dp"])
         per = "; ".join(f"{np.mean(a['set_f1']):.4f} / {np.mean(c['set_f1']):.4f}"
                         for a, c in zip(st["online"], st["dp"]))
         vs = (lambda x: paired_ci(x - s)[0]) if s is not None else (lambda x: "")
@@ -587,8 +591,7 @@ def _finetune_section(cfg, res, goal) -> list:
         st = res["students"][(method, b, n)]
         for teacher, name in (("online", "planner's BC student"), ("dp", "DP's BC student")):
             rows = runs[teacher]
-            f1 = np.mean([r["set_f1"] for r in rows], axis=0)
-            student = np.mean([r["set_f1"] for r in st[teacher]], axis=0)
+            f1, student = seed_mean(rows), seed_mean(st[teacher])
             per = "; ".join(f"{np.mean(r['set_f1']):.4f}" for r in rows)
             kept = ", ".join(f"{r['selected_env_steps']:,}" for r in rows)
             engines = ", ".join(sorted({r["engine"] for r in rows}))

@@ -1083,7 +1083,7 @@ def rest_values(prob: Problem, last_queries, budgets, tp_fixed, fp_fixed) -> np.
 
 def kernel_budgets(budgets) -> np.ndarray:
     """Each variant's budget as :func:`_rest_dinkelbach` takes it (-1: none)."""
-    return np.array([-1 if b is None else int(b) for b in budgets], dtype=np.int64)
+    return np.array([_cap(b) for b in budgets], dtype=np.int64)
 
 
 def variant_f1(problem, P0, budgets, tp_fixed, fp_fixed, due, status, tp, fp) -> np.ndarray:

@@ -35,6 +35,12 @@ DEFAULT_SAMPLES = 32
 ``python -m membudget.evaluate online-ceiling`` chose on the validation weeks 4000-4029 at B10
 (docs/online_ceiling.md)."""
 
+
+def default_particles(n_samples: int) -> int:
+    """The planner's weighted draws per decision when not given: ``max(64, 2 K)``."""
+    return max(64, 2 * n_samples)
+
+
 class HindsightPlanner:
     """Online planner by hindsight optimisation over posterior draws (module docstring), following the policy
     protocol. It reads the agent's view through the :class:`~membudget.teachers.observed.AgentView` wrapper it is
@@ -71,7 +77,7 @@ class HindsightPlanner:
             raise TypeError(f"env must be an AgentView-wrapped PMWeekEnv, got {type(self.env).__name__}")
         e = self.env.unwrapped
         check_int("n_samples", self.n_samples, 1, 100_000)
-        particles = max(64, 2 * self.n_samples) if self.n_particles is None else self.n_particles
+        particles = default_particles(self.n_samples) if self.n_particles is None else self.n_particles
         check_int("n_particles", particles, 1, 10**6)
         self.sampler_ = PosteriorSampler.from_env(e, n_particles=particles).fit()
         self.rng_ = np.random.default_rng(self.seed)

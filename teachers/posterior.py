@@ -1282,28 +1282,30 @@ class Particles:
         s = self.sampler
         obs = self.observed
         t = 0 if obs is None else obs.t
-        rows = self.table(i)
-        reg = rows[rows[:, RW.registered] == 1]
-        vis = self.visible[i]
-        hits = fps = 0
-        if obs is not None:
-            ev = obs.ledger.event
-            hits = int(np.sum(ev == 1))
-            fps = int(np.sum((ev == 2) | (ev == 4)))
-        hidden_due = int(np.sum((rows[:, RW.polarity] == POS) & (rows[:, RW.onset] < NEVER)))
-        lk = s.world_.lookahead
+        (tp_fixed,), (fp_fixed,), (due,) = self._fixed_counts(np.array([i]))
+        res, start, until, deadline, positive, cand_lo, cand_hi = _registered_rows(self.rows[i], self.n_rows[i],
+                                                                                   s.world_.lookahead)
         return Problem(
             horizon=s.world_.horizon, costs=s.costs_, t0=t if t0 is None else int(t0),
             last_query=(np.full(s.costs_.size, -1, dtype=np.int64) if obs is None else obs.last_query)
             if last_query is None else np.asarray(last_query, dtype=np.int64),
             budget_left=budget_left, n_max=per_step_cap, cost_cap=per_step_cost_cap,
-            late_execute=s.late_policy == "execute", tp_fixed=int(vis[:, 0].sum()) + hits,
-            fp_fixed=int(vis[:, 1].sum()) + fps, due=int(vis[:, 0].sum() + vis[:, 2].sum()) + hidden_due,
-            res=reg[:, RW.res].astype(np.int64), start=reg[:, RW.onset].astype(np.int64),
-            until=reg[:, RW.au].astype(np.int64), deadline=reg[:, RW.deadline].astype(np.int64),
-            positive=reg[:, RW.polarity] == POS,
-            cand_lo=np.maximum(reg[:, RW.af], reg[:, RW.ds] - lk).astype(np.int64),
-            cand_hi=np.minimum(reg[:, RW.au], reg[:, RW.de]).astype(np.int64))
+            late_execute=s.late_policy == "execute", tp_fixed=int(tp_fixed), fp_fixed=int(fp_fixed), due=int(due),
+            res=res, start=start, until=until, deadline=deadline, positive=positive, cand_lo=cand_lo,
+            cand_hi=cand_hi)
+
+    def _fixed_counts(self, weeks: np.ndarray) -> tuple:
+        """Per week in ``weeks``, the Set F1 terms no query from the observation on changes: TP and FP fixed
+        (visible outcomes and the observed events) and the due positives (visible and hidden)."""
+        hits = fps = 0
+        if self.observed is not None:
+            ev = self.observed.ledger.event
+            hits, fps = int(np.sum(ev == 1)), int(np.sum((ev == 2) | (ev == 4)))
+        rows = self.rows
+        pos = (rows[:, :, RW.polarity][weeks] == POS) & (rows[:, :, RW.onset][weeks] < NEVER)
+        valid = np.arange(rows.shape[1])[None, :] < self.n_rows[weeks][:, None]
+        vis = self.visible[weeks].sum(axis=1)
+        return vis[:, 0] + hits, vis[:, 1] + fps, vis[:, 0] + vis[:, 2] + np.sum(valid & pos, axis=1)
 
     def rest_values(self, weeks, *, t0, budget_left, per_step_cap, per_step_cost_cap=None, last_queries, budgets,
                     tp_add, fp_add) -> np.ndarray:
@@ -1317,16 +1319,9 @@ class Particles:
         weeks = np.asarray(weeks, dtype=np.int64)
         R, T = s.costs_.size, s.world_.horizon
         P0 = np.ascontiguousarray(np.asarray(last_queries, dtype=np.int64).reshape(-1, R))
-        hits = fps = 0
-        if self.observed is not None:
-            ev = self.observed.ledger.event
-            hits, fps = int(np.sum(ev == 1)), int(np.sum((ev == 2) | (ev == 4)))
-        pos = (self.rows[:, :, RW.polarity] == POS) & (self.rows[:, :, RW.onset] < NEVER)
-        valid = np.arange(self.rows.shape[1])[None, :] < self.n_rows[weeks][:, None]
-        vis = self.visible[weeks].sum(axis=1)
-        due = vis[:, 0] + vis[:, 2] + np.sum(valid & pos[weeks], axis=1)
-        tpf = vis[:, 0, None] + hits + np.asarray(tp_add, dtype=np.int64)
-        fpf = vis[:, 1, None] + fps + np.asarray(fp_add, dtype=np.int64)
+        tp_fixed, fp_fixed, due = self._fixed_counts(weeks)
+        tpf = tp_fixed[:, None] + np.asarray(tp_add, dtype=np.int64)
+        fpf = fp_fixed[:, None] + np.asarray(fp_add, dtype=np.int64)
         if t0 >= T:
             return f1_of_counts(tpf, fpf, due[:, None])
         status, tp, fp = _rests(self.rows, self.n_rows, weeks, T, int(t0), s.costs_.astype(np.int64),
@@ -1347,6 +1342,29 @@ class Particles:
 
 
 @numba.njit(cache=True)
+def _registered_rows(rows, n, lookahead):
+    """The registered rows among a drawn week's first ``n`` as the DP reads them: resource, start (onset), until
+    (active until), deadline, positive, and the steps a query may be a candidate (``cand_lo``, ``cand_hi``)."""
+    m = 0
+    for j in range(n):
+        if rows[j, RW.registered] == 1:
+            m += 1
+    res, start, until = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    deadline, lo, hi = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    positive = np.empty(m, dtype=np.bool_)
+    m = 0
+    for j in range(n):
+        row = rows[j]
+        if row[RW.registered] == 1:
+            res[m], start[m], until[m], deadline[m] = row[RW.res], row[RW.onset], row[RW.au], row[RW.deadline]
+            positive[m] = row[RW.polarity] == POS
+            lo[m] = max(row[RW.af], row[RW.ds] - lookahead)
+            hi[m] = min(row[RW.au], row[RW.de])
+            m += 1
+    return res, start, until, deadline, positive, lo, hi
+
+
+@numba.njit(cache=True)
 def _rests(rows, n_rows, weeks, T, t0, costs, late_execute, lookahead, n_max, cost_cap, P0, budgets, tpf, fpf, due):
     """:func:`~membudget.teachers.hindsight_dp._rest_solve` of each drawn week in ``weeks`` on its registered rows
     (the rest :meth:`Particles.problem` describes): per week and variant ``(status, tp, fp)``."""
@@ -1357,22 +1375,7 @@ def _rests(rows, n_rows, weeks, T, t0, costs, late_execute, lookahead, n_max, co
     fp = np.zeros((W, V), dtype=np.int64)
     for i in range(W):
         k = weeks[i]
-        n = 0
-        for j in range(n_rows[k]):
-            if rows[k, j, RW.registered] == 1:
-                n += 1
-        res, start, until = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        deadline, lo, hi = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        positive = np.empty(n, dtype=np.bool_)
-        n = 0
-        for j in range(n_rows[k]):
-            row = rows[k, j]
-            if row[RW.registered] == 1:
-                res[n], start[n], until[n], deadline[n] = row[RW.res], row[RW.onset], row[RW.au], row[RW.deadline]
-                positive[n] = row[RW.polarity] == POS
-                lo[n] = max(row[RW.af], row[RW.ds] - lookahead)
-                hi[n] = min(row[RW.au], row[RW.de])
-                n += 1
+        res, start, until, deadline, positive, lo, hi = _registered_rows(rows[k], n_rows[k], lookahead)
         status[i], tp[i], fp[i] = _rest_solve(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi,
                                               costs, n_max, cost_cap, P0, budgets, tpf[i], fpf[i], due[i])
     return status, tp, fp
