@@ -13,6 +13,8 @@ from membudget.envs.validation import check_int, check_number
 ENV_IDS = {0: "membudget/ProactiveStream-v0", 1: "membudget/ProactiveStream-v1"}
 HELD_OUT_FIRST_SEED = 10_000
 """Held-out streams start here; training streams are drawn from seeds below it."""
+WARM_STARTS = ("none", "full-hierarchy")
+"""The policies PPO can start from: SB3's initialisation, or a behaviour clone of ProactMem's full-hierarchy rule."""
 
 
 def make_env(scope="sports", version=1, **env_kwargs):
@@ -48,6 +50,14 @@ class ProactiveStreamPPOConfig(SB3PPOSettings):
     """Reward per memory token loaded is minus this."""
     version: int = 1
     """ProactiveStream version (1, or 0 for v0's world)."""
+    warm_start: str = "none"
+    """The policy PPO starts from: none (SB3's initialisation) or full-hierarchy (a behaviour clone of ProactMem's
+    full-hierarchy rule on the first warm_start_streams training streams: an exploration start, the reward
+    unchanged)."""
+    warm_start_streams: int = 10
+    """Training streams the full-hierarchy rule plays for the behaviour clone (seeds seed .. seed + this - 1)."""
+    warm_start_epochs: int = 5
+    """Passes of the behaviour clone over the rule's steps (Adam, learning rate 1e-3, minibatches of 512)."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -55,6 +65,10 @@ class ProactiveStreamPPOConfig(SB3PPOSettings):
         check_number("intrusion_penalty", self.intrusion_penalty, 0)
         check_number("token_weight", self.token_weight, 0)
         check_int("version", self.version, 0, 1)
+        if self.warm_start not in WARM_STARTS:
+            raise ValueError(f"warm_start must be one of {WARM_STARTS}, got {self.warm_start!r}")
+        check_int("warm_start_streams", self.warm_start_streams, 1)
+        check_int("warm_start_epochs", self.warm_start_epochs, 1)
 
     def env_kwargs(self) -> dict:
         """The environment's arguments besides the scope."""
@@ -62,21 +76,78 @@ class ProactiveStreamPPOConfig(SB3PPOSettings):
                     version=self.version)
 
 
+def check_training_seeds(cfg: ProactiveStreamPPOConfig, seed) -> None:
+    """Raise unless ``seed`` is a non-negative int whose training streams (the copies' first streams and the warm
+    start's) lie below :data:`HELD_OUT_FIRST_SEED`."""
+    check_int("seed", seed, 0)
+    last = seed + max(cfg.n_envs, cfg.warm_start_streams if cfg.warm_start != "none" else 0) - 1
+    if last >= HELD_OUT_FIRST_SEED:
+        raise ValueError(f"training seeds {seed}..{last} would reach the held-out streams (from "
+                         f"{HELD_OUT_FIRST_SEED})")
+
+
+def rule_steps(rule, scope, seeds, **env_kwargs) -> tuple:
+    """Every step of ``rule`` (a policy with ``predict``) on the streams ``seeds`` of ``scope``: the observations
+    ``(n, features)`` float32 and the actions ``(n,)`` int64, both sub-steps."""
+    import numpy as np
+
+    env = make_env(scope, **env_kwargs)
+    obs_rows, actions = [], []
+    for s in seeds:
+        obs, _ = env.reset(seed=int(s))
+        terminated = False
+        while not terminated:
+            a = int(np.asarray(rule.predict(obs, deterministic=True)[0]).reshape(-1)[0])
+            obs_rows.append(obs)
+            actions.append(a)
+            obs, _, terminated, _, _ = env.step(a)
+    env.close()
+    return np.asarray(obs_rows, dtype=np.float32), np.asarray(actions, dtype=np.int64)
+
+
+def behaviour_clone(model, observations, actions, *, epochs: int, seed: int, lr: float = 1e-3, batch_size: int = 512):
+    """Fit the actor of the SB3 model ``model`` to ``actions`` on ``observations`` (cross-entropy, Adam, shuffled
+    minibatches drawn from ``seed``); returns ``model``. The value head is left as it is (PPO fits it)."""
+    import torch
+
+    policy = model.policy
+    optimiser = torch.optim.Adam(policy.parameters(), lr=lr)
+    x, a = torch.as_tensor(observations), torch.as_tensor(actions)
+    generator = torch.Generator().manual_seed(int(seed))
+    policy.set_training_mode(True)
+    for _ in range(epochs):
+        order = torch.randperm(len(x), generator=generator)
+        for i in range(0, len(x), batch_size):
+            j = order[i:i + batch_size]
+            _, log_prob, _ = policy.evaluate_actions(x[j], a[j])
+            loss = -log_prob.mean()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    policy.set_training_mode(False)
+    return model
+
+
 def train_ppo(scope="sports", config: ProactiveStreamPPOConfig | None = None, *, seed: int = 0, **overrides):
     """SB3 PPO on training streams of ``scope``: copy ``i`` starts at stream ``seed + i`` (below
     :data:`HELD_OUT_FIRST_SEED`) and later resets continue its generator, so training never replays a held-out
     stream's seed; returns the model with ``train_seconds`` set. ``config``: :class:`ProactiveStreamPPOConfig`
-    (default its defaults); ``overrides``: fields of it to replace."""
+    (default its defaults); ``overrides``: fields of it to replace. With ``warm_start="full-hierarchy"`` the actor
+    first clones :class:`~membudget.baselines.proactive.FullHierarchy` on streams ``seed ..``
+    ``seed + warm_start_streams - 1`` (:func:`behaviour_clone`; its time counts in ``train_seconds``)."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     cfg = ProactiveStreamPPOConfig.resolve(config, **overrides)
-    check_int("seed", seed, 0)
-    if seed + cfg.n_envs > HELD_OUT_FIRST_SEED:
-        raise ValueError(f"training seeds {seed}..{seed + cfg.n_envs - 1} would reach the held-out streams")
+    check_training_seeds(cfg, seed)
     vec = DummyVecEnv([lambda: make_env(scope, **cfg.env_kwargs()) for _ in range(cfg.n_envs)])
     vec.seed(seed)
     model = cfg.new_model("MlpPolicy", vec, seed)
     start = time.perf_counter()
+    if cfg.warm_start == "full-hierarchy":
+        from membudget.baselines.proactive import FullHierarchy
+
+        steps = rule_steps(FullHierarchy(), scope, range(seed, seed + cfg.warm_start_streams), **cfg.env_kwargs())
+        behaviour_clone(model, *steps, epochs=cfg.warm_start_epochs, seed=seed)
     model.learn(total_timesteps=cfg.total_timesteps)
     model.train_seconds = time.perf_counter() - start
     vec.close()

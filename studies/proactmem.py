@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.agents.proactive_ppo import HELD_OUT_FIRST_SEED, ProactiveStreamPPOConfig, make_env, train_ppo
+from membudget.agents.proactive_ppo import (HELD_OUT_FIRST_SEED, ProactiveStreamPPOConfig, check_training_seeds, make_env,
+                                            train_ppo)
 from membudget.baselines.proactive import POLICIES, SOURCES, FullHierarchy
 from membudget.envs.proactive.env import F, episode_metrics
 from membudget.envs.validation import int_flag
@@ -388,6 +389,10 @@ class ProactivePPOConfig(ProactiveStreamPPOConfig):
     """Parent directory of the run directory."""
     name: str = ""
     """Run directory name (default: proactive-ppo-<scope>-seed<seed>)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_training_seeds(self, self.seed)
 
 
 def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:

@@ -29,8 +29,9 @@ from typing import Callable
 import numpy as np
 
 from membudget.agents.configs import TASK_NAMES
+from membudget.agents.proactive_ppo import WARM_STARTS
 from membudget.studies.cli import plain
-from membudget.studies.protocol import parse_budget, provenance
+from membudget.studies.protocol import machine, parse_budget, provenance
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,12 @@ def write_metrics(run_dir, header, rows) -> None:
 
 
 def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
-    """Add the training totals (and ``extra``) to the run's ``config.json`` written by :func:`_start_run`."""
+    """Add the training totals (and ``extra``) to the run's ``config.json`` written by :func:`_start_run`, and record
+    the machine again: training has imported torch by now, so its CPU capability is known."""
     path = os.path.join(run_dir, "config.json")
     with open(path) as f:
         meta = json.load(f)
+    meta["machine"] = machine()
     meta["training"] = {"wall_clock_s": float(wall_clock_s), "env_steps": int(env_steps), **extra}
     with open(path, "w") as f:
         json.dump(meta, f, indent=1)
@@ -203,6 +206,7 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "scope": ("sports", "home", "code"), "memory": ("full", "no_replay_gate", "no_validation"),
            "bc_teacher": ("expected", "hindsight"), "policy": ("per-resource", "mlp"), "context": ("on", "off"),
            "critic_counts": ("on", "off"), "keep_best": ("on", "off"), "actor": ("per-resource", "flat-mlp"),
+           "warm_start": WARM_STARTS,
            "env": ("pmweek-flat", "replay", "tiers", "shared-budget"), "task": TASK_NAMES}
 
 

@@ -346,6 +346,21 @@ def test_evaluate_and_train_entry_points(tmp_path):
     assert run_dir.endswith("proactive-ppo-code-seed0") and {"model.zip", "config.json", "metrics.csv"} <= files
 
 
+def test_a_fresh_training_process_records_torchs_cpu_capability(tmp_path):
+    """The run directory is started before torch is imported; the record written after training names torch's
+    vector capability all the same."""
+    import json
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "membudget.train", "proactive-ppo", "--scope", "code", "--total-timesteps",
+                    "128", "--n-envs", "1", "--n-steps", "128", "--batch-size", "64", "--eval-streams", "1", "--out",
+                    str(tmp_path), "--name", "run"], check=True, capture_output=True)
+    record = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert record["machine"]["torch_cpu_capability"] in ("DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256")
+    assert record["training"]["env_steps"] >= 128
+
+
 class _Reversed(Executor):
     """Tasks finishing in the reverse order (as remote workers may)."""
 

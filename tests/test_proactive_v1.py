@@ -248,3 +248,60 @@ def test_restricted_full_rule_acts_only_on_its_sources():
     assert break_even_sources(counts) == ("carried",)                  # 1/3 is not above the break-even 1/3
     assert break_even_sources(counts, intrusion_penalty=0.25) == ("evidence", "carried")
     assert break_even_sources(counts, intrusion_penalty=10.0) == ()
+
+
+def test_rule_steps_are_the_rules_own_play():
+    from membudget.agents.proactive_ppo import rule_steps
+
+    obs, actions = rule_steps(FullHierarchy(), "code", [3], intrusion_penalty=0.25)
+    env = ProactiveStreamV1Env(scope="code", intrusion_penalty=0.25)
+    o, _ = env.reset(seed=3)
+    for k in range(len(actions)):
+        np.testing.assert_array_equal(obs[k], o)
+        assert actions[k] == FullHierarchy().predict(o)[0]
+        o, _, done, _, _ = env.step(int(actions[k]))
+        assert done == (k == len(actions) - 1)
+    assert obs.dtype == np.float32 and actions.dtype == np.int64
+
+
+def test_behaviour_clone_moves_the_actor_to_the_rule_and_repeats():
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from membudget.agents.proactive_ppo import ProactiveStreamPPOConfig, behaviour_clone, make_env, rule_steps
+
+    obs, actions = rule_steps(FullHierarchy(), "code", [0, 1])
+    cfg = ProactiveStreamPPOConfig(total_timesteps=1024)
+
+    def agreement(seed, epochs):
+        model = cfg.new_model("MlpPolicy", DummyVecEnv([lambda: make_env("code")]), seed)
+        if epochs:
+            behaviour_clone(model, obs, actions, epochs=epochs, seed=seed)
+        predicted = model.predict(obs, deterministic=True)[0]
+        return (predicted == actions).mean(), [p.detach().clone() for p in model.policy.parameters()]
+
+    before, _ = agreement(0, 0)
+    after, weights = agreement(0, 3)
+    _, again = agreement(0, 3)
+    # the rule's actions on both sub-steps (depth 2 at every event, abstain at most decisions), far from chance
+    assert after > 0.95 and after > before + 0.2
+    assert all(torch.equal(a, b) for a, b in zip(weights, again))
+
+
+def test_warm_start_settings_are_checked_before_any_work():
+    from membudget.agents.proactive_ppo import ProactiveStreamPPOConfig, train_ppo
+    from membudget.studies.proactmem import ProactivePPOConfig
+
+    with pytest.raises(ValueError, match="warm_start must be one of"):
+        ProactiveStreamPPOConfig(total_timesteps=1024, warm_start="rule")
+    with pytest.raises(ValueError, match="warm_start_streams"):
+        ProactiveStreamPPOConfig(total_timesteps=1024, warm_start_streams=0)
+    with pytest.raises(ValueError, match="warm_start_epochs"):
+        ProactiveStreamPPOConfig(total_timesteps=1024, warm_start_epochs=0)
+    # the clone's streams count as training streams: they may not reach the held-out ones
+    with pytest.raises(ValueError, match=r"9991\.\.10000 would reach the held-out streams"):
+        train_ppo("home", seed=9991, total_timesteps=1024, warm_start="full-hierarchy")
+    ProactiveStreamPPOConfig(total_timesteps=1024, warm_start="none", warm_start_streams=10)
+    with pytest.raises(ValueError, match="would reach the held-out streams"):
+        ProactivePPOConfig(total_timesteps=1024, seed=9998)
+    assert ProactivePPOConfig(total_timesteps=1024, seed=9991).seed == 9991      # no warm start: 4 streams
