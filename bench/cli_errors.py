@@ -43,6 +43,8 @@ MISTAKES = {
     "unknown config key": ("train", ["ppo", "--config", "{config}"], r"unknown keys \['no_such_field'\]"),
     "bad --engine": ("train", ["ppo", "--engine", "jax"], r"engine must be one of \('auto', 'autograd', 'compiled'\)"),
     "not on/off": ("train", ["ppo", "--keep-best", "yes"], r"argument --keep-best: expected on or off, got 'yes'"),
+    "training streams reaching the held-out ones": ("train", ["proactive-ppo", "--seed", "9998"],
+                                                    r"training seeds 9998\.\.10001 would reach the held-out"),
     "missing Ray": ("train", ["rllib-ppo", "--env", "replay"],
                     r'this needs ray, which is not installed: pip install "membudget\[ray\]"'),
 }
