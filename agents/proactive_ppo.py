@@ -105,36 +105,14 @@ def rule_steps(rule, scope, seeds, **env_kwargs) -> tuple:
     return np.asarray(obs_rows, dtype=np.float32), np.asarray(actions, dtype=np.int64)
 
 
-def behaviour_clone(model, observations, actions, *, epochs: int, seed: int, lr: float = 1e-3, batch_size: int = 512):
-    """Fit the actor of the SB3 model ``model`` to ``actions`` on ``observations`` (cross-entropy, Adam, shuffled
-    minibatches drawn from ``seed``); returns ``model``. The value head is left as it is (PPO fits it)."""
-    import torch
-
-    policy = model.policy
-    optimiser = torch.optim.Adam(policy.parameters(), lr=lr)
-    x, a = torch.as_tensor(observations), torch.as_tensor(actions)
-    generator = torch.Generator().manual_seed(int(seed))
-    policy.set_training_mode(True)
-    for _ in range(epochs):
-        order = torch.randperm(len(x), generator=generator)
-        for i in range(0, len(x), batch_size):
-            j = order[i:i + batch_size]
-            _, log_prob, _ = policy.evaluate_actions(x[j], a[j])
-            loss = -log_prob.mean()
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-    policy.set_training_mode(False)
-    return model
-
-
 def train_ppo(scope="sports", config: ProactiveStreamPPOConfig | None = None, *, seed: int = 0, **overrides):
     """SB3 PPO on training streams of ``scope``: copy ``i`` starts at stream ``seed + i`` (below
     :data:`HELD_OUT_FIRST_SEED`) and later resets continue its generator, so training never replays a held-out
     stream's seed; returns the model with ``train_seconds`` set. ``config``: :class:`ProactiveStreamPPOConfig`
     (default its defaults); ``overrides``: fields of it to replace. With ``warm_start="full-hierarchy"`` the actor
     first clones :class:`~membudget.baselines.proactive.FullHierarchy` on streams ``seed ..``
-    ``seed + warm_start_streams - 1`` (:func:`behaviour_clone`; its time counts in ``train_seconds``)."""
+    ``seed + warm_start_streams - 1`` (:func:`~membudget.agents.behaviour_cloning.behaviour_clone`; its time
+    counts in ``train_seconds``)."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     cfg = ProactiveStreamPPOConfig.resolve(config, **overrides)
@@ -146,8 +124,10 @@ def train_ppo(scope="sports", config: ProactiveStreamPPOConfig | None = None, *,
     if cfg.warm_start == "full-hierarchy":
         from membudget.baselines.proactive import FullHierarchy
 
+        from membudget.agents.behaviour_cloning import behaviour_clone
+
         steps = rule_steps(FullHierarchy(), scope, range(seed, seed + cfg.warm_start_streams), **cfg.env_kwargs())
-        behaviour_clone(model, *steps, epochs=cfg.warm_start_epochs, seed=seed)
+        behaviour_clone(model, *steps, epochs=cfg.warm_start_epochs, batch_size=512, learning_rate=1e-3, seed=seed)
     model.learn(total_timesteps=cfg.total_timesteps)
     model.train_seconds = time.perf_counter() - start
     vec.close()

@@ -120,8 +120,7 @@ def bc_warm_start(model, env, config: TierRouterConfig | None = None, *, seed: i
     ``r_task`` (it also chases judge noise that no observation reveals). Only the actor
     (``mlp_extractor.policy_net`` and ``action_net``) is trained; the critic is left to PPO. Returns
     ``{"bc_accuracy", "bc_samples"}``."""
-    import torch
-
+    from membudget.agents.behaviour_cloning import behaviour_clone
     from membudget.teachers.tier_oracle import demonstrations
 
     cfg = TierRouterConfig.resolve(config, **overrides)
@@ -132,23 +131,8 @@ def bc_warm_start(model, env, config: TierRouterConfig | None = None, *, seed: i
     objective = {} if getattr(env.unwrapped, "lam_conditioned", False) else {"lam": cfg.lam}
     x, y = demonstrations(env, range(first, first + cfg.bc_queries), expected=cfg.bc_teacher == "expected",
                           **objective)
-    policy = model.policy
-    params = list(policy.mlp_extractor.policy_net.parameters()) + list(policy.action_net.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.bc_learning_rate)
-    xt, yt = torch.as_tensor(x), torch.as_tensor(y)
-    g = torch.Generator().manual_seed(int(seed))
-    policy.set_training_mode(True)
-    for _ in range(cfg.bc_epochs):
-        perm = torch.randperm(len(xt), generator=g)
-        for i in range(0, len(xt), cfg.bc_batch_size):
-            b = perm[i:i + cfg.bc_batch_size]
-            loss = -policy.get_distribution(xt[b]).log_prob(yt[b]).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    policy.set_training_mode(False)
-    with torch.no_grad():
-        acc = float((policy.get_distribution(xt).distribution.probs.argmax(-1) == yt).float().mean())
+    acc = behaviour_clone(model, x, y, epochs=cfg.bc_epochs, batch_size=cfg.bc_batch_size,
+                          learning_rate=cfg.bc_learning_rate, seed=seed)
     return {"bc_accuracy": acc, "bc_samples": int(len(y))}
 
 

@@ -268,23 +268,26 @@ def test_behaviour_clone_moves_the_actor_to_the_rule_and_repeats():
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from membudget.agents.proactive_ppo import ProactiveStreamPPOConfig, behaviour_clone, make_env, rule_steps
+    from membudget.agents.behaviour_cloning import behaviour_clone
+    from membudget.agents.proactive_ppo import ProactiveStreamPPOConfig, make_env, rule_steps
 
     obs, actions = rule_steps(FullHierarchy(), "code", [0, 1])
     cfg = ProactiveStreamPPOConfig(total_timesteps=1024)
 
-    def agreement(seed, epochs):
+    def cloned(seed, epochs):
         model = cfg.new_model("MlpPolicy", DummyVecEnv([lambda: make_env("code")]), seed)
-        if epochs:
-            behaviour_clone(model, obs, actions, epochs=epochs, seed=seed)
-        predicted = model.predict(obs, deterministic=True)[0]
-        return (predicted == actions).mean(), [p.detach().clone() for p in model.policy.parameters()]
+        critic = [p.detach().clone() for p in model.policy.value_net.parameters()]
+        reported = behaviour_clone(model, obs, actions, epochs=epochs, batch_size=512, learning_rate=1e-3,
+                                   seed=seed) if epochs else None
+        agreement = (model.predict(obs, deterministic=True)[0] == actions).mean()
+        assert all(torch.equal(a, b) for a, b in zip(critic, model.policy.value_net.parameters()))  # actor only
+        return agreement, reported, [p.detach().clone() for p in model.policy.parameters()]
 
-    before, _ = agreement(0, 0)
-    after, weights = agreement(0, 3)
-    _, again = agreement(0, 3)
+    before, _, _ = cloned(0, 0)
+    after, reported, weights = cloned(0, 3)
+    _, _, again = cloned(0, 3)
     # the rule's actions on both sub-steps (depth 2 at every event, abstain at most decisions), far from chance
-    assert after > 0.95 and after > before + 0.2
+    assert after > 0.95 and after > before + 0.2 and reported == pytest.approx(after)
     assert all(torch.equal(a, b) for a, b in zip(weights, again))
 
 
