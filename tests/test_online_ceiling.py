@@ -17,8 +17,9 @@ DP = np.array([0.80, 0.82, 0.84])
 class FakeExecutor:
     """Canned per-week results for the study's tasks; records every item asked for."""
 
-    def __init__(self, planner_f1, student_f1, gate_f1=lambda b, th, w: 0.7):
+    def __init__(self, planner_f1, student_f1, gate_f1=lambda b, th, w: 0.7, seed_step=0.0):
         self.planner_f1, self.student_f1, self.gate_f1, self.asked = planner_f1, student_f1, gate_f1, []
+        self.seed_step = seed_step  # planner seed s adds s * seed_step to a week's Set F1
 
     def map(self, fn, items):
         from membudget.agents.imitation import dp_demonstrations
@@ -29,7 +30,8 @@ class FakeExecutor:
             return [{"Sequential": SEQ[:len(weeks)], "CurrentGreedy": DP[:len(weeks)] - 0.01,
                      "HindsightDP": DP[:len(weeks)], "dp_cpu": 0.002} for _, weeks in items]
         if fn is oc.planner_week:
-            return [{"set_f1": self.planner_f1(b, k, m, w), "cpu": 1.0, "fallbacks": 0} for b, k, m, w in items]
+            return [{"set_f1": self.planner_f1(b, k, m, w) + self.seed_step * sum(s), "cpu": 1.0, "fallbacks": 0}
+                    for b, k, m, w, *s in items]
         if fn is oc.planner_labels:
             return [{"demos": dp_demonstrations([w], b), "cpu": 2.0} for b, k, m, w in items]
         if fn is oc.bayes_gate_week:
@@ -60,12 +62,15 @@ def test_the_setting_is_chosen_on_validation_and_used_on_held_out():
     planner = [it for name, it in ex.asked if name == "planner_week"]
     assert planner[-2:] == [("B10", 64, 128, 1), ("B10", 64, 128, 2)]  # measured last
     held = [it for name, it in ex.asked if name == "planner_week" and it[3] >= 3]
-    assert sorted(held) == sorted((b, 2, 8, w) for b in ("B5", "B10") for w in (3, 4, 5))
+    # planner seed 0's items keep four fields (their checkpoints), seeds 1 and 2 add theirs
+    assert sorted(held) == sorted((b, 2, 8, w, *((s,) if s else ())) for b in ("B5", "B10") for w in (3, 4, 5)
+                                  for s in (0, 1, 2))
+    assert all(len(it) == 4 for name, it in ex.asked if name == "planner_week" and it[3] < 3)
     labels = [it for name, it in ex.asked if name == "planner_labels"]
     assert labels == [("B10", 2, 8, 2000), ("B10", 2, 8, 2001)] + [("B10", 2, 8, 2000)] * 2  # 2 weeks, 1, 1
     order = [it[0] for name, it in ex.asked if name in ("planner_week", "planner_labels") and it[3] >= 3]
-    # held-out B10, the first students' labels (2 weeks), held-out B5, the other students' labels (1 week each)
-    assert order == ["B10"] * 3 + ["B10"] * 2 + ["B5"] * 3 + ["B10"] * 2
+    # held-out B10 (3 planner seeds), the first students' labels (2 weeks), held-out B5, the other students' labels
+    assert order == ["B10"] * 9 + ["B10"] * 2 + ["B5"] * 9 + ["B10"] * 2
     assert list(res["held_out"]) == ["B5", "B10"]  # the page's order, whatever order they ran in
     assert list(res["students"]) == [("bc", "B10", 2), ("bc", "B10", 1), ("dagger", "B10", 1)]
     assert res["students"][("bc", "B10", 1)]["states"] == 80 and res["students"][("bc", "B10", 2)]["states"] == 160
@@ -108,6 +113,20 @@ def test_the_page_states_the_figures_and_the_verdicts():
         "+0.0150 [+0.0150, +0.0150] |" in text
     assert "(PPO from the planner's BC student, 1 weeks, 0.080 ms per decision): +0.0150 [+0.0150, +0.0150] — met." \
         in text
+
+
+def test_the_planner_on_a_held_out_week_is_the_mean_over_its_seeds():
+    # planner seeds 0, 1, 2 play 0.00, +0.03, +0.06 above the DP's Set F1 at B10: the page's planner is +0.03
+    def f1(b, k, m, w):
+        return 0.8 if w < 3 else float(DP[w - 3])
+
+    res = oc.measure(CFG, progress=lambda m: None, executor=FakeExecutor(f1, np.full(3, 0.7), seed_step=0.03))
+    assert list(res["held_out"]["B10"]) == [0, 1, 2]
+    np.testing.assert_allclose(oc.planner_f1(res["held_out"]["B10"]), DP + 0.03)
+    text = oc.render(CFG, res, "cmd")
+    assert "| B10 | 0.7200 | 0.8500 | +0.1300 [+0.1300, +0.1300] | 1.30 | 0.8100 | 0.8200 | " \
+        "-0.0300 [-0.0300, -0.0300] | 0.8200; 0.8500; 0.8800 | 1.00 |" in text
+    assert "on the held-out weeks the planner plays with seeds 0, 1, 2 and its Set F1 per week is their mean" in text
 
 
 def test_finetune_entries_must_be_bc_students_of_the_study():
