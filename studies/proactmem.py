@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.agents.proactive_ppo import (HELD_OUT_FIRST_SEED, ProactiveStreamPPOConfig, check_training_seeds, make_env,
-                                            train_ppo)
+from membudget.agents.proactive_ppo import (HELD_OUT_FIRST_SEED, WARM_STARTS, ProactiveStreamPPOConfig,
+                                            check_training_seeds, make_env, train_ppo)
 from membudget.baselines.proactive import POLICIES, SOURCES, FullHierarchy
 from membudget.envs.proactive.env import F, episode_metrics
 from membudget.envs.validation import int_flag
@@ -42,6 +42,8 @@ SCOPE_NAMES = ("sports", "home", "code")
 METRICS = ("relevance", "coverage", "effectiveness", "intrusion", "balance", "frequency")
 BASELINES = ("Never", "Always", "EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate",
              "WithoutValidation")
+PPO_NAMES = {"none": "PPO", "full-hierarchy": "PPO (warm start)"}
+"""The study's name of PPO per warm start (:data:`~membudget.agents.proactive_ppo.WARM_STARTS`)."""
 
 
 def _predict(policy, obs):
@@ -103,41 +105,48 @@ def bootstrap(runs, n_resamples=2000, seed=0, other=None) -> dict:
 
 def policy_task(models, item, version=1) -> list:
     """One task of :func:`evaluate`: ``item = (policy name, scope, stream seeds)`` -> :func:`run_policy`'s runs on
-    ProactiveStream-v``version``. Baselines are built in the task; ``"PPO"`` is ``models[scope]`` (a policy
-    trained by :func:`ppo_task`)."""
+    ProactiveStream-v``version``. Baselines are built in the task; a PPO (a name of :data:`PPO_NAMES`) is
+    ``models[(name, scope)]`` (a policy trained by :func:`ppo_task`)."""
     name, scope, seeds = item
-    return run_policy(models[scope] if name == "PPO" else POLICIES[name](), scope, seeds, version=version)
+    policy = models[(name, scope)] if name in PPO_NAMES.values() else POLICIES[name]()
+    return run_policy(policy, scope, seeds, version=version)
 
 
-def ppo_task(total_timesteps, seed, scope, version=1):
-    """One PPO training of :func:`evaluate` (seeded by ``seed``): ``scope`` -> ``(policy, training seconds)``; the
-    SB3 policy alone travels back (it predicts as the model does), not the model with its environments."""
-    model = train_ppo(scope=scope, total_timesteps=total_timesteps, seed=seed, version=version)
+def ppo_task(total_timesteps, seed, scope, version=1, warm_start="none"):
+    """One PPO training of :func:`evaluate` (seeded by ``seed``, started from ``warm_start``): ``scope`` ->
+    ``(policy, training seconds)``; the SB3 policy alone travels back (it predicts as the model does), not the model
+    with its environments."""
+    model = train_ppo(scope=scope, total_timesteps=total_timesteps, seed=seed, version=version, warm_start=warm_start)
     model.policy.optimizer = None  # not needed to predict, and pickling changes its attributes (the checkpoint key)
     return model.policy, model.train_seconds
 
 
-def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, progress=print, executor=None,
-             chunk_streams=0, version=1) -> dict:
-    """Every baseline (and PPO when ``ppo_timesteps``) on streams ``HELD_OUT_FIRST_SEED ...`` of each scope.
-    Returns ``{scope: {policy: runs}}``.
+def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, ppo_starts=("none",), progress=print,
+             executor=None, chunk_streams=0, version=1) -> dict:
+    """Every baseline (and PPO when ``ppo_timesteps``, once per warm start in ``ppo_starts``, named by
+    :data:`PPO_NAMES`) on streams ``HELD_OUT_FIRST_SEED ...`` of each scope. Returns ``{scope: {policy: runs}}``.
 
     The work runs as tasks of ``executor`` (default: the local backend): one per (baseline, scope, stream range of
     ``chunk_streams`` streams; ``0``: all streams), then one PPO training per scope and one PPO evaluation per
     (scope, stream range). Streams are independent and every task seeds itself from its key, so the results do
     not depend on the backend or on ``chunk_streams``."""
+    unknown = [w for w in ppo_starts if w not in WARM_STARTS]
+    if unknown or not ppo_starts or len(set(ppo_starts)) < len(ppo_starts):
+        raise ValueError(f"ppo_starts must be distinct warm starts of {WARM_STARTS}, got {tuple(ppo_starts)!r}")
     executor = executor or Executor()
     seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + n_streams)
     items = [(name, scope, part) for scope in scopes for name in BASELINES for part in chunks(seeds, chunk_streams)]
     start = time.perf_counter()
     runs = executor.map(functools.partial(policy_task, {}, version=version), items)
     progress(f"baselines: {len(items)} tasks, {time.perf_counter() - start:.1f} s ({executor.backend} backend)")
-    if ppo_timesteps:
-        trained = executor.map(functools.partial(ppo_task, ppo_timesteps, ppo_seed, version=version), scopes)
+    for start in ppo_starts if ppo_timesteps else ():
+        name = PPO_NAMES[start]
+        trained = executor.map(functools.partial(ppo_task, ppo_timesteps, ppo_seed, version=version,
+                                                 warm_start=start), scopes)
         for scope, (_, seconds) in zip(scopes, trained):
-            progress(f"{scope:6s} PPO        trained {seconds:.0f} s on {ppo_timesteps} steps")
-        ppo_items = [("PPO", scope, part) for scope in scopes for part in chunks(seeds, chunk_streams)]
-        models = {scope: policy for scope, (policy, _) in zip(scopes, trained)}
+            progress(f"{scope:6s} {name} trained {seconds:.0f} s on {ppo_timesteps} steps")
+        ppo_items = [(name, scope, part) for scope in scopes for part in chunks(seeds, chunk_streams)]
+        models = {(name, scope): policy for scope, (policy, _) in zip(scopes, trained)}
         items += ppo_items
         runs += executor.map(functools.partial(policy_task, models, version=version), ppo_items)
     results = {scope: {} for scope in scopes}
@@ -200,19 +209,22 @@ def break_even_rule(scopes, seeds, version=1, intrusion_penalty=0.5) -> dict:
 
 
 def format_break_even(rules, results, n_resamples=2000, intrusion_penalty=0.5) -> str:
-    """:func:`break_even_rule` next to the full rule and PPO (when in ``results``): effectiveness and return."""
+    """:func:`break_even_rule` next to the full rule and each PPO of ``results`` (PPO's column always, "—" where it
+    did not run): effectiveness and return."""
+    ppos = [n for n in PPO_NAMES.values() if n == "PPO" or any(n in res for res in results.values())]
+    names = ("FullHierarchy", *ppos)
     lines = [f"The full-hierarchy rule restricted to its sources above break-even (precision > "
              f"{intrusion_penalty / (1 + intrusion_penalty):.3f} on development streams {DEVELOPMENT_SEEDS.start}-"
              f"{DEVELOPMENT_SEEDS.stop - 1}, the reward-maximising choice among its sources), on the same held-out "
-             "streams:", "", "| scope | sources kept | effectiveness (95% CI) | return / stream | FullHierarchy "
-             "effectiveness, return | PPO effectiveness, return |", "|---|---|---|---|---|---|"]
+             "streams:", "", "| scope | sources kept | effectiveness (95% CI) | return / stream | "
+             + " | ".join(f"{n} effectiveness, return" for n in names) + " |", "|---|---|---|---|" + "---|" * len(names)]
     for scope, (kept, runs) in rules.items():
         e = bootstrap(runs, n_resamples)["effectiveness"]
         cells = [f"{pooled(results[scope][n])['effectiveness']:.3f}, "
                  f"{np.mean([r['return'] for r in results[scope][n]]):.2f}" if n in results[scope] else "—"
-                 for n in ("FullHierarchy", "PPO")]
+                 for n in names]
         lines.append(f"| {scope} | {' + '.join(kept) or 'none'} | {e[0]:.3f} [{e[1]:.3f}, {e[2]:.3f}] | "
-                     f"{np.mean([r['return'] for r in runs]):.2f} | {cells[0]} | {cells[1]} |")
+                     f"{np.mean([r['return'] for r in runs]):.2f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -263,7 +275,7 @@ def format_results(results, cis, n_resamples=2000) -> str:
         n_streams = len(res["Never"])
         lines += ["", f"**{scope}** — {n_streams} streams, {events} events, {positives} reference opportunities", "",
                   header, "|" + "---|" * 10]
-        for name in [n for n in (*BASELINES, "PPO") if n in res]:
+        for name in [n for n in (*BASELINES, *PPO_NAMES.values()) if n in res]:
             runs, ci = res[name], cis[scope][name]
             share = np.mean([r["depth_share"] for r in runs], axis=0)
             e = ci["effectiveness"]
@@ -315,6 +327,9 @@ def main(argv=None):
     parser.add_argument("--streams", type=int_flag(2), default=20, help="held-out streams per scope")
     parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO per scope (0: skip)")
     parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
+    parser.add_argument("--ppo-starts", nargs="+", default=["none"], choices=WARM_STARTS,
+                        help="PPO's warm starts, each trained and added (none: SB3's initialisation, the row 'PPO'; "
+                             "full-hierarchy: a behaviour clone of the full-hierarchy rule, 'PPO (warm start)')")
     parser.add_argument("--bootstrap", type=int_flag(100), default=2000)
     parser.add_argument("--out", default=None, help="directory for proactive_stream.md / .json / _ablation.png "
                                                     "(default runs/proactive/<time>; docs regenerates the docs)")
@@ -329,7 +344,8 @@ def main(argv=None):
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,
-                           executor=executor, chunk_streams=args.chunk_streams, version=args.env_version)
+                           ppo_starts=tuple(args.ppo_starts), executor=executor, chunk_streams=args.chunk_streams,
+                           version=args.env_version)
     cis = intervals(results, args.bootstrap)
     seeds = range(HELD_OUT_FIRST_SEED, HELD_OUT_FIRST_SEED + args.streams)
     text = (results_text(args.env_version, args.streams, args.bootstrap, results, cis) + "\n\n"

@@ -313,3 +313,18 @@ def test_warm_start_settings_are_checked_before_any_work():
     with pytest.raises(ValueError, match="would reach the held-out streams"):
         ProactivePPOConfig(total_timesteps=1024, seed=9998)
     assert ProactivePPOConfig(total_timesteps=1024, seed=9991).seed == 9991      # no warm start: 4 streams
+
+
+def test_the_study_trains_and_reports_each_ppo_warm_start(tmp_path):
+    from membudget.studies.proactmem import PPO_NAMES, evaluate, main
+
+    with pytest.raises(ValueError, match="ppo_starts must be distinct warm starts"):
+        evaluate(["code"], 2, ppo_timesteps=128, ppo_starts=("none", "rule"))
+    with pytest.raises(ValueError, match="ppo_starts must be distinct warm starts"):
+        evaluate(["code"], 2, ppo_timesteps=128, ppo_starts=("none", "none"))
+    main(["--scopes", "code", "--streams", "2", "--bootstrap", "100", "--ppo-timesteps", "128", "--ppo-starts", "none",
+          "full-hierarchy", "--out", str(tmp_path)])
+    page = (tmp_path / "proactive_stream.md").read_text()
+    assert page.count("| PPO | ") == 2 and page.count("| PPO (warm start) | ") == 2       # code and pooled
+    assert "| PPO effectiveness, return | PPO (warm start) effectiveness, return |" in page
+    assert PPO_NAMES == {"none": "PPO", "full-hierarchy": "PPO (warm start)"}
