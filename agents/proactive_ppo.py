@@ -86,6 +86,15 @@ def check_training_seeds(cfg: ProactiveStreamPPOConfig, seed) -> None:
                          f"{HELD_OUT_FIRST_SEED})")
 
 
+def predict_action(policy, obs) -> int:
+    """The action ``policy`` (the package's rules or an SB3 policy or model) takes deterministically on one
+    observation, as the environment's ``Discrete`` action."""
+    import numpy as np
+
+    action, _ = policy.predict(obs, deterministic=True)
+    return int(np.asarray(action).reshape(-1)[0])
+
+
 def rule_steps(rule, scope, seeds, **env_kwargs) -> tuple:
     """Every step of ``rule`` (a policy with ``predict``) on the streams ``seeds`` of ``scope``: the observations
     ``(n, features)`` float32 and the actions ``(n,)`` int64, both sub-steps."""
@@ -97,7 +106,7 @@ def rule_steps(rule, scope, seeds, **env_kwargs) -> tuple:
         obs, _ = env.reset(seed=int(s))
         terminated = False
         while not terminated:
-            a = int(np.asarray(rule.predict(obs, deterministic=True)[0]).reshape(-1)[0])
+            a = predict_action(rule, obs)
             obs_rows.append(obs)
             actions.append(a)
             obs, _, terminated, _, _ = env.step(a)
@@ -122,9 +131,8 @@ def train_ppo(scope="sports", config: ProactiveStreamPPOConfig | None = None, *,
     model = cfg.new_model("MlpPolicy", vec, seed)
     start = time.perf_counter()
     if cfg.warm_start == "full-hierarchy":
-        from membudget.baselines.proactive import FullHierarchy
-
         from membudget.agents.behaviour_cloning import behaviour_clone
+        from membudget.baselines.proactive import FullHierarchy
 
         steps = rule_steps(FullHierarchy(), scope, range(seed, seed + cfg.warm_start_streams), **cfg.env_kwargs())
         behaviour_clone(model, *steps, epochs=cfg.warm_start_epochs, batch_size=512, learning_rate=1e-3, seed=seed)

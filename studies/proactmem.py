@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.agents.proactive_ppo import (HELD_OUT_FIRST_SEED, WARM_STARTS, ProactiveStreamPPOConfig,
-                                            check_training_seeds, make_env, train_ppo)
+                                            check_training_seeds, make_env, predict_action, train_ppo)
 from membudget.baselines.proactive import POLICIES, SOURCES, FullHierarchy
 from membudget.envs.proactive.env import F, episode_metrics
 from membudget.envs.validation import int_flag
@@ -46,11 +46,6 @@ PPO_NAMES = {"none": "PPO", "full-hierarchy": "PPO (warm start)"}
 """The study's name of PPO per warm start (:data:`~membudget.agents.proactive_ppo.WARM_STARTS`)."""
 
 
-def _predict(policy, obs):
-    action, _ = policy.predict(obs, deterministic=True)
-    return int(np.asarray(action).reshape(-1)[0])
-
-
 def run_policy(policy, scope, seeds, **env_kwargs) -> list:
     """Run ``policy`` on the streams ``seeds`` of ``scope``; one dict per stream: the episode metrics plus the share
     of events at each realised depth."""
@@ -61,7 +56,7 @@ def run_policy(policy, scope, seeds, **env_kwargs) -> list:
         obs, _ = env.reset(seed=int(seed))
         depths = np.zeros(4)
         while True:
-            obs, _, terminated, _, info = env.step(_predict(policy, obs))
+            obs, _, terminated, _, info = env.step(predict_action(policy, obs))
             if info["sub_step"] == 0:
                 depths[info["depth"] + 1] += 1
             if terminated:
@@ -169,7 +164,7 @@ def rule_sources(scope, seeds, version=1, intrusion_penalty=0.5) -> dict:
         obs, _ = env.reset(seed=int(seed))
         while True:
             source = rule.source(obs) if obs[F["phase"]] else None
-            obs, _, terminated, _, info = env.step(_predict(rule, obs))
+            obs, _, terminated, _, info = env.step(predict_action(rule, obs))
             if source and info["decision"]:
                 counts[source][0 if info["label"] else 1] += 1
             if terminated:
