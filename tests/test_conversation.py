@@ -484,3 +484,30 @@ def test_the_study_s_command_line_passes_bad_backend_input_to_make_executor():
         main(["--address", "auto", "--out", "/nonexistent/page.md"])
     with pytest.raises(SystemExit):
         main(["--backend", "spark"])
+
+
+def _goodai_by_definition(conv):
+    """BudgetPM's seven GoodAI features written out with NumPy, independently of the environment's kernel."""
+    T, live = conv.horizon, conv.live()
+    out = np.zeros((T + 1, conv.n_resources, 7), dtype=np.float32)
+    out[:T, :, 0] = live
+    out[:T, :, 1] = live & (conv.test_kind == 1)[None, :]
+    out[:T, :, 2] = conv.token_similarity
+    out[:T, :, 3] = conv.fuzzy_similarity
+    out[:T, :, 4] = np.where(live, np.clip((np.arange(T)[:, None] - conv.stored[None, :]) / T, 0.0, 1.0), 0.0)
+    out[:T, :, 5] = conv.repeat_fraction
+    out[:T, :, 6] = (live.sum(axis=1) / conv.n_resources)[:, None] * live
+    return out
+
+
+def test_goodai_features_by_hand_and_by_definition():
+    f = tiny(verifier_pairs=[]).goodai_features()
+    assert f.shape == (13, 2, 7) and f.dtype == np.float32 and not f[12].any() and not f[0].any()
+    np.testing.assert_array_equal(f[3, 0], np.float32([1, 0, 0.5, 0.5, 3 / 12, 0, 1]))  # both memories live
+    np.testing.assert_array_equal(f[3, 1], np.float32([1, 1, 0, 0, 2 / 12, 0, 1]))
+    np.testing.assert_array_equal(f[7, 0], np.zeros(7, np.float32))  # pm1 no longer live
+    np.testing.assert_array_equal(f[7, 1], np.float32([1, 1, 0.5, 0.5, 6 / 12, 0, 0.5]))
+    for config in (None, ConversationConfig(horizon=120, n_prospective=4, n_trigger=2)):
+        for seed in range(20):
+            conv = generate_conversation(seed, config)
+            assert conv.goodai_features().tobytes() == _goodai_by_definition(conv).tobytes()

@@ -255,15 +255,19 @@ class ConversationPMEnv(OneWeekEnv):
         high = np.concatenate([box.high, np.ones((n_res, len(GOODAI_FEATURE_NAMES)), np.float32)], axis=1)
         self.observation_space = spaces.Dict({"resources": spaces.Box(low, high, dtype=np.float32),
                                               "budget": obs["budget"], "mask": obs["mask"]})
+        self._n_week_features = box.shape[1]
+        self._kept = np.ones(box.shape, dtype=bool)  # the PMWeek-v0 features not NEUTRALISED
+        for cols in NEUTRALISED:
+            self._kept[:, cols] = False
         self._new_week(n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=None,
                        late_policy="expire", b_frac=self.target_fraction)
         self.conversation: Conversation | None = None
 
     def _obs(self, observe=True):
         out = self._observed(observe)
-        res = np.concatenate((out.resources[0], self._goodai[self._week.core.t[0]]), axis=1)
-        for cols in NEUTRALISED:
-            res[:, cols] = 0.0
+        res = np.zeros(self._kept.shape[:1] + (N_FEATURES,), np.float32)
+        np.copyto(res[:, :self._n_week_features], out.resources[0], where=self._kept)
+        res[:, self._n_week_features:] = self._goodai[self._week.core.t[0]]
         return {"resources": res, "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
 
     def reset(self, *, seed=None, options=None):
@@ -283,8 +287,9 @@ class ConversationPMEnv(OneWeekEnv):
         truth = conv.truth()
         self._truth = truth.sum(axis=1).tolist()
         self._base_at = [[] for _ in range(conv.horizon)]  # the base response's executions, by message
-        for t, r in np.argwhere(conv.base > 0).tolist():
-            self._base_at[t].append((r, S_HIT if truth[t, r] else S_FALSE))
+        t_idx, r_idx = np.nonzero(conv.base > 0)
+        for t, r, fires in zip(t_idx.tolist(), r_idx.tolist(), truth[t_idx, r_idx].tolist()):
+            self._base_at[t].append((r, S_HIT if fires else S_FALSE))
         self._test_of = self.pm_episode.resource.tolist()
         self.scorecard = Scorecard(conv.test_kind, self.false_fire_penalty)
         n_res = conv.n_resources
@@ -295,7 +300,8 @@ class ConversationPMEnv(OneWeekEnv):
 
     def _info(self, step, queried, cost, skipped, hits, false_fires, base_fires, rejected, missed) -> dict:
         info = self._step_info(step, queried, cost, skipped)
-        info.update(hits=hits, false_fires=false_fires, base_fires=base_fires, rejected=rejected, missed=missed)
+        info["hits"], info["false_fires"], info["base_fires"] = hits, false_fires, base_fires
+        info["rejected"], info["missed"] = rejected, missed
         return info
 
     def step(self, action):
@@ -303,10 +309,12 @@ class ConversationPMEnv(OneWeekEnv):
         core = self._week.core
         # the reply: a verified pair executes its memory iff the verifier confirms (the core's events), every
         # other live pair as the base response does
-        fired = [(self._test_of[m], code) for m, code in core.ev_list[0, :int(out.events[0, 6])].tolist()
-                 if code in (S_HIT, S_FALSE)]
+        n_events, selected = int(out.events[0, 6]), out.selected[0]
+        fired = [(self._test_of[m], code) for m, code in core.ev_list[0, :n_events].tolist()
+                 if code == S_HIT or code == S_FALSE] if n_events else []
         confirmed = len(fired)
-        fired += [(r, code) for r, code in self._base_at[t] if not out.selected[0, r]]
+        if self._base_at[t]:
+            fired += [(r, code) for r, code in self._base_at[t] if not selected[r]]
         reward, hits = 0.0, 0
         for r, code in fired:
             reward += self.scorecard.apply(r, code)
@@ -317,7 +325,7 @@ class ConversationPMEnv(OneWeekEnv):
             record_step(self._timeline, core, 0, t, out.selected[0], 0)
             for r, code in fired:
                 self._timeline.events[int(code == S_FALSE), r, t] += 1
-        info = self._info(t, out.selected[0].astype(bool), n_sel, out.skipped[0], hits, len(fired) - hits,
+        info = self._info(t, selected.astype(bool), n_sel, out.skipped[0], hits, len(fired) - hits,
                           len(fired) - confirmed, n_sel - confirmed, self._truth[t] - hits)
         if terminated:
             info["episode_metrics"] = self._summary()

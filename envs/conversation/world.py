@@ -214,18 +214,31 @@ class Conversation:
     def goodai_features(self) -> np.ndarray:
         """``(T + 1, R, 7)`` float32: BudgetPM's seven GoodAI features per step (row ``T``: the terminal step,
         zeros). Names in :data:`GOODAI_FEATURE_NAMES`."""
-        T = self.horizon
-        live = self.live()
-        out = np.zeros((T + 1, self.n_resources, len(GOODAI_FEATURE_NAMES)), dtype=np.float32)
-        out[:T, :, 0] = live
-        out[:T, :, 1] = live & (self.test_kind == TRIGGER)[None, :]
-        out[:T, :, 2] = self.token_similarity
-        out[:T, :, 3] = self.fuzzy_similarity
-        age = (np.arange(T)[:, None] - self.stored[None, :]) / T
-        out[:T, :, 4] = np.where(live, np.clip(age, 0.0, 1.0), 0.0)
-        out[:T, :, 5] = self.repeat_fraction
-        out[:T, :, 6] = (live.sum(axis=1) / self.n_resources)[:, None] * live
+        out = np.zeros((self.horizon + 1, self.n_resources, len(GOODAI_FEATURE_NAMES)), dtype=np.float32)
+        _goodai_kernel(self.live_from, self.live_until, self.test_kind == TRIGGER, self.stored, self.token_similarity,
+                       self.fuzzy_similarity, self.repeat_fraction, out)
         return out
+
+
+@numba.njit(cache=True)
+def _goodai_kernel(live_from, live_until, trigger, stored, token, fuzzy, repeat, out):
+    """:meth:`Conversation.goodai_features` into ``out`` (zeros, ``(T + 1, R, 7)``): per step ``t < T`` and memory
+    ``r``, live, live trigger-response memory, token and fuzzy similarity, the memory's age (steps since it was
+    stored / T, clipped to [0, 1]) while live, repeat fraction, and the share of live memories while live."""
+    T, R = token.shape
+    for t in range(T):
+        n_live = 0
+        for r in range(R):
+            n_live += live_from[r] <= t <= live_until[r]
+        for r in range(R):
+            if live_from[r] <= t <= live_until[r]:
+                out[t, r, 0] = 1.0
+                out[t, r, 1] = 1.0 if trigger[r] else 0.0
+                out[t, r, 4] = min(max((t - stored[r]) / T, 0.0), 1.0)
+                out[t, r, 6] = n_live / R
+            out[t, r, 2] = token[t, r]
+            out[t, r, 3] = fuzzy[t, r]
+            out[t, r, 5] = repeat[t, r]
 
 
 def world_for(conv: Conversation) -> ConversationConfig:
