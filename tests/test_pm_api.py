@@ -442,13 +442,19 @@ def test_vector_bad_input(call, error, match):
         call(venv)
 
 
-def test_vector_bad_action():
-    venv = PMWeekVectorEnv(num_envs=2)
+@pytest.mark.parametrize("num_envs", [2, 16])  # the binary check's two paths: up to 64 values, and a batch
+@pytest.mark.parametrize("bad", [2.0, -1.0, 0.5, np.nan, np.inf])
+def test_vector_bad_action(num_envs, bad):
+    venv = PMWeekVectorEnv(num_envs=num_envs)
     venv.reset(seed=0)
     with pytest.raises(ValueError, match="shape"):
         venv.step(np.zeros(R, dtype=np.int8))
+    action = np.zeros((num_envs, R))
+    action[-1, -1] = bad
     with pytest.raises(ValueError, match="0 or 1"):
-        venv.step(np.full((2, R), 2))
+        venv.step(action)
+    action[-1, -1] = -0.0  # equal to 0
+    venv.step(action)
     with pytest.raises(ValueError, match="num_envs"):
         PMWeekVectorEnv(num_envs=0)
 
