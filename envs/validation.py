@@ -105,15 +105,22 @@ def seeds_flag(name: str):
     return parse
 
 
+_INT64_SCALARS = frozenset(np.dtype(code).type for code in np.typecodes["AllInteger"] if np.can_cast(code, np.int64))
+"""The NumPy integer scalar types that cast safely to int64 (not uint64, not bool)."""
+
+
 def check_discrete_action(action, n: int) -> int:
     """``action`` as an ``int`` when it is a member of ``Discrete(n)`` in one of the forms Gymnasium's
     ``Discrete.contains`` accepts: a Python int, a NumPy integer scalar or a 0-d integer array (of a dtype that
     casts safely to int64) — but never a bool, as everywhere in the package. Anything else, a shape-(1,) array, a
     float or a string included, raises the same ``ValueError`` in every environment with a ``Discrete`` action
     space."""
-    if type(action) is int:  # the common case first
+    if type(action) is int:  # the common cases first: a Python int, then a NumPy integer scalar (SB3's actions)
         if 0 <= action < n:
             return action
+    elif type(action) in _INT64_SCALARS:
+        if 0 <= action < n:
+            return int(action)
     elif isinstance(action, (np.integer, np.ndarray)) and action.shape == () and action.dtype.kind in "iu" \
             and np.can_cast(action.dtype, np.int64) and 0 <= action < n:
         return int(action)

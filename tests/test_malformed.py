@@ -692,7 +692,8 @@ ACTION_FORMS = {
     "shape (1,)": lambda a: np.array([a]), "shape (1, 1)": lambda a: np.array([[a]]), "list": lambda a: [a],
     "float": float, "np.float32": np.float32, "0-d float array": lambda a: np.array(float(a)), "str": str,
     "bool": bool, "np.bool_": np.bool_, "None": lambda a: None, "past n": lambda a: 10**6, "negative": lambda a: -1,
-    "past int64": lambda a: 2**64,
+    "past int64": lambda a: 2**64, "np.uint32": np.uint32, "np.int64 past n": lambda a: np.int64(10**6),
+    "np.int16 negative": lambda a: np.int16(-1),
 }
 
 
@@ -709,7 +710,8 @@ def test_discrete_actions_are_accepted_in_exactly_the_forms_gymnasium_accepts(en
     env.reset(seed=0)
     action = ACTION_FORMS[form](1)
     accepted = form not in ("bool", "np.bool_") and env.action_space.contains(action)
-    assert accepted == (form in ("int", "np.int64", "np.int8", "np.uint8", "0-d array", "0-d uint16 array"))
+    assert accepted == (form in ("int", "np.int64", "np.int8", "np.uint8", "np.uint32", "0-d array",
+                                 "0-d uint16 array"))
     if accepted:
         env.step(action)
         return
