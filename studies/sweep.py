@@ -87,7 +87,10 @@ def run_sweep(cfg: SweepConfig, command: str) -> str:
              "eval_every": cfg.eval_every}
     owns = not ray.is_initialized()
     if owns:
-        ray.init(include_dashboard=False, log_to_driver=False)  # RAY_ADDRESS=... joins an existing cluster
+        # a new local cluster, as the ray backend starts (ray.init() alone would join any cluster already running
+        # on this machine); RAY_ADDRESS=... joins an existing one
+        ray.init(address=None if os.environ.get("RAY_ADDRESS") else "local", include_dashboard=False,
+                 log_to_driver=False)
     try:
         trainable = tune.with_resources(tune.with_parameters(_trial, fixed=fixed), {"cpu": 1})
         scheduler = ASHAScheduler(time_attr="env_steps", max_t=cfg.total_timesteps,

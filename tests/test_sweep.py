@@ -32,3 +32,33 @@ def test_sweep_writes_a_best_config_that_ppo_native_accepts(tmp_path):
     with open(os.path.join(ppo_dir, "config.json")) as f:
         used = json.load(f)["config"]
     assert all(used[k] == best[k] for k in best)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("env_address", [None, "auto"])
+def test_sweep_starts_its_own_cluster_unless_told_to_join_one(tmp_path, monkeypatch, env_address):
+    """Like the ray backend: a new local cluster, not whatever cluster already runs on the machine (``ray.init()``
+    alone joins one); ``RAY_ADDRESS`` joins an existing one."""
+    import ray
+
+    from membudget import train
+
+    calls = []
+
+    def fake_init(**kwargs):
+        calls.append(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", fake_init)
+    if env_address is None:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    else:
+        monkeypatch.setenv("RAY_ADDRESS", env_address)
+    with pytest.raises(_Stop):
+        train.main(["sweep", "--trials", "2", "--total-timesteps", "640", "--eval-every", "640", "--n-envs", "8",
+                    "--out", str(tmp_path)])
+    assert calls[0]["address"] == ("local" if env_address is None else None)
