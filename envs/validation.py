@@ -105,8 +105,9 @@ def seeds_flag(name: str):
     return parse
 
 
-_INT64_SCALARS = frozenset(np.dtype(code).type for code in np.typecodes["AllInteger"] if np.can_cast(code, np.int64))
-"""The NumPy integer scalar types that cast safely to int64 (not uint64, not bool)."""
+_INTEGER_SCALARS = frozenset({int, *(np.dtype(code).type for code in np.typecodes["AllInteger"]
+                                     if np.can_cast(code, np.int64))})
+"""Python's int and the NumPy integer scalar types that cast safely to int64 (not uint64, not bool)."""
 
 
 def check_discrete_action(action, n: int) -> int:
@@ -115,10 +116,7 @@ def check_discrete_action(action, n: int) -> int:
     casts safely to int64) — but never a bool, as everywhere in the package. Anything else, a shape-(1,) array, a
     float or a string included, raises the same ``ValueError`` in every environment with a ``Discrete`` action
     space."""
-    if type(action) is int:  # the common cases first: a Python int, then a NumPy integer scalar (SB3's actions)
-        if 0 <= action < n:
-            return action
-    elif type(action) in _INT64_SCALARS:
+    if type(action) in _INTEGER_SCALARS:  # the common case first: an int or a NumPy integer (SB3's actions)
         if 0 <= action < n:
             return int(action)
     elif isinstance(action, (np.integer, np.ndarray)) and action.shape == () and action.dtype.kind in "iu" \

@@ -226,8 +226,7 @@ class RayExecutor(Executor):
         self._ray = ray
         self._owns = not ray.is_initialized()
         if self._owns:
-            if address is None and not os.environ.get("RAY_ADDRESS"):
-                address = "local"  # ray.init() would join any cluster already running on this machine
+            address = ray_address(address)
             ray.init(address=address, num_cpus=num_cpus if address == "local" else None,
                      include_dashboard=False, log_to_driver=False)
         self._remote = ray.remote(num_cpus=1, max_retries=max_retries)(_call)
@@ -246,6 +245,15 @@ class RayExecutor(Executor):
     def close(self):
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()
+
+
+def ray_address(address: str | None) -> str | None:
+    """The address membudget gives ``ray.init``: ``address`` when given, None (``ray.init`` reads it) when the
+    ``RAY_ADDRESS`` environment variable names a cluster, else ``"local"``, a new local cluster (``ray.init()``
+    alone would join any cluster already running on this machine)."""
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        return "local"
+    return address
 
 
 def make_executor(backend: str = "local", address: str | None = None, checkpoint_dir: str | None = None,

@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from membudget.studies.execution import ray_address
 from membudget.studies.runs import TrainCommand, parse_budget, start_run
 
 VALIDATION = (4000, 4030)
@@ -87,10 +88,7 @@ def run_sweep(cfg: SweepConfig, command: str) -> str:
              "eval_every": cfg.eval_every}
     owns = not ray.is_initialized()
     if owns:
-        # a new local cluster, as the ray backend starts (ray.init() alone would join any cluster already running
-        # on this machine); RAY_ADDRESS=... joins an existing one
-        ray.init(address=None if os.environ.get("RAY_ADDRESS") else "local", include_dashboard=False,
-                 log_to_driver=False)
+        ray.init(address=ray_address(None), include_dashboard=False, log_to_driver=False)
     try:
         trainable = tune.with_resources(tune.with_parameters(_trial, fixed=fixed), {"cpu": 1})
         scheduler = ASHAScheduler(time_attr="env_steps", max_t=cfg.total_timesteps,

@@ -29,6 +29,9 @@ NEUTRALISED = (slice(RESOURCE_FEATURE_NAMES.index("sin_time_of_day"), RESOURCE_F
 BudgetPM A.2) and the query history of the resource (the verifier's answers on earlier messages say nothing about
 the current one: every (message, memory) pair is its own check; on the All-semantic reference trajectory the
 history also differs systematically from any budgeted deployment)."""
+N_WEEK_FEATURES = len(RESOURCE_FEATURE_NAMES)
+KEPT = ~np.isin(np.arange(N_WEEK_FEATURES), np.r_[NEUTRALISED])
+"""The PMWeek-v0 feature columns not :data:`NEUTRALISED` (the observation copies these, the rest stay 0)."""
 
 
 class Scorecard:
@@ -255,19 +258,16 @@ class ConversationPMEnv(OneWeekEnv):
         high = np.concatenate([box.high, np.ones((n_res, len(GOODAI_FEATURE_NAMES)), np.float32)], axis=1)
         self.observation_space = spaces.Dict({"resources": spaces.Box(low, high, dtype=np.float32),
                                               "budget": obs["budget"], "mask": obs["mask"]})
-        self._n_week_features = box.shape[1]
-        self._kept = np.ones(box.shape, dtype=bool)  # the PMWeek-v0 features not NEUTRALISED
-        for cols in NEUTRALISED:
-            self._kept[:, cols] = False
         self._new_week(n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=None,
                        late_policy="expire", b_frac=self.target_fraction)
         self.conversation: Conversation | None = None
 
     def _obs(self, observe=True):
         out = self._observed(observe)
-        res = np.zeros(self._kept.shape[:1] + (N_FEATURES,), np.float32)
-        np.copyto(res[:, :self._n_week_features], out.resources[0], where=self._kept)
-        res[:, self._n_week_features:] = self._goodai[self._week.core.t[0]]
+        week = out.resources[0]
+        res = np.zeros((week.shape[0], N_FEATURES), np.float32)
+        np.copyto(res[:, :N_WEEK_FEATURES], week, where=KEPT)
+        res[:, N_WEEK_FEATURES:] = self._goodai[self._week.core.t[0]]
         return {"resources": res, "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
 
     def reset(self, *, seed=None, options=None):
