@@ -26,6 +26,8 @@ BENCHES = (
     ("PMWeek-v0 native vector env (1024 weeks) / CartPole vector env", ["membudget.bench.vector"]),
     ("ConversationPM-v1 / CartPole-v1", ["membudget.bench.conversation"]),
     ("ProactiveStream-v0 step / CartPole-v1; reset", ["membudget.bench.proactive", "--rounds", "5", "--seconds", "2"]),
+    ("ProactiveStream-v1 step / CartPole-v1; reset",
+     ["membudget.bench.proactive", "--env-version", "1", "--rounds", "5", "--seconds", "2"]),
     ("LinUCB select + update / MABWiser", ["membudget.bench.linucb", "--rounds", "7"]),
     ("HindsightDP, 5,400-week grid; vs MILP", ["membudget.bench.dp_grid"]),
     ("native PPO / SB3 PPO, same actor and settings", ["membudget.bench.ppo", "--rounds", "3"]),
