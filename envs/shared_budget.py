@@ -19,10 +19,10 @@ from membudget.envs.pm.core import PMWeekCore, step_outputs
 from membudget.envs.pm.env import (SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, record_step,
                                    resource_labels, spaces_for, start_timeline, week_days)
 from membudget.envs.pm.levels import resolve_budget
-from membudget.envs.pm.world import generate_episode
+from membudget.envs.pm.world import MAX_RESOURCES, generate_episode
 from membudget.envs.rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode,
                                       figure_array, new_figure, timeline_legend)
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_bool, check_int, check_options
 
 
 def parallel_env(**kwargs) -> "raw_env":
@@ -97,7 +97,7 @@ class raw_env(Render, ParallelEnv):
     ## Episode End
 
     All agents terminate together after the horizon ``T`` (80 steps by default); there is no truncation.
-    ``infos[agent]`` at every step has the same flat keys, numbers and fixed shapes: ``queried`` (``(R,)`` bool),
+    ``infos[agent]`` at reset (nothing queried) and at every step has the same flat keys, numbers and fixed shapes: ``queried`` (``(R,)`` bool),
     ``cost``, ``tp``, ``fp``, ``fn`` (the agent's own step), ``remaining_budget`` (the shared budget left, -1 without
     one) and ``skipped_non_candidate``, ``skipped_budget``, ``skipped_count_cap``, ``skipped_cost_cap`` (the
     agent's proposals the executor skipped, by reason); ``infos[agent]["episode_metrics"]`` then holds the agent's
@@ -123,9 +123,9 @@ class raw_env(Render, ParallelEnv):
     def __init__(self, n_agents=2, budget="B10", per_step_cap="per_agent", per_step_cost_cap=None, floor=0,
                  cooperative=False, cost_profile="unit", late_policy="expire", load=0, world=None,
                  render_mode=None):
+        if per_step_cap == "per_agent":  # the default cap, 2 per agent, must stay within the executor's bound
+            per_step_cap = 2 * check_int("n_agents", n_agents, 1, MAX_RESOURCES // 2)
         check_int("n_agents", n_agents, 1)
-        if per_step_cap == "per_agent":
-            per_step_cap = 2 * n_agents
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world,
                                      "scores")
         check_int("floor", floor, 0)
@@ -139,7 +139,7 @@ class raw_env(Render, ParallelEnv):
             frac /= n_agents  # an int is the shared total: the target fraction is per agent
         self.target_fraction = frac
         self.n_agents, self.per_step_cap, self.per_step_cost_cap = int(n_agents), per_step_cap, per_step_cost_cap
-        self.floor, self.cooperative = int(floor), bool(cooperative)
+        self.floor, self.cooperative = int(floor), check_bool("cooperative", cooperative)
         self.cost_profile, self.late_policy, self.load, self.render_mode = cost_profile, late_policy, load, render_mode
         self.possible_agents = [f"agent_{i}" for i in range(self.n_agents)]
         self.agents = []
@@ -176,7 +176,8 @@ class raw_env(Render, ParallelEnv):
         return self._act_space
 
     def reset(self, seed=None, options=None):
-        # ``options`` is accepted and unused: PettingZoo's parallel_api_test passes arbitrary options to reset.
+        # ``options``, a dict or None, is accepted and unused: PettingZoo's api tests pass arbitrary options to reset.
+        check_options(options, options or ())
         seed = check_int("seed", seed, 0, none_ok=True)
         if seed is not None:
             self._rngs = [seeding.np_random(int(seed) + i)[0] for i in range(self.n_agents)]
@@ -192,7 +193,17 @@ class raw_env(Render, ParallelEnv):
         if self._pictures:
             self._timelines = [start_timeline(self._core, i) for i in range(self.n_agents)]
             self._view = None
-        return obs, {a: {} for a in self.agents}
+        n_res = len(self.world.resources)
+        return obs, {a: self._info(np.zeros(n_res, dtype=bool), 0, (0, 0, 0), [0] * len(SKIPPED_KEYS))
+                     for a in self.agents}
+
+    def _info(self, queried, cost, counts, skipped) -> dict:
+        """An agent's info: the same keys, numbers and shapes at reset (nothing queried) and at every step."""
+        tp, fp, fn = counts
+        info = {"queried": queried, "cost": cost, "tp": tp, "fp": fp, "fn": fn,
+                "remaining_budget": -1 if self.remaining is None else int(self.remaining)}
+        info.update(zip(SKIPPED_KEYS, skipped))
+        return info
 
     def _observe(self):
         core = self._core
@@ -281,10 +292,8 @@ class raw_env(Render, ParallelEnv):
                 record_step(timeline, core, i, t, self._sel[i], int(self._events[i, 6]))
         infos = {}
         for i, a in enumerate(self.possible_agents):
-            tp, fp, fn = self._events[i, :3].tolist()
-            infos[a] = {"queried": self._sel[i].astype(bool), "cost": int(core.c_hist[i, t]), "tp": tp,
-                        "fp": fp, "fn": fn, "remaining_budget": -1 if self.remaining is None else int(self.remaining)}
-            infos[a].update(zip(SKIPPED_KEYS, skipped[i].tolist()))
+            infos[a] = self._info(self._sel[i].astype(bool), int(core.c_hist[i, t]), self._events[i, :3].tolist(),
+                                  skipped[i].tolist())
             if done:
                 infos[a]["episode_metrics"] = episode_summary(self._metrics[i], core.vis_counts[i])
         out_rewards = {a: float(rewards[i]) for i, a in enumerate(self.possible_agents)}

@@ -10,6 +10,7 @@ import math
 import numbers
 import zipfile
 import zlib
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -59,6 +60,28 @@ def check_number(name, value, low=None, high=None, *, low_open=False, high_open=
         raise ValueError(f"{name} must be a finite number{_bounds(low, high, low_open, high_open)}"
                          f"{' or None' if none_ok else ''}, got {value!r}")
     return float(value)
+
+
+def check_bool(name, value) -> bool:
+    """``value`` as a ``bool`` when it is one (Python or NumPy); anything else (``0``, ``"no"``, ``None``, NaN)
+    raises ``ValueError`` naming ``name`` instead of being read by its truth value."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def check_options(options, supported) -> dict:
+    """A ``reset`` call's ``options`` as a dict: ``None`` is no option; a mapping may name only the keys in
+    ``supported``. Anything else (a string, a list, unknown keys) raises naming what is supported."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = [k for k in options if k not in supported]
+    if unknown:
+        raise ValueError(f"unknown reset options {sorted(map(str, unknown))}; supported: "
+                         f"{', '.join(repr(k) for k in supported) or 'none'}")
+    return dict(options)
 
 
 def int_flag(low: int, high: int | None = None):
@@ -138,5 +161,5 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_discrete_action", "check_int", "check_number", "int_flag",
+__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag",
            "reading_artefact"]

@@ -10,6 +10,7 @@ import inspect
 import json
 import os
 import re
+import warnings
 import zipfile
 
 import gymnasium as gym
@@ -1199,3 +1200,97 @@ def test_sb3_learners_of_the_other_envs_refuse_impossible_settings_before_any_wo
     train = tier_router.train_router if learner == "tiers" else module.train_ppo
     with pytest.raises(ValueError, match=match):
         train(**kwargs)
+
+
+# ---------------------------------------------------------------------- flags, reset options, seeds of every env
+BOOL_ARGUMENTS = [("membudget/PMWeek-v0", "observe_counts"), ("membudget/PMWeekFlat-v0", "observe_counts"),
+                  ("membudget/TierRouting-v0", "lam_conditioned")]
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None, float("nan"), [1]])
+@pytest.mark.parametrize("env_id,name", BOOL_ARGUMENTS)
+def test_flag_arguments_must_be_bools_not_truthy_values(env_id, name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a bool"):
+        gym.make(env_id, **{name: value})
+
+
+@pytest.mark.parametrize("value", ["no", 1, None])
+def test_vector_and_multi_agent_flags_must_be_bools(value):
+    from membudget.envs import shared_budget
+    from membudget.envs.pm.vector import PMWeekVectorEnv
+
+    with pytest.raises(ValueError, match="observe_counts must be a bool"):
+        PMWeekVectorEnv(2, observe_counts=value)
+    with pytest.raises(ValueError, match="cooperative must be a bool"):
+        shared_budget.parallel_env(cooperative=value)
+
+
+@pytest.mark.parametrize("options", ["x", ["episode"], [], 3])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_reset_options_that_are_not_a_dict_are_refused(env_id, options):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is out of date.*")
+        env = gym.make(env_id).unwrapped
+    with pytest.raises(TypeError, match="options must be a dict or None"):
+        env.reset(seed=0, options=options)
+    env.reset(seed=0, options={})  # an empty dict is no option
+
+
+def test_vector_reset_options_are_checked_like_the_single_envs():
+    from membudget.envs.pm.vector import PMWeekVectorEnv
+
+    env = PMWeekVectorEnv(2)
+    with pytest.raises(TypeError, match="options must be a dict or None"):
+        env.reset(seed=0, options="reset_mask")
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(seed=0, options={"episode": None})
+
+
+@pytest.mark.parametrize("seed", [True, -1, 1.0, "3"])
+def test_conversation_seeds_are_checked_like_every_other_envs(seed):
+    env = gym.make("membudget/ConversationPM-v1").unwrapped
+    with pytest.raises(ValueError, match="seed must be"):
+        env.reset(seed=seed)
+    first = env.reset(seed=np.int64(3))[0]["resources"]
+    assert np.array_equal(first, env.reset(seed=3)[0]["resources"])
+
+
+@pytest.mark.parametrize("cap", [2**63, 2**64, 1001])
+def test_conversation_per_step_cap_is_bounded_before_it_reaches_the_kernels(cap):
+    from membudget.envs.conversation.env import ConversationPMEnv
+    from membudget.envs.pm.env import PMWeekEnv
+
+    with pytest.raises(ValueError, match="per_step_cap must be an int in"):
+        ConversationPMEnv(per_step_cap=cap)
+    PMWeekEnv().reset(seed=0)  # the kernels of the process still work
+
+
+@pytest.mark.parametrize("env_id,kwargs", [("membudget/ReplayStream-v1", dict(family=[1])),
+                                           ("membudget/ReplayStream-v0", dict(family={})),
+                                           ("membudget/ProactiveStream-v0", dict(scope=[1])),
+                                           ("membudget/ProactiveStream-v1", dict(scope=np.zeros(2)))])
+def test_unhashable_names_are_refused_naming_the_argument(env_id, kwargs):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is out of date.*")
+        with pytest.raises(ValueError, match=f"unknown {next(iter(kwargs))}"):
+            gym.make(env_id, **kwargs)
+
+
+def test_shared_budget_reset_infos_have_the_step_infos_keys_and_types():
+    from membudget.envs import shared_budget
+
+    env = shared_budget.parallel_env(n_agents=2)
+    obs, infos = env.reset(seed=0)
+    _, _, _, _, step_infos = env.step({a: obs[a]["mask"] * 0.5 - 0.25 for a in env.agents})
+    for a in env.possible_agents:
+        assert list(infos[a]) == list(step_infos[a])
+        for k, v in infos[a].items():
+            assert np.asarray(v).dtype == np.asarray(step_infos[a][k]).dtype and np.shape(v) == np.shape(step_infos[a][k])
+        assert not infos[a]["queried"].any() and infos[a]["cost"] == 0
+
+
+def test_shared_budget_default_cap_names_n_agents_when_too_many():
+    from membudget.envs import shared_budget
+
+    with pytest.raises(ValueError, match=r"n_agents must be an int in \[1, 500\]"):
+        shared_budget.parallel_env(n_agents=501)

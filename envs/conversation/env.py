@@ -7,6 +7,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..pm.core import M, RESOURCE_FEATURE_NAMES, S_FALSE, S_HIT
+from ..pm.world import MAX_RESOURCES
 from ..pm.env import ACTION_MODES, OneWeekEnv, record_step, spaces_for, spent_so_far, start_timeline
 from ..rendering import (RENDER_MODES, Timeline, TimelineView, blank_frame, check_render_mode, figure_array, new_figure,
                          timeline_legend)
@@ -124,7 +125,7 @@ def check_arguments(per_step_cap, false_fire_penalty, world, action_mode):
         raise TypeError(f"world must be a ConversationConfig, got {type(world).__name__}")
     if action_mode not in ACTION_MODES:
         raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
-    check_int("per_step_cap", per_step_cap, 1, none_ok=True)
+    check_int("per_step_cap", per_step_cap, 1, MAX_RESOURCES, none_ok=True)
     check_number("false_fire_penalty", false_fire_penalty, 0, 100)
     return world
 
@@ -271,7 +272,7 @@ class ConversationPMEnv(OneWeekEnv):
         return {"resources": res, "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
+        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
         conv = self._reset_option(options, "conversation", Conversation, "a Conversation")
         if conv is not None:
             validate_conversation(conv)

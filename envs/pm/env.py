@@ -8,7 +8,7 @@ from gymnasium import spaces
 
 from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
                          new_figure, timeline_legend)
-from ..validation import check_int, check_known
+from ..validation import check_bool, check_int, check_known, check_options
 from ..vector_info import info_row
 from .core import (BF, C_FN, C_FP, C_TP, EV, EV_MISS, F_RES, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RF,
                    S_FALSE, S_HIT, S_LATE_EXEC, SKIP_NAMES, VIS_DUE, VIS_HIT, OneWeek, PMWeekCore)
@@ -223,10 +223,7 @@ class OneWeekEnv(Render, gym.Env):
     def _reset_option(options, key: str, cls, what: str):
         """``options[key]`` (``what``: an instance of ``cls`` named with its article), or None if not given; no
         other option is accepted."""
-        options = options or {}
-        unknown = set(options) - {key}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: '{key}'")
+        options = check_options(options, (key,))
         if key not in options:
             return None
         value = options[key]
@@ -381,7 +378,7 @@ class PMWeekEnv(OneWeekEnv):
         self.cost_profile, self.late_policy, self.load, self.action_mode = cost_profile, late_policy, load, action_mode
         self.render_mode = check_render_mode(render_mode, "PMWeek-v0")
         n_res = len(self.world.resources)
-        self.observe_counts = bool(observe_counts)
+        self.observe_counts = check_bool("observe_counts", observe_counts)
         self.observation_space, self.action_space = spaces_for(n_res, self.budget, self.target_fraction,
                                                                per_step_cap, action_mode, self.observe_counts)
         self._new_week(n_res, budget=self.budget, per_step_cap=per_step_cap, per_step_cost_cap=per_step_cost_cap,

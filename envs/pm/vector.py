@@ -9,7 +9,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..validation import check_int
+from ..validation import check_bool, check_int, check_options
 from ..vector_info import read_only, with_masks
 from .core import N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, StepOutputs, generator_list, step_outputs
 from .env import action_to_scores, check_arguments, episode_metrics_batch, spaces_for, step_info_batch
@@ -72,7 +72,7 @@ class PMWeekVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self.num_envs = int(num_envs)
         n, r = self.num_envs, len(self.world.resources)
-        self.observe_counts = bool(observe_counts)
+        self.observe_counts = check_bool("observe_counts", observe_counts)
         self.single_observation_space, self.single_action_space = spaces_for(
             r, self.budget, self.target_fraction, per_step_cap, action_mode, self.observe_counts)
         self.observation_space = batch_space(self.single_observation_space, n)
@@ -143,11 +143,9 @@ class PMWeekVectorEnv(VectorEnv):
         as the single environment's ``reset(options={"episode": ep})`` plays it; its sub-environment's generator is
         still seeded from ``seed`` for the weeks after it) or None (the week drawn as usual). Entries outside the
         reset mask must be None. One Episode object may fill several entries."""
-        options = dict(options or {})
-        reset_mask = options.pop("reset_mask", None)
-        episodes = options.pop("episodes", None)
-        if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; supported: 'reset_mask', 'episodes'")
+        options = check_options(options, ("reset_mask", "episodes"))
+        reset_mask = options.get("reset_mask")
+        episodes = options.get("episodes")
         n = self.num_envs
         if reset_mask is None:
             reset_mask = np.ones(n, dtype=bool)

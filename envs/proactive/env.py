@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from ..rendering import (C_BAD, C_FUTURE, C_GOOD, C_MISS, C_NEUTRAL, C_QUERIED, RENDER_MODES, Render, blank_frame,
                          check_render_mode, figure_array, new_figure)
-from ..validation import check_discrete_action, check_int, check_number
+from ..validation import check_discrete_action, check_int, check_number, check_options
 from .memory import MemoryTrace, ProactiveMemory
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
 from .world import DEFAULT_DAYS, check_scope, evidence_all, feasible_all, generate_stream
@@ -423,11 +423,9 @@ class ProactiveStreamEnv(Render, gym.Env):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=check_int("seed", seed, 0, none_ok=True))
-        options = dict(options or {})
-        stream = options.pop("stream", None)
-        if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; {self._name} takes 'stream'")
-        if stream is None:
+        options = check_options(options, ("stream",))
+        stream = options.get("stream")
+        if "stream" not in options:
             stream = self._generate(scope=self.scope, n_days=self.n_days, rng=self.np_random)
         elif not isinstance(stream, Stream) or stream.scope != self.scope:
             raise ValueError(f"options['stream'] must be a Stream of scope {self.scope!r}")

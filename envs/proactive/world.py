@@ -33,7 +33,7 @@ from bisect import bisect_right
 import numba
 import numpy as np
 
-from ..validation import check_int
+from ..validation import check_int, check_known
 from .schema import ALL_DAYS, MINUTES_PER_DAY, WEEKEND, WORKDAYS, Routine, ScopeSpec, Stream
 
 SPORTS = ScopeSpec(
@@ -704,8 +704,7 @@ def _label(stream: Stream, need: np.ndarray, a_keys: list) -> None:
 def check_scope(scope, scopes=None) -> ScopeSpec:
     """The spec of ``scope`` among ``scopes`` (default :data:`SCOPES`, v0's)."""
     scopes = SCOPES if scopes is None else scopes
-    if scope not in scopes:
-        raise ValueError(f"unknown scope {scope!r}; choose one of {sorted(scopes)}")
+    check_known("scope", scope, scopes, sorted(scopes))
     return scopes[scope]
 
 

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from ..rendering import (C_BAD, C_FUTURE, C_GOOD, C_QUERIED, RENDER_MODES, Render, blank_frame, check_render_mode,
                          figure_array, new_figure)
-from ..validation import check_discrete_action, check_int, check_number
+from ..validation import check_discrete_action, check_int, check_number, check_options
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
 
@@ -130,8 +130,7 @@ class ReplayStreamEnv(Render, gym.Env):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=check_int("seed", seed, 0, none_ok=True))
-        if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; {self._name} takes none")
+        check_options(options, ())
         self.stream = self._generate(family=self.family, profile=self.profile, n_tasks=self.n_tasks,
                                       recent_k=self.recent_k, retrieve_k=self.retrieve_k, rng=self.np_random)
         self._t = 0

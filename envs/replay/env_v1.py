@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..validation import check_known
 from .env import FEATURE_NAMES, ReplayStreamEnv
+from .world import FAMILIES
 from .world_v1 import generate_stream_v1
 
 RETRIEVE_K = {"db": 4, "os": 1}
@@ -82,6 +84,7 @@ class ReplayStreamV1Env(ReplayStreamEnv):
     def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=16, retrieve_k=None, cost_weight=0.5,
                  render_mode=None):
         if retrieve_k is None:
+            check_known("family", family, FAMILIES)
             retrieve_k = RETRIEVE_K.get(family, 1)
         super().__init__(family=family, profile=profile, n_tasks=n_tasks, recent_k=recent_k, retrieve_k=retrieve_k,
                          cost_weight=cost_weight, render_mode=render_mode)

@@ -9,7 +9,7 @@ from gymnasium.utils import seeding
 
 from ..rendering import (C_CANDIDATE, C_EMPTY, C_MISS, C_QUERIED, RENDER_MODES, Render, blank_frame, check_render_mode,
                          figure_array, new_figure)
-from ..validation import check_discrete_action, check_int, check_number
+from ..validation import check_discrete_action, check_int, check_number, check_options
 from .world import (COMBOS, GEN_BASE, MAX_CHUNK, MAX_CONTEXT, MAX_INPUT, MAX_QUERY_TOKENS, MODULES, N_MODULES,
                     N_TIERS, PROFILES, PROMPT_TOKENS, TIERS, TOP_K, Outcomes, Query, check_world_arguments,
                     combo_index, floor_cost_bound, generate_query, outcomes, reference_costs, validate_query)
@@ -196,10 +196,7 @@ class TierRoutingEnv(Render, gym.Env):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=check_int("seed", seed, 0, none_ok=True))
-        options = dict(options or {})
-        unknown = set(options) - {"query", "lam"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; TierRouting-v0 takes 'query' and 'lam'")
+        options = check_options(options, ("query", "lam"))
         if "query" in options:
             q = options["query"]
             validate_query(q, self.population)
