@@ -68,7 +68,8 @@ def commands(names=None) -> dict:
 
 
 def main(argv=None):
-    from membudget.studies.cli import (check_extras, check_run_config, optional_extras, plain, usage_error,
+    from membudget.envs.validation import check_int, parse_seeds
+    from membudget.studies.cli import (MAX_SEED, check_extras, check_run_config, optional_extras, plain, usage_error,
                                        user_input)
     from membudget.studies.execution import add_backend_flags, make_executor
     from membudget.studies.runs import add_fields, load_config_file, resolve_config, run_seeds
@@ -89,7 +90,8 @@ def main(argv=None):
     for name, cmd in table.items():
         p = sub.add_parser(name, help=plain(cmd.help), description=plain(cmd.help))
         add_fields(p, cmd.config, suppress=True, defaults=cmd.defaults)
-        p.add_argument("--seeds", default=None, help="comma-separated seeds: one run per seed (multi-seed run)")
+        p.add_argument("--seeds", default=None, help="seeds, comma-separated or ranges (0-2,7): one run per seed "
+                                                     "(multi-seed run)")
         add_backend_flags(p)
     args = vars(parser.parse_args(argv))
     name = args.pop("command")
@@ -101,10 +103,11 @@ def main(argv=None):
     with optional_extras(prog):
         check_extras(cmd.requires)
     with user_input(prog):  # every mistake in the flags or the config file is one line, before any work
-        seed_list = None if seeds is None else [check_int_seed(s) for s in seeds.split(",") if s.strip()]
+        seed_list = None if seeds is None else [check_int("--seeds", s, 0, MAX_SEED) for s in parse_seeds(seeds)]
         file_values = load_config_file(config_path) if config_path else {}
         cfg = resolve_config(cmd.config, args, file_values, cmd.defaults, source=config_path or "config")
-        check_run_config(cfg)
+        cmd.check_inputs(cfg)
+        check_run_config(cfg)  # last: it makes the output folder
     if seed_list is None and (backend["backend"] != "local" or backend["address"] or backend["checkpoint_dir"]):
         usage_error(prog, "--backend, --address and --checkpoint-dir apply to the seeds of --seeds; give --seeds "
                           "for a multi-seed run")
@@ -113,13 +116,6 @@ def main(argv=None):
             return cmd.function()(cfg, command)
         with make_executor(**backend) as executor:
             return run_seeds(cmd.function(), cfg, command, seed_list, executor)
-
-
-def check_int_seed(text: str) -> int:
-    """One seed of ``--seeds``: a non-negative integer."""
-    if not text.strip().isdigit():
-        raise ValueError(f"--seeds must be comma-separated non-negative integers, got {text!r}")
-    return int(text)
 
 
 if __name__ == "__main__":

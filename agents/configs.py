@@ -10,7 +10,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-from membudget.envs.validation import check_int, check_number
+from membudget.envs.pm.env import LATE_POLICIES
+from membudget.envs.pm.world import COST_PROFILES, MAX_RESOURCES
+from membudget.envs.validation import check_int, check_known, check_number
 
 TRAIN_SEEDS = range(2000, 4000)
 """Development weeks the learners train on (never 4000-4009 validation, never the held-out ranges)."""
@@ -167,7 +169,7 @@ class PPOConfig(Resolvable):
             check_int(name, getattr(self, name), 1)
         for name in ("eval_every", "critic_warmup", "torch_threads"):
             check_int(name, getattr(self, name), 0)
-        check_int("per_step_cap", self.per_step_cap, 1)
+        check_environment_settings(self)
         check_number("learning_rate", self.learning_rate, 0, low_open=True)
         check_number("gamma", self.gamma, 0, 1)
         check_number("gae_lambda", self.gae_lambda, 0, 1)
@@ -189,6 +191,14 @@ class PPOConfig(Resolvable):
                              f"{self.compiled_backend!r}")
         object.__setattr__(self, "hidden", check_widths("hidden", self.hidden))
         object.__setattr__(self, "critic_arch", check_widths("critic_arch", self.critic_arch))
+
+
+def check_environment_settings(config) -> None:
+    """A PMWeek learner's environment settings (``per_step_cap``, ``cost_profile``, ``late_policy``) as the
+    environment itself checks them, before any work."""
+    check_int("per_step_cap", config.per_step_cap, 1, MAX_RESOURCES)
+    check_known("cost_profile", config.cost_profile, tuple(COST_PROFILES))
+    check_known("late_policy", config.late_policy, LATE_POLICIES)
 
 
 def ppo_config(config: PPOConfig | None = None, **overrides) -> PPOConfig:
@@ -300,7 +310,7 @@ class _PMWeekPPOSettings(SB3PPOSettings):
     def __post_init__(self):
         super().__post_init__()
         check_int("total_timesteps", self.total_timesteps, 1)
-        check_int("per_step_cap", self.per_step_cap, 1)
+        check_environment_settings(self)
         check_int("eval_every", self.eval_every, 0)
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")

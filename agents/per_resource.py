@@ -33,7 +33,7 @@ from torch import nn
 
 from membudget.agents.configs import MAX_WIDTH, check_widths
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
-from membudget.envs.validation import check_int, check_number, reading_artefact
+from membudget.envs.validation import check_int, check_number, read_npz, reading_artefact
 
 N_INPUT = len(RESOURCE_FEATURE_NAMES) + len(BUDGET_FEATURE_NAMES) + 1
 """Inputs per resource: its 27 features, the 9 budget features, its candidate bit."""
@@ -290,7 +290,7 @@ class StudentPolicy:
     def load(cls, path):
         """A student saved by :meth:`save`; anything else (missing or misshaped parameters, non-finite values, a
         threshold outside (0, 1)) raises ``ValueError`` naming the file and the field."""
-        with reading_artefact(path, "student"), np.load(os.fspath(path), allow_pickle=False) as z:
+        with reading_artefact(path, "student"), read_npz(path) as z:
             if "net" not in z.files:
                 raise ValueError("no network configuration: not a per-resource student")
             net = network_from_config(json.loads(str(z["net"])))

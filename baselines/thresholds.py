@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, WorldConfig, budget_levels
-from membudget.envs.validation import reading_artefact
+from membudget.envs.validation import read_npz, reading_artefact
 
 _LEVEL = re.compile(r"B[1-9][0-9]*")
 
@@ -145,7 +145,7 @@ class ThresholdGate:
     def load(cls, path):
         """A gate saved by :meth:`save`; a file that is not one (wrong kind, unknown config keys, non-finite
         thresholds or arrays) raises ``ValueError`` naming the file and the field."""
-        with reading_artefact(path, cls.__name__), np.load(os.fspath(path), allow_pickle=False) as z:
+        with reading_artefact(path, cls.__name__), read_npz(path) as z:
             if "kind" not in z.files or str(z["kind"]) != cls.__name__:
                 raise ValueError(f"holds a {z['kind'] if 'kind' in z.files else 'file without a kind'}, "
                                  f"not a {cls.__name__}")

@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import numbers
+import os
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -109,6 +110,8 @@ def parse_seeds(text: str, name: str = "--seeds") -> list:
         lo, dash, hi = part.strip().partition("-")
         if not lo.isdigit() or (dash and not hi.isdigit()):
             raise ValueError(f"{name}: {part!r} is neither a number nor a range like 12-60")
+        if int(hi or lo) < int(lo):
+            raise ValueError(f"{name}: the range {part.strip()!r} runs backwards (write it low-high)")
         seeds += list(range(int(lo), int(hi or lo) + 1))
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"{name}: {text!r} names no number or one twice")
@@ -149,6 +152,15 @@ def check_discrete_action(action, n: int) -> int:
                      f"0-d integer array, got {action!r}")
 
 
+def read_npz(path):
+    """``np.load`` of a saved ``.npz`` archive, pickles refused; a file that is not a zip archive raises
+    ``ValueError`` saying so (NumPy would read it as a pickle and speak of pickled data)."""
+    path = os.fspath(path)
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise ValueError("not an .npz archive")
+    return np.load(path, allow_pickle=False)
+
+
 @contextlib.contextmanager
 def reading_artefact(path, what: str):
     """Errors raised while reading a saved artefact become one ``ValueError`` naming the file: a file that is not
@@ -161,5 +173,5 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag",
+__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag", "read_npz",
            "reading_artefact"]

@@ -30,7 +30,7 @@ import numpy as np
 from membudget.agents.tier_router import BC_TEACHERS, HELD_OUT_FIRST_SEED, TierRouterConfig, train_router
 from membudget.baselines.tiers import BASELINES, OracleTiers
 from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, reference_costs
-from membudget.envs.validation import int_flag
+from membudget.envs.validation import check_int, int_flag
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
 from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, save_figure, study_subplots
@@ -598,12 +598,14 @@ class TiersConfig(TierRouterConfig):
     name: str = ""
     """Run directory name (default: tiers-<strategy>-lam<lam>|conditioned-seed<seed>)."""
 
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("eval_queries", self.eval_queries, 1)
+        check_int("eval_first_seed (the held-out queries)", self.eval_first_seed, HELD_OUT_FIRST_SEED)
+
 
 def train_tiers(cfg: TiersConfig, command: str = "") -> str:
     """Train one PPO tier router, evaluate it on the held-out queries and save; returns the run directory."""
-    if cfg.eval_queries < 1 or cfg.eval_first_seed < HELD_OUT_FIRST_SEED:
-        raise ValueError(f"--eval-queries must be positive and --eval-first-seed ≥ {HELD_OUT_FIRST_SEED} "
-                         "(the held-out queries)")
     conditioned = cfg.lam_conditioned
     tag = "conditioned" if conditioned else f"lam{cfg.lam:g}"
     run_dir = start_run("tiers", cfg, command, f"tiers-{cfg.strategy}-{tag}-seed{cfg.seed}")

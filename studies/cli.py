@@ -13,9 +13,12 @@ import sys
 # The command lines import this module first, to refuse a mistake within a second or two: it imports nothing heavy
 # (the checks that need the environments import them when they run).
 
-EXTRAS = {"ray": "ray", "optuna": "ray", "minari": "minari", "h5py": "minari", "torchrl": "interop",
-          "tianshou": "interop", "rl_zoo3": "interop", "supersuit": "interop", "mkdocs": "docs"}
-"""Top-level modules of the optional extras: ``module: extra`` (``pip install "membudget[extra]"``)."""
+EXTRAS = {"ray": "membudget[ray]", "optuna": "membudget[ray]", "minari": "membudget[minari]",
+          "h5py": "membudget[minari]", "torchrl": "membudget[interop]", "tianshou": "membudget[interop]",
+          "rl_zoo3": "membudget[interop]", "supersuit": "membudget[interop]", "mkdocs": "membudget[docs]",
+          "tree": "ray[rllib]"}
+"""Top-level modules of the optional extras: ``module: what to pip install`` (RLlib's dependencies, dm-tree's
+``tree`` first, come with ``ray[rllib]``, not with membudget's ray extra)."""
 
 
 def usage_error(prog: str, message: str):
@@ -54,13 +57,14 @@ def optional_extras(prog: str):
         root = (e.name or "").split(".")[0]
         if root not in EXTRAS:
             raise
-        usage_error(prog, f"this needs {root}, which is not installed: pip install \"membudget[{EXTRAS[root]}]\"")
+        usage_error(prog, f"this needs {root}, which is not installed: pip install \"{EXTRAS[root]}\"")
 
 
 def check_run_config(cfg) -> None:
     """The checks every training run's config passes before its run directory is made: budgets are levels of its
-    task's environment, integers or none; seeds and first weeks are non-negative; week counts positive; ``out`` can
-    be made. Each failure is a ``ValueError`` naming the field."""
+    task's environment, integers or none; seeds and first weeks are in ``[0, MAX_SEED]``; week counts positive;
+    ``name`` is one folder name (the run directory stays inside ``out``); ``out`` can be made. Each failure is a
+    ``ValueError`` naming the field."""
     from membudget.agents.configs import task_levels
     from membudget.envs.validation import check_int
     from membudget.studies.protocol import parse_budget
@@ -74,11 +78,26 @@ def check_run_config(cfg) -> None:
             for b in str(value).split(","):
                 parse_budget(b.strip(), levels)
         elif f.name == "seed" or f.name.endswith("_seed"):
-            check_int(f.name, value, 0)
+            check_int(f.name, value, 0, MAX_SEED)
+        elif f.name == "name" and value:
+            check_run_name(value)
         elif f.name.endswith("_weeks") and isinstance(value, int):
             check_int(f.name, value, 1)
     if hasattr(cfg, "out"):
         make_folder("out", cfg.out)
+
+
+MAX_SEED = 2**32 - 1
+"""Largest seed a command line takes (NumPy's legacy and torch's generators both take it; larger integers overflow
+some of them)."""
+
+
+def check_run_name(name) -> str:
+    """A run directory's name: one folder name, so that the run stays inside ``out`` (no separator, not ``.`` or
+    ``..``)."""
+    if not isinstance(name, str) or name in (".", "..") or any(c in name for c in "/\\\0"):
+        raise ValueError(f"name must be one folder name (no '/', not '.' or '..'), got {name!r}")
+    return name
 
 
 def make_folder(name: str, path: str) -> None:

@@ -26,7 +26,7 @@ from membudget.agents.linucb import HybridLinUCB, LinUCB
 from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
-from membudget.envs.validation import int_flag
+from membudget.envs.validation import int_flag, parse_seeds
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
@@ -668,21 +668,20 @@ class ReplayPPOConfig(ReplayStreamPPOConfig):
     seed: int = 0
     """Seeds the policy and the training streams (reset(seed=seed) then unseeded resets)."""
     eval_seeds: str = "42,43,44"
-    """Comma-separated evaluation streams for metrics.csv (LIMBO's seeds)."""
+    """Evaluation streams for metrics.csv, comma-separated or ranges (LIMBO's seeds)."""
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
     """Run directory name (default: replay-ppo-<family>-<profile>-seed<seed>)."""
 
+    def __post_init__(self):
+        super().__post_init__()
+        parse_seeds(self.eval_seeds, "eval_seeds")
+
 
 def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
     """Train PPO on ReplayStream-v0, evaluate it on the evaluation streams and save; returns the run directory."""
-    try:
-        eval_seeds = [int(x) for x in cfg.eval_seeds.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--eval-seeds must be comma-separated integers, got {cfg.eval_seeds!r}") from None
-    if not eval_seeds:
-        raise ValueError("--eval-seeds must name at least one seed")
+    eval_seeds = parse_seeds(cfg.eval_seeds, "eval_seeds")
     env_kwargs = dict(n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
     run_dir = start_run("replay-ppo", cfg, command, f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
     model = train_ppo(cfg.family, cfg.profile, ReplayStreamPPOConfig.of(cfg), seed=cfg.seed)

@@ -32,7 +32,7 @@ from membudget.agents.proactive_ppo import (HELD_OUT_FIRST_SEED, WARM_STARTS, Pr
                                             check_training_seeds, make_env, predict_action, train_ppo)
 from membudget.baselines.proactive import POLICIES, SOURCES, FullHierarchy
 from membudget.envs.proactive.env import F, episode_metrics
-from membudget.envs.validation import int_flag
+from membudget.envs.validation import check_int, int_flag
 from membudget.studies.cli import run_folder
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
 from membudget.studies.protocol import provenance, save_figure, study_subplots
@@ -404,12 +404,12 @@ class ProactivePPOConfig(ProactiveStreamPPOConfig):
     def __post_init__(self):
         super().__post_init__()
         check_training_seeds(self, self.seed)
+        check_int("eval_streams", self.eval_streams, 1)
+        check_int("total_timesteps", self.total_timesteps, 1)
 
 
 def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:
     """Train PPO on ProactiveStream-v0, evaluate it on held-out streams and save; returns the run directory."""
-    if cfg.eval_streams < 1 or cfg.total_timesteps < 1:
-        raise ValueError("--eval-streams and --total-timesteps must be positive")
     run_dir = start_run("proactive-ppo", cfg, command, f"proactive-ppo-{cfg.scope}-seed{cfg.seed}")
     settings = ProactiveStreamPPOConfig.of(cfg)
     env_kwargs = settings.env_kwargs()

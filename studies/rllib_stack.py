@@ -2,14 +2,17 @@
 training stack, :mod:`membudget.agents.rllib`) with EnvRunners in ``--num-env-runners`` processes. The run
 directory keeps ``config.json``, ``metrics.csv`` (one row per iteration: env steps, mean episode return, wall
 clock) and the RLlib checkpoint (``checkpoint/``). ``RAY_ADDRESS=auto`` (or ``ray://host:10001``) runs it on an
-existing cluster; without it a local one is started."""
+existing cluster; without it a local one is started (:func:`~membudget.studies.execution.ray_address`), even when
+another cluster runs on the machine."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-from membudget.studies.runs import TrainCommand, parse_budget, record_training, start_run, write_metrics
+from membudget.envs.validation import check_int, check_known, check_number
+from membudget.studies.execution import ray_address
+from membudget.studies.runs import CHOICES, TrainCommand, parse_budget, record_training, start_run, write_metrics
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,16 @@ class RLlibPPOConfig:
     name: str = ""
     """Run directory name (default: rllib-ppo-<env>-seed<seed>)."""
 
+    def __post_init__(self):
+        check_known("env", self.env, CHOICES["env"])
+        check_int("n_agents", self.n_agents, 1, 500)
+        for name in ("iterations", "num_epochs"):
+            check_int(name, getattr(self, name), 1)
+        check_int("num_env_runners (0: sample in the driver)", self.num_env_runners, 0)
+        check_int("minibatch_size", self.minibatch_size, 1)
+        check_int("train_batch_size", self.train_batch_size, self.minibatch_size)
+        check_number("learning_rate", self.learning_rate, 0, low_open=True)
+
 
 def _env_config(cfg):
     if cfg.env == "pmweek-flat":
@@ -58,7 +71,7 @@ def train_rllib(cfg: RLlibPPOConfig, command: str) -> str:
     run_dir = start_run("rllib-ppo", cfg, command, f"rllib-ppo-{cfg.env}-seed{cfg.seed}")
     owns = not ray.is_initialized()
     if owns:
-        ray.init(include_dashboard=False, log_to_driver=False)  # RAY_ADDRESS=... joins an existing cluster
+        ray.init(address=ray_address(None), include_dashboard=False, log_to_driver=False)
     try:
         algo, history = train_rllib_ppo(cfg.env, cfg.iterations, _env_config(cfg),
                                         num_env_runners=cfg.num_env_runners, train_batch_size=cfg.train_batch_size,
@@ -79,5 +92,5 @@ def train_rllib(cfg: RLlibPPOConfig, command: str) -> str:
 
 TRAIN_COMMANDS = {
     "rllib-ppo": TrainCommand(RLlibPPOConfig, "RLlib PPO on PMWeekFlat / ReplayStream / TierRouting / shared budget",
-                              train_rllib, requires=("ray.rllib",)),
+                              train_rllib, requires=("ray.rllib", "tree")),
 }

@@ -49,13 +49,25 @@ class TrainCommand:
     """Overrides of the config's defaults for this subcommand."""
     requires: tuple = ()
     """Modules of optional extras the subcommand needs (checked before any work)."""
+    check: Callable | str | None = None
+    """``check(cfg)``, or ``"module:function"`` naming it: reads the files the run will read (a model to start
+    from), raising ``ValueError`` / ``FileNotFoundError`` naming the file, with the flags' checks, before any work."""
 
     def function(self) -> Callable:
         """:attr:`run` as a function."""
-        if callable(self.run):
-            return self.run
-        module, _, name = self.run.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return _resolve(self.run)
+
+    def check_inputs(self, cfg) -> None:
+        """:attr:`check` on ``cfg``, if the command has one."""
+        if self.check is not None:
+            _resolve(self.check)(cfg)
+
+
+def _resolve(target: Callable | str) -> Callable:
+    if callable(target):
+        return target
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def run_seed(run, cfg, command, seed):
@@ -322,6 +334,8 @@ def load_config_file(path: str) -> dict:
     """Flag values from a JSON or YAML file (data only: json.loads / yaml.safe_load); keys may use dashes. Before
     any field is read, a file over :data:`MAX_CONFIG_BYTES`, nested deeper than :data:`MAX_CONFIG_DEPTH`, with
     YAML anchors or aliases, or that is not UTF-8 JSON / YAML is refused with a ``ValueError`` naming it."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such config file")
     size = os.path.getsize(path)
     if size > MAX_CONFIG_BYTES:
         raise ValueError(f"{path}: {size} bytes; config files are limited to {MAX_CONFIG_BYTES} bytes")

@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from membudget.envs.validation import check_int
 from membudget.studies.execution import ray_address
 from membudget.studies.runs import TrainCommand, parse_budget, start_run
 
@@ -59,6 +60,10 @@ class SweepConfig:
     """Parent directory of the run directory (Tune's results go to its tune/ folder)."""
     name: str = ""
     """Run directory name (default: sweep-<budget>-seed<seed>)."""
+
+    def __post_init__(self):
+        for name in ("trials", "total_timesteps", "eval_every", "n_envs", "max_concurrent"):
+            check_int(name, getattr(self, name), 1)
 
 
 def _trial(settings, fixed):

@@ -114,3 +114,44 @@ def test_task_levels_are_the_tasks_levels():
     assert tuple(TASKS) == TASK_NAMES
     for name in TASK_NAMES:
         assert task_levels(name) == TASKS[name].levels
+
+
+@pytest.mark.parametrize("cls,kwargs,match", [
+    ("sweep:SweepConfig", dict(trials=-1), "trials must be a positive int"),
+    ("sweep:SweepConfig", dict(total_timesteps=0), "total_timesteps must be a positive int"),
+    ("sweep:SweepConfig", dict(max_concurrent=0), "max_concurrent must be a positive int"),
+    ("rllib_stack:RLlibPPOConfig", dict(learning_rate=float("nan")), "learning_rate must be a finite number"),
+    ("rllib_stack:RLlibPPOConfig", dict(iterations=-1), "iterations must be a positive int"),
+    ("rllib_stack:RLlibPPOConfig", dict(n_agents=0), r"n_agents must be an int in \[1, 500\]"),
+    ("rllib_stack:RLlibPPOConfig", dict(minibatch_size=500, train_batch_size=400), "train_batch_size must be"),
+    ("rllib_stack:RLlibPPOConfig", dict(env="atari"), "unknown env 'atari'"),
+])
+def test_ray_commands_check_their_settings_without_ray(cls, kwargs, match):
+    """The rllib-ppo and sweep configs refuse impossible settings themselves (before, a negative iteration count or
+    a NaN learning rate started a Ray cluster and ran)."""
+    import importlib
+
+    module, _, name = cls.partition(":")
+    config = getattr(importlib.import_module(f"membudget.studies.{module}"), name)
+    with pytest.raises(ValueError, match=match):
+        config(**kwargs)
+    config()  # the defaults pass
+
+
+def test_a_config_path_that_is_a_folder_is_refused_on_one_line(tmp_path, capsys):
+    from membudget import train
+
+    with pytest.raises(SystemExit) as e:
+        train.main(["ppo", "--config", str(tmp_path), "--out", str(tmp_path / "runs")])
+    assert e.value.code == 2 and "no such config file" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_start_model_that_is_not_a_student_is_refused_on_one_line(tmp_path, capsys):
+    from membudget import train
+
+    (tmp_path / "fake.npz").write_text("not an archive")
+    with pytest.raises(SystemExit) as e:
+        train.main(["ppo", "--init-from", str(tmp_path / "fake.npz"), "--out", str(tmp_path / "runs")])
+    assert e.value.code == 2 and "not an .npz archive" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()

@@ -28,11 +28,14 @@ def test_train_replay_ppo_writes_run_dir(tmp_path, capsys):
     assert "accuracy" in capsys.readouterr().out
 
 
-def test_train_replay_ppo_bad_arguments(tmp_path):
+def test_train_replay_ppo_bad_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit):
         train.main(["replay-ppo", "--family", "sql", "--out", str(tmp_path)])
-    with pytest.raises(ValueError, match="eval-seeds"):
-        train.main(["replay-ppo", "--eval-seeds", "x", "--out", str(tmp_path)])
+    for seeds in ("x", "3-1", "42,42"):  # refused with the flags, before any work, on one line
+        with pytest.raises(SystemExit) as e:
+            train.main(["replay-ppo", "--eval-seeds", seeds, "--out", str(tmp_path)])
+        assert e.value.code == 2 and "eval_seeds" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
 
 
 def test_evaluate_replay_prints_table_and_writes_outputs(tmp_path, capsys):

@@ -47,8 +47,11 @@ def test_train_tiers_conditioned_and_cap(tmp_path):
 def test_train_tiers_bad_arguments(tmp_path):
     with pytest.raises(SystemExit):
         train.main(["tiers", "--strategy", "speed", "--out", str(tmp_path)])
-    with pytest.raises(ValueError, match="eval-first-seed"):
-        train.main(["tiers", "--eval-first-seed", "10", "--out", str(tmp_path)])
+    for flags in (["--eval-first-seed", "10"], ["--eval-queries", "-1"]):  # one line, before any work
+        with pytest.raises(SystemExit) as e:
+            train.main(["tiers", *flags, "--out", str(tmp_path)])
+        assert e.value.code == 2
+    assert not any(tmp_path.iterdir())
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"lam": "high"}))
     with pytest.raises(SystemExit) as e:  # refused on one line before any work

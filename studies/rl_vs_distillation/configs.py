@@ -118,11 +118,31 @@ class NativePPOConfig(RunOutput, PPOConfig):
 
 
 
+def initial_student(cfg: NativePPOConfig):
+    """The student ``--init-from`` names (a bc / dagger run directory or its ``model.npz``), read and checked: a
+    missing file raises ``FileNotFoundError``, anything but a saved student ``ValueError``, both naming the path."""
+    import os
+
+    path = os.path.join(cfg.init_from, "model.npz") if os.path.isdir(cfg.init_from) else cfg.init_from
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--init-from {cfg.init_from!r}: no student there (a bc / dagger run directory or "
+                                "its model.npz)")
+    from membudget.agents.per_resource import StudentPolicy  # torch: only once there is a file to read
+
+    return StudentPolicy.load(path)
+
+
+def check_native(cfg: NativePPOConfig) -> None:
+    """``ppo``'s inputs: the student ``--init-from`` names, if any."""
+    if cfg.init_from:
+        initial_student(cfg)
+
+
 _RUNS = "membudget.studies.rl_vs_distillation.training:"
 TRAIN_COMMANDS = {
     "ppo": TrainCommand(NativePPOConfig, "PPO with the per-resource actor on the native vector env: the study's "
                                          "learner and settings (distil-then-RL with --init-from)",
-                        _RUNS + "train_native"),
+                        _RUNS + "train_native", check=check_native),
     "sb3-ppo": TrainCommand(SB3PPOConfig, "Stable-Baselines3 PPO on PMWeek-v0 at one budget (per-resource actor; "
                                           "--policy mlp: SB3's flat MultiInputPolicy)",
                             _RUNS + "train_sb3", {"total_timesteps": 20_000}),

@@ -14,7 +14,7 @@ from membudget.agents.rl import (ConditionedPPOAllocatorConfig, PPOAllocatorConf
                                  train_ppo_allocator)
 from membudget.agents.tasks import TASKS
 from membudget.studies.rl_vs_distillation.configs import (ConditionedPPOConfig, ImitationConfig, NativePPOConfig,
-                                                          SB3PPOConfig)
+                                                          SB3PPOConfig, initial_student)
 from membudget.envs.validation import check_int
 from membudget.studies.runs import finish_run, parse_budget, show_bar, start_run
 
@@ -23,17 +23,13 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     """PPO with the per-resource actor on the native vector env (optionally from a student); returns the run
     directory."""
     from membudget.agents.imitation import dp_demonstrations
-    from membudget.agents.per_resource import StudentPolicy
     from membudget.agents.ppo import train_ppo as native_ppo
 
     task = TASKS[cfg.task]
     budget = parse_budget(cfg.budget, task.levels)
     env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile,
                                  late_policy=cfg.late_policy)
-    init = None
-    if cfg.init_from:
-        path = os.path.join(cfg.init_from, "model.npz") if os.path.isdir(cfg.init_from) else cfg.init_from
-        init = StudentPolicy.load(path).net
+    init = None if not cfg.init_from else initial_student(cfg).net
     bc_data = (dp_demonstrations(list(task.train_seeds)[: cfg.bc_weeks], budget, task=task).arrays()
                if cfg.bc_coef > 0 else None)
     settings = PPOConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(PPOConfig)})
