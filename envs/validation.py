@@ -17,6 +17,7 @@ import numpy as np
 
 
 def _bounds(low, high, low_open=False, high_open=False) -> str:
+    low, high = (f"{b:g}" if isinstance(b, float) else b for b in (low, high))
     if low is not None and high is not None:
         return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
     if low is not None:
@@ -102,6 +103,21 @@ def int_flag(low: int, high: int | None = None):
     return parse
 
 
+def number_flag(low=None, high=None, *, low_open: bool = False):
+    """An argparse ``type`` for a real-number flag: finite and within the bounds (``low_open``: strictly above
+    ``low``). argparse refuses anything else (NaN, inf, out of range) before any work, naming the flag (exit
+    status 2)."""
+    def parse(text: str) -> float:
+        try:
+            return check_number("value", float(text), low, high, low_open=low_open)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a finite number{_bounds(low, high, low_open)}, got "
+                                             f"{text!r}") from None
+
+    parse.__name__ = "number"
+    return parse
+
+
 def parse_seeds(text: str, name: str = "--seeds") -> list:
     """``"0,1,2"`` or inclusive ranges ``"12-60"``, or both (``"0-2,7"``): the seeds in order. A part that is neither
     a number nor a range, an empty list or a seed named twice raises ``ValueError`` naming ``name`` (the flag)."""
@@ -173,5 +189,5 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag", "read_npz",
+__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag", "number_flag", "read_npz",
            "reading_artefact"]

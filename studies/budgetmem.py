@@ -30,7 +30,8 @@ import numpy as np
 from membudget.agents.tier_router import BC_TEACHERS, HELD_OUT_FIRST_SEED, TierRouterConfig, train_router
 from membudget.baselines.tiers import BASELINES, OracleTiers
 from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, reference_costs
-from membudget.envs.validation import check_int, int_flag
+from membudget.envs.tiers.world import POPULATIONS, STRATEGIES
+from membudget.envs.validation import check_int, int_flag, number_flag
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
 from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, save_figure, study_subplots
@@ -538,11 +539,11 @@ def main(argv=None):
                                 description="Train the PPO tier routers and print BudgetMem's results.")
     d = ResultsConfig()
     p.add_argument("--quick", action="store_true", help="per-λ routers for capacity only, 200 queries")
-    p.add_argument("--strategies", nargs="+", default=d.strategies)
-    p.add_argument("--population", default=d.population)
-    p.add_argument("--per-lambda-strategy", default=d.per_lambda_strategy)
-    p.add_argument("--lambdas", nargs="+", type=float, default=d.lambdas)
-    p.add_argument("--caps", nargs="+", type=float, default=d.caps,
+    p.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=d.strategies)
+    p.add_argument("--population", choices=tuple(POPULATIONS), default=d.population)
+    p.add_argument("--per-lambda-strategy", choices=STRATEGIES, default=d.per_lambda_strategy)
+    p.add_argument("--lambdas", nargs="+", type=number_flag(0), default=d.lambdas)
+    p.add_argument("--caps", nargs="+", type=number_flag(0, low_open=True), default=d.caps,
                    help="per-query caps of the capped routers, as multiples of the all-MID reference cost")
     p.add_argument("--bc-queries", type=int_flag(0), default=d.bc_queries,
                    help="oracle queries for the behaviour-cloning warm start of each router (0: none)")

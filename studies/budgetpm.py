@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from membudget.agents.sb3_files import model_file
+from membudget.envs.pm.world import MAX_LOAD
 from membudget.envs.validation import check_int
 from membudget.studies.cli import Progress, make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
@@ -169,6 +170,7 @@ def check(cfg: EvalConfig) -> EvalConfig:
     for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1),
                       ("repetitions", 1), ("first_seed", 0), ("num_cpus", 0)):
         check_int(name, getattr(cfg, name), low)
+    check_int("load", cfg.load, 0, MAX_LOAD)
     if cfg.model:
         cfg = dataclasses.replace(cfg, policies=list(cfg.policies) + [f"model:{p}" for p in cfg.model
                                                                       if f"model:{p}" not in cfg.policies])
@@ -182,6 +184,9 @@ def check(cfg: EvalConfig) -> EvalConfig:
             load_policy(name[len("model:"):], trust_remote_code=cfg.trust_model)
         elif name not in POLICIES:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")
+    if cfg.reference not in cfg.policies:  # the paired differences need the reference's row
+        raise ValueError(f"reference {cfg.reference!r} is not among the policies evaluated ({', '.join(cfg.policies)}); "
+                         "add it to --policies or choose another --reference")
     if cfg.out:
         make_folder("out", cfg.out)
     return cfg

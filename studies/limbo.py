@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.agents.linucb import HybridLinUCB, LinUCB
+from membudget.agents.linucb import MAX_MAGNITUDE, HybridLinUCB, LinUCB
 from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
-from membudget.envs.validation import int_flag, parse_seeds
+from membudget.envs.validation import int_flag, number_flag, parse_seeds
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
@@ -291,7 +291,7 @@ def diagnose_main(argv=None):
                         default=[(V1_BANDIT.alpha, V1_BANDIT.alpha_decay, V1_BANDIT.hybrid_own)],
                         help=f"alpha:decay[:own] (own: HybridLinUCB's own_l2_lambda; default disjoint LinUCB; "
                              f"default {V1_BANDIT.alpha:g}:{V1_BANDIT.alpha_decay:g})")
-    parser.add_argument("--l2-lambda", type=float, default=1.0)
+    parser.add_argument("--l2-lambda", type=number_flag(1.0 / MAX_MAGNITUDE, MAX_MAGNITUDE), default=1.0)
     args = parser.parse_args(argv)
     print(f"LinUCB on ReplayStream-v{args.env_version} {args.family} x {args.profile}, development seeds {args.seeds}; "
           "per window: share of (none, low), mean bonus, correctness-head RMSE over the actions; when another "
@@ -541,7 +541,7 @@ def select_alpha_main(argv=None):
                         help="ReplayStream version (default 1; 0 is the original world)")
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
-    parser.add_argument("--alphas", nargs="+", type=float, default=list(ALPHA_GRID))
+    parser.add_argument("--alphas", nargs="+", type=number_flag(0, MAX_MAGNITUDE), default=list(ALPHA_GRID))
     parser.add_argument("--decays", nargs="+", type=_decay_flag, default=[None],
                         help="decays τ of alpha (alpha · τ / (τ + n) after n tasks; 'none': constant; "
                              "default none)")
@@ -597,7 +597,7 @@ def replay_main(argv=None):
     parser.add_argument("--families", nargs="+", default=["db", "os"], choices=("db", "os"))
     parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"], choices=("strong", "mid", "weak"))
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(PAPER_SEEDS))
-    parser.add_argument("--alpha", type=float, default=None,
+    parser.add_argument("--alpha", type=number_flag(0, MAX_MAGNITUDE), default=None,
                         help="LinUCB exploration scale (default: chosen on development seeds 0-9 of the version: "
                              f"{V1_BANDIT.alpha} on v1, {SELECTED_ALPHA} on v0)")
     parser.add_argument("--alpha-decay", type=_decay_flag, default=argparse.SUPPRESS,
@@ -606,8 +606,8 @@ def replay_main(argv=None):
     parser.add_argument("--hybrid-own", type=_hybrid_flag, default=argparse.SUPPRESS,
                         help="LinUCB's model: 'none' (disjoint heads per action) or HybridLinUCB's own-action ridge "
                              f"lambda (default: chosen with alpha on v1: {V1_BANDIT.hybrid_own}; none on v0)")
-    parser.add_argument("--l2-lambda", type=float, default=1.0)
-    parser.add_argument("--cost-weight", type=float, default=0.5)
+    parser.add_argument("--l2-lambda", type=number_flag(1.0 / MAX_MAGNITUDE, MAX_MAGNITUDE), default=1.0)
+    parser.add_argument("--cost-weight", type=number_flag(0, MAX_MAGNITUDE), default=0.5)
     parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
                         help="ReplayStream version (default 1; 0 is the original world)")
     parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip)")

@@ -155,3 +155,32 @@ def test_a_start_model_that_is_not_a_student_is_refused_on_one_line(tmp_path, ca
         train.main(["ppo", "--init-from", str(tmp_path / "fake.npz"), "--out", str(tmp_path / "runs")])
     assert e.value.code == 2 and "not an .npz archive" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("study,argv,match", [
+    ("replay", ["--alpha", "nan"], "--alpha: must be a finite number"),
+    ("replay", ["--cost-weight", "-1"], "--cost-weight: must be a finite number"),
+    ("replay", ["--l2-lambda", "inf"], "--l2-lambda: must be a finite number"),
+    ("replay-alpha", ["--alphas", "0.3", "nan"], "--alphas: must be a finite number"),
+    ("replay-diagnose", ["--l2-lambda", "-1"], "--l2-lambda: must be a finite number"),
+    ("tiers", ["--caps", "nan"], "--caps: must be a finite number > 0"),
+    ("tiers", ["--lambdas", "0.3", "-1"], "--lambdas: must be a finite number >= 0"),
+    ("tiers", ["--strategies", "speed"], "--strategies: invalid choice"),
+    ("tiers", ["--population", "squad"], "--population: invalid choice"),
+    ("tiers", ["--per-lambda-strategy", "speed"], "--per-lambda-strategy: invalid choice"),
+    ("rl-vs-distillation", ["--workers", "0"], "--workers: must be an integer >= 1"),
+    (None, ["--load", "-1"], r"load must be an int in \[0, 100\]"),
+    (None, ["--reference", "Oracle"], "reference 'Oracle' is not among the policies"),
+    (None, ["--policies", "Sequential"], "reference 'Static' is not among the policies"),
+])
+def test_a_study_flag_mistake_is_one_line_before_any_work(capsys, study, argv, match):
+    """Each study's numeric and named flags are checked with the flags (before: NaN or a negative weight ran and
+    failed after minutes of work, or a traceback; an unknown reference gave an empty column)."""
+    import re
+
+    from membudget import evaluate
+
+    with pytest.raises(SystemExit) as e:
+        evaluate.main(([study] if study else []) + argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) >= 1 and re.search(match, err[-1]), err

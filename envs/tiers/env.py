@@ -127,6 +127,8 @@ class TierRoutingEnv(Render, gym.Env):
         if not isinstance(lam_conditioned, (bool, np.bool_)):
             raise ValueError(f"lam_conditioned must be a bool, got {lam_conditioned!r}")
         try:
+            if isinstance(lam_values, (str, bytes)):
+                raise TypeError
             values = tuple(check_number("lam_values entry", v, 0) for v in lam_values)
         except TypeError:
             raise ValueError(f"lam_values must be a non-empty sequence of numbers >= 0, got {lam_values!r}") from None

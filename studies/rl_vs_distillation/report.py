@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from membudget.envs.validation import int_flag
 from membudget.studies.cli import run_folder
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import save_figure, study_subplots, write_page
@@ -232,7 +233,7 @@ def benchmark_main(argv=None) -> Results:
                                                  "class against the hindsight DP, current-greedy and BudgetPM's "
                                                  "gates (3 learner seeds, B5 / B10 / B20)")
     parser.add_argument("--quick", action="store_true", help="tiny training budgets (a smoke run, not a result)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=int_flag(1), default=None,
                         help="local worker processes (default: 2, quick: 1); --backend ray uses the cluster's")
     add_backend_flags(parser)
     parser.add_argument("--out", default=None,
