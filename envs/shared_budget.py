@@ -177,7 +177,7 @@ class raw_env(Render, ParallelEnv):
 
     def reset(self, seed=None, options=None):
         # ``options``, a dict or None, is accepted and unused: PettingZoo's api tests pass arbitrary options to reset.
-        check_options(options, options or ())
+        check_options(options)
         seed = check_int("seed", seed, 0, none_ok=True)
         if seed is not None:
             self._rngs = [seeding.np_random(int(seed) + i)[0] for i in range(self.n_agents)]

@@ -72,14 +72,15 @@ def check_bool(name, value) -> bool:
     return bool(value)
 
 
-def check_options(options, supported) -> dict:
+def check_options(options, supported=None) -> dict:
     """A ``reset`` call's ``options`` as a dict: ``None`` is no option; a mapping may name only the keys in
-    ``supported``. Anything else (a string, a list, unknown keys) raises naming what is supported."""
+    ``supported`` (``None``: any key). Anything else (a string, a list, unknown keys) raises naming what is
+    supported."""
     if options is None:
         return {}
     if not isinstance(options, Mapping):
         raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-    unknown = [k for k in options if k not in supported]
+    unknown = [] if supported is None else [k for k in options if k not in supported]
     if unknown:
         raise ValueError(f"unknown reset options {sorted(map(str, unknown))}; supported: "
                          f"{', '.join(repr(k) for k in supported) or 'none'}")
