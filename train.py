@@ -10,14 +10,15 @@ Subcommands:
   the budget);
 - ``bc`` / ``dagger``: the per-resource student imitating the hindsight DP (behaviour cloning / DAgger);
 - ``tiers``: the PPO tier router on TierRouting-v0 (optional behaviour-cloning warm start from an oracle);
-- ``proactive-ppo``: SB3 PPO on ProactiveStream-v0 choosing the memory depth and the decision per event;
-- ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v0;
+- ``proactive-ppo``: SB3 PPO on ProactiveStream-v1 (``--version 0``: v0) choosing the memory depth and the decision
+  per event;
+- ``replay-ppo``: SB3 PPO (``MlpPolicy``) on ReplayStream-v1 (``--version 0``: v0);
 - ``rllib-ppo``: RLlib PPO on PMWeekFlat-v0, ReplayStream-v0, TierRouting-v0 or the shared-budget env
   (multi-agent), EnvRunners in several processes (needs ``ray[rllib]``; docs/ray.md);
 - ``sweep``: a Ray Tune search (Optuna, ASHA) over ``ppo``'s hyperparameters on the validation weeks
   4000-4029; writes ``best_config.json`` for ``ppo --config`` (needs ``membudget[ray]``).
 
-Renamed in 0.2.0 (the old names still work for one release, with a warning): ``ppo-native`` → ``ppo``,
+Renamed since 0.1.0 (the old names still work until the next release, with a warning): ``ppo-native`` → ``ppo``,
 ``maskable-ppo`` → ``sb3-maskable-ppo``, ``ppo-conditioned`` → ``sb3-ppo-conditioned``; 0.1.0's ``ppo`` (SB3's
 PPO) is ``sb3-ppo``.
 

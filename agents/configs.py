@@ -141,7 +141,7 @@ class PPOConfig(Resolvable):
     """Learning-curve point every this many environment steps (0: only at the start and the end)."""
     eval_episodes: int = 30
     """Validation episodes of a learning-curve point: the first this many of the task's validation range (weeks
-    4000-4029 on PMWeek-v0, conversations from 3000 on ConversationPM-v0)."""
+    4000-4029 on PMWeek-v0, conversations from 3000 on ConversationPM-v1)."""
     engine: str = "auto"
     """auto (compiled for runs of at least AUTO_COMPILED_STEPS steps where it trains the configuration, else
     autograd; the run's config records the choice), compiled (hand-written gradients under torch.compile; the
@@ -397,5 +397,5 @@ DEFAULTS = ImitationSettings()
 """The settings of BC and DAgger on ``PMWeek-v0``, chosen on validation weeks 4000-4029."""
 CONVERSATION_DEFAULTS = ImitationSettings(weeks=12, epochs=60, width=64, context=True, lr=3e-3, batch=256,
                                           standardize=False, iterations=4, calibrate=False)
-"""The settings of BC and DAgger on ``ConversationPM-v0`` (the conversation study's, not re-chosen when
+"""The settings of BC and DAgger on ``ConversationPM-v1`` (the conversation study's, not re-chosen when
 :data:`DEFAULTS` were)."""

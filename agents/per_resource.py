@@ -47,7 +47,7 @@ class PerResourceNet(nn.Module):
     ``hidden``: layer widths (at least one); ``context``: append the candidates' mean first-layer activation to
     every resource's first layer (the resources then see each other); ``n_out``: values per resource (1: a logit;
     2: two logits, sb3-contrib's masked Bernoulli); ``n_resource_features``: ``F``, the features per resource
-    (PMWeek-v0's 27; ConversationPM-v0's 34)."""
+    (PMWeek-v0's 27; ConversationPM-v1's 34)."""
 
     def __init__(self, hidden=(64, 64), context: bool = True, n_out: int = 1,
                  n_resource_features: int = len(RESOURCE_FEATURE_NAMES)):

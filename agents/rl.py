@@ -282,7 +282,7 @@ def load_policy(path: str, *, trust_remote_code: bool = False):
         student = StudentPolicy.load(path)
         if student.net.n_resource_features != len(RESOURCE_FEATURE_NAMES):
             raise ValueError(f"{path} reads {student.net.n_resource_features} features per resource, PMWeek-v0 "
-                             f"observes {len(RESOURCE_FEATURE_NAMES)}: a model of another task (ConversationPM-v0 "
+                             f"observes {len(RESOURCE_FEATURE_NAMES)}: a model of another task (ConversationPM-v1 "
                              "students load with StudentPolicy.load)")
         return student, {"action_mode": "scores"}
     from membudget.agents.sb3_files import load_sb3_model

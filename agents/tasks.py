@@ -1,5 +1,5 @@
 """The environments a learner of the package trains on, behind one interface: ``PMWeek-v0`` (:data:`PMWEEK`) and
-``ConversationPM-v0`` (:data:`CONVERSATION`).
+``ConversationPM-v1`` (:data:`CONVERSATION`).
 
 Behaviour cloning and DAgger (:mod:`membudget.agents.imitation`) and the native PPO (:mod:`membudget.agents.ppo`)
 take a ``task=`` and run the same code on either: a task names the environment (single and batched, in
@@ -93,11 +93,11 @@ class PMWeekTask(_Task):
 
 
 class ConversationTask(_Task):
-    """``ConversationPM-v0``: the exact hindsight optimum's schedules and, for DAgger, its optimal continuation from
+    """``ConversationPM-v1``: the exact hindsight optimum's schedules and, for DAgger, its optimal continuation from
     each visited state (one solve per state); quality the conversation score; training on the 12 development
     conversations 2000-2011 (the ones Static is calibrated on)."""
 
-    name = "ConversationPM-v0"
+    name = "ConversationPM-v1"
     levels = CONVERSATION_LEVELS
     """The budget level names the environment accepts (``"B20"``...``"B80"``)."""
     episodes = "conversations"

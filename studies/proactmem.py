@@ -387,7 +387,7 @@ def kept_v0(folder) -> str:
 
 @dataclass(frozen=True)
 class ProactivePPOConfig(ProactiveStreamPPOConfig):
-    """PPO on ProactiveStream-v0 (membudget.agents.proactive_ppo.train_ppo; every field is a flag):
+    """PPO on ProactiveStream (v1 by default; membudget.agents.proactive_ppo.train_ppo; every field is a flag):
     :class:`~membudget.agents.proactive_ppo.ProactiveStreamPPOConfig`'s fields beside the run's own."""
 
     scope: str = "sports"
@@ -409,7 +409,8 @@ class ProactivePPOConfig(ProactiveStreamPPOConfig):
 
 
 def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:
-    """Train PPO on ProactiveStream-v0, evaluate it on held-out streams and save; returns the run directory."""
+    """Train PPO on ProactiveStream-v{version}, evaluate it on held-out streams and save; returns the run
+    directory."""
     run_dir = start_run("proactive-ppo", cfg, command, f"proactive-ppo-{cfg.scope}-seed{cfg.seed}")
     settings = ProactiveStreamPPOConfig.of(cfg)
     env_kwargs = settings.env_kwargs()
@@ -430,4 +431,5 @@ def train_proactive_ppo(cfg: ProactivePPOConfig, command: str = "") -> str:
 
 
 TRAIN_COMMANDS = {"proactive-ppo": TrainCommand(ProactivePPOConfig, "SB3 PPO (memory depth and decision) on "
-                                                                    "ProactiveStream-v0", train_proactive_ppo)}
+                                                                    "ProactiveStream-v1 (--version 0: v0)",
+                                                train_proactive_ppo)}

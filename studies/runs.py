@@ -118,7 +118,12 @@ def net_arch(text) -> tuple:
 
 
 def start_run(subcommand: str, cfg, command: str, default_name: str) -> str:
+    """The run directory ``<out>/<name>`` made, with ``config.json`` written; an earlier run there is overwritten,
+    and a line on standard error says so."""
     run_dir = os.path.join(cfg.out, cfg.name or default_name)
+    if os.path.exists(os.path.join(run_dir, "config.json")):
+        print(f"note: {run_dir} holds an earlier run; it is overwritten (--name gives this run another folder)",
+              file=sys.stderr)
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump({"subcommand": subcommand, "config": dataclasses.asdict(cfg), "command": command, "seed": cfg.seed,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import json
 
 import numpy as np
@@ -26,6 +27,15 @@ def test_train_replay_ppo_writes_run_dir(tmp_path, capsys):
     assert [int(r["seed"]) for r in rows] == [42, 43]
     assert all(0.0 <= float(r["accuracy"]) <= 1.0 and int(r["total_tokens"]) > 0 for r in rows)
     assert "accuracy" in capsys.readouterr().out
+    # the current world by default (v0 before): the saved model replays its rows on ReplayStream-v1
+    from stable_baselines3 import PPO
+
+    from membudget.studies.limbo import run_policy
+
+    assert cfg["config"]["version"] == 1
+    model = PPO.load(os.path.join(run_dir, "model.zip"), device="cpu")
+    again = run_policy(model, family="db", profile="weak", seed=42, n_tasks=100, version=1)
+    assert int(rows[0]["total_tokens"]) == again["total_tokens"]
 
 
 def test_train_replay_ppo_bad_arguments(tmp_path, capsys):

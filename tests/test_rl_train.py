@@ -273,6 +273,9 @@ def test_training_subcommands_on_conversations(tmp_path, sub):
             if sub == "ppo" else ["--train-weeks", "2", "--epochs", "2", "--iterations", "1"])
     run_dir = train.main([sub, *args, "--task", "conversation", "--budget", "B60", "--eval-weeks", "2",
                           "--progress-bar", "off", "--out", str(tmp_path)])
+    assert os.path.basename(run_dir) == f"{sub}-conversation-B60-seed0"  # not a PMWeek run's folder
+    with open(os.path.join(run_dir, "config.json")) as f:
+        assert json.load(f)["config"]["task"] == "conversation"
     with open(os.path.join(run_dir, "metrics.csv")) as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["budget", "seed", "score", "macro_accuracy", "realized_cost"]
@@ -297,3 +300,16 @@ def test_conversation_runs_refuse_pmweek_only_settings(tmp_path, capsys):
         train.main(["ppo", "--task", "conversation", "--cost-profile", "skewed", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         train.main(["ppo", "--task", "goodai", "--out", str(tmp_path)])
+
+
+def test_an_earlier_run_in_the_same_folder_is_named_when_overwritten(tmp_path, capsys):
+    from membudget.studies.rl_vs_distillation.configs import ImitationConfig
+    from membudget.studies.runs import start_run
+
+    cfg = ImitationConfig(out=str(tmp_path))
+    first = start_run("bc", cfg, "first", "bc-B10-seed0")
+    assert "overwritten" not in capsys.readouterr().err
+    assert start_run("bc", cfg, "second", "bc-B10-seed0") == first
+    assert f"{first} holds an earlier run; it is overwritten" in capsys.readouterr().err
+    with open(os.path.join(first, "config.json")) as f:
+        assert json.load(f)["command"] == "second"

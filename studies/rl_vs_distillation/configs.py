@@ -28,7 +28,8 @@ class RunOutput:
     out: str = "runs"
     """Parent directory of the run directory."""
     name: str = ""
-    """Run directory name (default: <subcommand>-<budget>-seed<seed>)."""
+    """Run directory name (default: <subcommand>-<budget>-seed<seed>; ppo, bc and dagger name a task other than
+    pmweek after the subcommand, e.g. ppo-conversation-B60-seed0)."""
     progress_bar: str = "auto"
     """Show progress: on, off or auto (on when attached to a terminal)."""
     learning_curve: str = "on"
@@ -80,7 +81,7 @@ class ImitationConfig(RunOutput):
     iterations: int = IMITATION.iterations
     """DAgger iterations (dagger only)."""
     task: str = "pmweek"
-    """Environment: pmweek (PMWeek-v0; training weeks in 2000-3999) or conversation (ConversationPM-v0, from its
+    """Environment: pmweek (PMWeek-v0; training weeks in 2000-3999) or conversation (ConversationPM-v1, from its
     exact hindsight optimum; training conversations in 2000-2999, budget levels B20...B80)."""
 
     def __post_init__(self):
@@ -112,7 +113,7 @@ class NativePPOConfig(RunOutput, PPOConfig):
     bc_weeks: int = 40
     """Development weeks whose DP schedules the behaviour-cloning loss uses (with bc_coef > 0)."""
     task: str = "pmweek"
-    """Environment: pmweek (PMWeek-v0) or conversation (ConversationPM-v0: the 12 development conversations,
+    """Environment: pmweek (PMWeek-v0) or conversation (ConversationPM-v1: the 12 development conversations,
     validation conversations from 3000, budget levels B20...B80; unit costs, no counts for the critic; engine
     autograd)."""
 

@@ -19,6 +19,14 @@ from membudget.envs.validation import check_int
 from membudget.studies.runs import finish_run, parse_budget, show_bar, start_run
 
 
+def task_run_name(subcommand: str, cfg) -> str:
+    """The default run directory name of a learner that trains on either task: ``<subcommand>-<budget>-seed<seed>``,
+    the task named after the subcommand when it is not pmweek (so that a conversation run does not take a PMWeek
+    run's directory)."""
+    task = "" if cfg.task == "pmweek" else f"{cfg.task}-"
+    return f"{subcommand}-{task}{cfg.budget}-seed{cfg.seed}"
+
+
 def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     """PPO with the per-resource actor on the native vector env (optionally from a student); returns the run
     directory."""
@@ -33,7 +41,7 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     bc_data = (dp_demonstrations(list(task.train_seeds)[: cfg.bc_weeks], budget, task=task).arrays()
                if cfg.bc_coef > 0 else None)
     settings = PPOConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(PPOConfig)})
-    run_dir = start_run("ppo", cfg, command, f"ppo-{cfg.budget}-seed{cfg.seed}")
+    run_dir = start_run("ppo", cfg, command, task_run_name("ppo", cfg))
     def progress(row):
         print(f"{row['env_steps']} steps: validation {task.quality} {row[f'val_{task.quality}']:.4f}", flush=True)
 
@@ -76,7 +84,7 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
     if method == "dagger":
         check_int("iterations", cfg.iterations, 1)
     task = TASKS[cfg.task]  # the config checked its settings and training range
-    run_dir = start_run(method, cfg, command, f"{method}-{cfg.budget}-seed{cfg.seed}")
+    run_dir = start_run(method, cfg, command, task_run_name(method, cfg))
     seeds = list(range(cfg.train_first_seed, cfg.train_first_seed + cfg.train_weeks))
     bar = None
     if show_bar(cfg.progress_bar):
