@@ -1,4 +1,4 @@
-"""RLlib as a second training stack: PPO on the flat PMWeek (``membudget/PMWeekFlat-v0``), ReplayStream-v0 and
+"""RLlib as a second training stack: PPO on the flat PMWeek (``membudget/PMWeekFlat-v0``), ReplayStream-v1 and
 TierRouting-v0, and multi-agent PPO (one shared policy) on the shared-budget PettingZoo env, with EnvRunners in
 several processes. Needs ``pip install "ray[rllib]"`` (RLlib pins gymnasium 1.2.2, inside membudget's range).
 
@@ -27,7 +27,7 @@ from membudget.envs.registration import ENV_IDS
 
 SHARED_BUDGET_ID = "membudget/SharedBudget"
 """The name :func:`register_rllib_envs` gives the shared-budget PettingZoo env (flat observations)."""
-RLLIB_ENVS = {"pmweek-flat": "membudget/PMWeekFlat-v0", "replay": "membudget/ReplayStream-v0",
+RLLIB_ENVS = {"pmweek-flat": "membudget/PMWeekFlat-v0", "replay": "membudget/ReplayStream-v1",
               "tiers": "membudget/TierRouting-v0", "shared-budget": SHARED_BUDGET_ID}
 """Short names of ``python -m membudget.train rllib-ppo --env``."""
 

@@ -17,7 +17,8 @@ if not SCRIPTS:
     pytest.skip("MEMBUDGET_CLEANRL_SCRIPTS (an unpacked cleanrl wheel) is not set", allow_module_level=True)
 pytest.importorskip("torch.utils.tensorboard")
 
-DISCRETE_IDS = ["membudget/TierRouting-v0", "membudget/ReplayStream-v0", "membudget/ProactiveStream-v0"]
+DISCRETE_IDS = ["membudget/TierRouting-v0", "membudget/ReplayStream-v0", "membudget/ReplayStream-v1",
+                "membudget/ProactiveStream-v0", "membudget/ProactiveStream-v1"]
 
 
 @pytest.mark.parametrize("env_id", DISCRETE_IDS)

@@ -24,7 +24,8 @@ from tianshou.highlevel.env import (
 from tianshou.highlevel.experiment import ExperimentConfig, PPOExperimentBuilder
 from tianshou.highlevel.persistence import PolicyPersistence
 
-DISCRETE_IDS = ["membudget/TierRouting-v0", "membudget/ReplayStream-v0", "membudget/ProactiveStream-v0"]
+DISCRETE_IDS = ["membudget/TierRouting-v0", "membudget/ReplayStream-v0", "membudget/ReplayStream-v1",
+                "membudget/ProactiveStream-v0", "membudget/ProactiveStream-v1"]
 
 
 DICT_IDS = ["membudget/PMWeek-v0", "membudget/ConversationPM-v0", "membudget/ConversationPM-v1"]
