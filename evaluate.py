@@ -15,7 +15,7 @@ the studies in :mod:`membudget.studies`.
 - ``tiers [--quick]``: BudgetMem's tier routers on TierRouting-v0;
 - ``proactive``: ProactMem's memory-layer comparison on ProactiveStream-v1, v0's tables kept (proactive_stream.md);
 - ``shared-budget``: the shared-quota comparison (2, 3, 5 agents) (shared_budget.md);
-- ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v0 (conversation.md);
+- ``conversation``: BudgetPM's GoodAI comparison on ConversationPM-v1, v0's study kept (conversation.md);
 - ``online-ceiling [--quick]``: the online planner (posterior draws, hindsight optimisation) bracketed between
   Sequential and the hindsight DP, and students distilled from it against students of the DP (online_ceiling.md);
 - ``history-students [--quick]``: students of the online planner that see their history against students of one

@@ -592,8 +592,9 @@ def replay_main(argv=None):
     """``python -m membudget.evaluate replay``: thin over :func:`evaluate` and
     :func:`format_results`."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay",
-                                     description="LIMBO's comparison on ReplayStream-v0: accuracy and total tokens "
-                                                 "of every agent per family x profile, with intervals")
+                                     description="LIMBO's comparison on ReplayStream-v1 (--env-version 0: v0): "
+                                                 "accuracy and total tokens of every agent per family x profile, "
+                                                 "with intervals")
     parser.add_argument("--families", nargs="+", default=["db", "os"], choices=("db", "os"))
     parser.add_argument("--profiles", nargs="+", default=["strong", "mid", "weak"], choices=("strong", "mid", "weak"))
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(PAPER_SEEDS))
