@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import gymnasium as gym
 
 from membudget.agents.configs import SB3PPOSettings
-from membudget.envs.validation import check_int, check_number
+from membudget.envs.validation import check_int, check_known, check_number
 
-ENV_ID = "membudget/ReplayStream-v0"
 VERSIONS = (0, 1)
 
 
@@ -38,23 +37,26 @@ class ReplayStreamPPOConfig(SB3PPOSettings):
     """Stream length."""
     cost_weight: float = 0.5
     """w in the reward correct - w * cost."""
+    version: int = 1
+    """ReplayStream version (1, or 0 for v0's world)."""
 
     def __post_init__(self):
         super().__post_init__()
         check_int("n_tasks", self.n_tasks, 1)
         check_number("cost_weight", self.cost_weight, 0)
+        check_known("version", self.version, VERSIONS)
 
 
 def train_ppo(family="db", profile="mid", config: ReplayStreamPPOConfig | None = None, *, seed: int = 0,
-              version: int = 0, **overrides):
+              **overrides):
     """SB3 PPO (``MlpPolicy``) trained on streams of ``family`` / ``profile`` drawn from ``reset(seed=seed)``
     onwards (then unseeded resets continue the environment's generator, so training streams differ from the
-    evaluation seeds' streams) of ``membudget/ReplayStream-v{version}``. ``config``:
+    evaluation seeds' streams) of ``membudget/ReplayStream-v{config.version}``. ``config``:
     :class:`ReplayStreamPPOConfig` (default its defaults); ``overrides``: fields of it to replace. Returns the
     model; it follows the policy protocol (``run_policy(model, ...)``)."""
     cfg = ReplayStreamPPOConfig.resolve(config, **overrides)
     check_int("seed", seed, 0)
-    env = make_env(family, profile, version, n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
+    env = make_env(family, profile, cfg.version, n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight)
     env.reset(seed=seed)
     model = cfg.new_model("MlpPolicy", env, seed)
     model.learn(total_timesteps=cfg.total_timesteps)

@@ -26,7 +26,7 @@ from membudget.agents.linucb import MAX_MAGNITUDE, HybridLinUCB, LinUCB
 from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
-from membudget.envs.validation import check_int, int_flag, number_flag, parse_seeds
+from membudget.envs.validation import int_flag, number_flag, parse_seeds
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
@@ -661,9 +661,6 @@ def replay_main(argv=None):
 class ReplayPPOConfig(ReplayStreamPPOConfig):
     """PPO on ReplayStream (v1 by default; membudget.agents.replay_ppo.train_ppo; every field is a command-line flag
     of the same name): :class:`~membudget.agents.replay_ppo.ReplayStreamPPOConfig`'s fields beside the run's own."""
-
-    version: int = 1
-    """ReplayStream version (1, or 0 for v0's world)."""
     family: str = "db"
     """Task family (db, os)."""
     profile: str = "mid"
@@ -679,7 +676,6 @@ class ReplayPPOConfig(ReplayStreamPPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_int("version", self.version, 0, 1)
         parse_seeds(self.eval_seeds, "eval_seeds")
 
 
@@ -689,7 +685,7 @@ def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
     eval_seeds = parse_seeds(cfg.eval_seeds, "eval_seeds")
     env_kwargs = dict(n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight, version=cfg.version)
     run_dir = start_run("replay-ppo", cfg, command, f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
-    model = train_ppo(cfg.family, cfg.profile, ReplayStreamPPOConfig.of(cfg), seed=cfg.seed, version=cfg.version)
+    model = train_ppo(cfg.family, cfg.profile, ReplayStreamPPOConfig.of(cfg), seed=cfg.seed)
     model.save(os.path.join(run_dir, "model.zip"))
     rows = []
     for s in eval_seeds:
