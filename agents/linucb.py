@@ -326,6 +326,34 @@ class _LinUCBBase(BaseEstimator):
         for name in ("A_inv_", "b_", "theta_", "n_updates_", "n_features_in_", "last_bonus_"):
             self.__dict__.pop(name, None)
 
+    _STRUCTURE = ("n_actions", "l2_lambda", "fit_intercept")
+    """Parameters the learned state is built from (its shapes, ``A`` 's prior)."""
+
+    def set_params(self, **params):
+        """scikit-learn's ``set_params``, the new values checked (a refused one changes nothing). A fitted bandit
+        stays consistent: a new ``n_actions``, ``l2_lambda`` or ``fit_intercept`` (or HybridLinUCB's
+        ``action_features`` / ``own_l2_lambda``) discards the learned state, as ``fit`` would; a new ``cost_weight``
+        is used by every later choice (``select`` and ``update`` keep the combined scores it weights)."""
+        structural = hasattr(self, "A_inv_") and any(k in self._STRUCTURE for k in params)
+        before = self.get_params(deep=False)
+        super().set_params(**params)
+        try:
+            self._validate_params()
+        except ValueError:
+            super().set_params(**{k: before[k] for k in params})  # a refused value leaves the bandit as it was
+            raise
+        if structural:
+            self._reset()
+        elif hasattr(self, "A_inv_"):
+            self._refresh_selection()
+        return self
+
+    def _refresh_selection(self):
+        """The head weights and the per-action combined estimates the fast path selects with, from the current
+        parameters and ``theta_``."""
+        self._w = self._head_weights()
+        self._score_theta = np.einsum("h,khd->kd", self._w, self.theta_)
+
     # --------------------------------------------------------------------------------------------- estimates
 
     def _bonus(self, X):
@@ -457,8 +485,13 @@ class HybridLinUCB(LinUCB):
         self.action_features = action_features
         self.own_l2_lambda = own_l2_lambda
 
+    _STRUCTURE = (*LinUCB._STRUCTURE, "action_features", "own_l2_lambda")
+
     def _own_lambda(self) -> float:
         return float(self.l2_lambda if self.own_l2_lambda is None else self.own_l2_lambda)
+
+    def _refresh_selection(self):
+        self._w = self._head_weights()  # the joint model combines its heads when it selects
 
     def _validate_params(self):
         super()._validate_params()

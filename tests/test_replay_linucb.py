@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from membudget.agents.linucb import LinUCB, SingleHeadLinUCB
+from membudget.agents.linucb import HybridLinUCB, LinUCB, SingleHeadLinUCB
 
 
 def ridge(X, acts, Y, K, lam, intercept):
@@ -145,3 +145,23 @@ def test_online_bandit_run_and_ppo_complete():
     model = train_ppo(profile="weak", total_timesteps=256, n_steps=128, batch_size=64, n_tasks=100)
     out = run_policy(model, profile="weak", seed=42, n_tasks=100)
     assert out["actions"].shape == (100,) and 0.0 <= out["accuracy"] <= 1.0
+
+
+@pytest.mark.parametrize("make", [lambda **kw: LinUCB(n_actions=4, **kw),
+                                  lambda **kw: HybridLinUCB(action_features=np.arange(8.0).reshape(4, 2) / 8,
+                                                            n_actions=4, **kw)])
+def test_set_params_after_fit_acts_as_a_bandit_fitted_with_those_params(make):
+    rng = np.random.default_rng(0)
+    X, a = rng.normal(size=(120, 3)), rng.integers(0, 4, 120)
+    correct, cost = rng.random(120), 3 * rng.random(120)
+    changed = make(alpha=0.0, cost_weight=0.0).fit(X, a, correct, cost).set_params(cost_weight=5.0, alpha=0.3)
+    fresh = make(alpha=0.3, cost_weight=5.0).fit(X, a, correct, cost)
+    for bandit in (changed, fresh):  # the fast path keeps combined estimates: they follow the new weight
+        bandit.update(X[0], 1, 1.0, 0.5)
+    np.testing.assert_allclose(changed.decision_function(X), fresh.decision_function(X), rtol=1e-12, atol=1e-12)
+    assert [changed.select(x) for x in X[:40]] == [fresh.select(x) for x in X[:40]]
+    with pytest.raises(ValueError, match="alpha"):
+        changed.set_params(alpha=-1.0)
+    assert changed.alpha == 0.3  # a refused value changes nothing
+    changed.set_params(l2_lambda=2.0)  # the state was built with the old prior: it is discarded, as fit would
+    assert not hasattr(changed, "A_inv_")
