@@ -107,6 +107,7 @@ class StaticGate(ThresholdGate):
         counts (default: the budget levels of the dataset's world and cost profile)."""
         self.validate_params()
         levels = levels or levels_of(dataset)
+        self._check_calibration(levels)
         X, y, weeks = dataset.features.astype(np.float64), getattr(dataset, self.label), dataset.week
         if y.min() == y.max():
             raise ValueError(f"the {self.label!r} labels of this dataset have a single class")

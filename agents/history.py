@@ -32,7 +32,7 @@ from gymnasium.vector.utils import batch_space
 from torch import nn
 
 from membudget.agents.imitation import Demonstrations
-from membudget.agents.per_resource import PerResourceNet, StudentPolicy
+from membudget.agents.per_resource import PerResourceNet, StudentPolicy, seeded_torch
 from membudget.agents.tasks import PMWeekTask
 from membudget.envs.pm import PMWeekEnv, RESOURCE_FEATURE_NAMES
 from membudget.envs.pm.rollout import rollout
@@ -263,7 +263,6 @@ def fit_gru_student(episodes, *, hidden=64, width=64, context=True, epochs=30, l
     if len(shapes) != 1:
         raise ValueError(f"every episode must have the same resources and features, got {sorted(shapes)}")
     R, F = shapes.pop()
-    torch.manual_seed(seed)
     mean, scale = input_scaling(Demonstrations.concatenate(episodes))
     T = max(len(e.labels) for e in episodes)
 
@@ -278,8 +277,9 @@ def fit_gru_student(episodes, *, hidden=64, width=64, context=True, epochs=30, l
     bud = (padded("budget", (len(mean) - F - 1,)) - torch.from_numpy(mean[F:-1].astype(np.float32))) / \
         torch.from_numpy(scale[F:-1].astype(np.float32))
     mask, y = padded("mask", (R,)), padded("labels", (R,))
-    cell = nn.GRUCell(F, hidden)
-    net = PerResourceNet((width, width), context, n_resource_features=F + hidden)
+    with seeded_torch(seed):  # the initial weights; the caller's global torch stream is left as it was
+        cell = nn.GRUCell(F, hidden)
+        net = PerResourceNet((width, width), context, n_resource_features=F + hidden)
     pos = float((y * mask).sum())
     pos_weight = torch.tensor(max(1.0, (float(mask.sum()) - pos) / max(pos, 1.0)))
     params = list(cell.parameters()) + list(net.parameters())

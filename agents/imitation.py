@@ -36,7 +36,7 @@ import torch
 
 from membudget.agents.configs import (CONVERSATION_DEFAULTS, DEFAULTS,  # noqa: F401 (re-exported)
                                       ImitationSettings)
-from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy
+from membudget.agents.per_resource import MAX_WIDTH, PerResourceNet, StudentPolicy, seeded_torch
 from membudget.agents.tasks import CONVERSATION, PMWEEK
 from membudget.envs.pm import BUDGET_FEATURE_NAMES
 from membudget.envs.pm.env import scores_of
@@ -177,8 +177,8 @@ def fit_net(demos: Demonstrations, *, hidden=DEFAULTS.hidden, context=DEFAULTS.c
     check_int("batch", batch, 1)
     check_number("lr", lr, 0, low_open=True)
     check_int("seed", seed, 0)
-    torch.manual_seed(seed)
-    net = PerResourceNet(hidden, context, n_resource_features=demos.resources.shape[-1]) if init is None else init
+    with seeded_torch(seed):  # the initial weights; the caller's global torch stream is left as it was
+        net = PerResourceNet(hidden, context, n_resource_features=demos.resources.shape[-1]) if init is None else init
     res, bud, mask, y = (torch.as_tensor(a) for a in demos.arrays())
     if standardize:
         mean, scale = input_scaling(demos)

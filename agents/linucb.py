@@ -326,7 +326,7 @@ class _LinUCBBase(BaseEstimator):
         for name in ("A_inv_", "b_", "theta_", "n_updates_", "n_features_in_", "last_bonus_"):
             self.__dict__.pop(name, None)
 
-    _STRUCTURE = ("n_actions", "l2_lambda", "fit_intercept")
+    STRUCTURAL_PARAMS = ("n_actions", "l2_lambda", "fit_intercept")
     """Parameters the learned state is built from (its shapes, ``A`` 's prior)."""
 
     def set_params(self, **params):
@@ -334,7 +334,7 @@ class _LinUCBBase(BaseEstimator):
         stays consistent: a new ``n_actions``, ``l2_lambda`` or ``fit_intercept`` (or HybridLinUCB's
         ``action_features`` / ``own_l2_lambda``) discards the learned state, as ``fit`` would; a new ``cost_weight``
         is used by every later choice (``select`` and ``update`` keep the combined scores it weights)."""
-        structural = hasattr(self, "A_inv_") and any(k in self._STRUCTURE for k in params)
+        structural = hasattr(self, "A_inv_") and any(k in self.STRUCTURAL_PARAMS for k in params)
         before = self.get_params(deep=False)
         super().set_params(**params)
         try:
@@ -378,7 +378,7 @@ class _LinUCBBase(BaseEstimator):
         return self.theta_.copy()
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        """Policy protocol: the selected action for one observation ``(d,)`` (an int64 scalar array) or a batch
+        """Policy protocol: the selected action for one observation ``(d,)`` (a NumPy int64) or a batch
         ``(n, d)`` (an ``(n,)`` array). Selection is deterministic (ties to the lowest index); nothing is learned."""
         single = np.ndim(observation) == 1
         actions = self._scores(self._check_X(observation, name="observation")).argmax(axis=1)
@@ -485,7 +485,7 @@ class HybridLinUCB(LinUCB):
         self.action_features = action_features
         self.own_l2_lambda = own_l2_lambda
 
-    _STRUCTURE = (*LinUCB._STRUCTURE, "action_features", "own_l2_lambda")
+    STRUCTURAL_PARAMS = (*LinUCB.STRUCTURAL_PARAMS, "action_features", "own_l2_lambda")
 
     def _own_lambda(self) -> float:
         return float(self.l2_lambda if self.own_l2_lambda is None else self.own_l2_lambda)

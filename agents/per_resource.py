@@ -22,6 +22,7 @@ environment's executor keeps the plan feasible. It saves to plain-array ``.npz``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -39,6 +40,15 @@ N_INPUT = len(RESOURCE_FEATURE_NAMES) + len(BUDGET_FEATURE_NAMES) + 1
 """Inputs per resource: its 27 features, the 9 budget features, its candidate bit."""
 
 
+
+
+@contextlib.contextmanager
+def seeded_torch(seed: int):
+    """torch's global generator seeded with ``seed`` inside the block (networks draw their initial weights from it)
+    and restored after it, so that fitting a network leaves the caller's torch stream as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 class PerResourceNet(nn.Module):

@@ -212,6 +212,7 @@ class RelevanceGate(ThresholdGate):
     def fit(self, dataset, levels=None):
         self.validate_params()
         levels = levels or levels_of(dataset)
+        self._check_calibration(levels)
         s = self.score(dataset.features)
         self.thresholds_ = {b: target_count_threshold(s, dataset.week, levels[b]) for b in self.calibration_budgets}
         return self

@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, WorldConfig, budget_levels
-from membudget.envs.validation import read_npz, reading_artefact
+from membudget.envs.validation import check_known, read_npz, reading_artefact
 
 _LEVEL = re.compile(r"B[1-9][0-9]*")
 
@@ -113,6 +113,18 @@ class ThresholdGate:
         if hasattr(self, "calibration_budgets"):
             check_levels("calibration_budgets", self.calibration_budgets)
 
+    def _check_calibration(self, levels: dict) -> None:
+        """Before a target-count fit: every calibration budget is a level of the dataset's world (``levels``: name
+        -> query count), and ``budget`` is one the fitted thresholds serve (a calibrated level, or a level below the
+        lowest, which reuses its threshold); ``ValueError`` naming the argument otherwise."""
+        for i, b in enumerate(self.calibration_budgets):
+            check_known(f"calibration_budgets[{i}] (a budget level of the dataset's world)", b, levels, sorted(levels))
+        lowest = min(int(b[1:]) for b in self.calibration_budgets)
+        if self.budget not in self.calibration_budgets and not (isinstance(self.budget, str)
+                                                                and int(self.budget[1:]) < lowest):
+            raise ValueError(f"budget {self.budget!r} has no calibrated threshold: calibration_budgets are "
+                             f"{list(self.calibration_budgets)} (a level below the lowest reuses its threshold)")
+
     def _check_fitted(self):
         if not hasattr(self, "thresholds_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
@@ -130,9 +142,20 @@ class ThresholdGate:
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         return self.action_for(observation, self.threshold_for(self.budget)), state
 
-    def get_params(self) -> dict:
-        """The constructor arguments, as scikit-learn's ``get_params`` (read from ``__init__``'s signature)."""
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor arguments, as scikit-learn's ``get_params`` (read from ``__init__``'s signature; a gate
+        holds no nested estimators, so ``deep`` changes nothing)."""
         return {p: getattr(self, p) for p in inspect.signature(type(self).__init__).parameters if p != "self"}
+
+    def set_params(self, **params):
+        """scikit-learn's ``set_params``: constructor arguments by name (so ``sklearn.base.clone`` works); they are
+        checked by the next ``fit``, as the constructor's are; an unknown name raises ``ValueError``."""
+        valid = self.get_params()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; valid: {sorted(valid)}")
+            setattr(self, name, value)
+        return self
 
     def save(self, path):
         """Plain-array ``.npz`` (no pickle)."""

@@ -14,7 +14,7 @@ import numpy as np
 from membudget.envs.pm.levels import LEVELS, check_level
 from membudget.envs.pm.rollout import rollout
 from membudget.envs.pm.world import MAX_BUDGET
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_int, check_number
 
 SWEEP_CAPS = tuple(int(c) for c in np.round(np.linspace(5, 210, 20)))
 
@@ -25,6 +25,9 @@ def bootstrap_ci(values, n_resamples: int = 10000, seed: int = 0, level: float =
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
         raise ValueError("values must be a non-empty 1-D array")
+    check_int("n_resamples", n_resamples, 1)
+    check_int("seed", seed, 0)
+    check_number("level", level, 0, 1, low_open=True, high_open=True)
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)
     # Blocks of 1,000 resamples (an even count of draws, so the stream is that of one draw of all the indices): a
@@ -43,6 +46,8 @@ def parse_budget(text, levels=LEVELS):
     :func:`~membudget.envs.pm.levels.check_level` names the accepted ones)."""
     if text is None or text == "none":
         return None
+    if isinstance(text, bool):
+        raise ValueError(f"budget must be none, a positive integer or a level name, got {text!r}")
     if isinstance(text, int) or str(text).isdigit():
         return check_int("budget", int(text), 1, MAX_BUDGET)
     check_level(str(text), levels)

@@ -87,10 +87,13 @@ class HindsightPlanner:
         self.fallbacks_ = 0
         return self
 
+    def _check_fitted(self):
+        if not hasattr(self, "sampler_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+
     def _mask(self, observation) -> np.ndarray:
         """The candidate mask of ``observation``, once fitted and for one environment (else a clear error)."""
-        if not hasattr(self, "sampler_"):
-            raise RuntimeError("call fit() first")
+        self._check_fitted()
         mask = np.asarray(observation["mask"])
         if mask.ndim != 1:
             raise ValueError(f"{type(self).__name__} plays one week (an observation of one environment)")
@@ -187,6 +190,7 @@ class HindsightPlanner:
     def act(self, observed: Observed, mask) -> np.ndarray:
         """Binary action for the decision at ``observed.t`` with candidate mask ``mask``: the compared action with
         the best mean value (:meth:`_action_values`), the empty one where it is the only one."""
+        self._check_fitted()
         action = np.zeros(observed.n_resources, dtype=np.int8)
         now = self._now(observed, mask)
         if now is None:

@@ -184,3 +184,15 @@ def test_a_study_flag_mistake_is_one_line_before_any_work(capsys, study, argv, m
         evaluate.main(([study] if study else []) + argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and len(err) >= 1 and re.search(match, err[-1]), err
+
+
+def test_protocol_helpers_refuse_what_they_cannot_use():
+    from membudget.studies.protocol import bootstrap_ci, parse_budget
+
+    for bad in (True, False):
+        with pytest.raises(ValueError, match="budget must be"):
+            parse_budget(bad)
+    for kwargs, match in ((dict(n_resamples=0), "n_resamples"), (dict(level=1.5), "level"), (dict(level=0.0), "level"),
+                          (dict(seed=-1), "seed")):
+        with pytest.raises(ValueError, match=match):
+            bootstrap_ci([0.1, 0.2, 0.3], **kwargs)

@@ -236,3 +236,25 @@ def test_suite_policies_at_int_and_no_budget():
     assert not available("DeadlineOutcome", None, suite) and not available("Sequential", 21, suite)
     with pytest.raises(ValueError, match="needs a budget"):
         suite.policy("PeriodicOutcome", None)
+
+
+@pytest.mark.parametrize("gate", [StaticGate(budget="B40", C=0.5), BoostedGate(n_estimators=7), TemporalGate(),
+                                  RelevanceGate(budget="B60")])
+def test_gates_clone_and_set_params_as_scikit_learn_estimators(gate):
+    from sklearn.base import clone
+
+    copy = clone(gate)
+    assert type(copy) is type(gate) and copy is not gate and copy.get_params() == gate.get_params(deep=True)
+    assert copy.set_params(budget="B80") is copy and copy.budget == "B80" and gate.budget != "B80"
+    with pytest.raises(ValueError, match="invalid parameter 'budgett'"):
+        copy.set_params(budgett="B80")
+
+
+@pytest.mark.parametrize("kwargs,match", [(dict(budget="B30"), "budget 'B30' has no calibrated threshold"),
+                                          (dict(budget=20), "budget 20 has no calibrated threshold"),
+                                          (dict(calibration_budgets=("B30",)), r"calibration_budgets\[0\]")])
+@pytest.mark.parametrize("cls", [StaticGate, RelevanceGate])
+def test_a_budget_the_fitted_thresholds_cannot_serve_is_refused_by_fit(labels, cls, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        cls(**kwargs).fit(labels)
+    assert cls(budget="B10").fit(labels).threshold_for("B10") == cls(budget="B20").fit(labels).threshold_for("B20")

@@ -514,3 +514,27 @@ def test_ppo_trains_the_network_over_a_frozen_gru_cell_through_the_history_task(
     assert all(torch.equal(a, b) for a, b in zip(cell, student.history.cell.parameters()))
     f1 = task.rollout(ppo, [4000], budget="B10", action_mode="scores")["set_f1"]
     assert np.allclose(f1, task.rollout(task.deployed(ppo), [4000], budget="B10", action_mode="scores")["set_f1"])
+
+
+def test_fitting_a_student_leaves_the_callers_torch_stream_as_it_was():
+    """fit_net and fit_gru_student seed the initial weights inside a forked generator: the same seed gives the same
+    network, and the caller's global torch stream continues as if nothing had been fitted."""
+    import torch
+
+    from membudget.agents.history import fit_gru_student
+    from membudget.agents.imitation import fit_net
+
+    rng = np.random.default_rng(0)
+    episodes = [Demonstrations(rng.uniform(size=(5, 3, 27)).astype(np.float32), rng.uniform(size=(5, 9)),
+                               np.ones((5, 3)), (rng.uniform(size=(5, 3)) > 0.5).astype(np.float32))
+                for _ in range(4)]
+    fits = (lambda: fit_net(Demonstrations.concatenate(episodes), hidden=(8, 8), epochs=1, seed=4).state_dict(),
+            lambda: fit_gru_student(episodes, hidden=4, width=8, epochs=1, seed=4).policy.net.state_dict())
+    for fit in fits:
+        torch.manual_seed(123)
+        expected = torch.rand(3)
+        torch.manual_seed(123)
+        first = fit()
+        assert torch.equal(torch.rand(3), expected)
+        second = fit()
+        assert all(torch.equal(first[k], second[k]) for k in first)

@@ -614,3 +614,15 @@ def test_rollout_planner_keeps_the_vector_envs_of_its_last_sizes_only():
     assert planner._venv(7) is made[7] and list(planner.venvs_)[-1] == 7
     assert planner._venv(2) is not made[2] and 6 not in planner.venvs_
     assert made[9].num_envs == 9 and made[9].budget == planner.env.unwrapped.budget
+
+
+@pytest.mark.parametrize("cls", ["HindsightPlanner", "BayesFeatureGate"])
+def test_act_before_fit_says_so(cls):
+    import membudget.teachers.online as online
+    from membudget.envs.pm.env import PMWeekEnv
+    from membudget.teachers.observed import AgentView
+
+    view = AgentView(PMWeekEnv(budget=20, action_mode="scores"))
+    obs, _ = view.reset(seed=0)
+    with pytest.raises(RuntimeError, match="not fitted yet; call fit"):
+        getattr(online, cls)(env=view).act(view.observed, obs["mask"])
