@@ -6,6 +6,8 @@ import numba
 import numpy as np
 from numba.np.random.random_methods import buffered_bounded_lemire_uint32
 
+from membudget.envs.validation import check_int
+
 
 def _batched(observation):
     """``(mask as (n, R) bool, whether the input was a single observation)``."""
@@ -31,20 +33,22 @@ class RandomFeasible:
     """Propose a uniformly random subset of ``min(per_step_cap, #candidates)`` current candidates each step;
     the environment's executor then drops whatever the remaining budget cannot afford. Binary action mode.
 
-    ``seed`` fixes the policy's own generator (independent of the environment's).
+    ``seed`` fixes the policy's own generator (independent of the environment's), ``rng_``, made from it at the first
+    decision and continued over every later one.
     """
 
     def __init__(self, *, per_step_cap: int | None = 2, seed: int | None = None):
         self.per_step_cap = per_step_cap
         self.seed = seed
-        self._rng = np.random.default_rng(seed)
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         if self.per_step_cap is not None and (not isinstance(self.per_step_cap, (int, np.integer))
                                               or self.per_step_cap <= 0):
             raise ValueError(f"per_step_cap must be a positive int or None, got {self.per_step_cap!r}")
+        if not hasattr(self, "rng_"):
+            self.rng_ = np.random.default_rng(check_int("seed", self.seed, 0, none_ok=True))
         mask, single = _batched(observation)
-        action = _random_subsets(self._rng, mask, -1 if self.per_step_cap is None else int(self.per_step_cap))
+        action = _random_subsets(self.rng_, mask, -1 if self.per_step_cap is None else int(self.per_step_cap))
         return (action[0] if single else action), state
 
 

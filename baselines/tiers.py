@@ -45,15 +45,17 @@ class AllHigh(FixedTier):
 
 
 class RandomTiers:
-    """A uniformly random tier per module; ``seed`` fixes the policy's own generator."""
+    """A uniformly random tier per module; ``seed`` fixes the policy's own generator, ``rng_``, made from it at the
+    first decision and continued over every later one."""
 
     def __init__(self, *, seed: int | None = None):
         self.seed = seed
-        self._rng = np.random.default_rng(seed)
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        if not hasattr(self, "rng_"):
+            self.rng_ = np.random.default_rng(check_int("seed", self.seed, 0, none_ok=True))
         n = _n(observation)
-        a = self._rng.integers(0, 3, size=1 if n is None else n)
+        a = self.rng_.integers(0, 3, size=1 if n is None else n)
         return (np.int64(a[0]) if n is None else a.astype(np.int64)), state
 
 

@@ -130,7 +130,7 @@ def test_random_feasible_draws_the_stream_of_numpy_choice(cap, n_res):
     rng = np.random.default_rng(11)
     for part in np.array_split(masks, 7):
         np.testing.assert_array_equal(policy.predict({"mask": part})[0], _choice_loop(rng, part, cap))
-    assert policy._rng.integers(1 << 62) == rng.integers(1 << 62)
+    assert policy.rng_.integers(1 << 62) == rng.integers(1 << 62)
 
 
 @pytest.mark.parametrize("cap", [2, None])
@@ -140,7 +140,7 @@ def test_random_feasible_matches_choice_past_10000_candidates(cap):
     mask[1, ::3] = False
     policy, rng = RandomFeasible(per_step_cap=cap, seed=3), np.random.default_rng(3)
     np.testing.assert_array_equal(policy.predict({"mask": mask})[0], _choice_loop(rng, mask, cap))
-    assert policy._rng.integers(1 << 62) == rng.integers(1 << 62)
+    assert policy.rng_.integers(1 << 62) == rng.integers(1 << 62)
 
 
 def test_random_feasible_bad_input(week_obs):
@@ -341,3 +341,20 @@ def test_machine_records_the_cpu_with_fixed_keys():
             text = f.read()
         assert m["cpu"] in text and m["cpu_id"].startswith("family ")
     json.dumps(m)  # what run records write
+
+
+def test_random_baselines_draw_from_the_seed_they_hold_at_their_first_decision():
+    """The constructor only stores ``seed``; the generator is made at the first decision, so a seed set after
+    construction (as set_params or a copy would) is the one used."""
+    from membudget.baselines.pm import RandomFeasible
+    from membudget.baselines.tiers import RandomTiers
+
+    obs = {"mask": np.ones((4, 11), dtype=np.int8)}
+    late = RandomFeasible(seed=1)
+    late.seed = 7
+    assert np.array_equal(late.predict(obs)[0], RandomFeasible(seed=7).predict(obs)[0])
+    tiers = RandomTiers(seed=1)
+    tiers.seed = 7
+    assert np.array_equal(tiers.predict(np.zeros((5, 21)))[0], RandomTiers(seed=7).predict(np.zeros((5, 21)))[0])
+    with pytest.raises(ValueError, match="seed"):
+        RandomFeasible(seed=-1).predict(obs)
