@@ -379,7 +379,9 @@ class _LinUCBBase(BaseEstimator):
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         """Policy protocol: the selected action for one observation ``(d,)`` (a NumPy int64) or a batch
-        ``(n, d)`` (an ``(n,)`` array). Selection is deterministic (ties to the lowest index); nothing is learned."""
+        ``(n, d)`` (an ``(n,)`` array). Selection is deterministic (ties to the lowest index); nothing is learned.
+        A bandit without data may select (the online loop starts so): its first observation sets the feature count
+        and the ridge prior, as a first ``partial_fit`` would."""
         single = np.ndim(observation) == 1
         actions = self._scores(self._check_X(observation, name="observation")).argmax(axis=1)
         return (actions[0] if single else actions), state
