@@ -269,3 +269,21 @@ def test_shared_budget_command_passes_bad_backend_input_to_a_clear_error(tmp_pat
     with pytest.raises(ValueError, match="--address needs --backend ray"):
         main(["--address", "auto", "--out", str(tmp_path / "page.md")])
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("n_agents", [1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 5])
+def test_every_agent_reports_the_shared_budgets_exhaustion_step(n_agents, seed):
+    """The budget is shared, so each agent's exhaustion step (PMWeek-v0's: the step after which the remainder is
+    below the cheapest price) is the same: the step at which the shared remaining budget falls below one query
+    (unit prices). Agents that spent nothing on that step reported a later one before."""
+    env = shared_budget.parallel_env(n_agents=n_agents, budget="B10")
+    obs, infos = env.reset(seed=seed)
+    step, shared = 0, -1
+    while env.agents:
+        obs, _, _, _, infos = env.step({a: np.ones(11, np.float32) for a in env.agents})
+        step += 1
+        if shared < 0 and infos[env.possible_agents[0]]["remaining_budget"] < 1:
+            shared = step
+    assert shared > 0
+    assert [infos[a]["episode_metrics"]["exhaustion_step"] for a in env.possible_agents] == [shared] * n_agents
