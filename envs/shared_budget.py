@@ -214,8 +214,9 @@ class raw_env(Render, ParallelEnv):
         q5 = core.q_hist[:, max(0, t - 5): t].sum(axis=1) / 10.0
         obs = {}
         for i, a in enumerate(self.possible_agents):
-            obs[a] = {"resources": self._res[i].copy(), "budget": self._bud[i].copy(), "mask": self._mask[i].copy(),
-                      "others": (np.delete(q5, i) if self.n_agents > 1 else np.zeros(1)).astype(np.float32)}
+            obs[a] = {"budget": self._bud[i].copy(), "mask": self._mask[i].copy(),  # the space's (sorted) key order
+                      "others": (np.delete(q5, i) if self.n_agents > 1 else np.zeros(1)).astype(np.float32),
+                      "resources": self._res[i].copy()}
         return obs
 
     def _execute(self, scores):

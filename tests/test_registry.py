@@ -150,3 +150,22 @@ def test_flat_variant_is_pmweek_with_flat_spaces_and_trains_with_an_mlp():
     with pytest.raises(ValueError, match="action_mode"):
         gym.make("membudget/PMWeekFlat-v0", action_mode="scores")
     PPO("MlpPolicy", flat, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu").learn(128)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_dict_observations_keep_their_space_s_key_order(env_id):
+    """Code that reads a Dict observation in order (``np.concatenate(list(obs.values()))``) gets the same vector from
+    the single env, Gymnasium's vector envs and the native one: the keys come in the space's (sorted) order."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is out of date.*")
+        env = gym.make(env_id)
+    if not isinstance(env.observation_space, gym.spaces.Dict):
+        pytest.skip("not a Dict observation")
+    obs, _ = env.reset(seed=0)
+    assert list(obs) == list(env.observation_space.spaces)
+    obs, *_ = env.step(env.action_space.sample())
+    assert list(obs) == list(env.observation_space.spaces)
+    if gym.spec(env_id).vector_entry_point is not None:
+        for kwargs in ({}, {"observe_counts": True}):
+            venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
+            assert list(venv.reset(seed=0)[0]) == list(venv.single_observation_space.spaces)

@@ -269,7 +269,7 @@ class ConversationPMEnv(OneWeekEnv):
         res = np.zeros((week.shape[0], N_FEATURES), np.float32)
         np.copyto(res[:, :N_WEEK_FEATURES], week, where=KEPT)
         res[:, N_WEEK_FEATURES:] = self._goodai[self._week.core.t[0]]
-        return {"resources": res, "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
+        return {"budget": out.budget[0].copy(), "mask": out.mask[0].copy(), "resources": res}  # the space's order
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=check_int("seed", seed, 0, none_ok=True))

@@ -387,9 +387,11 @@ class PMWeekEnv(OneWeekEnv):
 
     def _obs(self, observe=True):
         out = self._observed(observe)
-        obs = {"resources": out.resources[0].copy(), "budget": out.budget[0].copy(), "mask": out.mask[0].copy()}
+        # keys in the Dict space's order (sorted), as Gymnasium's vector envs and batch_space lay them out
+        obs = {"budget": out.budget[0].copy()}
         if self.observe_counts:
             obs["counts"] = self._week.core.running_counts(self._week.rows)[0]
+        obs["mask"], obs["resources"] = out.mask[0].copy(), out.resources[0].copy()
         return obs
 
     def reset(self, *, seed=None, options=None):

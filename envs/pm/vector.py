@@ -120,9 +120,10 @@ class PMWeekVectorEnv(VectorEnv):
         mask = np.empty((n, r), dtype=np.int8)
         self._core.advance(self._all, stepping, True, scores, StepOutputs(res, bud, mask, self._sel, self._skipped,
                                                                           self._reward, self._events, self._metrics))
-        obs = {"resources": res, "budget": bud, "mask": mask}
+        obs = {"budget": bud}  # keys in the Dict space's order (sorted), as the single env gives them
         if self.observe_counts:
             obs["counts"] = self._core.running_counts(self._all)
+        obs["mask"], obs["resources"] = mask, res
         return obs
 
     def _obs(self):
