@@ -97,11 +97,12 @@ class raw_env(Render, ParallelEnv):
     ## Episode End
 
     All agents terminate together after the horizon ``T`` (80 steps by default); there is no truncation.
-    ``infos[agent]`` at reset (nothing queried) and at every step has the same flat keys, numbers and fixed shapes: ``queried`` (``(R,)`` bool),
-    ``cost``, ``tp``, ``fp``, ``fn`` (the agent's own step), ``remaining_budget`` (the shared budget left, -1 without
-    one) and ``skipped_non_candidate``, ``skipped_budget``, ``skipped_count_cap``, ``skipped_cost_cap`` (the
-    agent's proposals the executor skipped, by reason); ``infos[agent]["episode_metrics"]`` then holds the agent's
-    end-of-episode summary, as in ``PMWeek-v0``.
+    ``infos[agent]`` at reset (nothing queried) and at every step has the same flat keys, numbers and fixed shapes:
+    ``queried`` (``(R,)`` bool), ``cost``, ``tp``, ``fp``, ``fn`` (the agent's own step), ``remaining_budget`` (the
+    shared budget left, -1 without one) and ``skipped_non_candidate``, ``skipped_budget``, ``skipped_count_cap``,
+    ``skipped_cost_cap`` (the agent's proposals the executor skipped, by reason); ``infos[agent]["episode_metrics"]``
+    then holds the agent's end-of-episode summary, as in ``PMWeek-v0`` (its ``exhaustion_step`` the shared
+    budget's).
 
     ## Arguments
 

@@ -190,5 +190,5 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag", "number_flag", "read_npz",
-           "reading_artefact"]
+__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag",
+           "number_flag", "read_npz", "reading_artefact"]

@@ -185,8 +185,8 @@ def check(cfg: EvalConfig) -> EvalConfig:
         elif name not in POLICIES:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} or model:PATH")
     if cfg.reference not in cfg.policies:  # the paired differences need the reference's row
-        raise ValueError(f"reference {cfg.reference!r} is not among the policies evaluated ({', '.join(cfg.policies)}); "
-                         "add it to --policies or choose another --reference")
+        raise ValueError(f"reference {cfg.reference!r} is not among the policies evaluated "
+                         f"({', '.join(cfg.policies)}); add it to --policies or choose another --reference")
     if cfg.out:
         make_folder("out", cfg.out)
     return cfg

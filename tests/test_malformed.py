@@ -1285,7 +1285,8 @@ def test_shared_budget_reset_infos_have_the_step_infos_keys_and_types():
     for a in env.possible_agents:
         assert list(infos[a]) == list(step_infos[a])
         for k, v in infos[a].items():
-            assert np.asarray(v).dtype == np.asarray(step_infos[a][k]).dtype and np.shape(v) == np.shape(step_infos[a][k])
+            step = step_infos[a][k]
+            assert np.asarray(v).dtype == np.asarray(step).dtype and np.shape(v) == np.shape(step)
         assert not infos[a]["queried"].any() and infos[a]["cost"] == 0
 
 
