@@ -10,9 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-from membudget.envs.pm.env import LATE_POLICIES
-from membudget.envs.pm.world import COST_PROFILES, MAX_RESOURCES
-from membudget.envs.validation import check_int, check_known, check_number
+from membudget.envs.pm.env import check_arguments
+from membudget.envs.validation import check_int, check_number
 
 TRAIN_SEEDS = range(2000, 4000)
 """Development weeks the learners train on (never 4000-4009 validation, never the held-out ranges)."""
@@ -194,11 +193,10 @@ class PPOConfig(Resolvable):
 
 
 def check_environment_settings(config) -> None:
-    """A PMWeek learner's environment settings (``per_step_cap``, ``cost_profile``, ``late_policy``) as the
-    environment itself checks them, before any work."""
-    check_int("per_step_cap", config.per_step_cap, 1, MAX_RESOURCES)
-    check_known("cost_profile", config.cost_profile, tuple(COST_PROFILES))
-    check_known("late_policy", config.late_policy, LATE_POLICIES)
+    """A PMWeek learner's environment settings (``per_step_cap``, ``cost_profile``, ``late_policy``), checked by
+    the environment's own argument check before any work (a learner needs a per-step cap: None is refused)."""
+    check_int("per_step_cap", config.per_step_cap, 1)
+    check_arguments(None, config.per_step_cap, None, config.cost_profile, config.late_policy, 0, None, "binary")
 
 
 def ppo_config(config: PPOConfig | None = None, **overrides) -> PPOConfig:

@@ -15,7 +15,7 @@ from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
-from membudget.envs.pm.core import C_EXHAUST, M, PMWeekCore, step_outputs
+from membudget.envs.pm.core import PMWeekCore, step_outputs
 from membudget.envs.pm.env import (SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, record_step,
                                    resource_labels, spaces_for, start_timeline, week_days)
 from membudget.envs.pm.levels import resolve_budget
@@ -278,17 +278,19 @@ class raw_env(Render, ParallelEnv):
                 raise ValueError(f"agent {a!r}: {e}") from None
         selected, skipped, cost = self._execute(scores)
         chosen = np.zeros((self.n_agents, R))
+        own = np.zeros(self.n_agents, dtype=core.remaining.dtype)
         for i, r in selected:
             chosen[i, r] = 1.0
+            own[i] += core.costs[i, r]
         t = int(core.t[0])
+        if self.budget is not None:
+            # the budget is shared: each slot starts the step with the shared remainder less the other agents'
+            # spending now, so that the core, subtracting its agent's own, ends it at the shared remainder (and
+            # records the exhaustion step when that runs out)
+            core.remaining[:] = self.remaining - (cost - own)
         core.step(self._rows, chosen, self._sel, self._skipped, self._reward, self._events, self._metrics)
         if self.budget is not None:
             self.remaining -= cost
-            # the budget is shared: every agent's exhaustion step is the step after which the shared remainder falls
-            # below its cheapest price (each core slot saw the shared remainder minus that agent's own spending)
-            newly = (core.counters[:, C_EXHAUST] < 0) & (self.remaining < core.min_cost)
-            core.counters[newly, C_EXHAUST] = t + 1
-            self._metrics[newly, M["exhaustion_step"]] = t + 1
         done = bool(core.t[0] >= core.horizon[0])
         rewards = self._reward.copy()
         if self.cooperative:
