@@ -53,15 +53,15 @@ COMPILED_BACKENDS = ("inductor", "aoti")
 """How the compiled engine runs its minibatch update (``PPOConfig.compiled_backend``): ``inductor``
 (``torch.compile``) or ``aoti`` (the same function exported and compiled ahead of time by AOTInductor into a
 package cached on disk, :class:`~membudget.agents.ppo_compiled.AOTIUpdate`: the same arithmetic up to float
-rounding, less Python per call); ``auto``: ``aoti`` where the critic's products run in float32, ``inductor`` with
-bfloat16 products (whose seed population was measured with it)."""
+rounding, less Python per call); ``auto``: ``aoti``, with either critic dtype (the faster on every CPU measured,
+docs/speed.md; until 2026-12-05 ``auto`` kept ``inductor`` with bfloat16 products)."""
 ENGINES = ("auto", "autograd", "compiled")
 """Engines of :func:`train_ppo`: eager torch with autograd in float32 (the reference), or
-:mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by ``torch.compile``, the critic's products
-in bfloat16 where the CPU has them natively; about 2.7 times the env steps per second (bench/ppo.py), not
-bit-equal); ``auto``: the compiled engine for runs of at least :data:`AUTO_COMPILED_STEPS` steps where it trains
-the configuration (the per-resource actor with two hidden layers and context on PMWeek-v0, no behaviour-cloning
-loss), the autograd engine elsewhere."""
+:mod:`membudget.agents.ppo_compiled` (hand-written gradients compiled by inductor, :data:`COMPILED_BACKENDS`,
+the critic's products in bfloat16 where the CPU has them natively; about 2.7 times the env steps per second
+(bench/ppo.py), not bit-equal); ``auto``: the compiled engine for runs of at least :data:`AUTO_COMPILED_STEPS`
+steps where it trains the configuration (the per-resource actor with two hidden layers and context on PMWeek-v0,
+no behaviour-cloning loss), the autograd engine elsewhere."""
 AUTO_COMPILED_STEPS = 1_000_000
 """The shortest run ``engine="auto"`` trains with the compiled engine: below it, the first compilation on a machine
 (tens of seconds with an empty inductor cache, docs/speed.md) costs more than the compiled engine saves."""
@@ -143,7 +143,7 @@ class PPOConfig(Resolvable):
     4000-4029 on PMWeek-v0, conversations from 3000 on ConversationPM-v1)."""
     engine: str = "auto"
     """auto (compiled for runs of at least AUTO_COMPILED_STEPS steps where it trains the configuration, else
-    autograd; the run's config records the choice), compiled (hand-written gradients under torch.compile; the
+    autograd; the run's config records the choice), compiled (hand-written gradients compiled by inductor; the
     per-resource actor with two hidden layers and context on PMWeek-v0, no bc_coef) or autograd (eager torch,
     float32: everything)."""
     critic_dtype: str = "auto"
@@ -152,8 +152,8 @@ class PPOConfig(Resolvable):
     compiled_backend: str = "auto"
     """How the compiled engine runs its minibatch update: inductor (torch.compile), aoti (the same update compiled
     ahead of time by AOTInductor into a package cached on disk: less Python per call, docs/speed.md; float rounding
-    differs from inductor's) or auto (aoti with float32 critic products, inductor with bfloat16; recorded in the
-    run's config). Results are reproducible per (engine, critic_dtype, compiled_backend)."""
+    differs from inductor's) or auto (aoti, with either critic dtype; recorded in the run's config). Results are
+    reproducible per (engine, critic_dtype, compiled_backend)."""
     torch_threads: int = 1
     """torch.set_num_threads (and numpy's BLAS threads) for training (0: leave the defaults)."""
     per_step_cap: int = 2

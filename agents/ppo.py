@@ -240,7 +240,7 @@ class CompiledEngine:
                                                    critic_dtype_name)
 
         self.cfg, self.critic_dtype = cfg, critic_dtype_name(cfg.critic_dtype)
-        self.backend = compiled_backend_name(cfg.compiled_backend, self.critic_dtype)
+        self.backend = compiled_backend_name(cfg.compiled_backend)
         self.ppo = CompiledPPO(actor, critic, cfg, rng, critic_dtype=CRITIC_DTYPES[self.critic_dtype],
                                backend=self.backend)
 

@@ -12,8 +12,8 @@ the matrix products cut down, for about 2.7 times the autograd engine's env step
   :func:`~membudget.agents.ppo.ppo_losses` within float rounding when the products run in float32, tested), clipped
   and applied by an in-place Adam (:func:`adam_`, torch's update rule, tested), all in one function compiled by
   ``torch.compile`` (inductor, dynamic shapes, C++ wrapper; it needs a C++ compiler, and its first update compiles
-  for several seconds) or, with float32 critic products, exported and compiled ahead of time by AOTInductor into a
-  package cached on disk (:class:`AOTIUpdate`, ``compiled_backend``: less Python per call);
+  for several seconds) or, by default, exported and compiled ahead of time by AOTInductor into a package cached on
+  disk (:class:`AOTIUpdate`, ``compiled_backend``: less Python per call);
 - on a CPU that multiplies bfloat16 matrices natively (:func:`native_bf16`: measured once per process) the
   critic's products run in bfloat16 (bf16 operands and outputs, fp32 weights and elementwise work; the actor's stay
   float32); elsewhere (AVX2-only CPUs, where bf16 products are emulated and run tens of times slower than float32)
@@ -81,11 +81,11 @@ def critic_dtype_name(setting: str) -> str:
     return setting
 
 
-def compiled_backend_name(setting: str, critic_dtype: str) -> str:
+def compiled_backend_name(setting: str) -> str:
     """The compiled backend ``setting`` (``auto`` or one of :data:`~membudget.agents.configs.COMPILED_BACKENDS`)
-    resolved for critic products in ``critic_dtype`` (a resolved :func:`critic_dtype_name`)."""
+    resolved: ``auto`` is ``aoti`` with either critic dtype, the faster on every CPU measured (docs/speed.md)."""
     if setting == "auto":
-        return "aoti" if critic_dtype == "float32" else "inductor"
+        return "aoti"
     if setting not in COMPILED_BACKENDS:
         raise ValueError(f"compiled_backend must be 'auto' or one of {COMPILED_BACKENDS}, got {setting!r}")
     return setting

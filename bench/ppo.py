@@ -1,8 +1,9 @@
 """Training throughput of PPO on ``PMWeek-v0`` with the per-resource actor: the package's native PPO
-(:func:`membudget.agents.ppo.train_ppo`) in its two engines — ``compiled`` (the study's; hand-written gradients
-under ``torch.compile``, bfloat16 critic products) and ``autograd`` (eager float32) — against Stable-Baselines3 PPO
-with the same actor (:class:`~membudget.agents.per_resource.PerResourceActorCriticPolicy`), in one process, one
-torch thread each.
+(:func:`membudget.agents.ppo.train_ppo`) in its two engines — ``compiled`` (the study's; hand-written gradients,
+the update compiled ahead of time by AOTInductor, critic products in bfloat16 where the CPU has them natively,
+else float32: what ``engine="auto"`` trains long runs with) and ``autograd`` (eager float32) — against
+Stable-Baselines3 PPO with the same actor (:class:`~membudget.agents.per_resource.PerResourceActorCriticPolicy`),
+in one process, one torch thread each.
 
 All run the same algorithm settings — 64 weeks × 80 steps per update (SB3: ``n_envs=64, n_steps=80``), 4 epochs,
 16 minibatches of 320, Adam 1e-3, the same actor and critic widths — so the ratios measure the implementations,
@@ -71,7 +72,7 @@ def cpu_line() -> str:
     dtype = critic_dtype_name("auto")
     return (f"CPU: torch capability {torch.backends.cpu.get_cpu_capability()}, native bf16 products "
             f"{'yes' if native_bf16() else 'no'}; engine='auto' trains runs of >= {AUTO_COMPILED_STEPS:,} steps with "
-            f"the compiled engine, critic products in {dtype}, backend {compiled_backend_name('auto', dtype)}")
+            f"the compiled engine, critic products in {dtype}, backend {compiled_backend_name('auto')}")
 
 
 def backend_pairs(steps: int, pairs: int) -> list:
@@ -432,6 +433,8 @@ QUALITY_ENGINES = {"compiled": {"engine": "compiled", "critic_dtype": "bfloat16"
                                         "compiled_backend": "inductor"},
                    "compiled-float32-aoti": {"engine": "compiled", "critic_dtype": "float32",
                                              "compiled_backend": "aoti"},
+                   "compiled-bfloat16-aoti": {"engine": "compiled", "critic_dtype": "bfloat16",
+                                              "compiled_backend": "aoti"},
                    "autograd": {"engine": "autograd"}}
 """The engine populations of ``--quality`` (their labels in the results file) and their PPOConfig settings."""
 
@@ -502,14 +505,16 @@ def numerics(budget: str = "B10", seed: int = 0, checkpoints=(0, 50, 200), updat
     from threadpoolctl import threadpool_limits
 
     from membudget.agents.ppo import compiled_update, gae
-    from membudget.agents.ppo_compiled import CompiledPPO, Minibatch, minibatch_grads, sigmoid_tanh
+    from membudget.agents.ppo_compiled import (CompiledPPO, Minibatch, compiled_backend_name, minibatch_grads,
+                                               sigmoid_tanh)
     from membudget.agents.rl import update_weeks
     from membudget.studies.rl_vs_distillation import BENCH_FULL
 
     cfg = dataclasses.asdict(BENCH_FULL["ppo"])
     n_envs, updates = cfg["n_envs"], max(checkpoints) + 1 if updates is None else updates
     rng, venv, weeks, actor, critic = _replay_start(BENCH_FULL["ppo"], budget, seed)
-    engine = CompiledPPO(actor, critic, BENCH_FULL["ppo"], rng)
+    engine = CompiledPPO(actor, critic, BENCH_FULL["ppo"], rng,
+                         backend=compiled_backend_name(BENCH_FULL["ppo"].compiled_backend))
     # the float32 twin: the same parameter tensors, float32 products; it only plays and measures
     twin = CompiledPPO(actor, critic, dataclasses.replace(BENCH_FULL["ppo"], n_epochs=1),
                        np.random.default_rng([seed, 1]), critic_dtype=torch.float32, compile=False)
@@ -631,7 +636,7 @@ def print_breakdown(updates: int, critic_dtype: str = "auto") -> dict:
     names = {"rollout": "rollout (the environment, the numpy actor, the loop's arrays)",
              "values": "values (the critic on every state)", "gae": "GAE",
              "learn": f"learn ({EPOCHS} epochs x {MINIBATCHES} compiled minibatch calls)"}
-    print(f"{cpu_line()}\ncompiled engine ({compiled_backend_name('auto', dtype)}), critic products in {dtype}; "
+    print(f"{cpu_line()}\ncompiled engine ({compiled_backend_name('auto')}), critic products in {dtype}; "
           f"one update = {N_ENVS} weeks x {HORIZON} steps = {N_ENVS * HORIZON:,} env steps, mean of {updates} "
           f"updates after {BREAKDOWN_WARMUP} untimed")
     print(f"{'part':<66} {'ms':>8} {'products ms':>12} {'rest ms':>8}")

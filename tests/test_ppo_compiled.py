@@ -231,18 +231,17 @@ def test_the_float32_compiled_path_trains_reproducibly_and_records_its_dtype():
     assert a.config["compiled_backend"] == "aoti"  # auto: AOTInductor with float32 products
     assert all(torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), b.net.state_dict().values()))
     bf16, _ = train_ppo("B10", **dict(kw, critic_dtype="bfloat16"))
-    assert bf16.config["critic_dtype"] == "bfloat16" and bf16.config["compiled_backend"] == "inductor"
+    assert bf16.config["critic_dtype"] == "bfloat16" and bf16.config["compiled_backend"] == "aoti"
     assert any(not torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), bf16.net.state_dict().values()))
 
 
-def test_the_compiled_backend_follows_the_critic_s_dtype_unless_set():
-    assert compiled_backend_name("auto", "float32") == "aoti"
-    assert compiled_backend_name("auto", "bfloat16") == "inductor"
-    assert compiled_backend_name("inductor", "float32") == "inductor"
-    assert compiled_backend_name("aoti", "bfloat16") == "aoti"
+def test_the_compiled_backend_is_aoti_unless_set():
+    assert compiled_backend_name("auto") == "aoti"
+    assert compiled_backend_name("inductor") == "inductor"
+    assert compiled_backend_name("aoti") == "aoti"
     for bad in ("eager", "", None):
         with pytest.raises(ValueError, match="compiled_backend"):
-            compiled_backend_name(bad, "float32")
+            compiled_backend_name(bad)
         with pytest.raises(ValueError, match="compiled_backend"):
             PPOConfig(compiled_backend=bad)
     with pytest.raises(ValueError, match="backend"):
@@ -272,9 +271,12 @@ def _copy(state):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("with_actor", [True, False])
-def test_the_aoti_update_is_the_update_up_to_rounding_and_is_built_once(with_actor, tmp_path, monkeypatch):
+@pytest.mark.parametrize("critic_dtype", [torch.float32, torch.bfloat16])
+def test_the_aoti_update_is_the_update_up_to_rounding_and_is_built_once(with_actor, critic_dtype, tmp_path,
+                                                                        monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     state, steps, x, obs, minibatch, loss = _update_case()
+    loss["critic_dtype"] = critic_dtype
     eager, first, again = _copy(state), _copy(state), _copy(state)
     with torch.no_grad():
         gathered_update(eager, steps, x, obs, minibatch, with_actor=with_actor, **loss)
