@@ -30,7 +30,8 @@ from membudget.envs.validation import int_flag, number_flag, parse_seeds
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
-from membudget.studies.runs import TrainCommand, model_to_bytes, ppo_from_bytes, start_run, write_metrics
+from membudget.studies.runs import (TrainCommand, model_to_bytes, ppo_from_bytes, record_training, start_run,
+                                   write_metrics)
 
 PAPER_SEEDS = (42, 43, 44)
 # LIMBO's "memory-augmented baselines" (replay, compression, retrieval); GSC is voting without memory and is
@@ -685,13 +686,16 @@ def train_replay_ppo(cfg: ReplayPPOConfig, command: str = "") -> str:
     eval_seeds = parse_seeds(cfg.eval_seeds, "eval_seeds")
     env_kwargs = dict(n_tasks=cfg.n_tasks, cost_weight=cfg.cost_weight, version=cfg.version)
     run_dir = start_run("replay-ppo", cfg, command, f"replay-ppo-{cfg.family}-{cfg.profile}-seed{cfg.seed}")
+    start = time.perf_counter()
     model = train_ppo(cfg.family, cfg.profile, ReplayStreamPPOConfig.of(cfg), seed=cfg.seed)
+    train_seconds = time.perf_counter() - start
     model.save(os.path.join(run_dir, "model.zip"))
     rows = []
     for s in eval_seeds:
         res = run_policy(model, family=cfg.family, profile=cfg.profile, seed=s, **env_kwargs)
         rows.append((s, res["accuracy"], res["total_tokens"], res["mean_reward"]))
     write_metrics(run_dir, ["seed", "accuracy", "total_tokens", "mean_reward"], rows)
+    record_training(run_dir, train_seconds, model.num_timesteps)
     print(f"{run_dir}: accuracy {np.mean([r[1] for r in rows]):.3f}, total tokens per stream "
           f"{np.mean([r[2] for r in rows]) / 1e3:.1f}k, mean reward {np.mean([r[3] for r in rows]):.3f} "
           f"(seeds {', '.join(map(str, eval_seeds))})")

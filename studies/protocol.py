@@ -116,8 +116,8 @@ def package_versions() -> dict:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for name in ("membudget", "numpy", "gymnasium", "numba", "stable-baselines3", "torch", "scikit-learn",
-                 "pettingzoo"):
+    for name in ("membudget", "numpy", "gymnasium", "numba", "stable-baselines3", "sb3-contrib", "torch",
+                 "scikit-learn", "pettingzoo"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -141,12 +141,16 @@ def write_metrics(run_dir, header, rows) -> None:
 
 def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
     """Add the training totals (and ``extra``) to the run's ``config.json`` written by :func:`_start_run`, and record
-    the machine again: training has imported torch by now, so its CPU capability is known."""
+    the machine again: training has imported torch by now, so its CPU capability is known. ``torch_threads``: torch's
+    thread count as training left it (the count it trained with; the weights of a learner without a ``torch_threads``
+    setting, e.g. bc / dagger, depend on it: a multi-seed run trains each seed with one thread)."""
     path = os.path.join(run_dir, "config.json")
     with open(path) as f:
         meta = json.load(f)
     meta["machine"] = machine()
-    meta["training"] = {"wall_clock_s": float(wall_clock_s), "env_steps": int(env_steps), **extra}
+    torch = sys.modules.get("torch")
+    meta["training"] = {"wall_clock_s": float(wall_clock_s), "env_steps": int(env_steps),
+                        "torch_threads": None if torch is None else torch.get_num_threads(), **extra}
     with open(path, "w") as f:
         json.dump(meta, f, indent=1)
 
@@ -162,10 +166,11 @@ def _task(task):
     return task
 
 
-def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, task=None):
+def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, task=None, training=None):
     """metrics.csv (the task's metrics on the evaluation episodes ``cfg.eval_first_seed`` on), learning curves, a
     line on stdout naming which episodes those are; adds the training totals (the last history row's ``wall_clock``
-    and ``env_steps``) to config.json. ``task``: an :mod:`membudget.agents.tasks` task (default PMWeek-v0's)."""
+    and ``env_steps``, and the entries of ``training``) to config.json. ``task``: an :mod:`membudget.agents.tasks`
+    task (default PMWeek-v0's)."""
     task = _task(task)
     train_seconds, env_steps = history[-1]["wall_clock"], history[-1]["env_steps"]
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.eval_weeks)
@@ -180,7 +185,7 @@ def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, t
     write_metrics(run_dir, ["budget", "seed", *(key for key, _ in task.metrics)], rows)
     if cfg.learning_curve == "on":
         write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})", task=task)
-    record_training(run_dir, train_seconds, env_steps)
+    record_training(run_dir, train_seconds, env_steps, **(training or {}))
     kind = "held-out" if cfg.eval_first_seed >= HELD_OUT_FIRST else "validation-range"
     print(f"{run_dir}: {task.episodes} {seeds.start}-{seeds.stop - 1} ({kind}) " + "; ".join(summary)
           + f" (training {train_seconds:.1f} s, {env_steps} env steps)")

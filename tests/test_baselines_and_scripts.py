@@ -327,6 +327,18 @@ def test_calibrate_command(capsys):
 
 
 
+def test_run_records_name_the_version_of_every_learning_library():
+    """sb3-maskable-ppo trains sb3-contrib's MaskablePPO (and every per-resource SB3 policy imports sb3-contrib):
+    its version is recorded beside Stable-Baselines3's and torch's."""
+    from importlib import metadata
+
+    from membudget.studies.protocol import package_versions
+
+    versions = package_versions()
+    for name in ("stable-baselines3", "sb3-contrib", "torch", "numpy", "gymnasium"):
+        assert versions[name] == metadata.version(name), name
+
+
 def test_machine_records_the_cpu_with_fixed_keys():
     import platform
 

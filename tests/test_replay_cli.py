@@ -38,6 +38,21 @@ def test_train_replay_ppo_writes_run_dir(tmp_path, capsys):
     assert int(rows[0]["total_tokens"]) == again["total_tokens"]
 
 
+def test_a_replay_ppo_run_records_its_training_like_every_run(tmp_path):
+    """config.json of a replay-ppo run holds the training totals, torch's thread count and the machine as recorded
+    after training (torch's CPU capability), as every other training subcommand's does."""
+    run_dir = train.main(["replay-ppo", "--profile", "weak", "--total-timesteps", "64", "--n-steps", "64",
+                          "--batch-size", "64", "--n-epochs", "1", "--n-tasks", "50", "--eval-seeds", "42",
+                          "--out", str(tmp_path), "--name", "r"])
+    with open(os.path.join(run_dir, "config.json")) as f:
+        meta = json.load(f)
+    import torch
+
+    assert meta["training"]["env_steps"] >= 64 and meta["training"]["wall_clock_s"] > 0
+    assert meta["training"]["torch_threads"] == torch.get_num_threads()
+    assert meta["machine"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+
+
 def test_train_replay_ppo_bad_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit):
         train.main(["replay-ppo", "--family", "sql", "--out", str(tmp_path)])

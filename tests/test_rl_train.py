@@ -67,6 +67,22 @@ def test_ppo_native_and_distil_then_rl(tmp_path):
         train.main(["ppo", "--critic-counts", "maybe", "--out", str(tmp_path)])
 
 
+def test_a_ppo_run_records_what_auto_resolved_to_and_torch_s_threads(tmp_path):
+    """config.json keeps engine / critic_dtype / compiled_backend as given ("auto"); the record says what they
+    resolved to on this machine (results are reproducible per engine, dtype and backend), the env steps of the kept
+    actor and torch's thread count."""
+    run_dir = train.main(["ppo", *TINY_NATIVE, "--hidden", "16,16", "--learning-curve", "off", "--out", str(tmp_path)])
+    with open(os.path.join(run_dir, "config.json")) as f:
+        meta = json.load(f)
+    assert meta["config"]["engine"] == "auto" and meta["config"]["critic_dtype"] == "auto"
+    policy, _ = load_policy(run_dir)
+    recorded = meta["training"]
+    for key in ("engine", "critic_dtype", "compiled_backend", "selected_env_steps"):
+        assert recorded[key] == policy.config[key], key
+    assert recorded["engine"] == "autograd" and recorded["compiled_backend"] == "none"  # auto: a short run
+    assert recorded["selected_env_steps"] in (0, 320, 640) and recorded["torch_threads"] == 1
+
+
 def test_ppo_conditioned_subcommand(tmp_path):
     run_dir = train.main(["sb3-ppo-conditioned", *TINY_PPO[:2], "--envs-per-budget", "2", "--n-steps", "32",
                           "--batch-size", "64", "--n-epochs", "1", "--eval-weeks", "2", "--progress-bar", "off",

@@ -48,8 +48,11 @@ def train_native(cfg: NativePPOConfig, command: str = "") -> str:
     policy, history = native_ppo(budget, settings, seed=cfg.seed, task=task, init=init, bc_data=bc_data,
                                  report=progress if show_bar(cfg.progress_bar) else None)
     policy.save(os.path.join(run_dir, "model.npz"))
+    # what engine="auto", critic_dtype="auto" and compiled_backend="auto" resolved to on this machine (results are
+    # reproducible per engine, dtype and backend), and the env steps of the actor kept by keep_best
+    resolved = {k: policy.config[k] for k in ("engine", "critic_dtype", "compiled_backend", "selected_env_steps")}
     return finish_run(run_dir, "ppo", cfg, history, policy, [cfg.budget], {"action_mode": "scores", **env_kwargs},
-                      task=task)
+                      task=task, training=resolved)
 
 
 def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> str:
