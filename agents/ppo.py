@@ -40,7 +40,7 @@ from torch import nn
 from membudget.agents.configs import (ACTORS, AUTO_COMPILED_STEPS, ENGINES, PPOConfig,  # noqa: F401 (re-exported)
                                       ppo_config)
 from membudget.agents.per_resource import (FlatMLPNet, PerResourceNet, StudentPolicy, candidate_rows,
-                                           obs_tensors)
+                                           obs_tensors, seeded_torch)
 from membudget.agents.rl import update_weeks, week_order
 from membudget.agents.tasks import PMWEEK, TASKS
 from membudget.envs.validation import check_int
@@ -352,7 +352,11 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
     settings, about 2.7 times the env steps per second (bench/ppo.py), other numerics; the per-resource actor with
     two hidden layers and context on ``PMWeek-v0``, no ``bc_coef``), ``"autograd"`` (eager torch, float32; every
     actor and task) or ``"auto"`` (the default: compiled where it can, else autograd; the policy's ``config``
-    records which)."""
+    records which).
+
+    ``seed`` seeds torch's global generator for the run (the networks' initial weights, the autograd engine's
+    proposals) inside a forked generator: the caller's global torch stream is left as it was. ``torch_threads``
+    (when not 0) sets torch's thread count for the rest of the process, as ``torch.set_num_threads`` does."""
     cfg = ppo_config(config, **overrides)
     check_int("seed", seed, 0)
     if cfg.bc_coef > 0 and bc_data is None:
@@ -363,7 +367,12 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
         task = TASKS[task]
     if cfg.torch_threads:
         torch.set_num_threads(int(cfg.torch_threads))
-    torch.manual_seed(seed)
+    with seeded_torch(seed):
+        return _train(cfg, budget, seed, task, init, bc_data, eval_seeds, test_seeds, report)
+
+
+def _train(cfg: PPOConfig, budget, seed: int, task, init, bc_data, eval_seeds, test_seeds, report):
+    """:func:`train_ppo`'s run once its arguments are checked, torch's global generator seeded with ``seed``."""
     rng = np.random.default_rng(seed)
     env_kwargs = task.env_kwargs(per_step_cap=cfg.per_step_cap, cost_profile=cfg.cost_profile,
                                  late_policy=cfg.late_policy)

@@ -187,6 +187,18 @@ def test_native_ppo_same_seed_same_policy_and_history():
     assert not np.array_equal(a.probabilities(obs), c.probabilities(obs))
 
 
+def test_native_ppo_leaves_the_callers_torch_stream_as_it_was():
+    """train_ppo seeds torch's global generator in a forked one (as fitting a student does): the caller's stream
+    continues as if nothing had been trained, and the run is the same whatever the caller's stream was."""
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    a, _ = train_ppo("B10", seed=4, **TINY)
+    assert torch.equal(torch.rand(3), expected)
+    b, _ = train_ppo("B10", seed=4, **TINY)
+    assert all(torch.equal(x, y) for x, y in zip(a.net.state_dict().values(), b.net.state_dict().values()))
+
+
 def test_native_ppo_policy_acts_feasibly_and_round_trips(tmp_path):
     policy, _ = train_ppo("B5", seed=0, **TINY)
     env = PMWeekEnv(budget="B5", action_mode="scores")
