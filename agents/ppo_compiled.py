@@ -240,11 +240,25 @@ _SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 """This module's source as imported (part of the packages' cache key: an edited update builds a new package)."""
 
 
+def package_root() -> str:
+    """Where :class:`AOTIUpdate` keeps its packages: ``$TORCHINDUCTOR_CACHE_DIR/membudget-aoti`` when the user set that
+    variable (beside inductor's own cache, emptied with it), else ``~/.cache/membudget/aoti`` (``$XDG_CACHE_HOME`` if
+    set), kept across reboots. Inductor writes its default directory (under /tmp) into the variable on its first
+    compilation in a process, so that value counts as unset: the packages' place does not depend on what the process
+    compiled before."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if inductor and os.path.abspath(inductor) != os.path.abspath(default_cache_dir()):
+        return os.path.join(inductor, "membudget-aoti")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "membudget", "aoti")
+
+
 class AOTIUpdate:
     """:func:`gathered_update` through AOTInductor: on the first call with actor updates on or off, the update for
     this engine's networks is exported (``torch.export``, the row and sample counts dynamic) and compiled into a
-    package under ``$TORCHINDUCTOR_CACHE_DIR/membudget-aoti`` when that variable is set, else under
-    ``~/.cache/membudget/aoti`` (``$XDG_CACHE_HOME`` if set), keyed by torch's version, the CPU's
+    package under :func:`package_root` (``~/.cache/membudget/aoti``, or ``$TORCHINDUCTOR_CACHE_DIR/membudget-aoti``
+    when the user set that variable), keyed by torch's version, the CPU's
     vector capability, torch's thread count, this module's source, the networks' shapes, the critic's product dtype
     and tanh and whether the actor learns, or loaded from there (the loss's coefficients are arguments); later calls
     run the package. A minibatch with fewer than 2 candidate rows or samples (the package's smallest sizes) runs
@@ -283,12 +297,7 @@ class AOTIUpdate:
                                    torch.get_num_threads(), [tuple(t.shape) for net in state for t in net[0]],
                                    str(critic_dtype), tanh.__name__, with_actor,
                                    _SOURCE_DIGEST)).encode()).hexdigest()[:24]
-        if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):  # beside inductor's own cache, emptied with it
-            root = os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "membudget-aoti")
-        else:  # a user's cache, kept across reboots (inductor's default lies under /tmp)
-            root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "membudget",
-                                "aoti")
-        path = os.path.join(root, f"update-{key}.pt2")
+        path = os.path.join(package_root(), f"update-{key}.pt2")
         if not os.path.exists(path):
             from torch.export import Dim
 

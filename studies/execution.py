@@ -16,7 +16,10 @@ its configuration and its task split alone: the local and the Ray backend give i
 Checkpoints (both backends): with ``checkpoint_dir`` set, every finished task is written to one file there as
 soon as it finishes; a restarted study loads the finished tasks instead of running them again. A file's name
 hashes the task function (with everything bound to it) and the item, so a changed configuration never reuses a
-stale result. Checkpoint files are pickles of your own results: resume only from directories your runs wrote.
+stale result. The hash names the function by its module and name, not its code: a directory records the membudget
+version that wrote it (``VERSION``), and another version refuses it with a clear error, but an edit of the code
+within one version is not detected (delete the directory after changing a task's code). Checkpoint files are
+pickles of your own results: resume only from directories your runs wrote.
 
 The lower floors take a ``map``-like callable (``map(fn, items) -> results in order``), never an executor type:
 pass ``executor.map``.
@@ -106,6 +109,26 @@ def _feed(h, obj, path):
     path.discard(id(obj))
 
 
+def check_checkpoint_dir(checkpoint_dir: str) -> None:
+    """Make ``checkpoint_dir`` if needed and check that this membudget version wrote it: its ``VERSION`` file (written
+    on first use; a directory from before these files is taken as this version's) must name ``membudget.__version__``,
+    else ``ValueError``: its results may come from other code."""
+    from membudget import __version__
+
+    os.makedirs(checkpoint_dir, exist_ok=True)
+    path = os.path.join(checkpoint_dir, "VERSION")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(__version__ + "\n")
+        return
+    with open(path) as f:
+        written = f.read().strip()
+    if written != __version__:
+        raise ValueError(f"the checkpoints in {checkpoint_dir} were written by membudget {written}, this is "
+                         f"{__version__}: their results may come from other code; delete the directory or pass "
+                         f"another --checkpoint-dir")
+
+
 class Executor:
     """The local backend: tasks run one after another in this process.
 
@@ -126,7 +149,7 @@ class Executor:
         self.loaded = 0
         """Tasks loaded from a checkpoint."""
         if checkpoint_dir:
-            os.makedirs(checkpoint_dir, exist_ok=True)
+            check_checkpoint_dir(checkpoint_dir)
 
     def map(self, fn, items) -> list:
         """``[fn(item) for item in items]``, from checkpoints where they exist."""
@@ -318,5 +341,5 @@ class _Timed:
         return out, (start, time.time(), os.getpid())
 
 
-__all__ = ["BACKENDS", "Executor", "RayExecutor", "add_backend_flags", "chunks", "executor_beside_pool",
-           "executor_from_flags", "make_executor", "task_id", "timed"]
+__all__ = ["BACKENDS", "Executor", "RayExecutor", "add_backend_flags", "check_checkpoint_dir", "chunks",
+           "executor_beside_pool", "executor_from_flags", "make_executor", "task_id", "timed"]

@@ -71,7 +71,7 @@ def test_local_checkpoints_resume_after_an_interruption(tmp_path):
     fn = functools.partial(_logged_square, str(log), 3)
     with pytest.raises(RuntimeError, match="interrupted"):
         Executor(str(ckpt)).map(fn, range(6))
-    assert len(os.listdir(ckpt)) == 3  # items 0, 1, 2 finished before the failure
+    assert len(list(ckpt.glob("*.pkl"))) == 3  # items 0, 1, 2 finished before the failure
     (log / "FAIL").unlink()
     ex = Executor(str(ckpt))
     assert ex.map(fn, range(6)) == [0, 1, 4, 9, 16, 25]
@@ -79,6 +79,25 @@ def test_local_checkpoints_resume_after_an_interruption(tmp_path):
     assert [_calls(log, i) for i in range(6)] == [1, 1, 1, 2, 1, 1]  # only the interrupted task ran twice
     assert Executor(str(ckpt)).map(fn, [5, 0]) == [25, 0]  # loaded in the order asked
     assert [_calls(log, i) for i in range(6)] == [1, 1, 1, 2, 1, 1]
+
+
+def test_a_checkpoint_directory_of_another_version_is_refused_before_any_work(tmp_path, monkeypatch):
+    import membudget
+    from membudget.studies.execution import make_executor
+
+    log, ckpt = tmp_path / "log", tmp_path / "ckpt"
+    log.mkdir()
+    fn = functools.partial(_logged_square, str(log), None)
+    assert Executor(str(ckpt)).map(fn, range(3)) == [0, 1, 4]
+    assert (ckpt / "VERSION").read_text().strip() == membudget.__version__
+    monkeypatch.setattr(membudget, "__version__", "99.0")  # an upgrade: results of other code in the directory
+    with pytest.raises(ValueError, match=r"written by membudget .*this is 99\.0.*another --checkpoint-dir"):
+        make_executor("local", checkpoint_dir=str(ckpt))
+    assert [_calls(log, i) for i in range(3)] == [1, 1, 1]
+    fresh = tmp_path / "fresh"
+    ex = Executor(str(fresh))
+    assert ex.map(fn, range(3)) == [0, 1, 4] and (ex.loaded, ex.computed) == (0, 3)
+    assert (fresh / "VERSION").read_text().strip() == "99.0"
 
 
 class _Reversed(Executor):

@@ -90,9 +90,9 @@ def test_quick_run_bounds_every_student_by_the_dp_and_a_rerun_loads_every_task(t
             assert all(np.all(np.asarray(r["set_f1"]) <= dp + 1e-9) for r in res["runs"][(budget, n)][(c, t)])
     assert res["runs"][(budget, n)]["label_wall"][1] == n
     # references, the planner's held-out weeks, each teacher's label weeks, each class's student of each teacher
-    assert len(list(cache.iterdir())) == 1 + 2 + 2 * n + 2 * 2 * len(ig.QUICK.learner_seeds)
+    assert len(list(cache.glob("*.pkl"))) == 1 + 2 + 2 * n + 2 * 2 * len(ig.QUICK.learner_seeds)
     again = evaluate.main(args + [str(tmp_path / "b.md")])
-    assert again["runs"][(budget, n)]["label_wall"][1] == 0 and len(list(cache.iterdir())) == 1 + 2 + 2 * n + 4
+    assert again["runs"][(budget, n)]["label_wall"][1] == 0 and len(list(cache.glob("*.pkl"))) == 1 + 2 + 2 * n + 4
     a, b = ((tmp_path / f).read_text().splitlines() for f in ("a.md", "b.md"))
     differ = [(x, y) for x, y in zip(a, b) if x != y]
     assert len(a) == len(b) and len(differ) == 1  # only the labels' wall clock, measured in the first run alone

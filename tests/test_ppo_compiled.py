@@ -297,6 +297,22 @@ def test_the_aoti_update_is_the_update_up_to_rounding_and_is_built_once(with_act
     assert actor_moved == with_actor and any(not torch.equal(f, s) for f, s in zip(first[1][0], state[1][0]))
 
 
+def test_the_packages_stay_in_the_user_s_cache_whatever_inductor_wrote_into_its_variable(tmp_path, monkeypatch):
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    from membudget.agents.ppo_compiled import package_root
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    user_cache = str(tmp_path / "xdg" / "membudget" / "aoti")
+    assert package_root() == user_cache
+    # what inductor itself writes into the variable on a process's first compilation: still the user's cache
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
+    assert package_root() == user_cache
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # the user's own choice
+    assert package_root() == str(tmp_path / "inductor" / "membudget-aoti")
+
+
 def test_a_minibatch_below_the_package_s_sizes_runs_the_update_uncompiled(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     state, steps, x, obs, minibatch, loss = _update_case()
