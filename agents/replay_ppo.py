@@ -32,7 +32,6 @@ class ReplayStreamPPOConfig(SB3PPOSettings):
     n_steps: int = 500
     """PPO rollout length per update."""
     batch_size: int = 100
-    torch_threads: int = 0
     n_tasks: int = 500
     """Stream length."""
     cost_weight: float = 0.5

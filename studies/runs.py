@@ -142,8 +142,7 @@ def write_metrics(run_dir, header, rows) -> None:
 def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
     """Add the training totals (and ``extra``) to the run's ``config.json`` written by :func:`_start_run`, and record
     the machine again: training has imported torch by now, so its CPU capability is known. ``torch_threads``: torch's
-    thread count as training left it (the count it trained with; the weights of a learner without a ``torch_threads``
-    setting, e.g. bc / dagger, depend on it: a multi-seed run trains each seed with one thread)."""
+    thread count as training left it, the count it trained with (float sums, and so the weights, depend on it)."""
     path = os.path.join(run_dir, "config.json")
     with open(path) as f:
         meta = json.load(f)

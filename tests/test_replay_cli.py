@@ -49,7 +49,7 @@ def test_a_replay_ppo_run_records_its_training_like_every_run(tmp_path):
     import torch
 
     assert meta["training"]["env_steps"] >= 64 and meta["training"]["wall_clock_s"] > 0
-    assert meta["training"]["torch_threads"] == torch.get_num_threads()
+    assert meta["training"]["torch_threads"] == torch.get_num_threads() == 1  # the default: one thread
     assert meta["machine"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 

@@ -172,6 +172,29 @@ def test_imitation_subcommands(tmp_path, sub):
     _check_run(run_dir, sub, "model.npz")
 
 
+@pytest.mark.parametrize("threads", [None, "0"])
+def test_an_imitation_run_gives_the_weights_of_its_seed_in_a_multi_seed_run(tmp_path, threads):
+    """Float sums depend on torch's thread count: a single run trains with one thread (``torch_threads``), as each seed
+    of ``--seeds`` does, whatever torch's default on this machine; ``--torch-threads 0`` keeps the default."""
+    import numpy as np
+    import torch
+
+    given = ["--torch-threads", threads] if threads else []
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # a two-core machine's default
+    try:
+        single = train.main(["bc", *TINY_IMIT, *given, "--seed", "1", "--name", "one", "--out", str(tmp_path)])
+        threads_used = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    (multi,) = train.main(["bc", *TINY_IMIT, "--seeds", "1", "--name", "many", "--out", str(tmp_path)])
+    with open(os.path.join(single, "config.json")) as f:
+        assert json.load(f)["training"]["torch_threads"] == threads_used == (1 if threads is None else 2)
+    if threads is None:  # (with two threads the weights differ here, but a machine may round alike)
+        a, b = np.load(os.path.join(single, "model.npz")), np.load(os.path.join(multi, "model.npz"))
+        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
 def test_config_file_and_flag_override(tmp_path, fmt):
     pytest.importorskip("yaml") if fmt == "yaml" else None

@@ -83,9 +83,13 @@ class ImitationConfig(RunOutput):
     task: str = "pmweek"
     """Environment: pmweek (PMWeek-v0; training weeks in 2000-3999) or conversation (ConversationPM-v1, from its
     exact hindsight optimum; training conversations in 2000-2999, budget levels B20...B80)."""
+    torch_threads: int = 1
+    """torch.set_num_threads for training (0: leave torch's default). Float sums depend on the thread count: with
+    one thread a run gives the same weights on every core count, under --seeds and in the studies."""
 
     def __post_init__(self):
         check_int("epochs", self.epochs, 1)
+        check_int("torch_threads", self.torch_threads, 0)
         check_int("hidden", self.hidden, 1, MAX_WIDTH)
         check_int("iterations", self.iterations, 0)
         check_int("train_weeks", self.train_weeks, 1)

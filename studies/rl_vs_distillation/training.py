@@ -8,6 +8,8 @@ import dataclasses
 import functools
 import os
 
+import torch
+
 from membudget.agents.imitation import fit_bc, fit_dagger
 from membudget.agents.ppo import PPOConfig
 from membudget.agents.rl import (ConditionedPPOAllocatorConfig, PPOAllocatorConfig, as_policy, train_conditioned_ppo,
@@ -100,6 +102,8 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
             bar.set_postfix_str(msg)
             bar.update(1)
 
+    if cfg.torch_threads:
+        torch.set_num_threads(int(cfg.torch_threads))
     fit = fit_bc if method == "bc" else functools.partial(fit_dagger, iterations=cfg.iterations)
     policy, history = fit(seeds, parse_budget(cfg.budget, task.levels), epochs=cfg.epochs, hidden=cfg.hidden,
                           context=cfg.context == "on", seed=cfg.seed, progress=progress, task=task)
