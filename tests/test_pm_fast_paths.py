@@ -139,3 +139,51 @@ def test_njit_leaf_compiles_without_reference_counting_and_refuses_an_allocation
     assert leaf.targetoptions["_nrt"] is False
     with pytest.raises(numba.core.errors.TypingError):
         njit_leaf(fresh)(3)
+
+
+def test_joining_intentions_move_each_live_row_at_most_twice_a_step(monkeypatch):
+    """The step kernel, run as Python with its live-row copies counted: intentions that join the live rows are
+    merged in by index, so a step copies each live row at most twice (once to make room, once when finished rows
+    are dropped), however many join. Inserted one at a time, each joining intention shifted every live row of a
+    higher index: a dense week's step was quadratic in its live intentions. The live rows stay in index order and
+    the Python run gives the compiled kernel's observations and rewards."""
+    from types import SimpleNamespace
+
+    from membudget.envs.pm import core as core_module
+    from membudget.envs.pm.core import _KERNEL_STATE, L_INDEX, CoreState, step_outputs
+
+    world = WorldConfig(n_time=300, n_channel=300, n_channel_lures=300, n_updates=0, n_visible=0, n_visible_lures=0)
+    kwargs = {"budget": None, "per_step_cap": None, "per_step_cost_cap": None, "late_policy": "expire",
+              "b_frac": 1.0}
+    ep = generate_episode(0, world)
+    python, compiled = PMWeekCore(1, R, **kwargs), PMWeekCore(1, R, **kwargs)
+    for core in (python, compiled):
+        core.load(0, ep, world.lookahead)
+    copies = [0]
+
+    def counted(live, live_miss, n, src, dst):
+        copies[0] += 1
+        live[n, dst] = live[n, src]
+        live_miss[n, dst] = live_miss[n, src]
+
+    monkeypatch.setattr(core_module, "_copy_live", counted)
+    ref = SimpleNamespace(state=CoreState(*(getattr(python, name) for name in _KERNEL_STATE)))
+    out_py, out_c = step_outputs(1, R), step_outputs(1, R)
+    rows, rng = np.zeros(1, dtype=np.int64), np.random.default_rng(0)
+    n_joined = 0
+    for t in range(40):
+        scores = (rng.random((1, R)) < 0.3).astype(np.float64)
+        before, entered = int(python.n_live[0]), int(python.n_entered[0])
+        copies[0] = 0
+        core_module._advance.py_func(ref, rows, np.ones(1, dtype=bool), True, scores,
+                                     (out_py.selected, out_py.skipped, out_py.reward, out_py.events, out_py.metrics,
+                                      out_py.resources, out_py.budget, out_py.mask))
+        joined = int(python.n_entered[0]) - entered
+        n_joined += joined
+        assert copies[0] <= 2 * before + joined, (t, before, joined, copies[0])
+        live = python.live[0, :int(python.n_live[0]), L_INDEX]
+        assert np.all(np.diff(live) > 0)
+        compiled.advance(rows, np.ones(1, dtype=bool), True, scores, out_c)
+        for a, b in zip(out_py, out_c):
+            assert np.array_equal(a, b), t
+    assert n_joined > 300  # the week was dense: many joined while many were live

@@ -213,19 +213,37 @@ def _advance(core, rows, stepping, observe, scores, out):
             s.best[:] = T + 1.0
         n_miss = 0
         nl = s.n_live[n]
-        e = s.n_entered[n]
+        e0 = s.n_entered[n]
+        e = e0
         while e < s.n_int[n] and s.live_from[n, e] <= to:
-            m = s.live_order[n, e]
-            j = nl
-            while j > 0 and s.live[n, j - 1, L_INDEX] > m:
-                _copy_live(s.live, s.live_miss, n, j - 1, j)
-                j -= 1
-            for f in range(N_FIELDS):
-                s.live[n, j, f] = s.table[n, m, f]
-            s.live[n, j, L_INDEX] = m
-            s.live_miss[n, j] = s.miss_cost[n, m]
-            nl += 1
             e += 1
+        n_new = e - e0
+        if n_new > 0:
+            # the intentions joining now, merged into the live rows by index from the back: each row moves once
+            # (inserting them one by one shifted every later row per intention, quadratic in a dense week)
+            new = s.misses  # scratch until the misses are collected below
+            for j in range(n_new):
+                new[j] = s.live_order[n, e0 + j]
+            for j in range(1, n_new):
+                if new[j - 1] > new[j]:  # joins of one step come in index order; sort otherwise
+                    new[:n_new].sort()
+                    break
+            i = nl - 1
+            j = n_new - 1
+            w = nl + n_new - 1
+            while j >= 0:
+                m = new[j]
+                if i >= 0 and s.live[n, i, L_INDEX] > m:
+                    _copy_live(s.live, s.live_miss, n, i, w)
+                    i -= 1
+                else:
+                    for f in range(N_FIELDS):
+                        s.live[n, w, f] = s.table[n, m, f]
+                    s.live[n, w, L_INDEX] = m
+                    s.live_miss[n, w] = s.miss_cost[n, m]
+                    j -= 1
+                w -= 1
+            nl += n_new
         s.n_entered[n] = e
         kept = 0
         for q in range(nl):
