@@ -712,8 +712,23 @@ class PMWeekCore:
         return dict(self.__dict__, _ref=None)  # numba's struct does not pickle; it is gathered again when needed
 
     def _alloc(self, max_t: int, max_int: int):
+        self._alloc_steps(max_t)
+        self._alloc_intentions(max_int)
+
+    def _alloc_steps(self, max_t: int):
+        """The arrays with a row per step (new, zeroed) for weeks of up to ``max_t`` steps."""
         n, r = self.n, self.n_resources
         self._ref = None  # the arrays below are new: _core_ref() gathers them again
+        self.cal = np.zeros((n, max_t, N_CALENDAR))
+        self.hints = np.zeros((n, max_t, r))
+        self.vis_step = np.zeros((n, max_t, len(VIS_STEP)), dtype=np.int64)
+        self.q_hist = np.zeros((n, max_t), dtype=np.int64)
+        self.c_hist = np.zeros((n, max_t), dtype=np.int64)
+
+    def _alloc_intentions(self, max_int: int):
+        """The arrays with a row per hidden intention (new, zeroed) for weeks of up to ``max_int`` of them."""
+        n = self.n
+        self._ref = None
         self.table = np.zeros((n, max_int, N_FIELDS), dtype=np.int32)
         self.live_from = np.zeros((n, max_int), dtype=np.int32)  # sorted
         self.live_order = np.zeros((n, max_int), dtype=np.int32)
@@ -721,20 +736,22 @@ class PMWeekCore:
         self.live_miss = np.zeros((n, max_int))
         self.miss_cost = np.zeros((n, max_int))
         self.status = np.zeros((n, max_int), dtype=np.int8)
-        self.cal = np.zeros((n, max_t, N_CALENDAR))
-        self.hints = np.zeros((n, max_t, r))
-        self.vis_step = np.zeros((n, max_t, len(VIS_STEP)), dtype=np.int64)
-        self.q_hist = np.zeros((n, max_t), dtype=np.int64)
-        self.c_hist = np.zeros((n, max_t), dtype=np.int64)
         self.ev_list = np.zeros((n, max_int, len(EVL)), dtype=np.int64)
         self._misses = np.zeros(max_int, dtype=np.int64)
 
     def _grow(self, max_t: int, max_int: int):
-        old = {k: getattr(self, k) for k in ("table", "live_from", "live_order", "live", "live_miss", "miss_cost",
-                                              "status", "cal", "hints", "vis_step", "q_hist", "c_hist", "ev_list")}
-        self._alloc(max(max_t, old["cal"].shape[1]), max(max_int, old["table"].shape[1]))
-        for k, v in old.items():
-            getattr(self, k)[tuple(slice(0, s) for s in v.shape)] = v
+        """Room for weeks of ``max_t`` steps and ``max_int`` hidden intentions, the slots' contents kept. Only the
+        arrays of the dimension that grows are replaced: a week with more intentions than any before does not
+        copy the per-step arrays (at long horizons most of the memory), nor a longer week the intention tables."""
+        groups = ((("cal", "hints", "vis_step", "q_hist", "c_hist"), max_t, self.cal.shape[1], self._alloc_steps),
+                  (("table", "live_from", "live_order", "live", "live_miss", "miss_cost", "status", "ev_list"),
+                   max_int, self.table.shape[1], self._alloc_intentions))
+        for names, size, current, alloc in groups:
+            if size > current:
+                old = {k: getattr(self, k) for k in names}
+                alloc(size)
+                for k, v in old.items():
+                    getattr(self, k)[tuple(slice(0, s) for s in v.shape)] = v
 
     def load(self, i: int, ep: Episode, lookahead: int):
         """Place episode ``ep`` into slot ``i`` and reset that slot's state."""
