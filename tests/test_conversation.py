@@ -511,3 +511,19 @@ def test_goodai_features_by_hand_and_by_definition():
         for seed in range(20):
             conv = generate_conversation(seed, config)
             assert conv.goodai_features().tobytes() == _goodai_by_definition(conv).tobytes()
+
+
+def test_config_numbers_keep_the_generator_kernels_argument_types():
+    """A ConversationConfig stores each number as the int or float it is checked as: ints given for the
+    probabilities (a world without base responses written with 0s) give the generator's kernel the same float
+    arguments as the defaults (an int array compiled it anew: seconds on a first reset) and the same
+    conversation."""
+    from membudget.envs.conversation.world import BASE_PARAMETERS, _kernel_arguments, kernel_ranges
+
+    ints = ConversationConfig(horizon=np.int32(66), lures=2, ordinal=(np.int64(2), 8),
+                              **dict.fromkeys(BASE_PARAMETERS, 0))
+    floats = ConversationConfig(**dict.fromkeys(BASE_PARAMETERS, 0.0))
+    assert ints == floats and type(ints.horizon) is int and type(ints.lures) is float
+    assert [a.dtype for a in (*_kernel_arguments(ints), kernel_ranges(ints))] == [np.float64, np.float64, np.int64]
+    a, b = generate_conversation(5, ints), generate_conversation(5, floats)
+    assert np.array_equal(a.verifier, b.verifier) and np.array_equal(a.message_kind, b.message_kind)

@@ -8,7 +8,7 @@ from numba.core.runtime import _nrt_python, rtsys
 
 from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv, WorldConfig, generate_episode
 from membudget.envs.pm.core import PMWeekCore, generator_list
-from membudget.envs.pm.world import KIND_VISIBLE, _integers, episode_from_state
+from membudget.envs.pm.world import KIND_VISIBLE, _integers, draw_arguments, episode_from_state
 from same_fields import assert_same_fields
 
 R = 11
@@ -214,3 +214,17 @@ def test_a_week_with_more_intentions_grows_only_the_intention_tables():
         a, b = _load_state(core, i), _load_state(ref, i)
         for name in a:
             assert np.array_equal(a[name], b[name]), (i, name)
+
+
+def test_world_numbers_keep_the_generator_kernels_argument_types():
+    """A WorldConfig stores each number as the int or float it is checked as, so an int given for a float field, a
+    NumPy integer for an int field, gives the week generator's kernel the same argument types as the defaults
+    (other types compiled it anew: seconds and ~90 MB on a first reset) and the same weeks as the equal floats."""
+    import numba
+
+    given = WorldConfig(horizon=np.int32(80), hint_width=3, hint_noise=0, p_cross_day=0, n_time=26,
+                        channel_window=(np.int16(3), 10), lookahead=np.uint8(2))
+    same = WorldConfig(hint_width=3.0, hint_noise=0.0, p_cross_day=0.0)
+    assert given == same and numba.typeof(draw_arguments(given)) == numba.typeof(draw_arguments(WorldConfig()))
+    assert type(given.hint_width) is float and type(given.horizon) is int and type(given.channel_window[0]) is int
+    assert_same_fields(generate_episode(3, given), generate_episode(3, same))

@@ -12,6 +12,7 @@ pure function of ``(seed, config)``. :func:`to_pm_episode` states the same conve
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -46,7 +47,7 @@ def _check_range(name, value, low, high):
     if not isinstance(value, tuple) or len(value) != 2:
         raise ValueError(f"{name} must be a range (lo, hi), got {value!r}")
     lo = check_int(f"{name}[0]", value[0], low, high)
-    check_int(f"{name}[1]", value[1], lo, high)
+    return lo, check_int(f"{name}[1]", value[1], lo, high)
 
 
 @dataclass(frozen=True)
@@ -105,17 +106,20 @@ class ConversationConfig:
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
-        check_int("horizon", self.horizon, 2, MAX_HORIZON)
-        check_int("n_prospective", self.n_prospective, 1, MAX_TESTS)
-        check_int("n_trigger", self.n_trigger, 1, MAX_TESTS)
-        _check_range("ordinal", self.ordinal, 1, MAX_HORIZON)
-        _check_range("quote_gap", self.quote_gap, 1, MAX_HORIZON)
-        _check_range("trigger_span", self.trigger_span, 4, MAX_HORIZON)
-        check_number("lures", self.lures, 0, 100)
+        # each number is stored as the int or float it was checked as: the generator's numba kernel is compiled per
+        # argument type (an int given for a float field would compile it anew, seconds, on a first reset)
+        _set = functools.partial(object.__setattr__, self)
+        _set("horizon", check_int("horizon", self.horizon, 2, MAX_HORIZON))
+        _set("n_prospective", check_int("n_prospective", self.n_prospective, 1, MAX_TESTS))
+        _set("n_trigger", check_int("n_trigger", self.n_trigger, 1, MAX_TESTS))
+        _set("ordinal", _check_range("ordinal", self.ordinal, 1, MAX_HORIZON))
+        _set("quote_gap", _check_range("quote_gap", self.quote_gap, 1, MAX_HORIZON))
+        _set("trigger_span", _check_range("trigger_span", self.trigger_span, 4, MAX_HORIZON))
+        _set("lures", check_number("lures", self.lures, 0, 100))
         for name in ("p_other_test", "p_overlap", "p_miss_trigger", "p_miss_prospective", "p_false_lure", "p_false",
                      "p_false_prospective", *BASE_PARAMETERS):
-            check_number(name, getattr(self, name), 0, 1)
-        check_number("gate", self.gate, 0, 1, low_open=True)
+            _set(name, check_number(name, getattr(self, name), 0, 1))
+        _set("gate", check_number("gate", self.gate, 0, 1, low_open=True))
 
     @property
     def resources(self) -> tuple:

@@ -152,25 +152,29 @@ class WorldConfig:
         names = [n for n, _ in self.resources]
         if len(set(names)) != len(names):
             raise ValueError(f"resource names must be unique, got {names}")
-        check_int("horizon", self.horizon, 1, MAX_HORIZON)
-        check_int("n_days", self.n_days, 1, self.horizon)
-        check_number("day_start_hour", self.day_start_hour, 0, 24, high_open=True)
-        check_number("day_end_hour", self.day_end_hour, self.day_start_hour, 24, high_open=True)
+        # each number is stored as the int or float it was checked as: the generator's numba kernel is compiled per
+        # argument type, so an int given for a float field (hint_width=2, p_cross_day=0) or a NumPy scalar would
+        # compile it anew (seconds, on a first reset) and give the week's draws other types
+        _set = functools.partial(object.__setattr__, self)
+        _set("horizon", check_int("horizon", self.horizon, 1, MAX_HORIZON))
+        _set("n_days", check_int("n_days", self.n_days, 1, self.horizon))
+        _set("day_start_hour", check_number("day_start_hour", self.day_start_hour, 0, 24, high_open=True))
+        _set("day_end_hour", check_number("day_end_hour", self.day_end_hour, self.day_start_hour, 24, high_open=True))
         for name in ("n_time", "n_channel", "n_visible", "n_visible_lures", "n_channel_lures", "n_updates"):
-            check_number(name, getattr(self, name), 0, MAX_MEAN_COUNT)
-        check_number("hint_noise", self.hint_noise, 0, 10)
-        check_number("hint_width", self.hint_width, 0, MAX_HORIZON, low_open=True)
+            _set(name, check_number(name, getattr(self, name), 0, MAX_MEAN_COUNT))
+        _set("hint_noise", check_number("hint_noise", self.hint_noise, 0, 10))
+        _set("hint_width", check_number("hint_width", self.hint_width, 0, MAX_HORIZON, low_open=True))
         for name in ("channel_window", "time_grace", "channel_slack"):
             value = getattr(self, name)
             if not isinstance(value, tuple) or len(value) != 2:
                 raise ValueError(f"{name} must be a range (lo, hi), got {value!r}")
             lo = check_int(f"{name}[0]", value[0], 0, MAX_HORIZON)
-            check_int(f"{name}[1]", value[1], lo, MAX_HORIZON)
+            _set(name, (lo, check_int(f"{name}[1]", value[1], lo, MAX_HORIZON)))
         for name in ("lookahead", "ledger_expiry"):
-            check_int(name, getattr(self, name), 0, MAX_HORIZON)
+            _set(name, check_int(name, getattr(self, name), 0, MAX_HORIZON))
         for name in ("p_update_registered", "p_unregistered", "p_cross_day", "p_onset_in_window",
                      "p_lure_in_window", "p_visible_hit", "p_visible_false_alarm"):
-            check_number(name, getattr(self, name), 0, 1)
+            _set(name, check_number(name, getattr(self, name), 0, 1))
         classes = [c for _, c in self.resources]
         if classes.count("clock") != 1 or any(c not in RESOURCE_CLASSES for c in classes):
             raise ValueError(f"resources need exactly one 'clock' and classes in {RESOURCE_CLASSES}, got {classes}")
