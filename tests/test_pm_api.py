@@ -19,7 +19,7 @@ import membudget  # noqa: F401  (registers the ids)
 from membudget.envs.pm import (BUDGET_FEATURE_NAMES, COST_PROFILES, RESOURCE_FEATURE_NAMES, PMWeekEnv,
                                PMWeekVectorEnv, episode_to_dict, generate_episode, validate_episode)
 from membudget.envs.pm.env import ACTION_MODES, LATE_POLICIES
-from membudget.envs.pm.world import DEFAULT_RESOURCES, KIND_CHANNEL, NEVER, POS
+from membudget.envs.pm.world import DEFAULT_RESOURCES, KIND_CHANNEL, NEVER, POS, WorldConfig
 from membudget.envs.registration import ENV_IDS, VARIANTS
 
 # the flat variant wraps the same env; tests/test_registry.py checks it
@@ -773,3 +773,28 @@ def test_kernel_column_indices_follow_the_names():
         assert record._fields == names and tuple(record) == tuple(range(len(names)))
     assert EVENT_KEYS == EVENT_COLUMNS[:EV.n_events]
     assert SKIPPED_KEYS == tuple(f"skipped_{name}" for name in SK._fields)
+
+
+def test_the_all_relevant_reference_steps_a_bounded_number_of_cells_at_once(monkeypatch):
+    """The budget levels' All-relevant reference steps its weeks in cores of at most ``CALIBRATION_CELLS`` steps ×
+    resources (all twenty development weeks of a 10,000-step, 1,000-resource world at once took 4 GB; of a
+    100,000-step one, 40) with the same costs and metrics as all weeks at once."""
+    from membudget.envs.pm import core as core_module
+    from membudget.envs.pm import levels
+
+    world, seeds = WorldConfig(horizon=40, n_days=2), range(2000, 2007)
+    whole = levels.all_relevant_costs(seeds, world, "mild", 1)
+    sizes, real = [], core_module.PMWeekCore
+
+    class Counted(real):
+        def __init__(self, n, *args, **kwargs):
+            sizes.append(n)
+            super().__init__(n, *args, **kwargs)
+
+    monkeypatch.setattr(core_module, "PMWeekCore", Counted)
+    monkeypatch.setattr(levels, "CALIBRATION_CELLS", 3 * 40 * len(world.resources) + 5)
+    costs, metrics = levels.all_relevant_costs(seeds, world, "mild", 1)
+    assert sizes == [3, 3, 1]
+    np.testing.assert_array_equal(costs, whole[0])
+    np.testing.assert_array_equal(metrics, whole[1])
+    assert levels.all_relevant_costs([], world)[0].shape == (0,)

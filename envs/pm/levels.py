@@ -14,12 +14,27 @@ LEVELS = (5, 10, 15, 20, 40, 60, 80)
 _LEVEL_RE = re.compile(r"^B(\d+)$")
 
 
-def all_relevant_costs(seeds, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0):
-    """Realised cost of the All-relevant reference (every candidate, every step, no caps) on each seed."""
-    from .core import PMWeekCore
+CALIBRATION_CELLS = 1 << 22
+"""Most per-step cells (steps × resources, summed over the weeks) that :func:`all_relevant_costs` steps at once:
+every week of the default world together, a few weeks at a time at long horizons or with many resources (all
+twenty development weeks of a 10,000-step, 1,000-resource world held at once took 4 GB)."""
 
+
+def all_relevant_costs(seeds, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0):
+    """Realised cost of the All-relevant reference (every candidate, every step, no caps) on each seed, and each
+    week's episode metrics."""
     config = config or WorldConfig()
     seeds = list(seeds)
+    chunk = max(1, CALIBRATION_CELLS // (config.horizon * len(config.resources)))
+    parts = [_all_relevant(seeds[lo:lo + chunk], config, cost_profile, load)
+             for lo in range(0, max(1, len(seeds)), chunk)]
+    return np.concatenate([c for c, _ in parts]), np.concatenate([m for _, m in parts])
+
+
+def _all_relevant(seeds, config: WorldConfig, cost_profile: str, load: int):
+    """:func:`all_relevant_costs` of weeks stepped together in one core."""
+    from .core import PMWeekCore
+
     n, n_res = len(seeds), len(config.resources)
     core = PMWeekCore(n, n_res, budget=None, per_step_cap=None, per_step_cost_cap=None, late_policy="expire",
                       b_frac=1.0)
