@@ -145,3 +145,27 @@ def test_baseline_protocol_and_errors():
         GroupSelfConsistency(n=0).score_stream(None)
     with pytest.raises(ValueError, match=r"one environment: pass one observation \(d,\) or a batch of one"):
         HindsightOracle(gym.make(ENV_ID)).predict(np.zeros((2, N_FEATURES)))
+
+
+def test_stream_memory_is_linear_in_its_length(monkeypatch):
+    """A stream keeps the retriever's noise only on the bank items each task sees and the relevance only of those
+    pairs: 4,000 tasks stay below one (T, T) float64 table (122 MB, and the draws held four such tables; at the
+    bound of 100,000 tasks they needed 75 GB and the reset failed). The noise table is drawn a block of rows at a time, and the block size
+    changes nothing."""
+    import dataclasses
+    import tracemalloc
+
+    from membudget.envs.replay import world as world_module
+
+    tracemalloc.start()
+    try:
+        generate_stream(3, n_tasks=4000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, peak / 2**20
+    ref = generate_stream(4, n_tasks=300, family="os", recent_k=16, retrieve_k=8)
+    monkeypatch.setattr(world_module, "NOISE_BLOCK", 7 * 300 + 1)
+    small = generate_stream(4, n_tasks=300, family="os", recent_k=16, retrieve_k=8)
+    for f in dataclasses.fields(ref):
+        assert np.array_equal(getattr(ref, f.name), getattr(small, f.name)), f.name

@@ -220,6 +220,30 @@ def _stream(d: _Draws, rp: _Replay, pp: dict, family, profile, recent_k, retriev
 
 _Draws = namedtuple("_Draws", "skills n_skills schema difficulty instruction context need trajectory in_bank "
                               "retrieval_noise z e err_u sc_e sc_wrong sc_tie")
+NOISE_BLOCK = 1 << 22
+"""Most retriever-noise draws :func:`_window_noise` holds at once."""
+
+
+def bank_window(bank_ids: np.ndarray, t: int) -> np.ndarray:
+    """The bank items task ``t`` sees: the ``BANK_WINDOW`` latest of the (sorted) ``bank_ids`` before ``t``."""
+    hi = int(np.searchsorted(bank_ids, t))
+    return bank_ids[max(0, hi - BANK_WINDOW):hi]
+
+
+def _window_noise(rng, bank_ids: np.ndarray, T: int) -> np.ndarray:
+    """``(T, BANK_WINDOW)`` float32: the retriever's noise of each task on the bank items it sees, row ``t`` the
+    noise on :func:`bank_window` ``(bank_ids, t)`` in its order (zeros after them). The draws are v0's ``(T, T)``
+    table of ``0.15 · N(0, 1)`` per (task, item), whose other entries no task reads; drawn a block of rows at a
+    time (the same draws as the whole table at once) and kept only where read, so a stream's memory is linear in
+    its length (the whole table, and the relevance of every pair, needed 75 GB at 100,000 tasks)."""
+    out = np.zeros((T, BANK_WINDOW), dtype=np.float32)
+    rows = max(1, NOISE_BLOCK // T)
+    for t0 in range(0, T, rows):
+        block = 0.15 * rng.standard_normal((min(rows, T - t0), T)).astype(np.float32)
+        for k in range(block.shape[0]):
+            pool = bank_window(bank_ids, t0 + k)
+            out[t0 + k, :pool.size] = block[k, pool]
+    return out
 
 
 def _draw(rng, fp: dict, pp: dict, T: int) -> _Draws:
@@ -244,7 +268,7 @@ def _draw(rng, fp: dict, pp: dict, T: int) -> _Draws:
     need = _lognormal(rng, fp["need"], T, 32, 4096)
     trajectory = _lognormal(rng, fp["trajectory"], T, 100, 4000)
     in_bank = rng.random(T) < expit(logit(pp["ref"]) - difficulty)
-    retr_noise = 0.15 * rng.standard_normal((T, T)).astype(np.float32)  # retriever noise per (task, bank item)
+    retr_noise = _window_noise(rng, np.flatnonzero(in_bank), T)
     z = rng.standard_normal(T)
     e = rng.standard_normal((T, A))
     err_u = rng.random((T, A))
@@ -268,9 +292,6 @@ def _replay(d: _Draws, recent_k: int, retrieve_k: int, coverage=None, noise_scal
     scale = np.float32(noise_scale)  # 1.0 multiplies exactly: v0's streams are unchanged
     T = d.difficulty.shape[0]
     skills, schema = d.skills, d.schema
-    inter = skills.astype(np.int32) @ skills.T.astype(np.int32)
-    union = d.n_skills[:, None] + d.n_skills[None, :] - inter
-    relevance = 0.6 * inter / union + 0.4 * (schema[:, None] == schema[None, :])
     bank_size = np.zeros(T, dtype=np.int64)
     top = np.zeros(T)
     recent_score = np.zeros(T)
@@ -280,14 +301,17 @@ def _replay(d: _Draws, recent_k: int, retrieve_k: int, coverage=None, noise_scal
     irr = np.zeros((T, 4))
     rtok = np.zeros((T, 4), dtype=np.int64)
     bank_ids = np.flatnonzero(d.in_bank)
+    skills_i32 = skills.astype(np.int32)
     for t in range(T):
-        pool = bank_ids[bank_ids < t][-BANK_WINDOW:]
+        pool = bank_window(bank_ids, t)
         n = pool.size
         bank_size[t] = n
         if n == 0:
             continue
-        rel = relevance[t, pool]
-        score = np.clip(rel + scale * d.retrieval_noise[t, pool], 0.0, 1.0)
+        inter = skills_i32[pool] @ skills_i32[t]
+        union = d.n_skills[t] + d.n_skills[pool] - inter
+        rel = 0.6 * inter / union + 0.4 * (schema[pool] == schema[t])
+        score = np.clip(rel + scale * d.retrieval_noise[t, :n], 0.0, 1.0)
         top[t] = score.max()
         share[t] = np.mean(schema[pool] == schema[t])
         recent = slice(max(0, n - recent_k), n)
