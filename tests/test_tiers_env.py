@@ -190,3 +190,16 @@ def test_bad_actions_and_calls_raise():
         env.step(0)
     with pytest.raises(RuntimeError, match="has been answered"):
         env.step(0)
+
+
+def test_conditioned_lambdas_are_bounded_by_the_float32_observation():
+    """λ values above float32's largest are refused naming the argument (the observation, and its space's bound,
+    read them as inf); the largest allowed one is observed as itself."""
+    with pytest.raises(ValueError, match=r"lam_values entry must be a finite number in \[0, 3.40282e\+38\]"):
+        gym.make("membudget/TierRouting-v0", lam_conditioned=True, lam_values=(0.0, 1e39))
+    from membudget.envs.tiers.env import MAX_LAMBDA
+
+    env = gym.make("membudget/TierRouting-v0", lam_conditioned=True, lam_values=(0.0, MAX_LAMBDA))
+    obs, _ = env.reset(seed=0, options={"lam": MAX_LAMBDA})
+    assert np.isfinite(env.observation_space.high).all() and obs[-1] == np.float32(MAX_LAMBDA)
+    assert env.observation_space.contains(obs)

@@ -22,6 +22,10 @@ INPUT_FEATURE_NAMES = ("input_tokens", "entity_cue", "temporal_cue", "topic_cue"
 MODULE_FEATURE_NAMES = tuple(f"module_{m}" for m in MODULES)
 
 
+MAX_LAMBDA = float(np.finfo(np.float32).max)
+"""Largest λ of the conditioned variant, whose observation holds λ as a float32 (a larger one read as inf)."""
+
+
 def feature_names(hard_budget: bool, lam_conditioned: bool) -> tuple:
     """Names of the observation entries, in order."""
     return (QUERY_FEATURE_NAMES + INPUT_FEATURE_NAMES + MODULE_FEATURE_NAMES
@@ -99,7 +103,8 @@ class TierRoutingEnv(Render, gym.Env):
       expensive output, different per-module strengths), for transfer without retraining.
     - ``lam``: λ ≥ 0, the cost weight (default 0.0, performance first). Ignored when ``lam_conditioned``.
     - ``lam_conditioned``: put λ in the observation and draw it per query from ``lam_values``.
-    - ``lam_values``: λ values of the conditioned variant (default 0, 0.1, 0.3, 0.5, 1.0).
+    - ``lam_values``: λ values of the conditioned variant (default 0, 0.1, 0.3, 0.5, 1.0), each at most
+      ``MAX_LAMBDA`` (float32's largest: the observation holds λ).
     - ``max_cost_per_query``: hard per-query budget in dollars, or ``None`` (default). Must be at least
       ``floor_cost_bound(strategy, population, backbone)`` (the largest possible all-LOW cost) so every query is
       feasible.
@@ -129,7 +134,7 @@ class TierRoutingEnv(Render, gym.Env):
         try:
             if isinstance(lam_values, (str, bytes)):
                 raise TypeError
-            values = tuple(check_number("lam_values entry", v, 0) for v in lam_values)
+            values = tuple(check_number("lam_values entry", v, 0, MAX_LAMBDA) for v in lam_values)
         except TypeError:
             raise ValueError(f"lam_values must be a non-empty sequence of numbers >= 0, got {lam_values!r}") from None
         if not values:
