@@ -798,3 +798,21 @@ def test_the_all_relevant_reference_steps_a_bounded_number_of_cells_at_once(monk
     np.testing.assert_array_equal(costs, whole[0])
     np.testing.assert_array_equal(metrics, whole[1])
     assert levels.all_relevant_costs([], world)[0].shape == (0,)
+
+
+def test_weeks_never_hold_more_intentions_than_a_week_file_may():
+    """A load that alone adds more than MAX_INTENTIONS intentions is refused at construction, before any draw; a
+    drawn week over the bound raises naming it (such a week was played, but saving it, replaying it through
+    ``options={"episode": ...}`` and every teacher refused it); a load in a world without channels is refused at
+    construction too."""
+    from membudget.envs.pm.world import MAX_INTENTIONS
+
+    long_days = WorldConfig(horizon=20_000, n_days=20_000)
+    with pytest.raises(ValueError, match=r"^load 51 adds 1020000 intentions over the world's 20000 days; a week "
+                                         r"holds at most 1000000$"):
+        PMWeekEnv(budget=None, world=long_days, load=51)
+    env = PMWeekEnv(budget=None, world=long_days, load=50)  # exactly the bound, plus the base week's intentions
+    with pytest.raises(ValueError, match=rf"^the week drew \d+ intentions, more than a week holds \({MAX_INTENTIONS}\)"):
+        env.reset(seed=0)
+    with pytest.raises(ValueError, match="no channel resources"):
+        PMWeekEnv(budget=None, world=WorldConfig(resources=(("clock", "clock"),)), load=1)

@@ -15,7 +15,7 @@ from .core import (BF, C_FN, C_FP, C_TP, EV, EV_MISS, F_RES, M, METRIC_NAMES, N_
 from .episode_io import validate_episode
 from .levels import resolve_budget
 from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, Episode, WorldConfig,
-                    generate_episode)
+                    check_generation, generate_episode)
 
 ACTION_MODES = ("binary", "scores")
 LATE_POLICIES = ("expire", "execute")
@@ -45,6 +45,7 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
     check_int("per_step_cap", per_step_cap, 1, MAX_RESOURCES, none_ok=True)
     check_int("per_step_cost_cap", per_step_cost_cap, 1, MAX_BUDGET, none_ok=True)
     check_int("load", load, 0, MAX_LOAD)
+    check_generation(world, cost_profile, load)
     return world
 
 

@@ -497,6 +497,9 @@ def check_generation(config: WorldConfig, cost_profile: str, load: int):
     check_int("load", load, 0, MAX_LOAD)
     if load and _world_constants(config)["channels"].size == 0:
         raise ValueError("load adds channel triggers, but this world has no channel resources")
+    if load * config.n_days > MAX_INTENTIONS:
+        raise ValueError(f"load {load} adds {load * config.n_days} intentions over the world's {config.n_days} days; "
+                         f"a week holds at most {MAX_INTENTIONS}")
 
 
 def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile: str = "unit", load: int = 0,
@@ -516,6 +519,9 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
 
         rng, _ = seeding.np_random(seed)
     I, B, mc, U, hints, counts = _draw_week(rng, draw_arguments(config, load))
+    if I.shape[0] > MAX_INTENTIONS:  # a week that validate_episode, and so saving or replaying it, would refuse
+        raise ValueError(f"the week drew {I.shape[0]} intentions, more than a week holds ({MAX_INTENTIONS}); lower "
+                         f"the load or the world's mean counts")
     n_time, n_chan, n_lure, n_new, n_vis, n_load = counts.tolist()
     ids = _numbered("T", n_time) + _numbered("C", n_chan) + _numbered("L", n_lure)
     updates = []
