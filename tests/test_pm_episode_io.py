@@ -399,3 +399,28 @@ def test_the_array_pass_finds_every_intention_the_per_intention_rules_refuse():
         assert bad <= set(_suspect_intentions(broken, clock).tolist())
         refused += bool(bad)
     assert refused > 300
+
+
+def test_validating_updates_never_searches_the_ids():
+    """Each update's target is looked up in a table of the ids built once, never searched for in them (a search
+    per update made validating a week of 10^4 updates among 5.6 * 10^4 intentions take 0.8 s, a teacher's every
+    solve included); the visible-target rule still finds the first intention of that id."""
+    from membudget.envs.pm import WorldConfig
+    from membudget.envs.pm.world import KIND_VISIBLE
+
+    class Ids(tuple):
+        searches = 0
+
+        def index(self, *args):
+            Ids.searches += 1
+            return super().index(*args)
+
+    ep = generate_episode(3, WorldConfig(n_updates=40.0))
+    assert len(ep.updates) > 20
+    validate_episode(replace(ep, ids=Ids(ep.ids)))
+    assert Ids.searches == 0
+    visible = ep.ids[int(np.flatnonzero(ep.kind == KIND_VISIBLE)[0])]
+    cancel = {**ep.updates[0], "target": visible, "new_id": None, "kind": "cancel"}
+    bad = replace(ep, updates=(cancel,) + ep.updates[1:])
+    with pytest.raises(EpisodeFormatError, match=r"updates\[0\]\.target: updates of visible intentions"):
+        validate_episode(bad)

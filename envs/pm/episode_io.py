@@ -398,7 +398,11 @@ def _check_updates(ep: Episode) -> None:
     """The user's updates: their fields, the intentions they point at and the steps they happen at."""
     if not isinstance(ep.updates, tuple):
         raise EpisodeFormatError(f"updates: expected a tuple of dicts, got {type(ep.updates).__name__}")
-    id_set = set(ep.ids)
+    # each id's first index (what ep.ids.index gives), so that an update's target is looked up, not searched for: a
+    # search per update was quadratic (0.8 s for a week of 10^4 updates among 5.6 * 10^4 intentions)
+    first = {}
+    for i, x in enumerate(ep.ids):
+        first.setdefault(x, i)
     for j, u in enumerate(ep.updates):
         w = f"updates[{j}]"
         if not isinstance(u, dict) or set(u) != _UPDATE_KEYS:
@@ -411,7 +415,7 @@ def _check_updates(ep: Episode) -> None:
                 raise EpisodeFormatError(f"{w}.{k}: expected an intention id (string), got {_short(u[k])}")
         if u["kind"] not in UPDATE_KINDS:
             raise EpisodeFormatError(f"{w}.kind: {u['kind']!r} is not one of {list(UPDATE_KINDS)}")
-        if u["target"] not in id_set:
+        if u["target"] not in first:
             raise EpisodeFormatError(f"{w}.target: {u['target']!r} points at no intention")
         if not 0 <= u["step"] < ep.horizon:
             raise EpisodeFormatError(f"{w}.step: {u['step']} is outside the horizon")
@@ -419,10 +423,9 @@ def _check_updates(ep: Episode) -> None:
             raise EpisodeFormatError(f"{w}.registered: expected true/false")
         if u["kind"] == "cancel" and u["new_id"] is not None:
             raise EpisodeFormatError(f"{w}.new_id: a cancel creates no new version")
-        if u["new_id"] is not None and u["new_id"] not in id_set:
+        if u["new_id"] is not None and u["new_id"] not in first:
             raise EpisodeFormatError(f"{w}.new_id: {u['new_id']!r} points at no intention")
-        target = ep.ids.index(u["target"])
-        if ep.kind[target] == KIND_VISIBLE:
+        if ep.kind[first[u["target"]]] == KIND_VISIBLE:
             raise EpisodeFormatError(f"{w}.target: updates of visible intentions are not modelled")
 
 
