@@ -812,7 +812,8 @@ def test_weeks_never_hold_more_intentions_than_a_week_file_may():
                                          r"holds at most 1000000$"):
         PMWeekEnv(budget=None, world=long_days, load=51)
     env = PMWeekEnv(budget=None, world=long_days, load=50)  # exactly the bound, plus the base week's intentions
-    with pytest.raises(ValueError, match=rf"^the week drew \d+ intentions, more than a week holds \({MAX_INTENTIONS}\)"):
+    with pytest.raises(ValueError, match=rf"^the week drew \d+ intentions, more than a week holds "
+                                         rf"\({MAX_INTENTIONS}\)"):
         env.reset(seed=0)
     with pytest.raises(ValueError, match="no channel resources"):
         PMWeekEnv(budget=None, world=WorldConfig(resources=(("clock", "clock"),)), load=1)
