@@ -65,6 +65,18 @@ than the MILP (measured at opportunity load 8)."""
 MAX_NODES = 1000
 """Past this many branch-and-bound nodes a linear problem is handed to the exact MILP (a guard; see
 docs/speed.md for how often it fires)."""
+MAX_TABLE_BYTES = 8 << 30
+"""The most memory the DP's per-resource tables may take (:func:`table_bytes`); a larger problem is refused with a
+``MemoryError`` before any is allocated, instead of the machine running out of memory while they fill (they grow
+with horizon² × resources: about 1 GiB at horizon 2,000 with PMWeek-v0's 11 resources, where a solve peaked at
+1.34 GB). Raise it on a machine with more memory."""
+
+
+def table_bytes(horizon: int, n_resources: int) -> int:
+    """Bytes of the DP's tables for a problem of ``horizon`` steps and ``n_resources`` resources: per resource, the
+    TP and FP of every (previous query, query) pair and the values the branch and bound builds from them
+    (``(horizon + 1) × horizon`` entries of 8 bytes each)."""
+    return 3 * 8 * int(n_resources) * (int(horizon) + 1) * int(horizon)
 
 
 @numba.njit(cache=True)
@@ -810,6 +822,12 @@ class _BranchAndBound:
 def _dinkelbach(prob: Problem, exact_cost=None):
     """Dinkelbach iterations over exact linear solves: the optimum schedule or None (no schedule costs exactly
     ``exact_cost``), and the :class:`SearchStats` of the linear solves together."""
+    need = table_bytes(prob.horizon, prob.n_resources)
+    if need > MAX_TABLE_BYTES:
+        raise MemoryError(f"the hindsight DP's tables for a week of {prob.horizon} steps and {prob.n_resources} "
+                          f"resources need {need / 2**30:.1f} GiB, more than MAX_TABLE_BYTES "
+                          f"({MAX_TABLE_BYTES / 2**30:.1f} GiB; membudget.teachers.hindsight_dp): solve shorter "
+                          f"weeks, or raise it on a machine with the memory")
     solver = _LinearSolver(prob)
     lam = Fraction(0)
     best = None

@@ -328,3 +328,22 @@ def test_pathological_settings_equal_milp(seed, profile, load, budget, cap, cost
     end = replay(ep, dp.schedule, WorldConfig(), budget=budget, per_step_cap=cap, per_step_cost_cap=cost_cap,
                  late_policy=late_policy, cost_profile=profile, load=load)
     assert (end["tp"], end["fp"], end["fn"], end["realized_cost"]) == (dp.tp, dp.fp, dp.fn, dp.cost)
+
+
+def test_the_dp_refuses_a_week_whose_tables_exceed_its_memory_bound_before_building_them(monkeypatch):
+    ep = generate_episode(4000, WorldConfig())
+    dp = HindsightDP(budget=21, per_step_cap=2)
+    prob = problem_from_episode(ep, budget=21, per_step_cap=2, per_step_cost_cap=None, late_policy="expire",
+                                lookahead=WorldConfig().lookahead)
+    # the tables the estimate counts: TP and FP per (previous query, query) pair, for every resource
+    solver = hindsight_dp._LinearSolver(prob)
+    built = sum(t.nbytes for t in solver.tp + solver.fp)
+    assert built == 2 * hindsight_dp.table_bytes(prob.horizon, prob.n_resources) // 3
+    monkeypatch.setattr(hindsight_dp, "MAX_TABLE_BYTES", hindsight_dp.table_bytes(prob.horizon, prob.n_resources) - 1)
+
+    def no_tables(*args, **kwargs):
+        raise AssertionError("refused before any table is built")
+
+    monkeypatch.setattr(hindsight_dp, "_LinearSolver", no_tables)
+    with pytest.raises(MemoryError, match=rf"{prob.horizon} steps and {prob.n_resources} resources.*MAX_TABLE_BYTES"):
+        dp.solve(ep)
