@@ -8,13 +8,13 @@ from gymnasium import spaces
 
 from ..rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode, figure_array,
                          new_figure, timeline_legend)
-from ..validation import check_bool, check_int, check_known, check_options
+from ..validation import check_bool, check_int, check_options
 from ..vector_info import info_row
 from .core import (BF, C_FN, C_FP, C_TP, EV, EV_MISS, F_RES, M, METRIC_NAMES, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, RF,
                    S_FALSE, S_HIT, S_LATE_EXEC, SKIP_NAMES, VIS_DUE, VIS_HIT, OneWeek, PMWeekCore)
 from .episode_io import validate_episode
 from .levels import resolve_budget
-from .world import (COST_PROFILES, KIND_VISIBLE, MAX_BUDGET, MAX_LOAD, MAX_RESOURCES, Episode, WorldConfig,
+from .world import (KIND_VISIBLE, MAX_BUDGET, MAX_RESOURCES, Episode, WorldConfig,
                     check_generation, generate_episode)
 
 ACTION_MODES = ("binary", "scores")
@@ -37,15 +37,13 @@ def check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_
     world = WorldConfig() if world is None else world
     if not isinstance(world, WorldConfig):
         raise TypeError(f"world must be a WorldConfig, got {type(world).__name__}")
-    check_known("cost_profile", cost_profile, COST_PROFILES, sorted(COST_PROFILES))
     if late_policy not in LATE_POLICIES:
         raise ValueError(f"late_policy must be one of {LATE_POLICIES}, got {late_policy!r}")
     if action_mode not in ACTION_MODES:
         raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
     check_int("per_step_cap", per_step_cap, 1, MAX_RESOURCES, none_ok=True)
     check_int("per_step_cost_cap", per_step_cost_cap, 1, MAX_BUDGET, none_ok=True)
-    check_int("load", load, 0, MAX_LOAD)
-    check_generation(world, cost_profile, load)
+    check_generation(world, cost_profile, load)  # the cost profile, the load and what the world can draw with them
     return world
 
 
