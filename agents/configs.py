@@ -269,7 +269,8 @@ class SB3PPOSettings(Resolvable):
 
     def new_model(self, policy, env, seed: int, algo: str = "ppo", policy_kwargs=None):
         """SB3 ``PPO`` (``algo="maskable_ppo"``: sb3-contrib's ``MaskablePPO``) on ``env`` with these settings, on
-        the CPU (small MLPs), after setting torch's threads; ``policy_kwargs`` default: ``net_arch``."""
+        the CPU (small MLPs), after setting torch's threads, with :func:`silent_logger`; ``policy_kwargs`` default:
+        ``net_arch``."""
         import torch
 
         if self.torch_threads:
@@ -278,10 +279,21 @@ class SB3PPOSettings(Resolvable):
             from sb3_contrib import MaskablePPO as cls
         else:
             from stable_baselines3 import PPO as cls
-        return cls(policy, env, n_steps=self.n_steps, batch_size=self.batch_size, n_epochs=self.n_epochs,
-                   learning_rate=self.learning_rate, gamma=self.gamma, gae_lambda=self.gae_lambda,
-                   ent_coef=self.ent_coef, seed=seed, device="cpu", verbose=0,
-                   policy_kwargs={"net_arch": list(self.net_arch)} if policy_kwargs is None else policy_kwargs)
+        model = cls(policy, env, n_steps=self.n_steps, batch_size=self.batch_size, n_epochs=self.n_epochs,
+                    learning_rate=self.learning_rate, gamma=self.gamma, gae_lambda=self.gae_lambda,
+                    ent_coef=self.ent_coef, seed=seed, device="cpu", verbose=0,
+                    policy_kwargs={"net_arch": list(self.net_arch)} if policy_kwargs is None else policy_kwargs)
+        model.set_logger(silent_logger())
+        return model
+
+
+def silent_logger():
+    """An SB3 logger that keeps the last values (``model.logger.name_to_value``) and writes nothing. SB3's own
+    logger at ``verbose=0`` creates an empty ``SB3-<date>`` folder in the temporary directory at every ``learn``;
+    a model given this one does not (``model.set_logger(...)`` with another logger restores any output)."""
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from membudget.agents.configs import silent_logger
 from membudget.envs import shared_budget
 
 
@@ -91,5 +92,6 @@ def train_shared_ppo(n_agents, budget, total_timesteps=20_000, seed=0, n_copies=
     venv = ParallelVecEnv(n_copies=n_copies, seed=seed, n_agents=n_agents, budget=budget)
     model = PPO("MultiInputPolicy", venv, n_steps=max(64, 1024 // venv.num_envs), batch_size=256, seed=seed,
                 verbose=0, device="cpu")
+    model.set_logger(silent_logger())
     model.learn(total_timesteps=total_timesteps)
     return model

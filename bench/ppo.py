@@ -137,6 +137,7 @@ def cold_start(steps: int) -> dict:
 def sb3_rate(steps: int, seed: int = 0) -> float:
     from stable_baselines3 import PPO
 
+    from membudget.agents.configs import silent_logger
     from membudget.agents.per_resource import PerResourceActorCriticPolicy
     from membudget.agents.rl import DevWeeksVecEnv
 
@@ -144,6 +145,7 @@ def sb3_rate(steps: int, seed: int = 0) -> float:
     model = PPO(PerResourceActorCriticPolicy, venv, n_steps=HORIZON, batch_size=N_ENVS * HORIZON // MINIBATCHES,
                 n_epochs=EPOCHS, learning_rate=LR, gamma=1.0, gae_lambda=0.95, seed=seed, device="cpu", verbose=0,
                 policy_kwargs={"hidden": ACTOR, "critic_arch": CRITIC})
+    model.set_logger(silent_logger())
     start = time.perf_counter()
     model.learn(steps)
     return model.num_timesteps / (time.perf_counter() - start)

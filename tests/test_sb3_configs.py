@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 import json
 import os
+import tempfile
 
 import pytest
 import torch
@@ -138,9 +139,12 @@ TINY = {  # the same short run through the library and the command line
 
 
 @pytest.mark.parametrize("sub", sorted(TINY))
-def test_the_library_and_the_command_line_train_the_same_model(tmp_path, sub):
+def test_the_library_and_the_command_line_train_the_same_model(tmp_path, monkeypatch, sub):
     from stable_baselines3 import PPO
 
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     settings, library, flags = TINY[sub]
     threads = torch.get_num_threads()
     try:
@@ -154,3 +158,14 @@ def test_the_library_and_the_command_line_train_the_same_model(tmp_path, sub):
         torch.set_num_threads(threads)
     cli = PPO.load(os.path.join(run_dir, "model.zip"), device="cpu")
     _same(_weights(lib), _weights(cli))
+    # SB3's default logger would leave an empty SB3-<date> folder in the temporary directory per learn()
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("SB3-")]
+    assert lib.logger.name_to_value and "train/loss" in lib.logger.name_to_value
+
+
+def test_the_shared_budget_ppo_leaves_no_logger_folder(tmp_path, monkeypatch):
+    from membudget.agents.multiagent import train_shared_ppo
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    train_shared_ppo(2, "B10", total_timesteps=64, n_copies=1)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("SB3-")]
