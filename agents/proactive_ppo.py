@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from membudget.agents.configs import SB3PPOSettings
-from membudget.envs.validation import check_int, check_number
+from membudget.envs.validation import MAX_REWARD_WEIGHT, check_int, check_number
 
 
 ENV_IDS = {0: "membudget/ProactiveStream-v0", 1: "membudget/ProactiveStream-v1"}
@@ -62,8 +62,8 @@ class ProactiveStreamPPOConfig(SB3PPOSettings):
     def __post_init__(self):
         super().__post_init__()
         check_int("n_envs", self.n_envs, 1)
-        check_number("intrusion_penalty", self.intrusion_penalty, 0)
-        check_number("token_weight", self.token_weight, 0)
+        check_number("intrusion_penalty", self.intrusion_penalty, 0, MAX_REWARD_WEIGHT)
+        check_number("token_weight", self.token_weight, 0, MAX_REWARD_WEIGHT)
         check_int("version", self.version, 0, 1)
         if self.warm_start not in WARM_STARTS:
             raise ValueError(f"warm_start must be one of {WARM_STARTS}, got {self.warm_start!r}")

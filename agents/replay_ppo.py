@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 
 from membudget.agents.configs import SB3PPOSettings
-from membudget.envs.validation import check_int, check_known, check_number
+from membudget.envs.validation import MAX_REWARD_WEIGHT, check_int, check_known, check_number
 
 VERSIONS = (0, 1)
 
@@ -42,7 +42,7 @@ class ReplayStreamPPOConfig(SB3PPOSettings):
     def __post_init__(self):
         super().__post_init__()
         check_int("n_tasks", self.n_tasks, 1)
-        check_number("cost_weight", self.cost_weight, 0)
+        check_number("cost_weight", self.cost_weight, 0, MAX_REWARD_WEIGHT)
         check_known("version", self.version, VERSIONS)
 
 

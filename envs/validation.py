@@ -15,6 +15,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
+MAX_REWARD_WEIGHT = 1e6
+"""Largest weight of a reward term given as an argument (a cost weight, a token weight, a penalty): with each term
+bounded so, every step's reward and every episode's return stay finite float64 numbers (1e308 made them infinite)."""
+
 
 def _bounds(low, high, low_open=False, high_open=False) -> str:
     low, high = (f"{b:g}" if isinstance(b, float) else b for b in (low, high))

@@ -181,6 +181,27 @@ def test_bad_config_actions_and_calls_raise():
         env.reset(options={"conversation": {}})
 
 
+@pytest.mark.parametrize("world, shortest, tight", [
+    # (quote_gap[0] + ordinal[0], ceil(0.9 trigger_span[0]) or 3 activations, + 1, 2 lines per pm + 4 per trigger)
+    (dict(ordinal=(3, 6), quote_gap=(2, 5), trigger_span=(4, 9), n_prospective=1, n_trigger=1), 6, True),
+    (dict(ordinal=(3, 6), quote_gap=(9, 12), trigger_span=(4, 4), n_prospective=1, n_trigger=1), 12, True),
+    (dict(ordinal=(1, 1), quote_gap=(1, 1), trigger_span=(20, 30), n_prospective=1, n_trigger=1), 19, True),
+    (dict(ordinal=(1, 1), quote_gap=(1, 1), trigger_span=(4, 4), n_prospective=3, n_trigger=3), 18, False),
+    ({}, 23, False),   # the default world: its three trigger tests of span 24-44 crowd 23 messages
+])
+def test_a_horizon_that_cannot_hold_the_tests_is_refused_when_the_world_is_made(world, shortest, tight):
+    assert ConversationConfig(**world).shortest_horizon == shortest
+    with pytest.raises(ValueError, match=f"need at least {shortest} messages"):
+        ConversationConfig(**world, horizon=shortest - 1)
+    drawn = 0
+    for seed in range(300):
+        try:
+            drawn += generate_conversation(seed, ConversationConfig(**world, horizon=shortest)).horizon == shortest
+        except RuntimeError as e:   # a crowded world: the placement's random draws missed every fit
+            assert f"seed {seed}" in str(e) and f"needs at least {shortest}" in str(e)
+    assert (drawn > 0) == tight     # the bound is attained where one test of each kind sets it
+
+
 def _enumerate_best(conv, budget, cap, penalty):
     cands = [tuple(p) for p in np.argwhere(conv.candidates()).tolist()]
     best = -np.inf

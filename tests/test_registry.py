@@ -169,3 +169,33 @@ def test_dict_observations_keep_their_space_s_key_order(env_id):
         for kwargs in ({}, {"observe_counts": True}):
             venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
             assert list(venv.reset(seed=0)[0]) == list(venv.single_observation_space.spaces)
+
+
+REWARD_WEIGHTS = [  # (id, argument, its largest allowed value, what the episode needs besides)
+    ("membudget/ReplayStream-v0", "cost_weight", "MAX_REWARD_WEIGHT", {"n_tasks": 60}),
+    ("membudget/ReplayStream-v1", "cost_weight", "MAX_REWARD_WEIGHT", {"n_tasks": 60}),
+    ("membudget/ProactiveStream-v0", "intrusion_penalty", "MAX_REWARD_WEIGHT", {"n_days": 14}),
+    ("membudget/ProactiveStream-v0", "token_weight", "MAX_REWARD_WEIGHT", {"n_days": 14}),
+    ("membudget/ProactiveStream-v1", "token_weight", "MAX_REWARD_WEIGHT", {"n_days": 14}),
+    ("membudget/TierRouting-v0", "lam", "MAX_LAMBDA", {}),
+]
+
+
+@pytest.mark.parametrize("env_id, name, bound, kwargs", REWARD_WEIGHTS)
+def test_reward_weights_are_bounded_so_rewards_and_returns_stay_finite(env_id, name, bound, kwargs):
+    from membudget.envs.tiers.env import MAX_LAMBDA
+    from membudget.envs.validation import MAX_REWARD_WEIGHT
+
+    largest = {"MAX_REWARD_WEIGHT": MAX_REWARD_WEIGHT, "MAX_LAMBDA": MAX_LAMBDA}[bound]
+    with pytest.raises(ValueError, match=name):
+        gym.make(env_id, **kwargs, **{name: np.nextafter(largest, np.inf)})
+    env = gym.make(env_id, **kwargs, **{name: largest})
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    rewards, done = [], False
+    while not done:
+        _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        rewards.append(reward)
+        done = terminated or truncated
+    assert np.isfinite(rewards).all() and np.isfinite(np.sum(rewards))
+    assert np.abs(rewards).max() > 1.0   # the weight reaches the reward: the bound is not vacuous here

@@ -56,7 +56,8 @@ class ConversationConfig:
     on the development conversations; :data:`WORLD_V0` is the earlier world without base responses)."""
 
     horizon: int = 66
-    """User messages per conversation (decision steps); BudgetPM's development-median horizon."""
+    """User messages per conversation (decision steps); BudgetPM's development-median horizon. At least
+    :attr:`shortest_horizon` (refused below it)."""
     n_prospective: int = 3
     """Prospective-memory tests (GoodAI: 3 examples per dataset)."""
     n_trigger: int = 3
@@ -120,6 +121,22 @@ class ConversationConfig:
                      "p_false_prospective", *BASE_PARAMETERS):
             _set(name, check_number(name, getattr(self, name), 0, 1))
         _set("gate", check_number("gate", self.gate, 0, 1, low_open=True))
+        if self.horizon < self.shortest_horizon:
+            raise ValueError(f"horizon {self.horizon} cannot hold the tests: {self.n_prospective} prospective and "
+                             f"{self.n_trigger} trigger tests with ordinal {self.ordinal}, quote_gap "
+                             f"{self.quote_gap} and trigger_span {self.trigger_span} need at least "
+                             f"{self.shortest_horizon} messages")
+
+    @property
+    def shortest_horizon(self) -> int:
+        """The fewest messages any conversation of this world needs: every test at its shortest (a prospective test
+        from its quote to its due reply, ``quote_gap[0] + ordinal[0]`` messages; a trigger test from its setup to
+        its last activation, ``ceil(0.9 trigger_span[0]) + 1``), and two distinct messages per prospective test,
+        four per trigger test. A horizon below it is refused; one just above it can still fail to place a crowded
+        world's tests at reset (``RuntimeError``)."""
+        pm = self.quote_gap[0] + self.ordinal[0]
+        trigger = max(math.ceil(ACTIVATION_FRACTIONS[-1] * self.trigger_span[0]), ACTIVATIONS) + 1
+        return max(pm, trigger, 2 * self.n_prospective + (ACTIVATIONS + 1) * self.n_trigger)
 
     @property
     def resources(self) -> tuple:
@@ -463,7 +480,9 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
     ok, kind, owner, stored, live, ordinal, fires, tok, fuzzy, rep, verifier, base = _draw(
         rng, config.horizon, n_pm, n_tr, ranges, probs, base_probs)
     if not ok:
-        raise RuntimeError(f"a test does not fit into a conversation of {config.horizon} messages; raise the horizon")
+        raise RuntimeError(f"a test did not fit into a conversation of {config.horizon} messages in 1000 draws "
+                           f"(seed {seed}; this world needs at least {config.shortest_horizon}, and its tests crowd "
+                           f"a horizon near that); raise the horizon")
     return Conversation(horizon=config.horizon, gate=config.gate, message_kind=kind, message_test=owner,
                         test_ids=config.resources, test_kind=np.array([PROSPECTIVE] * n_pm + [TRIGGER] * n_tr),
                         stored=stored, live_from=live[:, 0].copy(), live_until=live[:, 1].copy(), ordinal=ordinal,

@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from ..rendering import (C_BAD, C_FUTURE, C_GOOD, C_MISS, C_NEUTRAL, C_QUERIED, RENDER_MODES, Render, blank_frame,
                          check_render_mode, figure_array, new_figure)
-from ..validation import check_discrete_action, check_int, check_number, check_options
+from ..validation import MAX_REWARD_WEIGHT, check_discrete_action, check_int, check_number, check_options
 from .memory import MemoryTrace, ProactiveMemory
 from .schema import MAX_FACTS, MINUTES_PER_DAY, Stream
 from .world import DEFAULT_DAYS, check_scope, evidence_all, feasible_all, generate_stream
@@ -194,8 +194,8 @@ class ProactiveStreamEnv(Render, gym.Env):
     - ``scope``: ``"sports"`` (default), ``"home"`` or ``"code"``.
     - ``n_days``: stream length in days (default 56 / 28 / 70 by scope).
     - ``memory``: ``"full"`` (default), ``"no_replay_gate"`` or ``"no_validation"`` (ProactMem's Table 4 ablations).
-    - ``intrusion_penalty``: cost of a false intervention (0.5).
-    - ``token_weight``: reward per memory token (2e-6).
+    - ``intrusion_penalty``: cost of a false intervention (0.5), in [0, ``MAX_REWARD_WEIGHT``] (1e6).
+    - ``token_weight``: reward per memory token (2e-6), in [0, ``MAX_REWARD_WEIGHT``].
     - ``token_budget``: optional episode token budget; a depth the remaining budget cannot pay is downgraded to the
       deepest affordable one (to the current event alone, 0 tokens, when none is), so the budget is never exceeded.
     - ``hallucination_rate``: error rate of the deterministic trajectory summariser (0.1).
@@ -219,8 +219,8 @@ class ProactiveStreamEnv(Render, gym.Env):
         self.scope_spec = self._scopes(scope)
         if memory not in MEMORY_VARIANTS:
             raise ValueError(f"unknown memory variant {memory!r}; choose one of {MEMORY_VARIANTS}")
-        check_number("intrusion_penalty", intrusion_penalty, 0)
-        check_number("token_weight", token_weight, 0)
+        check_number("intrusion_penalty", intrusion_penalty, 0, MAX_REWARD_WEIGHT)
+        check_number("token_weight", token_weight, 0, MAX_REWARD_WEIGHT)
         check_number("hallucination_rate", hallucination_rate, 0, 1)
         check_int("token_budget", token_budget, 1, none_ok=True)
         check_render_mode(render_mode, self._name)

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from ..rendering import (C_BAD, C_FUTURE, C_GOOD, C_QUERIED, RENDER_MODES, Render, blank_frame, check_render_mode,
                          figure_array, new_figure)
-from ..validation import check_discrete_action, check_int, check_number, check_options
+from ..validation import MAX_REWARD_WEIGHT, check_discrete_action, check_int, check_number, check_options
 from .world import (ACTIONS, BUDGETS, MAX_CONTEXT, MAX_INSTRUCTION, MODES, N_ACTIONS, BANK_WINDOW, Stream,
                     check_stream_arguments, generate_stream)
 
@@ -87,7 +87,7 @@ class ReplayStreamEnv(Render, gym.Env):
     - ``n_tasks``: stream length (500).
     - ``recent_k``: entries replayed by ``full`` / ``compressed`` (4; the fixed-replay baselines use 1, 4, 8, 16).
     - ``retrieve_k``: entries replayed by ``retrieved`` (1).
-    - ``cost_weight``: ``w`` (0.5).
+    - ``cost_weight``: ``w`` (0.5), in [0, ``MAX_REWARD_WEIGHT``] (1e6).
     - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` (the stream so far as a picture: each task's
       replay mode and generation budget, whether it was solved, its tokens and the running accuracy) or None.
 
@@ -103,7 +103,7 @@ class ReplayStreamEnv(Render, gym.Env):
     def __init__(self, family="db", profile="mid", n_tasks=500, recent_k=4, retrieve_k=1, cost_weight=0.5,
                  render_mode=None):
         check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k)
-        check_number("cost_weight", cost_weight, 0)
+        check_number("cost_weight", cost_weight, 0, MAX_REWARD_WEIGHT)
         check_render_mode(render_mode, self._name)
         self.family, self.profile, self.n_tasks = family, profile, int(n_tasks)
         self.recent_k, self.retrieve_k, self.cost_weight = int(recent_k), int(retrieve_k), float(cost_weight)

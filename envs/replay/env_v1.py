@@ -68,7 +68,7 @@ class ReplayStreamV1Env(ReplayStreamEnv):
       the fixed-replay baselines set their own 1, 4, 8, 16).
     - ``retrieve_k``: entries replayed by ``retrieved`` (None: 4 on ``db``, LIMBO's retrieval-gated design with
       k ∈ {4, 8, 16}; 1 on ``os``, the retrieved k = 1 of its OS policies; v0: 1).
-    - ``cost_weight``: ``w`` (0.5).
+    - ``cost_weight``: ``w`` (0.5), in [0, ``MAX_REWARD_WEIGHT``] (1e6).
     - ``render_mode``: ``"ansi"``, ``"human"``, ``"rgb_array"`` or None, as in v0.
 
     ## Version History

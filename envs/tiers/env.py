@@ -101,7 +101,8 @@ class TierRoutingEnv(Render, gym.Env):
     - ``population``: ``"locomo"`` (default), ``"longmemeval"`` or ``"hotpotqa"``.
     - ``backbone``: ``"llama"`` (default; LLaMA-3.3-70B family prices) or ``"qwen"`` (Qwen family: cheap input,
       expensive output, different per-module strengths), for transfer without retraining.
-    - ``lam``: λ ≥ 0, the cost weight (default 0.0, performance first). Ignored when ``lam_conditioned``.
+    - ``lam``: λ ≥ 0, the cost weight (default 0.0, performance first), at most ``MAX_LAMBDA``. Ignored when
+      ``lam_conditioned``.
     - ``lam_conditioned``: put λ in the observation and draw it per query from ``lam_values``.
     - ``lam_values``: λ values of the conditioned variant (default 0, 0.1, 0.3, 0.5, 1.0), each at most
       ``MAX_LAMBDA`` (float32's largest: the observation holds λ).
@@ -128,7 +129,7 @@ class TierRoutingEnv(Render, gym.Env):
                  lam_conditioned=False, lam_values=DEFAULT_LAMBDAS, max_cost_per_query=None, noise=0.04,
                  render_mode=None):
         check_world_arguments(strategy, population, backbone, noise)
-        self.lam = check_number("lam", lam, 0)
+        self.lam = check_number("lam", lam, 0, MAX_LAMBDA)
         if not isinstance(lam_conditioned, (bool, np.bool_)):
             raise ValueError(f"lam_conditioned must be a bool, got {lam_conditioned!r}")
         try:
