@@ -84,7 +84,9 @@ class ReplayStreamEnv(Render, gym.Env):
     - ``family``: ``"db"`` (default) or ``"os"``.
     - ``profile``: backbone profile ``"strong"`` (no replay already strong, replay worth 2-3 points at 5-6× cost),
       ``"mid"`` (default) or ``"weak"`` (no replay ~21%, retrieved replay ~66% on ``db``).
-    - ``n_tasks``: stream length (500).
+    - ``n_tasks``: stream length (500), in [1, 100,000]. A reset's time grows with its square: it draws the
+      retriever's noise of every (task, bank item) pair, the draws that fix the stream (0.04 s at 500 tasks,
+      6 s at 20,000, 20 s at 40,000, about 2 min at 100,000; memory stays linear).
     - ``recent_k``: entries replayed by ``full`` / ``compressed`` (4; the fixed-replay baselines use 1, 4, 8, 16).
     - ``retrieve_k``: entries replayed by ``retrieved`` (1).
     - ``cost_weight``: ``w`` (0.5), in [0, ``MAX_REWARD_WEIGHT``] (1e6).

@@ -63,7 +63,9 @@ class ReplayStreamV1Env(ReplayStreamEnv):
       cost), ``"mid"`` (default; Qwen2.5-7B: on db the same shape at ≈ 70%, on os replay worth ≈ 10 points and the
       higher generation tiers useful) or ``"weak"`` (Llama-3.1-8B: on db no replay 20.8%, retrieved k = 1 ≈ 66%,
       fixed k = 16 ≈ 70%).
-    - ``n_tasks``: stream length (500).
+    - ``n_tasks``: stream length (500), in [1, 100,000]. A reset's time grows with its square: it draws the
+      retriever's noise of every (task, bank item) pair, the draws that fix the stream (0.04 s at 500 tasks,
+      6 s at 20,000, 20 s at 40,000, about 2 min at 100,000; memory stays linear).
     - ``recent_k``: entries replayed by ``full`` / ``compressed`` (16, LIMBO's k = 16-scale replay budget; v0: 4;
       the fixed-replay baselines set their own 1, 4, 8, 16).
     - ``retrieve_k``: entries replayed by ``retrieved`` (None: 4 on ``db``, LIMBO's retrieval-gated design with
