@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -258,11 +259,21 @@ def _check_weeks_end_together(done: np.ndarray) -> None:
 
 def choose_engine(cfg: PPOConfig, task, actor) -> str:
     """The engine that trains ``actor`` under ``cfg`` on ``task`` (``auto`` resolved); an explicit ``compiled``
-    that cannot train the configuration raises ``ValueError`` saying why."""
+    that cannot train the configuration, or that this machine cannot build
+    (:func:`~membudget.agents.ppo_compiled.compile_blocker`: no C++ compiler, an unwritable package folder), raises
+    ``ValueError`` saying why, before training; ``auto`` then trains with ``autograd`` and warns why."""
+    from membudget.agents.ppo_compiled import compile_blocker, compiled_backend_name
+
     per_resource = isinstance(actor, PerResourceNet)
     if cfg.engine == "auto":
         fits = task is PMWEEK and per_resource and actor.context and len(actor.hidden) == 2 and cfg.bc_coef == 0
-        return "compiled" if fits and cfg.total_timesteps >= AUTO_COMPILED_STEPS else "autograd"
+        if not fits or cfg.total_timesteps < AUTO_COMPILED_STEPS:
+            return "autograd"
+        blocker = compile_blocker(compiled_backend_name(cfg.compiled_backend))
+        if blocker:
+            warnings.warn(f"engine='auto' trains with the autograd engine: {blocker}", RuntimeWarning, stacklevel=2)
+            return "autograd"
+        return "compiled"
     if cfg.engine == "compiled":
         if task is not PMWEEK:
             raise ValueError(f"engine='compiled' trains on PMWeek-v0 only; {task.name} trains with engine='autograd'")
@@ -271,6 +282,10 @@ def choose_engine(cfg: PPOConfig, task, actor) -> str:
                              "(hidden=(h1, h2), context=True, actor='per-resource', or such an init)")
         if cfg.bc_coef > 0:
             raise ValueError("engine='compiled' has no behaviour-cloning loss; bc_coef > 0 needs engine='autograd'")
+        blocker = compile_blocker(compiled_backend_name(cfg.compiled_backend))
+        if blocker:
+            raise ValueError(f"engine='compiled' cannot be built here: {blocker}; engine='autograd' trains without "
+                             "compiling")
     return cfg.engine
 
 

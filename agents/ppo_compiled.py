@@ -33,6 +33,7 @@ import functools
 import hashlib
 import itertools
 import os
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -251,7 +252,51 @@ def package_root() -> str:
     inductor = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if inductor and os.path.abspath(inductor) != os.path.abspath(default_cache_dir()):
         return os.path.join(inductor, "membudget-aoti")
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "membudget", "aoti")
+    xdg = os.environ.get("XDG_CACHE_HOME")  # a relative value is invalid and ignored (XDG Base Directory spec)
+    return os.path.join(xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.cache"), "membudget", "aoti")
+
+
+def compile_blocker(backend: str) -> str | None:
+    """Why this machine cannot build the compiled engine's update through ``backend`` (``"aoti"`` or ``"inductor"``):
+    no working C++ compiler, or for ``aoti`` a package folder (:func:`package_root`) it cannot create or write; None
+    when nothing stands in the way. ``engine="auto"`` then trains with the autograd engine, an explicit
+    ``engine="compiled"`` is refused before training."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    try:
+        get_cpp_compiler()
+    except Exception as error:  # inductor's InvalidCxxCompiler and whatever its search raises
+        return f"no working C++ compiler for torch's inductor ({type(error).__name__}: {error})"
+    if backend == "aoti":
+        root = package_root()
+        try:
+            os.makedirs(root, exist_ok=True)
+        except OSError as error:
+            return f"the AOTInductor package folder {root} cannot be created ({error})"
+        if not os.access(root, os.W_OK | os.X_OK):
+            return f"the AOTInductor package folder {root} is not writable"
+    return None
+
+
+def _cpu_flags() -> str:
+    """The CPU's instruction-set flags (Linux ``/proc/cpuinfo``; else the platform's processor name): inductor
+    compiles the packages with ``-march=native``, so a package built on one CPU may not run on another of the same
+    vector capability (a shared home directory)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return " ".join(sorted(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    import platform
+
+    return f"{platform.machine()} {platform.processor()}"
+
+
+_LOADED: dict = {}
+"""Packages loaded in this process, by path: each load maps another copy of the package's library, never unloaded,
+and a package holds no state (the weights are arguments), so runs in one process share one."""
 
 
 class AOTIUpdate:
@@ -259,7 +304,7 @@ class AOTIUpdate:
     this engine's networks is exported (``torch.export``, the row and sample counts dynamic) and compiled into a
     package under :func:`package_root` (``~/.cache/membudget/aoti``, or ``$TORCHINDUCTOR_CACHE_DIR/membudget-aoti``
     when the user set that variable), keyed by torch's version, the CPU's
-    vector capability, torch's thread count, this module's source, the networks' shapes, the critic's product dtype
+    vector capability and instruction-set flags, torch's thread count, this module's source, the networks' shapes, the critic's product dtype
     and tanh and whether the actor learns, or loaded from there (the loss's coefficients are arguments); later calls
     run the package. A minibatch with fewer than 2 candidate rows or samples (the package's smallest sizes) runs
     the uncompiled function.
@@ -294,25 +339,43 @@ class AOTIUpdate:
         sizes = tuple(len(net[0]) for net in state)
         # the thread count too: inductor writes it into the kernels' parallel loops
         key = hashlib.sha256(repr((AOTI_FORMAT, torch.__version__, torch.backends.cpu.get_cpu_capability(),
-                                   torch.get_num_threads(), [tuple(t.shape) for net in state for t in net[0]],
-                                   str(critic_dtype), tanh.__name__, with_actor,
-                                   _SOURCE_DIGEST)).encode()).hexdigest()[:24]
+                                   _cpu_flags(), torch.get_num_threads(),
+                                   [tuple(t.shape) for net in state for t in net[0]], str(critic_dtype),
+                                   tanh.__name__, with_actor, _SOURCE_DIGEST)).encode()).hexdigest()[:24]
         path = os.path.join(package_root(), f"update-{key}.pt2")
-        if not os.path.exists(path):
-            from torch.export import Dim
+        if path in _LOADED:
+            return _LOADED[path]
+        if os.path.exists(path):
+            try:
+                _LOADED[path] = torch._inductor.aoti_load_package(path)
+                return _LOADED[path]
+            except Exception as error:  # a truncated or damaged file (a crash, a full disk): built again once
+                warnings.warn(f"the AOTInductor package {path} could not be loaded ({type(error).__name__}: "
+                              f"{error}); building it again", RuntimeWarning, stacklevel=2)
+        from torch.export import Dim
 
-            rows, obs, k, n = (Dim(name, min=2) for name in ("rows", "states", "candidates", "samples"))
-            per_minibatch = ({0: k}, {0: n}, {0: k}, {0: n}, {0: k}, {0: n}, {0: n}, {0: n})
-            dynamic = (None,) * (3 * sum(sizes) + 4) + ({0: rows}, {0: obs}) + per_minibatch + (None,) * 4
-            module = _Update(sizes, with_actor, critic_dtype, tanh)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            staging = f"{path[:-4]}.{os.getpid()}.tmp.pt2"  # concurrent runs: each its own, the last rename wins
+        rows, obs, k, n = (Dim(name, min=2) for name in ("rows", "states", "candidates", "samples"))
+        per_minibatch = ({0: k}, {0: n}, {0: k}, {0: n}, {0: k}, {0: n}, {0: n}, {0: n})
+        dynamic = (None,) * (3 * sum(sizes) + 4) + ({0: rows}, {0: obs}) + per_minibatch + (None,) * 4
+        module = _Update(sizes, with_actor, critic_dtype, tanh)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # concurrent builds (also from containers whose processes share a PID) each write their own file and
+        # rename it into place whole, the last rename winning; a failed build leaves nothing behind
+        fd, staging = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f"update-{key}.", suffix=".tmp.pt2")
+        os.close(fd)
+        try:
             with warnings.catch_warnings():  # torch's own use of an API it deprecates, once per package
                 warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
                 program = torch.export.export(module, args, dynamic_shapes=(dynamic,), strict=False)
                 torch._inductor.aoti_compile_and_package(program, package_path=staging)
+            with open(staging, "rb") as f:
+                os.fsync(f.fileno())
             os.replace(staging, path)
-        return torch._inductor.aoti_load_package(path)
+        finally:
+            if os.path.exists(staging):
+                os.unlink(staging)
+        _LOADED[path] = torch._inductor.aoti_load_package(path)
+        return _LOADED[path]
 
 
 class _Update(nn.Module):

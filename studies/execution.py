@@ -32,7 +32,9 @@ import functools
 import hashlib
 import os
 import pickle
+import tempfile
 import time
+import warnings
 
 import numpy as np
 
@@ -110,21 +112,41 @@ def _feed(h, obj, path):
 
 
 def check_checkpoint_dir(checkpoint_dir: str) -> None:
-    """Make ``checkpoint_dir`` if needed and check that this membudget version wrote it: its ``VERSION`` file (written
-    on first use; a directory from before these files is taken as this version's) must name ``membudget.__version__``,
-    else ``ValueError``: its results may come from other code."""
+    """Make ``checkpoint_dir`` if needed, check that it is writable and that this membudget version wrote it: its
+    ``VERSION`` file must name ``membudget.__version__``, else ``ValueError`` (its results may come from other
+    code). A directory without one gets it, written whole (another process starting on the same directory reads
+    the complete file or none); one that already holds checkpoints (from before these files) is taken as this
+    version's with a ``RuntimeWarning``."""
     from membudget import __version__
 
-    os.makedirs(checkpoint_dir, exist_ok=True)
+    try:
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=checkpoint_dir, prefix=".VERSION.", suffix=".tmp")
+    except OSError as error:
+        raise ValueError(f"the checkpoint directory {checkpoint_dir} cannot be written ({error})") from None
     path = os.path.join(checkpoint_dir, "VERSION")
-    if not os.path.exists(path):
-        with open(path, "w") as f:
+    try:
+        with os.fdopen(fd, "w") as f:
             f.write(__version__ + "\n")
-        return
-    with open(path) as f:
-        written = f.read().strip()
+        older = [name for name in os.listdir(checkpoint_dir) if name.endswith(".pkl")]
+        try:
+            os.link(probe, path)   # atomic: creates VERSION whole, or fails when it exists
+        except FileExistsError:
+            pass
+        else:
+            if older:
+                warnings.warn(f"{checkpoint_dir} holds {len(older)} checkpoints and no VERSION file (written before "
+                              f"checkpoint directories kept one); they are taken as membudget {__version__}'s",
+                              RuntimeWarning, stacklevel=2)
+            return
+    finally:
+        os.unlink(probe)
+    with open(path, "rb") as f:
+        raw = f.read(64)
+    written = raw.decode("ascii", "replace").strip()
     if written != __version__:
-        raise ValueError(f"the checkpoints in {checkpoint_dir} were written by membudget {written}, this is "
+        shown = written if written.isprintable() and len(raw) < 64 else repr(raw)
+        raise ValueError(f"the checkpoints in {checkpoint_dir} were written by membudget {shown}, this is "
                          f"{__version__}: their results may come from other code; delete the directory or pass "
                          f"another --checkpoint-dir")
 

@@ -100,6 +100,63 @@ def test_a_checkpoint_directory_of_another_version_is_refused_before_any_work(tm
     assert (fresh / "VERSION").read_text().strip() == "99.0"
 
 
+def test_the_version_file_is_written_whole_and_a_bad_directory_is_refused_in_one_line(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    import membudget
+    from membudget.studies.execution import check_checkpoint_dir
+
+    # many first users of one new directory at once: each reads a complete VERSION (never an empty one)
+    errors = []
+
+    def first_use(d):
+        try:
+            check_checkpoint_dir(str(d))
+        except Exception as error:  # noqa: BLE001 - collected for the assertion
+            errors.append(error)
+
+    for k in range(20):
+        threads = [threading.Thread(target=first_use, args=(tmp_path / f"new{k}",)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+    assert all((tmp_path / f"new{k}" / "VERSION").read_text() == membudget.__version__ + "\n" for k in range(20))
+    assert not [n for k in range(20) for n in os.listdir(tmp_path / f"new{k}") if n != "VERSION"]  # no probe left
+
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ValueError, match="cannot be written"):
+        check_checkpoint_dir(str(tmp_path / "a-file" / "ckpt"))
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "VERSION").write_bytes(b"\x00\x01" * 100)
+    with pytest.raises(ValueError, match=r"written by membudget b'\\x00\\x01"):
+        check_checkpoint_dir(str(garbage))
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "0123abcd.pkl").write_bytes(b"")
+    with pytest.warns(RuntimeWarning, match="holds 1 checkpoints and no VERSION file"):
+        check_checkpoint_dir(str(older))
+    assert (older / "VERSION").read_text().strip() == membudget.__version__
+
+
+def test_the_training_command_refuses_another_version_s_checkpoints_in_one_line(tmp_path, monkeypatch, capsys):
+    import membudget
+    from membudget import train
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "VERSION").write_text("0.0.1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["bc", "--seeds", "0", "--checkpoint-dir", str(ckpt), "--out", str(tmp_path / "runs")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "written by membudget 0.0.1" in err and f"this is {membudget.__version__}" in err
+    assert "Traceback" not in err
+
+
 class _Reversed(Executor):
     """Tasks finishing in the reverse order (as remote workers may)."""
 

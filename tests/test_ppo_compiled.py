@@ -1,5 +1,7 @@
 """The compiled PPO engine (membudget.agents.ppo_compiled) against autograd, torch's Adam and the network class."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -295,6 +297,79 @@ def test_the_aoti_update_is_the_update_up_to_rounding_and_is_built_once(with_act
                 torch.testing.assert_close(f, e, rtol=1e-5, atol=1e-7)
     actor_moved = any(not torch.equal(f, s) for f, s in zip(first[0][0], state[0][0]))
     assert actor_moved == with_actor and any(not torch.equal(f, s) for f, s in zip(first[1][0], state[1][0]))
+
+
+@pytest.mark.slow
+def test_a_damaged_package_is_built_again_and_a_failed_build_leaves_nothing(tmp_path, monkeypatch):
+    from membudget.agents import ppo_compiled
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ppo_compiled, "_LOADED", {})
+    state, steps, x, obs, minibatch, loss = _update_case()
+    first, again = _copy(state), _copy(state)
+    with torch.no_grad():
+        AOTIUpdate()(first, steps, x, obs, minibatch, with_actor=False, **loss)
+        (package,) = tmp_path.rglob("update-*.pt2")
+        with open(package, "r+b") as f:   # a crash or a full disk while another process wrote it
+            f.truncate(package.stat().st_size // 2)
+        monkeypatch.setattr(ppo_compiled, "_LOADED", {})   # a new process
+        with pytest.warns(RuntimeWarning, match="could not be loaded.*building it again"):
+            AOTIUpdate()(again, steps, x, obs, minibatch, with_actor=False, **loss)
+    assert all(torch.equal(f, a) for nf, na in zip(first, again) for pf, pa in zip(nf, na) for f, a in zip(pf, pa))
+    assert [p.name for p in tmp_path.rglob("update-*")] == [package.name]
+
+    def crash(program, package_path):
+        with open(package_path, "wb") as f:
+            f.write(b"half a package")
+        raise RuntimeError("the compiler died")
+
+    monkeypatch.setattr(ppo_compiled, "_LOADED", {})
+    package.unlink()
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", crash)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="the compiler died"):
+        AOTIUpdate()(_copy(state), steps, x, obs, minibatch, with_actor=False, **loss)
+    assert not list(tmp_path.rglob("update-*"))   # no staging file left behind
+
+
+def test_auto_trains_with_autograd_where_nothing_can_be_compiled_and_compiled_is_refused(tmp_path, monkeypatch):
+    from membudget.agents.ppo import PPOConfig, choose_engine
+    from membudget.agents.ppo_compiled import compile_blocker
+    from membudget.agents.tasks import PMWEEK
+
+    net = PerResourceNet((64, 64))
+    assert compile_blocker("aoti") is None   # this machine builds packages
+    (tmp_path / "a-file").write_text("")   # a cache home that no user can create folders under
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    assert "cannot be created" in compile_blocker("aoti") and compile_blocker("inductor") is None
+    with pytest.warns(RuntimeWarning, match="engine='auto' trains with the autograd engine: the AOTInductor"):
+        assert choose_engine(PPOConfig(), PMWEEK, net) == "autograd"
+    with pytest.raises(ValueError, match="engine='compiled' cannot be built here"):
+        choose_engine(PPOConfig(engine="compiled"), PMWEEK, net)
+    assert choose_engine(PPOConfig(engine="compiled", compiled_backend="inductor"), PMWEEK, net) == "compiled"
+
+
+def test_no_compiler_means_autograd_for_auto_and_a_refusal_for_compiled(monkeypatch):
+    from torch._inductor import config as inductor_config
+
+    from membudget.agents.ppo import PPOConfig, choose_engine
+    from membudget.agents.tasks import PMWEEK
+
+    monkeypatch.setattr(inductor_config.cpp, "cxx", (None, "/nonexistent/g++"))
+    net = PerResourceNet((64, 64))
+    with pytest.warns(RuntimeWarning, match="no working C\\+\\+ compiler"):
+        assert choose_engine(PPOConfig(), PMWEEK, net) == "autograd"
+    for backend in ("aoti", "inductor"):
+        with pytest.raises(ValueError, match="no working C\\+\\+ compiler"):
+            choose_engine(PPOConfig(engine="compiled", compiled_backend=backend), PMWEEK, net)
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch):
+    from membudget.agents.ppo_compiled import package_root
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert package_root() == os.path.join(os.path.expanduser("~/.cache"), "membudget", "aoti")
 
 
 def test_the_packages_stay_in_the_user_s_cache_whatever_inductor_wrote_into_its_variable(tmp_path, monkeypatch):
