@@ -72,19 +72,20 @@ def entry_point(target: str):
 
 
 def main(argv=None):
+    from membudget.studies.cli import optional_extras, plain, usage_error
+
+    prog = "python -m membudget.evaluate"
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in SUBCOMMANDS:
-        return entry_point(SUBCOMMANDS[argv[0]])(argv[1:])
+        with optional_extras(f"{prog} {argv[0]}"):  # a missing extra (ray, minari, ...): one line, its install
+            return entry_point(SUBCOMMANDS[argv[0]])(argv[1:])
     if argv[:1] and not argv[0].startswith("-"):
-        from membudget.studies.cli import usage_error
-
-        usage_error("python -m membudget.evaluate", f"unknown study {argv[0]!r}; the studies are "
-                                                    f"{', '.join(SUBCOMMANDS)} (none: BudgetPM's headline table)")
+        usage_error(prog, f"unknown study {argv[0]!r}; the studies are {', '.join(SUBCOMMANDS)} (none: BudgetPM's "
+                          "headline table)")
     if argv[:1] in (["-h"], ["--help"]):
-        from membudget.studies.cli import plain
-
         print(plain(__doc__))
-    return entry_point(DEFAULT)(argv)
+    with optional_extras(prog):
+        return entry_point(DEFAULT)(argv)
 
 
 if __name__ == "__main__":

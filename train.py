@@ -3,7 +3,7 @@ training runs the studies register (:class:`membudget.studies.runs.TrainCommand`
 
 Subcommands:
 
-- ``ppo``: the native PPO with the per-resource actor on PMWeek-v0 (or ConversationPM-v0) at one budget — the
+- ``ppo``: the native PPO with the per-resource actor on PMWeek-v0 (or ConversationPM-v1) at one budget — the
   study's learner, its defaults the settings chosen on validation weeks (``membudget.agents.ppo.PPOConfig``);
 - ``sb3-ppo`` / ``sb3-maskable-ppo``: Stable-Baselines3 PPO / sb3-contrib MaskablePPO on PMWeek-v0 at one budget;
 - ``sb3-ppo-conditioned``: one SB3 PPO trained across B5/B10/B15/B20 at once (the target-fraction feature tells it
@@ -18,9 +18,9 @@ Subcommands:
 - ``sweep``: a Ray Tune search (Optuna, ASHA) over ``ppo``'s hyperparameters on the validation weeks
   4000-4029; writes ``best_config.json`` for ``ppo --config`` (needs ``membudget[ray]``).
 
-Renamed since 0.1.0 (the old names still work until the next release, with a warning): ``ppo-native`` → ``ppo``,
-``maskable-ppo`` → ``sb3-maskable-ppo``, ``ppo-conditioned`` → ``sb3-ppo-conditioned``; 0.1.0's ``ppo`` (SB3's
-PPO) is ``sb3-ppo``.
+Renamed before the first release (the old names still work until it, with a warning): ``ppo-native`` → ``ppo``,
+``maskable-ppo`` → ``sb3-maskable-ppo``, ``ppo-conditioned`` → ``sb3-ppo-conditioned``; the earlier ``ppo``
+(SB3's PPO) is ``sb3-ppo``.
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys

@@ -58,6 +58,8 @@ class PMWeekTask(_Task):
     quality = "set_f1"
     train_seeds = TRAIN_SEEDS
     validation_seeds = VALIDATION_SEEDS
+    held_out_first = 8000
+    """The first held-out week (docs/protocol.md: validation 4000-4029, held-out 8000-8029 and 9000-9029)."""
     train_range = TRAIN_RANGES["pmweek"]
     """Episodes a learner may train on (the development weeks)."""
     metrics = (("set_f1", "Set F1"), ("on_time_recall", "on-time recall"), ("realized_cost", "realized cost"))
@@ -104,6 +106,8 @@ class ConversationTask(_Task):
     quality = "score"
     train_seeds = DEV_SEEDS
     validation_seeds = range(3000, 3010)
+    held_out_first = 4000
+    """The first held-out conversation: the analysis conversations 4000-4029 (BudgetPM's) and those from 5000."""
     train_range = TRAIN_RANGES["conversation"]
     """Episodes a learner may train on (below the validation conversations)."""
     metrics = (("score", "score"), ("macro_accuracy", "macro accuracy"), ("realized_cost", "realized cost"))

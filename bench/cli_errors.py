@@ -49,6 +49,9 @@ MISTAKES = {
     "not on/off": ("train", ["ppo", "--keep-best", "yes"], r"argument --keep-best: expected on or off, got 'yes'"),
     "training streams reaching the held-out ones": ("train", ["proactive-ppo", "--seed", "9998"],
                                                     r"training seeds 9998\.\.10001 would reach the held-out"),
+    "--quick with a flag it fixes": ("evaluate", ["--quick", "--budgets", "B999"],
+                                     r"--quick runs the README's main job with the default .*drop --quick to set "
+                                     r"--budgets"),
     "missing Ray": ("train", ["rllib-ppo", "--env", "replay"],
                     r'this needs ray, which is not installed: pip install "membudget\[ray\]"'),
 }

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
-from membudget.studies.cli import plain
+from membudget.studies.cli import check_extras, optional_extras, plain
 
 
 def stream_data(seed=42, family="db", profile="mid", n_tasks=500):
@@ -77,6 +77,8 @@ def main(argv=None):
     parser.add_argument("--cost-weight", type=float, default=0.5)
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=[42, 43, 44])
     args = parser.parse_args(argv)
+    with optional_extras(parser.prog):  # the comparison's reference implementation, before any work
+        check_extras(["mabwiser"])
     w, K = args.cost_weight, 12
     data = {s: stream_data(s, n_tasks=args.n_tasks) for s in args.seeds}
     X0 = data[args.seeds[0]][0]

@@ -18,9 +18,9 @@ def record_minari(env: gym.Env, act, seeds, dataset_id: str, **create_kwargs):
     ``DataCollector.create_dataset``: ``algorithm_name``, ``author``, ...). Returns the dataset."""
     try:
         from minari import DataCollector
-    except ImportError:  # pragma: no cover - the test extra installs it
-        raise ImportError("recording a Minari dataset needs the minari extra: "
-                          'pip install "membudget[minari]"') from None
+    except ImportError:  # named, so that the command lines' optional_extras print the install line
+        raise ModuleNotFoundError("recording a Minari dataset needs the minari extra: "
+                                  'pip install "membudget[minari]"', name="minari") from None
     collector = DataCollector(env, record_infos=False)
     for seed in seeds:
         obs, info = collector.reset(seed=int(seed))

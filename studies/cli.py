@@ -16,7 +16,7 @@ import sys
 EXTRAS = {"ray": "membudget[ray]", "optuna": "membudget[ray]", "minari": "membudget[minari]",
           "h5py": "membudget[minari]", "torchrl": "membudget[interop]", "tianshou": "membudget[interop]",
           "rl_zoo3": "membudget[interop]", "supersuit": "membudget[interop]", "mkdocs": "membudget[docs]",
-          "tree": "ray[rllib]"}
+          "tree": "ray[rllib]", "mabwiser": "membudget[test]"}
 """Top-level modules of the optional extras: ``module: what to pip install`` (RLlib's dependencies, dm-tree's
 ``tree`` first, come with ``ray[rllib]``, not with membudget's ray extra)."""
 

@@ -266,8 +266,8 @@ class RayExecutor(Executor):
         super().__init__(checkpoint_dir, progress)
         try:
             import ray
-        except ImportError:
-            raise ImportError('the ray backend needs Ray: pip install "membudget[ray]"') from None
+        except ImportError:  # named, so that the command lines' optional_extras print the install line
+            raise ModuleNotFoundError('the ray backend needs Ray: pip install "membudget[ray]"', name="ray") from None
         self._ray = ray
         self._owns = not ray.is_initialized()
         if self._owns:

@@ -11,6 +11,7 @@ import argparse
 import time
 
 from membudget.envs.validation import int_flag
+from membudget.studies.cli import check_extras, optional_extras
 from membudget.studies.execution import add_backend_flags, executor_from_flags
 from membudget.studies.protocol import parse_budget
 from membudget.teachers import build_label_dataset
@@ -48,6 +49,8 @@ def demonstrations_main(argv=None):
     parser.add_argument("--budget", default="B10", help="a level (B5...B80), an integer or none")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
+    with optional_extras(parser.prog):  # before any DP task runs
+        check_extras(["minari"])
     from membudget.teachers.minari_export import export_dp_demonstrations
 
     start = time.perf_counter()

@@ -154,11 +154,6 @@ def record_training(run_dir, wall_clock_s, env_steps, **extra) -> None:
         json.dump(meta, f, indent=1)
 
 
-HELD_OUT_FIRST = 8000
-"""The first held-out episode of the evaluation protocol (docs/protocol.md: validation 4000-4029, held-out 8000-8029
-and 9000-9029): a run's summary says which kind its evaluation episodes are."""
-
-
 def _task(task):
     if task is None:  # imported here: the command line checks its flags without the environments' imports
         from membudget.agents.tasks import PMWEEK as task
@@ -185,7 +180,7 @@ def finish_run(run_dir, subcommand, cfg, history, policy, budgets, env_kwargs, t
     if cfg.learning_curve == "on":
         write_learning_curve(history, run_dir, title=f"{subcommand} ({', '.join(map(str, budgets))})", task=task)
     record_training(run_dir, train_seconds, env_steps, **(training or {}))
-    kind = "held-out" if cfg.eval_first_seed >= HELD_OUT_FIRST else "validation-range"
+    kind = "held-out" if cfg.eval_first_seed + cfg.eval_weeks > task.held_out_first else "validation-range"
     print(f"{run_dir}: {task.episodes} {seeds.start}-{seeds.stop - 1} ({kind}) " + "; ".join(summary)
           + f" (training {train_seconds:.1f} s, {env_steps} env steps)")
     return run_dir

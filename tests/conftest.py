@@ -17,6 +17,19 @@ def pytest_xdist_auto_num_workers(config):
     return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_default_logs_in_one_pytest_folder(tmp_path_factory):
+    """SB3's default logger makes an empty ``SB3-<date>`` folder in the temporary directory at every ``learn()``;
+    the tests that build SB3 models directly, as users do, send it to one pytest folder (``SB3_LOGDIR``)."""
+    before = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-default-logs"))
+    yield
+    if before is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = before
+
+
 @pytest.fixture(scope="session")
 def cluster():
     """A simulated Ray cluster of three 1-CPU nodes, one for the whole session (skipped where Ray is not installed):

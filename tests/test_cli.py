@@ -196,3 +196,23 @@ def test_protocol_helpers_refuse_what_they_cannot_use():
                           (dict(seed=-1), "seed")):
         with pytest.raises(ValueError, match=match):
             bootstrap_ci([0.1, 0.2, 0.3], **kwargs)
+
+
+@pytest.mark.parametrize("module, argv, extra", [
+    ("evaluate", ["--quick", "--backend", "ray"], "ray"),
+    ("evaluate", ["structure", "--backend", "ray"], "ray"),
+    ("evaluate", ["rl-vs-distillation", "--quick", "--backend", "ray"], "ray"),
+    ("train", ["bc", "--seeds", "0,1", "--backend", "ray"], "ray"),
+    ("evaluate", ["demonstrations", "--dataset-id", "membudget/test-v0", "--n-weeks", "1"], "minari"),
+])
+def test_a_missing_extra_on_any_path_is_one_line_with_its_install_command(module, argv, extra, tmp_path, capsys,
+                                                                           monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, extra, None)   # as if not installed, whether it is or not
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        {"train": train, "evaluate": evaluate}[module].main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err, err
+    assert f'this needs {extra}, which is not installed: pip install "membudget[{extra}]"' in err.splitlines()[-1]

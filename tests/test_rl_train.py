@@ -303,7 +303,7 @@ def test_every_config_field_documents_its_flag(capsys):
 
 
 @pytest.mark.parametrize("sub", ["ppo", "bc", "dagger"])
-def test_training_subcommands_on_conversations(tmp_path, sub):
+def test_training_subcommands_on_conversations(tmp_path, capsys, sub):
     from membudget.agents.per_resource import StudentPolicy
     from membudget.agents.tasks import CONVERSATION
     from membudget.envs.conversation import ConversationPMEnv
@@ -313,6 +313,8 @@ def test_training_subcommands_on_conversations(tmp_path, sub):
     run_dir = train.main([sub, *args, "--task", "conversation", "--budget", "B60", "--eval-weeks", "2",
                           "--progress-bar", "off", "--out", str(tmp_path)])
     assert os.path.basename(run_dir) == f"{sub}-conversation-B60-seed0"  # not a PMWeek run's folder
+    # 4010-4011 are BudgetPM's held-out analysis conversations (PMWeek's weeks 4010-4011 are validation weeks)
+    assert "conversations 4010-4011 (held-out) B60: score" in capsys.readouterr().out
     with open(os.path.join(run_dir, "config.json")) as f:
         assert json.load(f)["config"]["task"] == "conversation"
     with open(os.path.join(run_dir, "metrics.csv")) as f:

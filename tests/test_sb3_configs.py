@@ -145,6 +145,7 @@ def test_the_library_and_the_command_line_train_the_same_model(tmp_path, monkeyp
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)   # SB3's default: its folders in the temporary directory
     settings, library, flags = TINY[sub]
     threads = torch.get_num_threads()
     try:
@@ -167,5 +168,6 @@ def test_the_shared_budget_ppo_leaves_no_logger_folder(tmp_path, monkeypatch):
     from membudget.agents.multiagent import train_shared_ppo
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
     train_shared_ppo(2, "B10", total_timesteps=64, n_copies=1)
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("SB3-")]

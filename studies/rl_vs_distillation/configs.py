@@ -21,8 +21,10 @@ class RunOutput:
     """Settings every PMWeek training subcommand shares (every field is a command-line flag of the same name)."""
 
     eval_first_seed: int = 4010
-    """First week of the final evaluation (never trained on; 4010-4029 lie in the validation range of
-    docs/protocol.md: the held-out weeks 8000-8029 / 9000-9029 are for a study's final figures)."""
+    """First episode of the final evaluation (never trained on). On PMWeek-v0, weeks 4010-4029 lie in the
+    validation range of docs/protocol.md (the held-out weeks 8000-8029 / 9000-9029 are for a study's final
+    figures); on ConversationPM-v1 conversations 4000-4029 are BudgetPM's held-out analysis conversations (its
+    validation conversations are 3000-3009). The run's summary line says which kind it evaluated on."""
     eval_weeks: int = 20
     """Number of weeks of the final evaluation (at every budget)."""
     out: str = "runs"
@@ -82,7 +84,7 @@ class ImitationConfig(RunOutput):
     """DAgger iterations (dagger only)."""
     task: str = "pmweek"
     """Environment: pmweek (PMWeek-v0; training weeks in 2000-3999) or conversation (ConversationPM-v1, from its
-    exact hindsight optimum; training conversations in 2000-2999, budget levels B20...B80)."""
+    exact hindsight optimum; training conversations in 2000-2999, budget levels B10...B80)."""
     torch_threads: int = 1
     """torch.set_num_threads for training (0: leave torch's default). Float sums depend on the thread count: with
     one thread a run gives the same weights on every core count, under --seeds and in the studies."""
@@ -118,7 +120,7 @@ class NativePPOConfig(RunOutput, PPOConfig):
     """Development weeks whose DP schedules the behaviour-cloning loss uses (with bc_coef > 0)."""
     task: str = "pmweek"
     """Environment: pmweek (PMWeek-v0) or conversation (ConversationPM-v1: the 12 development conversations,
-    validation conversations from 3000, budget levels B20...B80; unit costs, no counts for the critic; engine
+    validation conversations from 3000, budget levels B10...B80; unit costs, no counts for the critic; engine
     autograd)."""
 
 
