@@ -59,6 +59,14 @@ class Render:
         """Whether the environment records what its picture needs."""
         return self.render_mode == "rgb_array"
 
+    def __getstate__(self):
+        """A copy or a pickle leaves out the cached figure (``_view``): its canvas does not survive copying, and the
+        next ``render()`` draws a new one from the recorded timeline."""
+        state = self.__dict__.copy()
+        if state.get("_view") is not None:
+            state["_view"] = None
+        return state
+
 
 def new_figure(size=FRAME_SIZE):
     """A matplotlib ``Figure`` of ``size`` ``(height, width)`` pixels on its own Agg canvas (no pyplot state)."""

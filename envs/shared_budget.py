@@ -7,7 +7,6 @@ there.
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 from gymnasium import spaces
@@ -150,7 +149,9 @@ class raw_env(Render, ParallelEnv):
         # one zero entry for a single agent, so that the observation stays a non-empty array
         obs_space = spaces.Dict({**obs_space.spaces, "others": spaces.Box(
             0.0, cap * 5 / 10, (max(1, self.n_agents - 1),), dtype=np.float32)})
-        self._obs_space, self._act_space = obs_space, act_space
+        # PettingZoo's per-agent dicts; a method cache (functools.lru_cache) would keep every instance alive
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: act_space for a in self.possible_agents}
         res, bud = obs_space["resources"], obs_space["budget"]
         low = np.concatenate([np.tile(res.low.ravel(), n_agents), np.tile(bud.low, n_agents), np.zeros(n_agents * R)])
         high = np.concatenate([np.tile(res.high.ravel(), n_agents), np.tile(bud.high, n_agents), np.ones(n_agents * R)])
@@ -168,13 +169,13 @@ class raw_env(Render, ParallelEnv):
         self._timelines: list | None = None
         self._view: TimelineView | None = None
 
-    @functools.lru_cache(maxsize=None)
     def observation_space(self, agent):
-        return self._obs_space
+        """The same space object for every call (``KeyError`` for a name not in ``possible_agents``)."""
+        return self.observation_spaces[agent]
 
-    @functools.lru_cache(maxsize=None)
     def action_space(self, agent):
-        return self._act_space
+        """The same space object for every call (``KeyError`` for a name not in ``possible_agents``)."""
+        return self.action_spaces[agent]
 
     def reset(self, seed=None, options=None):
         # ``options``, a dict or None, is accepted and unused: PettingZoo's api tests pass arbitrary options to reset.

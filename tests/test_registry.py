@@ -199,3 +199,49 @@ def test_reward_weights_are_bounded_so_rewards_and_returns_stay_finite(env_id, n
         done = terminated or truncated
     assert np.isfinite(rewards).all() and np.isfinite(np.sum(rewards))
     assert np.abs(rewards).max() > 1.0   # the weight reaches the reward: the bound is not vacuous here
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_a_refused_reset_leaves_the_generator_as_it_was(env_id):
+    a, b = gym.make(env_id).unwrapped, gym.make(env_id).unwrapped
+    a.reset(seed=1)
+    b.reset(seed=1)
+    with pytest.raises(ValueError):
+        a.reset(seed=99, options={"bogus": 1})
+    assert a.np_random.bit_generator.state == b.np_random.bit_generator.state
+    assert a.np_random_seed == b.np_random_seed == 1
+
+
+def test_the_native_vector_env_reports_its_weeks_seeds_and_generators_as_sync_does():
+    native = gym.make_vec("membudget/PMWeek-v0", num_envs=3, vectorization_mode="vector_entry_point")
+    sync = gym.make_vec("membudget/PMWeek-v0", num_envs=3, vectorization_mode="sync")
+    for seed in (3, [None, 7, 11]):
+        native.reset(seed=seed)
+        sync.reset(seed=seed)
+        assert native.np_random_seed == sync.np_random_seed
+        assert [g.bit_generator.state for g in native.np_random] == [g.bit_generator.state for g in sync.np_random]
+    assert native.np_random_seed == (3, 7, 11)
+
+
+def test_copies_render_their_own_picture_and_the_shared_budget_env_is_freed():
+    import copy
+    import gc
+    import weakref
+
+    from membudget.envs import shared_budget
+
+    for env_id in ("membudget/PMWeek-v0", "membudget/ConversationPM-v1"):
+        env = gym.make(env_id, render_mode="rgb_array")
+        env.reset(seed=0)
+        env.step(env.action_space.sample())
+        frame = env.render()
+        assert np.array_equal(copy.deepcopy(env).render(), frame)
+        assert np.array_equal(pickle.loads(pickle.dumps(env)).render(), frame)
+    par = shared_budget.parallel_env(n_agents=2)
+    assert par.observation_space("agent_0") is par.observation_space("agent_0")
+    with pytest.raises(KeyError):
+        par.observation_space("nobody")
+    ref = weakref.ref(par)
+    del par
+    gc.collect()
+    assert ref() is None   # no cache keeps the environment alive

@@ -272,14 +272,15 @@ class ConversationPMEnv(OneWeekEnv):
         return {"budget": out.budget[0].copy(), "mask": out.mask[0].copy(), "resources": res}  # the space's order
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
+        seed = check_int("seed", seed, 0, none_ok=True)
         conv = self._reset_option(options, "conversation", Conversation, "a Conversation")
         if conv is not None:
             validate_conversation(conv)
             if conv.n_resources != len(self.world.resources):
                 raise ValueError(f"the conversation has {conv.n_resources} tests, this environment "
                                  f"{len(self.world.resources)} memory slots")
-        else:
+        super().reset(seed=seed)  # after the checks: a refused reset leaves the generator as it was
+        if conv is None:
             conv = generate_conversation(seed, self.world, rng=self.np_random)
         self.pm_episode = to_pm_episode(conv)
         self._week.core.load(0, self.pm_episode, 0)

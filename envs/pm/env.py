@@ -394,11 +394,12 @@ class PMWeekEnv(OneWeekEnv):
         return obs
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
+        seed = check_int("seed", seed, 0, none_ok=True)
         ep = self._reset_option(options, "episode", Episode, "an Episode")
         if ep is not None:
             validate_episode(ep)
-        else:
+        super().reset(seed=seed)  # after the checks: a refused reset leaves the generator as it was
+        if ep is None:
             ep = generate_episode(seed, config=self.world, cost_profile=self.cost_profile, load=self.load,
                                   rng=self.np_random)
         self._week.core.load(0, ep, self.world.lookahead)

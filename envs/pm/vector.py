@@ -81,6 +81,7 @@ class PMWeekVectorEnv(VectorEnv):
                                 per_step_cost_cap=per_step_cost_cap, late_policy=late_policy,
                                 b_frac=self.target_fraction)
         self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
+        self._np_seeds = [None] * n
         self._all = np.arange(n, dtype=np.int64)
         self._none = np.zeros(n, dtype=bool)
         self._no_scores = np.zeros((n, r))
@@ -111,6 +112,17 @@ class PMWeekVectorEnv(VectorEnv):
 
     def __getstate__(self):
         return dict(self.__dict__, _generator_list=None)  # rebuilt from the generators when next needed
+
+    @property
+    def np_random_seed(self) -> tuple:
+        """Each week's seed at its last seeding (``seed + i`` after ``reset(seed=seed)``; the drawn entropy when
+        seeded with None), as Gymnasium's ``SyncVectorEnv`` gives its sub-environments' seeds."""
+        return tuple(self._np_seeds)
+
+    @property
+    def np_random(self) -> tuple:
+        """Each week's generator (what its later weeks are drawn from), as ``SyncVectorEnv`` gives them."""
+        return tuple(self._rngs)
 
     def _advance(self, stepping, scores):
         """Step the weeks marked in ``stepping`` and observe every week, into new observation arrays."""
@@ -175,7 +187,9 @@ class PMWeekVectorEnv(VectorEnv):
             if seeds[i] is not None or not self._started:
                 # in place, to the state seeding.np_random(seed) starts from: numba's list of the generators (which
                 # points at their states) stays valid; rebuilding it cost a third of a 64-week reset
-                self._rngs[i].bit_generator.state = np.random.PCG64(np.random.SeedSequence(seeds[i])).state
+                sequence = np.random.SeedSequence(seeds[i])
+                self._rngs[i].bit_generator.state = np.random.PCG64(sequence).state
+                self._np_seeds[i] = int(sequence.entropy)
         given = np.zeros(n, dtype=bool) if episodes is None else np.array([ep is not None for ep in episodes])
         drawn = slots[~given[slots]]
         self._new_weeks(drawn, [seeds[i] for i in drawn])

@@ -422,17 +422,18 @@ class ProactiveStreamEnv(Render, gym.Env):
         return obs
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
+        seed = check_int("seed", seed, 0, none_ok=True)
         options = check_options(options, ("stream",))
         stream = options.get("stream")
-        if "stream" not in options:
-            stream = self._generate(scope=self.scope, n_days=self.n_days, rng=self.np_random)
-        elif not isinstance(stream, Stream) or stream.scope != self.scope:
-            raise ValueError(f"options['stream'] must be a Stream of scope {self.scope!r}")
-        else:
+        if "stream" in options:
+            if not isinstance(stream, Stream) or stream.scope != self.scope:
+                raise ValueError(f"options['stream'] must be a Stream of scope {self.scope!r}")
             stream.validate(self.scope_spec)
             if len(stream) == 0:
                 raise ValueError("options['stream'] has no events; a stream needs at least one")
+        super().reset(seed=seed)  # after the checks: a refused reset leaves the generator as it was
+        if "stream" not in options:
+            stream = self._generate(scope=self.scope, n_days=self.n_days, rng=self.np_random)
         self.stream = stream
         self._memory = ProactiveMemory(stream, self.scope_spec, validate=self.memory != "no_validation",
                                        replay_gate=self.memory != "no_replay_gate",

@@ -131,8 +131,9 @@ class ReplayStreamEnv(Render, gym.Env):
     # ---------------------------------------------------------------------------------------------------- API
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
+        seed = check_int("seed", seed, 0, none_ok=True)
         check_options(options, ())
+        super().reset(seed=seed)  # after the checks: a refused reset leaves the generator as it was
         self.stream = self._generate(family=self.family, profile=self.profile, n_tasks=self.n_tasks,
                                       recent_k=self.recent_k, retrieve_k=self.retrieve_k, rng=self.np_random)
         self._t = 0

@@ -203,24 +203,25 @@ class TierRoutingEnv(Render, gym.Env):
     # ---------------------------------------------------------------------------------------------------- API
 
     def reset(self, *, seed=None, options=None):
-        super().reset(seed=check_int("seed", seed, 0, none_ok=True))
+        seed = check_int("seed", seed, 0, none_ok=True)
         options = check_options(options, ("query", "lam"))
         if "query" in options:
-            q = options["query"]
-            validate_query(q, self.population)
-        else:
-            q = generate_query(self.np_random, self.population)
+            validate_query(options["query"], self.population)
         if "lam" in options:
             if not self.lam_conditioned:
                 raise ValueError("options['lam'] needs lam_conditioned=True (set lam in the constructor instead)")
-            self._lam = check_number("options['lam']", options["lam"], 0)
+            lam = check_number("options['lam']", options["lam"], 0)
+            if lam > self.observation_space.high[-1]:
+                raise ValueError(f"options['lam']={lam} exceeds the observation bound "
+                                 f"{self.observation_space.high[-1]} (max of lam_values, at least 1)")
+        super().reset(seed=seed)  # after the checks: a refused reset leaves the generator as it was
+        q = options["query"] if "query" in options else generate_query(self.np_random, self.population)
+        if "lam" in options:
+            self._lam = lam
         elif self.lam_conditioned:
             self._lam = float(self.lam_values[int(self.np_random.integers(len(self.lam_values)))])
         else:
             self._lam = self.lam
-        if self.lam_conditioned and self._lam > self.observation_space.high[-1]:
-            raise ValueError(f"options['lam']={self._lam} exceeds the observation bound "
-                             f"{self.observation_space.high[-1]} (max of lam_values, at least 1)")
         self.query = q
         self.outcomes = outcomes(q, self.strategy, self.backbone, self.noise)
         self._k, self._spent, self._tiers, self._requested, self._downgrades = 0, 0.0, [], [], 0
