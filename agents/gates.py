@@ -17,6 +17,8 @@ Gates save to ``.npz`` files of plain arrays (scaler, coefficients or tree array
 
 from __future__ import annotations
 
+import copy
+
 import numba
 import numpy as np
 
@@ -94,32 +96,37 @@ class StaticGate(ThresholdGate):
         check_int("max_iter", self.max_iter, 1)
         check_number("tol", self.tol, 0, low_open=True)
 
-    def _fit_scorer(self, X, y):
-        self.mean_, self.scale_, self.coef_, self.intercept_ = _Logistic.fit(X, y, C=self.C, max_iter=self.max_iter,
-                                                                            tol=self.tol)
+    def _fit_scorer(self, X, y) -> dict:
+        """The scorer fitted on ``X, y``, as :meth:`fitted_arrays` gives it (nothing of ``self`` changes)."""
+        mean, scale, coef, intercept = _Logistic.fit(X, y, C=self.C, max_iter=self.max_iter, tol=self.tol)
+        return {"mean": mean, "scale": scale, "coef": coef, "intercept": np.array(intercept)}
+
+    @staticmethod
+    def _score_arrays(z: dict, X):
+        return _Logistic.score(X, z["mean"], z["scale"], z["coef"], float(z["intercept"]))
 
     def score(self, X):
-        """Positive-label score in (0, 1) of each feature row (27 features)."""
-        return _Logistic.score(np.asarray(X, dtype=np.float64), self.mean_, self.scale_, self.coef_, self.intercept_)
+        """Positive-label score in (0, 1) of each feature row (:attr:`n_features` features)."""
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
+        return self._score_arrays(self.fitted_arrays(), self.check_rows(X))
 
     def fit(self, dataset, levels: dict | None = None):
         """Fit on ``dataset`` (a :class:`~membudget.teachers.LabelDataset`); ``levels`` maps budget names to query
-        counts (default: the budget levels of the dataset's world and cost profile)."""
+        counts (default: the budget levels of the dataset's world and cost profile). The fitted attributes are
+        set together at the end: a fit that fails leaves the gate as it was."""
         self.validate_params()
         levels = levels or levels_of(dataset)
         self._check_calibration(levels)
-        X, y, weeks = dataset.features.astype(np.float64), getattr(dataset, self.label), dataset.week
-        if y.min() == y.max():
-            raise ValueError(f"the {self.label!r} labels of this dataset have a single class")
+        X, y, weeks = self.check_rows(dataset.features), getattr(dataset, self.label), dataset.week
+        self.check_training_rows(X, y, self.label)
         oof = np.zeros(len(y))
         for train, test in week_folds(weeks, self.n_folds):
-            self._fit_scorer(X[train], y[train])
-            oof[test] = self.score(X[test])
-        self.oof_scores_ = oof
-        self.thresholds_ = {}
-        for name in self.calibration_budgets:
-            self.thresholds_[name] = target_count_threshold(oof, weeks, levels[name])
-        self._fit_scorer(X, y)
+            oof[test] = self._score_arrays(self._fit_scorer(X[train], y[train]), X[test])
+        thresholds = {name: target_count_threshold(oof, weeks, levels[name]) for name in self.calibration_budgets}
+        arrays = self._fit_scorer(X, y)
+        self.set_fitted_arrays(arrays)
+        self.oof_scores_, self.thresholds_ = oof, thresholds
         return self
 
     def fitted_arrays(self):
@@ -192,16 +199,21 @@ class BoostedGate(StaticGate):
                 out[i, : t.node_count] = v[:, 0, 0] if attr == "value" else v
             return out
 
-        self.left_, self.right_, self.feature_ = pad("children_left", -1), pad("children_right", -1), \
-            pad("feature", -2)
-        self.threshold_, self.value_ = pad("threshold", 0.0), pad("value", 0.0)
         prior = m.init_.class_prior_[1] if hasattr(m.init_, "class_prior_") else y.mean()
-        self.init_ = float(np.log(prior / (1 - prior)))
+        return {"left": pad("children_left", -1), "right": pad("children_right", -1), "feature": pad("feature", -2),
+                "threshold": pad("threshold", 0.0), "value": pad("value", 0.0),
+                "init": np.array(float(np.log(prior / (1 - prior))))}
+
+    def _score_arrays(self, z: dict, X):
+        X = X.astype(np.float32).astype(np.float64)  # the trees split float32 features
+        return _sigmoid(_boosted_raw(X, z["left"], z["right"], z["feature"], z["threshold"], z["value"],
+                                     float(z["init"]), self.learning_rate, self.max_depth))
 
     def score(self, X):
-        X = np.asarray(X, dtype=np.float32).astype(np.float64)  # the trees split float32 features
-        return _sigmoid(_boosted_raw(X, self.left_, self.right_, self.feature_, self.threshold_, self.value_,
-                                     self.init_, self.learning_rate, self.max_depth))
+        """Positive-label score in (0, 1) of each feature row (:attr:`n_features` features)."""
+        if not hasattr(self, "left_"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
+        return self._score_arrays(self.fitted_arrays(), self.check_rows(X))
 
     def fitted_arrays(self):
         return {"left": self.left_, "right": self.right_, "feature": self.feature_, "threshold": self.threshold_,
@@ -284,26 +296,27 @@ class TemporalGate(StaticGate):
         y = getattr(dataset, self.teacher)[j]
         X = np.concatenate([dataset.features, getattr(dataset, f"budget_features_{self.teacher}")[j]],
                            axis=1).astype(np.float64)
-        if y.min() == y.max():
-            raise ValueError(f"the {self.teacher} labels at {self.budget} have a single class")
+        X = self.check_rows(X)
+        self.check_training_rows(X, y, f"{self.teacher} at {self.budget}")
         weeks = dataset.week
         f1 = np.zeros((len(self.grid), np.unique(weeks).size))
         cost = np.zeros_like(f1)
         col = 0
         for train, test in week_folds(weeks, self.n_folds):
-            self._fit_scorer(X[train], y[train])
-            self.thresholds_ = {}
+            fold = copy.copy(self)  # the fold's scorer plays the test weeks; this gate changes only at the end
+            fold.set_fitted_arrays(self._fit_scorer(X[train], y[train]))
+            fold.thresholds_ = {}
             test_weeks = np.unique(weeks[test])
             for g, thr in enumerate(self.grid):
-                res = self._rollout(dataset, test_weeks, thr)
+                res = fold._rollout(dataset, test_weeks, thr)
                 f1[g, col: col + test_weeks.size] = res[self.quality]
                 cost[g, col: col + test_weeks.size] = res["realized_cost"]
             col += test_weeks.size
         mean_f1, mean_cost = f1.mean(axis=1), cost.mean(axis=1)
         order = sorted(range(len(self.grid)), key=lambda g: (-round(mean_f1[g], 12), mean_cost[g], -self.grid[g]))
-        self.oof_set_f1_ = mean_f1
-        self._fit_scorer(X, y)
-        self.thresholds_ = {self.budget: float(self.grid[order[0]])}
+        arrays = self._fit_scorer(X, y)
+        self.set_fitted_arrays(arrays)
+        self.oof_set_f1_, self.thresholds_ = mean_f1, {self.budget: float(self.grid[order[0]])}
         return self
 
     def _rollout(self, dataset, weeks, threshold):

@@ -326,15 +326,34 @@ class _LinUCBBase(BaseEstimator):
         for name in ("A_inv_", "b_", "theta_", "n_updates_", "n_features_in_", "last_bonus_"):
             self.__dict__.pop(name, None)
 
+    def _fit_anew(self, X, *targets):
+        """``partial_fit`` on a forgotten state; data that are refused leave the bandit as it was (its state
+        included)."""
+        if np.ndim(X) == 2 and np.shape(X)[0] == 0:
+            raise ValueError("X has no rows: fit needs at least one observation")
+        saved = dict(self.__dict__)
+        self._reset()
+        try:
+            return self.partial_fit(X, *targets)
+        except Exception:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
     STRUCTURAL_PARAMS = ("n_actions", "l2_lambda", "fit_intercept")
     """Parameters the learned state is built from (its shapes, ``A`` 's prior)."""
 
     def set_params(self, **params):
-        """scikit-learn's ``set_params``, the new values checked (a refused one changes nothing). A fitted bandit
-        stays consistent: a new ``n_actions``, ``l2_lambda`` or ``fit_intercept`` (or HybridLinUCB's
-        ``action_features`` / ``own_l2_lambda``) discards the learned state, as ``fit`` would; a new ``cost_weight``
-        is used by every later choice (``select`` and ``update`` keep the combined scores it weights)."""
-        structural = hasattr(self, "A_inv_") and any(k in self.STRUCTURAL_PARAMS for k in params)
+        """scikit-learn's ``set_params``. On a bandit with no state yet the values are stored and checked at first
+        use, as the constructor's are (so related parameters, e.g. ``n_actions`` and HybridLinUCB's
+        ``action_features``, may be set in separate calls). On a fitted bandit they are checked now (a refused one
+        changes nothing) and the bandit stays consistent: a new ``n_actions``, ``l2_lambda`` or ``fit_intercept``
+        (or HybridLinUCB's ``action_features`` / ``own_l2_lambda``) discards the learned state, as ``fit`` would; a
+        new ``cost_weight`` is used by every later choice (``select`` and ``update`` keep the combined scores it
+        weights)."""
+        if not hasattr(self, "A_inv_"):
+            return super().set_params(**params)
+        structural = any(k in self.STRUCTURAL_PARAMS for k in params)
         before = self.get_params(deep=False)
         super().set_params(**params)
         try:
@@ -430,9 +449,8 @@ class LinUCB(_LinUCBBase):
 
     def fit(self, X, actions, correct, cost):
         """Forget everything, then learn from rows ``X (n, d)`` with the actions taken and their observed
-        correctness and cost."""
-        self._reset()
-        return self.partial_fit(X, actions, correct, cost)
+        correctness and cost (at least one row; refused data leave the bandit as it was)."""
+        return self._fit_anew(X, actions, correct, cost)
 
     def partial_fit(self, X, actions, correct, cost):
         """Add observations (batched: one Woodbury update per touched action)."""
@@ -508,7 +526,7 @@ class HybridLinUCB(LinUCB):
 
     def _initialize(self, n_features: int):
         super()._initialize(n_features)  # the checks, counters and head weights; the joint arrays replace its own
-        self._f = np.asarray(self.action_features, dtype=np.float64)
+        self._f = np.array(self.action_features, dtype=np.float64)  # a copy: the caller's array may change later
         d = n_features + bool(self.fit_intercept)
         self._d, self._shared = d, self._f.shape[1] * d
         D = self._shared + self.n_actions * d
@@ -539,6 +557,8 @@ class HybridLinUCB(LinUCB):
         return self
 
     def _all_rows(self, X):
+        if len(X) == 0:
+            return np.zeros((0, self.n_actions, self.A_inv_.shape[0]))
         return np.stack([self._rows(x) for x in X])                    # (n, K, D)
 
     def _row_bonus(self, P):
@@ -595,8 +615,9 @@ class SingleHeadLinUCB(_LinUCBBase):
         self.fit_intercept = fit_intercept
 
     def fit(self, X, actions, rewards):
-        self._reset()
-        return self.partial_fit(X, actions, rewards)
+        """Forget everything, then learn from rows ``X (n, d)`` with the actions taken and their rewards (at least
+        one row; refused data leave the bandit as it was)."""
+        return self._fit_anew(X, actions, rewards)
 
     def partial_fit(self, X, actions, rewards):
         X = self._check_X(X)

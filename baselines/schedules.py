@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_int, check_number
 
-from .thresholds import STATIC_BUDGETS, ThresholdGate, levels_of, target_count_threshold
+from .thresholds import STATIC_BUDGETS, ThresholdGate, check_level, levels_of, target_count_threshold
 
 _F = {n: i for i, n in enumerate(RESOURCE_FEATURE_NAMES)}
 _B = {n: i for i, n in enumerate(BUDGET_FEATURE_NAMES)}
@@ -51,6 +51,7 @@ class _Scored:
 
     def _check(self):
         check_int("cap", self.cap, 1)
+        check_int("horizon", self.horizon, 1)
 
 
 def _top(scores, allowed, k):
@@ -113,6 +114,12 @@ class DeadlineBackoffOutcome(DeadlineOutcome):
         self.factor = factor
         self.max_interval = max_interval
 
+    def _check(self):
+        super()._check()
+        check_number("initial", self.initial, 0)
+        check_number("factor", self.factor, 1)
+        check_number("max_interval", self.max_interval, self.initial)
+
     def _allowed(self, obs, episode_start):
         return super()._allowed(obs, episode_start) & self._backoff_allows(obs, episode_start)
 
@@ -158,6 +165,7 @@ class Pacing:
         self.threshold = threshold
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        check_number("threshold", self.threshold, 0, 1)
         s, rho, mask, single = _paced_scores(self.scorer, observation)
         thr = np.clip(self.threshold / np.maximum(rho, 1e-9), 0.0, 1.0)
         act = np.where(mask & (s >= thr[:, None]), np.clip(s, 1e-6, 1.0), -1.0).astype(np.float32)
@@ -189,6 +197,13 @@ class FractionPacing:
         self.thresholds = thresholds
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
+        check_number("fraction", self.fraction, 0, 1)
+        if not isinstance(self.thresholds, dict) or not self.thresholds:
+            raise ValueError(f"thresholds must map budget levels to thresholds (a fitted gate's thresholds_), got "
+                             f"{self.thresholds!r}")
+        for name, value in self.thresholds.items():
+            check_level("thresholds key", name)
+            check_number(f"thresholds[{name!r}]", value, 0, 1)
         s, rho, mask, single = _paced_scores(self.scorer, observation)
         f = np.clip(self.fraction * rho, 0.0, 1.0)
         levels = sorted(self.thresholds, key=lambda k: int(k[1:]))
@@ -207,12 +222,15 @@ class RelevanceGate(ThresholdGate):
         self.calibration_budgets = calibration_budgets
 
     def score(self, X):
-        return np.asarray(X, dtype=np.float64)[:, _F["max_relevance"]]
+        """The retriever's relevance (the hint) of each feature row (:attr:`n_features` features)."""
+        return self.check_rows(X)[:, _F["max_relevance"]]
 
     def fit(self, dataset, levels=None):
         self.validate_params()
         levels = levels or levels_of(dataset)
         self._check_calibration(levels)
+        if len(dataset.week) == 0:
+            raise ValueError("the dataset has no rows")
         s = self.score(dataset.features)
         self.thresholds_ = {b: target_count_threshold(s, dataset.week, levels[b]) for b in self.calibration_budgets}
         return self

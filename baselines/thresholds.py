@@ -103,6 +103,29 @@ class ThresholdGate:
         """Width of the feature rows :meth:`score` takes."""
         return len(RESOURCE_FEATURE_NAMES) + (len(BUDGET_FEATURE_NAMES) if self.uses_budget_features else 0)
 
+    def check_rows(self, X) -> np.ndarray:
+        """``X`` as float64 feature rows, checked: 2-D with :attr:`n_features` columns and finite (a compiled scorer
+        would read past a narrower row, and a NaN would be proposed or dropped silently); ``ValueError`` naming
+        ``X`` otherwise."""
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must be feature rows of shape (n, {self.n_features}), got shape {X.shape}")
+        if not np.isfinite(X).all():
+            raise ValueError("X holds a NaN or infinite feature")
+        return X
+
+    @staticmethod
+    def check_training_rows(X, y, name: str) -> None:
+        """A fit's data: at least one row, and labels ``name`` of 0 and 1 only, both present; ``ValueError``
+        otherwise."""
+        if len(y) == 0:
+            raise ValueError("the dataset has no rows")
+        values = np.unique(y)
+        if not np.isin(values, (0, 1)).all():
+            raise ValueError(f"the {name!r} labels must be 0 or 1, got the values {values.tolist()}")
+        if values.size == 1:
+            raise ValueError(f"the {name!r} labels of this dataset have a single class")
+
     def check_fitted_arrays(self):
         """Structural checks of loaded arrays (shapes, indices), beyond finiteness; ``ValueError`` naming one."""
 

@@ -751,9 +751,11 @@ class ConversationPlanner(_Teacher):
         return total / len(draws), fires_now / len(draws)
 
     def solve(self, conv) -> ConversationSchedule:
-        """Play ``conv`` (the planner's own draws seeded by ``seed``); its schedule and score."""
+        """Play ``conv`` (the planner's own draws seeded by ``seed``, afresh at every call: the same planner
+        solves the same conversation alike); its schedule and score."""
         if not hasattr(self, "sampler_"):
             self.fit()
+        self.rng_ = np.random.default_rng(self.seed)
         return self._played(conv, ConversationPMEnv(budget=self.budget, per_step_cap=self.per_step_cap,
                                                     false_fire_penalty=self.false_fire_penalty,
                                                     world=self.sampler_.world_))

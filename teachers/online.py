@@ -384,7 +384,9 @@ class BayesFeatureGate(HindsightPlanner):
 
 def play(planner: HindsightPlanner, seed: int) -> dict:
     """Play one week with the planner (or the Bayes-feature gate) on its environment; the week's
-    ``episode_metrics``."""
+    ``episode_metrics``. The planner's posterior draws continue its generator (``rng_``), as a stochastic
+    policy's do: a second week played by the same planner depends on the first; ``planner.fit()`` starts the
+    generator again from ``seed`` (the studies fit one planner per week, seed = the week)."""
     env = planner.env
     obs, _ = env.reset(seed=int(seed))
     done = False

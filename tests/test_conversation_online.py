@@ -301,6 +301,13 @@ def test_the_planner_repeats_with_its_seed_and_respects_the_budget():
     assert a.sum() <= 12 and a.sum(axis=1).max() <= 2
 
 
+def test_one_planner_solves_a_conversation_alike_every_time():
+    conv = generate_conversation(4002)
+    planner = ConversationPlanner(budget=12, n_samples=2, seed=3).fit()
+    first, again = planner.solve(conv), planner.solve(conv)
+    assert (first.score, first.cost, first.schedule) == (again.score, again.cost, again.schedule)
+
+
 @pytest.mark.slow
 def test_the_planner_lies_between_a_first_come_policy_and_the_informed_optimum():
     """v0's world at B20 over 24 conversations: the planner's mean score is at most the informed optimum's

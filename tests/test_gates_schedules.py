@@ -5,8 +5,8 @@ import pytest
 
 from membudget.agents import BoostedGate, StaticGate, TemporalGate
 from membudget.agents.gates import target_count_threshold, week_folds
-from membudget.baselines.schedules import (DeadlineBackoffOutcome, DeadlineOutcome, Pacing, PeriodicOutcome,
-                                           RelevanceGate, uniform_slots)
+from membudget.baselines.schedules import (DeadlineBackoffOutcome, DeadlineOutcome, FractionPacing, Pacing,
+                                           PeriodicOutcome, RelevanceGate, uniform_slots)
 from membudget.envs.pm import RESOURCE_FEATURE_NAMES, PMWeekEnv, budget_levels, generate_episode
 from membudget.studies.protocol import bootstrap_ci
 from membudget.teachers import build_label_dataset
@@ -258,3 +258,56 @@ def test_a_budget_the_fitted_thresholds_cannot_serve_is_refused_by_fit(labels, c
     with pytest.raises(ValueError, match=match):
         cls(**kwargs).fit(labels)
     assert cls(budget="B10").fit(labels).threshold_for("B10") == cls(budget="B20").fit(labels).threshold_for("B20")
+
+
+@pytest.mark.parametrize("make", [StaticGate, BoostedGate, RelevanceGate])
+def test_a_gate_refuses_rows_it_cannot_score(make, labels):
+    if make is not RelevanceGate:  # the hint is scored without fitting; a learned scorer is not
+        with pytest.raises(RuntimeError, match="not fitted"):
+            make().score(labels.features[:3])
+    gate = make(**({"n_estimators": 5} if make is BoostedGate else {})).fit(labels)
+    with pytest.raises(ValueError, match=r"X must be feature rows of shape \(n, 27\)"):
+        gate.score(labels.features[:5, :20])  # a compiled scorer would read past each row
+    bad = labels.features[:5].astype(np.float64)
+    bad[2, 4] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        gate.score(bad)
+    obs, _ = PMWeekEnv(budget="B10", action_mode="scores").reset(seed=6000)
+    obs = dict(obs, resources=np.where(obs["mask"][:, None] > 0, np.nan, obs["resources"]))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        gate.predict(obs)
+
+
+def test_a_refit_that_fails_leaves_the_gate_as_it_was(static, labels):
+    import copy
+    import dataclasses
+
+    gate = copy.deepcopy(static)
+    before = {k: copy.deepcopy(v) for k, v in vars(gate).items()}
+    weeks = np.unique(labels.week)
+    # one week holds every positive: the folds that leave it out see a single class, and their fit fails
+    one_week = dataclasses.replace(labels, outcome=(labels.week == weeks[1]).astype(np.int8))
+    with pytest.raises(ValueError):
+        gate.fit(one_week)
+    assert vars(gate).keys() == before.keys()
+    for k, v in before.items():
+        assert np.array_equal(vars(gate)[k], v) if isinstance(v, np.ndarray) else vars(gate)[k] == v
+    for bad, match in ((dataclasses.replace(labels, outcome=labels.outcome * 2), "must be 0 or 1"),
+                       (dataclasses.replace(labels, outcome=labels.outcome[:0], features=labels.features[:0],
+                                            week=labels.week[:0]), "no rows")):
+        with pytest.raises(ValueError, match=match):
+            StaticGate().fit(bad)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda s: Pacing(scorer=s, threshold=float("nan")), "threshold"),
+    (lambda s: Pacing(scorer=s, threshold=-1.0), "threshold"),
+    (lambda s: FractionPacing(scorer=s, fraction=0.6, thresholds={}), "thresholds"),
+    (lambda s: FractionPacing(scorer=s, fraction=float("nan"), thresholds=s.thresholds_), "fraction"),
+    (lambda s: PeriodicOutcome(scorer=s, cap=20, horizon=0), "horizon"),
+    (lambda s: DeadlineBackoffOutcome(scorer=s, cap=20, factor=float("nan")), "factor"),
+])
+def test_schedules_refuse_bad_parameters_at_their_first_decision(static, make, match):
+    obs, _ = PMWeekEnv(budget="B10", action_mode="scores").reset(seed=6000)
+    with pytest.raises(ValueError, match=match):
+        make(static).predict(obs)

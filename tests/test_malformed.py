@@ -184,7 +184,7 @@ def test_tier_routing_query_option_is_validated(field, value):
 def boosted(tmp_path_factory):
     gate = BoostedGate(n_estimators=3, max_depth=2)
     X = np.random.default_rng(0).normal(size=(200, 27))
-    gate._fit_scorer(X, (X[:, 0] > 0).astype(int))
+    gate.set_fitted_arrays(gate._fit_scorer(X, (X[:, 0] > 0).astype(int)))
     gate.thresholds_ = {"B20": 0.5}
     return gate
 

@@ -125,3 +125,39 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="correct must be finite"):
         bandit.update(np.zeros(2), 0, np.nan, 0.1)
     assert bandit.n_updates_.sum() == 0
+
+
+def test_the_fitted_bandit_keeps_its_own_copy_of_the_action_features_and_takes_empty_batches():
+    rng = np.random.default_rng(0)
+    X, a = rng.normal(size=(30, 3)), rng.integers(0, 4, 30)
+    correct, cost = rng.random(30), rng.random(30)
+    F = np.arange(8.0).reshape(4, 2) / 8
+    bandit = HybridLinUCB(action_features=F, n_actions=4).fit(X, a, correct, cost)
+    before = bandit.decision_function(X)
+    F[:] = F[::-1]   # the caller reuses its array
+    assert np.array_equal(bandit.decision_function(X), before)
+    assert bandit.predict(np.zeros((0, 3)))[0].shape == (0,)
+    assert bandit.decision_function(np.zeros((0, 3))).shape == (0, 4)
+
+
+@pytest.mark.parametrize("make", [lambda: LinUCB(n_actions=4),
+                                  lambda: HybridLinUCB(action_features=np.eye(4), n_actions=4)])
+def test_fit_refuses_empty_or_bad_data_and_keeps_the_state_it_had(make):
+    rng = np.random.default_rng(1)
+    X, a = rng.normal(size=(20, 3)), rng.integers(0, 4, 20)
+    bandit = make().fit(X, a, rng.random(20), rng.random(20))
+    before = bandit.decision_function(X)
+    with pytest.raises(ValueError, match="no rows"):
+        bandit.fit(np.zeros((0, 3)), np.zeros(0, dtype=int), np.zeros(0), np.zeros(0))
+    with pytest.raises(ValueError, match="actions must lie"):
+        bandit.fit(X, a + 4, rng.random(20), rng.random(20))
+    assert np.array_equal(bandit.decision_function(X), before) and bandit.n_updates_.sum() == 20
+
+
+def test_set_params_on_a_fresh_bandit_stores_related_parameters_in_separate_calls():
+    bandit = HybridLinUCB().set_params(n_actions=4)   # action_features comes in the next call
+    bandit.set_params(action_features=np.eye(4))
+    assert bandit.select(np.zeros(2)) in range(4)
+    with pytest.raises(ValueError, match="alpha"):   # a fitted bandit checks at once, and keeps its value
+        bandit.set_params(alpha=-1.0)
+    assert bandit.alpha != -1.0
