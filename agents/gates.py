@@ -269,7 +269,7 @@ class TemporalGate(StaticGate):
     """The end-of-episode metric the threshold selection maximises."""
 
     def __init__(self, *, teacher="sequential", budget="B10", per_step_cap=2, C=1.0, max_iter=4000, tol=1e-4,
-                 n_folds=5, grid=tuple(THRESHOLD_GRID)):
+                 n_folds=5, grid=tuple(THRESHOLD_GRID.tolist())):
         self.teacher = teacher
         self.budget = budget
         self.per_step_cap = per_step_cap

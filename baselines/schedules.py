@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
-from membudget.envs.validation import check_int, check_number
+from membudget.envs.validation import check_int, check_number, constructor_repr
 
 from .thresholds import STATIC_BUDGETS, ThresholdGate, check_level, levels_of, target_count_threshold
 
@@ -43,6 +43,9 @@ class _Scored:
         self.scorer = scorer
         self.cap = cap
         self.horizon = horizon
+
+    def __repr__(self):
+        return constructor_repr(self)
 
     def _scores(self, obs):
         res = np.asarray(obs["resources"], dtype=np.float64)
@@ -164,6 +167,9 @@ class Pacing:
         self.scorer = scorer
         self.threshold = threshold
 
+    def __repr__(self):
+        return constructor_repr(self)
+
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         check_number("threshold", self.threshold, 0, 1)
         s, rho, mask, single = _paced_scores(self.scorer, observation)
@@ -195,6 +201,9 @@ class FractionPacing:
         self.scorer = scorer
         self.fraction = fraction
         self.thresholds = thresholds
+
+    def __repr__(self):
+        return constructor_repr(self)
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         check_number("fraction", self.fraction, 0, 1)

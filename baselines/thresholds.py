@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, WorldConfig, budget_levels
-from membudget.envs.validation import check_known, read_npz, reading_artefact
+from membudget.envs.validation import check_known, constructor_repr, read_npz, reading_artefact
 
 _LEVEL = re.compile(r"B[1-9][0-9]*")
 
@@ -164,6 +164,9 @@ class ThresholdGate:
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         return self.action_for(observation, self.threshold_for(self.budget)), state
+
+    def __repr__(self):
+        return constructor_repr(self)
 
     def get_params(self, deep: bool = True) -> dict:
         """The constructor arguments, as scikit-learn's ``get_params`` (read from ``__init__``'s signature; a gate

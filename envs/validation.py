@@ -196,3 +196,14 @@ def reading_artefact(path, what: str):
 
 __all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag",
            "number_flag", "read_npz", "reading_artefact"]
+
+
+def constructor_repr(obj) -> str:
+    """``Class(name=value, ...)`` of ``obj``'s constructor arguments as it stores them (scikit-learn's style of repr
+    for the package's estimators, teachers and schedules); arguments it does not store are left out."""
+    import inspect
+
+    names = [n for n, p in inspect.signature(type(obj).__init__).parameters.items()
+             if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    args = ", ".join(f"{n}={getattr(obj, n)!r}" for n in names if n in vars(obj))
+    return f"{type(obj).__name__}({args})"

@@ -57,7 +57,7 @@ from membudget.envs.conversation import (WORLD_V0, ConversationConfig, Conversat
 from membudget.envs.conversation.env import FALSE_FIRE_PENALTY, ConversationPMv0Env
 from membudget.envs.conversation.world import ACTIVATIONS, PROSPECTIVE, pair_probabilities, world_for
 from membudget.envs.pm.core import S_FALSE, S_HIT
-from membudget.envs.validation import check_int, check_number
+from membudget.envs.validation import check_int, check_number, constructor_repr
 
 from .labels import SCHEMA_VERSION, LabelDataset, play_schedule
 
@@ -111,6 +111,9 @@ class _Teacher:
         self.budget = budget
         self.per_step_cap = per_step_cap
         self.false_fire_penalty = false_fire_penalty
+
+    def __repr__(self):
+        return constructor_repr(self)
 
     def _check(self):
         check_int("budget", self.budget, 1, none_ok=True)

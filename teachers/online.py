@@ -24,7 +24,7 @@ from membudget.envs.pm.env import scores_of
 from membudget.envs.pm.levels import budget_argument
 from membudget.envs.pm.vector import PMWeekVectorEnv
 from membudget.envs.pm.world import NEVER, POS
-from membudget.envs.validation import check_int, check_number
+from membudget.envs.validation import check_int, check_number, constructor_repr
 
 from .observed import AgentView, Observed
 from .posterior import RW, PosteriorSampler
@@ -70,6 +70,9 @@ class HindsightPlanner:
         self.n_samples = n_samples
         self.n_particles = n_particles
         self.seed = seed
+
+    def __repr__(self):
+        return constructor_repr(self)
 
     def fit(self, X=None, y=None):
         """Check the settings and build the posterior sampler for the environment's world (``X``, ``y`` ignored)."""

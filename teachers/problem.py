@@ -17,7 +17,7 @@ import numpy as np
 from membudget.envs.pm.episode_io import EpisodeFormatError, validate_episode
 from membudget.envs.pm.world import (KIND_VISIBLE, MAX_BUDGET, MAX_RESOURCES, NEVER, POS, VISIBLE_OUTCOMES,
                                      Episode)
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_int, constructor_repr
 
 
 @dataclass
@@ -129,6 +129,9 @@ class PMTeacher:
         self.per_step_cost_cap = per_step_cost_cap
         self.late_policy = late_policy
         self.lookahead = lookahead
+
+    def __repr__(self):
+        return constructor_repr(self)
 
     @classmethod
     def from_env(cls, env):

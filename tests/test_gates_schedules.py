@@ -311,3 +311,17 @@ def test_schedules_refuse_bad_parameters_at_their_first_decision(static, make, m
     obs, _ = PMWeekEnv(budget="B10", action_mode="scores").reset(seed=6000)
     with pytest.raises(ValueError, match=match):
         make(static).predict(obs)
+
+
+def test_estimators_teachers_and_schedules_show_their_arguments():
+    from membudget.teachers import HindsightDP
+    from membudget.teachers.conversation import InformedOptimum
+
+    gate = StaticGate(budget="B40")
+    assert repr(gate) == ("StaticGate(label='outcome', budget='B40', C=1.0, max_iter=5000, tol=0.0001, n_folds=5, "
+                          "calibration_budgets=('B20', 'B40', 'B60', 'B80'))")
+    assert repr(Pacing(scorer=gate, threshold=0.3)) == f"Pacing(scorer={gate!r}, threshold=0.3)"
+    assert repr(HindsightDP(budget=21)) == ("HindsightDP(budget=21, per_step_cap=2, per_step_cost_cap=None, "
+                                            "late_policy='expire', lookahead=2)")
+    assert repr(InformedOptimum(budget=10)).startswith("InformedOptimum(budget=10, per_step_cap=2, ")
+    assert "np.float64" not in repr(TemporalGate())
