@@ -12,6 +12,8 @@ from membudget.envs.validation import check_int
 def _batched(observation):
     """``(mask as (n, R) bool, whether the input was a single observation)``."""
     mask = np.asarray(observation["mask"])
+    if not np.isin(mask, (0, 1)).all():   # a NaN or a 0.5 is not a candidate flag (astype(bool) would read it as 1)
+        raise ValueError("observation['mask'] must hold 0 and 1 only")
     if mask.ndim == 1:
         return mask[None, :].astype(bool), True
     if mask.ndim == 2:
@@ -42,9 +44,7 @@ class RandomFeasible:
         self.seed = seed
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        if self.per_step_cap is not None and (not isinstance(self.per_step_cap, (int, np.integer))
-                                              or self.per_step_cap <= 0):
-            raise ValueError(f"per_step_cap must be a positive int or None, got {self.per_step_cap!r}")
+        check_int("per_step_cap", self.per_step_cap, 1, none_ok=True)   # True is not a cap
         if not hasattr(self, "rng_"):
             self.rng_ = np.random.default_rng(check_int("seed", self.seed, 0, none_ok=True))
         mask, single = _batched(observation)

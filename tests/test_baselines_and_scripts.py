@@ -370,3 +370,13 @@ def test_random_baselines_draw_from_the_seed_they_hold_at_their_first_decision()
     assert np.array_equal(tiers.predict(np.zeros((5, 21)))[0], RandomTiers(seed=7).predict(np.zeros((5, 21)))[0])
     with pytest.raises(ValueError, match="seed"):
         RandomFeasible(seed=-1).predict(obs)
+
+
+def test_random_feasible_refuses_a_bool_cap_and_a_mask_that_is_not_0_or_1():
+    with pytest.raises(ValueError, match="per_step_cap"):
+        RandomFeasible(per_step_cap=True).predict({"mask": np.ones(3, dtype=np.int8)})
+    for bad in (np.array([np.nan, 1.0, 0.0]), np.array([0.5, 1.0, 0.0])):
+        with pytest.raises(ValueError, match="0 and 1 only"):
+            RandomFeasible(seed=0).predict({"mask": bad})
+        with pytest.raises(ValueError, match="0 and 1 only"):
+            AllRelevant().predict({"mask": bad})
