@@ -278,6 +278,7 @@ def compile_blocker(backend: str) -> str | None:
     return None
 
 
+@functools.cache
 def _cpu_flags() -> str:
     """The CPU's instruction-set flags (Linux ``/proc/cpuinfo``; else the platform's processor name): inductor
     compiles the packages with ``-march=native``, so a package built on one CPU may not run on another of the same
@@ -303,10 +304,10 @@ class AOTIUpdate:
     """:func:`gathered_update` through AOTInductor: on the first call with actor updates on or off, the update for
     this engine's networks is exported (``torch.export``, the row and sample counts dynamic) and compiled into a
     package under :func:`package_root` (``~/.cache/membudget/aoti``, or ``$TORCHINDUCTOR_CACHE_DIR/membudget-aoti``
-    when the user set that variable), keyed by torch's version, the CPU's
-    vector capability and instruction-set flags, torch's thread count, this module's source, the networks' shapes, the critic's product dtype
-    and tanh and whether the actor learns, or loaded from there (the loss's coefficients are arguments); later calls
-    run the package. A minibatch with fewer than 2 candidate rows or samples (the package's smallest sizes) runs
+    when the user set that variable), keyed by torch's version, the CPU's vector capability and instruction-set
+    flags, torch's thread count, this module's source, the networks' shapes, the critic's product dtype and tanh and
+    whether the actor learns, or loaded from there (the loss's coefficients are arguments); later calls run the
+    package. A minibatch with fewer than 2 candidate rows or samples (the package's smallest sizes) runs
     the uncompiled function.
 
     Why: ``torch.compile``'s Python side (guards, wrappers, argument handling) costs about 0.3 ms of each 1.5-3 ms
