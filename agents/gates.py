@@ -118,22 +118,23 @@ class StaticGate(ThresholdGate):
         self.validate_params()
         levels = levels or levels_of(dataset)
         self._check_calibration(levels)
-        X, y, weeks = self.check_rows(dataset.features), getattr(dataset, self.label), dataset.week
+        X, y, weeks = self.check_rows(dataset.features, fitting=True), getattr(dataset, self.label), dataset.week
         self.check_training_rows(X, y, self.label)
         oof = np.zeros(len(y))
         for train, test in week_folds(weeks, self.n_folds):
             oof[test] = self._score_arrays(self._fit_scorer(X[train], y[train]), X[test])
         thresholds = {name: target_count_threshold(oof, weeks, levels[name]) for name in self.calibration_budgets}
-        arrays = self._fit_scorer(X, y)
-        self.set_fitted_arrays(arrays)
+        self.set_fitted_arrays(dict(self._fit_scorer(X, y), n_features=np.array(X.shape[1])))
         self.oof_scores_, self.thresholds_ = oof, thresholds
         return self
 
     def fitted_arrays(self):
-        return {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_, "intercept": np.array(self.intercept_)}
+        return {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_, "intercept": np.array(self.intercept_),
+                "n_features": np.array(self.n_features)}
 
     def set_fitted_arrays(self, z):
         self.mean_, self.scale_, self.coef_, self.intercept_ = z["mean"], z["scale"], z["coef"], float(z["intercept"])
+        self._set_width(z)
 
     def check_fitted_arrays(self):
         for name in ("mean", "scale", "coef"):
@@ -217,11 +218,12 @@ class BoostedGate(StaticGate):
 
     def fitted_arrays(self):
         return {"left": self.left_, "right": self.right_, "feature": self.feature_, "threshold": self.threshold_,
-                "value": self.value_, "init": np.array(self.init_)}
+                "value": self.value_, "init": np.array(self.init_), "n_features": np.array(self.n_features)}
 
     def set_fitted_arrays(self, z):
         self.left_, self.right_, self.feature_ = z["left"], z["right"], z["feature"]
         self.threshold_, self.value_, self.init_ = z["threshold"], z["value"], float(z["init"])
+        self._set_width(z)
 
     def check_fitted_arrays(self):
         """Trees as scikit-learn stores them: every child after its parent (so no path loops), both children or
@@ -296,7 +298,7 @@ class TemporalGate(StaticGate):
         y = getattr(dataset, self.teacher)[j]
         X = np.concatenate([dataset.features, getattr(dataset, f"budget_features_{self.teacher}")[j]],
                            axis=1).astype(np.float64)
-        X = self.check_rows(X)
+        X = self.check_rows(X, fitting=True)
         self.check_training_rows(X, y, f"{self.teacher} at {self.budget}")
         weeks = dataset.week
         f1 = np.zeros((len(self.grid), np.unique(weeks).size))
@@ -304,7 +306,7 @@ class TemporalGate(StaticGate):
         col = 0
         for train, test in week_folds(weeks, self.n_folds):
             fold = copy.copy(self)  # the fold's scorer plays the test weeks; this gate changes only at the end
-            fold.set_fitted_arrays(self._fit_scorer(X[train], y[train]))
+            fold.set_fitted_arrays(dict(self._fit_scorer(X[train], y[train]), n_features=np.array(X.shape[1])))
             fold.thresholds_ = {}
             test_weeks = np.unique(weeks[test])
             for g, thr in enumerate(self.grid):
@@ -314,8 +316,7 @@ class TemporalGate(StaticGate):
             col += test_weeks.size
         mean_f1, mean_cost = f1.mean(axis=1), cost.mean(axis=1)
         order = sorted(range(len(self.grid)), key=lambda g: (-round(mean_f1[g], 12), mean_cost[g], -self.grid[g]))
-        arrays = self._fit_scorer(X, y)
-        self.set_fitted_arrays(arrays)
+        self.set_fitted_arrays(dict(self._fit_scorer(X, y), n_features=np.array(X.shape[1])))
         self.oof_set_f1_, self.thresholds_ = mean_f1, {self.budget: float(self.grid[order[0]])}
         return self
 

@@ -329,11 +329,11 @@ class _LinUCBBase(BaseEstimator):
     def _fit_anew(self, X, *targets):
         """``partial_fit`` on a forgotten state; data that are refused leave the bandit as it was (its state
         included)."""
-        if np.ndim(X) == 2 and np.shape(X)[0] == 0:
-            raise ValueError("X has no rows: fit needs at least one observation")
         saved = dict(self.__dict__)
         self._reset()
         try:
+            if hasattr(X, "__len__") and len(X) == 0:
+                raise ValueError("X has no rows: fit needs at least one observation")
             return self.partial_fit(X, *targets)
         except Exception:
             self.__dict__.clear()

@@ -369,6 +369,9 @@ class AOTIUpdate:
                 warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
                 program = torch.export.export(module, args, dynamic_shapes=(dynamic,), strict=False)
                 torch._inductor.aoti_compile_and_package(program, package_path=staging)
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(staging, 0o666 & ~mask)   # readable by whoever shares the cache (mkstemp's file is private)
             with open(staging, "rb") as f:
                 os.fsync(f.fileno())
             os.replace(staging, path)

@@ -12,7 +12,7 @@ from membudget.envs.validation import check_int
 def _batched(observation):
     """``(mask as (n, R) bool, whether the input was a single observation)``."""
     mask = np.asarray(observation["mask"])
-    if not np.isin(mask, (0, 1)).all():   # a NaN or a 0.5 is not a candidate flag (astype(bool) would read it as 1)
+    if not ((mask == 0) | (mask == 1)).all():   # a NaN or a 0.5 is no candidate flag (astype(bool) reads it as 1)
         raise ValueError("observation['mask'] must hold 0 and 1 only")
     if mask.ndim == 1:
         return mask[None, :].astype(bool), True

@@ -171,7 +171,7 @@ class Pacing:
         return constructor_repr(self)
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
-        check_number("threshold", self.threshold, 0, 1)
+        check_number("threshold", self.threshold, 0)
         s, rho, mask, single = _paced_scores(self.scorer, observation)
         thr = np.clip(self.threshold / np.maximum(rho, 1e-9), 0.0, 1.0)
         act = np.where(mask & (s >= thr[:, None]), np.clip(s, 1e-6, 1.0), -1.0).astype(np.float32)
@@ -212,7 +212,7 @@ class FractionPacing:
                              f"{self.thresholds!r}")
         for name, value in self.thresholds.items():
             check_level("thresholds key", name)
-            check_number(f"thresholds[{name!r}]", value, 0, 1)
+            check_number(f"thresholds[{name!r}]", value)
         s, rho, mask, single = _paced_scores(self.scorer, observation)
         f = np.clip(self.fraction * rho, 0.0, 1.0)
         levels = sorted(self.thresholds, key=lambda k: int(k[1:]))
@@ -240,12 +240,14 @@ class RelevanceGate(ThresholdGate):
         self._check_calibration(levels)
         if len(dataset.week) == 0:
             raise ValueError("the dataset has no rows")
-        s = self.score(dataset.features)
-        self.thresholds_ = {b: target_count_threshold(s, dataset.week, levels[b]) for b in self.calibration_budgets}
+        X = self.check_rows(dataset.features, fitting=True)
+        s = X[:, _F["max_relevance"]]
+        thresholds = {b: target_count_threshold(s, dataset.week, levels[b]) for b in self.calibration_budgets}
+        self.n_features_in_, self.thresholds_ = X.shape[1], thresholds
         return self
 
     def fitted_arrays(self):
-        return {}
+        return {"n_features": np.array(self.n_features)}
 
     def set_fitted_arrays(self, z):
-        pass
+        self._set_width(z)

@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, WorldConfig, budget_levels
-from membudget.envs.validation import check_known, constructor_repr, read_npz, reading_artefact
+from membudget.envs.validation import check_int, check_known, constructor_repr, read_npz, reading_artefact
 
 _LEVEL = re.compile(r"B[1-9][0-9]*")
 
@@ -100,19 +100,34 @@ class ThresholdGate:
 
     @property
     def n_features(self) -> int:
-        """Width of the feature rows :meth:`score` takes."""
+        """Width of the feature rows :meth:`score` takes: the width the gate was fitted on (``n_features_in_``;
+        ConversationPM's rows add its seven GoodAI features), else PMWeek's: the 27 resource features, plus the 9
+        budget features for a gate that uses them."""
+        fitted = getattr(self, "n_features_in_", None)
+        if fitted is not None:
+            return fitted
         return len(RESOURCE_FEATURE_NAMES) + (len(BUDGET_FEATURE_NAMES) if self.uses_budget_features else 0)
 
-    def check_rows(self, X) -> np.ndarray:
-        """``X`` as float64 feature rows, checked: 2-D with :attr:`n_features` columns and finite (a compiled scorer
-        would read past a narrower row, and a NaN would be proposed or dropped silently); ``ValueError`` naming
-        ``X`` otherwise."""
+    def check_rows(self, X, *, fitting: bool = False) -> np.ndarray:
+        """``X`` as float64 feature rows, checked: 2-D, finite, and :attr:`n_features` columns (when ``fitting``: at
+        least the 27 resource features the gates read by position). A compiled scorer would read past a narrower
+        row, and a NaN would be proposed or dropped silently; ``ValueError`` naming ``X`` otherwise."""
         X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must be feature rows of shape (n, {self.n_features}), got shape {X.shape}")
+        width = X.shape[1] if X.ndim == 2 else -1
+        if not (width >= len(RESOURCE_FEATURE_NAMES) if fitting else width == self.n_features):
+            expected = f"at least {len(RESOURCE_FEATURE_NAMES)}" if fitting else str(self.n_features)
+            raise ValueError(f"X must be feature rows of {expected} features, shape (n, d), got shape {X.shape}")
         if not np.isfinite(X).all():
             raise ValueError("X holds a NaN or infinite feature")
         return X
+
+    def _set_width(self, z) -> None:
+        """``n_features_in_`` from fitted arrays (``"n_features"``; files saved before the gates recorded it are
+        PMWeek gates, of the default width)."""
+        self.__dict__.pop("n_features_in_", None)
+        if "n_features" in z:
+            self.n_features_in_ = check_int("array 'n_features'", int(np.asarray(z["n_features"])),
+                                            len(RESOURCE_FEATURE_NAMES), 100_000)
 
     @staticmethod
     def check_training_rows(X, y, name: str) -> None:

@@ -111,6 +111,30 @@ def _feed(h, obj, path):
     path.discard(id(obj))
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _create_whole(source: str, path: str) -> bool:
+    """Create ``path`` with ``source``'s content unless it exists: a hard link (atomic: readers see the whole file
+    or none); where the file system has no hard links, an exclusive create and a copy. False if ``path`` exists."""
+    try:
+        os.link(source, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:   # no hard links here (FAT, some network and FUSE file systems)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            out.write(src.read())
+        return True
+
+
 def check_checkpoint_dir(checkpoint_dir: str) -> None:
     """Make ``checkpoint_dir`` if needed, check that it is writable and that this membudget version wrote it: its
     ``VERSION`` file must name ``membudget.__version__``, else ``ValueError`` (its results may come from other
@@ -126,14 +150,11 @@ def check_checkpoint_dir(checkpoint_dir: str) -> None:
         raise ValueError(f"the checkpoint directory {checkpoint_dir} cannot be written ({error})") from None
     path = os.path.join(checkpoint_dir, "VERSION")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())   # as open() would create it (mkstemp's is private to this user)
         with os.fdopen(fd, "w") as f:
             f.write(__version__ + "\n")
         older = [name for name in os.listdir(checkpoint_dir) if name.endswith(".pkl")]
-        try:
-            os.link(probe, path)   # atomic: creates VERSION whole, or fails when it exists
-        except FileExistsError:
-            pass
-        else:
+        if _create_whole(probe, path):
             if older:
                 warnings.warn(f"{checkpoint_dir} holds {len(older)} checkpoints and no VERSION file (written before "
                               f"checkpoint directories kept one); they are taken as membudget {__version__}'s",
@@ -141,8 +162,12 @@ def check_checkpoint_dir(checkpoint_dir: str) -> None:
             return
     finally:
         os.unlink(probe)
-    with open(path, "rb") as f:
-        raw = f.read(64)
+    for _ in range(50):   # a file system without hard links: the other process may still be writing it
+        with open(path, "rb") as f:
+            raw = f.read(64)
+        if raw:
+            break
+        time.sleep(0.02)
     written = raw.decode("ascii", "replace").strip()
     if written != __version__:
         shown = written if written.isprintable() and len(raw) < 64 else repr(raw)

@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import os
+import shutil
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -118,21 +119,25 @@ def net_arch(text) -> tuple:
 
 
 RUN_FILES = ("config.json", "metrics.csv", "learning_curve.csv", "learning_curve.png", "model.zip", "model.npz",
-             "best_config.json", "trials.csv")
-"""The files a training run writes into its directory."""
+             "best_config.json", "trials.csv", "checkpoint", "tune")
+"""What a training run writes into its directory (``checkpoint``: RLlib's, ``tune``: a sweep's, folders)."""
 
 
 def start_run(subcommand: str, cfg, command: str, default_name: str) -> str:
     """The run directory ``<out>/<name>`` made, with ``config.json`` written; an earlier run there is overwritten:
-    its :data:`RUN_FILES` are removed first (a file the new run does not write would otherwise stay beside it, e.g.
-    a learning curve or a model of another format), and a line on standard error says so. Other files stay."""
+    its :data:`RUN_FILES` are removed first (what the new run does not write would otherwise stay beside it, e.g. a
+    learning curve, a model of another format or an RLlib checkpoint), and a line on standard error says so. Other
+    files stay."""
     run_dir = os.path.join(cfg.out, cfg.name or default_name)
     if os.path.exists(os.path.join(run_dir, "config.json")):
         print(f"note: {run_dir} holds an earlier run; it is overwritten (--name gives this run another folder)",
               file=sys.stderr)
         for name in RUN_FILES:
-            if os.path.isfile(os.path.join(run_dir, name)):
-                os.unlink(os.path.join(run_dir, name))
+            entry = os.path.join(run_dir, name)
+            if os.path.isdir(entry) and not os.path.islink(entry):
+                shutil.rmtree(entry)
+            elif os.path.lexists(entry):
+                os.unlink(entry)
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump({"subcommand": subcommand, "config": dataclasses.asdict(cfg), "command": command, "seed": cfg.seed,

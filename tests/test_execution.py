@@ -126,6 +126,19 @@ def test_the_version_file_is_written_whole_and_a_bad_directory_is_refused_in_one
     assert all((tmp_path / f"new{k}" / "VERSION").read_text() == membudget.__version__ + "\n" for k in range(20))
     assert not [n for k in range(20) for n in os.listdir(tmp_path / f"new{k}") if n != "VERSION"]  # no probe left
 
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(tmp_path / "new0" / "VERSION").st_mode & 0o777 == 0o666 & ~umask   # not private to this user
+
+    def no_hard_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")   # as on FAT and some network file systems
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    check_checkpoint_dir(str(tmp_path / "no-links"))
+    check_checkpoint_dir(str(tmp_path / "no-links"))   # and read back
+    assert (tmp_path / "no-links" / "VERSION").read_text() == membudget.__version__ + "\n"
+    monkeypatch.undo()
+
     (tmp_path / "a-file").write_text("")
     with pytest.raises(ValueError, match="cannot be written"):
         check_checkpoint_dir(str(tmp_path / "a-file" / "ckpt"))

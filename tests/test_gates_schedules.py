@@ -266,7 +266,7 @@ def test_a_gate_refuses_rows_it_cannot_score(make, labels):
         with pytest.raises(RuntimeError, match="not fitted"):
             make().score(labels.features[:3])
     gate = make(**({"n_estimators": 5} if make is BoostedGate else {})).fit(labels)
-    with pytest.raises(ValueError, match=r"X must be feature rows of shape \(n, 27\)"):
+    with pytest.raises(ValueError, match=r"X must be feature rows of 27 features"):
         gate.score(labels.features[:5, :20])  # a compiled scorer would read past each row
     bad = labels.features[:5].astype(np.float64)
     bad[2, 4] = np.nan
@@ -325,3 +325,21 @@ def test_estimators_teachers_and_schedules_show_their_arguments():
                                             "late_policy='expire', lookahead=2)")
     assert repr(InformedOptimum(budget=10)).startswith("InformedOptimum(budget=10, per_step_cap=2, ")
     assert "np.float64" not in repr(TemporalGate())
+
+
+@pytest.mark.parametrize("make", [lambda: StaticGate(n_folds=2), lambda: BoostedGate(n_folds=2, n_estimators=5),
+                                  RelevanceGate])
+def test_a_gate_fitted_on_conversation_rows_scores_and_reloads_at_their_width(make, tmp_path):
+    from membudget.envs.conversation import budget_levels as conversation_levels
+    from membudget.teachers.conversation import build_conversation_dataset
+
+    data = build_conversation_dataset([2000, 2001], ("B60",))
+    assert data.features.shape[1] == 34   # PMWeek's 27 resource features and GoodAI's 7
+    gate = make().fit(data, conversation_levels())
+    assert gate.n_features == 34
+    gate.save(tmp_path / "gate.npz")
+    again = type(gate).load(tmp_path / "gate.npz")
+    assert again.n_features == 34
+    assert np.array_equal(again.score(data.features[:10]), gate.score(data.features[:10]))
+    with pytest.raises(ValueError, match="34 features"):
+        gate.score(data.features[:10, :27])

@@ -310,6 +310,9 @@ def test_a_damaged_package_is_built_again_and_a_failed_build_leaves_nothing(tmp_
     with torch.no_grad():
         AOTIUpdate()(first, steps, x, obs, minibatch, with_actor=False, **loss)
         (package,) = tmp_path.rglob("update-*.pt2")
+        umask = os.umask(0)
+        os.umask(umask)
+        assert package.stat().st_mode & 0o777 == 0o666 & ~umask   # readable by whoever shares the cache
         with open(package, "r+b") as f:   # a crash or a full disk while another process wrote it
             f.truncate(package.stat().st_size // 2)
         monkeypatch.setattr(ppo_compiled, "_LOADED", {})   # a new process

@@ -353,6 +353,7 @@ def test_an_earlier_run_in_the_same_folder_is_named_when_overwritten(tmp_path, c
     for name in ("learning_curve.png", "model.zip", "notes.txt"):   # the first run's files, and the user's own
         with open(os.path.join(first, name), "w") as f:
             f.write("first")
+    os.makedirs(os.path.join(first, "checkpoint", "policies"))   # an RLlib run's checkpoint
     assert start_run("bc", cfg, "second", "bc-B10-seed0") == first
     assert sorted(os.listdir(first)) == ["config.json", "notes.txt"]   # no file of the first run left beside it
     assert f"{first} holds an earlier run; it is overwritten" in capsys.readouterr().err
