@@ -310,7 +310,7 @@ class TemporalGate(StaticGate):
             fold.thresholds_ = {}
             test_weeks = np.unique(weeks[test])
             for g, thr in enumerate(self.grid):
-                res = self._rollout(dataset, test_weeks, thr, scorer=fold)
+                res = fold.rollout_at(dataset, test_weeks, thr)
                 f1[g, col: col + test_weeks.size] = res[self.quality]
                 cost[g, col: col + test_weeks.size] = res["realized_cost"]
             col += test_weeks.size
@@ -320,15 +320,15 @@ class TemporalGate(StaticGate):
         self.oof_set_f1_, self.thresholds_ = mean_f1, {self.budget: float(self.grid[order[0]])}
         return self
 
-    def _rollout(self, dataset, weeks, threshold, scorer=None):
-        """``dataset``'s ``weeks`` played at ``threshold`` by ``scorer`` (a fold's copy of this gate; default this
-        gate)."""
+    def rollout_at(self, dataset, weeks, threshold) -> dict:
+        """``dataset``'s ``weeks`` played by this gate at ``threshold``: the rollout's metrics, from which :meth:`fit`
+        selects the threshold (a gate for another environment overrides it)."""
         from membudget.envs.pm import WorldConfig
         from membudget.envs.pm.rollout import rollout
 
         meta = dataset.meta
         world = world_from_meta(meta)
-        policy = _FixedThreshold(self if scorer is None else scorer, threshold)
+        policy = _FixedThreshold(self, threshold)
         return rollout(policy, [int(w) for w in weeks], budget=self.budget, per_step_cap=self.per_step_cap,
                        cost_profile=meta["cost_profile"], late_policy=meta["late_policy"], load=meta["load"],
                        world=world if world != WorldConfig() else None, action_mode="scores")

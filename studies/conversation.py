@@ -105,7 +105,8 @@ class ConversationTemporalGate(TemporalGate):
 
     quality = "score"
 
-    def _rollout(self, dataset, weeks, threshold):
+    def rollout_at(self, dataset, weeks, threshold) -> dict:
+        """The conversations ``weeks`` played by this gate at ``threshold``."""
         return rollout(AtThreshold(self, threshold), [int(w) for w in weeks], budget=self.budget,
                        per_step_cap=self.per_step_cap, action_mode="scores")
 

@@ -548,3 +548,13 @@ def test_config_numbers_keep_the_generator_kernels_argument_types():
     assert [a.dtype for a in (*_kernel_arguments(ints), kernel_ranges(ints))] == [np.float64, np.float64, np.int64]
     a, b = generate_conversation(5, ints), generate_conversation(5, floats)
     assert np.array_equal(a.verifier, b.verifier) and np.array_equal(a.message_kind, b.message_kind)
+
+
+def test_a_conversation_temporal_gate_selects_its_threshold_by_conversation_score():
+    from membudget.studies.conversation import ConversationTemporalGate
+    from membudget.teachers.conversation import build_conversation_dataset
+
+    data = build_conversation_dataset([2000, 2001, 2002, 2003], ("B20",))
+    gate = ConversationTemporalGate(teacher="myopic", budget="B20", n_folds=2, grid=(0.2, 0.5, 0.8)).fit(data)
+    assert gate.thresholds_["B20"] in (0.2, 0.5, 0.8) and gate.n_features == 34 + 9
+    assert gate.oof_set_f1_.shape == (3,) and np.isfinite(gate.oof_set_f1_).all()   # mean score per threshold
