@@ -15,7 +15,8 @@ import numpy as np
 def record_minari(env: gym.Env, act, seeds, dataset_id: str, **create_kwargs):
     """Play one episode per seed of ``env`` (made with ``gym.make``, so the dataset can recover it), choosing
     actions with ``act(env, obs, info)``, and create the Minari dataset ``dataset_id`` (keyword arguments go to
-    ``DataCollector.create_dataset``: ``algorithm_name``, ``author``, ...). Returns the dataset."""
+    ``DataCollector.create_dataset``: ``algorithm_name``, ``author``, ...; by default ``eval_env`` is ``env``'s spec
+    and ``requirements`` names this membudget version). Returns the dataset."""
     try:
         from minari import DataCollector
     except ImportError:  # named, so that the command lines' optional_extras print the install line
@@ -28,6 +29,11 @@ def record_minari(env: gym.Env, act, seeds, dataset_id: str, **create_kwargs):
         while not done:
             obs, _, terminated, truncated, info = collector.step(act(collector.unwrapped, obs, info))
             done = terminated or truncated
+    from membudget import __version__
+
+    # the environment that recorded the data evaluates it, and the package that recreates it is named (Minari's
+    # defaults leave both unset and warn)
+    create_kwargs = {"eval_env": env.spec, "requirements": [f"membudget=={__version__}"], **create_kwargs}
     dataset = collector.create_dataset(dataset_id=dataset_id, **create_kwargs)
     collector.close()
     return dataset

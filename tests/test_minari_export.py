@@ -51,6 +51,10 @@ def test_any_policy_records(tmp_path, monkeypatch):
                        "membudget/pmweek-allrelevant-test-v0", algorithm_name="AllRelevant")
     again = minari.load_dataset("membudget/pmweek-allrelevant-test-v0")
     assert ds.total_steps == again.total_steps == 80
+    import membudget
+
+    assert again.storage.metadata["requirements"] == [f"membudget=={membudget.__version__}"]
+    assert again.recover_environment(eval_env=True).spec.id == "membudget/PMWeek-v0"  # the recording env evaluates
 
 
 def _episodes(ds):
