@@ -30,7 +30,8 @@ the studies in :mod:`membudget.studies`.
   by a policy beside the hindsight DP's schedule.
 
 A study writes its page into a new run folder, ``runs/<study>/<time>/``, unless ``--out`` names another place
-(``--out docs/<page>`` regenerates the documentation's page); it never writes over docs/ by default.
+(``--out docs/<page>`` regenerates the documentation's page); it never writes over docs/ by default. The main job
+and ``structure`` print their tables (the main job's ``--out`` writes them too).
 ``--backend local|ray`` (and ``--address`` for an existing Ray cluster) on every study and generator runs its work
 as deterministic tasks, on Ray with the same numbers as locally (docs/ray.md).
 """
