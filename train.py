@@ -72,7 +72,7 @@ def main(argv=None):
     from membudget.envs.validation import check_int, parse_seeds
     from membudget.studies.cli import (MAX_SEED, check_extras, check_run_config, optional_extras, plain, usage_error,
                                        user_input)
-    from membudget.studies.execution import add_backend_flags, check_checkpoint_dir, make_executor
+    from membudget.studies.execution import add_backend_flags, make_executor
     from membudget.studies.runs import add_fields, load_config_file, resolve_config, run_seeds
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -112,9 +112,6 @@ def main(argv=None):
     if seed_list is None and (backend["backend"] != "local" or backend["address"] or backend["checkpoint_dir"]):
         usage_error(prog, "--backend, --address and --checkpoint-dir apply to the seeds of --seeds; give --seeds "
                           "for a multi-seed run")
-    if backend["checkpoint_dir"]:
-        with user_input(prog):  # a directory another version wrote, or one this user cannot write: one line
-            check_checkpoint_dir(backend["checkpoint_dir"])
     with optional_extras(prog):
         if seed_list is None:
             return cmd.function()(cfg, command)

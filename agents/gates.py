@@ -99,7 +99,8 @@ class StaticGate(ThresholdGate):
     def _fit_scorer(self, X, y) -> dict:
         """The scorer fitted on ``X, y``, as :meth:`fitted_arrays` gives it (nothing of ``self`` changes)."""
         mean, scale, coef, intercept = _Logistic.fit(X, y, C=self.C, max_iter=self.max_iter, tol=self.tol)
-        return {"mean": mean, "scale": scale, "coef": coef, "intercept": np.array(intercept)}
+        return {"mean": mean, "scale": scale, "coef": coef, "intercept": np.array(intercept),
+                "n_features": np.array(X.shape[1])}
 
     @staticmethod
     def _score_arrays(z: dict, X):
@@ -107,8 +108,7 @@ class StaticGate(ThresholdGate):
 
     def score(self, X):
         """Positive-label score in (0, 1) of each feature row (:attr:`n_features` features)."""
-        if not hasattr(self, "coef_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
+        self._check_fitted("coef_")
         return self._score_arrays(self.fitted_arrays(), self.check_rows(X))
 
     def fit(self, dataset, levels: dict | None = None):
@@ -124,7 +124,7 @@ class StaticGate(ThresholdGate):
         for train, test in week_folds(weeks, self.n_folds):
             oof[test] = self._score_arrays(self._fit_scorer(X[train], y[train]), X[test])
         thresholds = {name: target_count_threshold(oof, weeks, levels[name]) for name in self.calibration_budgets}
-        self.set_fitted_arrays(dict(self._fit_scorer(X, y), n_features=np.array(X.shape[1])))
+        self.set_fitted_arrays(self._fit_scorer(X, y))
         self.oof_scores_, self.thresholds_ = oof, thresholds
         return self
 
@@ -203,7 +203,7 @@ class BoostedGate(StaticGate):
         prior = m.init_.class_prior_[1] if hasattr(m.init_, "class_prior_") else y.mean()
         return {"left": pad("children_left", -1), "right": pad("children_right", -1), "feature": pad("feature", -2),
                 "threshold": pad("threshold", 0.0), "value": pad("value", 0.0),
-                "init": np.array(float(np.log(prior / (1 - prior))))}
+                "init": np.array(float(np.log(prior / (1 - prior)))), "n_features": np.array(X.shape[1])}
 
     def _score_arrays(self, z: dict, X):
         X = X.astype(np.float32).astype(np.float64)  # the trees split float32 features
@@ -212,8 +212,7 @@ class BoostedGate(StaticGate):
 
     def score(self, X):
         """Positive-label score in (0, 1) of each feature row (:attr:`n_features` features)."""
-        if not hasattr(self, "left_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
+        self._check_fitted("left_")
         return self._score_arrays(self.fitted_arrays(), self.check_rows(X))
 
     def fitted_arrays(self):
@@ -306,7 +305,7 @@ class TemporalGate(StaticGate):
         col = 0
         for train, test in week_folds(weeks, self.n_folds):
             fold = copy.copy(self)  # the fold's scorer plays the test weeks; this gate changes only at the end
-            fold.set_fitted_arrays(dict(self._fit_scorer(X[train], y[train]), n_features=np.array(X.shape[1])))
+            fold.set_fitted_arrays(self._fit_scorer(X[train], y[train]))
             fold.thresholds_ = {}
             test_weeks = np.unique(weeks[test])
             for g, thr in enumerate(self.grid):
@@ -316,7 +315,7 @@ class TemporalGate(StaticGate):
             col += test_weeks.size
         mean_f1, mean_cost = f1.mean(axis=1), cost.mean(axis=1)
         order = sorted(range(len(self.grid)), key=lambda g: (-round(mean_f1[g], 12), mean_cost[g], -self.grid[g]))
-        self.set_fitted_arrays(dict(self._fit_scorer(X, y), n_features=np.array(X.shape[1])))
+        self.set_fitted_arrays(self._fit_scorer(X, y))
         self.oof_set_f1_, self.thresholds_ = mean_f1, {self.budget: float(self.grid[order[0]])}
         return self
 

@@ -33,8 +33,8 @@ import functools
 import hashlib
 import itertools
 import os
-import tempfile
 import time
+import uuid
 import warnings
 from pathlib import Path
 from typing import NamedTuple
@@ -360,18 +360,14 @@ class AOTIUpdate:
         dynamic = (None,) * (3 * sum(sizes) + 4) + ({0: rows}, {0: obs}) + per_minibatch + (None,) * 4
         module = _Update(sizes, with_actor, critic_dtype, tanh)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        # concurrent builds (also from containers whose processes share a PID) each write their own file and
-        # rename it into place whole, the last rename winning; a failed build leaves nothing behind
-        fd, staging = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f"update-{key}.", suffix=".tmp.pt2")
-        os.close(fd)
+        # concurrent builds (also from containers whose processes share a PID) each write their own file, with the
+        # umask's permissions, and rename it into place whole, the last rename winning; a failed build leaves nothing
+        staging = f"{path[:-4]}.{uuid.uuid4().hex}.tmp.pt2"
         try:
             with warnings.catch_warnings():  # torch's own use of an API it deprecates, once per package
                 warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
                 program = torch.export.export(module, args, dynamic_shapes=(dynamic,), strict=False)
                 torch._inductor.aoti_compile_and_package(program, package_path=staging)
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(staging, 0o666 & ~mask)   # readable by whoever shares the cache (mkstemp's file is private)
             with open(staging, "rb") as f:
                 os.fsync(f.fileno())
             os.replace(staging, path)

@@ -163,8 +163,8 @@ class ThresholdGate:
             raise ValueError(f"budget {self.budget!r} has no calibrated threshold: calibration_budgets are "
                              f"{list(self.calibration_budgets)} (a level below the lowest reuses its threshold)")
 
-    def _check_fitted(self):
-        if not hasattr(self, "thresholds_"):
+    def _check_fitted(self, attribute: str = "thresholds_"):
+        if not hasattr(self, attribute):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() or load()")
 
     def threshold_for(self, budget) -> float:

@@ -62,10 +62,7 @@ class Render:
     def __getstate__(self):
         """A copy or a pickle leaves out the cached figure (``_view``): its canvas does not survive copying, and the
         next ``render()`` draws a new one from the recorded timeline."""
-        state = self.__dict__.copy()
-        if state.get("_view") is not None:
-            state["_view"] = None
-        return state
+        return dict(self.__dict__, _view=None) if "_view" in self.__dict__ else dict(self.__dict__)
 
 
 def new_figure(size=FRAME_SIZE):

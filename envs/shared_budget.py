@@ -7,7 +7,6 @@ there.
 
 from __future__ import annotations
 
-
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding

@@ -194,10 +194,6 @@ def reading_artefact(path, what: str):
         raise ValueError(f"{path}: {e}") from None
 
 
-__all__ = ["check_bool", "check_discrete_action", "check_int", "check_number", "check_options", "int_flag",
-           "number_flag", "read_npz", "reading_artefact"]
-
-
 def constructor_repr(obj) -> str:
     """``Class(name=value, ...)`` of ``obj``'s constructor arguments as it stores them (scikit-learn's style of repr
     for the package's estimators, teachers and schedules); arguments it does not store are left out."""
@@ -207,3 +203,7 @@ def constructor_repr(obj) -> str:
              if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     args = ", ".join(f"{n}={getattr(obj, n)!r}" for n in names if n in vars(obj))
     return f"{type(obj).__name__}({args})"
+
+
+__all__ = ["MAX_REWARD_WEIGHT", "check_bool", "check_discrete_action", "check_int", "check_number", "check_options",
+           "constructor_repr", "int_flag", "number_flag", "read_npz", "reading_artefact"]

@@ -165,12 +165,13 @@ def check(cfg: EvalConfig) -> EvalConfig:
     budgets (levels, integers or none), policy names, models (loaded once) and ``out``; a mistake is a ``ValueError``
     (``FileNotFoundError`` for a model path) naming the field."""
     if cfg.quick:  # the README's main job: its own policies, budgets, weeks, load and no sweep
-        fixed = ("policies", "budgets", "first_seed", "n_weeks", "load", "sweep")
-        changed = [f"--{f.replace('_', '-')}" for f in fixed if getattr(cfg, f) != getattr(EvalConfig(), f)]
+        default = EvalConfig()
+        flags = {f: "--" + f.replace("_", "-") for f in ("policies", "budgets", "first_seed", "n_weeks", "load",
+                                                          "sweep")}
+        changed = [flag for f, flag in flags.items() if getattr(cfg, f) != getattr(default, f)]
         if changed:
-            raise ValueError(f"--quick runs the README's main job with the default "
-                             f"{', '.join('--' + f.replace('_', '-') for f in fixed)}; drop --quick to set "
-                             f"{', '.join(changed)}")
+            raise ValueError(f"--quick runs the README's main job with the default {', '.join(flags.values())}; "
+                             f"drop --quick to set {', '.join(changed)}")
     for name, low in (("n_weeks", 1), ("bootstrap", 1), ("chunk_weeks", 0), ("rows_per_task", 1),
                       ("repetitions", 1), ("first_seed", 0), ("num_cpus", 0)):
         check_int(name, getattr(cfg, name), low)

@@ -32,8 +32,8 @@ import functools
 import hashlib
 import os
 import pickle
-import tempfile
 import time
+import uuid
 import warnings
 
 import numpy as np
@@ -111,12 +111,6 @@ def _feed(h, obj, path):
     path.discard(id(obj))
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _create_whole(source: str, path: str) -> bool:
     """Create ``path`` with ``source``'s content unless it exists: a hard link (atomic: readers see the whole file
     or none); where the file system has no hard links, an exclusive create and a copy. False if ``path`` exists."""
@@ -135,35 +129,12 @@ def _create_whole(source: str, path: str) -> bool:
         return True
 
 
-def check_checkpoint_dir(checkpoint_dir: str) -> None:
-    """Make ``checkpoint_dir`` if needed, check that it is writable and that this membudget version wrote it: its
-    ``VERSION`` file must name ``membudget.__version__``, else ``ValueError`` (its results may come from other
-    code). A directory without one gets it, written whole (another process starting on the same directory reads
-    the complete file or none); one that already holds checkpoints (from before these files) is taken as this
-    version's with a ``RuntimeWarning``."""
+def _check_version_file(checkpoint_dir: str) -> None:
+    """``ValueError`` unless ``checkpoint_dir``'s ``VERSION`` names this membudget version."""
     from membudget import __version__
 
-    try:
-        os.makedirs(checkpoint_dir, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=checkpoint_dir, prefix=".VERSION.", suffix=".tmp")
-    except OSError as error:
-        raise ValueError(f"the checkpoint directory {checkpoint_dir} cannot be written ({error})") from None
-    path = os.path.join(checkpoint_dir, "VERSION")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())   # as open() would create it (mkstemp's is private to this user)
-        with os.fdopen(fd, "w") as f:
-            f.write(__version__ + "\n")
-        older = [name for name in os.listdir(checkpoint_dir) if name.endswith(".pkl")]
-        if _create_whole(probe, path):
-            if older:
-                warnings.warn(f"{checkpoint_dir} holds {len(older)} checkpoints and no VERSION file (written before "
-                              f"checkpoint directories kept one); they are taken as membudget {__version__}'s",
-                              RuntimeWarning, stacklevel=2)
-            return
-    finally:
-        os.unlink(probe)
     for _ in range(50):   # a file system without hard links: the other process may still be writing it
-        with open(path, "rb") as f:
+        with open(os.path.join(checkpoint_dir, "VERSION"), "rb") as f:
             raw = f.read(64)
         if raw:
             break
@@ -174,6 +145,52 @@ def check_checkpoint_dir(checkpoint_dir: str) -> None:
         raise ValueError(f"the checkpoints in {checkpoint_dir} were written by membudget {shown}, this is "
                          f"{__version__}: their results may come from other code; delete the directory or pass "
                          f"another --checkpoint-dir")
+
+
+def check_checkpoint_dir(checkpoint_dir: str) -> None:
+    """Make ``checkpoint_dir`` if needed, check that it is writable and that this membudget version wrote it: its
+    ``VERSION`` file must name ``membudget.__version__``, else ``ValueError`` (its results may come from other
+    code). A directory without one gets it, written whole (another process starting on the same directory reads
+    the complete file or none); one that already holds checkpoints (from before these files) is taken as this
+    version's with a ``RuntimeWarning``."""
+    from membudget import __version__
+
+    probe = os.path.join(checkpoint_dir, f".VERSION.{uuid.uuid4().hex}.tmp")
+    try:
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        with open(probe, "x") as f:   # the umask's permissions, as any file the runs write
+            f.write(__version__ + "\n")
+    except OSError as error:
+        raise ValueError(f"the checkpoint directory {checkpoint_dir} cannot be written ({error})") from None
+    try:
+        older = [name for name in os.listdir(checkpoint_dir) if name.endswith(".pkl")]
+        if _create_whole(probe, os.path.join(checkpoint_dir, "VERSION")):
+            if older:
+                warnings.warn(f"{checkpoint_dir} holds {len(older)} checkpoints and no VERSION file (written before "
+                              f"checkpoint directories kept one); they are taken as membudget {__version__}'s",
+                              RuntimeWarning, stacklevel=2)
+            return
+    finally:
+        os.unlink(probe)
+    _check_version_file(checkpoint_dir)
+
+
+def checkpoint_dir_flag(value: str) -> str:
+    """``--checkpoint-dir`` as argparse reads it: a directory this user cannot write (or make), or whose ``VERSION``
+    names another membudget version, is refused in one line with the other flags, before anything is made (the
+    executor makes the directory and writes its ``VERSION``, :func:`check_checkpoint_dir`)."""
+    existing = os.path.abspath(value)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"the checkpoint directory {value} cannot be written ({existing} is not a "
+                                         f"writable directory)")
+    if os.path.isfile(os.path.join(value, "VERSION")):
+        try:
+            _check_version_file(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return value
 
 
 class Executor:
@@ -368,7 +385,7 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
                    help="local: tasks in this process; ray: Ray tasks (a local cluster unless --address)")
     g.add_argument("--address", default=None, help="an existing Ray cluster (auto, or ray://host:10001)")
     g.add_argument("--num-cpus", type=int_flag(1), default=None, help="CPUs of the local Ray cluster (default: all)")
-    g.add_argument("--checkpoint-dir", default=None,
+    g.add_argument("--checkpoint-dir", type=checkpoint_dir_flag, default=None,
                    help="one file per finished task; a restarted run loads them instead of recomputing")
 
 
