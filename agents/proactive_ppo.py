@@ -11,13 +11,16 @@ from membudget.envs.validation import MAX_REWARD_WEIGHT, check_int, check_number
 
 
 ENV_IDS = {0: "membudget/ProactiveStream-v0", 1: "membudget/ProactiveStream-v1"}
+LATEST_VERSION = 1
+"""The ProactiveStream version every function, config and command plays unless told otherwise (v0: the original
+world, kept)."""
 HELD_OUT_FIRST_SEED = 10_000
 """Held-out streams start here; training streams are drawn from seeds below it."""
 WARM_STARTS = ("none", "full-hierarchy")
 """The policies PPO can start from: SB3's initialisation, or a behaviour clone of ProactMem's full-hierarchy rule."""
 
 
-def make_env(scope="sports", version=1, **env_kwargs):
+def make_env(scope="sports", version=LATEST_VERSION, **env_kwargs):
     import gymnasium as gym
 
     import membudget  # noqa: F401  (registers the ids)
@@ -48,7 +51,7 @@ class ProactiveStreamPPOConfig(SB3PPOSettings):
     """Reward of a false intervention is minus this."""
     token_weight: float = 2e-6
     """Reward per memory token loaded is minus this."""
-    version: int = 1
+    version: int = LATEST_VERSION
     """ProactiveStream version (1, or 0 for v0's world)."""
     warm_start: str = "none"
     """The policy PPO starts from: none (SB3's initialisation) or full-hierarchy (a behaviour clone of ProactMem's

@@ -11,9 +11,12 @@ from membudget.agents.configs import SB3PPOSettings
 from membudget.envs.validation import MAX_REWARD_WEIGHT, check_int, check_known, check_number
 
 VERSIONS = (0, 1)
+LATEST_VERSION = 1
+"""The ReplayStream version every function, config and command plays unless told otherwise (v0: the original
+world, kept)."""
 
 
-def make_env(family="db", profile="mid", version=0, **env_kwargs):
+def make_env(family="db", profile="mid", version=LATEST_VERSION, **env_kwargs):
     """``membudget/ReplayStream-v{version}`` (0 or 1) for ``family`` / ``profile``."""
     import membudget  # noqa: F401  (registers the ids)
 
@@ -36,7 +39,7 @@ class ReplayStreamPPOConfig(SB3PPOSettings):
     """Stream length."""
     cost_weight: float = 0.5
     """w in the reward correct - w * cost."""
-    version: int = 1
+    version: int = LATEST_VERSION
     """ReplayStream version (1, or 0 for v0's world)."""
 
     def __post_init__(self):

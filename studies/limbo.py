@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from membudget.agents.linucb import MAX_MAGNITUDE, HybridLinUCB, LinUCB
-from membudget.agents.replay_ppo import ReplayStreamPPOConfig, make_env, train_ppo
+from membudget.agents.replay_ppo import LATEST_VERSION, VERSIONS, ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
 from membudget.envs.validation import int_flag, number_flag, parse_seeds
@@ -155,7 +155,7 @@ SELECTION_CRITERIA = ("reward", "fixed-scale")
 ALPHA_GRID = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
-def stream_of(family, profile, seed, version=1):
+def stream_of(family, profile, seed, version=LATEST_VERSION):
     """The drawn stream (``env.unwrapped.stream``: every task's tokens and success probability per action)."""
     env = make_env(family, profile, version=version)
     env.reset(seed=int(seed))
@@ -179,7 +179,7 @@ def fixed_scale_reward(run, stream, cost_weight=0.5) -> float:
     return float(run["accuracy"] - cost_weight * run["tokens"].mean() / stream.tokens.max())
 
 
-def alpha_task(cost_weight, item, version=0) -> tuple[float, float, float, float]:
+def alpha_task(cost_weight, item, version=LATEST_VERSION) -> tuple[float, float, float, float]:
     """One development stream of :func:`select_alpha`, keyed by ``(bandit, family, profile, seed)``: a fresh
     LinUCB's (:class:`Bandit`) ``(mean reward, fixed-scale reward, accuracy, mean tokens per task)`` on
     ReplayStream-v{version}."""
@@ -196,7 +196,7 @@ def _alpha_task_item(fixed, item):
 
 
 def select_alpha(grid=bandit_grid(ALPHA_GRID), seeds=DEV_SEEDS, families=("db", "os"),
-                 profiles=("strong", "mid", "weak"), *, cost_weight=0.5, executor=None, version=0,
+                 profiles=("strong", "mid", "weak"), *, cost_weight=0.5, executor=None, version=LATEST_VERSION,
                  criterion="reward") -> tuple[Bandit, dict]:
     """Choose LinUCB's settings among the :class:`Bandit` s of ``grid`` (:func:`bandit_grid`: alphas, decays τ of
     alpha, models) on development streams (seeds 0-9, disjoint from the report's 42-44): the one with the highest
@@ -223,18 +223,20 @@ def select_alpha(grid=bandit_grid(ALPHA_GRID), seeds=DEV_SEEDS, families=("db", 
 DIAGNOSIS_WINDOWS = ((0, 100), (100, 300), (300, 500))
 
 
-def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=V1_BANDIT, cost_weight=0.5, version=1,
-                    action=0, windows=DIAGNOSIS_WINDOWS) -> dict:
-    """Why a fresh LinUCB (``bandit``) per development stream chooses what it does, measured against each stream's
-    true success probabilities (``stream.prob``). Returns ``mean_reward`` (the environment's, cost over the running maximum),
-    ``fixed_scale_reward`` (accuracy − w · mean tokens / the stream's largest token count, a scale no policy
-    moves), ``top_action_tasks`` (per stream, the tasks of its most played action) and, per window of tasks
+def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=None, cost_weight=0.5,
+                    version=LATEST_VERSION, action=0, windows=DIAGNOSIS_WINDOWS) -> dict:
+    """Why a fresh LinUCB (``bandit``; None: the version's own, :data:`BANDITS`) per development stream chooses what
+    it does, measured against each stream's true success probabilities (``stream.prob``). Returns ``mean_reward``
+    (the environment's, cost over the running maximum), ``fixed_scale_reward`` (accuracy − w · mean tokens / the
+    stream's largest token count, a scale no policy moves), ``top_action_tasks`` (per stream, the tasks of its most
+    played action) and, per window of tasks
     ``(lo, hi)``: ``share`` of ``action`` (default 0, no replay at the low tier), mean ``bonus``, ``head_rmse``
     (root-mean-square error of the correctness head over all actions) and, over the tasks where another action was
     chosen, ``head_error`` on ``action``, ``margin`` (true reward of ``action`` − that of the chosen one, with the
     environment's cost: tokens / max(running maximum, tokens)) and ``gain`` (true success probability of the
     chosen one − that of ``action``)."""
     check_development_seeds(seeds)
+    bandit = BANDITS[version] if bandit is None else bandit
     rows, mean_reward, fixed, top = [], [], [], []
     for seed in seeds:
         r = run_bandit(bandit.make(cost_weight), family=family, profile=profile, seed=seed, record_heads=True,
@@ -264,7 +266,8 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=V1
     return out
 
 
-def action_profile(family="db", profile="strong", seeds=DEV_SEEDS, *, cost_weight=0.5, version=1) -> dict:
+def action_profile(family="db", profile="strong", seeds=DEV_SEEDS, *, cost_weight=0.5,
+                   version=LATEST_VERSION) -> dict:
     """What each action is worth on the development streams, from their true success probabilities: per action
     (``ACTIONS`` order) the mean success probability ``prob``, the mean ``tokens`` per task and the
     ``fixed_scale_reward`` (prob − w · tokens / the stream's largest token count, averaged over the streams), and
@@ -285,7 +288,7 @@ def diagnose_main(argv=None):
                                      description=plain(diagnose_bandit.__doc__))
     parser.add_argument("--family", default="db", choices=("db", "os"))
     parser.add_argument("--profile", default="strong", choices=("strong", "mid", "weak"))
-    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1)
+    parser.add_argument("--env-version", type=int, choices=VERSIONS, default=LATEST_VERSION)
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
     parser.add_argument("--configs", nargs="+", type=_config_flag,
@@ -333,7 +336,7 @@ def _config_flag(text):
     return a, _decay_flag(decay), _hybrid_flag(own) if own else None
 
 
-def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
+def ppo_task(total_timesteps, seed, cost_weight, item, version=LATEST_VERSION) -> bytes:
     """PPO trained for one ``(family, profile)`` of :func:`evaluate` on ReplayStream-v{version}; returns the saved
     model (a zip, as bytes)."""
     family, profile = item
@@ -341,7 +344,7 @@ def ppo_task(total_timesteps, seed, cost_weight, item, version=0) -> bytes:
                                     cost_weight=cost_weight, version=version))
 
 
-def stream_task(bandit, cost_weight, ppo_models, item, version=0) -> dict:
+def stream_task(bandit, cost_weight, ppo_models, item, version=LATEST_VERSION) -> dict:
     """One stream of :func:`evaluate`, keyed by ``(agent, family, profile, seed)``: a reference baseline, a fresh
     LinUCB, PPO (``ppo_models[(family, profile)]``, the bytes of :func:`ppo_task`) or the oracle, on
     ReplayStream-v{version}."""
@@ -363,13 +366,14 @@ def _stream_task_item(fixed, item):
     return stream_task(bandit, cost_weight, ppo_models, item, version=version)
 
 
-def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, bandit=Bandit(),
-             cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=0) -> list[dict]:
+def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PAPER_SEEDS, *, bandit=None,
+             cost_weight=0.5, ppo_timesteps=0, ppo_seed=0, executor=None, version=LATEST_VERSION) -> list[dict]:
     """Every agent on every (family, profile) and seed. One row per (family, profile, agent) with ``runs`` (the
     per-seed results of :func:`run_policy` / :func:`run_bandit`). ``executor`` (default: in this process) runs one
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
     ``ppo_timesteps`` (trained on the version played). ``version``: the ReplayStream version played;
-    ``bandit``: LinUCB's settings (:class:`Bandit`)."""
+    ``bandit``: LinUCB's settings (:class:`Bandit`; None: the version's own, :data:`BANDITS`)."""
+    bandit = BANDITS[version] if bandit is None else bandit
     executor = executor or Executor()
     settings = [(f, p) for f in families for p in profiles]
     ppo_models = {}
@@ -538,7 +542,7 @@ def select_alpha_main(argv=None):
     (:func:`select_alpha`), with the score of every alpha of the grid."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate replay-alpha",
                                      description=plain(select_alpha.__doc__))
-    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
+    parser.add_argument("--env-version", type=int, choices=VERSIONS, default=LATEST_VERSION,
                         help="ReplayStream version (default 1; 0 is the original world)")
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
@@ -610,7 +614,7 @@ def replay_main(argv=None):
                              f"lambda (default: chosen with alpha on v1: {V1_BANDIT.hybrid_own}; none on v0)")
     parser.add_argument("--l2-lambda", type=number_flag(1.0 / MAX_MAGNITUDE, MAX_MAGNITUDE), default=1.0)
     parser.add_argument("--cost-weight", type=number_flag(0, MAX_MAGNITUDE), default=0.5)
-    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
+    parser.add_argument("--env-version", type=int, choices=VERSIONS, default=LATEST_VERSION,
                         help="ReplayStream version (default 1; 0 is the original world)")
     parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip)")
     parser.add_argument("--ppo-seed", type=int_flag(0), default=0)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membudget.agents.proactive_ppo import (HELD_OUT_FIRST_SEED, WARM_STARTS, ProactiveStreamPPOConfig,
+from membudget.agents.proactive_ppo import (ENV_IDS, HELD_OUT_FIRST_SEED, LATEST_VERSION, WARM_STARTS,
+                                            ProactiveStreamPPOConfig,
                                             check_training_seeds, make_env, predict_action, train_ppo)
 from membudget.baselines.proactive import POLICIES, SOURCES, FullHierarchy
 from membudget.envs.proactive.env import F, episode_metrics
@@ -98,7 +99,7 @@ def bootstrap(runs, n_resamples=2000, seed=0, other=None) -> dict:
     return {k: (point[k], float(np.quantile(draws[k], 0.025)), float(np.quantile(draws[k], 0.975))) for k in keys}
 
 
-def policy_task(models, item, version=1) -> list:
+def policy_task(models, item, version=LATEST_VERSION) -> list:
     """One task of :func:`evaluate`: ``item = (policy name, scope, stream seeds)`` -> :func:`run_policy`'s runs on
     ProactiveStream-v``version``. Baselines are built in the task; a PPO (a name of :data:`PPO_NAMES`) is
     ``models[(name, scope)]`` (a policy trained by :func:`ppo_task`)."""
@@ -107,7 +108,7 @@ def policy_task(models, item, version=1) -> list:
     return run_policy(policy, scope, seeds, version=version)
 
 
-def ppo_task(total_timesteps, seed, scope, version=1, warm_start="none"):
+def ppo_task(total_timesteps, seed, scope, version=LATEST_VERSION, warm_start="none"):
     """One PPO training of :func:`evaluate` (seeded by ``seed``, started from ``warm_start``): ``scope`` ->
     ``(policy, training seconds)``; the SB3 policy alone travels back (it predicts as the model does), not the model
     with its environments."""
@@ -117,7 +118,7 @@ def ppo_task(total_timesteps, seed, scope, version=1, warm_start="none"):
 
 
 def evaluate(scopes=SCOPE_NAMES, n_streams=20, *, ppo_timesteps=0, ppo_seed=0, ppo_starts=("none",), progress=print,
-             executor=None, chunk_streams=0, version=1) -> dict:
+             executor=None, chunk_streams=0, version=LATEST_VERSION) -> dict:
     """Every baseline (and PPO when ``ppo_timesteps``, once per warm start in ``ppo_starts``, named by
     :data:`PPO_NAMES`) on streams ``HELD_OUT_FIRST_SEED ...`` of each scope. Returns ``{scope: {policy: runs}}``.
 
@@ -154,7 +155,7 @@ DEVELOPMENT_SEEDS = range(10)
 """Development streams: what the study chooses from data (the break-even sources) it chooses on these."""
 
 
-def rule_sources(scope, seeds, version=1, intrusion_penalty=0.5) -> dict:
+def rule_sources(scope, seeds, version=LATEST_VERSION, intrusion_penalty=0.5) -> dict:
     """The full-hierarchy rule's interventions on streams ``seeds`` split by what fired them (current evidence, a
     carried anchor, a corroborated regularity): ``{source: [tp, fp]}``. A source pays in reward only where its
     precision is above the break-even ``intrusion_penalty / (1 + intrusion_penalty)``."""
@@ -191,7 +192,7 @@ def break_even_sources(sources, intrusion_penalty=0.5) -> tuple:
     return tuple(s for s, (tp, fp) in sources.items() if tp + fp and tp / (tp + fp) > even)
 
 
-def break_even_rule(scopes, seeds, version=1, intrusion_penalty=0.5) -> dict:
+def break_even_rule(scopes, seeds, version=LATEST_VERSION, intrusion_penalty=0.5) -> dict:
     """Per scope the full-hierarchy rule restricted to its sources above break-even on :data:`DEVELOPMENT_SEEDS`
     (the reward-maximising choice among the rule's sources), run on ``seeds``: ``{scope: (sources, runs)}``."""
     out = {}
@@ -287,7 +288,7 @@ def format_results(results, cis, n_resamples=2000) -> str:
     return "\n".join(lines)
 
 
-def plot_ablation(cis, path, version=1) -> None:
+def plot_ablation(cis, path, version=LATEST_VERSION) -> None:
     """Seed 002 Figure 4 in our world: effectiveness and intrusion of the memory layers per scope (intervals ``cis``
     from :func:`intervals`)."""
     names = ("EventOnly", "EventTrajectory", "FullHierarchy", "WithoutReplayGate", "WithoutValidation")
@@ -315,7 +316,7 @@ def main(argv=None):
     """``python -m membudget.evaluate proactive``."""
     parser = argparse.ArgumentParser(prog="python -m membudget.evaluate proactive",
                                      description="ProactMem's comparison on ProactiveStream-v1 (or v0)")
-    parser.add_argument("--env-version", type=int, choices=(0, 1), default=1,
+    parser.add_argument("--env-version", type=int, choices=tuple(ENV_IDS), default=LATEST_VERSION,
                         help="ProactiveStream version (v1 writes proactive_stream.md with v0's tables below, from "
                              "proactive_stream_v0.json in --out when there; v0 writes proactive_stream_v0.json)")
     parser.add_argument("--scopes", nargs="+", default=list(SCOPE_NAMES), choices=SCOPE_NAMES)

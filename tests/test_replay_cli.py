@@ -1,4 +1,5 @@
-"""CLI entry points for ReplayStream-v0: ``train replay-ppo`` and ``evaluate replay`` on a reduced setting."""
+"""CLI entry points for ReplayStream (v1 by default, v0 kept): ``train replay-ppo`` and ``evaluate replay`` on a reduced
+setting."""
 
 from __future__ import annotations
 
@@ -182,7 +183,7 @@ def test_select_alpha_in_reverse_task_order_equals_the_mean_over_streams():
     for b in scores:
         runs = [limbo.run_bandit(LinUCB(alpha=b.alpha, alpha_decay=b.alpha_decay), family=f, profile=p, seed=s,
                                  cost_weight=0.5) for f, p, s in streams]
-        fixed = [limbo.fixed_scale_reward(r, limbo.stream_of(f, p, s, 0)) for r, (f, p, s) in zip(runs, streams)]
+        fixed = [limbo.fixed_scale_reward(r, limbo.stream_of(f, p, s)) for r, (f, p, s) in zip(runs, streams)]
         assert scores[b] == (np.mean([r["mean_reward"] for r in runs]), np.mean(fixed),
                              np.mean([r["accuracy"] for r in runs]), np.mean([r["tokens"].mean() for r in runs]))
     assert scores[limbo.Bandit(0.5)] != scores[limbo.Bandit(0.5, 10.0)]
@@ -212,7 +213,8 @@ def test_replay_study_trains_ppo_on_the_version_it_plays(monkeypatch, one_torch_
     ppo = next(r for r in rows if r["agent"] == "ppo")["runs"][0]
     direct = limbo.run_policy(model, family="db", profile="weak", seed=42, version=1)
     assert all(np.array_equal(ppo[k], direct[k]) for k in direct)
-    assert not np.array_equal(ppo["tokens"], limbo.run_policy(model, family="db", profile="weak", seed=42)["tokens"])
+    assert not np.array_equal(ppo["tokens"], limbo.run_policy(model, family="db", profile="weak", seed=42,
+                                                                version=0)["tokens"])
 
 
 def test_diagnose_bandit_on_the_first_task_by_hand():
@@ -288,3 +290,40 @@ def test_hybrid_model_reaches_the_study_and_its_action_features_are_mode_and_tie
             evaluate.main([sub, flag, "0"])
     with pytest.raises(SystemExit):
         evaluate.main(["replay-diagnose", "--configs", "0.3:none:-1"])
+
+
+@pytest.mark.parametrize("module", ["membudget.agents.replay_ppo", "membudget.studies.limbo",
+                                    "membudget.agents.proactive_ppo", "membudget.studies.proactmem"])
+def test_every_function_and_config_defaults_to_the_latest_world_version(module):
+    """One default per world family: the Python functions play the version the commands and configs play (the
+    replay functions defaulted to v0 while ``evaluate replay`` played v1)."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    latest = importlib.import_module(module.replace("studies.limbo", "agents.replay_ppo")
+                                     .replace("studies.proactmem", "agents.proactive_ppo")).LATEST_VERSION
+    assert latest == 1
+    seen = 0
+    for name, obj in vars(mod).items():
+        if inspect.isfunction(obj) and obj.__module__ == mod.__name__:
+            p = inspect.signature(obj).parameters.get("version")
+            if p is not None and p.default is not inspect.Parameter.empty:
+                assert p.default == latest, f"{module}.{name}(version={p.default})"
+                seen += 1
+        if inspect.isclass(obj) and obj.__module__ == mod.__name__ and hasattr(obj, "__dataclass_fields__") \
+                and "version" in obj.__dataclass_fields__:
+            assert obj().version == latest, f"{module}.{name}().version"
+            seen += 1
+    assert seen
+
+
+def test_replay_study_plays_the_versions_own_linucb_by_default(monkeypatch):
+    played = []
+    monkeypatch.setattr(limbo, "_stream_task_item", lambda fixed, item: played.append((fixed[0], fixed[3])) or {})
+    for version in (0, 1):
+        limbo.evaluate(("db",), ("weak",), (42,), version=version)
+    assert set(played) == {(limbo.BANDITS[0], 0), (limbo.BANDITS[1], 1)}
+    played.clear()
+    limbo.evaluate(("db",), ("weak",), (42,))
+    assert set(played) == {(limbo.V1_BANDIT, 1)}
