@@ -58,6 +58,43 @@ def test_text_modes_and_no_mode_record_nothing_for_pictures(env_id):
             assert getattr(env.unwrapped, RECORDS[env_id]) is None
 
 
+@pytest.mark.parametrize("autoreset_mode", ["NextStep", "SameStep"])
+def test_the_native_vector_env_renders_every_week_as_sync_vector_env_does(autoreset_mode):
+    """``gym.make_vec``'s default (the native vector env) renders as ``SyncVectorEnv`` of single envs: the same
+    frames and texts, through autoresets (weeks cut at 6 steps) and a pickle round trip; none without a mode."""
+    import pickle
+
+    from gymnasium.vector import AutoresetMode
+
+    mode = AutoresetMode(autoreset_mode)
+    for render_mode in ("ansi", "rgb_array"):
+        native = gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                              render_mode=render_mode, autoreset_mode=mode, max_episode_steps=6)
+        sync = gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode="sync", render_mode=render_mode,
+                            vector_kwargs={"autoreset_mode": mode}, max_episode_steps=6)
+        assert "rgb_array" in native.metadata["render_modes"]
+        obs, _ = native.reset(seed=5)
+        sync.reset(seed=5)
+        rng = np.random.default_rng(0)
+        for step in range(14):
+            frames, expected = native.render(), sync.render()
+            assert type(frames) is tuple and len(frames) == 2
+            for got, want in zip(frames, expected):
+                if render_mode == "rgb_array":
+                    assert got.shape == SHAPE and np.array_equal(got, want), step
+                else:
+                    assert got == want, step
+            action = (rng.random(obs["mask"].shape) < 0.4).astype(np.int8) * obs["mask"]
+            obs, *_ = native.step(action)
+            sync.step(action)
+        copy = pickle.loads(pickle.dumps(native.unwrapped))
+        assert all(np.array_equal(a, b) for a, b in zip(copy.render(), native.render()))
+    none = gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode="vector_entry_point")
+    none.reset(seed=0)
+    with pytest.warns(UserWarning, match="without a render_mode"):
+        assert none.render() is None
+
+
 def test_the_shared_budget_env_draws_every_agent():
     env = shared_budget.parallel_env(n_agents=3, render_mode="rgb_array")
     assert "rgb_array" in env.metadata["render_modes"] and env.metadata["render_fps"] > 0

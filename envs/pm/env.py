@@ -206,6 +206,34 @@ def spent_so_far(core: PMWeekCore, slot: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(core.c_hist[slot, :int(core.t[slot])])])
 
 
+def week_text(core: PMWeekCore, slot: int, budget, world: WorldConfig) -> str:
+    """``render_mode="ansi"``'s text of the core's week ``slot``: the step, the budget left, the counts and each
+    resource's cost, candidacy and last query."""
+    tp, fp, fn = (int(x) for x in core.counters[slot, [C_TP, C_FP, C_FN]])
+    left = "none" if budget is None else f"{int(core.remaining[slot])}/{budget}"
+    lines = [f"PMWeek-v0 step {int(core.t[slot])}/{int(core.horizon[slot])}  budget left {left}  "
+             f"TP {tp} FP {fp} FN {fn}", f"{'resource':<22}{'cost':>5}{'candidate':>10}{'last query':>11}"]
+    for r, (name, _) in enumerate(world.resources):
+        last = int(core.last_q[slot, r])
+        lines.append(f"{name:<22}{int(core.costs[slot, r]):>5}{'yes' if core.mask_state[slot, r] else '':>10}"
+                     f"{last if last >= 0 else '-':>11}")
+    return "\n".join(lines)
+
+
+def week_picture(view: TimelineView | None, timeline: Timeline, core: PMWeekCore, slot: int, ep: Episode,
+                 budget) -> tuple[TimelineView, np.ndarray]:
+    """``render_mode="rgb_array"``'s frame of the core's week ``slot`` (episode ``ep``, recorded in ``timeline``):
+    ``(view, frame)``, the figure ``view`` drawn anew when None (a new week) and kept for the next frame."""
+    if view is None:
+        fig = new_figure()
+        view = week_view(fig, fig.add_gridspec(1, 1, left=0.17, right=0.985, top=0.9, bottom=0.15)[0], ep, budget)
+        timeline_legend(fig)
+    seed = ep.meta.get("seed")
+    title = f"PMWeek-v0{'' if seed is None else f' week {seed}'}, " + week_title(core, slot, budget)
+    view.update(timeline, int(core.t[slot]), spent_so_far(core, slot), title)
+    return view, figure_array(view.fig)
+
+
 class OneWeekEnv(Render, gym.Env):
     """What the single environments over one week of the core (:class:`~membudget.envs.pm.core.OneWeek` in
     ``self._week``) share: the week and the picture's state, the reset option that replays a given week, the
@@ -435,29 +463,13 @@ class PMWeekEnv(OneWeekEnv):
     def _text(self) -> str:
         if self.episode is None:
             return "PMWeek-v0: call reset() first"
-        core = self._week.core
-        tp, fp, fn = (int(x) for x in core.counters[0, [C_TP, C_FP, C_FN]])
-        budget = "none" if self.budget is None else f"{int(core.remaining[0])}/{self.budget}"
-        lines = [f"PMWeek-v0 step {int(core.t[0])}/{int(core.horizon[0])}  budget left {budget}  "
-                 f"TP {tp} FP {fp} FN {fn}", f"{'resource':<22}{'cost':>5}{'candidate':>10}{'last query':>11}"]
-        for r, (name, _) in enumerate(self.world.resources):
-            last = int(core.last_q[0, r])
-            lines.append(f"{name:<22}{int(core.costs[0, r]):>5}{'yes' if core.mask_state[0, r] else '':>10}"
-                         f"{last if last >= 0 else '-':>11}")
-        return "\n".join(lines)
+        return week_text(self._week.core, 0, self.budget, self.world)
 
     def _picture(self) -> np.ndarray:
         if self.episode is None:
             return blank_frame("PMWeek-v0: call reset() first")
-        if self._view is None:
-            fig = new_figure()
-            self._view = week_view(fig, fig.add_gridspec(1, 1, left=0.17, right=0.985, top=0.9, bottom=0.15)[0],
-                                   self.episode, self.budget)
-            timeline_legend(fig)
-        seed = self.episode.meta.get("seed")
-        title = f"PMWeek-v0{'' if seed is None else f' week {seed}'}, " + week_title(self._week.core, 0, self.budget)
-        self._view.update(self._timeline, int(self._week.core.t[0]), spent_so_far(self._week.core, 0), title)
-        return figure_array(self._view.fig)
+        self._view, frame = week_picture(self._view, self._timeline, self._week.core, 0, self.episode, self.budget)
+        return frame
 
     @property
     def timeline(self) -> Timeline | None:

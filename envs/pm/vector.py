@@ -9,10 +9,12 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from ..rendering import RENDER_MODES, blank_frame, check_render_mode, render_output
 from ..validation import check_bool, check_int, check_options
 from ..vector_info import read_only, with_masks
-from .core import N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, StepOutputs, generator_list, step_outputs
-from .env import action_to_scores, check_arguments, episode_metrics_batch, spaces_for, step_info_batch
+from .core import EV, N_BUDGET_FEATURES, N_RESOURCE_FEATURES, PMWeekCore, StepOutputs, generator_list, step_outputs
+from .env import (action_to_scores, check_arguments, episode_metrics_batch, record_step, spaces_for, start_timeline,
+                  step_info_batch, week_picture, week_text)
 from .episode_io import validate_episode
 from .levels import resolve_budget
 from .world import Episode, check_generation, episode_from_state
@@ -40,6 +42,9 @@ class PMWeekVectorEnv(VectorEnv):
     included). The mask arrays are read-only (one array serves several keys).
     Arguments are those of :class:`PMWeekEnv` plus ``num_envs``; the settings are public attributes as there
     (``budget``, ``per_step_cap``, ``per_step_cost_cap``, ``cost_profile``, ``late_policy``, ``load``, ...).
+    ``render()`` gives each week's render as :class:`PMWeekEnv` gives it (``render_mode`` ``"ansi"``, ``"human"`` or
+    ``"rgb_array"``), in a tuple over the weeks as ``SyncVectorEnv``'s ``render()`` does; a week reset at an
+    autoreset is drawn from its new start.
 
     One numba kernel call per step advances every week and writes every observation (one pass over each week's
     live intentions); the weeks that start at an autoreset are drawn, from each sub-environment's own generator,
@@ -48,7 +53,7 @@ class PMWeekVectorEnv(VectorEnv):
     copy of the generator's state.
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 8, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 1, budget="B10", per_step_cap=2, per_step_cost_cap=None,
                  cost_profile="unit", late_policy="expire", load=0, world=None, action_mode="binary",
@@ -67,10 +72,10 @@ class PMWeekVectorEnv(VectorEnv):
         self.budget, self.target_fraction = resolve_budget(budget, self.world, cost_profile)
         self.per_step_cap, self.per_step_cost_cap = per_step_cap, per_step_cost_cap
         self.cost_profile, self.late_policy, self.load, self.action_mode = cost_profile, late_policy, load, action_mode
-        if render_mode is not None:
-            raise ValueError(f"render_mode {render_mode!r} is not supported (no render modes)")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, "PMWeek-v0")
         self.num_envs = int(num_envs)
+        self._timelines = [None] * self.num_envs  # each week's picture so far (rgb_array only) and its figure
+        self._views = [None] * self.num_envs
         n, r = self.num_envs, len(self.world.resources)
         self.observe_counts = check_bool("observe_counts", observe_counts)
         self.single_observation_space, self.single_action_space = spaces_for(
@@ -111,7 +116,40 @@ class PMWeekVectorEnv(VectorEnv):
                 core.load(i, make(), self.world.lookahead)
 
     def __getstate__(self):
-        return dict(self.__dict__, _generator_list=None)  # rebuilt from the generators when next needed
+        # numba's generator list is rebuilt from the generators when next needed; the figures (whose canvases do not
+        # survive copying) are drawn anew from the recorded timelines
+        return dict(self.__dict__, _generator_list=None, _views=[None] * self.num_envs)
+
+    def _start_pictures(self, slots):
+        """New timelines (and figures to come) for the weeks in ``slots``, just started and observed."""
+        if self.render_mode == "rgb_array":
+            for i in np.asarray(slots).tolist():
+                self._timelines[i], self._views[i] = start_timeline(self._core, i), None
+
+    def _record_pictures(self, stepped):
+        """Record the step each week marked in ``stepped`` just took (after the kernel stepped and observed it)."""
+        if self.render_mode == "rgb_array":
+            core = self._core
+            for i in np.flatnonzero(stepped).tolist():
+                record_step(self._timelines[i], core, i, int(core.t[i]) - 1, self._sel[i],
+                            int(self._events[i, EV.n_events]))
+
+    def render(self):
+        """Each week's render as :class:`PMWeekEnv` renders it, in a tuple over the weeks (None without a
+        ``render_mode``, with Gymnasium's warning)."""
+        if self.render_mode is None:
+            return render_output(None, None, None)
+        if not self._started:
+            return tuple(render_output(self.render_mode, lambda: "PMWeek-v0: call reset() first",
+                                       lambda: blank_frame("PMWeek-v0: call reset() first"))
+                         for _ in range(self.num_envs))
+        return tuple(render_output(self.render_mode, partial(week_text, self._core, i, self.budget, self.world),
+                                   partial(self._picture, i)) for i in range(self.num_envs))
+
+    def _picture(self, i: int) -> np.ndarray:
+        self._views[i], frame = week_picture(self._views[i], self._timelines[i], self._core, i,
+                                             self._core.episode(i), self.budget)
+        return frame
 
     @property
     def np_random_seed(self) -> tuple:
@@ -198,6 +236,7 @@ class PMWeekVectorEnv(VectorEnv):
         self._started = True
         self._autoreset[reset_mask] = False
         obs = self._obs()
+        self._start_pictures(slots)
         values = _only_rows(reset_mask, self._info_values())
         return obs, with_masks(values, read_only(reset_mask.copy()))
 
@@ -237,6 +276,8 @@ class PMWeekVectorEnv(VectorEnv):
         resetting = self._autoreset
         self._new_weeks(np.flatnonzero(resetting))
         obs = self._advance(~resetting, scores)  # a week just reset is observed, not stepped (reward 0)
+        self._record_pictures(~resetting)
+        self._start_pictures(np.flatnonzero(resetting))
         rewards = self._reward.copy()
         terminated = core.t >= core.horizon
         truncated = np.zeros(n, dtype=bool)
@@ -261,6 +302,7 @@ class PMWeekVectorEnv(VectorEnv):
                     final["_episode_metrics"] = infos.pop("_episode_metrics")
                 self._new_weeks(np.flatnonzero(ended))
                 obs = self._obs()
+                self._start_pictures(np.flatnonzero(ended))
                 fresh = self._info_values()
                 infos = with_masks({k: np.where(_rows(ended, v), fresh[k], v) for k, v in values.items()},
                                    self._everyone)
