@@ -13,8 +13,8 @@ from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
-from membudget.envs.pm.core import PMWeekCore, step_outputs
-from membudget.envs.pm.env import (SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, record_step,
+from membudget.envs.pm.core import EV, PMWeekCore, step_outputs
+from membudget.envs.pm.env import (EVENT_KEYS, SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, record_step,
                                    resource_labels, spaces_for, start_timeline, week_days)
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import MAX_RESOURCES, generate_episode
@@ -95,10 +95,12 @@ class raw_env(Render, ParallelEnv):
     ## Episode End
 
     All agents terminate together after the horizon ``T`` (80 steps by default); there is no truncation.
-    ``infos[agent]`` at reset (nothing queried) and at every step has the same flat keys, numbers and fixed shapes:
-    ``queried`` (``(R,)`` bool), ``cost``, ``tp``, ``fp``, ``fn`` (the agent's own step), ``remaining_budget`` (the
-    shared budget left, -1 without one) and ``skipped_non_candidate``, ``skipped_budget``, ``skipped_count_cap``,
-    ``skipped_cost_cap`` (the agent's proposals the executor skipped, by reason); ``infos[agent]["episode_metrics"]``
+    ``infos[agent]`` at reset (nothing queried) and at every step has ``PMWeek-v0``'s step-info keys, numbers and
+    fixed shapes (:data:`~membudget.envs.pm.env.STEP_INFO_KEYS`): ``step``, ``queried`` (``(R,)`` bool), ``cost``,
+    ``remaining_budget`` (the shared budget left, -1 without one), ``skipped_non_candidate``, ``skipped_budget``,
+    ``skipped_count_cap``, ``skipped_cost_cap`` (the agent's proposals the executor skipped, by reason) and the
+    agent's own events of the step, ``tp``, ``fp``, ``fn``, ``late_execution``, ``late_miss``,
+    ``expired_negative``; ``infos[agent]["episode_metrics"]``
     then holds the agent's end-of-episode summary, as in ``PMWeek-v0`` (its ``exhaustion_step`` the shared
     budget's).
 
@@ -113,7 +115,9 @@ class raw_env(Render, ParallelEnv):
     ## Version History
 
     - v0: initial version. Since 0.2.0 the skipped proposals are flat info keys (``skipped_budget``, ...; they were
-      the nested dict ``info["skipped"]``); dynamics, observation and reward are unchanged.
+      the nested dict ``info["skipped"]``), and an agent's info has ``PMWeek-v0``'s other step-info keys too
+      (``step``, ``late_execution``, ``late_miss``, ``expired_negative``); dynamics, observation and reward are
+      unchanged.
     """
 
     metadata = {"name": "membudget_shared_budget_v0", "render_modes": list(RENDER_MODES), "render_fps": 8,
@@ -195,15 +199,16 @@ class raw_env(Render, ParallelEnv):
             self._timelines = [start_timeline(self._core, i) for i in range(self.n_agents)]
             self._view = None
         n_res = len(self.world.resources)
-        return obs, {a: self._info(np.zeros(n_res, dtype=bool), 0, (0, 0, 0), [0] * len(SKIPPED_KEYS))
+        return obs, {a: self._info(0, np.zeros(n_res, dtype=bool), 0, [0] * len(SKIPPED_KEYS), [0] * len(EVENT_KEYS))
                      for a in self.agents}
 
-    def _info(self, queried, cost, counts, skipped) -> dict:
-        """An agent's info: the same keys, numbers and shapes at reset (nothing queried) and at every step."""
-        tp, fp, fn = counts
-        info = {"queried": queried, "cost": cost, "tp": tp, "fp": fp, "fn": fn,
+    def _info(self, step, queried, cost, skipped, events) -> dict:
+        """An agent's info: ``PMWeek-v0``'s step-info keys, the same numbers and shapes at reset (nothing queried)
+        and at every step."""
+        info = {"step": step, "queried": queried, "cost": cost,
                 "remaining_budget": -1 if self.remaining is None else int(self.remaining)}
         info.update(zip(SKIPPED_KEYS, skipped))
+        info.update(zip(EVENT_KEYS, events))
         return info
 
     def _observe(self):
@@ -298,11 +303,11 @@ class raw_env(Render, ParallelEnv):
         obs = self._observe()
         if self._timelines is not None:
             for i, timeline in enumerate(self._timelines):
-                record_step(timeline, core, i, t, self._sel[i], int(self._events[i, 6]))
+                record_step(timeline, core, i, t, self._sel[i], int(self._events[i, EV.n_events]))
         infos = {}
         for i, a in enumerate(self.possible_agents):
-            infos[a] = self._info(self._sel[i].astype(bool), int(core.c_hist[i, t]), self._events[i, :3].tolist(),
-                                  skipped[i].tolist())
+            infos[a] = self._info(t, self._sel[i].astype(bool), int(core.c_hist[i, t]), skipped[i].tolist(),
+                                  self._events[i, :EV.n_events].tolist())
             if done:
                 infos[a]["episode_metrics"] = episode_summary(self._metrics[i], core.vis_counts[i])
         out_rewards = {a: float(rewards[i]) for i, a in enumerate(self.possible_agents)}
