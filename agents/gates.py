@@ -37,14 +37,22 @@ def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def week_folds(weeks: np.ndarray, n_folds: int = 5):
-    """Whole-week folds: ``[(train_mask, test_mask), ...]`` with weeks assigned round-robin in sorted order."""
+def week_folds(weeks: np.ndarray, n_folds: int = 5, labels: np.ndarray | None = None):
+    """Whole-week folds: ``[(train_mask, test_mask), ...]`` with weeks assigned round-robin in sorted order. With
+    ``labels`` (one per row), a fold whose training weeks hold a single class is refused, naming its weeks."""
     uniq = np.unique(weeks)
     if uniq.size < n_folds:
         raise ValueError(f"need at least {n_folds} weeks for {n_folds} folds, got {uniq.size}")
     fold_of = {w: i % n_folds for i, w in enumerate(uniq)}
     f = np.array([fold_of[w] for w in weeks])
-    return [(f != k, f == k) for k in range(n_folds)]
+    folds = [(f != k, f == k) for k in range(n_folds)]
+    for k, (train, test) in enumerate(folds if labels is not None else ()):
+        classes = np.unique(labels[train])
+        if classes.size < 2:
+            raise ValueError(f"fold {k} (held-out weeks {np.unique(weeks[test]).tolist()}) trains on rows whose "
+                             f"labels are all {classes.tolist()}: every fold's training weeks need both classes "
+                             f"(spread the positive rows over more weeks, or use fewer folds)")
+    return folds
 
 
 class _Logistic:
@@ -54,8 +62,12 @@ class _Logistic:
     def fit(X, y, *, C, max_iter, tol, sample_weight=None):
         from sklearn.linear_model import LogisticRegression
 
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
+        with np.errstate(over="ignore"):
+            mean = X.mean(axis=0)
+            scale = X.std(axis=0)
+        if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
+            raise ValueError("the features' mean or standard deviation overflows (features around 1e154 or larger); "
+                             "rescale the features")
         scale[scale == 0] = 1.0
         model = LogisticRegression(C=C, solver="lbfgs", class_weight="balanced", max_iter=max_iter, tol=tol)
         model.fit((X - mean) / scale, y, sample_weight=sample_weight)
@@ -121,7 +133,7 @@ class StaticGate(ThresholdGate):
         X, y, weeks = self.check_rows(dataset.features, fitting=True), getattr(dataset, self.label), dataset.week
         self.check_training_rows(X, y, self.label)
         oof = np.zeros(len(y))
-        for train, test in week_folds(weeks, self.n_folds):
+        for train, test in week_folds(weeks, self.n_folds, y):
             oof[test] = self._score_arrays(self._fit_scorer(X[train], y[train]), X[test])
         thresholds = {name: target_count_threshold(oof, weeks, levels[name]) for name in self.calibration_budgets}
         self.set_fitted_arrays(self._fit_scorer(X, y))
@@ -303,7 +315,7 @@ class TemporalGate(StaticGate):
         f1 = np.zeros((len(self.grid), np.unique(weeks).size))
         cost = np.zeros_like(f1)
         col = 0
-        for train, test in week_folds(weeks, self.n_folds):
+        for train, test in week_folds(weeks, self.n_folds, y):
             fold = copy.copy(self)  # the fold's scorer plays the test weeks; this gate changes only at the end
             fold.set_fitted_arrays(self._fit_scorer(X[train], y[train]))
             fold.thresholds_ = {}

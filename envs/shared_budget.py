@@ -126,9 +126,13 @@ class raw_env(Render, ParallelEnv):
     def __init__(self, n_agents=2, budget="B10", per_step_cap="per_agent", per_step_cost_cap=None, floor=0,
                  cooperative=False, cost_profile="unit", late_policy="expire", load=0, world=None,
                  render_mode=None):
-        if per_step_cap == "per_agent":  # the default cap, 2 per agent, must stay within the executor's bound
-            per_step_cap = 2 * check_int("n_agents", n_agents, 1, MAX_RESOURCES // 2)
         check_int("n_agents", n_agents, 1)
+        if per_step_cap == "per_agent":  # the default cap, 2 per agent, must stay within the executor's bound
+            if n_agents > MAX_RESOURCES // 2:
+                raise ValueError(f"per_step_cap='per_agent' (2 per agent) allows at most {MAX_RESOURCES // 2} "
+                                 f"agents, got n_agents={n_agents}; pass a per_step_cap up to {MAX_RESOURCES} (or "
+                                 "None) for more")
+            per_step_cap = 2 * n_agents
         self.world = check_arguments(budget, per_step_cap, per_step_cost_cap, cost_profile, late_policy, load, world,
                                      "scores")
         check_int("floor", floor, 0)
@@ -264,6 +268,8 @@ class raw_env(Render, ParallelEnv):
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict {{agent: action}} (PettingZoo's parallel API), got "
                             f"{type(actions).__name__}")
+        if self.episodes[0] is None:
+            raise RuntimeError("call reset() before step()")
         if not self.agents:
             raise ValueError(f"the episode is over: every agent has terminated; call reset(), got actions for "
                              f"{sorted(map(str, actions))}")
@@ -318,6 +324,8 @@ class raw_env(Render, ParallelEnv):
         return obs, out_rewards, terms, truncs, infos
 
     def _text(self) -> str:
+        if self.episodes[0] is None:
+            return "shared budget: call reset() first"
         core = self._core
         budget = "none" if self.budget is None else f"{self.remaining}/{self.budget}"
         lines = [f"shared budget, {self.n_agents} agents, step {int(core.t[0])}/{int(core.horizon[0])}, "

@@ -11,7 +11,7 @@ from membudget.envs.pm.core import (F_AF, F_AU, F_DL, F_DUE_END, F_ON, F_POL, F_
                                     N_BUDGET_FEATURES, N_RESOURCE_FEATURES, S_HIT, S_OPEN, PMWeekCore, M)
 from membudget.envs.pm.world import POS
 
-from .problem import PMTeacher, Schedule
+from .problem import PMTeacher, Schedule, env_week
 
 
 def _step_effects(core: PMWeekCore, i: int):
@@ -35,7 +35,14 @@ def _step_effects(core: PMWeekCore, i: int):
 
 def greedy_subset(core: PMWeekCore, i: int = 0) -> tuple:
     """The feasible subset of current candidates that maximises the running Set F1 after this step; ties to
-    lower cost, then fewer queries, then lower indices."""
+    lower cost, then fewer queries, then lower indices.
+
+    The running Set F1 is a ratio whose numerator and denominator are linear in the chosen set, so its
+    unconstrained maximum is found exactly by Dinkelbach's iteration: at the best ratio every candidate of positive
+    weight is in, every other out, and that set is the cheapest optimum. When it fits the caps and the budget it is
+    the answer; only when it does not are the feasible subsets enumerated, by size up to the most that the
+    cheapest candidates' costs allow (without a per-step count cap that enumeration can still grow as 2^n in the
+    number n of firing candidates)."""
     t = int(core.t[i])
     tp0, fp0, fn0 = (int(core.counters[i, j]) for j in range(3))
     vtp, vfp, vfn = (int(v) for v in core.vis_step[i, t])
@@ -44,17 +51,35 @@ def greedy_subset(core: PMWeekCore, i: int = 0) -> tuple:
     costs = core.costs[i]
     n_max = core.n_max if core.n_max >= 0 else len(cands)
     budget = core.remaining[i] if core.budget[i] >= 0 else None
+    limit = min(x for x in (budget, core.cost_cap if core.cost_cap >= 0 else None, np.inf) if x is not None)
+    # Set F1 after the step = num / den, each the base plus the chosen candidates' terms
+    num0, rest0 = 2 * (tp0 + vtp), fp0 + vfp + fn0 + vfn + misses
+    dnum = {r: 2 * int(dtp[r]) for r in cands}
+    dden = {r: 2 * int(dtp[r]) + int(dfp[r]) - int(dsaved[r]) for r in cands}
+
+    def f1(sub):
+        n = num0 + sum(dnum[r] for r in sub)
+        d = n + rest0 + sum(dden[r] - dnum[r] for r in sub)
+        return Fraction(n, d) if d else Fraction(0)
+
+    ratio = f1(())
+    while True:  # Dinkelbach: the positive-weight set at the current ratio, until the ratio stops rising
+        best = tuple(r for r in cands if dnum[r] - ratio * dden[r] > 0)
+        if f1(best) <= ratio:
+            break  # ratio is the maximum, and best (weights positive at it) its cheapest set
+        ratio = f1(best)
+    if f1(best) < ratio:  # nothing counted yet, so no query scores 0, not the ratio: the cheapest one reaching it
+        best = (min((r for r in cands if dnum[r] == ratio * dden[r]), key=lambda r: (costs[r], r)),)
+    if len(best) <= n_max and sum(int(costs[r]) for r in best) <= limit:
+        return best
+    k_fit = int(np.searchsorted(np.cumsum(np.sort(costs[cands])), limit, side="right")) if cands else 0
     best, best_key = (), None
-    for size in range(0, min(n_max, len(cands)) + 1):
+    for size in range(0, min(n_max, len(cands), k_fit) + 1):
         for sub in itertools.combinations(cands, size):
             cost = int(sum(costs[r] for r in sub))
-            if (budget is not None and cost > budget) or (core.cost_cap >= 0 and cost > core.cost_cap):
+            if cost > limit:
                 continue
-            tp = tp0 + vtp + sum(int(dtp[r]) for r in sub)
-            fp = fp0 + vfp + sum(int(dfp[r]) for r in sub)
-            fn = fn0 + vfn + misses - sum(int(dsaved[r]) for r in sub)
-            d = 2 * tp + fp + fn
-            key = (Fraction(2 * tp, d) if d else Fraction(0), -cost, -size)
+            key = (f1(sub), -cost, -size)
             if best_key is None or key > best_key:  # combinations come in lexicographic order
                 best, best_key = sub, key
     return best
@@ -91,7 +116,9 @@ class CurrentGreedy(PMTeacher):
 
     def act(self, env) -> np.ndarray:
         """The greedy binary action for an environment's current step (reads its hidden state)."""
-        e = env.unwrapped
-        action = np.zeros(e.core.n_resources, dtype=np.int8)
-        action[list(greedy_subset(e.core))] = 1
+        _, core = env_week(env)
+        if core.t[0] >= core.horizon[0]:
+            raise RuntimeError("the week has ended; call reset() before asking for an action")
+        action = np.zeros(core.n_resources, dtype=np.int8)
+        action[list(greedy_subset(core))] = 1
         return action

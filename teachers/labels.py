@@ -124,6 +124,23 @@ class LabelDataset:
     budget_features_sequential: np.ndarray
     meta: dict
 
+    def __post_init__(self):
+        """Every array's shape agrees with the schema and with the others (``N`` rows, ``B`` budgets), so a
+        mismatched dataset (built by hand or loaded) is refused here, not deep inside a fit."""
+        if np.ndim(self.features) != 2:
+            raise ValueError(f"features must be a 2-D (rows, features) array, got shape {np.shape(self.features)}")
+        n, b = np.shape(self.features)[0], np.shape(self.budgets)[:1]
+        shapes = {"week": (n,), "step": (n,), "resource": (n,), "outcome": (n,), "due": (n,), "budgets": b,
+                  "budget_names": b, "myopic": (*b, n), "sequential": (*b, n)}
+        for name, shape in shapes.items():
+            if np.shape(getattr(self, name)) != shape:
+                raise ValueError(f"{name} must have shape {shape} ({n} rows, {b[0] if b else 0} budgets), got "
+                                 f"{np.shape(getattr(self, name))}")
+        for name in ("budget_features_myopic", "budget_features_sequential"):
+            got = np.shape(getattr(self, name))
+            if len(got) != 3 or got[:2] != (*b, n):
+                raise ValueError(f"{name} must have shape {(*b, n, 'k')}, got {got}")
+
     def __len__(self):
         return self.features.shape[0]
 

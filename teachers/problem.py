@@ -103,14 +103,26 @@ def problem_from_episode(ep: Episode, *, budget, per_step_cap, per_step_cost_cap
     )
 
 
+def env_week(env, slot: int = 0):
+    """``(unwrapped env, its core)`` after checking that ``env`` is a PM-week environment (``PMWeekEnv``,
+    ``ConversationPM``, or with ``slot`` a ``PMWeekVectorEnv``; wrappers are unwrapped), that ``slot`` is one of
+    its weeks and that the week has started (``reset``)."""
+    e = getattr(env, "unwrapped", env)
+    core = getattr(e, "core", None)
+    if core is None or not hasattr(core, "episode"):
+        raise TypeError(f"a PM-week teacher plays a PMWeek-v0 or ConversationPM environment (single or native "
+                        f"vector), got {type(e).__name__}")
+    check_int("slot", slot, 0, core.n - 1)
+    if core.episode(slot) is None:
+        raise RuntimeError("call reset() before asking a teacher about the week")
+    return e, core
+
+
 def problem_from_env(env, slot: int = 0) -> Problem:
     """The rest of the week an environment is in (what DAgger queries). ``env`` is a ``PMWeekEnv`` or, with
     ``slot``, a ``PMWeekVectorEnv`` (wrappers are unwrapped), after ``reset``."""
-    env = env.unwrapped
-    core = env.core
+    env, core = env_week(env, slot)
     ep = core.episode(slot)
-    if ep is None:
-        raise RuntimeError("call reset() before asking for a continuation")
     k = int(core.n_int[slot])
     return problem_from_episode(
         ep, budget=None if core.budget_value < 0 else int(core.remaining[slot]),

@@ -278,6 +278,33 @@ def test_a_gate_refuses_rows_it_cannot_score(make, labels):
         gate.predict(obs)
 
 
+def labels_rows(labels, keep):
+    """The label rows ``keep`` (a boolean mask) of ``labels``, every array cut alike."""
+    import dataclasses
+
+    per_budget = ("myopic", "sequential", "budget_features_myopic", "budget_features_sequential")
+    cut = {f: getattr(labels, f)[keep] for f in ("features", "week", "step", "resource", "outcome", "due")}
+    return dataclasses.replace(labels, **cut, **{f: getattr(labels, f)[:, keep] for f in per_budget})
+
+
+def test_label_datasets_with_mismatched_arrays_are_refused_when_built():
+    import dataclasses
+
+    from membudget.teachers import LabelDataset
+
+    ds = LabelDataset(features=np.zeros((3, 27), np.float32), week=np.zeros(3, np.int64), step=np.zeros(3, np.int64),
+                      resource=np.zeros(3, np.int64), outcome=np.zeros(3, np.int8), due=np.zeros(3, np.int8),
+                      budgets=np.array([10]), budget_names=np.array(["B5"]), myopic=np.zeros((1, 3), np.int8),
+                      sequential=np.zeros((1, 3), np.int8), budget_features_myopic=np.zeros((1, 3, 9), np.float32),
+                      budget_features_sequential=np.zeros((1, 3, 9), np.float32), meta={})
+    for change, match in ((dict(outcome=np.zeros(2, np.int8)), r"outcome must have shape \(3,\)"),
+                          (dict(features=np.zeros(3)), "features must be a 2-D"),
+                          (dict(sequential=np.zeros((2, 3), np.int8)), r"sequential must have shape \(1, 3\)"),
+                          (dict(budget_features_myopic=np.zeros((1, 3))), "budget_features_myopic must have shape")):
+        with pytest.raises(ValueError, match=match):
+            dataclasses.replace(ds, **change)
+
+
 def test_a_refit_that_fails_leaves_the_gate_as_it_was(static, labels):
     import copy
     import dataclasses
@@ -287,14 +314,17 @@ def test_a_refit_that_fails_leaves_the_gate_as_it_was(static, labels):
     weeks = np.unique(labels.week)
     # one week holds every positive: the folds that leave it out see a single class, and their fit fails
     one_week = dataclasses.replace(labels, outcome=(labels.week == weeks[1]).astype(np.int8))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"fold \d \(held-out weeks \[.*\]\) trains on rows whose labels are all "
+                                         r"\[0\]"):
         gate.fit(one_week)
+    huge = dataclasses.replace(labels, features=labels.features.astype(np.float64) * 1e160)
+    with pytest.raises(ValueError, match="mean or standard deviation overflows"):
+        gate.fit(huge)
     assert vars(gate).keys() == before.keys()
     for k, v in before.items():
         assert np.array_equal(vars(gate)[k], v) if isinstance(v, np.ndarray) else vars(gate)[k] == v
     for bad, match in ((dataclasses.replace(labels, outcome=labels.outcome * 2), "must be 0 or 1"),
-                       (dataclasses.replace(labels, outcome=labels.outcome[:0], features=labels.features[:0],
-                                            week=labels.week[:0]), "no rows")):
+                       (labels_rows(labels, np.zeros(len(labels), dtype=bool)), "no rows")):
         with pytest.raises(ValueError, match=match):
             StaticGate().fit(bad)
 

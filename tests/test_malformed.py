@@ -1293,5 +1293,7 @@ def test_shared_budget_reset_infos_have_the_step_infos_keys_and_types():
 def test_shared_budget_default_cap_names_n_agents_when_too_many():
     from membudget.envs import shared_budget
 
-    with pytest.raises(ValueError, match=r"n_agents must be an int in \[1, 500\]"):
+    with pytest.raises(ValueError, match=r"per_step_cap='per_agent' \(2 per agent\) allows at most 500 agents, got "
+                                         r"n_agents=501; pass a per_step_cap"):
         shared_budget.parallel_env(n_agents=501)
+    assert shared_budget.parallel_env(n_agents=501, per_step_cap=None).n_agents == 501

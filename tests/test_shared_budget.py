@@ -199,6 +199,9 @@ def test_state_space_and_pettingzoo_state_test():
 
 def test_text_render_and_unsupported_mode_warns():
     env = shared_budget.parallel_env(n_agents=2, render_mode="ansi")
+    assert env.render() == "shared budget: call reset() first"
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step"):
+        env.step({a: np.zeros(11, np.float32) for a in env.possible_agents})
     env.reset(seed=6000)
     text = env.render()
     assert "agent_0" in text and "agent_1" in text and "step 0/80" in text

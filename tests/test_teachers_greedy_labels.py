@@ -2,6 +2,7 @@
 
 import copy
 import functools
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -60,6 +61,77 @@ def test_current_greedy_takes_the_best_immediate_subset(seed):
             probe_key = (_f1(*(counts + [info["tp"], info["fp"], info["fn"]])), -info["cost"], -len(chosen))
             assert probe_key == best_key, (t, chosen, best)
             counts += [info["tp"], info["fp"], info["fn"]]
+
+
+def _enumerated_subset(core):
+    """The greedy's choice by enumerating every feasible subset of the firing candidates (the definition)."""
+    from membudget.teachers.current_greedy import _step_effects
+
+    t = int(core.t[0])
+    tp0, fp0, fn0 = (int(core.counters[0, j]) for j in range(3))
+    vtp, vfp, vfn = (int(v) for v in core.vis_step[0, t])
+    dtp, dfp, dsaved, misses = _step_effects(core, 0)
+    cands = [r for r in np.flatnonzero(core.mask_state[0]).tolist() if dtp[r] or dfp[r]]
+    budget = core.remaining[0] if core.budget[0] >= 0 else None
+    best, best_key = (), None
+    for size in range(0, (len(cands) if core.n_max < 0 else min(core.n_max, len(cands))) + 1):
+        for sub in itertools.combinations(cands, size):
+            cost = int(sum(core.costs[0, r] for r in sub))
+            if (budget is not None and cost > budget) or (core.cost_cap >= 0 and cost > core.cost_cap):
+                continue
+            key = (_f1(tp0 + vtp + sum(dtp[r] for r in sub), fp0 + vfp + sum(dfp[r] for r in sub),
+                       fn0 + vfn + misses - sum(dsaved[r] for r in sub)), -cost, -size)
+            if best_key is None or key > best_key:
+                best, best_key = sub, key
+    return best
+
+
+@pytest.mark.parametrize("kw", [dict(per_step_cap=None, budget=None, load=6),
+                                dict(per_step_cap=None, budget="B5", load=6, cost_profile="skewed"),
+                                dict(per_step_cap=None, budget=7, load=10, late_policy="execute"),
+                                dict(per_step_cap=3, budget="B10", load=4, cost_profile="mild", per_step_cost_cap=30)])
+def test_greedy_subset_equals_the_enumeration_with_and_without_caps(kw):
+    """Dinkelbach's unconstrained optimum (taken when it fits) and the bounded enumeration give the subset the
+    full enumeration gives, index for index, on busy weeks (loads up to 10, no count cap) played half greedily."""
+    from membudget.teachers.current_greedy import greedy_subset
+
+    env = PMWeekEnv(**kw)
+    steps = 0
+    for seed in range(4):
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        done = False
+        while not done:
+            chosen = greedy_subset(env.core)
+            assert chosen == _enumerated_subset(env.core), (seed, int(env.core.t[0]))
+            steps += bool(chosen)
+            a = np.zeros(env.core.n_resources, dtype=np.int8)
+            a[list(chosen)] = 1
+            _, _, done, _, _ = env.step(a if rng.random() < 0.5 else (rng.random(a.size) < 0.3).astype(np.int8))
+    assert steps >= 10
+
+
+def test_greedy_act_refuses_a_week_not_started_or_ended_and_other_envs():
+    import gymnasium as gym
+
+    env = PMWeekEnv(budget=10)
+    greedy = CurrentGreedy.from_env(env)
+    with pytest.raises(RuntimeError, match="call reset"):
+        greedy.act(env)
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(greedy.act(env))
+    with pytest.raises(RuntimeError, match="the week has ended"):
+        greedy.act(env)
+    with pytest.raises(TypeError, match="PM-week teacher"):
+        greedy.act(gym.make("CartPole-v1"))
+    vec = gym.make_vec("membudget/PMWeek-v0", num_envs=2, vectorization_mode="vector_entry_point", budget="B5")
+    vec.reset(seed=0)
+    for slot in (2, -1, 1.0, True):
+        with pytest.raises(ValueError, match="slot must be an int"):
+            HindsightDP.from_env(vec).continuation(vec, slot)
+    assert HindsightDP.from_env(vec).continuation(vec, 1).cost <= vec.budget
 
 
 @pytest.mark.parametrize("budget", [10, 21])

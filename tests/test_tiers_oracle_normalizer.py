@@ -123,13 +123,22 @@ def test_normalizer_window_slides():
                              pytest.approx(np.quantile(np.arange(90, 100), 0.95)))
 
 
-@pytest.mark.parametrize("kwargs, match", [({"window": 1}, "window"), ({"eps": 0}, "eps"),
+@pytest.mark.parametrize("kwargs, match", [({"window": 1}, "window"), ({"eps": 0}, "eps"), ({"eps": 5e-324}, "eps"),
                                            ({"min_history": 1}, "min_history"), ({"use_beta": 1}, "use_beta")])
 def test_normalizer_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         CostNormalizer(**kwargs)
     with pytest.raises(ValueError, match="finite"):
         CostNormalizer().update(float("nan"), 1.0)
+
+
+def test_normalizer_rewards_stay_finite_at_the_smallest_eps():
+    """Constant costs make std(r_cost) 0, so β is std(r_task) / eps: finite at the smallest eps allowed."""
+    from membudget.envs.tiers.wrappers import MIN_EPS
+
+    n = CostNormalizer(eps=MIN_EPS)
+    rewards = [n.reward(r, 3.0, lam=1.0)[0] for r in (0.0, 1.0, 0.0, 1.0)]
+    assert np.isfinite(rewards).all() and max(rewards) == pytest.approx(1.0 + 0.5 / MIN_EPS)
 
 
 def test_wrapper_reward_uses_env_lambda():

@@ -18,13 +18,19 @@ import numpy as np
 from ..validation import check_int, check_number
 
 
+MIN_EPS = 1e-12
+"""Smallest ``eps`` a :class:`CostNormalizer` takes."""
+
+
 class CostNormalizer:
     """The sliding-window statistics of §5.5, usable on any stream of (r_task, cost) pairs."""
 
     def __init__(self, window: int = 256, use_beta: bool = True, eps: float = 1e-6, min_history: int = 2):
         check_int("window", window, 2)
         check_int("min_history", min_history, 2, window)
-        check_number("eps", eps, 0, low_open=True)
+        # β = std(r_task) / (std(r_cost) + eps) is 1 / eps times std(r_task) while the cost terms are constant: a
+        # smaller eps lets rewards overflow
+        check_number("eps", eps, MIN_EPS)
         if not isinstance(use_beta, (bool, np.bool_)):
             raise ValueError(f"use_beta must be a bool, got {use_beta!r}")
         self.window, self.use_beta, self.eps, self.min_history = int(window), bool(use_beta), float(eps), min_history
