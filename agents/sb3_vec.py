@@ -10,6 +10,8 @@ observation travels in ``infos[i]["terminal_observation"]``). :class:`PMWeekSB3V
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -79,6 +81,21 @@ class PMWeekSB3VecEnv(NativeVecEnv):
 
     def get_attr(self, attr_name, indices=None):
         return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
+
+    def get_images(self):
+        """Each week's frame (``render_mode="rgb_array"``), as SB3's ``DummyVecEnv`` gives them: what
+        ``VecEnv.render`` tiles and SB3's ``VecVideoRecorder`` records."""
+        if self.venv.render_mode != "rgb_array":
+            warnings.warn(f"The render mode is {self.venv.render_mode}, but this method assumes it is `rgb_array` "
+                          "to obtain images.")
+            return [None] * self.num_envs
+        return list(self.venv.render())
+
+    def env_method(self, method_name, *args, indices=None, **kwargs):
+        if method_name == "render":  # SB3's VecEnv.render in the text modes
+            out = self.venv.render()
+            return [None if out is None else out[i] for i in self._get_indices(indices)]
+        return super().env_method(method_name, *args, indices=indices, **kwargs)
 
     def action_masks(self) -> np.ndarray:
         return self.venv.action_masks()

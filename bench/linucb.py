@@ -24,7 +24,7 @@ def stream_data(seed=42, family="db", profile="mid", n_tasks=500):
     """Features of every task and the counterfactual (correct, normalised-by-max tokens) table of one stream."""
     from membudget.agents.replay_ppo import make_env
 
-    env = make_env(family, profile, n_tasks=n_tasks)
+    env = make_env(family, profile, version=0, n_tasks=n_tasks)  # v0's stream, as in docs/speed.md's figures
     obs, _ = env.reset(seed=seed)
     X = [obs]
     done = False

@@ -5,7 +5,7 @@ training-run machinery in :mod:`membudget.studies.runs`.
 - :mod:`~membudget.studies.budgetpm` — BudgetPM's headline table on PMWeek-v0 (the README's main job);
 - :mod:`~membudget.studies.budgetpm_reproduction` — every BudgetPM finding re-measured;
 - :mod:`~membudget.studies.rl_vs_distillation` — PPO against BC / DAgger from the hindsight DP;
-- :mod:`~membudget.studies.limbo` — LIMBO on ReplayStream-v0;
+- :mod:`~membudget.studies.limbo` — LIMBO on ReplayStream-v1 (and v0);
 - :mod:`~membudget.studies.budgetmem` — BudgetMem's tier routers on TierRouting-v0;
 - :mod:`~membudget.studies.proactmem` — ProactMem's memory layers on ProactiveStream-v1 (or v0);
 - :mod:`~membudget.studies.shared_quota` — several assistants sharing one observation quota;

@@ -1,4 +1,5 @@
-"""LIMBO's study on ``membudget/ReplayStream-v0`` (LIMBO): every baseline, LinUCB and PPO compared.
+"""LIMBO's study on ``membudget/ReplayStream-v1`` (``version=0``: v0) (LIMBO): every baseline, LinUCB and PPO
+compared.
 
 - :func:`run_policy`: one stream (one seed) with any policy-protocol policy (baselines, the oracle, SB3 models);
 - :func:`run_bandit`: one stream with LIMBO's online loop (``select`` before the task, ``update`` after it);
@@ -26,7 +27,7 @@ from membudget.agents.linucb import MAX_MAGNITUDE, HybridLinUCB, LinUCB
 from membudget.agents.replay_ppo import LATEST_VERSION, VERSIONS, ReplayStreamPPOConfig, make_env, train_ppo
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
-from membudget.envs.validation import int_flag, number_flag, parse_seeds
+from membudget.envs.validation import check_known, int_flag, number_flag, parse_seeds
 from membudget.studies.cli import plain
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
@@ -38,7 +39,8 @@ PAPER_SEEDS = (42, 43, 44)
 # compared separately ("strictly dominates GSC"), as in the paper
 MEMORY_BASELINES = ("fixed-k1", "fixed-k4", "fixed-k8", "fixed-k16", "compressed-k4", "retrieved-k1",
                     "retrieved-k4")
-# LinUCB's alpha chosen by select_alpha() on development seeds 0-9 (highest mean reward over all six settings)
+# LinUCB's alpha chosen by select_alpha(version=0) on v0's development seeds 0-9 (highest mean reward over all six
+# settings); v1's settings: V1_BANDIT
 SELECTED_ALPHA = 0.2
 # f_a of HybridLinUCB on ReplayStream: indicators of the action's replay mode and of its budget tier
 REPLAY_ACTION_FEATURES = np.array([[float(m == mode) for m in MODES] + [float(b == budget) for b in BUDGETS]
@@ -75,6 +77,12 @@ after n tasks) and the model (``python -m membudget.evaluate replay-alpha --deca
 heads per action, LIMBO's; the hybrid model (Li et al. 2010) sharing :data:`REPLAY_ACTION_FEATURES` did not win."""
 BANDITS = {0: Bandit(SELECTED_ALPHA), 1: V1_BANDIT}
 """LinUCB's settings per ReplayStream version, each chosen on that version's development seeds."""
+
+
+def _bandit_of(version) -> Bandit:
+    """LinUCB's settings chosen on ``version``'s development seeds (:data:`BANDITS`), the version checked."""
+    check_known("ReplayStream version", version, VERSIONS)
+    return BANDITS[version]
 
 
 def bandit_grid(alphas, decays=(None,), hybrids=(None,), l2_lambda=1.0) -> tuple:
@@ -236,7 +244,7 @@ def diagnose_bandit(family="db", profile="strong", seeds=DEV_SEEDS, *, bandit=No
     environment's cost: tokens / max(running maximum, tokens)) and ``gain`` (true success probability of the
     chosen one − that of ``action``)."""
     check_development_seeds(seeds)
-    bandit = BANDITS[version] if bandit is None else bandit
+    bandit = _bandit_of(version) if bandit is None else bandit
     rows, mean_reward, fixed, top = [], [], [], []
     for seed in seeds:
         r = run_bandit(bandit.make(cost_weight), family=family, profile=profile, seed=seed, record_heads=True,
@@ -291,12 +299,15 @@ def diagnose_main(argv=None):
     parser.add_argument("--env-version", type=int, choices=VERSIONS, default=LATEST_VERSION)
     parser.add_argument("--seeds", nargs="+", type=int_flag(0), default=list(DEV_SEEDS),
                         help="development seeds (default 0-9; disjoint from 42-44)")
-    parser.add_argument("--configs", nargs="+", type=_config_flag,
-                        default=[(V1_BANDIT.alpha, V1_BANDIT.alpha_decay, V1_BANDIT.hybrid_own)],
+    parser.add_argument("--configs", nargs="+", type=_config_flag, default=None,
                         help=f"alpha:decay[:own] (own: HybridLinUCB's own_l2_lambda; default disjoint LinUCB; "
-                             f"default {V1_BANDIT.alpha:g}:{V1_BANDIT.alpha_decay:g})")
+                             f"default: the version's own, {V1_BANDIT.alpha:g}:{V1_BANDIT.alpha_decay:g} on v1, "
+                             f"{SELECTED_ALPHA:g}:none on v0)")
     parser.add_argument("--l2-lambda", type=number_flag(1.0 / MAX_MAGNITUDE, MAX_MAGNITUDE), default=1.0)
     args = parser.parse_args(argv)
+    if args.configs is None:
+        own = BANDITS[args.env_version]
+        args.configs = [(own.alpha, own.alpha_decay, own.hybrid_own)]
     print(f"LinUCB on ReplayStream-v{args.env_version} {args.family} x {args.profile}, development seeds {args.seeds}; "
           "per window: share of (none, low), mean bonus, correctness-head RMSE over the actions; when another "
           "action is chosen: head error on (none, low), true reward margin of (none, low), true accuracy gain")
@@ -373,7 +384,7 @@ def evaluate(families=("db", "os"), profiles=("strong", "mid", "weak"), seeds=PA
     task per (agent, family, profile, seed), after one PPO training task per (family, profile) when
     ``ppo_timesteps`` (trained on the version played). ``version``: the ReplayStream version played;
     ``bandit``: LinUCB's settings (:class:`Bandit`; None: the version's own, :data:`BANDITS`)."""
-    bandit = BANDITS[version] if bandit is None else bandit
+    bandit = _bandit_of(version) if bandit is None else bandit
     executor = executor or Executor()
     settings = [(f, p) for f in families for p in profiles]
     ppo_models = {}
@@ -511,7 +522,7 @@ def paired_comparison(runs_a, runs_b, n_resamples=10000, seed=0):
 
 
 def plot_replay_frontier(rows, path):
-    """Cost–accuracy plane per (family, profile) of ReplayStream-v0: every agent's mean total tokens per stream
+    """Cost–accuracy plane per (family, profile) of ReplayStream: every agent's mean total tokens per stream
     against its mean accuracy, the empirical Pareto frontier (oracle excluded) drawn as a line."""
     settings = sorted({(r["family"], r["profile"]) for r in rows},
                       key=lambda fp: (fp[0], ("strong", "mid", "weak").index(fp[1])))

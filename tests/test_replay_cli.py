@@ -327,3 +327,18 @@ def test_replay_study_plays_the_versions_own_linucb_by_default(monkeypatch):
     played.clear()
     limbo.evaluate(("db",), ("weak",), (42,))
     assert set(played) == {(limbo.V1_BANDIT, 1)}
+    for call in (lambda: limbo.evaluate(("db",), ("weak",), (42,), version=2),
+                 lambda: limbo.diagnose_bandit("db", "weak", (3,), version=2)):
+        with pytest.raises(ValueError, match="unknown ReplayStream version 2"):
+            call()
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_replay_diagnose_plays_the_versions_own_linucb_by_default(version, monkeypatch, capsys):
+    diagnosed = []
+    monkeypatch.setattr(limbo, "action_profile", lambda *a, **k: {x: np.zeros(12) for x in
+                                                                  ("prob", "tokens", "fixed_scale_reward", "gap")})
+    monkeypatch.setattr(limbo, "diagnose_bandit", lambda *a, bandit, version: diagnosed.append((bandit, version))
+                        or {"mean_reward": 0.0, "fixed_scale_reward": 0.0, "top_action_tasks": [0], "windows": []})
+    limbo.diagnose_main(["--env-version", str(version)])
+    assert diagnosed == [(limbo.BANDITS[version], version)]

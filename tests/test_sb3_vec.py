@@ -55,3 +55,27 @@ def test_maskable_ppo_runs_on_the_adapter():
     model.learn(256)
     action, _ = model.predict(venv.reset(), action_masks=np.stack(venv.env_method("action_masks")))
     assert action.shape == (4, 11)
+
+
+def test_adapter_renders_as_dummy_vec_env():
+    """SB3's ``VecEnv.render`` on the adapter: the tiled frames of ``DummyVecEnv`` (rgb_array) across an episode's
+    end, the texts per week (ansi), None with SB3's warning without a mode."""
+    n = 2
+    for mode in ("rgb_array", "ansi"):
+        ref = DummyVecEnv([lambda: PMWeekEnv(budget="B5", render_mode=mode) for _ in range(n)])
+        ours = PMWeekSB3VecEnv(n, budget="B5", render_mode=mode)
+        ref.seed(3)
+        ours.seed(3)
+        ref.reset(), ours.reset()
+        rng = np.random.default_rng(0)
+        for step in range(82):
+            if mode == "rgb_array" and step in (0, 1, 79, 80, 81):  # the first week's end and the second's start
+                np.testing.assert_array_equal(ours.render(), ref.render())
+            elif mode == "ansi":
+                assert ours.env_method("render") == ref.env_method("render")
+            a = rng.integers(0, 2, (n, 11))
+            ref.step(a), ours.step(a)
+    plain = PMWeekSB3VecEnv(n)
+    plain.reset()
+    with pytest.warns(UserWarning, match="no `render_mode`"):
+        assert plain.render() is None

@@ -19,7 +19,7 @@ from ..validation import check_int, check_number
 
 
 MIN_EPS = 1e-12
-"""Smallest ``eps`` a :class:`CostNormalizer` takes."""
+"""Smallest ``eps`` a :class:`CostNormalizer` takes: β then stays below 0.5 / eps = 5e11 (the default 1e-6: 5e5)."""
 
 
 class CostNormalizer:
@@ -28,8 +28,8 @@ class CostNormalizer:
     def __init__(self, window: int = 256, use_beta: bool = True, eps: float = 1e-6, min_history: int = 2):
         check_int("window", window, 2)
         check_int("min_history", min_history, 2, window)
-        # β = std(r_task) / (std(r_cost) + eps) is 1 / eps times std(r_task) while the cost terms are constant: a
-        # smaller eps lets rewards overflow
+        # β = std(r_task) / (std(r_cost) + eps) is std(r_task) / eps while the cost terms are constant, so a tiny eps
+        # scales the cost term of the reward by up to 0.5 / eps (5e299 at 1e-300, infinite at 5e-324)
         check_number("eps", eps, MIN_EPS)
         if not isinstance(use_beta, (bool, np.bool_)):
             raise ValueError(f"use_beta must be a bool, got {use_beta!r}")
