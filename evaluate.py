@@ -7,8 +7,8 @@ the studies in :mod:`membudget.studies`.
 
 - ``report``: every BudgetPM finding re-measured (the page reproduction.md);
 - ``structure``: its structural part alone (greedy Set F1, exact-cost DP headroom, load intervention);
-- ``rl-vs-distillation [--quick]``: PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger against the hindsight
-  DP, current-greedy and the gates (rl_vs_distillation.md);
+- ``rl-vs-distillation [--quick]``: PPO, DAgger→PPO, BC and DAgger (and, at B10, PPO with a counts critic, a
+  flat-MLP PPO and SB3's PPO) against the hindsight DP, current-greedy and the gates (rl_vs_distillation.md);
 - ``replay``: LIMBO's comparison on ReplayStream-v1 (``--env-version 0``: v0); ``replay-alpha``: LinUCB's alpha
   (its decay and model) on development streams; ``replay-diagnose``: why LinUCB chooses what it does, on development
   streams (replay_stream.md);

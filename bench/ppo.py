@@ -44,7 +44,7 @@ import itertools
 import time
 
 from membudget.envs.validation import int_flag, parse_seeds
-from membudget.studies.cli import plain
+from membudget.studies.cli import check_extras, optional_extras, plain
 
 
 N_ENVS, HORIZON, EPOCHS, MINIBATCHES, LR = 64, 80, 4, 16, 1e-3
@@ -665,8 +665,9 @@ def main(argv=None):
                         help="instead: train PPO with the study's settings at this budget (--engine, --seeds) and "
                              "print its held-out Set F1 per seed")
     parser.add_argument("--engine", default="compiled", choices=QUALITY_ENGINES,
-                        help="for --quality: compiled (bfloat16 critic products), compiled-float32 (float32 "
-                             "products), compiled-float32-aoti (the same through AOTInductor) or autograd")
+                        help="for --quality: compiled (the torch.compile/inductor backend, bfloat16 critic products), "
+                             "compiled-float32 (float32 products), compiled-float32-aoti and compiled-bfloat16-aoti "
+                             "(the same through AOTInductor, the training default's backend) or autograd")
     parser.add_argument("--seeds", default="0,1,2", help="learner seeds for --quality: 0,1,2 or ranges, 12-60")
     parser.add_argument("--out", metavar="FILE", help="for --quality: a JSON-lines file of the seeds' results "
                                                       "(seeds already there are read, not trained)")
@@ -698,6 +699,9 @@ def main(argv=None):
                         help="for --breakdown: the compiled engine's critic products (auto: what this CPU does "
                              "natively)")
     args = parser.parse_args(argv)
+    if args.torchrl:
+        with optional_extras(parser.prog):  # before the warm-up runs
+            check_extras(["torchrl", "tensordict"])
     torch.set_num_threads(1)
     if args.breakdown is not None:
         return print_breakdown(args.breakdown, args.critic_dtype)

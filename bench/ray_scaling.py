@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from membudget.envs.validation import int_flag
-from membudget.studies.cli import plain
+from membudget.studies.cli import check_extras, optional_extras, plain
 
 EVAL_POLICIES = ("AllRelevant", "RandomFeasible", "Relevance", "Static", "MatchedDue", "Boosted", "Myopic",
                  "Sequential", "DeadlineOutcome", "PacingLB")
@@ -224,6 +224,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int_flag(1), default=3, help="local and Ray runs of each workload (medians)")
     parser.add_argument("--kill", action="store_true", help="also kill a random worker during a label run")
     args = parser.parse_args(argv)
+    with optional_extras(parser.prog):  # the ray extra, before any work
+        check_extras(["ray"])
 
     import ray
 

@@ -562,6 +562,12 @@ def main(argv=None):
     p.add_argument("--reuse", action="store_true", help="load routers already saved in --out")
     add_backend_flags(p)
     a = p.parse_args(argv)
+    if a.quick:  # the flags --quick sets are refused beside it, not silently replaced
+        fixed = [flag for flag, name in (("--per-lambda-strategy", "per_lambda_strategy"), ("--n-queries", "n_queries"))
+                 if getattr(a, name) != getattr(d, name)]
+        if fixed:
+            p.error(f"--quick sets --per-lambda-strategy capacity and --n-queries 200; drop --quick to set "
+                    f"{', '.join(fixed)}")
     if 0.3 not in a.lambdas:
         p.error("--lambdas must include 0.3 (the β ablation and the transfer use the λ = 0.3 router)")
     cfg = ResultsConfig(strategies=a.strategies, population=a.population, per_lambda_strategy=a.per_lambda_strategy,

@@ -69,7 +69,8 @@ class EvalConfig:
     sweep: bool = False
     """Also sweep the natural schedules over 20 caps from 5 to 210 and report the cost to match each policy."""
     out: str = ""
-    """If set, a directory for results.json, results.md and frontiers.png (config, command, versions included)."""
+    """If set, a directory for results.json and results.md (config, command, versions included), and with ``sweep``
+    frontiers.png."""
     progress_bar: str = "auto"
     """on (a live line), plain (a line per stage and every 5 s), off, or auto (on when attached to a terminal,
     plain otherwise)."""

@@ -14,9 +14,9 @@ import sys
 # (the checks that need the environments import them when they run).
 
 EXTRAS = {"ray": "membudget[ray]", "optuna": "membudget[ray]", "minari": "membudget[minari]",
-          "h5py": "membudget[minari]", "torchrl": "membudget[interop]", "tianshou": "membudget[interop]",
-          "rl_zoo3": "membudget[interop]", "supersuit": "membudget[interop]", "mkdocs": "membudget[docs]",
-          "tree": "ray[rllib]", "mabwiser": "membudget[test]"}
+          "h5py": "membudget[minari]", "torchrl": "membudget[interop]", "tensordict": "membudget[interop]",
+          "tianshou": "membudget[interop]", "rl_zoo3": "membudget[interop]", "supersuit": "membudget[interop]",
+          "mkdocs": "membudget[docs]", "tree": "ray[rllib]", "mabwiser": "membudget[test]"}
 """Top-level modules of the optional extras: ``module: what to pip install`` (RLlib's dependencies, dm-tree's
 ``tree`` first, come with ``ray[rllib]``, not with membudget's ray extra)."""
 

@@ -263,8 +263,8 @@ def measure(cfg: CeilingConfig, progress=print, executor=None) -> dict:
     out["dp_cpu"] = np.concatenate(run(dp_seconds_task, [(name, level, a, b) for name, level in cfg.large
                                                           for a, b in _blocks(*cfg.large_block)]))
     if chosen != conversation_online.DEFAULT_SAMPLES:
-        progress(f"the students' planner runs at its default K = {conversation_online.DEFAULT_SAMPLES}, not the "
-                 f"chosen {chosen}: update DEFAULT_SAMPLES")
+        progress(f"note: the students' planner runs at its default K = {conversation_online.DEFAULT_SAMPLES}, not "
+                 f"the K = {chosen} this run's curve chose (the default is the full study's choice)")
     lo, hi = cfg.large_block
     k = len(cfg.learner_seeds)
     for name, level, n in cfg.students:
@@ -438,9 +438,13 @@ def _reading(res) -> list:
     out = []
     for (name, level), r in res["large"].items():
         p, io = r["Planner"]["score"], r["InformedOptimum"]["score"]
-        out.append(f"- The online optimum of ConversationPM-{name} at {level} (conversations 5000-5299): between the "
-                   f"planner's {p.mean():.4f} and the informed optimum's {io.mean():.4f}, a bracket "
-                   f"{io.mean() - p.mean():.4f} wide ({paired_ci(io - p)[0]}).")
+        lo, hi = res["large_block"]
+        out.append(f"- The online optimum of ConversationPM-{name} at {level} (conversations {lo}-{hi - 1}): between "
+                   f"the planner's {p.mean():.4f} and the informed optimum's {io.mean():.4f}, "
+                   + (f"a bracket {io.mean() - p.mean():.4f} wide" if io.mean() >= p.mean() else
+                      f"the planner above the informed optimum by {p.mean() - io.mean():.4f} on these {p.size} "
+                      f"conversations (the optimum is an expectation over the draws, the planner's score one draw)")
+                   + f" ({paired_ci(io - p)[0]}).")
     for (name, level, n), r in res["students"].items():
         mean = _student_means(r)
         text, lo, hi = paired_ci(mean["planner"] - mean["hindsight optimum"])

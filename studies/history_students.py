@@ -29,6 +29,7 @@ import dataclasses
 
 import numpy as np
 
+from membudget.studies.protocol import seed_ranges
 from membudget.studies.rl_vs_distillation.configs import BENCH_FULL, BENCH_QUICK
 from membudget.studies.online_ceiling import (CACHE, FULL as CEILING, curve_lines, page_study_main, paired_ci,
                                               planner_labels, ppo_curve, references, scores, seed_mean, timed_week)
@@ -334,7 +335,7 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
         f1 = np.asarray(r["set_f1"])
         lines.append(f"| {_name(h)} | {27 * (h[0] + len(h[1]))} | {f1.mean():.4f} | {paired_ci(f1 - seq)[0]} |")
     n_held = len(cfg.held_out)
-    lines += ["", f"## Held-out weeks ({n_held}: 8000-8029, 9000-9029), learner seeds {seeds}", "",
+    lines += ["", f"## Held-out weeks ({n_held}: {seed_ranges(cfg.held_out)}), learner seeds {seeds}", "",
               "A student's Set F1 per week is the mean over the learner seeds; paired 95% percentile-bootstrap "
               "intervals over the weeks.", "",
               "| budget | n weeks | Sequential | no history | history | history - no history | history - Sequential "

@@ -28,7 +28,7 @@ from membudget.agents.replay_ppo import LATEST_VERSION, VERSIONS, ReplayStreamPP
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
 from membudget.envs.validation import check_known, int_flag, number_flag, parse_seeds
-from membudget.studies.cli import plain
+from membudget.studies.cli import plain, run_folder
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
 from membudget.studies.runs import (TrainCommand, model_to_bytes, ppo_from_bytes, record_training, start_run,
@@ -630,13 +630,16 @@ def replay_main(argv=None):
     parser.add_argument("--ppo-timesteps", type=int_flag(0), default=0, help="train and add PPO (0: skip)")
     parser.add_argument("--ppo-seed", type=int_flag(0), default=0)
     parser.add_argument("--bootstrap", type=int_flag(1), default=10000)
-    parser.add_argument("--out", default="", help="directory for results.json, results.md, replay_frontier.png")
+    parser.add_argument("--out", default=None, help="directory for results.json, results.md, replay_frontier.png "
+                                                    "(default runs/replay/<time>; '' writes nothing)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
     default = BANDITS[args.env_version]
     args.alpha = default.alpha if args.alpha is None else args.alpha
     args.alpha_decay = getattr(args, "alpha_decay", default.alpha_decay)
     args.hybrid_own = getattr(args, "hybrid_own", default.hybrid_own)
+    if args.out is None:
+        args.out = run_folder("replay")
     argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
     command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
     start = time.perf_counter()

@@ -40,6 +40,18 @@ def bootstrap_ci(values, n_resamples: int = 10000, seed: int = 0, level: float =
     return float(x.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1.0 - alpha))
 
 
+def seed_ranges(seeds) -> str:
+    """Seeds as the pages write them: runs of consecutive seeds as ``lo-hi``, comma-separated (``8000-8029,
+    9000-9029``)."""
+    runs = []
+    for s in seeds:
+        if runs and s == runs[-1][1] + 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    return ", ".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in runs)
+
+
 def parse_budget(text, levels=LEVELS):
     """A budget as the command lines and config files give it, checked before any work: ``none`` (or None) → no
     budget, a positive integer → that many queries, else a level name among ``levels`` (default PMWeek-v0's;

@@ -204,15 +204,36 @@ def test_protocol_helpers_refuse_what_they_cannot_use():
     ("evaluate", ["rl-vs-distillation", "--quick", "--backend", "ray"], "ray"),
     ("train", ["bc", "--seeds", "0,1", "--backend", "ray"], "ray"),
     ("evaluate", ["demonstrations", "--dataset-id", "membudget/test-v0", "--n-weeks", "1"], "minari"),
+    ("membudget.bench.ray_scaling", ["--workers", "1"], "ray"),
+    ("membudget.bench.ppo", ["--torchrl", "--steps", "10"], "torchrl"),
 ])
 def test_a_missing_extra_on_any_path_is_one_line_with_its_install_command(module, argv, extra, tmp_path, capsys,
                                                                            monkeypatch):
+    import importlib
     import sys
+
+    from membudget.studies.cli import EXTRAS
 
     monkeypatch.setitem(sys.modules, extra, None)   # as if not installed, whether it is or not
     monkeypatch.chdir(tmp_path)
+    main = {"train": train.main, "evaluate": evaluate.main}.get(module) or importlib.import_module(module).main
     with pytest.raises(SystemExit) as e:
-        {"train": train, "evaluate": evaluate}[module].main(argv)
+        main(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2 and "Traceback" not in err, err
-    assert f'this needs {extra}, which is not installed: pip install "membudget[{extra}]"' in err.splitlines()[-1]
+    assert f'this needs {extra}, which is not installed: pip install "{EXTRAS[extra]}"' in err.splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv, flag", [(["--quick", "--budgets", "B20"], "--budgets"),
+                                        (["tiers", "--quick", "--n-queries", "20"], "--n-queries"),
+                                        (["tiers", "--quick", "--per-lambda-strategy", "reasoning"],
+                                         "--per-lambda-strategy"),
+                                        (["conversation", "--quick", "--resamples", "10"], "--resamples")])
+def test_quick_refuses_the_flags_it_sets_before_any_work(argv, flag, tmp_path, capsys, monkeypatch):
+    """``--quick`` fixes some settings: a flag that would change one is refused in one line, not silently replaced."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        evaluate.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err and f"drop --quick to set {flag}" in err, err
+    assert not any(tmp_path.iterdir())

@@ -319,9 +319,11 @@ def test_the_gates_only_page_states_each_goal_with_its_measured_figure(monkeypat
     # another block than the analysis conversations: named as such, the command that makes it, the goals' block
     assert "## BudgetPM's GoodAI figures on conversations 4000-4001" in page
     assert "The issue's goals are judged on the analysis conversations 4000-4029" in page
-    assert "command: python -m membudget.evaluate conversation --gates-only --conversations 4000-4001" in page
+    assert "command: python -m membudget.evaluate conversation --gates-only --conversations 4000-4001 " \
+           "--resamples 200   (" in page
+    assert "conversations 4000-4001 (some of the analysis conversations, 4000-4029)" in page
     monkeypatch.setattr(study, "ANALYSIS_SEEDS", seeds)  # the same conversations as the analysis block
-    page = study.render_gates(res, data, levels, gates, 200, 1.0, intervals, diag, list(seeds))
+    page = study.render_gates(res, data, levels, gates, study.DEFAULT_RESAMPLES, 1.0, intervals, diag, list(seeds))
     assert "## Reproduction of BudgetPM's GoodAI figures (issue #35's goals)" in page
     assert "command: python -m membudget.evaluate conversation --gates-only   (" in page
     assert "Evaluation on the analysis conversations 4000-4001;" in page

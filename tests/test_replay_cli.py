@@ -18,6 +18,12 @@ from membudget.studies.execution import Executor
 from run_dirs import sb3_run
 
 
+@pytest.fixture(autouse=True)
+def _in_a_temporary_folder(tmp_path, monkeypatch):
+    """``evaluate replay`` writes into ``./runs/replay/<time>/`` by default: here, a temporary folder."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_train_replay_ppo_writes_run_dir(tmp_path, capsys):
     run_dir = train.main(["replay-ppo", "--profile", "weak", "--total-timesteps", "128", "--n-steps", "128",
                           "--batch-size", "128", "--n-tasks", "100", "--eval-seeds", "42,43", "--seed", "1",
@@ -81,9 +87,12 @@ def test_evaluate_replay_prints_table_and_writes_outputs(tmp_path, capsys):
     assert (tmp_path / "replay_frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_evaluate_replay_is_deterministic_and_rejects_bad_arguments(capsys):
+def test_evaluate_replay_is_deterministic_and_rejects_bad_arguments(capsys, tmp_path):
     a = evaluate.main(["replay", "--families", "db", "--profiles", "weak", "--seeds", "43", "--bootstrap", "100"])
-    b = evaluate.main(["replay", "--families", "db", "--profiles", "weak", "--seeds", "43", "--bootstrap", "100"])
+    (run,) = (tmp_path / "runs" / "replay").iterdir()  # like every study: a new run folder by default
+    assert {f.name for f in run.iterdir()} == {"results.json", "results.md", "replay_frontier.png"}
+    b = evaluate.main(["replay", "--families", "db", "--profiles", "weak", "--seeds", "43", "--bootstrap", "100",
+                       "--out", ""])
     for x, y in zip(a, b):
         assert x["agent"] == y["agent"] and x["runs"][0]["total_tokens"] == y["runs"][0]["total_tokens"]
         assert (x["runs"][0]["actions"] == y["runs"][0]["actions"]).all()

@@ -1,5 +1,6 @@
-"""RL versus distillation on ``PMWeek-v0``: PPO, MaskablePPO, budget-conditioned PPO, BC and DAgger trained on
-identical dynamics and compared with the hindsight DP, current-greedy and BudgetPM's gates.
+"""RL versus distillation on ``PMWeek-v0``: PPO, DAgger→PPO, BC and DAgger (and, at B10, PPO with a counts critic, a
+flat-MLP PPO and SB3's PPO) trained on identical dynamics and compared with the hindsight DP, current-greedy and
+BudgetPM's gates.
 
 - :mod:`~membudget.studies.rl_vs_distillation.configs` (torch-free): the run configs of ``python -m
   membudget.train ppo | sb3-ppo | sb3-maskable-ppo | sb3-ppo-conditioned | bc | dagger`` (``TRAIN_COMMANDS``), the

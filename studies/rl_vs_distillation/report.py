@@ -14,7 +14,7 @@ import numpy as np
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import run_folder
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
-from membudget.studies.protocol import save_figure, study_subplots, write_page
+from membudget.studies.protocol import save_figure, seed_ranges, study_subplots, write_page
 from membudget.studies.rl_vs_distillation.configs import LEARNERS, REFERENCES
 from membudget.studies.rl_vs_distillation.jobs import run_benchmark
 from membudget.studies.rl_vs_distillation.results import Results, goal_check, mean_curve, paired, steps_to_reach
@@ -30,25 +30,11 @@ def format_benchmark(res: Results, command: str = "") -> str:
     return "\n".join(L)
 
 
-def _ranges(seeds):
-    out, start, prev = [], None, None
-    for s in seeds:
-        if start is None:
-            start = prev = s
-        elif s == prev + 1:
-            prev = s
-        else:
-            out.append((start, prev))
-            start = prev = s
-    out.append((start, prev))
-    return out
-
-
 def _intro(res: Results) -> list:
     """The title and the protocol paragraph."""
     seeds, lseeds = res.seeds, res.learner_seeds
     n_boot = res.params["bootstrap"]
-    ranges = ", ".join(f"{lo}-{hi}" for lo, hi in _ranges(seeds))
+    ranges = seed_ranges(seeds)
     L = []
     L += ["# RL versus distillation on PMWeek-v0", "",
          f"Held-out weeks {ranges} ({len(seeds)} weeks), unit prices, N_max 2, late policy expire; learner seeds "
@@ -237,7 +223,8 @@ def benchmark_main(argv=None) -> Results:
                         help="local worker processes (default: 2, quick: 1); --backend ray uses the cluster's")
     add_backend_flags(parser)
     parser.add_argument("--out", default=None,
-                        help="Markdown file (default docs/rl_vs_distillation.md; with --quick: none)")
+                        help="Markdown file, written with its .json and .png beside it (default: "
+                             "runs/rl-vs-distillation/<time>/rl_vs_distillation.md)")
     parser.add_argument("--progress-bar", choices=("on", "off", "auto"), default="auto")
     parser.add_argument("--render", default=None, metavar="JSON",
                         help="render the page and figure from saved results (rl_vs_distillation.json) instead of "
