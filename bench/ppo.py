@@ -699,9 +699,6 @@ def main(argv=None):
                         help="for --breakdown: the compiled engine's critic products (auto: what this CPU does "
                              "natively)")
     args = parser.parse_args(argv)
-    if args.torchrl:
-        with optional_extras(parser.prog):  # before the warm-up runs
-            check_extras(["torchrl", "tensordict"])
     torch.set_num_threads(1)
     if args.breakdown is not None:
         return print_breakdown(args.breakdown, args.critic_dtype)
@@ -718,6 +715,9 @@ def main(argv=None):
         return [numerics(args.numerics, seed, checkpoints)[0] for seed in parse_seeds(args.seeds)]
     if args.quality:
         return quality(args.quality, parse_seeds(args.seeds), args.engine, args.out)
+    if args.torchrl:  # the timing mode, the one that uses it: before its warm-up runs
+        with optional_extras(parser.prog):
+            check_extras(["torchrl", "tensordict"])
     from membudget.agents.per_resource import N_INPUT
     from membudget.envs.pm import PMWeekVectorEnv
 

@@ -534,6 +534,10 @@ def plot_frontier(res, path) -> None:
     save_figure(fig, path)
 
 
+QUICK_TIERS = {"per_lambda_strategy": "capacity", "n_queries": 200}
+"""What ``evaluate tiers --quick`` sets: per-λ routers for capacity only, 200 held-out queries."""
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m membudget.evaluate tiers",
                                 description="Train the PPO tier routers and print BudgetMem's results.")
@@ -541,7 +545,9 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="per-λ routers for capacity only, 200 queries")
     p.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=d.strategies)
     p.add_argument("--population", choices=tuple(POPULATIONS), default=d.population)
-    p.add_argument("--per-lambda-strategy", choices=STRATEGIES, default=d.per_lambda_strategy)
+    p.add_argument("--per-lambda-strategy", choices=("all", *STRATEGIES), default=None,
+                   help=f"the strategy of the per-λ routers (default {d.per_lambda_strategy}: every strategy of "
+                        "--strategies; --quick: capacity)")
     p.add_argument("--lambdas", nargs="+", type=number_flag(0), default=d.lambdas)
     p.add_argument("--caps", nargs="+", type=number_flag(0, low_open=True), default=d.caps,
                    help="per-query caps of the capped routers, as multiples of the all-MID reference cost")
@@ -551,7 +557,8 @@ def main(argv=None):
                    help="oracle of the warm start: expected (before judge noise) or hindsight (after it)")
     p.add_argument("--timesteps", type=int_flag(0), default=d.timesteps)
     p.add_argument("--conditioned-timesteps", type=int_flag(0), default=d.conditioned_timesteps)
-    p.add_argument("--n-queries", type=int_flag(1), default=d.n_queries)
+    p.add_argument("--n-queries", type=int_flag(1), default=None,
+                   help=f"held-out evaluation queries (default {d.n_queries}; --quick: {QUICK_TIERS['n_queries']})")
     p.add_argument("--eval-first-seed", type=int_flag(0), default=d.eval_first_seed,
                    help="first evaluation query (held-out: ≥ 50000; validation below it)")
     p.add_argument("--seed", type=int_flag(0), default=d.seed)
@@ -562,12 +569,16 @@ def main(argv=None):
     p.add_argument("--reuse", action="store_true", help="load routers already saved in --out")
     add_backend_flags(p)
     a = p.parse_args(argv)
-    if a.quick:  # the flags --quick sets are refused beside it, not silently replaced
-        fixed = [flag for flag, name in (("--per-lambda-strategy", "per_lambda_strategy"), ("--n-queries", "n_queries"))
-                 if getattr(a, name) != getattr(d, name)]
-        if fixed:
-            p.error(f"--quick sets --per-lambda-strategy capacity and --n-queries 200; drop --quick to set "
-                    f"{', '.join(fixed)}")
+    for name, value in QUICK_TIERS.items():  # --quick sets these: a flag given beside it is refused, not replaced
+        given = getattr(a, name)
+        if a.quick and given is not None and given != value:
+            p.error(f"--quick sets --{name.replace('_', '-')} {value}; drop --quick to set "
+                    f"--{name.replace('_', '-')}")
+        if given is None:
+            setattr(a, name, value if a.quick else getattr(d, name))
+    if a.per_lambda_strategy != "all" and a.per_lambda_strategy not in a.strategies:
+        p.error(f"--per-lambda-strategy {a.per_lambda_strategy} must be one of --strategies {' '.join(a.strategies)} "
+                "(its routers are compared with that strategy's fixed tiers)")
     if 0.3 not in a.lambdas:
         p.error("--lambdas must include 0.3 (the β ablation and the transfer use the λ = 0.3 router)")
     cfg = ResultsConfig(strategies=a.strategies, population=a.population, per_lambda_strategy=a.per_lambda_strategy,
@@ -575,8 +586,6 @@ def main(argv=None):
                         timesteps=a.timesteps, conditioned_timesteps=a.conditioned_timesteps,
                         n_queries=a.n_queries, eval_first_seed=a.eval_first_seed, seed=a.seed,
                         workers=a.workers, out=a.out, reuse=a.reuse)
-    if a.quick:
-        cfg.per_lambda_strategy, cfg.n_queries = "capacity", 200
     with executor_beside_pool(a) as executor:
         res = evaluate(cfg, executor=executor)
     text = format_results(res)

@@ -228,7 +228,8 @@ def test_a_missing_extra_on_any_path_is_one_line_with_its_install_command(module
                                         (["tiers", "--quick", "--n-queries", "20"], "--n-queries"),
                                         (["tiers", "--quick", "--per-lambda-strategy", "reasoning"],
                                          "--per-lambda-strategy"),
-                                        (["conversation", "--quick", "--resamples", "10"], "--resamples")])
+                                        (["conversation", "--quick", "--resamples", "100000"], "--resamples"),
+                                        (["tiers", "--quick", "--n-queries", "300"], "--n-queries")])
 def test_quick_refuses_the_flags_it_sets_before_any_work(argv, flag, tmp_path, capsys, monkeypatch):
     """``--quick`` fixes some settings: a flag that would change one is refused in one line, not silently replaced."""
     monkeypatch.chdir(tmp_path)
@@ -237,3 +238,20 @@ def test_quick_refuses_the_flags_it_sets_before_any_work(argv, flag, tmp_path, c
     err = capsys.readouterr().err
     assert e.value.code == 2 and "Traceback" not in err and f"drop --quick to set {flag}" in err, err
     assert not any(tmp_path.iterdir())
+
+
+def test_quick_takes_a_flag_at_the_value_it_sets(monkeypatch, tmp_path):
+    """A flag given beside ``--quick`` at the very value ``--quick`` sets changes nothing, so it is taken."""
+    from membudget.studies import budgetmem
+
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    monkeypatch.setattr(budgetmem, "evaluate", lambda cfg, executor=None: ran.append(cfg) or {})
+    monkeypatch.setattr(budgetmem, "format_results", lambda res: "")
+    monkeypatch.setattr(budgetmem, "plot_frontier", lambda res, path: None)
+    for argv in (["--quick"], ["--quick", "--n-queries", "200", "--per-lambda-strategy", "capacity"]):
+        evaluate.main(["tiers", *argv, "--out", str(tmp_path / "t")])
+    evaluate.main(["tiers", "--out", str(tmp_path / "t")])
+    assert [(c.per_lambda_strategy, c.n_queries) for c in ran] == [("capacity", 200)] * 2 + [("all", 300)]
+    with pytest.raises(SystemExit):
+        evaluate.main(["tiers", "--strategies", "implementation", "--per-lambda-strategy", "capacity"])
