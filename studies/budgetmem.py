@@ -272,6 +272,21 @@ class ResultsConfig:
     """The warm start's oracle (:func:`bc_warm_start`): ``expected`` or ``hindsight``."""
 
 
+def check_results_config(cfg: ResultsConfig) -> None:
+    """The study's settings that its steps rely on, checked before any training (a ``ValueError`` naming the
+    field): known strategies, a per-λ strategy among them (or ``all``), λ = 0.3 among the lambdas (the β ablation
+    and the transfer use its router), at least one held-out query."""
+    unknown = [x for x in cfg.strategies if x not in STRATEGIES]
+    if not cfg.strategies or unknown:
+        raise ValueError(f"strategies must be a non-empty list of {STRATEGIES}, got {cfg.strategies!r}")
+    if cfg.per_lambda_strategy != "all" and cfg.per_lambda_strategy not in cfg.strategies:
+        raise ValueError(f"per_lambda_strategy {cfg.per_lambda_strategy!r} must be 'all' or one of the strategies "
+                         f"{cfg.strategies} (its routers are compared with that strategy's fixed tiers)")
+    if 0.3 not in cfg.lambdas:
+        raise ValueError("lambdas must include 0.3 (the β ablation and the transfer use the λ = 0.3 router)")
+    check_int("n_queries", cfg.n_queries, 1)
+
+
 def evaluate(cfg: ResultsConfig, progress=print, executor=None) -> dict:
     """Train (or, with ``cfg.reuse``, load) every router of ``cfg`` and evaluate it on the held-out queries
     (``executor``: a study executor, e.g. Ray, for the trainings and the evaluations; default: the trainings in
@@ -280,6 +295,7 @@ def evaluate(cfg: ResultsConfig, progress=print, executor=None) -> dict:
     row holds :func:`summarize` results of the fixed tiers and the oracle (``"fixed"``), the per-λ routers
     (``"routers"``, by λ), the λ-conditioned router (``"conditioned"``, by λ), the capped routers (``"capped"``, by
     cap multiple, with ``cap``, ``max_cost`` and ``queries_downgraded``) and the oracle frontier."""
+    check_results_config(cfg)
     t0 = time.time()
     seeds = range(cfg.eval_first_seed, cfg.eval_first_seed + cfg.n_queries)
     per_lam = cfg.strategies if cfg.per_lambda_strategy == "all" else [cfg.per_lambda_strategy]
@@ -576,16 +592,15 @@ def main(argv=None):
                     f"--{name.replace('_', '-')}")
         if given is None:
             setattr(a, name, value if a.quick else getattr(d, name))
-    if a.per_lambda_strategy != "all" and a.per_lambda_strategy not in a.strategies:
-        p.error(f"--per-lambda-strategy {a.per_lambda_strategy} must be one of --strategies {' '.join(a.strategies)} "
-                "(its routers are compared with that strategy's fixed tiers)")
-    if 0.3 not in a.lambdas:
-        p.error("--lambdas must include 0.3 (the β ablation and the transfer use the λ = 0.3 router)")
     cfg = ResultsConfig(strategies=a.strategies, population=a.population, per_lambda_strategy=a.per_lambda_strategy,
                         lambdas=a.lambdas, caps=a.caps, bc_queries=a.bc_queries, bc_teacher=a.bc_teacher,
                         timesteps=a.timesteps, conditioned_timesteps=a.conditioned_timesteps,
                         n_queries=a.n_queries, eval_first_seed=a.eval_first_seed, seed=a.seed,
                         workers=a.workers, out=a.out, reuse=a.reuse)
+    try:
+        check_results_config(cfg)
+    except ValueError as e:
+        p.error(str(e).replace("per_lambda_strategy", "--per-lambda-strategy").replace("lambdas ", "--lambdas "))
     with executor_beside_pool(a) as executor:
         res = evaluate(cfg, executor=executor)
     text = format_results(res)

@@ -255,3 +255,13 @@ def test_quick_takes_a_flag_at_the_value_it_sets(monkeypatch, tmp_path):
     assert [(c.per_lambda_strategy, c.n_queries) for c in ran] == [("capacity", 200)] * 2 + [("all", 300)]
     with pytest.raises(SystemExit):
         evaluate.main(["tiers", "--strategies", "implementation", "--per-lambda-strategy", "capacity"])
+    with pytest.raises(SystemExit):
+        evaluate.main(["tiers", "--lambdas", "0.1", "0.5"])
+    for bad, match in ((dict(strategies=["implementation"], per_lambda_strategy="capacity"), "per_lambda_strategy"),
+                       (dict(lambdas=[0.1]), "0.3"), (dict(strategies=["memory"]), "strategies"),
+                       (dict(n_queries=0), "n_queries")):  # the Python path: refused before any training
+        with pytest.raises(ValueError, match=match):
+            budgetmem.check_results_config(budgetmem.ResultsConfig(**bad))
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="per_lambda_strategy"):
+        budgetmem.evaluate(budgetmem.ResultsConfig(strategies=["implementation"], per_lambda_strategy="capacity"))
