@@ -111,8 +111,12 @@ class ThresholdGate:
     def check_rows(self, X, *, fitting: bool = False) -> np.ndarray:
         """``X`` as float64 feature rows, checked: 2-D, finite, and :attr:`n_features` columns (when ``fitting``: at
         least the 27 resource features the gates read by position). A compiled scorer would read past a narrower
-        row, and a NaN would be proposed or dropped silently; ``ValueError`` naming ``X`` otherwise."""
-        X = np.asarray(X, dtype=np.float64)
+        row, and a NaN would be proposed or dropped silently; ``ValueError`` naming ``X`` otherwise (numbers only:
+        strings are refused, not parsed)."""
+        X = np.asarray(X)
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_):
+            raise ValueError(f"X must hold numbers, got dtype {X.dtype}")
+        X = X.astype(np.float64, copy=False)
         width = X.shape[1] if X.ndim == 2 else -1
         if not (width >= len(RESOURCE_FEATURE_NAMES) if fitting else width == self.n_features):
             expected = f"at least {len(RESOURCE_FEATURE_NAMES)}" if fitting else str(self.n_features)

@@ -272,6 +272,8 @@ def test_a_gate_refuses_rows_it_cannot_score(make, labels):
     bad[2, 4] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite"):
         gate.score(bad)
+    with pytest.raises(ValueError, match="X must hold numbers, got dtype <U"):
+        gate.score(labels.features[:5].astype(str))  # refused, not parsed
     obs, _ = PMWeekEnv(budget="B10", action_mode="scores").reset(seed=6000)
     obs = dict(obs, resources=np.where(obs["mask"][:, None] > 0, np.nan, obs["resources"]))
     with pytest.raises(ValueError, match="NaN or infinite"):
