@@ -14,8 +14,8 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 from membudget.envs.pm.core import EV, PMWeekCore, step_outputs
-from membudget.envs.pm.env import (EVENT_KEYS, SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary, record_step,
-                                   resource_labels, spaces_for, start_timeline, week_days)
+from membudget.envs.pm.env import (EVENT_KEYS, SKIPPED_KEYS, action_to_scores, check_arguments, episode_summary,
+                                   record_step, resource_labels, spaces_for, start_timeline, week_days)
 from membudget.envs.pm.levels import resolve_budget
 from membudget.envs.pm.world import MAX_RESOURCES, generate_episode
 from membudget.envs.rendering import (RENDER_MODES, Render, Timeline, TimelineView, blank_frame, check_render_mode,

@@ -33,6 +33,7 @@ from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, refe
 from membudget.envs.tiers.world import POPULATIONS, STRATEGIES
 from membudget.envs.validation import check_int, int_flag, number_flag
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
+from membudget.studies.cli import resolve_quick
 from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, save_figure, study_subplots
 from membudget.studies.runs import (TrainCommand, model_to_bytes, ppo_from_bytes, record_training, start_run,
@@ -585,13 +586,7 @@ def main(argv=None):
     p.add_argument("--reuse", action="store_true", help="load routers already saved in --out")
     add_backend_flags(p)
     a = p.parse_args(argv)
-    for name, value in QUICK_TIERS.items():  # --quick sets these: a flag given beside it is refused, not replaced
-        given = getattr(a, name)
-        if a.quick and given is not None and given != value:
-            p.error(f"--quick sets --{name.replace('_', '-')} {value}; drop --quick to set "
-                    f"--{name.replace('_', '-')}")
-        if given is None:
-            setattr(a, name, value if a.quick else getattr(d, name))
+    resolve_quick(p, a, QUICK_TIERS, {name: getattr(d, name) for name in QUICK_TIERS})
     cfg = ResultsConfig(strategies=a.strategies, population=a.population, per_lambda_strategy=a.per_lambda_strategy,
                         lambdas=a.lambdas, caps=a.caps, bc_queries=a.bc_queries, bc_teacher=a.bc_teacher,
                         timesteps=a.timesteps, conditioned_timesteps=a.conditioned_timesteps,

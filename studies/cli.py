@@ -60,6 +60,18 @@ def optional_extras(prog: str):
         usage_error(prog, f"this needs {root}, which is not installed: pip install \"{EXTRAS[root]}\"")
 
 
+def resolve_quick(parser, args, quick: dict, defaults: dict) -> None:
+    """The flags ``--quick`` sets (``quick``: attribute -> the value it sets; their argparse default is None): one
+    given beside ``--quick`` at another value is refused in one line, not silently replaced; a flag not given takes
+    ``quick``'s value with ``--quick``, else ``defaults``'."""
+    for name, value in quick.items():
+        flag, given = "--" + name.replace("_", "-"), getattr(args, name)
+        if args.quick and given is not None and given != value:
+            parser.error(f"--quick sets {flag} {value}; drop --quick to set {flag}")
+        if given is None:
+            setattr(args, name, value if args.quick else defaults[name])
+
+
 def check_run_config(cfg) -> None:
     """The checks every training run's config passes before its run directory is made: budgets are levels of its
     task's environment, integers or none; seeds and first weeks are in ``[0, MAX_SEED]``; week counts positive;

@@ -48,7 +48,7 @@ from membudget.envs.conversation.env import FALSE_FIRE_PENALTY
 from membudget.envs.conversation.rollout import rollout
 from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
 from membudget.envs.validation import int_flag, seeds_flag
-from membudget.studies.cli import add_page_flag, page_path
+from membudget.studies.cli import add_page_flag, page_path, resolve_quick
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, seed_ranges, write_page
 from membudget.teachers.conversation import (ConversationGreedy, ConversationOptimum, InformedOptimum,
@@ -743,9 +743,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick and args.gates_only:
         parser.error("--quick and --gates-only are two different runs; give one")
-    if args.quick and args.resamples not in (None, QUICK_RESAMPLES):
-        parser.error(f"--quick sets --resamples {QUICK_RESAMPLES}; drop --quick to set --resamples")
-    args.resamples = args.resamples or (QUICK_RESAMPLES if args.quick else DEFAULT_RESAMPLES)
+    resolve_quick(parser, args, {"resamples": QUICK_RESAMPLES}, {"resamples": DEFAULT_RESAMPLES})
     if args.conversations is not None and not args.gates_only:
         parser.error("--conversations goes with --gates-only (the full study evaluates on the analysis conversations)")
     if args.conversations is not None and set(args.conversations) & set(DEV_SEEDS):

@@ -65,10 +65,11 @@ def greedy_subset(core: PMWeekCore, i: int = 0) -> tuple:
     ratio = f1(())
     while True:  # Dinkelbach: the positive-weight set at the current ratio, until the ratio stops rising
         best = tuple(r for r in cands if dnum[r] - ratio * dden[r] > 0)
-        if f1(best) <= ratio:
+        value = f1(best)
+        if value <= ratio:
             break  # ratio is the maximum, and best (weights positive at it) its cheapest set
-        ratio = f1(best)
-    if f1(best) < ratio:  # nothing counted yet, so no query scores 0, not the ratio: the cheapest one reaching it
+        ratio = value
+    if value < ratio:  # nothing counted yet, so no query scores 0, not the ratio: the cheapest one reaching it
         best = (min((r for r in cands if dnum[r] == ratio * dden[r]), key=lambda r: (costs[r], r)),)
     if len(best) <= n_max and sum(int(costs[r]) for r in best) <= limit:
         return best

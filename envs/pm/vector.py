@@ -120,10 +120,10 @@ class PMWeekVectorEnv(VectorEnv):
         # survive copying) are drawn anew from the recorded timelines
         return dict(self.__dict__, _generator_list=None, _views=[None] * self.num_envs)
 
-    def _start_pictures(self, slots):
-        """New timelines (and figures to come) for the weeks in ``slots``, just started and observed."""
+    def _start_pictures(self, started):
+        """New timelines (and figures to come) for the weeks marked in ``started``, just started and observed."""
         if self.render_mode == "rgb_array":
-            for i in np.asarray(slots).tolist():
+            for i in np.flatnonzero(started).tolist():
                 self._timelines[i], self._views[i] = start_timeline(self._core, i), None
 
     def _record_pictures(self, stepped):
@@ -236,7 +236,7 @@ class PMWeekVectorEnv(VectorEnv):
         self._started = True
         self._autoreset[reset_mask] = False
         obs = self._obs()
-        self._start_pictures(slots)
+        self._start_pictures(reset_mask)
         values = _only_rows(reset_mask, self._info_values())
         return obs, with_masks(values, read_only(reset_mask.copy()))
 
@@ -275,9 +275,10 @@ class PMWeekVectorEnv(VectorEnv):
         scores = action_to_scores(actions, (n, core.n_resources), self.action_mode)
         resetting = self._autoreset
         self._new_weeks(np.flatnonzero(resetting))
-        obs = self._advance(~resetting, scores)  # a week just reset is observed, not stepped (reward 0)
-        self._record_pictures(~resetting)
-        self._start_pictures(np.flatnonzero(resetting))
+        stepping = ~resetting
+        obs = self._advance(stepping, scores)  # a week just reset is observed, not stepped (reward 0)
+        self._record_pictures(stepping)
+        self._start_pictures(resetting)
         rewards = self._reward.copy()
         terminated = core.t >= core.horizon
         truncated = np.zeros(n, dtype=bool)
@@ -302,7 +303,7 @@ class PMWeekVectorEnv(VectorEnv):
                     final["_episode_metrics"] = infos.pop("_episode_metrics")
                 self._new_weeks(np.flatnonzero(ended))
                 obs = self._obs()
-                self._start_pictures(np.flatnonzero(ended))
+                self._start_pictures(ended)
                 fresh = self._info_values()
                 infos = with_masks({k: np.where(_rows(ended, v), fresh[k], v) for k, v in values.items()},
                                    self._everyone)
