@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import json
 import os
-import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ import numpy as np
 from membudget.agents.sb3_files import model_file
 from membudget.envs.pm.world import MAX_LOAD
 from membudget.envs.validation import check_int
-from membudget.studies.cli import Progress, make_folder, plain, user_input
+from membudget.studies.cli import Progress, evaluate_command, make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
 from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, cost_to_match, evaluate_policy,
                                         parse_budget, provenance, save_figure, study_subplots)
@@ -300,7 +299,7 @@ def main(argv=None):
     start = time.perf_counter()
     with Progress("off" if cfg.quiet else cfg.progress_bar) as progress:
         results, sweeps = _run(cfg, progress=progress)
-    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    command = evaluate_command("", argv)
     text = (f"PMWeek-v0, weeks {cfg.first_seed}-{cfg.first_seed + cfg.n_weeks - 1}, unit prices, N_max 2, "
             f"late policy expire, load {cfg.load}; gates fitted on development weeks 2000-2019; paired bootstrap "
             f"with {cfg.bootstrap} resamples\n\n" + format_table(results, cfg.reference, sweeps))

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import shlex
-import sys
 import time
 from dataclasses import dataclass
 
@@ -22,7 +20,7 @@ import numpy as np
 
 from membudget.envs.pm import WorldConfig, budget_levels, generate_episode
 from membudget.envs.validation import int_flag
-from membudget.studies.cli import add_page_flag, page_path
+from membudget.studies.cli import add_page_flag, evaluate_command, page_path
 from membudget.studies.budgetpm import evaluate_task
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags, run_with_flags
 from membudget.studies.protocol import bootstrap_ci, cost_to_match, sweep, write_page
@@ -381,7 +379,5 @@ def structure_main(argv=None):
     with executor_from_flags(args) as executor:
         text = structure_report(args.resamples, executor=executor)
     print(text)
-    argv = list(sys.argv[1:] if argv is None else ["structure", *argv])
-    print(f"\ncommand: python -m membudget.evaluate {' '.join(shlex.quote(a) for a in argv)}   "
-          f"({time.perf_counter() - start:.1f} s)")
+    print(f"\ncommand: {evaluate_command('structure', argv)}   ({time.perf_counter() - start:.1f} s)")
     return text

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import shlex
 import sys
 
 # The command lines import this module first, to refuse a mistake within a second or two: it imports nothing heavy
@@ -58,6 +59,13 @@ def optional_extras(prog: str):
         if root not in EXTRAS:
             raise
         usage_error(prog, f"this needs {root}, which is not installed: pip install \"{EXTRAS[root]}\"")
+
+
+def evaluate_command(subcommand: str, argv=None) -> str:
+    """The ``python -m membudget.evaluate`` command line a study ran with, as its page records it: ``subcommand``
+    and ``argv`` (its flags, when called from Python), or the process's own arguments when ``argv`` is None."""
+    argv = list(sys.argv[1:] if argv is None else [subcommand, *argv] if subcommand else argv)
+    return "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
 
 
 def resolve_quick(parser, args, quick: dict, defaults: dict) -> None:

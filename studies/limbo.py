@@ -15,8 +15,6 @@ import argparse
 import functools
 import json
 import os
-import shlex
-import sys
 import time
 import dataclasses
 from dataclasses import dataclass
@@ -28,7 +26,7 @@ from membudget.agents.replay_ppo import LATEST_VERSION, VERSIONS, ReplayStreamPP
 from membudget.baselines.replay import HindsightOracle, reference_baselines
 from membudget.envs.replay.world import ACTIONS, BUDGETS, MODES
 from membudget.envs.validation import check_known, int_flag, number_flag, parse_seeds
-from membudget.studies.cli import plain, run_folder
+from membudget.studies.cli import evaluate_command, plain, run_folder
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
 from membudget.studies.protocol import bootstrap_ci, provenance, save_figure, study_subplots
 from membudget.studies.runs import (TrainCommand, model_to_bytes, ppo_from_bytes, record_training, start_run,
@@ -640,8 +638,7 @@ def replay_main(argv=None):
     args.hybrid_own = getattr(args, "hybrid_own", default.hybrid_own)
     if args.out is None:
         args.out = run_folder("replay")
-    argv = list(sys.argv[1:] if argv is None else ["replay", *argv])
-    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    command = evaluate_command("replay", argv)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         rows = evaluate(args.families, args.profiles, args.seeds,

@@ -20,8 +20,6 @@ import argparse
 import functools
 import json
 import os
-import shlex
-import sys
 import time
 
 from dataclasses import dataclass
@@ -34,7 +32,7 @@ from membudget.agents.proactive_ppo import (ENV_IDS, HELD_OUT_FIRST_SEED, LATEST
 from membudget.baselines.proactive import POLICIES, SOURCES, FullHierarchy
 from membudget.envs.proactive.env import F, episode_metrics
 from membudget.envs.validation import check_int, int_flag
-from membudget.studies.cli import run_folder
+from membudget.studies.cli import evaluate_command, run_folder
 from membudget.studies.execution import Executor, add_backend_flags, chunks, executor_from_flags
 from membudget.studies.protocol import provenance, save_figure, study_subplots
 from membudget.studies.runs import TrainCommand, record_training, start_run, write_metrics
@@ -335,8 +333,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = run_folder("proactive")
-    argv = list(sys.argv[1:] if argv is None else ["proactive", *argv])
-    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    command = evaluate_command("proactive", argv)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         results = evaluate(args.scopes, args.streams, ppo_timesteps=args.ppo_timesteps, ppo_seed=args.ppo_seed,

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 import time
 
 import numpy as np
 
 from membudget.envs.validation import int_flag
-from membudget.studies.cli import run_folder
+from membudget.studies.cli import evaluate_command, run_folder
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import save_figure, seed_ranges, study_subplots, write_page
 from membudget.studies.rl_vs_distillation.configs import LEARNERS, REFERENCES
@@ -230,8 +229,7 @@ def benchmark_main(argv=None) -> Results:
                         help="render the page and figure from saved results (rl_vs_distillation.json) instead of "
                              "training")
     args = parser.parse_args(argv)
-    argv = list(sys.argv[1:] if argv is None else ["rl-vs-distillation", *argv])
-    command = "python -m membudget.evaluate " + " ".join(shlex.quote(a) for a in argv)
+    command = evaluate_command("rl-vs-distillation", argv)
     if args.render:
         res = Results.load(args.render)
         command = res.command or command
