@@ -50,7 +50,7 @@ from membudget.envs.conversation.world import PAIR_KINDS, TRIGGER
 from membudget.envs.validation import int_flag, seeds_flag
 from membudget.studies.cli import add_page_flag, page_path, resolve_quick
 from membudget.studies.execution import Executor, add_backend_flags, executor_from_flags
-from membudget.studies.protocol import bootstrap_ci, seed_ranges, write_page
+from membudget.studies.protocol import bootstrap_ci, machine_line, seed_ranges, write_page
 from membudget.teachers.conversation import (ConversationGreedy, ConversationOptimum, InformedOptimum,
                                              build_conversation_dataset)
 
@@ -259,6 +259,9 @@ GATES_ONLY = ("RandomFeasible", "Similarity", "DueGate", "Static", "Pacing", "In
               "HindsightOptimum")
 """The rows of ``--gates-only`` at every budget (besides All-semantic, uncapped)."""
 V0_MARKER = "<!-- ConversationPM-v0's study, kept for comparison -->"
+LEARNED_ROWS_NOTE = ("the learned rows (BC, DAgger, PPO) repeat exactly only on this kind of CPU; the gates, "
+                     "teachers and bounds on any (docs/speed.md, \"Same seed, another CPU\")")
+"""What the main page and the smoke run's say beside their machine line."""
 
 
 def gates_only_keys() -> list:
@@ -496,7 +499,7 @@ def render_gates(res, data, levels, gates, n_resamples, seconds, intervals, diag
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison (the gates)", "", intro, "", *_table(res, intervals),
              "", *goals_section(res, data, levels, seeds), "", *why_section(res, diag, seeds), "",
              f"Thresholds (Static): {thresholds}.", "",
-             f"command: {command}   ({seconds:.0f} s)", ""]
+             f"command: {command}   ({seconds:.0f} s)", "", machine_line(), ""]
     return "\n".join(lines)
 
 
@@ -656,7 +659,8 @@ def render_quick(res, n_rows, levels, n_resamples, seconds, intervals) -> str:
              f"conversations 2000-2011 ({n_rows} candidate rows). Budgets: "
              f"{', '.join(f'{k} = {levels[k]}' for k in _studied())} verifier calls.")
     lines = ["# ConversationPM-v1: BudgetPM's GoodAI comparison (smoke run)", "", intro, "", *_table(res, intervals),
-             "", f"command: python -m membudget.evaluate conversation --quick   ({seconds:.0f} s)", ""]
+             "", f"command: python -m membudget.evaluate conversation --quick   ({seconds:.0f} s)", "",
+             f"{machine_line()}: {LEARNED_ROWS_NOTE}.", ""]
     return "\n".join(lines)
 
 
@@ -677,7 +681,8 @@ def render(res, data, levels, gates, n_resamples, seconds, diag, intervals) -> s
     lines += ["", *goals_section(res, data, levels), "", *why_section(res, diag, list(ANALYSIS_SEEDS)),
               "", *ppo_seeds(res, gates, diag), "",
               f"Thresholds (Static): {thresholds}.",
-              "", f"command: {command}   ({seconds:.0f} s)", ""]
+              "", f"command: {command}   ({seconds:.0f} s)", "",
+              f"{machine_line()}: {LEARNED_ROWS_NOTE}.", ""]
     return "\n".join(lines)
 
 

@@ -169,6 +169,18 @@ def provenance() -> dict:
     return {"versions": package_versions(), "machine": machine()}
 
 
+def machine_line(m: dict | None = None) -> str:
+    """The line a generated page names its machine with (``m``: a :func:`machine` record; default this one's): the
+    CPU, its family / model / stepping, the logical cores and torch's CPU capability where torch is loaded. A
+    trained learner repeats exactly only on the same kind of CPU (docs/speed.md, "Same seed, another CPU"), so a
+    page with learned rows says where its figures come from."""
+    m = machine() if m is None else m
+    ident = f" ({m['cpu_id']})" if m["cpu_id"] else ""
+    cap = m["torch_cpu_capability"]
+    return (f"machine: {m['cpu'] or 'unknown CPU'}{ident}, {m['logical_cores']} logical cores"
+            + (f", torch CPU capability {cap}" if cap else ""))
+
+
 def write_page(path, text) -> str:
     """Write a generated page (creating its folder); returns the folder."""
     folder = os.path.dirname(path) or "."

@@ -355,6 +355,18 @@ def test_machine_records_the_cpu_with_fixed_keys():
     json.dumps(m)  # what run records write
 
 
+def test_machine_line_names_the_cpu_its_cores_and_torchs_capability():
+    from membudget.studies.protocol import machine_line
+
+    record = {"cpu": "AMD EPYC", "cpu_id": "family 25, model 17, stepping 1", "logical_cores": 2,
+              "platform": "Linux", "architecture": "x86_64", "torch_cpu_capability": "AVX512"}
+    assert machine_line(record) == ("machine: AMD EPYC (family 25, model 17, stepping 1), 2 logical cores, "
+                                    "torch CPU capability AVX512")
+    bare = dict(record, cpu=None, cpu_id=None, torch_cpu_capability=None)
+    assert machine_line(bare) == "machine: unknown CPU, 2 logical cores"
+    assert machine_line() == machine_line(machine())
+
+
 def test_random_baselines_draw_from_the_seed_they_hold_at_their_first_decision():
     """The constructor only stores ``seed``; the generator is made at the first decision, so a seed set after
     construction (as set_params or a copy would) is the one used."""

@@ -481,6 +481,9 @@ def test_the_quick_page_is_the_main_table_marked_as_a_smoke_run(monkeypatch):
     assert page.count("\n| B60 | ") == len(res) - 1  # every row but AllSemantic's, at the one budget left
     m, lo, hi = intervals[("Pacing", "B60")]
     assert f"| B60 | Pacing | {res[('Pacing', 'B60')]['macro_accuracy'].mean():.4f} | {m:+.4f} [{lo:+.4f}, {hi:+.4f}]" in page
+    from membudget.studies.protocol import machine_line
+
+    assert f"\n{machine_line()}: the learned rows (BC, DAgger, PPO) repeat exactly only on this kind of CPU" in page
 
 
 def test_ppo_trainings_seed_themselves_from_their_key():

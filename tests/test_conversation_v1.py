@@ -327,6 +327,9 @@ def test_the_gates_only_page_states_each_goal_with_its_measured_figure(monkeypat
     assert "## Reproduction of BudgetPM's GoodAI figures (issue #35's goals)" in page
     assert "command: python -m membudget.evaluate conversation --gates-only   (" in page
     assert "Evaluation on the analysis conversations 4000-4001;" in page
+    from membudget.studies.protocol import machine_line
+
+    assert page.endswith(f" s)\n\n{machine_line()}\n")  # the gates-only page: no learned rows, no CPU caveat
 
 
 def test_a_regenerated_page_keeps_v0_s_study_below(tmp_path):

@@ -109,6 +109,9 @@ def test_benchmark_quick(tmp_path, capsys):
     text = out.read_text()
     assert (tmp_path / "rl_vs_distillation_curves.png").exists()  # the figure the page links is written
     assert "**Smoke run**" in text and "**Goals**" not in text and "**met**" not in text  # no verdicts on a smoke run
+    from membudget.studies.protocol import machine_line
+
+    assert f"\n{machine_line()} (this process's; the learners repeat exactly only on the same kind of CPU" in text
     for m in ("HindsightDP", "CurrentGreedy", "PPO", "DAgger→PPO", "BC", "DAgger", "PPO + counts critic",
               "PPO, flat MLP", "SB3 PPO", "Sequential", "Myopic", "Static"):
         assert f"| B10 | {m} |" in text

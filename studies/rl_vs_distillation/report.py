@@ -13,7 +13,7 @@ import numpy as np
 from membudget.envs.validation import int_flag
 from membudget.studies.cli import evaluate_command, run_folder
 from membudget.studies.execution import add_backend_flags, executor_beside_pool
-from membudget.studies.protocol import save_figure, seed_ranges, study_subplots, write_page
+from membudget.studies.protocol import machine_line, save_figure, seed_ranges, study_subplots, write_page
 from membudget.studies.rl_vs_distillation.configs import LEARNERS, REFERENCES
 from membudget.studies.rl_vs_distillation.jobs import run_benchmark
 from membudget.studies.rl_vs_distillation.results import Results, goal_check, mean_curve, paired, steps_to_reach
@@ -25,7 +25,9 @@ def format_benchmark(res: Results, command: str = "") -> str:
     for section in (_intro, _results_table, _steps_table, _early_stopping, _critic_view, _what_would_change, _goals):
         L += section(res)
     L += ["", "![held-out Set F1 against environment steps](rl_vs_distillation_curves.png)", "",
-          f"command: `{command.strip()}`   ({res.seconds:.0f} s)", ""]
+          f"command: `{command.strip()}`   ({res.seconds:.0f} s)", "",
+          f"{machine_line()} (this process's; the learners repeat exactly only on the same kind of CPU: "
+          "docs/speed.md, \"Same seed, another CPU\")", ""]
     return "\n".join(L)
 
 
