@@ -30,9 +30,10 @@ def test_resolution_probabilities_are_probabilities_of_what_can_happen():
 
 @pytest.mark.slow
 def test_resolution_probabilities_match_the_generators_frequencies():
-    """Along rules the agent could follow (from 4 steps before the declared window: the first step whose hint
-    reaches a threshold, or a fixed number of steps), the mean of π equals the frequency of what happens, for
-    tasks and lures: a wrong conditional would give the penalty a non-zero mean."""
+    """Along rules the agent could follow from 4 steps before the declared window (a query at the first step whose
+    hint reaches 0.6, or 3 or 8 steps later), the mean of π equals the frequency of what happens, rule by rule, for
+    tasks and lures: a wrong conditional would give the penalty a non-zero mean. The hint rule is what a
+    conditional that ignored the hints would fail (checked by mutation)."""
     world = WorldConfig()
     out = {}
     for s in range(3200, 3280):
@@ -45,16 +46,17 @@ def test_resolution_probabilities_match_the_generators_frequencies():
             if start <= p:
                 continue
             hints = ep.hints[:, ep.resource[i]]
-            qs = [q for q in range(p + 1, ep.horizon) if hints[q] >= 0.6][:1] + \
-                [q for q in (p + 3, p + 8) if q < ep.horizon]
+            rules = {"hint": next((q for q in range(p + 1, ep.horizon) if hints[q] >= 0.6), None),
+                     "3 steps": p + 3, "8 steps": p + 8}
             task = ep.polarity[i] == POS
-            for q in qs:
-                for kind, hit, pi in (("tp", task, pi_tp), ("fp", not task, pi_fp)):
-                    out.setdefault(kind, []).append(x[q, p + 1] * hit - pi[q, p + 1])
-    for kind, d in out.items():
+            for rule, q in rules.items():
+                if q is not None and q < ep.horizon:
+                    for kind, hit, pi in (("tp", task, pi_tp), ("fp", not task, pi_fp)):
+                        out.setdefault((rule, kind), []).append(x[q, p + 1] * hit - pi[q, p + 1])
+    for key, d in out.items():
         d = np.array(d)
-        assert d.size > 1000
-        assert abs(d.mean()) < 4 * d.std() / np.sqrt(d.size), kind
+        assert d.size > 300
+        assert abs(d.mean()) < 4 * d.std() / np.sqrt(d.size) + 1e-4, key
 
 
 @pytest.mark.parametrize("week", [4000, 4003])
