@@ -271,18 +271,15 @@ class InformationRelaxationBound:
     c_tp, c_fp : float
         The penalty's weights on tasks' and lures' resolutions (defaults :data:`DEFAULT_C_TP`,
         :data:`DEFAULT_C_FP`; any finite values give a valid bound, ``0, 0`` one at or above the DP's optimum).
-    lookahead : int
-        Steps before a declared window in which its resource already counts as a candidate (the world's).
 
     :meth:`solve` takes weeks of the default world (``generate_episode(seed)``, unit prices, no load) and gives a
     :class:`DualBound`; the late policy is ``"expire"`` and the per-step caps are relaxed.
     """
 
-    def __init__(self, *, budget, c_tp=DEFAULT_C_TP, c_fp=DEFAULT_C_FP, lookahead=2):
+    def __init__(self, *, budget, c_tp=DEFAULT_C_TP, c_fp=DEFAULT_C_FP):
         self.budget = budget
         self.c_tp = c_tp
         self.c_fp = c_fp
-        self.lookahead = lookahead
 
     def __repr__(self):
         return constructor_repr(self)
@@ -292,7 +289,6 @@ class InformationRelaxationBound:
         check_int("budget", self.budget, 1, MAX_BUDGET)
         check_number("c_tp", self.c_tp)
         check_number("c_fp", self.c_fp)
-        check_int("lookahead", self.lookahead, 0)
         self.world_ = WorldConfig()
         return self
 
@@ -318,7 +314,7 @@ class InformationRelaxationBound:
         one (every point is a valid bound; the searches only lower it)."""
         self._check_week(episode)
         prob = problem_from_episode(episode, budget=self.budget, per_step_cap=None, per_step_cost_cap=None,
-                                    late_policy="expire", lookahead=self.lookahead)
+                                    late_policy="expire", lookahead=self.world_.lookahead)
         T, R = episode.horizon, episode.n_resources
         tp, fp, ms = _rest_tables(T, R, 0, prob.res, prob.start, prob.until, prob.deadline, prob.positive, False,
                                   prob.cand_lo, prob.cand_hi)

@@ -111,15 +111,14 @@ def _penalised(ep, schedule, z_tp, z_fp, bound):
 def test_bad_settings_and_weeks_are_refused():
     with pytest.raises(RuntimeError, match="not fitted"):
         InformationRelaxationBound(budget=B10).solve(generate_episode(0))
-    for kwargs in ({"budget": 0}, {"budget": B10, "c_tp": float("nan")}, {"budget": B10, "c_fp": "0.1"},
-                   {"budget": B10, "lookahead": -1}):
+    for kwargs in ({"budget": 0}, {"budget": B10, "c_tp": float("nan")}, {"budget": B10, "c_fp": "0.1"}):
         with pytest.raises(ValueError):
             InformationRelaxationBound(**kwargs).fit()
     bound = InformationRelaxationBound(budget=B10).fit()
     for ep in (generate_episode(0, cost_profile="mild"), generate_episode(0, load=1)):
         with pytest.raises(ValueError, match="default world"):
             bound.solve(ep)
-    assert repr(bound) == "InformationRelaxationBound(budget=21, c_tp=0.0075, c_fp=-0.005, lookahead=2)"
+    assert repr(bound) == "InformationRelaxationBound(budget=21, c_tp=0.0075, c_fp=-0.005)"
 
 
 def test_bench_prints_the_bound_beside_the_dp_and_refuses_bad_flags(capsys):
