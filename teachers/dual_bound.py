@@ -41,14 +41,13 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from scipy.stats import poisson
 
 from membudget.envs.pm.episode_io import validate_episode
 from membudget.envs.pm.world import KIND_CHANNEL, KIND_VISIBLE, LURE, MAX_BUDGET, NEVER, POS, Episode, WorldConfig
 from membudget.envs.validation import check_int, check_number, constructor_repr
 
 from .hindsight_dp import _rest_tables
-from .posterior import hint_loglik
+from .posterior import _log_subset, _trigger, hint_bump, hint_loglik
 from .problem import problem_from_episode
 
 DEFAULT_C_TP = 0.0075
@@ -65,11 +64,6 @@ class DualBound:
     value: float
     alpha: float
     beta: float
-
-
-def _bump_shape(world: WorldConfig) -> np.ndarray:
-    """The hint bump at steps onset-6 .. onset+1 (as the generator adds it)."""
-    return np.array([0.7 * math.exp(-0.5 * (k / world.hint_width) ** 2) for k in range(-6, 2)])
 
 
 def other_bumps(ep: Episode, skip: int, bump: np.ndarray) -> np.ndarray:
@@ -98,33 +92,6 @@ def _update_pool(ep: Episode) -> tuple[np.ndarray, int]:
     return original_task & (np.minimum(ep.onset, last) - ep.active_from >= 2), len(ep.updates)
 
 
-def _subset_likelihood(n_pool: int, k: int, mean: float) -> float:
-    """Probability of one given k-subset of a pool of ``n_pool``: ``min(Poisson(mean), n_pool)`` items, uniform."""
-    if k > n_pool:
-        return 0.0
-    p = poisson.pmf(k, mean) if k < n_pool else poisson.sf(n_pool - 1, mean)
-    return p / math.comb(n_pool, k)
-
-
-def _onsets(ep: Episode, i: int, p_in: float, last: int) -> tuple[list, list]:
-    """Row ``i``'s possible onsets given its declared window (NEVER for a trigger after the horizon) and their
-    prior probabilities."""
-    ds, de = int(ep.declared_start[i]), int(ep.declared_end[i])
-    onsets = list(range(ds, de + 1))
-    probs = [p_in / (de - ds + 1)] * len(onsets)
-    never = 0.0
-    for k in range(1, 9):
-        if de + k > last:
-            never += (1 - p_in) / 8
-        else:
-            onsets.append(de + k)
-            probs.append((1 - p_in) / 8)
-    if never > 0:
-        onsets.append(NEVER)
-        probs.append(never)
-    return onsets, probs
-
-
 def resolution_probabilities(ep: Episode, i: int, world: WorldConfig, base=None, pool=None):
     """``(π_tp, π_fp)``, each ``(T, T + 1)``: at ``[q, p + 1]``, the probability given ``H`` (module docstring)
     that a query at ``q`` after one at ``p`` resolves stored row ``i`` on time as a task / as a lure, on the
@@ -132,7 +99,7 @@ def resolution_probabilities(ep: Episode, i: int, world: WorldConfig, base=None,
     T, last = ep.horizon, ep.horizon - 1
     s0, s1 = world.channel_slack
     n_slack = s1 - s0 + 1
-    bump = _bump_shape(world)
+    bump = hint_bump(world)
     base = other_bumps(ep, i, bump) if base is None else base
     pool, k_upd = _update_pool(ep) if pool is None else pool
     r = ep.resource[i]
@@ -144,13 +111,17 @@ def resolution_probabilities(ep: Episode, i: int, world: WorldConfig, base=None,
     kinds = [(False, world.n_channel * (1 - world.p_unregistered), world.p_onset_in_window)]
     if not new_version:
         kinds.append((True, world.n_channel_lures, world.p_lure_in_window))
-    options = []  # (is lure, onset, start, log prior x update likelihood)
+    ds, de = int(ep.declared_start[i]), int(ep.declared_end[i])
+    onsets, probs = np.empty(de - ds + 10, dtype=np.int64), np.empty(de - ds + 10)
+    options = []  # (is lure, onset, start, log of prior x update likelihood)
     for lure, rate, p_in in kinds:
-        for o, pr in zip(*_onsets(ep, i, p_in, last)):
+        for j in range(_trigger(ds, de, p_in, last, onsets, probs)):
+            o = int(onsets[j])
             in_pool = not lure and not new_version and min(o, last) - af >= 2
-            lik = 1.0 if new_version else _subset_likelihood(n_other + int(in_pool), k_upd, world.n_updates)
-            if lik > 0:
-                options.append((lure, o, NEVER if o == NEVER else max(af, o), math.log(rate * pr * lik)))
+            log_lik = 0.0 if new_version else _log_subset(k_upd, n_other + int(in_pool), world.n_updates)
+            if log_lik > -np.inf:
+                options.append((lure, o, NEVER if o == NEVER else max(af, o),
+                                math.log(rate * probs[j]) + log_lik))
     lure_of = np.array([opt[0] for opt in options])
     start = np.array([opt[2] for opt in options])
     pi_tp = np.zeros((T, T + 1))
@@ -206,7 +177,7 @@ def penalty_tables(ep: Episode, world: WorldConfig) -> tuple[np.ndarray, np.ndar
     tasks / lures of ``1{start > p} (x - π)`` (module docstring; weighted by ``c_tp`` / ``c_fp`` in the bound)."""
     R, T = ep.n_resources, ep.horizon
     z_tp, z_fp = np.zeros((R, T, T + 1)), np.zeros((R, T, T + 1))
-    bump, pool = _bump_shape(world), _update_pool(ep)
+    bump, pool = hint_bump(world), _update_pool(ep)
     for i in penalised_rows(ep):
         pi_tp, pi_fp = resolution_probabilities(ep, i, world, other_bumps(ep, i, bump), pool)
         s = NEVER if ep.onset[i] >= NEVER else max(int(ep.active_from[i]), int(ep.onset[i]))
@@ -302,11 +273,6 @@ class InformationRelaxationBound:
                 or ep.meta.get("load", 0) != 0):
             raise ValueError("the bound's penalty is the default world's generator: it takes weeks of "
                              "generate_episode(seed) with the default world, unit prices and no load")
-
-    def penalty(self, episode: Episode) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`penalty_tables` of a week."""
-        self._check_week(episode)
-        return penalty_tables(episode, self.world_)
 
     def solve(self, episode: Episode, start=(0.008, -0.005), step=0.002) -> DualBound:
         """The week's bound: the Lagrangian split lowered by a pattern search over ``(alpha, beta)``, first for the

@@ -120,6 +120,11 @@ def hint_loglik(h, b, sigma):
     return math.log(p) if p > 0.0 else -np.inf
 
 
+def hint_bump(world: WorldConfig) -> np.ndarray:
+    """The bump the generator adds to a resource's hints at steps onset-6 .. onset+1 of each hidden trigger."""
+    return np.array([0.7 * np.exp(-0.5 * (k / world.hint_width) ** 2) for k in range(-6, 2)])
+
+
 @numba.njit(cache=True)
 def _ll_tables(sigma, x_lo, x_hi, dx):
     n = int((x_hi - x_lo) / dx) + 2
@@ -1505,7 +1510,7 @@ def _world_tables(world: WorldConfig, cost_profile: str, table_step: float) -> d
     dx = table_step * sigma
     x0, x_hi = -3.05, 1.05
     tabs = _ll_tables(sigma, x0, x_hi, dx)
-    bump = np.array([0.7 * np.exp(-0.5 * (k / world.hint_width) ** 2) for k in range(-6, 2)])
+    bump = hint_bump(world)
     wi = np.array([T, len(w["names"]), w["clock"], n_ds, w0, w1, g0, g1, s0, s1, world.ledger_expiry, nch],
                   dtype=np.int64)
     wf = np.array([world.p_onset_in_window, world.p_lure_in_window, world.p_unregistered, world.p_update_registered,
