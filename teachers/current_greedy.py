@@ -14,14 +14,22 @@ from membudget.envs.pm.world import POS
 from .problem import PMTeacher, Schedule, env_week
 
 
-def _step_effects(core: PMWeekCore, i: int):
-    """Per resource, what querying it alone now would do: (TP, FP, misses avoided), plus the misses that are
-    charged this step if nothing is queried. Knows only the current step's outcomes."""
+def firing(core: PMWeekCore, i: int = 0):
+    """Week ``i``'s intention table, its statuses and which intentions a query of their resource would resolve now
+    (open, registered, active and past their onset): ``(table, status, fires)``."""
     k = int(core.n_int[i])
     t = int(core.t[i])
     tab, st = core.table[i, :k], core.status[i, :k]
-    pos = tab[:, F_POL] == POS
     fires = (st == S_OPEN) & (tab[:, F_REG] == 1) & (tab[:, F_AF] <= t) & (t <= tab[:, F_AU]) & (tab[:, F_ON] <= t)
+    return tab, st, fires
+
+
+def _step_effects(core: PMWeekCore, i: int):
+    """Per resource, what querying it alone now would do: (TP, FP, misses avoided), plus the misses that are
+    charged this step if nothing is queried. Knows only the current step's outcomes."""
+    t = int(core.t[i])
+    tab, st, fires = firing(core, i)
+    pos = tab[:, F_POL] == POS
     on_time = t <= tab[:, F_DL]
     tp = fires & pos & on_time
     fp = fires & ((~pos & on_time) | (pos & ~on_time & core.late_execute))

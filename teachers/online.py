@@ -57,9 +57,10 @@ class HindsightPlanner:
     seed : int
         Seed of the planner's own random stream (draws), so that runs repeat.
 
-    Attributes (after :meth:`fit`): ``sampler_``; after each decision ``last_`` (the step, the actions
-    compared, their mean values, the draws' effective sample size and ``p_resolve``: per resource, the share of
-    the ``K`` draws in which a query now resolves a stored intention — the posterior probability, estimated);
+    Attributes (after :meth:`fit`): ``sampler_``; after each decision ``last_`` (the step, the affordable
+    candidates, the actions compared, their mean values, the draws' effective sample size, ``p_resolve``: per
+    resource, the share of the ``K`` draws in which a query now resolves a stored intention — the posterior
+    probability, estimated — and ``p_tp``: the share in which it resolves one on time, a true positive);
     ``retries_`` (samplings retried with more particles because no draw was consistent with the observations) and
     ``fallbacks_`` (decisions where even 16x the particles found none: the planner then proposes nothing — a
     simplification, counted).
@@ -198,12 +199,12 @@ class HindsightPlanner:
         now = self._now(observed, mask)
         if now is None:
             return action
-        cand, draws, _, _, resolves = now
+        cand, draws, tp_now, _, resolves = now
         actions = self._first_actions(observed, cand, resolves)
         values = np.zeros(1) if len(actions) == 1 else self._action_values(observed, now, actions)
         action[list(actions[int(np.argmax(values))])] = 1
-        self.last_ = {"t": observed.t, "actions": actions, "values": values, "ess": draws.ess,
-                      "p_resolve": resolves.mean(axis=0)}
+        self.last_ = {"t": observed.t, "candidates": cand, "actions": actions, "values": values, "ess": draws.ess,
+                      "p_resolve": resolves.mean(axis=0), "p_tp": (tp_now > 0).mean(axis=0)}
         return action
 
     def _action_values(self, observed: Observed, now, actions) -> np.ndarray:

@@ -1152,6 +1152,8 @@ CLI_COUNTS = [  # (module:function, arguments before the count, flag, smallest v
     ("membudget.bench.proactive:main", [], "--days", 14),
     ("membudget.bench.ray_scaling:main", [], "--label-weeks", 1),
     ("membudget.bench.conversation:main", [], "--rounds", 1),
+    ("membudget.bench.posterior_calibration:main", [], "--samples", 1),
+    ("membudget.bench.posterior_calibration:main", [], "--particles", 1),
 ]
 
 

@@ -626,3 +626,40 @@ def test_act_before_fit_says_so(cls):
     obs, _ = view.reset(seed=0)
     with pytest.raises(RuntimeError, match="not fitted yet; call fit"):
         getattr(online, cls)(env=view).act(view.observed, obs["mask"])
+
+
+def test_bench_posterior_calibration_sets_the_planners_estimates_against_the_true_week(capsys):
+    from membudget.bench.posterior_calibration import calibration_rows, main, reliability
+    from membudget.teachers.current_greedy import _step_effects, firing
+
+    r = calibration_rows([4000], "B10", 4, 8)
+    n = r["p_resolve"].size
+    assert n > 0 and all(r[k].size == n for k in ("resolves", "p_tp", "tp"))
+    assert np.all(r["p_tp"] <= r["p_resolve"]) and np.all(r["tp"] <= r["resolves"])
+    assert set(np.unique(r["p_resolve"] * 4)) <= {0, 1, 2, 3, 4}  # shares of K = 4 draws
+    # the true week's outcomes: every TP or FP a query would make now is an intention that fires (at every step)
+    from membudget.envs.pm.core import F_RES
+
+    env = PMWeekEnv(budget="B10", per_step_cap=2)
+    env.reset(seed=4000)
+    fired_any, done = 0, False
+    while not done:
+        tab, _, fires = firing(env.unwrapped.core)
+        dtp, dfp, _, _ = _step_effects(env.unwrapped.core, 0)
+        fired = np.bincount(tab[fires, F_RES], minlength=dtp.size)
+        assert np.all(dtp + dfp <= fired)
+        fired_any += fired.sum()
+        done = env.step(np.zeros(dtp.size, dtype=np.int8))[2]
+    assert fired_any > 0
+    rows = reliability(np.array([0.0, 0.05, 0.05, 0.5, 1.0, 1.0]), np.array([0, 1, 0, 1, 1, 0]))
+    expected = [("0", 1, 0.0, 0.0, 0.0), ("(0, 0.1)", 2, 0.05, 0.5, 0.5 / np.sqrt(2)),
+                ("[0.5, 0.7)", 1, 0.5, 1.0, 0.0), ("1", 2, 1.0, 0.5, 0.5 / np.sqrt(2))]
+    assert [row[:2] for row in rows] == [row[:2] for row in expected]
+    assert np.allclose([row[2:] for row in rows], [row[2:] for row in expected], rtol=0, atol=1e-12)
+    main(["--weeks", "4000", "--samples", "4", "--particles", "8"])
+    out = capsys.readouterr().out
+    assert f"{n} candidates" in out and "| p | candidates |" in out
+    for flags in (["--samples", "0"], ["--budget", "B7"], ["--weeks", "x"]):
+        with pytest.raises(SystemExit) as e:
+            main(flags)
+        assert e.value.code == 2
