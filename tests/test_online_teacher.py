@@ -637,20 +637,30 @@ def test_bench_posterior_calibration_sets_the_planners_estimates_against_the_tru
     assert n > 0 and all(r[k].size == n for k in ("resolves", "p_tp", "tp"))
     assert np.all(r["p_tp"] <= r["p_resolve"]) and np.all(r["tp"] <= r["resolves"])
     assert set(np.unique(r["p_resolve"] * 4)) <= {0, 1, 2, 3, 4}  # shares of K = 4 draws
-    # the true week's outcomes: every TP or FP a query would make now is an intention that fires (at every step)
+    # the true week's outcome is what the environment does: at every step of a week, a query of a candidate alone
+    # resolves something (a TP, FP, late miss or expired negative more than with no query) exactly where firing()
+    # says an intention of that resource fires, and makes a TP exactly where _step_effects counts one
     from membudget.envs.pm.core import F_RES
 
-    env = PMWeekEnv(budget="B10", per_step_cap=2)
-    env.reset(seed=4000)
-    fired_any, done = 0, False
+    env = PMWeekEnv(budget=None, per_step_cap=2)
+    obs, _ = env.reset(seed=4000)
+    R = env.unwrapped.core.n_resources
+    resolutions = lambda info: info["tp"] + info["fp"] + info["late_miss"] + info["expired_negative"]  # noqa: E731
+    checked, done = np.zeros(2, dtype=int), False
     while not done:
         tab, _, fires = firing(env.unwrapped.core)
-        dtp, dfp, _, _ = _step_effects(env.unwrapped.core, 0)
-        fired = np.bincount(tab[fires, F_RES], minlength=dtp.size)
-        assert np.all(dtp + dfp <= fired)
-        fired_any += fired.sum()
-        done = env.step(np.zeros(dtp.size, dtype=np.int8))[2]
-    assert fired_any > 0
+        fired = np.bincount(tab[fires, F_RES], minlength=R) > 0
+        dtp = _step_effects(env.unwrapped.core, 0)[0]
+        base = pickle.loads(pickle.dumps(env)).step(np.zeros(R, dtype=np.int8))[4]
+        for c in np.flatnonzero(obs["mask"]):
+            one = np.zeros(R, dtype=np.int8)
+            one[c] = 1
+            info = pickle.loads(pickle.dumps(env)).step(one)[4]
+            assert (resolutions(info) > resolutions(base)) == fired[c]
+            assert info["tp"] - base["tp"] == dtp[c]
+            checked[int(fired[c])] += 1
+        obs, _, done, _, _ = env.step(np.zeros(R, dtype=np.int8))
+    assert checked.min() > 0  # both outcomes occur
     rows = reliability(np.array([0.0, 0.05, 0.05, 0.5, 1.0, 1.0]), np.array([0, 1, 0, 1, 1, 0]))
     expected = [("0", 1, 0.0, 0.0, 0.0), ("(0, 0.1)", 2, 0.05, 0.5, 0.5 / np.sqrt(2)),
                 ("[0.5, 0.7)", 1, 0.5, 1.0, 0.0), ("1", 2, 1.0, 0.5, 0.5 / np.sqrt(2))]
