@@ -74,9 +74,8 @@ def reliability(p: np.ndarray, event: np.ndarray) -> list:
     event = event.astype(float)
     edges = (0.0,) + BIN_EDGES + (1.0,)
     bins = [("0", p == 0)]
-    for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
-        label = f"({lo:g}, {hi:g})" if i == 0 else (f"[{lo:g}, {hi:g})")
-        bins.append((label, ((p > lo) if i == 0 else (p >= lo)) & (p < hi)))
+    for lo, hi in zip(edges[:-1], edges[1:]):  # the first bin leaves out p = 0, which has its own
+        bins.append((f"{'(' if lo == 0 else '['}{lo:g}, {hi:g})", ((p > lo) if lo == 0 else (p >= lo)) & (p < hi)))
     bins.append(("1", p == 1))
     rows = []
     for label, m in bins:

@@ -40,8 +40,6 @@ import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, PMWeekEnv, WorldConfig, \
     generate_episode
-from membudget.envs.pm.core import F_AF, F_AU, F_DL, F_ON, F_POL, F_REG, F_RES, S_OPEN
-from membudget.envs.pm.world import POS
 
 from .current_greedy import CurrentGreedy, _step_effects
 from .hindsight_dp import HindsightDP
@@ -67,14 +65,9 @@ def reference_rows(ep, world: WorldConfig, late_policy: str):
             tp0, fp0, fn0 = (int(core.counters[0, j]) for j in range(3))
             vtp, vfp, vfn = (int(v) for v in core.vis_step[0, t])
             empty = _f1(tp0 + vtp, fp0 + vfp, fn0 + vfn + misses)
-            k = int(core.n_int[0])
-            tab, st = core.table[0, :k], core.status[0, :k]
-            due = ((tab[:, F_POL] == POS) & (tab[:, F_REG] == 1) & (st == S_OPEN) & (tab[:, F_AF] <= t)
-                   & (t <= tab[:, F_AU]) & (tab[:, F_ON] <= t) & (t <= tab[:, F_DL]))
-            due_res = set(tab[due, F_RES].tolist())
-            for r in cands:
+            for r in cands:  # due: a query of r alone makes a true positive now
                 single = _f1(tp0 + vtp + dtp[r], fp0 + vfp + dfp[r], fn0 + vfn + misses - dsaved[r])
-                out.append((t, int(r), obs["resources"][r], int(single > empty), int(r in due_res)))
+                out.append((t, int(r), obs["resources"][r], int(single > empty), int(dtp[r] > 0)))
         obs, _, _, _, _ = env.step(obs["mask"])
     return out
 
