@@ -79,7 +79,7 @@ def table_bytes(horizon: int, n_resources: int) -> int:
     return 3 * 8 * int(n_resources) * (int(horizon) + 1) * int(horizon)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _link_effects(T, start, until, deadline, positive, late_execute, weight):
     """``tp[p + 1, q]``, ``fp[p + 1, q]``: what a query at ``q`` resolves after the previous one at ``p`` (TP
     summed with the intentions' ``weight``)."""
@@ -104,7 +104,7 @@ def _link_effects(T, start, until, deadline, positive, late_execute, weight):
     return tp, fp
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _latest_start(T, start, lo, hi):
     """``M[q]``: the largest start among intentions that make the resource a candidate at ``q`` (-2 if none);
     the resource is a candidate at ``q`` after a query at ``p`` iff ``M[q] > p``."""
@@ -116,11 +116,16 @@ def _latest_start(T, start, lo, hi):
     return m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _chain(val_t, m, t0, p0, k_max, forbidden):
     """Best value of exactly ``k`` queries of one resource for ``k = 0..k_max``, with back-pointers. ``val_t[q, p +
     1]``: the value of a query at ``q`` after the previous one at ``p`` (the link values transposed, so that the
-    inner loop over ``p`` reads contiguous memory when ``val_t`` is C-ordered)."""
+    inner loop over ``p`` reads contiguous memory when ``val_t`` is C-ordered).
+
+    A link's value changes with ``p`` only where ``p`` passes an intention's start, so the previous queries ``p``
+    fall into runs (``seg``) over which every link into a later query has one value. The best previous query of
+    each run is its first best chain value (a running maximum, restarted at each run), and ``f[k, q]`` is the best
+    over the runs: the same maximum and the same first ``p`` as a scan over every ``p``, in fewer steps."""
     T = m.size
     f = np.full((k_max + 1, T), NEG, dtype=np.int64)
     par = np.full((k_max + 1, T), -3, dtype=np.int64)
@@ -133,21 +138,46 @@ def _chain(val_t, m, t0, p0, k_max, forbidden):
         if not forbidden[q] and m[q] > p0:
             f[1, q] = val_t[q, p0 + 1]
             par[1, q] = p0
+    # seg[p]: the first previous query of p's run (links after p read column p + 1, read only for q > p)
+    seg = np.empty(T, dtype=np.int64)
+    first = t0
+    for p in range(t0, T):
+        if p > t0:
+            for q in range(p + 1, T):
+                if val_t[q, p + 1] != val_t[q, p]:
+                    first = p
+                    break
+        seg[p] = first
+    run_v = np.empty(T, dtype=np.int64)  # the best f[k - 1] from the start of p's run (or lo) to p, and where
+    run_p = np.empty(T, dtype=np.int64)
     for k in range(2, k_max + 1):
+        lo = t0 + k - 2
+        for p in range(lo, T):
+            v = f[k - 1, p]
+            if p > lo and seg[p] == seg[p - 1] and run_v[p - 1] >= v:
+                run_v[p] = run_v[p - 1]
+                run_p[p] = run_p[p - 1]
+            else:
+                run_v[p] = v
+                run_p[p] = p
         for q in range(t0 + k - 1, T):
             if forbidden[q]:
                 continue
-            mq = m[q]
+            hi = min(q, m[q])  # previous queries p < hi
             bv = NEG
             bp = -3
-            for p in range(t0 + k - 2, min(q, mq)):
-                if f[k - 1, p] > NEG:
-                    v = f[k - 1, p] + val_t[q, p + 1]
-                    if v > bv:
+            p = hi - 1
+            while p >= lo:  # the runs from the last one back: the earliest of equal values is kept
+                s0 = max(seg[p], lo)
+                if run_v[p] > NEG:
+                    v = run_v[p] + val_t[q, s0 + 1]
+                    if v >= bv:
                         bv = v
-                        bp = p
-            f[k, q] = bv
-            par[k, q] = bp
+                        bp = run_p[p]
+                p = s0 - 1
+            if bp != -3:
+                f[k, q] = bv
+                par[k, q] = bp
     for k in range(1, k_max + 1):
         for q in range(t0, T):
             if f[k, q] > best[k]:
@@ -156,7 +186,7 @@ def _chain(val_t, m, t0, p0, k_max, forbidden):
     return best, end, par
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _knapsack(values, costs, cap):
     """``g[j, c]``: best total of the first ``j`` resources at total cost exactly ``c``; ``pick[j, c]``: the
     number of queries of resource ``j - 1``. ``values[r, k]`` is NEG where ``k`` queries are impossible."""
@@ -184,7 +214,7 @@ def _knapsack(values, costs, cap):
     return g, pick
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _free_chain(val, m, t0, p0, pen, forbidden):
     """Best chain of one resource with any number of queries, each query at ``q`` charged ``pen[q]`` on top of
     the link values (no count dimension: used where the budget is not enforced exactly). Returns the value (0:
@@ -224,7 +254,7 @@ def _free_chain(val, m, t0, p0, pen, forbidden):
     return best, steps
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _step_load(z, t, costs):
     """Queries and their cost at step ``t`` of the schedule mask ``z (R, T)``."""
     cnt = 0
@@ -236,7 +266,7 @@ def _step_load(z, t, costs):
     return cnt, cst
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _spend(z, t0, costs):
     """Cost of every query of ``z`` from step ``t0`` on."""
     used = 0
@@ -247,7 +277,7 @@ def _spend(z, t0, costs):
     return used
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, exact, mu, nu, beta, target, stop,
                 grain, iters, scale):
     """Upper bound on the best schedule under the per-step caps and the budget (or exact cost), by Lagrangian
@@ -314,7 +344,7 @@ def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, ex
     return best_bound, best_mu, best_nu, best_beta, best_z
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _repair(vals, costs, p0s, t0, z, n_max, cost_cap, budget):
     """A feasible schedule from ``z`` (chains valid for candidacy) by dropping queries — dropping one keeps every
     later query a candidate — cheapest loss first: at each step over a cap, then while over the budget. Returns
@@ -372,7 +402,7 @@ def _repair(vals, costs, p0s, t0, z, n_max, cost_cap, budget):
     return z, value
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _pack(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, mu, nu, beta, order):
     """A schedule meeting the per-step caps: resources in ``order`` each take their best chain (at the
     Lagrangian prices ``mu, nu, beta``) among the steps the earlier ones left room in. The budget is not
@@ -898,7 +928,7 @@ class HindsightDP(PMTeacher):
 
 
 # ---------------------------------------------------------------------------------------- many first actions
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _rest_tables(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi):
     """Per resource the link effects of a query at ``q >= t0`` after the previous one at ``p``: ``tp[r, q - t0, p +
     1]``, ``fp[r, q - t0, p + 1]`` (:func:`_link_effects` transposed and from ``t0`` on, TP unweighted), and the
@@ -928,7 +958,7 @@ def _rest_tables(T, R, t0, res, start, until, deadline, positive, late_execute, 
     return tp, fp, m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_fp, cache):
     """The linear problem ``max w_tp·TP - w_fp·FP`` of one rest without the per-step caps (chains joined by
     the knapsack, as :meth:`_BranchAndBound.relax`). Returns ``(status, tp, fp)``: status 0, its schedule meets
@@ -1000,14 +1030,14 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
     return 0, tp, fp
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _gcd(a, b):
     while b:
         a, b = b, a % b
     return a
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fixed, fp_fixed, due):
     """Dinkelbach's iterations (as :func:`_dinkelbach`, ``λ`` an exact fraction) over :func:`_rest_root` for
     each variant ``v`` of one rest (last queries ``P0[v]``, budget ``budgets[v]`` (-1: none), fixed TP and FP).
@@ -1075,7 +1105,7 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
     return status, out_tp, out_fp
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _rest_solve(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi, costs, n_max, cost_cap, P0,
                 budgets, tp_fixed, fp_fixed, due):
     """:func:`_rest_tables` of one rest's registered rows, then :func:`_rest_dinkelbach` over its variants."""

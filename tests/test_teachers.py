@@ -1,6 +1,7 @@
 """HindsightDP against exhaustive enumeration of every schedule on tiny weeks, and against the environment."""
 
 import functools
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -347,3 +348,59 @@ def test_the_dp_refuses_a_week_whose_tables_exceed_its_memory_bound_before_build
     monkeypatch.setattr(hindsight_dp, "_LinearSolver", no_tables)
     with pytest.raises(MemoryError, match=rf"{prob.horizon} steps and {prob.n_resources} resources.*MAX_TABLE_BYTES"):
         dp.solve(ep)
+
+
+def _link_table(rng, T):
+    """A resource's link values ``val_t[q, p + 1]`` as the DP builds them: each intention adds its weight to the
+    links that resolve it (previous query before its start, this one from its start to its last on-time step),
+    so the values change with ``p`` only at starts; with a dense start grid and equal weights, ties abound."""
+    val = np.zeros((T, T + 1), dtype=np.int64)
+    for _ in range(int(rng.integers(0, 3 * T))):
+        s = int(rng.integers(0, T))
+        d = min(T - 1, s + int(rng.integers(0, 4)))
+        val[s:d + 1, :s + 1] += int(rng.integers(-2, 3))
+    return val
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chain_equals_enumeration_of_query_steps(seed):
+    """``_chain`` against every set of query steps (each after ``t0``, not forbidden, allowed by ``m`` after the
+    previous query): ``g[k][q]``, the best value of exactly ``k`` queries with the last at ``q``, gives its best
+    value per ``k``, its last step (the first of the best) and every back-pointer (the earliest previous query
+    of the best value: the DP's tie rule, which keeps the planner's labels repeatable)."""
+    rng = np.random.default_rng(seed)
+    NEG = hindsight_dp.NEG
+    checked = 0
+    for _ in range(150):
+        T = int(rng.integers(2, 11))
+        t0 = int(rng.integers(0, T))
+        p0 = int(rng.integers(-1, t0)) if t0 else -1
+        val = _link_table(rng, T)
+        m = np.where(rng.random(T) < 0.8, T, rng.integers(-2, T, size=T)).astype(np.int64)
+        forbidden = rng.random(T) < 0.2
+        k_max = int(rng.integers(0, T - t0 + 1))
+        best, end, par = hindsight_dp._chain(val, m, t0, p0, k_max, forbidden)
+        g = {0: {p0: 0}}
+        for k in range(1, k_max + 1):
+            g[k] = {}
+            for steps in itertools.combinations(range(t0, T), k):
+                prev, v = p0, 0
+                for q in steps:
+                    if forbidden[q] or m[q] <= prev:
+                        break
+                    v, prev = v + int(val[q, prev + 1]), q
+                else:
+                    g[k][prev] = max(g[k].get(prev, NEG), v)
+        assert best[0] == 0
+        for k in range(1, k_max + 1):
+            want = max(g[k].values(), default=NEG)
+            assert best[k] == want, (seed, T, t0, k)
+            assert end[k] == (min(q for q, v in g[k].items() if v == want) if g[k] else -1)
+            for q in range(t0, T):
+                if q not in g[k]:
+                    continue
+                ways = {p: v + int(val[q, p + 1]) for p, v in g[k - 1].items() if p < q and p < m[q]}
+                top = max(ways.values())
+                assert top == g[k][q] and par[k, q] == min(p for p, v in ways.items() if v == top)
+                checked += 1
+    assert checked > 300
