@@ -964,8 +964,10 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
     the knapsack, as :meth:`_BranchAndBound.relax`). Returns ``(status, tp, fp)``: status 0, its schedule meets
     the caps (so it is the linear optimum); 1, it breaks a cap; 2, no schedule. ``cache``: each resource's last
     chain and its key (previous query, most queries, weights), reused for the same previous query and weights
-    and at most as many queries (the variants of one rest share most resources' chains)."""
-    ckey, cbest, cend, cpar, vals, free = cache
+    and at most as many queries (the variants of one rest share most resources' chains). A resource without
+    false positives in the rest (``tp_only``) keeps its chain of ``TP`` alone under any weights: ``w_tp > 0``
+    scales every sum and keeps every comparison, so only the values are scaled."""
+    ckey, cbest, cend, cpar, vals, free, tp_only = cache
     R, T = MS.shape
     K1 = 1
     for r in range(R):
@@ -976,7 +978,8 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
         p0 = p0s[r]
         # a chain computed for more queries holds this one's: _chain's rows for k queries do not depend on
         # the most it was asked for
-        if not (ckey[r, 0] == p0 and ckey[r, 1] >= k and ckey[r, 2] == w_tp and ckey[r, 3] == w_fp):
+        wt, wf, scale = (1, 0, w_tp) if tp_only[r] else (w_tp, w_fp, 1)
+        if not (ckey[r, 0] == p0 and ckey[r, 1] >= k and ckey[r, 2] == wt and ckey[r, 3] == wf):
             for j in range(cbest.shape[1]):
                 cbest[r, j] = NEG
             cbest[r, 0] = 0
@@ -984,18 +987,18 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
                 # the link values _chain reads, transposed (vals[b, a]: a query at b after one at a - 1): after
                 # the previous query p0, and after a query at t0 or later and before b
                 for b in range(t0, T):
-                    vals[b, p0 + 1] = w_tp * TP[r, b - t0, p0 + 1] - w_fp * FP[r, b - t0, p0 + 1]
+                    vals[b, p0 + 1] = wt * TP[r, b - t0, p0 + 1] - wf * FP[r, b - t0, p0 + 1]
                     for a in range(t0 + 1, b + 1):
-                        vals[b, a] = w_tp * TP[r, b - t0, a] - w_fp * FP[r, b - t0, a]
+                        vals[b, a] = wt * TP[r, b - t0, a] - wf * FP[r, b - t0, a]
                 best, end, par = _chain(vals, MS[r], t0, p0, k, free)
                 for j in range(k + 1):
                     cbest[r, j] = best[j]
                     cend[r, j] = end[j]
                     for q in range(T):
                         cpar[r, j, q] = par[j, q]
-            ckey[r, 0], ckey[r, 1], ckey[r, 2], ckey[r, 3] = p0, k, w_tp, w_fp
+            ckey[r, 0], ckey[r, 1], ckey[r, 2], ckey[r, 3] = p0, k, wt, wf
         for j in range(k + 1):
-            values[r, j] = cbest[r, j]
+            values[r, j] = cbest[r, j] * scale if cbest[r, j] > NEG else NEG
     g, pick = _knapsack(values, costs, cap)
     c = 0
     for cc in range(cap + 1):  # np.argmax: the first (cheapest) of the best
@@ -1059,7 +1062,15 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
         KC = max(KC, kcand[r] + 1)
     cache = (np.full((R, 4), -(1 << 62), dtype=np.int64), np.full((R, KC), NEG, dtype=np.int64),
              np.full((R, KC), -1, dtype=np.int64), np.full((R, KC, T), -3, dtype=np.int64),
-             np.zeros((T, T + 1), dtype=np.int64), np.zeros(T, dtype=np.bool_))
+             np.zeros((T, T + 1), dtype=np.int64), np.zeros(T, dtype=np.bool_), np.ones(R, dtype=np.bool_))
+    tp_only = cache[6]
+    for r in range(R):
+        i = 0
+        while tp_only[r] and i < FP.shape[1]:
+            for j in range(FP.shape[2]):
+                if FP[r, i, j] != 0:
+                    tp_only[r] = False
+            i += 1
     n_last, d_last = 0, 1
     for v in range(V):
         budget = budgets[v]
