@@ -31,10 +31,11 @@ from dataclasses import astuple, dataclass, replace
 from fractions import Fraction
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
+
+from membudget.envs.jit import njit_kernel
 
 from .milp import linear_milp
 from .problem import (
@@ -79,7 +80,7 @@ def table_bytes(horizon: int, n_resources: int) -> int:
     return 3 * 8 * int(n_resources) * (int(horizon) + 1) * int(horizon)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _link_effects(T, start, until, deadline, positive, late_execute, weight):
     """``tp[p + 1, q]``, ``fp[p + 1, q]``: what a query at ``q`` resolves after the previous one at ``p`` (TP
     summed with the intentions' ``weight``)."""
@@ -104,7 +105,7 @@ def _link_effects(T, start, until, deadline, positive, late_execute, weight):
     return tp, fp
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _latest_start(T, start, lo, hi):
     """``M[q]``: the largest start among intentions that make the resource a candidate at ``q`` (-2 if none);
     the resource is a candidate at ``q`` after a query at ``p`` iff ``M[q] > p``."""
@@ -116,7 +117,7 @@ def _latest_start(T, start, lo, hi):
     return m
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _chain(val_t, m, t0, p0, k_max, forbidden):
     """Best value of exactly ``k`` queries of one resource for ``k = 0..k_max``, with back-pointers. ``val_t[q, p +
     1]``: the value of a query at ``q`` after the previous one at ``p`` (the link values transposed, so that the
@@ -186,7 +187,7 @@ def _chain(val_t, m, t0, p0, k_max, forbidden):
     return best, end, par
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _knapsack(values, costs, cap):
     """``g[j, c]``: best total of the first ``j`` resources at total cost exactly ``c``; ``pick[j, c]``: the
     number of queries of resource ``j - 1``. ``values[r, k]`` is NEG where ``k`` queries are impossible."""
@@ -214,7 +215,7 @@ def _knapsack(values, costs, cap):
     return g, pick
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _free_chain(val, m, t0, p0, pen, forbidden):
     """Best chain of one resource with any number of queries, each query at ``q`` charged ``pen[q]`` on top of
     the link values (no count dimension: used where the budget is not enforced exactly). Returns the value (0:
@@ -254,7 +255,7 @@ def _free_chain(val, m, t0, p0, pen, forbidden):
     return best, steps
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _step_load(z, t, costs):
     """Queries and their cost at step ``t`` of the schedule mask ``z (R, T)``."""
     cnt = 0
@@ -266,7 +267,7 @@ def _step_load(z, t, costs):
     return cnt, cst
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _spend(z, t0, costs):
     """Cost of every query of ``z`` from step ``t0`` on."""
     used = 0
@@ -277,7 +278,7 @@ def _spend(z, t0, costs):
     return used
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, exact, mu, nu, beta, target, stop,
                 grain, iters, scale):
     """Upper bound on the best schedule under the per-step caps and the budget (or exact cost), by Lagrangian
@@ -344,7 +345,7 @@ def _lagrangian(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, budget, ex
     return best_bound, best_mu, best_nu, best_beta, best_z
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _repair(vals, costs, p0s, t0, z, n_max, cost_cap, budget):
     """A feasible schedule from ``z`` (chains valid for candidacy) by dropping queries — dropping one keeps every
     later query a candidate — cheapest loss first: at each step over a cap, then while over the budget. Returns
@@ -402,7 +403,7 @@ def _repair(vals, costs, p0s, t0, z, n_max, cost_cap, budget):
     return z, value
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _pack(vals, ms, costs, p0s, t0, forbidden, n_max, cost_cap, mu, nu, beta, order):
     """A schedule meeting the per-step caps: resources in ``order`` each take their best chain (at the
     Lagrangian prices ``mu, nu, beta``) among the steps the earlier ones left room in. The budget is not
@@ -928,7 +929,7 @@ class HindsightDP(PMTeacher):
 
 
 # ---------------------------------------------------------------------------------------- many first actions
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _rest_tables(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi):
     """Per resource the link effects of a query at ``q >= t0`` after the previous one at ``p``: ``tp[r, q - t0, p +
     1]``, ``fp[r, q - t0, p + 1]`` (:func:`_link_effects` transposed and from ``t0`` on, TP unweighted), and the
@@ -958,7 +959,7 @@ def _rest_tables(T, R, t0, res, start, until, deadline, positive, late_execute, 
     return tp, fp, m
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_fp, cache):
     """The linear problem ``max w_tp·TP - w_fp·FP`` of one rest without the per-step caps (chains joined by
     the knapsack, as :meth:`_BranchAndBound.relax`). Returns ``(status, tp, fp)``: status 0, its schedule meets
@@ -1033,14 +1034,14 @@ def _rest_root(TP, FP, MS, kmax, costs, cap, t0, n_max, cost_cap, p0s, w_tp, w_f
     return 0, tp, fp
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _gcd(a, b):
     while b:
         a, b = b, a % b
     return a
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fixed, fp_fixed, due):
     """Dinkelbach's iterations (as :func:`_dinkelbach`, ``λ`` an exact fraction) over :func:`_rest_root` for
     each variant ``v`` of one rest (last queries ``P0[v]``, budget ``budgets[v]`` (-1: none), fixed TP and FP).
@@ -1062,15 +1063,10 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
         KC = max(KC, kcand[r] + 1)
     cache = (np.full((R, 4), -(1 << 62), dtype=np.int64), np.full((R, KC), NEG, dtype=np.int64),
              np.full((R, KC), -1, dtype=np.int64), np.full((R, KC, T), -3, dtype=np.int64),
-             np.zeros((T, T + 1), dtype=np.int64), np.zeros(T, dtype=np.bool_), np.ones(R, dtype=np.bool_))
+             np.zeros((T, T + 1), dtype=np.int64), np.zeros(T, dtype=np.bool_), np.empty(R, dtype=np.bool_))
     tp_only = cache[6]
     for r in range(R):
-        i = 0
-        while tp_only[r] and i < FP.shape[1]:
-            for j in range(FP.shape[2]):
-                if FP[r, i, j] != 0:
-                    tp_only[r] = False
-            i += 1
+        tp_only[r] = not FP[r].any()
     n_last, d_last = 0, 1
     for v in range(V):
         budget = budgets[v]
@@ -1116,7 +1112,7 @@ def _rest_dinkelbach(TP, FP, MS, costs, t0, n_max, cost_cap, P0, budgets, tp_fix
     return status, out_tp, out_fp
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _rest_solve(T, R, t0, res, start, until, deadline, positive, late_execute, lo, hi, costs, n_max, cost_cap, P0,
                 budgets, tp_fixed, fp_fixed, due):
     """:func:`_rest_tables` of one rest's registered rows, then :func:`_rest_dinkelbach` over its variants."""

@@ -44,10 +44,9 @@ import functools
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from membudget.envs.jit import njit_leaf
+from membudget.envs.jit import njit_kernel, njit_leaf
 from membudget.envs.pm.world import (COST_PROFILES, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, NEVER, OUTCOME, POS,
                                      STALE, UPDATE_KINDS, Episode, WorldConfig, _numbered, _world_constants, calendar,
                                      named_indices, resource_costs)
@@ -93,13 +92,13 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 U_WIDTH = 0.1  # the hint's uniform noise is 0.1 * U(0, 1)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _psi(z):
     """∫ Φ: z Φ(z) + φ(z)."""
     return z * 0.5 * math.erfc(-z / SQRT2) + INV_SQRT_2PI * math.exp(-0.5 * z * z)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def hint_loglik(h, b, sigma):
     """Log-likelihood of an observed hint ``h`` given the sum ``b`` of the bumps at that step and resource: the
     generator's hint is ``clip01(0.1 U + N(0, sigma²) + b)``, so the density of ``X = 0.1 U + N(0, sigma²)`` at
@@ -125,7 +124,7 @@ def hint_bump(world: WorldConfig) -> np.ndarray:
     return np.array([0.7 * np.exp(-0.5 * (k / world.hint_width) ** 2) for k in range(-6, 2)])
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _ll_tables(sigma, x_lo, x_hi, dx):
     n = int((x_hi - x_lo) / dx) + 2
     inner = np.empty(n)
@@ -189,7 +188,7 @@ def _log_subset(k, P, lam):
     return math.log(tail) if tail > 0.0 else -np.inf
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _categorical(rng, logp, n):
     """Index drawn with probabilities ∝ exp(logp[:n]) and the log normaliser (-inf, -1 if every entry is -inf)."""
     mx = -np.inf
@@ -224,7 +223,7 @@ def _randint(rng, lo, hi):
     return lo + int(rng.random() * (hi - lo + 1)) if hi > lo else lo
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _poisson(rng, lam):
     return rng.poisson(lam) if lam > 0.0 else 0
 
@@ -378,7 +377,7 @@ def _draw_af(rng, ds, future, af_cdf):
     return i // 2, i % 2
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@njit_kernel(inline="always")
 def _world_scalars(wi, wf):
     """The world's scalars both stages of a draw read, from its integer / float parameters (:data:`_WI`,
     :data:`_WF`): ``(T, R, clock, n_ds, w0, w1, g0, g1, s0, s1, expiry, nch, p_in, p_lure_in, p_unreg, p_reg,
@@ -573,7 +572,7 @@ def _joint_inc(st, r, ch_o, digit, k, add):
     return inc
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _hint_state(t, R):
     """Buffers of one draw's state on the observed steps: the bumps placed on each resource's hints, the hints'
     log-likelihood under them, and the misses placed per step."""
@@ -581,14 +580,14 @@ def _hint_state(t, R):
     return np.zeros((tw, R)), np.zeros((tw, R)), np.zeros(max(t, 1), dtype=np.int64)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _scratch_size(T, n_ds, w0, w1, nch, cap):
     """The largest table a draw's helpers fill in the scratch buffer of either stage (``cap``: rows per week)."""
     width = max(w1 - w0 + 1, 1)
     return max(n_ds * width, 2 * T, (nch + 1) * (T + 1) + 1, 13 * width * (w1 + 12), cap + 1)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_order, cl_start, c_first, c_last,
                      plaus, slot_of, n_led_r, out_rows, out_mc, out_n, out_logw, out_B, out_miss, out_sel, parts):
     """Stage one of a draw, resource ``r`` alone: ``M`` weighted draws of its ledger entries (clusters
@@ -903,7 +902,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
             out_miss[m, s] = Mfn[s]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, out_rows, out_mc, out_n, out_logw,
               out_vis, parts):
     """Stage two: each of the ``M`` weeks whose resources were drawn in stage one (rows of the ledger at their
@@ -1023,7 +1022,7 @@ def _complete(rng, M, wi, wf, arrays, t, hints, fn, led, B_in, miss_in, sel_in, 
         out_n[m] = n_rows
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, big_r, P_o, fn, Mfn, mu_fn, t, cap,
                  cache, blind=False):
     """The kind of row ``i``'s unseen update and the new version it creates (hint-informed unless ``blind``: drawn
@@ -1178,7 +1177,7 @@ def _unseen_row(rng, rows, mc, m, n_rows, r, o, deadline, typ, t, wi, wf, dsw_cd
     return n_rows + 1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _prior_rows(rng, rows, mc, m, n_rows, t, hi_o, wi, wf, channels, dsw_cdf, af_cdf, margC, margL, margT, buf,
                 cap):
     """Unseen rows with onsets past the hint window (or never), drawn from their prior."""
@@ -1346,7 +1345,7 @@ class Particles:
         return _episode(self, i, np.random.default_rng(rng))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _registered_rows(rows, n, lookahead):
     """The registered rows among a drawn week's first ``n`` as the DP reads them: resource, start (onset), until
     (active until), deadline, positive, and the steps a query may be a candidate (``cand_lo``, ``cand_hi``)."""
@@ -1369,7 +1368,7 @@ def _registered_rows(rows, n, lookahead):
     return res, start, until, deadline, positive, lo, hi
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _rests(rows, n_rows, weeks, T, t0, costs, late_execute, lookahead, n_max, cost_cap, P0, budgets, tpf, fpf, due):
     """:func:`~membudget.teachers.hindsight_dp._rest_solve` of each drawn week in ``weeks`` on its registered rows
     (the rest :meth:`Particles.problem` describes): per week and variant ``(status, tp, fp)``."""
@@ -1828,7 +1827,7 @@ class PosteriorSampler:
                          source=idx, observed=observed, sampler=self)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _plausible_onsets(led, hints, t, T, bump, sigma):
     """``(n_entries, T)``: the onsets each ledger entry's observations allow within the hint window whose bump the
     hints favour alone (log-likelihood ratio > :data:`PLAUSIBLE_LLR` against no bump)."""
@@ -1917,7 +1916,7 @@ def _normalise(logw) -> np.ndarray:
     return w / w.sum()
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _rate_correction(cur, fn, lam_new, lam_old):
     """Per week, log Π_s Pois(fn_s - cur_s; lam_new_s) / Pois(fn_s - cur_s; lam_old_s) over the observed steps
     (each step's terms for the counts 0..fn_s tabulated once, shared by the weeks)."""
@@ -1940,7 +1939,7 @@ def _rate_correction(cur, fn, lam_new, lam_old):
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit_kernel
 def _join(idx, rows_r, mc_r, n_r, B_r, miss_r, sel_r, n_led, rows, mc, n_rows, B_in, miss_in, sel_in):
     """Week ``m`` from draw ``idx[r, m]`` of each resource ``r``: ledger rows at their index, then unseen rows."""
     R, M = idx.shape
