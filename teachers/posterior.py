@@ -337,6 +337,20 @@ def _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
 
 
 @njit_leaf
+def _guide_sum(o, lo, hi, last, dl_req, dl_q, G, t):
+    """:func:`_slack_sum` of a positive that misses, its guides (:func:`_fn_guide`) read from ``G``."""
+    tot = 0.0
+    for k in range(lo, hi + 1):
+        d = min(last, o + k)
+        if (dl_req == 1 and d < dl_q) or (dl_req == 2 and d >= dl_q):
+            g = 0.0
+        else:
+            g = G[d] if d < t else 1.0
+        tot += g / (hi - lo + 1)
+    return tot
+
+
+@njit_leaf
 def _draw_slack(rng, o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
     """Slack drawn ∝ the terms of :func:`_slack_sum`; returns (deadline, log of its miss guide)."""
     tot = _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
@@ -403,17 +417,19 @@ def _new_row(rows, mc, m, j, origin, kind, res, af, au, ds, de, onset, deadline,
 
 
 @njit_leaf
-def _entry_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unreg, p_reg, log_rho, log_1rho, s0, s1,
-                   fn, Mfn, mu_fn, o_buf, p_buf, opt_o, opt_origin, opt_state, opt_score, opt_S):
+def _entry_prior_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unreg, p_reg, log_rho, log_1rho,
+                         s0, s1, o_buf, p_buf, opt_o, opt_origin, opt_state, opt_sc, opt_lo, opt_hi, opt_miss):
     """The options (origin, onset, update state) of ledger entry ``e`` allowed by its observations, each with its
-    log prior weight times the deadline sum (``opt_S``, with the miss guide), without the hints. Update states:
-    0 none, 1 an unregistered update, 2 a registered update after ``t``, 3 the registered update seen. Pool
-    members carry the proposal's rate ``rho`` per state (corrected by the exact subset probability later)."""
+    log prior weight (``opt_sc``) and the arguments of its deadline sum (:func:`_slack_sum`: slack ``opt_lo`` to
+    ``opt_hi``, -1 for an onset past the horizon, whose sum is 1; ``opt_miss``: a positive that misses, whose sum
+    carries the miss guide), without the sum and the hints. Update states: 0 none, 1 an unregistered update, 2 a
+    registered update after ``t``, 3 the registered update seen. Pool members carry the proposal's rate ``rho`` per
+    state (corrected by the exact subset probability later). Nothing here depends on a draw: a call computes the
+    options once (:func:`_entry_options`)."""
     kind, af, ds, de = led[e, _LE.kind], led[e, _LE.af], led[e, _LE.ds], led[e, _LE.de]
     version, cancel_u, left_at, event = led[e, _LE.version], led[e, _LE.cancel_u], led[e, _LE.left_at], \
         led[e, _LE.event]
-    lo, hi, pol_req, dl_req, dl_q = led[e, _LE.lo], led[e, _LE.hi], led[e, _LE.pol_req], led[e, _LE.dl_req], \
-        led[e, _LE.dl_q]
+    lo, hi, pol_req, dl_req = led[e, _LE.lo], led[e, _LE.hi], led[e, _LE.pol_req], led[e, _LE.dl_req]
     au_nat = min(last, de + expiry)
     hit = event == 1
     resolved = event != 0
@@ -482,19 +498,16 @@ def _entry_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unr
                         sc += (log_rho + math.log(p_reg * n_gt / L)) if p_reg > 0.0 else -np.inf
                     else:
                         sc += (log_rho + math.log(p_reg / L)) if p_reg > 0.0 else -np.inf
-                sl = 1.0
+                if sc == -np.inf:
+                    continue
                 if o < NEVER:
-                    miss = positive and not hit
-                    if kind == KIND_TIME:
-                        sl = _slack_sum(o, de - o, de - o, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
-                    else:
-                        sl = _slack_sum(o, s0, s1, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
+                    opt_miss[n_opt] = positive and not hit
+                    opt_lo[n_opt], opt_hi[n_opt] = (de - o, de - o) if kind == KIND_TIME else (s0, s1)
                 elif dl_req != 0:
                     continue
-                if sl <= 0.0 or sc == -np.inf:
-                    continue
-                opt_score[n_opt] = sc + math.log(sl)
-                opt_S[n_opt] = sl
+                else:
+                    opt_miss[n_opt], opt_lo[n_opt], opt_hi[n_opt] = False, -1, -1
+                opt_sc[n_opt] = sc
                 opt_o[n_opt] = o
                 opt_origin[n_opt] = origin
                 opt_state[n_opt] = state
@@ -503,26 +516,53 @@ def _entry_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unr
 
 
 @njit_leaf
+def _entry_options(p, dl_req, dl_q, last, t, G, pr_n, pr_o, pr_origin, pr_state, pr_sc, pr_S, pr_lo, pr_hi,
+                   opt_o, opt_origin, opt_state, opt_score, opt_S):
+    """The options of a draw's ``p``-th ledger entry of the resource (its prior options ``pr_*`` from
+    :func:`_entry_prior_options`), each with its log prior weight times the deadline sum (``opt_S``) at the draw's
+    miss guides ``G`` (:func:`_guide_sum`); options whose sum is 0 dropped. ``pr_S``: the sum where no
+    draw can change it (only a positive that misses, with a deadline before ``t``, reads the counters), and then
+    ``pr_sc`` already holds the log weight times it; else -1."""
+    n_opt = 0
+    for j in range(pr_n[p]):
+        S = pr_S[p, j]
+        if S < 0.0:
+            S = _guide_sum(pr_o[p, j], pr_lo[p, j], pr_hi[p, j], last, dl_req, dl_q, G, t)
+            if S <= 0.0:
+                continue
+            opt_score[n_opt] = pr_sc[p, j] + math.log(S)
+        else:
+            opt_score[n_opt] = pr_sc[p, j]
+        opt_S[n_opt] = S
+        opt_o[n_opt], opt_origin[n_opt], opt_state[n_opt] = pr_o[p, j], pr_origin[p, j], pr_state[p, j]
+        n_opt += 1
+    return n_opt
+
+
+@njit_leaf
 def _place_entry(rng, e, slot, o, origin, state, S_old, led, led_mc, t, last, expiry, s0, s1, fn, Mfn, mu_fn, rows,
                  mc, m):
     """Ledger entry ``e``'s row for its drawn option: its deadline (with the miss guide at the current misses),
-    update step and fields. Returns the log-weight increment (deadline sum now over then)."""
+    update step and fields. Returns the log-weight increment (deadline sum now over then) and the step of the miss
+    it placed (-1: none)."""
     kind, af, ds, de = led[e, _LE.kind], led[e, _LE.af], led[e, _LE.ds], led[e, _LE.de]
     cancel_u, event, dl_req, dl_q = led[e, _LE.cancel_u], led[e, _LE.event], led[e, _LE.dl_req], led[e, _LE.dl_q]
     positive = state == 0 and origin != O_CL
     deadline = NEVER
     lw = 0.0
+    missed = -1
     if o < NEVER:
         miss = positive and event != 1
         lo_k, hi_k = (de - o, de - o) if kind == KIND_TIME else (s0, s1)
         S_new = _slack_sum(o, lo_k, hi_k, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
         if S_new <= 0.0:  # an entry drawn earlier in its cluster took the counters this one needed
-            return -np.inf, 0
+            return -np.inf, -1
         # the miss guide stays in the weight: stage one targets its resource's posterior times its guide
         deadline, lg = _draw_slack(rng, o, lo_k, hi_k, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
         lw = math.log(S_new) - math.log(S_old)
         if miss and deadline < t:
             Mfn[deadline] += 1
+            missed = deadline
     lim = min(o, last)
     au = min(last, de + expiry)
     u = -1
@@ -541,7 +581,7 @@ def _place_entry(rng, e, slot, o, origin, state, S_old, led, led_mc, t, last, ex
     row[RW.parent] = led[e, _LE.parent]
     if state != 0:
         row[RW.targeted], row[RW.u], row[RW.upd_reg] = 1, u, 0 if state == 1 else 1
-    return lw, 0
+    return lw, missed
 
 
 @njit_leaf
@@ -650,6 +690,42 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                 nchf[i_cl, ki] = cnt + 1
                 comb *= cnt + 1
         tab_off[i_cl + 1] = tab_off[i_cl] + (comb if k > 1 else 0)
+    # each entry's prior options and, where no draw can change it, its deadline sum and their log weight (entry
+    # c_lo + ki at position c_lo + ki - e_first)
+    e_first = cl_start[c_first] if n_cl > 0 else 0
+    n_ent = cl_start[c_last] - e_first if n_cl > 0 else 0
+    pr_n = np.zeros(max(n_ent, 1), dtype=np.int64)
+    pr_o = np.zeros((max(n_ent, 1), n_opt_max), dtype=np.int64)
+    pr_origin = np.zeros((max(n_ent, 1), n_opt_max), dtype=np.int64)
+    pr_state = np.zeros((max(n_ent, 1), n_opt_max), dtype=np.int64)
+    pr_sc = np.zeros((max(n_ent, 1), n_opt_max))
+    pr_S = np.zeros((max(n_ent, 1), n_opt_max))
+    pr_lo = np.zeros((max(n_ent, 1), n_opt_max), dtype=np.int64)
+    pr_hi = np.zeros((max(n_ent, 1), n_opt_max), dtype=np.int64)
+    pr_miss = np.zeros(n_opt_max, dtype=np.bool_)
+    G = np.zeros(max(t, 1))  # a draw's miss guides per observed step (_fn_guide at its misses placed)
+    for p in range(n_ent):
+        e = led_order[e_first + p]
+        dl_req, dl_q = led[e, _LE.dl_req], led[e, _LE.dl_q]
+        n_pr = _entry_prior_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unreg, p_reg, log_rho,
+                                    log_1rho, s0, s1, o_buf, p_buf, pr_o[p], pr_origin[p], pr_state[p], pr_sc[p],
+                                    pr_lo[p], pr_hi[p], pr_miss)
+        n_kept = 0
+        for j in range(n_pr):
+            o, lo_k, hi_k = pr_o[p, j], pr_lo[p, j], pr_hi[p, j]
+            if lo_k < 0:
+                S = 1.0
+            elif pr_miss[j] and min(last, o + lo_k) < t:
+                S = -1.0
+            else:
+                S = _slack_sum(o, lo_k, hi_k, last, dl_req, dl_q, pr_miss[j], fn[0], Mfn, mu_fn, t)
+                if S <= 0.0:
+                    continue
+            pr_o[p, n_kept], pr_origin[p, n_kept], pr_state[p, n_kept] = o, pr_origin[p, j], pr_state[p, j]
+            pr_sc[p, n_kept] = pr_sc[p, j] + math.log(S) if S > 0.0 else pr_sc[p, j]
+            pr_S[p, n_kept], pr_lo[p, n_kept], pr_hi[p, n_kept] = S, lo_k, hi_k
+            n_kept += 1
+        pr_n[p] = n_kept
     H_tab = np.zeros(max(tab_off[n_cl], 1))
     inc1_tab = np.zeros(T)  # one bump at each onset with no other bump in reach (the unseen rows' first term)
     ex_inc1 = np.ones(T)  # its exponential
@@ -696,6 +772,8 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
             Bm[s, r] = 0.0
             LL[s, r] = LL0[s]
         Mfn[:] = 0
+        for d in range(t):  # in the loop itself: the same loop as a helper of its own made this kernel 1.6x slower
+            G[d] = _fn_guide(fnm, Mfn, mu_fn, t, d)
         st = (t, hints, Bm, LL, bump, sigma, tabs, x0, dx, x_hi)
         logw = 0.0
         log_sel = 0.0
@@ -711,8 +789,8 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
             for ki in range(k):
                 e = led_order[c_lo + ki]
                 opt_lo[ki] = n_opt_tot
-                n_o = _entry_options(e, led, t, last, expiry, p_in, p_lure_in, lam_C, lam_L, p_unreg, p_reg, log_rho,
-                                     log_1rho, s0, s1, fnm, Mfn, mu_fn, o_buf, p_buf, opt_o[n_opt_tot:],
+                n_o = _entry_options(c_lo + ki - e_first, led[e, _LE.dl_req], led[e, _LE.dl_q], last, t, G, pr_n,
+                                     pr_o, pr_origin, pr_state, pr_sc, pr_S, pr_lo, pr_hi, opt_o[n_opt_tot:],
                                      opt_origin[n_opt_tot:], opt_state[n_opt_tot:], opt_score[n_opt_tot:],
                                      opt_S[n_opt_tot:])
                 n_opt_tot += n_o
@@ -831,8 +909,10 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
             for ki in range(k):
                 e = led_order[c_lo + ki]
                 j = chosen[ki]
-                _d, n_miss_d = _place_entry(rng, e, slot_of[e], opt_o[j], opt_origin[j], opt_state[j], opt_S[j], led,
-                                            led_mc, t, last, expiry, s0, s1, fnm, Mfn, mu_fn, out_rows, out_mc, m)
+                _d, missed = _place_entry(rng, e, slot_of[e], opt_o[j], opt_origin[j], opt_state[j], opt_S[j], led,
+                                          led_mc, t, last, expiry, s0, s1, fnm, Mfn, mu_fn, out_rows, out_mc, m)
+                if missed >= 0:
+                    G[missed] = _fn_guide(fnm, Mfn, mu_fn, t, missed)
                 logw += _d
                 parts[m, 0] += _d
                 row = out_rows[m, slot_of[e]]
@@ -862,7 +942,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                 if Bm[s, r] != 0.0:
                     clean = False
             for j in range(MAX_PER_SLOT):
-                FU = _slack_sum(o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
+                FU = _guide_sum(o, sl_lo, sl_hi, last, 0, 0, G, t)
                 w_add = (rU * FU + rF + rL) / (j + 1)  # one more row against stopping, before its hint term
                 first = j == 0 and clean
                 inc1 = inc1_tab[o] if first else _hint_inc(st, r, o, 1)
@@ -886,6 +966,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                     deadline, lg = _draw_slack(rng, o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
                     if deadline < t:
                         Mfn[deadline] += 1
+                        G[deadline] = _fn_guide(fnm, Mfn, mu_fn, t, deadline)
                 else:
                     deadline = min(last, o + _randint(rng, sl_lo, sl_hi))
                 n_rows = _unseen_row(rng, out_rows, out_mc, m, n_rows, r, o, deadline, typ, t, wi, wf,
