@@ -1166,6 +1166,9 @@ def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, 
         big_r[0] = -1
         n = 1
         n_r = 1 if kind == KIND_TIME else nch
+        # the deadline sum of an onset whose deadlines all lie at or after t, or of a row that cannot miss (every
+        # term 1): the same for every onset
+        log_sl1 = math.log(_slack_sum(0, sl_lo, sl_hi, last, 0, 0, False, fn, Mfn, mu_fn, t))
         for jr in range(n_r):
             r2 = r_p if kind == KIND_TIME else channels[jr]
             if kind == KIND_TIME:
@@ -1178,9 +1181,13 @@ def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, 
                 o = NEVER if j == T else j
                 sc = math.log(pr * P_o[j])
                 if o < NEVER:
-                    sc += _hint_inc(st, r2, o, 1)
-                    sl = _slack_sum(o, sl_lo, sl_hi, last, 0, 0, miss, fn, Mfn, mu_fn, t)
-                    sc += math.log(sl) if sl > 0.0 else -np.inf
+                    if o <= t + 6:  # a bump in reach of the observed hints
+                        sc += _hint_inc(st, r2, o, 1)
+                    if miss and o + sl_lo < t:
+                        sl = _slack_sum(o, sl_lo, sl_hi, last, 0, 0, miss, fn, Mfn, mu_fn, t)
+                        sc += math.log(sl) if sl > 0.0 else -np.inf
+                    else:
+                        sc += log_sl1
                 big[n] = sc
                 big_o[n] = o
                 big_r[n] = r2
