@@ -1,6 +1,8 @@
 """The posterior sampler of PMWeek-v0 (teachers/posterior.py) against references computed without it: the hint
 log-density table against the noise model's exact density, the draws with nothing observed against the generator's
-own weeks, and the draws given an agent's record on a tiny world against rejection sampling from the generator."""
+own weeks, the draws given an agent's record on a tiny world against rejection sampling from the generator, and
+the kernels' shortcuts (deadline sums from a guide table or kept once per call, the compiled normalisation and
+resampling) against their direct forms."""
 
 from collections import Counter
 from dataclasses import replace
@@ -75,6 +77,65 @@ def test_hint_table_matches_the_exact_density(sigma):
     assert n_checked > 20_000
     assert err < 1e-6, err
 
+
+
+# ------------------------------------------------------------ the kernels' shortcuts, against their direct forms
+def test_deadline_sums_from_the_guide_table_equal_the_direct_sums():
+    """A draw reads its miss guides from a table it updates as it places misses (``_guide_sum``); stage one keeps an
+    entry's deadline sum once per call, and stage two one sum for every onset, where no deadline lies before ``t``
+    or the row cannot miss. Each equals ``_slack_sum`` to the bit, over onsets, slack ranges, deadline constraints,
+    counters with misses placed and steps, the corners included."""
+    from membudget.teachers.posterior import MU_FLOOR, _fn_guide, _guide_sum, _slack_sum
+
+    rng = np.random.default_rng(3)
+    T, last = 40, 39
+    n_shortcut = 0
+    for t in (0, 1, 7, 25, last):
+        tl = max(t, 1)
+        fn = rng.integers(0, 4, tl).astype(np.float64)
+        Mfn = rng.integers(0, 3, tl)
+        mu = np.where(rng.random(tl) < 0.2, MU_FLOOR / 2, rng.random(tl) * 2.0)
+        G = np.array([_fn_guide(fn, Mfn, mu, t, d) for d in range(tl)])
+        for o in range(T):
+            for lo, hi in ((0, 0), (1, 4), (0, 6), (3, 3)):
+                for dl_req, dl_q in ((0, 0), (1, t), (2, t), (1, o + 2), (2, o + 1)):
+                    direct = _slack_sum(o, lo, hi, last, dl_req, dl_q, True, fn, Mfn, mu, t)
+                    assert _guide_sum(o, lo, hi, last, dl_req, dl_q, G, t) == direct
+                    if dl_req == 0 and o + lo >= t:  # every deadline at or after t: any onset's sum, any counters
+                        assert direct == _slack_sum(0, lo, hi, last, 0, 0, False, fn, Mfn, mu, t)
+                        n_shortcut += 1
+                    cannot_miss = _slack_sum(o, lo, hi, last, dl_req, dl_q, False, fn, Mfn, mu, t)
+                    assert cannot_miss == _slack_sum(o, lo, hi, last, dl_req, dl_q, False, fn * 0, Mfn * 0, mu, t)
+    assert n_shortcut > 100
+
+
+def test_normalise_and_systematic_resampling_equal_their_closed_forms():
+    """``_normalise`` (compiled) is exp(l - max) / sum within rounding, 0 for -inf and nan, and refuses all -inf;
+    ``systematic_resample`` picks, for each of n evenly spaced points (u + i) / n, the first index whose cumulative
+    weight exceeds it (numpy's searchsorted), exactly."""
+    from membudget.teachers.posterior import _normalise, systematic_resample
+
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 7, 64, 300):
+        logw = rng.normal(0.0, 30.0, n)
+        logw[rng.random(n) < 0.2] = -np.inf
+        if n > 2:
+            logw[1] = np.nan
+        logw[0] = 5.0
+        w = _normalise(logw)
+        finite = np.isfinite(logw)
+        ref = np.where(finite, np.exp(np.where(finite, logw, 0.0) - logw[finite].max()), 0.0)
+        np.testing.assert_allclose(w, ref / ref.sum(), rtol=1e-13, atol=0.0)
+        assert np.all(w[~finite] == 0.0)
+        for m in (1, 5, n, 2 * n + 1):
+            u = np.random.default_rng(n + m).random()
+            got = systematic_resample(w, m, np.random.default_rng(n + m))
+            c = np.cumsum(w)
+            c[-1] = 1.0
+            want = np.minimum(np.searchsorted(c, (u + np.arange(m)) / m, side="right"), n - 1)
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="no draw is consistent"):
+        _normalise(np.full(4, -np.inf))
 
 # ------------------------------------------------------------------------------------ two-sample tests
 def chi2_pvalue(a, b, min_expected=5.0):
