@@ -1850,18 +1850,28 @@ class PosteriorSampler:
         to its share rather than whenever it can; the last target is exact. The miss guide is that likelihood's
         ratio and stays in the weight. ``(idx, log-weights, ess per resource)``: week m takes draw ``idx[r, m]``
         of resource r."""
-        M, R = call.M, self.costs_.size
-        idx = np.zeros((R, M), dtype=np.int64)
+        M, t = call.M, call.t
+        R = self.costs_.size
+        cur = np.zeros((M, call.fn_row.size), dtype=np.int64)
         logW = np.zeros(M)
-        ess_r = np.zeros(R)
-        d = call.draws
-        # the base miss rates plus the expected misses of the resources still to come, before each resource
-        lams = np.stack([call.mu + expected.sum(axis=0)]
-                        + [call.mu + expected[res_order[k + 1:]].sum(axis=0) for k in range(R)])
-        _stage_one_draws(rng, M, np.asarray(res_order, dtype=np.int64), self.wi_, self.wf_, call.tables, lams, call.t,
-                         call.hints, call.fn_row, call.led, call.led_mc, call.order, call.starts, call.clusters_of,
-                         call.plaus, call.slot_of, call.n_led_r, d.rows, d.mc, d.n, d.logw, d.B, d.miss, d.sel,
-                         call.parts, idx, logW, ess_r)
+        idx = np.zeros((R, M), dtype=np.int64)
+        ess_r = np.full(R, float(M))
+        lam_prev = call.mu + expected.sum(axis=0)
+        for k, r in enumerate(res_order):
+            lam = call.mu + expected[res_order[k + 1:]].sum(axis=0)
+            tables = call.tables[:7] + (lam,) + call.tables[8:]
+            self._draw_resource(call, r, M, tables, (call.fn_row[None, :] - cur).astype(np.float64), rng)
+            if t > 0:
+                logW += _rate_correction(cur, call.fn_row[:t], lam[:t], lam_prev[:t])
+            logW += call.draws.logw[r]
+            lam_prev = lam
+            cur += call.draws.miss[r, :, : cur.shape[1]]
+            idx[r] = np.arange(M)
+            w = _normalise(logW)
+            ess_r[r] = 1.0 / np.sum(w ** 2)
+            if k < R - 1:
+                anc = systematic_resample(w, M, rng)
+                idx, cur, logW = idx[:, anc], cur[anc], np.zeros(M)
         return idx, logW, ess_r
 
     def _draw_resource(self, call: _Call, r: int, m: int, tables: tuple, fn: np.ndarray, rng):
@@ -1986,6 +1996,14 @@ def _clusters(led: np.ndarray, hints, t, sampler):
     return order, starts, plaus
 
 
+def _normalise(logw) -> np.ndarray:
+    finite = np.isfinite(logw)
+    if not finite.any():
+        raise ValueError("no draw is consistent with the observation (is it from this world and settings?)")
+    w = np.where(finite, np.exp(logw - logw[finite].max()), 0.0)
+    return w / w.sum()
+
+
 @njit_kernel
 def _rate_correction(cur, fn, lam_new, lam_old):
     """Per week, log Π_s Pois(fn_s - cur_s; lam_new_s) / Pois(fn_s - cur_s; lam_old_s) over the observed steps
@@ -2007,73 +2025,6 @@ def _rate_correction(cur, fn, lam_new, lam_old):
             else:
                 out[m] += _log_pois(k, lam_new[s]) - _log_pois(k, lam_old[s])
     return out
-
-
-@njit_kernel
-def _stage_one_draws(rng, M, res_order, wi, wf, arrays, lams, t, hints, fn_row, led, led_mc, led_order,
-                     cl_start, clusters_of, plaus, slot_of, n_led_r, rows, mc, n, logw, B, miss, sel, parts, idx, logW,
-                     ess_r):
-    """:meth:`PosteriorSampler._stage_one` in one call: each resource of ``res_order`` drawn into its buffers
-    (:func:`_sample_resource`, ``M`` draws) with the miss rates of the resources still to come (``lams[k + 1]``
-    for the k-th; ``lams[0]``: those of all), the weeks reweighted and resampled systematically after each but the
-    last. Writes the ancestors ``idx`` (``(R, M)``), the last resource's log-weights ``logW`` and the ESS after each
-    resource ``ess_r``."""
-    R = res_order.size
-    tl = fn_row.size
-    cur = np.zeros((M, tl), dtype=np.int64)
-    fn = np.empty((M, tl))
-    lam_prev = lams[0]
-    for k in range(R):
-        r = res_order[k]
-        lam = lams[k + 1]
-        tables = arrays[:7] + (lam,) + arrays[8:]
-        for m in range(M):
-            for s in range(tl):
-                fn[m, s] = fn_row[s] - cur[m, s]
-        _sample_resource(rng, M, r, wi, wf, tables, t, hints, fn, led, led_mc, led_order, cl_start,
-                         clusters_of[r, 0], clusters_of[r, 1], plaus, slot_of, n_led_r[r], rows[r], mc[r], n[r],
-                         logw[r], B[r], miss[r], sel[r], parts)
-        if t > 0:
-            logW += _rate_correction(cur, fn_row[:t], lam[:t], lam_prev[:t])
-        logW += logw[r, :M]
-        lam_prev = lam
-        for m in range(M):
-            for s in range(tl):
-                cur[m, s] += miss[r, m, s]
-        for m in range(M):
-            idx[r, m] = m
-        w = _normalise(logW)
-        ess_r[r] = 1.0 / np.sum(w * w)
-        if k < R - 1:
-            anc = _systematic(w, M, rng.random())
-            idx[:, :] = idx[:, anc]
-            cur = cur[anc]
-            logW[:] = 0.0
-
-
-@njit_kernel
-def _normalise(logw):
-    """Weights ∝ exp(logw), normalised (a -inf or nan log-weight: 0)."""
-    mx = -np.inf
-    for x in logw:
-        if np.isfinite(x) and x > mx:
-            mx = x
-    if mx == -np.inf:
-        raise ValueError("no draw is consistent with the observation (is it from this world and settings?)")
-    w = np.zeros(logw.size)
-    for i in range(logw.size):
-        if np.isfinite(logw[i]):
-            w[i] = math.exp(logw[i] - mx)
-    return w / np.sum(w)
-
-
-@njit_kernel
-def _systematic(weights, n, u):
-    """:func:`systematic_resample` with its uniform draw ``u``."""
-    c = np.cumsum(weights)
-    c[-1] = 1.0
-    out = np.searchsorted(c, (u + np.arange(n)) / n, side="right")
-    return np.minimum(out, weights.size - 1)
 
 
 @njit_kernel
@@ -2106,7 +2057,9 @@ def _join(idx, rows_r, mc_r, n_r, B_r, miss_r, sel_r, n_led, rows, mc, n_rows, B
 
 def systematic_resample(weights, n: int, rng) -> np.ndarray:
     """Indices of ``n`` draws by systematic resampling of normalised ``weights``."""
-    return _systematic(np.asarray(weights, dtype=np.float64), n, rng.random())
+    c = np.cumsum(weights)
+    c[-1] = 1.0
+    return np.searchsorted(c, (rng.random() + np.arange(n)) / n, side="right").clip(0, len(weights) - 1)
 
 
 # --------------------------------------------------------------------------------------------- complete weeks
