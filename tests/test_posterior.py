@@ -1,8 +1,8 @@
 """The posterior sampler of PMWeek-v0 (teachers/posterior.py) against references computed without it: the hint
 log-density table against the noise model's exact density, the draws with nothing observed against the generator's
 own weeks, the draws given an agent's record on a tiny world against rejection sampling from the generator, and
-the kernels' shortcuts (deadline sums from a guide table or kept once per call, the compiled normalisation and
-resampling) against their direct forms."""
+the kernels' shortcuts (deadline sums from a guide table or kept once per call) and the weights' normalisation and
+resampling against their direct forms."""
 
 from collections import Counter
 from dataclasses import replace
@@ -110,7 +110,7 @@ def test_deadline_sums_from_the_guide_table_equal_the_direct_sums():
 
 
 def test_normalise_and_systematic_resampling_equal_their_closed_forms():
-    """``_normalise`` (compiled) is exp(l - max) / sum within rounding, 0 for -inf and nan, and refuses all -inf;
+    """``_normalise`` is exp(l - max) / sum within rounding, 0 for -inf and nan, and refuses all -inf;
     ``systematic_resample`` picks, for each of n evenly spaced points (u + i) / n, the first index whose cumulative
     weight exceeds it (numpy's searchsorted), exactly."""
     from membudget.teachers.posterior import _normalise, systematic_resample
