@@ -318,10 +318,16 @@ def _fn_guide(fn, Mfn, mu_fn, t, d):
 
 
 @njit_leaf
+def _deadline_excluded(d, dl_req, dl_q):
+    """Whether the deadline constraint (``dl_req`` 1: at or after ``dl_q``, 2: before it) excludes deadline ``d``."""
+    return (dl_req == 1 and d < dl_q) or (dl_req == 2 and d >= dl_q)
+
+
+@njit_leaf
 def _slack_weight(d, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
-    """The weight of deadline ``d``: 0 where the deadline constraint (``dl_req`` 1: at or after ``dl_q``, 2:
-    before it) excludes it, else the miss guide if the row is a positive that misses (1 otherwise)."""
-    if (dl_req == 1 and d < dl_q) or (dl_req == 2 and d >= dl_q):
+    """The weight of deadline ``d``: 0 where the deadline constraint excludes it, else the miss guide if the row is
+    a positive that misses (1 otherwise)."""
+    if _deadline_excluded(d, dl_req, dl_q):
         return 0.0
     return _fn_guide(fn, Mfn, mu_fn, t, d) if miss else 1.0
 
@@ -337,12 +343,27 @@ def _slack_sum(o, lo, hi, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t):
 
 
 @njit_leaf
+def _sum_reads_counters(o, lo, miss, t):
+    """Whether :func:`_slack_sum` from onset ``o`` (slack from ``lo``) can depend on the miss counters: only a
+    positive that misses with a deadline before ``t`` reads them; any other sum is the same at every onset and
+    counter."""
+    return miss and o + lo < t
+
+
+@njit_leaf
+def _add_miss(d, fn, Mfn, mu_fn, t, G):
+    """A miss placed at step ``d``: its counter and its guide in the draw's table ``G``."""
+    Mfn[d] += 1
+    G[d] = _fn_guide(fn, Mfn, mu_fn, t, d)
+
+
+@njit_leaf
 def _guide_sum(o, lo, hi, last, dl_req, dl_q, G, t):
     """:func:`_slack_sum` of a positive that misses, its guides (:func:`_fn_guide`) read from ``G``."""
     tot = 0.0
     for k in range(lo, hi + 1):
         d = min(last, o + k)
-        if (dl_req == 1 and d < dl_q) or (dl_req == 2 and d >= dl_q):
+        if _deadline_excluded(d, dl_req, dl_q):
             g = 0.0
         else:
             g = G[d] if d < t else 1.0
@@ -540,29 +561,27 @@ def _entry_options(p, dl_req, dl_q, last, t, G, pr_n, pr_o, pr_origin, pr_state,
 
 
 @njit_leaf
-def _place_entry(rng, e, slot, o, origin, state, S_old, led, led_mc, t, last, expiry, s0, s1, fn, Mfn, mu_fn, rows,
-                 mc, m):
+def _place_entry(rng, e, slot, o, origin, state, S_old, led, led_mc, t, last, expiry, s0, s1, fn, Mfn, mu_fn, G,
+                 rows, mc, m):
     """Ledger entry ``e``'s row for its drawn option: its deadline (with the miss guide at the current misses),
-    update step and fields. Returns the log-weight increment (deadline sum now over then) and the step of the miss
-    it placed (-1: none)."""
+    update step and fields; a miss it places enters ``Mfn`` and the guide table ``G``. Returns the log-weight
+    increment (deadline sum now over then)."""
     kind, af, ds, de = led[e, _LE.kind], led[e, _LE.af], led[e, _LE.ds], led[e, _LE.de]
     cancel_u, event, dl_req, dl_q = led[e, _LE.cancel_u], led[e, _LE.event], led[e, _LE.dl_req], led[e, _LE.dl_q]
     positive = state == 0 and origin != O_CL
     deadline = NEVER
     lw = 0.0
-    missed = -1
     if o < NEVER:
         miss = positive and event != 1
         lo_k, hi_k = (de - o, de - o) if kind == KIND_TIME else (s0, s1)
         S_new = _slack_sum(o, lo_k, hi_k, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
         if S_new <= 0.0:  # an entry drawn earlier in its cluster took the counters this one needed
-            return -np.inf, -1
+            return -np.inf
         # the miss guide stays in the weight: stage one targets its resource's posterior times its guide
         deadline, lg = _draw_slack(rng, o, lo_k, hi_k, last, dl_req, dl_q, miss, fn, Mfn, mu_fn, t)
         lw = math.log(S_new) - math.log(S_old)
         if miss and deadline < t:
-            Mfn[deadline] += 1
-            missed = deadline
+            _add_miss(deadline, fn, Mfn, mu_fn, t, G)
     lim = min(o, last)
     au = min(last, de + expiry)
     u = -1
@@ -581,7 +600,7 @@ def _place_entry(rng, e, slot, o, origin, state, S_old, led, led_mc, t, last, ex
     row[RW.parent] = led[e, _LE.parent]
     if state != 0:
         row[RW.targeted], row[RW.u], row[RW.upd_reg] = 1, u, 0 if state == 1 else 1
-    return lw, missed
+    return lw
 
 
 @njit_leaf
@@ -715,7 +734,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
             o, lo_k, hi_k = pr_o[p, j], pr_lo[p, j], pr_hi[p, j]
             if lo_k < 0:
                 S = 1.0
-            elif pr_miss[j] and min(last, o + lo_k) < t:
+            elif _sum_reads_counters(o, lo_k, pr_miss[j], t):
                 S = -1.0
             else:
                 S = _slack_sum(o, lo_k, hi_k, last, dl_req, dl_q, pr_miss[j], fn[0], Mfn, mu_fn, t)
@@ -909,10 +928,8 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
             for ki in range(k):
                 e = led_order[c_lo + ki]
                 j = chosen[ki]
-                _d, missed = _place_entry(rng, e, slot_of[e], opt_o[j], opt_origin[j], opt_state[j], opt_S[j], led,
-                                          led_mc, t, last, expiry, s0, s1, fnm, Mfn, mu_fn, out_rows, out_mc, m)
-                if missed >= 0:
-                    G[missed] = _fn_guide(fnm, Mfn, mu_fn, t, missed)
+                _d = _place_entry(rng, e, slot_of[e], opt_o[j], opt_origin[j], opt_state[j], opt_S[j], led, led_mc,
+                                  t, last, expiry, s0, s1, fnm, Mfn, mu_fn, G, out_rows, out_mc, m)
                 logw += _d
                 parts[m, 0] += _d
                 row = out_rows[m, slot_of[e]]
@@ -965,8 +982,7 @@ def _sample_resource(rng, M, r, wi, wf, arrays, t, hints, fn, led, led_mc, led_o
                 if typ == 0:
                     deadline, lg = _draw_slack(rng, o, sl_lo, sl_hi, last, 0, 0, True, fnm, Mfn, mu_fn, t)
                     if deadline < t:
-                        Mfn[deadline] += 1
-                        G[deadline] = _fn_guide(fnm, Mfn, mu_fn, t, deadline)
+                        _add_miss(deadline, fnm, Mfn, mu_fn, t, G)
                 else:
                     deadline = min(last, o + _randint(rng, sl_lo, sl_hi))
                 n_rows = _unseen_row(rng, out_rows, out_mc, m, n_rows, r, o, deadline, typ, t, wi, wf,
@@ -1183,7 +1199,7 @@ def _new_version(rng, st, rows, mc, m, i, n_rows, wi, wf, channels, big, big_o, 
                 if o < NEVER:
                     if o <= t + 6:  # a bump in reach of the observed hints
                         sc += _hint_inc(st, r2, o, 1)
-                    if miss and o + sl_lo < t:
+                    if _sum_reads_counters(o, sl_lo, miss, t):
                         sl = _slack_sum(o, sl_lo, sl_hi, last, 0, 0, miss, fn, Mfn, mu_fn, t)
                         sc += math.log(sl) if sl > 0.0 else -np.inf
                     else:
