@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 
+import numba
 import numpy as np
 import torch
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
@@ -114,36 +115,86 @@ class PerResourceNet(nn.Module):
                 "n_resource_features": self.n_resource_features}
 
     def numpy_layers(self) -> tuple:
-        """The layers as numpy views of the parameters (in-place updates, e.g. an optimizer's step or
-        ``load_state_dict``, show through; parameters replaced by new tensors do not): the first layer split by
-        its inputs (resource features, budget features, the candidate bit) with its bias, the later layers as
-        ``(weight.T, bias)`` and, with the context, the next layer's half that reads the candidates' mean. For
-        :func:`candidate_outputs_numpy`."""
-        (w, b), *layers = [(m.weight.detach().numpy().T, m.bias.detach().numpy())
-                           for m in (self.first, *self.rest, self.head)]
-        f, h = self.n_resource_features, self.hidden[0]
-        pool = None
-        if self.context:
-            w2, b2 = layers[0]
-            layers[0], pool = (w2[:h], b2), w2[h:]
-        return (w[:f], w[f:-1], w[-1], b), layers, pool
+        """The layers as numpy views of the parameters, for :func:`candidate_outputs`: ``(weights, biases,
+        context)``, the weights ``(out, in)`` and the biases of the first layer, the later ones and the head, in
+        order. In-place updates (an optimizer's step, ``load_state_dict``) show through the views; parameters
+        replaced by new tensors do not."""
+        mods = (self.first, *self.rest, self.head)
+        return (tuple(m.weight.detach().numpy() for m in mods), tuple(m.bias.detach().numpy() for m in mods),
+                self.context)
 
 
-def candidate_outputs_numpy(layers, resources, budget, rows) -> np.ndarray:
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _candidate_outputs(weights, biases, context, resources, budget, rows):
+    """:func:`candidate_outputs` compiled (float32; its sums may be reordered, so equal up to rounding)."""
+    w0, b0 = weights[0], biases[0]
+    width = w0.shape[0]
+    F, B, k = resources.shape[1], budget.size, rows.size
+    shared = np.empty(width, np.float32)  # the budget features' and the candidate bit's part, the same for all rows
+    for j in range(width):
+        s = np.float32(0.0)
+        for i in range(B):
+            s += budget[i] * w0[j, F + i]
+        shared[j] = s + (w0[j, F + B] + b0[j])
+    h = np.empty((k, width), np.float32)
+    for c in range(k):
+        for j in range(width):
+            s = np.float32(0.0)
+            for i in range(F):
+                s += resources[rows[c], i] * w0[j, i]
+            h[c, j] = max(s + shared[j], np.float32(0.0))
+    n = len(weights)
+    for layer in range(1, n):
+        w, b = weights[layer], biases[layer]
+        width = h.shape[1]
+        pooled = np.zeros(w.shape[0], np.float32)
+        if context and layer == 1:  # the candidates' mean first-layer activation, read by the second half
+            mean = np.zeros(width, np.float32)
+            for c in range(k):
+                for i in range(width):
+                    mean[i] += h[c, i]
+            for i in range(width):
+                mean[i] /= np.float32(k)
+            for j in range(w.shape[0]):
+                s = np.float32(0.0)
+                for i in range(width):
+                    s += mean[i] * w[j, width + i]
+                pooled[j] = s
+        z = np.empty((k, w.shape[0]), np.float32)
+        for c in range(k):
+            for j in range(w.shape[0]):
+                s = np.float32(0.0)
+                for i in range(width):
+                    s += h[c, i] * w[j, i]
+                s += pooled[j] + b[j]
+                z[c, j] = s if layer == n - 1 else max(s, np.float32(0.0))
+        h = z
+    return h
+
+
+def candidate_outputs(layers, resources, budget, rows) -> np.ndarray:
     """A :class:`PerResourceNet`'s outputs ``(k, n_out)`` at one observation's candidate ``rows`` (resource
-    indices) in numpy, from its :meth:`~PerResourceNet.numpy_layers`: ``resources (R, F)`` and ``budget (9,)``
-    float32, checked by the caller. The operations of :meth:`~PerResourceNet.forward_candidates` without torch's
-    per-operation overhead (deciding one observation at a time); equal to it up to float32 rounding."""
-    (w_res, w_bud, w_bit, b), hidden, pool = layers
-    h = np.maximum(resources[rows] @ w_res + (budget @ w_bud + (w_bit + b)), 0)
-    (w, b), *rest = hidden
-    if pool is not None:  # the candidates' mean, as ndarray.mean computes it (its Python wrapper is most of its time)
-        mean = np.add.reduce(h, axis=0)
-        np.true_divide(mean, np.intp(len(h)), out=mean, casting="unsafe")
-    z = h @ w + b + (0 if pool is None else mean @ pool)
-    for w, b in rest:
-        z = np.maximum(z, 0) @ w + b
-    return z
+    indices), from its :meth:`~PerResourceNet.numpy_layers`: ``resources (R, F)`` and ``budget (9,)`` float32,
+    checked by the caller. The operations of :meth:`~PerResourceNet.forward_candidates` in one compiled call,
+    without torch's per-operation overhead (deciding one observation at a time); equal to it up to float32
+    rounding."""
+    weights, biases, context = layers
+    return _candidate_outputs(weights, biases, context, resources, budget, np.asarray(rows, dtype=np.int64))
+
+
+@numba.njit(cache=True)
+def _act_one(weights, biases, context, resources, budget, mask, threshold):
+    """:meth:`StudentPolicy.act_one` compiled: the probability ``sigmoid(logit)`` of each candidate reaching
+    ``threshold`` (at least 1e-6), -1 elsewhere."""
+    action = np.full(mask.size, np.float32(-1.0))
+    rows = np.flatnonzero(mask)
+    if rows.size:
+        z = _candidate_outputs(weights, biases, context, resources, budget, rows)
+        for c in range(rows.size):
+            p = np.float32(0.5) * (np.float32(1.0) + np.tanh(np.float32(0.5) * z[c, 0]))  # no exp overflow
+            if p >= threshold:
+                action[rows[c]] = min(max(p, np.float32(1e-6)), np.float32(1.0))
+    return action
 
 
 def obs_tensors(observation, dtype=torch.float32):
@@ -273,22 +324,16 @@ class StudentPolicy:
         return action, state
 
     def act_one(self, resources, budget, mask) -> np.ndarray:
-        """The action on one checked observation ``(R, F)``, ``(9,)``, ``(R,)`` of a per-resource student, by
-        :func:`candidate_outputs_numpy` on its candidates (the path :meth:`predict` takes for one
-        observation: about a quarter of the torch path's time)."""
-        rows = np.flatnonzero(mask)
-        action = np.full(mask.shape, -1.0, dtype=np.float32)
-        if rows.size:
-            # views of the parameters' memory, made again if torch has moved it (sending the network to another
-            # process moves it to shared memory and frees the old)
-            where = self.net.first.weight.data_ptr()
-            if self._layers is None or self._layers[0] is not self.net or self._layers[2] != where:
-                self._layers = (self.net, self.net.numpy_layers(), where)
-            z = candidate_outputs_numpy(self._layers[1], np.asarray(resources, dtype=np.float32),
-                                        np.asarray(budget, dtype=np.float32), rows)[:, 0]
-            p = 0.5 * (1.0 + np.tanh(0.5 * z))  # the sigmoid, without exp's overflow
-            action[rows] = np.where(p >= self.threshold, np.minimum(np.maximum(p, 1e-6), 1.0), -1.0)
-        return action
+        """The action on one checked observation ``(R, F)``, ``(9,)``, ``(R,)`` of a per-resource student, in one
+        compiled call (:func:`candidate_outputs` on its candidates: the path :meth:`predict` takes for one
+        observation)."""
+        # views of the parameters' memory, made again if torch has moved it (sending the network to another
+        # process moves it to shared memory and frees the old)
+        where = self.net.first.weight.data_ptr()
+        if self._layers is None or self._layers[0] is not self.net or self._layers[2] != where:
+            self._layers = (self.net, self.net.numpy_layers(), where)
+        return _act_one(*self._layers[1], np.asarray(resources, dtype=np.float32),
+                        np.asarray(budget, dtype=np.float32), np.asarray(mask), self.threshold)
 
     def save(self, path):
         """Plain-array ``.npz``: every parameter, the network's configuration, threshold and fit record."""

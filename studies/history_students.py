@@ -170,7 +170,7 @@ def _finetune(task, init, budget, seed, ppo, val, weeks) -> dict:
 
 def decision_speed(item) -> dict:
     """Task: milliseconds per decision of the deployed student (:class:`~membudget.agents.history.HistoryStudent`,
-    NumPy inference on one observation, its history carried from step to step) fitted as :func:`history_student`
+    compiled inference on one observation, its history carried from step to step) fitted as :func:`history_student`
     fits it, over one week's decisions (one core): the median, and the week's Set F1 (its decisions are those of
     the batched rollout). ``item = (episodes, budget, (frames, decays), seed, week)``."""
     from membudget.agents.history import History, HistoryStudent
@@ -366,7 +366,7 @@ def render(cfg: HistoryConfig, res: dict, command: str) -> str:
         (budget, n), week = speed["run"], cfg.held_out[0]
         batched = [float(np.asarray(res["runs"][speed["run"]][h][0]["set_f1"])[0]) for h in (res["chosen"], NO_HISTORY)]
         lines += ["", f"Deployed form (`HistoryStudent` on one observation: the history carried from step to step, "
-                  f"the network's layers in NumPy on the candidates' rows; one core), {budget}, {n} weeks, learner "
+                  f"the network's layers in one compiled call on the candidates' rows; one core), {budget}, {n} weeks, learner "
                   f"seed {cfg.learner_seeds[0]}, the median over week {week}'s decisions: history student "
                   f"{speed[res['chosen']]['ms_per_step']:.3f} ms, no-history student "
                   f"{speed[NO_HISTORY]['ms_per_step']:.3f} ms per decision. Their Set F1 on that week, "

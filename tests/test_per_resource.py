@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from membudget.agents.per_resource import (MaskablePerResourceActorCriticPolicy, PerResourceActorCriticPolicy,
-                                           PerResourceNet, StudentPolicy, candidate_outputs_numpy)
+                                           PerResourceNet, StudentPolicy, candidate_outputs)
 from membudget.agents.ppo import train_ppo
 from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
 
@@ -56,7 +56,7 @@ def test_forward_candidates_equals_forward_at_the_candidates(context):
 
 
 @pytest.mark.parametrize("hidden,context", [((16, 8), True), ((16, 8), False), ((12,), True), ((8, 8, 8), True)])
-def test_candidate_outputs_numpy_equal_forward_and_follow_the_parameters(hidden, context):
+def test_candidate_outputs_equal_forward_and_follow_the_parameters(hidden, context):
     torch.manual_seed(1)
     net = PerResourceNet(hidden, context=context, n_out=2)
     obs = _batch()
@@ -68,7 +68,7 @@ def test_candidate_outputs_numpy_equal_forward_and_follow_the_parameters(hidden,
     def both():
         with torch.no_grad():
             want = net(*(torch.as_tensor(a)[None] for a in (res, bud, mask)))[0, rows].numpy()
-        return candidate_outputs_numpy(net.numpy_layers(), res, bud, rows), want
+        return candidate_outputs(net.numpy_layers(), res, bud, rows), want
 
     got, want = both()
     assert got.shape == want.shape == (rows.size, 2) and got.dtype == np.float32
@@ -77,9 +77,9 @@ def test_candidate_outputs_numpy_equal_forward_and_follow_the_parameters(hidden,
     with torch.no_grad():  # an optimizer's in-place step, then a load: both show through the same views
         net.head.bias += 1.0
         net.first.weight.mul_(0.5)
-    np.testing.assert_allclose(candidate_outputs_numpy(layers, res, bud, rows), both()[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(candidate_outputs(layers, res, bud, rows), both()[1], rtol=1e-5, atol=1e-6)
     net.load_state_dict(PerResourceNet(hidden, context=context, n_out=2).state_dict())
-    np.testing.assert_allclose(candidate_outputs_numpy(layers, res, bud, rows), both()[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(candidate_outputs(layers, res, bud, rows), both()[1], rtol=1e-5, atol=1e-6)
 
 
 def test_student_acts_on_one_observation_as_on_a_batch():
@@ -105,6 +105,32 @@ def test_student_acts_on_one_observation_as_on_a_batch():
     flipped, _ = StudentPolicy(twin.net, threshold=0.45).predict({k: v[None] for k, v in one.items()})
     np.testing.assert_allclose(twin.predict(one)[0], flipped[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(deep.predict(one)[0], flipped[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("hidden,context", [((16, 8), True), ((16, 8), False), ((12,), True), ((12,), False)])
+@pytest.mark.parametrize("n_candidates", [0, 1, 11])
+def test_one_observation_at_the_candidate_corners_decides_as_the_batch(hidden, context, n_candidates):
+    """No candidate, one (the context's mean is its own row) and all eleven, with and without the context and with
+    the head reading the pool directly (one hidden layer): the compiled one-observation path proposes what the
+    torch batch of one proposes, with its probabilities."""
+    torch.manual_seed(3)
+    policy = StudentPolicy(PerResourceNet(hidden, context=context), threshold=0.5)
+    rng = np.random.default_rng(n_candidates)
+    mask = np.zeros(11, np.int8)
+    mask[rng.permutation(11)[:n_candidates]] = 1
+    obs = {"resources": rng.normal(size=(11, 27)).astype(np.float32), "budget": rng.uniform(size=9), "mask": mask}
+    if n_candidates:  # a bias that puts the candidates' median logit at the threshold
+        p = policy.probabilities({k: v[None] for k, v in obs.items()})[0, mask == 1]
+        with torch.no_grad():
+            policy.net.head.bias -= float(np.median(np.log(p / (1 - p)))) - 1e-3
+    single, _ = policy.predict(obs)
+    batched, _ = policy.predict({k: v[None] for k, v in obs.items()})
+    assert single.shape == (11,) and single.dtype == np.float32
+    np.testing.assert_array_equal(single == -1, batched[0] == -1)
+    assert (single[mask == 0] == -1).all()
+    if n_candidates == 11:
+        assert 0 < (single > 0).sum() < 11
+    np.testing.assert_allclose(single, batched[0], rtol=1e-5, atol=1e-6)
 
 
 def test_native_ppo_minibatch_rows_are_the_batch_samples_candidates():
