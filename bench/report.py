@@ -31,6 +31,7 @@ BENCHES = (
     ("LinUCB select + update / MABWiser", ["membudget.bench.linucb", "--rounds", "7"]),
     ("HindsightDP, 5,400-week grid; vs MILP", ["membudget.bench.dp_grid"]),
     ("native PPO / SB3 PPO, same actor and settings", ["membudget.bench.ppo", "--rounds", "3"]),
+    ("deployed students, one decision / CartPole-v1 step", ["membudget.bench.deployed"]),
     ("a command-line mistake refused (wall clock, CPU time)", ["membudget.bench.cli_errors", "--rounds", "3"]),
 )
 """``(figure, python -m arguments)`` of every benchmark the README's Speed table quotes."""

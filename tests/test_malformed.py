@@ -1149,6 +1149,7 @@ CLI_COUNTS = [  # (module:function, arguments before the count, flag, smallest v
     ("membudget.bench.linucb:main", [], "--n-tasks", 1),
     ("membudget.bench.vector:main", [], "--num-envs", 1),
     ("membudget.bench.speed:main", [], "--rounds", 1),
+    ("membudget.bench.deployed:main", [], "--rounds", 1),
     ("membudget.bench.proactive:main", [], "--days", 14),
     ("membudget.bench.ray_scaling:main", [], "--label-weeks", 1),
     ("membudget.bench.conversation:main", [], "--rounds", 1),
