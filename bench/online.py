@@ -17,12 +17,18 @@ week (one solve of each whole week); no references, no Set F1 comparison. With `
 planner's figure is instead that of the online-ceiling study's own label task run on the weeks in N processes at
 once (all cores busy, as in a study): the wall clock per 1,000 weeks.
 
+With ``--planner-seeds S``, the planner's column is the online-ceiling study's own measure (its held-out bracket):
+the study's planner task (:func:`~membudget.studies.online_ceiling.planner_week`: a planner fitted per week, seed =
+the week + s × the study's stride) plays each week once per planner seed s, and a week's Set F1 is the mean over
+the seeds; per seed means and the CPU seconds per week are printed too. ``--workers N`` runs the tasks in N
+processes. This regenerates the page's held-out row of one budget at any ``K`` and ``--particles``.
+
 With ``--rollout``, the rollout planner over Sequential (:class:`~membudget.teachers.online.RolloutPlanner`: each
 first action valued by Sequential's play of the rest of each drawn week) beside the hindsight-optimisation planner
 at the same ``K``, both with planner seed = the week (as the studies seed them), paired with each other.
 
 ``python -m membudget.bench.online [--weeks 8000-8009,9000-9009] [--samples K] [--particles M] [--budget B10]
-[--students N] [--label-speed [--workers N]] [--rollout]``
+[--students N] [--label-speed [--workers N]] [--planner-seeds 0,1,2 [--workers N]] [--rollout]``
 """
 
 from __future__ import annotations
@@ -120,6 +126,27 @@ def label_wall_clock(seeds, budget, samples, particles, workers, dp):
               f"{np.median(cpu) / dp:.0f} times the DP's time per week")
 
 
+def study_planner_scores(seeds, budget, samples, particles, planner_seeds, workers=1):
+    """Per-week Set F1 of the online-ceiling study's planner task at ``K = samples`` (module docstring), the mean
+    over ``planner_seeds``, and its mean CPU seconds per week; prints each seed's mean."""
+    from membudget.studies.online_ceiling import planner_week
+
+    items = [(budget, samples, particles, w, s) for s in planner_seeds for w in seeds]
+    if workers > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            out = pool.map(planner_week, items, chunksize=1)
+    else:
+        out = [planner_week(item) for item in items]
+    f1 = np.array([o["set_f1"] for o in out]).reshape(len(planner_seeds), len(seeds))
+    cpu = np.array([o["cpu"] for o in out]).reshape(len(planner_seeds), len(seeds))
+    print(f"Planner K={samples}: planner seeds {', '.join(map(str, planner_seeds))}: Set F1 per seed "
+          f"{'; '.join(f'{m:.4f}' for m in f1.mean(axis=1))}; "
+          f"{sum(o['fallbacks'] for o in out)} decisions without a consistent draw")
+    return f1.mean(axis=0), cpu.mean(axis=0)
+
+
 def student_scores(seeds, budget, train_weeks, samples, seed=0, particles=None):
     """Per-week Set F1 of two students of one class (:class:`~membudget.agents.per_resource.PerResourceNet`, BC,
     60 epochs) fitted on the same development weeks ``2000..`` — one to the online planner's labels, one to the
@@ -162,11 +189,17 @@ def main(argv=None):
                         "to the DP's time per week)")
     p.add_argument("--workers", type=int_flag(1, 64), default=1,
                    help="with --label-speed: time the study's label task in this many processes at once (wall "
-                        "clock per 1,000 weeks) instead of one planner in this process")
+                        "clock per 1,000 weeks) instead of one planner in this process; with --planner-seeds: run "
+                        "the study's planner tasks in this many processes")
+    p.add_argument("--planner-seeds", type=seeds_flag("--planner-seeds"), default=None,
+                   help="play each week with the study's planner task once per planner seed (e.g. 0,1,2) and take "
+                        "the mean per week, as the online-ceiling study's held-out bracket does")
     a = p.parse_args(argv)
     seeds = a.weeks
-    if a.workers > 1 and not a.label_speed:
-        p.error("--workers needs --label-speed")
+    if a.workers > 1 and not (a.label_speed or a.planner_seeds):
+        p.error("--workers needs --label-speed or --planner-seeds")
+    if a.planner_seeds and (a.rollout or a.no_planner or a.label_speed):
+        p.error("--planner-seeds sets how the planner plays: not with --rollout, --no-planner or --label-speed")
     if a.label_speed:
         label_speed(seeds, a.budget, a.samples, a.seed, a.particles, a.workers)
         return
@@ -181,6 +214,12 @@ def main(argv=None):
                 names.append(f"{name} K={k}")
                 cols.append(np.array([w["set_f1"] for w in weeks]))
                 timing.append((k, np.array([w["cpu"] for w in weeks])))
+    elif a.planner_seeds:
+        for k in a.samples:
+            f1, cpu = study_planner_scores(seeds, a.budget, k, a.particles, a.planner_seeds, a.workers)
+            names.append(f"Planner K={k}")
+            cols.append(f1)
+            timing.append((k, cpu))
     elif not a.no_planner:
         for k in a.samples:
             f1, secs = planner_scores(seeds, a.budget, k, a.seed, a.particles)
@@ -216,7 +255,8 @@ def main(argv=None):
         f1 = cols[names.index(name)]
         share = (f1.mean() - ref["Sequential"].mean()) / gap if gap > 0 else float("nan")
         print(f"{name}: share of the DP - Sequential gap closed {share:.2f}; {secs.mean():.1f} s per week "
-              f"(max {secs.max():.1f}{', CPU' if a.rollout else ''}); {len(seeds)} weeks at {a.budget}")
+              f"(max {secs.max():.1f}{', CPU' if a.rollout or a.planner_seeds else ''}); {len(seeds)} weeks at "
+              f"{a.budget}")
 
 
 if __name__ == "__main__":

@@ -605,6 +605,28 @@ def test_bench_rollout_pairs_the_rollout_planner_with_the_planner(capsys):
     assert "Rollout K=1: share of the DP - Sequential gap closed" in out
 
 
+@pytest.mark.slow
+def test_bench_planner_seeds_give_the_study_s_mean_over_seeds_per_week(capsys):
+    from membudget.bench.online import main
+    from membudget.studies.online_ceiling import planner_week
+
+    want = {w: [planner_week(("B10", 1, 8, w, s))["set_f1"] for s in (0, 1)] for w in (2001, 2002)}
+    for workers in ("1", "2"):
+        main(["--weeks", "2001-2002", "--samples", "1", "--particles", "8", "--planner-seeds", "0,1", "--workers",
+              workers])
+        out = capsys.readouterr().out
+        for w, f1 in want.items():
+            row = next(line for line in out.splitlines() if line.startswith(str(w)))
+            assert float(row.split()[1]) == round(float(np.mean(f1)), 4)
+        per_seed = "; ".join(f"{np.mean([want[w][s] for w in want]):.4f}" for s in (0, 1))
+        assert f"Planner K=1: planner seeds 0, 1: Set F1 per seed {per_seed};" in out
+        assert "Planner K=1 - Sequential:" in out and "s per week (max" in out and ", CPU)" in out
+    for bad in (["--planner-seeds", "0", "--rollout"], ["--planner-seeds", "0", "--label-speed"],
+                ["--workers", "2"], ["--planner-seeds", "1-0"]):
+        with pytest.raises(SystemExit):
+            main(["--weeks", "2001", *bad])
+
+
 def test_rollout_planner_keeps_the_vector_envs_of_its_last_sizes_only():
     from membudget.teachers.online import VENVS_KEPT, RolloutPlanner
 
