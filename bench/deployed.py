@@ -15,8 +15,9 @@ The time of a decision depends on the network's shapes and the candidates at eac
 learned, so the students fitted here (few epochs, the DP's labels) time as the studies' students (the planner's
 labels) do. Each round times CartPole-v1's ``step`` (the anchor, unwrapped, random actions), then plays every week
 of ``--weeks`` with each student, one ``predict`` call per step with its state carried, and keeps the median
-milliseconds of the calls. The summary gives, per student, the median over the rounds, the ratio to CartPole's
-step and the goal's verdict, beside the CPU capability.
+milliseconds of the calls (:func:`~membudget.studies.online_ceiling.timed_week`, as the studies time them). The
+summary gives, per student, the median over the rounds, the ratio to CartPole's step and the goal's verdict,
+beside the CPU capability.
 
 ``python -m membudget.bench.deployed [--rounds 3] [--weeks 8000-8009] [--budget B10] [--train-weeks 2000-2039]``
 """
@@ -50,22 +51,6 @@ def students(train_weeks, budget) -> dict:
             "learned recurrence": fit_gru_student(weeks, epochs=3)}
 
 
-def decision_ms(policy, budget, week) -> float:
-    """The median milliseconds of ``policy``'s ``predict`` calls over one week, one observation at a time."""
-    from membudget.envs.pm import PMWeekEnv
-
-    env = PMWeekEnv(budget=budget, per_step_cap=2, action_mode="scores")
-    obs, _ = env.reset(seed=int(week))
-    done, state, start, ms = False, None, True, []
-    while not done:
-        t0 = time.perf_counter()
-        action, state = policy.predict(obs, state, start)
-        ms.append(1e3 * (time.perf_counter() - t0))
-        obs, _, done, _, _ = env.step(action)
-        start = False
-    return float(np.median(ms))
-
-
 def cartpole_ms(steps=20_000) -> float:
     """Milliseconds per ``CartPoleEnv.step`` (unwrapped, random actions drawn in advance, resets not timed)."""
     from gymnasium.envs.classic_control.cartpole import CartPoleEnv
@@ -96,18 +81,20 @@ def main(argv=None):
 
     import torch
 
+    from membudget.studies.online_ceiling import timed_week
+
     torch.set_num_threads(1)
     print(f"CPU: torch capability {torch.backends.cpu.get_cpu_capability()}; one torch thread")
     policies = students(args.train_weeks, args.budget)
     for policy in policies.values():  # compiles (or loads) the kernels outside the timing
-        decision_ms(policy, args.budget, args.weeks[0])
+        timed_week(policy, args.budget, args.weeks[0])
     rows = {name: [] for name in policies}
     anchors = []
     print(f"{'round':>5} {'CartPole step ms':>17} " + " ".join(f"{name + ' ms':>22}" for name in policies))
     for r in range(args.rounds):
         anchors.append(cartpole_ms())
         for name, policy in policies.items():
-            rows[name].append(float(np.median([decision_ms(policy, args.budget, w) for w in args.weeks])))
+            rows[name].append(float(np.median([timed_week(policy, args.budget, w)[0] for w in args.weeks])))
         print(f"{r:>5} {anchors[-1]:>17.4f} " + " ".join(f"{rows[name][-1]:>22.4f}" for name in policies))
     anchor = float(np.median(anchors))
     for name, values in rows.items():
