@@ -103,22 +103,29 @@ def label_speed(seeds, budget, samples, seed=0, particles=None, workers=1):
               f"{cpu.mean() / dp:.0f} times the DP's time per week; Set F1 {f1.mean():.4f} ({len(seeds)} weeks)")
 
 
+def _map(fn, items, workers: int) -> list:
+    """``[fn(item) for item in items]``, in ``workers`` fresh (spawned) processes, one item per task, where
+    ``workers`` > 1 (each process compiles or loads the kernels on its first item, as a study's workers do)."""
+    if workers == 1:
+        return [fn(item) for item in items]
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        return pool.map(fn, items, chunksize=1)
+
+
 def label_wall_clock(seeds, budget, samples, particles, workers, dp):
     """Prints, for each ``K`` in ``samples``, the wall clock of the online-ceiling study's own label task
     (:func:`~membudget.studies.online_ceiling.planner_labels`: a planner fitted per week, seed = the week, its
     demonstrations recorded) on ``seeds`` in ``workers`` processes at once, from their start (each compiles or loads
     the kernels on its first week, as a study's workers do), and its CPU seconds per week (``dp``: the hindsight
     DP's, for the ratio)."""
-    import multiprocessing
-
     from membudget.studies.online_ceiling import planner_labels
 
     for k in samples:
         m = default_particles(k) if particles is None else particles
         t0 = time.perf_counter()
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            cpu = np.array([out["cpu"] for out in pool.map(planner_labels, [(budget, k, m, s) for s in seeds],
-                                                           chunksize=1)])
+        cpu = np.array([out["cpu"] for out in _map(planner_labels, [(budget, k, m, s) for s in seeds], workers)])
         wall = time.perf_counter() - t0
         print(f"K={k} (particles {m}), the study's label task in {workers} processes: {wall:.1f} s wall for "
               f"{len(seeds)} weeks, {wall / len(seeds) * 1000 / 60:.2f} min per 1,000 weeks; CPU per week median "
@@ -131,14 +138,7 @@ def study_planner_scores(seeds, budget, samples, particles, planner_seeds, worke
     over ``planner_seeds``, and its mean CPU seconds per week; prints each seed's mean."""
     from membudget.studies.online_ceiling import planner_week
 
-    items = [(budget, samples, particles, w, s) for s in planner_seeds for w in seeds]
-    if workers > 1:
-        import multiprocessing
-
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            out = pool.map(planner_week, items, chunksize=1)
-    else:
-        out = [planner_week(item) for item in items]
+    out = _map(planner_week, [(budget, samples, particles, w, s) for s in planner_seeds for w in seeds], workers)
     f1 = np.array([o["set_f1"] for o in out]).reshape(len(planner_seeds), len(seeds))
     cpu = np.array([o["cpu"] for o in out]).reshape(len(planner_seeds), len(seeds))
     print(f"Planner K={samples}: planner seeds {', '.join(map(str, planner_seeds))}: Set F1 per seed "

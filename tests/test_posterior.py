@@ -78,7 +78,6 @@ def test_hint_table_matches_the_exact_density(sigma):
     assert err < 1e-6, err
 
 
-
 # ------------------------------------------------------------ the kernels' shortcuts, against their direct forms
 def test_deadline_sums_from_the_guide_table_equal_the_direct_sums():
     """A draw reads its miss guides from a table it updates as it places misses (``_guide_sum``); stage one keeps an
@@ -136,6 +135,7 @@ def test_normalise_and_systematic_resampling_equal_their_closed_forms():
             np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="no draw is consistent"):
         _normalise(np.full(4, -np.inf))
+
 
 # ------------------------------------------------------------------------------------ two-sample tests
 def chi2_pvalue(a, b, min_expected=5.0):
