@@ -279,6 +279,10 @@ class InformationRelaxationBound:
         bound without penalty from ``start`` (first step ``step``), then from where that ended for the penalised
         one (every point is a valid bound; the searches only lower it)."""
         self._check_week(episode)
+        if not isinstance(start, (tuple, list)) or len(start) != 2:
+            raise ValueError(f"start must be a pair (alpha, beta), got {start!r}")
+        start = (check_number("start[0]", start[0]), check_number("start[1]", start[1]))
+        step = check_number("step", step, 0, low_open=True)
         prob = problem_from_episode(episode, budget=self.budget, per_step_cap=None, per_step_cost_cap=None,
                                     late_policy="expire", lookahead=self.world_.lookahead)
         T, R = episode.horizon, episode.n_resources

@@ -36,6 +36,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from membudget.envs.jit import njit_kernel
+from membudget.envs.validation import check_int
 
 from .milp import linear_milp
 from .problem import (
@@ -900,9 +901,11 @@ class HindsightDP(PMTeacher):
     seeing the whole frozen week — exact under PMWeek-v0's dynamics, for both late policies and any prices.
 
     Parameters mirror :class:`~membudget.envs.pm.PMWeekEnv` (``budget`` is an int or None here; resolve level
-    names with :func:`membudget.envs.pm.budget_levels`). ``lookahead`` must equal the world's
-    (``WorldConfig.lookahead``) because it defines the candidates. After each solve ``stats_`` holds its
-    :class:`SearchStats`.
+    names with :func:`membudget.envs.pm.budget_levels`). ``lookahead`` is the candidate rule of the environment
+    the schedule is for (its ``WorldConfig.lookahead``): a week does not record it, since the same week may be
+    played under another rule, so a schedule solved with another lookahead than the environment's queries
+    resources that are no candidates there. :meth:`from_env` takes every argument from an environment. After
+    each solve ``stats_`` holds its :class:`SearchStats`.
 
     Time: about 1 ms per default week; without a budget it grows steeply with the opportunity load (0.5-0.8 s at
     load 16, about a minute at load 30; docs/teachers.md), and a solve does not return to Python before it ends.
@@ -912,8 +915,10 @@ class HindsightDP(PMTeacher):
         """The optimal schedule of ``episode``; with ``exact_cost`` the optimum among schedules costing exactly
         that much (None when there is none)."""
         self._check(episode)
-        if exact_cost is not None and (isinstance(exact_cost, bool) or not isinstance(exact_cost, (int, np.integer))):
-            raise TypeError(f"exact_cost must be an int or None, got {exact_cost!r}")
+        if exact_cost is not None:
+            if isinstance(exact_cost, bool) or not isinstance(exact_cost, (int, np.integer)):
+                raise TypeError(f"exact_cost must be an int or None, got {exact_cost!r}")
+            check_int("exact_cost", exact_cost, 0, None)
         prob = problem_from_episode(episode, budget=self.budget, per_step_cap=self.per_step_cap,
                                     per_step_cost_cap=self.per_step_cost_cap, late_policy=self.late_policy,
                                     lookahead=self.lookahead)

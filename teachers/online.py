@@ -81,6 +81,7 @@ class HindsightPlanner:
             raise TypeError(f"env must be an AgentView-wrapped PMWeekEnv, got {type(self.env).__name__}")
         e = self.env.unwrapped
         check_int("n_samples", self.n_samples, 1, 100_000)
+        check_int("seed", self.seed, 0)
         particles = default_particles(self.n_samples) if self.n_particles is None else self.n_particles
         check_int("n_particles", particles, 1, 10**6)
         self.sampler_ = PosteriorSampler.from_env(e, n_particles=particles).fit()
@@ -98,7 +99,11 @@ class HindsightPlanner:
     def _mask(self, observation) -> np.ndarray:
         """The candidate mask of ``observation``, once fitted and for one environment (else a clear error)."""
         self._check_fitted()
-        mask = np.asarray(observation["mask"])
+        try:
+            mask = np.asarray(observation["mask"])
+        except (KeyError, TypeError, IndexError, ValueError):
+            raise ValueError(f"observation must be a mapping with a 'mask' array, got {type(observation).__name__}"
+                             ) from None
         if mask.ndim != 1:
             raise ValueError(f"{type(self).__name__} plays one week (an observation of one environment)")
         return mask

@@ -1783,6 +1783,9 @@ class PosteriorSampler:
             led = np.zeros((0, len(_LE)), dtype=np.int64)
             led_mc = np.zeros(0)
         else:
+            if not isinstance(observed, Observed):
+                raise TypeError(f"observed must be an Observed (an AgentView's .observed) or None, got "
+                                f"{type(observed).__name__}")
             if observed.horizon != T or observed.costs.size != R:
                 raise ValueError("the observation is of another world (horizon or resources differ)")
             t = observed.t

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from membudget.envs.pm.episode_io import EpisodeFormatError, validate_episode
-from membudget.envs.pm.world import (KIND_VISIBLE, MAX_BUDGET, MAX_RESOURCES, NEVER, POS, VISIBLE_OUTCOMES,
-                                     Episode)
+from membudget.envs.pm.world import (KIND_VISIBLE, MAX_BUDGET, MAX_HORIZON, MAX_RESOURCES, NEVER, POS,
+                                     VISIBLE_OUTCOMES, Episode)
 from membudget.envs.validation import check_int, constructor_repr
 
 
@@ -153,13 +153,14 @@ class PMTeacher:
                    late_policy=e.late_policy, lookahead=e.world.lookahead)
 
     def _check(self, episode):
-        """Every bad argument (in the bounds of ``PMWeekEnv``: budget and cost cap 1..MAX_BUDGET, count cap
-        1..MAX_RESOURCES) and the episode's first bad field (:func:`validate_episode`'s order: horizon,
-        resources, intentions, calendar, costs, hints, then each intention) in one error: an
-        :class:`EpisodeFormatError` when the episode is among them, else a ``ValueError``."""
+        """Every bad argument (in the bounds of ``PMWeekEnv`` and ``WorldConfig``: budget and cost cap
+        1..MAX_BUDGET, count cap 1..MAX_RESOURCES, lookahead 0..MAX_HORIZON) and the episode's first bad field
+        (:func:`validate_episode`'s order: horizon, resources, intentions, calendar, costs, hints, then each
+        intention) in one error: an :class:`EpisodeFormatError` when the episode is among them, else a
+        ``ValueError``."""
         problems, error = [], ValueError
         for name, low, high in (("budget", 1, MAX_BUDGET), ("per_step_cap", 1, MAX_RESOURCES),
-                                ("per_step_cost_cap", 1, MAX_BUDGET), ("lookahead", 0, None)):
+                                ("per_step_cost_cap", 1, MAX_BUDGET), ("lookahead", 0, MAX_HORIZON)):
             try:
                 check_int(name, getattr(self, name), low, high, none_ok=name != "lookahead")
             except ValueError as e:
@@ -169,7 +170,7 @@ class PMTeacher:
         try:
             validate_episode(episode)
         except EpisodeFormatError as e:
-            problems.append(f"episode {e}")
+            problems.append(str(e) if str(e).startswith("episode") else f"episode {e}")
             error = EpisodeFormatError
         if problems:
             raise error("; ".join(problems))

@@ -469,6 +469,7 @@ def generate_conversation(seed=None, config: ConversationConfig | None = None, *
     configuration plays. Draws come from
     ``rng`` when given (``seed`` is then only recorded in ``meta``), else from a generator seeded like
     ``env.reset(seed=seed)``."""
+    seed = check_int("seed", seed, 0, none_ok=True)
     config = config or ConversationConfig()
     if rng is None:
         from gymnasium.utils import seeding

@@ -511,6 +511,7 @@ def generate_episode(seed=None, config: WorldConfig | None = None, cost_profile:
     ``load`` extra hidden-channel trigger opportunities per day *after* the base week is drawn, so the base week
     is identical for every load (paired weeks).
     """
+    seed = check_int("seed", seed, 0, none_ok=True)
     config = config or WorldConfig()
     check_generation(config, cost_profile, load)
     w = _world_constants(config)

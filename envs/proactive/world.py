@@ -711,6 +711,7 @@ def check_scope(scope, scopes=None) -> ScopeSpec:
 def generate_stream(seed=None, *, scope="sports", n_days=None, rng: np.random.Generator | None = None) -> Stream:
     """Draw one stream of ``scope`` (``sports``, ``home`` or ``code``) over ``n_days`` days (default
     ``DEFAULT_DAYS[scope]``). ``rng`` (the environment's ``np_random``) takes precedence over ``seed``."""
+    seed = check_int("seed", seed, 0, none_ok=True)
     spec = check_scope(scope)
     n_days = DEFAULT_DAYS[scope] if n_days is None else n_days
     n_days = check_int("n_days", n_days, 14, MAX_DAYS)  # two weekly cycles at least

@@ -200,6 +200,7 @@ def generate_stream(seed=None, *, family="db", profile="mid", n_tasks=500, recen
 
     The draws are ordered so that ``recent_k`` and ``retrieve_k`` change only the replay actions they govern:
     tasks, bank, copula noise and self-consistency samples are identical across them for one seed."""
+    seed = check_int("seed", seed, 0, none_ok=True)
     check_stream_arguments(family, profile, n_tasks, recent_k, retrieve_k)
     rng = np.random.default_rng(seed) if rng is None else rng
     pp = PROFILE_PARAMS[(profile, family)]
