@@ -53,7 +53,7 @@ MISTAKES = {
                                      r"--quick runs the README's main job with the default .*drop --quick to set "
                                      r"--budgets"),
     "missing Ray": ("train", ["rllib-ppo", "--env", "replay"],
-                    r'this needs ray, which is not installed: pip install "membudget\[ray\]"'),
+                    r'this needs ray.rllib, which is not installed: pip install "ray\[rllib\]"'),
 }
 """``{mistake: (module of membudget, argv, the refusal's last line matches this)}``; ``{config}`` stands for a
 config file with an unknown key (:func:`config_with_an_unknown_key`)."""

@@ -125,10 +125,14 @@ def number_flag(low=None, high=None, *, low_open: bool = False):
 
 def parse_seeds(text: str, name: str = "--seeds") -> list:
     """``"0,1,2"`` or inclusive ranges ``"12-60"``, or both (``"0-2,7"``): the seeds in order. A part that is neither
-    a number nor a range, an empty list or a seed named twice raises ``ValueError`` naming ``name`` (the flag)."""
+    a number nor a range (a negative number among them), an empty list or a seed named twice raises ``ValueError``
+    naming ``name`` (the flag)."""
     seeds = []
     for part in text.split(","):
         lo, dash, hi = part.strip().partition("-")
+        if not lo and dash and hi.isdigit():  # "-1": a negative number, not a range
+            raise ValueError(f"{name}: {part.strip()!r} is negative; seeds are integers >= 0 (like 0,1,2) or ranges "
+                             "like 12-60")
         if not lo.isdigit() or (dash and not hi.isdigit()):
             raise ValueError(f"{name}: {part!r} is neither a number nor a range like 12-60")
         if int(hi or lo) < int(lo):
@@ -150,6 +154,69 @@ def seeds_flag(name: str):
 
     parse.__name__ = "seeds"
     return parse
+
+
+EXTRAS = {"ray": "membudget[ray]", "optuna": "membudget[ray]", "ray.rllib": "ray[rllib]", "tree": "ray[rllib]",
+          "minari": "membudget[minari]", "h5py": "membudget[minari]", "torchrl": "membudget[interop]",
+          "tensordict": "membudget[interop]", "tianshou": "membudget[interop]", "rl_zoo3": "membudget[interop]",
+          "supersuit": "membudget[interop]", "mkdocs": "membudget[docs]", "mabwiser": "membudget[test]"}
+"""Modules of the optional extras: ``module: what to pip install``. A dotted name is looked up before its parents:
+RLlib (``ray.rllib``) and its dependencies (dm-tree's ``tree``) come with ``ray[rllib]``, not with membudget's ray
+extra (Ray core, Tune and Optuna)."""
+
+
+def check_extras(modules) -> None:
+    """Each of ``modules`` (dotted names) can be imported, or ``ModuleNotFoundError`` names the first missing one."""
+    import importlib.util
+
+    for name in modules:
+        root = name.split(".")[0]
+        if importlib.util.find_spec(root) is None or importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def missing_extra(error: ModuleNotFoundError) -> str | None:
+    """The line a command prints for ``error``, a missing module of an optional extra: what it needs and the install
+    command of :data:`EXTRAS` (the longest dotted part of the module's name found there), or None for a module of
+    no extra."""
+    parts = (error.name or "").split(".")
+    for n in range(len(parts), 0, -1):
+        module = ".".join(parts[:n])
+        if module in EXTRAS:
+            return f'this needs {module}, which is not installed: pip install "{EXTRAS[module]}"'
+    return None
+
+
+def make_folder(name: str, path: str) -> None:
+    """The output folder ``path`` made (the last check, once everything else passed) or a ``ValueError`` naming
+    ``name`` when it cannot be."""
+    try:
+        os.makedirs(path or ".", exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{name} {path!r} cannot be made: {e.strerror}") from None
+    if not os.access(path or ".", os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {path!r} is not a writable folder")
+
+
+def make_file_folder(name: str, path: str) -> None:
+    """The folder of the output file ``path`` made (:func:`make_folder`, the last check, before any work) or a
+    ``ValueError`` naming ``name`` and ``path``: its folder cannot be made, or ``path`` is a folder."""
+    if os.path.isdir(path):
+        raise ValueError(f"{name} {path!r} is a folder; give the path of a file")
+    make_folder(f"{name} {path!r}: its folder", os.path.dirname(path))
+
+
+def observation_entry(observation, key: str):
+    """``observation[key]`` of a ``PMWeek-v0``-style ``Dict`` observation (one, or a batch), for the policies that
+    read one (the baselines, the threshold gates, the schedules, the online planners): an observation that is no dict raises
+    ``TypeError``, one without ``key`` ``ValueError`` saying it lacks the key (not a bare ``KeyError``)."""
+    if not isinstance(observation, Mapping):
+        raise TypeError(f"observation must be a dict observation (PMWeek-v0's Dict space, with the key {key!r}), got "
+                        f"{type(observation).__name__}")
+    if key not in observation:
+        raise ValueError(f"observation lacks the {key!r} key this policy reads (PMWeek-v0's Dict observation has "
+                         f"'budget', 'mask' and 'resources'), got the keys {sorted(map(str, observation))}")
+    return observation[key]
 
 
 _INTEGER_SCALARS = frozenset({int, *(np.dtype(code).type for code in np.typecodes["AllInteger"]
@@ -205,5 +272,6 @@ def constructor_repr(obj) -> str:
     return f"{type(obj).__name__}({args})"
 
 
-__all__ = ["MAX_REWARD_WEIGHT", "check_bool", "check_discrete_action", "check_int", "check_number", "check_options",
-           "constructor_repr", "int_flag", "number_flag", "read_npz", "reading_artefact"]
+__all__ = ["EXTRAS", "MAX_REWARD_WEIGHT", "check_bool", "check_discrete_action", "check_extras", "check_int",
+           "check_number", "check_options", "constructor_repr", "int_flag", "make_file_folder", "make_folder",
+           "missing_extra", "number_flag", "observation_entry", "read_npz", "reading_artefact"]

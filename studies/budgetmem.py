@@ -33,7 +33,7 @@ from membudget.envs.tiers import MODULES, TierRoutingEnv, floor_cost_bound, refe
 from membudget.envs.tiers.world import POPULATIONS, STRATEGIES
 from membudget.envs.validation import check_int, int_flag, number_flag
 from membudget.teachers.tier_oracle import frontier_at, lagrangian_frontier
-from membudget.studies.cli import resolve_quick
+from membudget.studies.cli import Progress, resolve_quick
 from membudget.studies.execution import Executor, add_backend_flags, executor_beside_pool
 from membudget.studies.protocol import bootstrap_ci, save_figure, study_subplots
 from membudget.studies.runs import (TrainCommand, model_to_bytes, ppo_from_bytes, record_training, start_run,
@@ -584,6 +584,9 @@ def main(argv=None):
                         "executor task per router instead)")
     p.add_argument("--out", default=d.out)
     p.add_argument("--reuse", action="store_true", help="load routers already saved in --out")
+    p.add_argument("--progress-bar", choices=("on", "off", "plain", "auto"), default="auto",
+                   help="progress on stderr, as the main job's: on (a live line), plain (a line per stage and every "
+                        "5 s), off, or auto (on when attached to a terminal, plain otherwise)")
     add_backend_flags(p)
     a = p.parse_args(argv)
     resolve_quick(p, a, QUICK_TIERS, {name: getattr(d, name) for name in QUICK_TIERS})
@@ -596,8 +599,8 @@ def main(argv=None):
         check_results_config(cfg)
     except ValueError as e:
         p.error(str(e).replace("per_lambda_strategy", "--per-lambda-strategy").replace("lambdas ", "--lambdas "))
-    with executor_beside_pool(a) as executor:
-        res = evaluate(cfg, executor=executor)
+    with Progress(a.progress_bar) as progress, executor_beside_pool(a, progress) as executor:
+        res = evaluate(cfg, progress=progress, executor=executor)
     text = format_results(res)
     print(text)
     os.makedirs(cfg.out, exist_ok=True)

@@ -12,14 +12,9 @@ import shlex
 import sys
 
 # The command lines import this module first, to refuse a mistake within a second or two: it imports nothing heavy
-# (the checks that need the environments import them when they run).
-
-EXTRAS = {"ray": "membudget[ray]", "optuna": "membudget[ray]", "minari": "membudget[minari]",
-          "h5py": "membudget[minari]", "torchrl": "membudget[interop]", "tensordict": "membudget[interop]",
-          "tianshou": "membudget[interop]", "rl_zoo3": "membudget[interop]", "supersuit": "membudget[interop]",
-          "mkdocs": "membudget[docs]", "tree": "ray[rllib]", "mabwiser": "membudget[test]"}
-"""Top-level modules of the optional extras: ``module: what to pip install`` (RLlib's dependencies, dm-tree's
-``tree`` first, come with ``ray[rllib]``, not with membudget's ray extra)."""
+# (the checks that need the environments import them when they run). The checks the teachers' command line shares
+# (optional extras, output folders) live in membudget.envs.validation, a floor it may import.
+from membudget.envs.validation import EXTRAS, check_extras, make_folder, missing_extra  # noqa: F401  (re-exported)
 
 
 def usage_error(prog: str, message: str):
@@ -38,16 +33,6 @@ def user_input(prog: str):
         usage_error(prog, e)
 
 
-def check_extras(modules) -> None:
-    """Each of ``modules`` (dotted names) can be imported, or ``ModuleNotFoundError`` names the first missing one."""
-    import importlib.util
-
-    for name in modules:
-        root = name.split(".")[0]
-        if importlib.util.find_spec(root) is None or importlib.util.find_spec(name) is None:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-
-
 @contextlib.contextmanager
 def optional_extras(prog: str):
     """Around a command's work: an optional extra that is not installed becomes one line naming the install command
@@ -55,10 +40,10 @@ def optional_extras(prog: str):
     try:
         yield
     except ModuleNotFoundError as e:
-        root = (e.name or "").split(".")[0]
-        if root not in EXTRAS:
+        message = missing_extra(e)
+        if message is None:
             raise
-        usage_error(prog, f"this needs {root}, which is not installed: pip install \"{EXTRAS[root]}\"")
+        usage_error(prog, message)
 
 
 def evaluate_command(subcommand: str, argv=None) -> str:
@@ -118,17 +103,6 @@ def check_run_name(name) -> str:
     if not isinstance(name, str) or name in (".", "..") or any(c in name for c in "/\\\0"):
         raise ValueError(f"name must be one folder name (no '/', not '.' or '..'), got {name!r}")
     return name
-
-
-def make_folder(name: str, path: str) -> None:
-    """The output folder ``path`` made (the last check, once everything else passed) or a ``ValueError`` naming
-    ``name`` when it cannot be."""
-    try:
-        os.makedirs(path or ".", exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"{name} {path!r} cannot be made: {e.strerror}") from None
-    if not os.access(path or ".", os.W_OK | os.X_OK):
-        raise ValueError(f"{name} {path!r} is not a writable folder")
 
 
 _ROLE = re.compile(r":(?:class|mod|func|meth|data|attr|obj|exc|ref):`(~?)([^`]+)`")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from membudget.envs.validation import int_flag
-from membudget.studies.cli import check_extras, optional_extras
+from membudget.envs.validation import int_flag, make_file_folder
+from membudget.studies.cli import check_extras, optional_extras, user_input
 from membudget.studies.execution import add_backend_flags, executor_from_flags
 from membudget.studies.protocol import parse_budget
 from membudget.teachers import build_label_dataset
@@ -28,10 +28,12 @@ def labels_main(argv=None):
                                                                      "on it)")
     add_backend_flags(parser)
     args = parser.parse_args(argv)
+    with user_input(parser.prog):  # before any work: the budgets, then the output path (it makes its folder)
+        budgets = [parse_budget(b, none_ok=False) for b in args.budgets]  # a label needs a budget
+        make_file_folder("--out", args.out)
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
-        ds = build_label_dataset(range(args.first_seed, args.first_seed + args.n_weeks),
-                                 [parse_budget(b) for b in args.budgets], map=executor.map,
+        ds = build_label_dataset(range(args.first_seed, args.first_seed + args.n_weeks), budgets, map=executor.map,
                                  chunk_weeks=args.chunk_weeks)
     ds.save(args.out)
     print(f"{args.out}: {len(ds)} rows from weeks {args.first_seed}-{args.first_seed + args.n_weeks - 1}, "
@@ -51,12 +53,14 @@ def demonstrations_main(argv=None):
     args = parser.parse_args(argv)
     with optional_extras(parser.prog):  # before any DP task runs
         check_extras(["minari"])
+    with user_input(parser.prog):
+        budget = parse_budget(args.budget)
     from membudget.teachers.minari_export import export_dp_demonstrations
 
     start = time.perf_counter()
     with executor_from_flags(args) as executor:
         ds = export_dp_demonstrations(args.dataset_id, range(args.first_seed, args.first_seed + args.n_weeks),
-                                      budget=parse_budget(args.budget), map=executor.map)
+                                      budget=budget, map=executor.map)
     print(f"{args.dataset_id}: {ds.total_episodes} weeks, {ds.total_steps} steps, {args.backend} backend "
           f"({time.perf_counter() - start:.1f} s)")
     return ds

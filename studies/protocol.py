@@ -11,9 +11,8 @@ import platform
 
 import numpy as np
 
-from membudget.envs.pm.levels import LEVELS, check_level
+from membudget.envs.pm.levels import parse_budget  # noqa: F401  (the command lines' budget check, exported here)
 from membudget.envs.pm.rollout import rollout
-from membudget.envs.pm.world import MAX_BUDGET
 from membudget.envs.validation import check_int, check_number
 
 SWEEP_CAPS = tuple(int(c) for c in np.round(np.linspace(5, 210, 20)))
@@ -50,20 +49,6 @@ def seed_ranges(seeds) -> str:
         else:
             runs.append([s, s])
     return ", ".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in runs)
-
-
-def parse_budget(text, levels=LEVELS):
-    """A budget as the command lines and config files give it, checked before any work: ``none`` (or None) → no
-    budget, a positive integer → that many queries, else a level name among ``levels`` (default PMWeek-v0's;
-    :func:`~membudget.envs.pm.levels.check_level` names the accepted ones)."""
-    if text is None or text == "none":
-        return None
-    if isinstance(text, bool):
-        raise ValueError(f"budget must be none, a positive integer or a level name, got {text!r}")
-    if isinstance(text, int) or str(text).isdigit():
-        return check_int("budget", int(text), 1, MAX_BUDGET)
-    check_level(str(text), levels)
-    return str(text)
 
 
 def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3, trust_model=False):

@@ -5,7 +5,8 @@ structural results are ``python -m membudget.evaluate structure``)."""
 import argparse
 import time
 
-from membudget.envs.validation import int_flag
+from membudget.envs.pm.levels import parse_budget
+from membudget.envs.validation import check_extras, int_flag, make_file_folder, missing_extra
 
 from .labels import build_label_dataset
 
@@ -24,17 +25,28 @@ def main(argv=None):
     mx.add_argument("--n-weeks", type=int_flag(1), default=20)
     mx.add_argument("--budget", default="B10", help="a level (B5...B80), an integer or none")
     args = parser.parse_args(argv)
+    # every mistake is one line and exit status 2 before any work: budgets, the output path, a missing extra
+    command = {"labels": lab, "export-minari": mx}[args.command]
+    try:
+        if args.command == "export-minari":
+            check_extras(["minari"])
+            budget = parse_budget(args.budget)
+        else:
+            budgets = [parse_budget(b, none_ok=False) for b in args.budgets]  # a label needs a budget
+            make_file_folder("--out", args.out)  # last: it makes the output's folder
+    except ValueError as e:
+        command.error(str(e))
+    except ModuleNotFoundError as e:
+        command.error(missing_extra(e) or str(e))
     start = time.perf_counter()
     if args.command == "export-minari":
         from .minari_export import export_dp_demonstrations
 
-        budget = None if args.budget == "none" else int(args.budget) if args.budget.isdigit() else args.budget
         ds = export_dp_demonstrations(args.dataset_id, range(args.first_seed, args.first_seed + args.n_weeks),
                                       budget=budget)
         print(f"{args.dataset_id}: {ds.total_episodes} weeks, {ds.total_steps} steps "
               f"({time.perf_counter() - start:.1f} s)")
         return ds
-    budgets = [int(b) if b.isdigit() else b for b in args.budgets]
     ds = build_label_dataset(range(args.first_seed, args.first_seed + args.n_weeks), budgets)
     ds.save(args.out)
     print(f"{args.out}: {len(ds)} rows from weeks {args.first_seed}-{args.first_seed + args.n_weeks - 1}, "

@@ -246,7 +246,7 @@ def test_quick_takes_a_flag_at_the_value_it_sets(monkeypatch, tmp_path):
 
     monkeypatch.chdir(tmp_path)
     ran = []
-    monkeypatch.setattr(budgetmem, "evaluate", lambda cfg, executor=None: ran.append(cfg) or {})
+    monkeypatch.setattr(budgetmem, "evaluate", lambda cfg, progress=print, executor=None: ran.append(cfg) or {})
     monkeypatch.setattr(budgetmem, "format_results", lambda res: "")
     monkeypatch.setattr(budgetmem, "plot_frontier", lambda res, path: None)
     for argv in (["--quick"], ["--quick", "--n-queries", "200", "--per-lambda-strategy", "capacity"]):

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from ..validation import check_int
 from .world import MAX_BUDGET, WorldConfig, generate_episode
 
 DEV_SEEDS = range(2000, 2020)
@@ -87,16 +88,39 @@ def budget_argument(env):
     return int(e.budget)
 
 
-def check_level(budget: str, levels=LEVELS) -> int:
+def check_level(budget: str, levels=LEVELS, none: str | None = "None") -> int:
     """The ``q`` of a level name ``"Bq"`` among ``levels``; anything else raises ``ValueError`` naming the accepted
-    levels (the levels the package calibrates its gates for; another budget is an integer number of queries)."""
+    levels (the levels the package calibrates its gates for; another budget is an integer number of queries).
+    ``none``: how the message names no budget: ``"None"`` (Python's, the default), ``"none"`` (the command lines'
+    word), or None where a budget is needed."""
     m = _LEVEL_RE.match(budget)
     if not m or int(m.group(1)) not in levels:
         hint = f" (did you mean {budget.upper()!r}?)" if budget.upper() != budget and _LEVEL_RE.match(
             budget.upper()) and int(budget[1:]) in levels else ""
+        if none and budget != none and budget.lower() == none.lower():
+            hint = f" (did you mean {none}?)" if none == "None" else f" (did you mean {none!r}?)"
         raise ValueError(f"budget {budget!r} is not a level{hint}; the levels are "
-                         f"{', '.join(f'B{q}' for q in levels)} (or give an integer budget, or none)")
+                         f"{', '.join(f'B{q}' for q in levels)} (or give an integer budget"
+                         f"{f', or {none}' if none else ''})")
     return int(m.group(1))
+
+
+def parse_budget(text, levels=LEVELS, *, none_ok: bool = True):
+    """A budget as the command lines and config files give it, checked before any work: ``none`` (or None) → no
+    budget (unless not ``none_ok``), an integer (``"21"``) → that many queries, in ``[1, MAX_BUDGET]``, else a level
+    name among ``levels`` (default PMWeek-v0's; :func:`check_level` names the accepted ones). Anything else raises
+    ``ValueError``."""
+    if (text is None or text == "none") and not none_ok:
+        raise ValueError(f"budget {text!r} is not accepted here: give a level ({', '.join(f'B{q}' for q in levels)}) "
+                         "or a positive integer")
+    if text is None or text == "none":
+        return None
+    if isinstance(text, (bool, np.bool_)):
+        raise ValueError(f"budget must be none, a positive integer or a level name, got {text!r}")
+    if isinstance(text, (int, np.integer)) or re.fullmatch(r"-?[0-9]+", str(text)):  # "-5" too: an integer < 1
+        return check_int("budget", int(text), 1, MAX_BUDGET)
+    check_level(str(text), levels, none="none" if none_ok else None)
+    return str(text)
 
 
 def resolve_budget_from_mean(budget, mean_cost, levels=LEVELS):
