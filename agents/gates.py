@@ -128,6 +128,7 @@ class StaticGate(ThresholdGate):
         counts (default: the budget levels of the dataset's world and cost profile). The fitted attributes are
         set together at the end: a fit that fails leaves the gate as it was."""
         self.validate_params()
+        self.check_fit_data(dataset, levels)
         levels = levels or levels_of(dataset)
         self._check_calibration(levels)
         X, y, weeks = self.check_rows(dataset.features, fitting=True), getattr(dataset, self.label), dataset.week
@@ -305,6 +306,7 @@ class TemporalGate(StaticGate):
         """Fit on ``dataset``'s rows with this gate's teacher labels at ``budget``; select the threshold by
         out-of-fold complete-week Set F1 in the environment."""
         self.validate_params()
+        self.check_fit_data(dataset, levels)
         j = dataset.budget_index(self.budget)
         y = getattr(dataset, self.teacher)[j]
         X = np.concatenate([dataset.features, getattr(dataset, f"budget_features_{self.teacher}")[j]],

@@ -306,12 +306,26 @@ def _net_settings(fit: dict) -> dict:
     return {k: v for k, v in fit.items() if k != "calibrate"}
 
 
+def check_train_seeds(train_seeds) -> None:
+    """``train_seeds`` are the training episodes' seeds (weeks on PMWeek-v0), a non-empty list, tuple, range or 1-D
+    array of non-negative ints, not demonstrations (the teacher labels them itself); otherwise ``TypeError`` /
+    ``ValueError`` naming it."""
+    if not (isinstance(train_seeds, (list, tuple, range)) or isinstance(train_seeds, np.ndarray) and train_seeds.ndim):
+        raise TypeError(f"train_seeds must be a list (or tuple, range, 1-D array) of episode seeds, e.g. [2000, "
+                        f"2001], got {type(train_seeds).__name__}")
+    if len(train_seeds) == 0:
+        raise ValueError("train_seeds is empty: imitation needs at least one training episode's seed")
+    for i, s in enumerate(train_seeds):
+        check_int(f"train_seeds[{i}]", s, 0)
+
+
 def fit_bc(train_seeds, budget, settings=None, *, seed=0, progress=None, task=PMWEEK, **overrides):
     """Behaviour cloning on the teacher's schedules of ``train_seeds`` at ``budget``; ``(policy, history)``.
     ``settings``: an :class:`ImitationSettings` (None: ``task``'s default, :func:`defaults`: :data:`DEFAULTS` on
     PMWeek-v0, chosen on validation weeks); ``overrides``: any of :data:`FIT_SETTINGS` (``hidden``: layer widths
     of the :class:`PerResourceNet`, an int ``h`` meaning ``(h, h)``); ``task``: :data:`PMWEEK` or
-    :data:`CONVERSATION`."""
+    :data:`CONVERSATION`. ``train_seeds``: :func:`check_train_seeds`."""
+    check_train_seeds(train_seeds)
     fit = _settings(task, seed, settings, overrides)
     start = time.perf_counter()
     demos = dp_demonstrations(train_seeds, budget, task=task)
@@ -333,6 +347,7 @@ def fit_dagger(train_seeds, budget, settings=None, *, seed=0, progress=None, tas
     one per week plus one per state the student reached off the teacher's plan; on conversations one per state).
     ``settings``, ``overrides`` (also ``iterations``) and ``task`` as in :func:`fit_bc`; ``callback(iteration,
     policy)``, if given, sees the student of every fit (iteration 0: the BC fit)."""
+    check_train_seeds(train_seeds)
     fit = _settings(task, seed, settings, overrides, extra=("iterations",))
     iterations = check_int("iterations", fit.pop("iterations"), 1)
     start = time.perf_counter()

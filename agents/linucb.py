@@ -30,7 +30,8 @@ Inputs are checked where they enter, each error naming the argument: observation
 ``observation``) and targets (``correct``, ``cost``, ``rewards``) must be numeric (never strings or ``None``),
 finite, and at most :data:`MAX_MAGNITUDE` in absolute value ("too large" and "not finite" are told apart); so must
 ``alpha`` and ``cost_weight``, and ``l2_lambda`` lies in ``[1 / MAX_MAGNITUDE, MAX_MAGNITUDE]``. Within these
-bounds every product of the ridge updates and of the scores stays inside float64.
+bounds every product of the ridge updates and of the scores stays inside float64. A ``cost`` is never negative
+(``ReplayStream-v0``'s normalised cost lies in [0, 1]).
 """
 
 from __future__ import annotations
@@ -81,6 +82,12 @@ def _check_values(name, a: np.ndarray) -> None:
     if big.any():
         raise ValueError(f"{name} is too large: at most {MAX_MAGNITUDE:g} in absolute value, found "
                          f"{a[big].flat[0]:g} at index {tuple(int(i) for i in np.argwhere(big)[0])}")
+
+
+def _negative_cost(name, value, where="") -> ValueError:
+    """The ``ValueError`` of a negative cost target ``name`` (``where``: the offending entry's index, if any)."""
+    return ValueError(f"{name} must be >= 0 (an observed cost; ReplayStream-v0's normalised cost lies in [0, 1]), "
+                      f"got {value!r}{where}")
 
 
 # Codes of the kernels' input checks (0: fine).
@@ -169,6 +176,8 @@ class _LinUCBBase(BaseEstimator):
     """Shared state and updates; ``_n_heads`` targets per observation."""
 
     _n_heads = 1
+    _NON_NEGATIVE = ()
+    """Targets that are costs: refused when negative."""
 
     # -------------------------------------------------------------------------------------------- validation
 
@@ -235,6 +244,9 @@ class _LinUCBBase(BaseEstimator):
                 raise ValueError(f"{name} must be one number or {X.shape[0]} (one per row), got shape {t.shape}")
             t = np.broadcast_to(t.astype(np.float64), (X.shape[0],))
             _check_values(name, t)
+            if name in self._NON_NEGATIVE and (t < 0).any():
+                i = int(np.flatnonzero(t < 0)[0])
+                raise _negative_cost(name, float(t[i]), f" at index {i}" if np.ndim(targets[name]) else "")
             columns.append(t)
         return actions, np.column_stack(columns)
 
@@ -304,6 +316,9 @@ class _LinUCBBase(BaseEstimator):
                 if v.ndim:
                     raise ValueError(f"{name} must be one number, got shape {v.shape}")
                 targets[name] = float(v)
+        for name in self._NON_NEGATIVE:
+            if -math.inf < targets[name] < 0:  # -inf is refused as not finite, by the kernel
+                raise _negative_cost(name, targets[name])
         code, where = _sherman_morrison_kernel(self.A_inv_, self.b_, self.theta_, self._score_theta, self._w, int(a),
                                                x, tuple(targets.values()), MAX_MAGNITUDE)
         if code:
@@ -419,12 +434,16 @@ class LinUCB(_LinUCBBase):
     - ``alpha_decay``: ``None`` (constant ``alpha``) or ``τ > 0``: after ``n`` observations (all actions together)
       the bonus is scaled by ``α · τ / (τ + n)``.
 
+    The observed ``cost`` given to :meth:`fit`, :meth:`partial_fit` and :meth:`update` must be >= 0 (and finite):
+    the environment's normalised cost, in [0, 1]; a negative one raises ``ValueError`` naming ``cost``.
+
     Learned attributes: ``A_inv_`` (n_actions, d, d), ``b_`` and ``theta_`` (n_actions, 2, d) with head 0 =
     correctness and head 1 = cost, ``n_updates_`` (n_actions,), ``n_features_in_``, ``last_bonus_`` (UCB bonus
     of the action chosen by the last :meth:`select`).
     """
 
     _n_heads = 2
+    _NON_NEGATIVE = ("cost",)
 
     def __init__(self, *, n_actions=12, alpha=0.5, l2_lambda=1.0, cost_weight=0.5, fit_intercept=True,
                  alpha_decay=None):

@@ -6,12 +6,12 @@ import numba
 import numpy as np
 from numba.np.random.random_methods import buffered_bounded_lemire_uint32
 
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_int, observation_entry
 
 
 def _batched(observation):
     """``(mask as (n, R) bool, whether the input was a single observation)``."""
-    mask = np.asarray(observation["mask"])
+    mask = np.asarray(observation_entry(observation, "mask"))
     if not ((mask == 0) | (mask == 1)).all():   # a NaN or a 0.5 is no candidate flag (astype(bool) reads it as 1)
         raise ValueError("observation['mask'] must hold 0 and 1 only")
     if mask.ndim == 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES
-from membudget.envs.validation import check_int, check_number, constructor_repr
+from membudget.envs.validation import check_int, check_number, constructor_repr, observation_entry
 
 from .thresholds import STATIC_BUDGETS, ThresholdGate, check_level, levels_of, target_count_threshold
 
@@ -20,7 +20,10 @@ _B = {n: i for i, n in enumerate(BUDGET_FEATURE_NAMES)}
 
 
 def _batch(observation):
-    res = np.asarray(observation["resources"])
+    """``(observation with a batch axis, whether it was a single one)``; the keys the schedules read checked."""
+    for key in ("budget", "mask"):
+        observation_entry(observation, key)
+    res = np.asarray(observation_entry(observation, "resources"))
     single = res.ndim == 2
     if single:
         observation = {k: np.asarray(v)[None] for k, v in observation.items()}
@@ -235,7 +238,10 @@ class RelevanceGate(ThresholdGate):
         return self.check_rows(X)[:, _F["max_relevance"]]
 
     def fit(self, dataset, levels=None):
+        """Thresholds on ``dataset`` (a :class:`~membudget.teachers.LabelDataset`; ``levels`` as in
+        :class:`~membudget.agents.StaticGate`'s ``fit``), calibrated as Static's on the relevance hint."""
         self.validate_params()
+        self.check_fit_data(dataset, levels)
         levels = levels or levels_of(dataset)
         self._check_calibration(levels)
         if len(dataset.week) == 0:

@@ -16,7 +16,9 @@ import re
 import numpy as np
 
 from membudget.envs.pm import BUDGET_FEATURE_NAMES, RESOURCE_FEATURE_NAMES, WorldConfig, budget_levels
-from membudget.envs.validation import check_int, check_known, constructor_repr, read_npz, reading_artefact
+from membudget.envs.validation import (check_int, check_known, check_number, constructor_repr,
+                                       observation_entry, read_npz, reading_artefact)
+
 
 _LEVEL = re.compile(r"B[1-9][0-9]*")
 
@@ -78,11 +80,11 @@ class ThresholdGate:
     uses_budget_features = False
 
     def _features(self, observation):
-        res = np.asarray(observation["resources"], dtype=np.float64)
+        res = np.asarray(observation_entry(observation, "resources"), dtype=np.float64)
         single = res.ndim == 2
         res = res[None] if single else res
         if self.uses_budget_features:
-            bud = np.asarray(observation["budget"], dtype=np.float64)
+            bud = np.asarray(observation_entry(observation, "budget"), dtype=np.float64)
             bud = bud[None] if single else bud
             X = np.concatenate([res, np.repeat(bud[:, None, :], res.shape[1], axis=1)], axis=2)
         else:
@@ -94,7 +96,7 @@ class ThresholdGate:
         X, single = self._features(observation)
         n, R, F = X.shape
         s = self.score(X.reshape(n * R, F)).reshape(n, R)
-        mask = np.asarray(observation["mask"]).reshape(n, R).astype(bool)
+        mask = np.asarray(observation_entry(observation, "mask")).reshape(n, R).astype(bool)
         action = np.where(mask & (s >= threshold), np.maximum(s, 1e-6), -1.0).astype(np.float32)
         return action[0] if single else action
 
@@ -132,6 +134,23 @@ class ThresholdGate:
         if "n_features" in z:
             self.n_features_in_ = check_int("array 'n_features'", int(np.asarray(z["n_features"])),
                                             len(RESOURCE_FEATURE_NAMES), 100_000)
+
+    @staticmethod
+    def check_fit_data(dataset, levels=None) -> None:
+        """A fit's arguments: ``dataset`` a :class:`~membudget.teachers.LabelDataset` (``TypeError`` otherwise, not an
+        ``AttributeError`` deep inside the fit) and ``levels`` None or a dict of budget level names to query counts
+        (finite numbers >= 0)."""
+        from membudget.teachers.labels import LabelDataset
+
+        if not isinstance(dataset, LabelDataset):
+            raise TypeError(f"dataset must be a LabelDataset (membudget.teachers.LabelDataset, from "
+                            f"build_label_dataset or LabelDataset.load), got {type(dataset).__name__}")
+        if levels is not None:
+            if not isinstance(levels, dict):
+                raise TypeError(f"levels must be a dict of budget level names to query counts or None, got "
+                                f"{type(levels).__name__}")
+            for name, count in levels.items():
+                check_number(f"levels[{name!r}]", count, 0)
 
     @staticmethod
     def check_training_rows(X, y, name: str) -> None:

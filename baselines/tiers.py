@@ -30,16 +30,22 @@ class FixedTier:
 
 
 class AllLow(FixedTier):
+    """The all-LOW baseline: tier 0 (LOW, the cheapest) for every module of every query."""
+
     def __init__(self):
         super().__init__(0)
 
 
 class AllMid(FixedTier):
+    """The all-MID baseline: tier 1 (MID) for every module of every query."""
+
     def __init__(self):
         super().__init__(1)
 
 
 class AllHigh(FixedTier):
+    """The all-HIGH baseline: tier 2 (HIGH, the costliest) for every module of every query."""
+
     def __init__(self):
         super().__init__(2)
 

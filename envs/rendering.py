@@ -1,8 +1,8 @@
 """Rendering shared by every environment: ``render_mode="ansi"`` returns the current state as a string,
 ``"human"`` prints it, ``"rgb_array"`` returns a picture of the episode so far, an ``(H, W, 3)`` uint8 array of
 :data:`FRAME_SIZE` drawn on matplotlib's Agg canvas (no display needed; what Gymnasium's ``RecordVideo`` and a
-notebook's ``plt.imshow`` take). Another mode warns, as Gymnasium does for a mode an environment does not declare,
-and ``render()`` then returns ``None``.
+notebook's ``plt.imshow`` take). Another mode is refused by the environment's constructor (``ValueError`` listing
+its ``metadata["render_modes"]``), rather than warned about by Gymnasium and ignored by ``render()``.
 
 An environment records what its picture needs only when ``render_mode="rgb_array"`` (its ``_pictures`` flag);
 with any other mode stepping does no work for rendering.
@@ -24,10 +24,11 @@ C_GOOD, C_BAD, C_MISS, C_NEUTRAL = "#1a9850", "#d73027", "#fd8d3c", "#969696"
 
 
 def check_render_mode(render_mode, name: str):
-    """``render_mode`` as given; a mode other than None and :data:`RENDER_MODES` warns."""
-    if render_mode is not None and render_mode not in RENDER_MODES:
-        gym.logger.warn(f"{name} renders {list(RENDER_MODES)} only; render_mode {render_mode!r} is not supported "
-                        "and render() will return None")
+    """``render_mode`` as given when it is None or one of :data:`RENDER_MODES` (every environment's
+    ``metadata["render_modes"]``); anything else raises ``ValueError`` naming the environment ``name``."""
+    if render_mode is not None and not (isinstance(render_mode, str) and render_mode in RENDER_MODES):
+        raise ValueError(f"render_mode must be None or one of {name}'s metadata['render_modes'] "
+                         f"{list(RENDER_MODES)}, got {render_mode!r}")
     return render_mode
 
 

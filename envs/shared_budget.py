@@ -24,11 +24,23 @@ from membudget.envs.validation import check_bool, check_int, check_options
 
 
 def parallel_env(**kwargs) -> "raw_env":
+    """The shared-budget environment in PettingZoo's parallel form (its native one): a :class:`raw_env` built with
+    ``kwargs`` (``n_agents``, ``budget``, ``per_step_cap``, ... and ``render_mode``; see :class:`raw_env` for the
+    arguments, spaces, rewards and episode end). Step it with one action per agent: ``env.step({agent: action})``."""
     return raw_env(**kwargs)
 
 
 def env(**kwargs) -> "AECSharedBudget":
+    """The shared-budget environment in PettingZoo's AEC form: :func:`parallel_env` with ``kwargs`` (the
+    :class:`raw_env` arguments) wrapped in PettingZoo's ``parallel_to_aec`` converter (an :class:`AECSharedBudget`,
+    which checks each action as it is given). Agents act one at a time: ``env.step(action)`` for
+    ``env.agent_selection``."""
     return AECSharedBudget(parallel_env(**kwargs))
+
+
+API_TEST_OPTIONS = {"options": 1}
+"""The reset ``options`` PettingZoo's ``api_test`` and ``parallel_api_test`` pass to check that ``reset`` takes
+them: accepted and ignored. Every other key is refused, as by the single-agent environments (none is supported)."""
 
 
 class AECSharedBudget(parallel_to_aec_wrapper):
@@ -90,7 +102,8 @@ class raw_env(Render, ParallelEnv):
     ## Starting State
 
     ``reset(seed=s)`` draws agent ``i``'s week from seed ``s + i`` (and the executor's tie order from an
-    independent stream); the whole shared budget is available.
+    independent stream); the whole shared budget is available. ``reset`` takes no options (any key of ``options``
+    raises ``ValueError``, as in ``PMWeek-v0``; PettingZoo's api-test probe ``{"options": 1}`` is ignored).
 
     ## Episode End
 
@@ -185,8 +198,11 @@ class raw_env(Render, ParallelEnv):
         return self.action_spaces[agent]
 
     def reset(self, seed=None, options=None):
-        # ``options``, a dict or None, is accepted and unused: PettingZoo's api tests pass arbitrary options to reset.
-        check_options(options)
+        """Draw every agent's week (``seed``: agent ``i``'s week is ``seed + i``); the environment has no reset
+        options: ``options`` is None or ``{}`` (any key raises ``ValueError``, a non-dict ``TypeError``), bar
+        :data:`API_TEST_OPTIONS`, which PettingZoo's api tests pass to check the signature and which is ignored."""
+        if not (isinstance(options, dict) and options == API_TEST_OPTIONS):
+            check_options(options, ())
         seed = check_int("seed", seed, 0, none_ok=True)
         if seed is not None:
             self._rngs = [seeding.np_random(int(seed) + i)[0] for i in range(self.n_agents)]

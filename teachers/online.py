@@ -24,7 +24,7 @@ from membudget.envs.pm.env import scores_of
 from membudget.envs.pm.levels import budget_argument
 from membudget.envs.pm.vector import PMWeekVectorEnv
 from membudget.envs.pm.world import NEVER, POS
-from membudget.envs.validation import check_int, check_number, constructor_repr
+from membudget.envs.validation import check_int, check_number, constructor_repr, observation_entry
 
 from .observed import AgentView, Observed
 from .posterior import RW, PosteriorSampler
@@ -99,11 +99,7 @@ class HindsightPlanner:
     def _mask(self, observation) -> np.ndarray:
         """The candidate mask of ``observation``, once fitted and for one environment (else a clear error)."""
         self._check_fitted()
-        try:
-            mask = np.asarray(observation["mask"])
-        except (KeyError, TypeError, IndexError, ValueError):
-            raise ValueError(f"observation must be a mapping with a 'mask' array, got {type(observation).__name__}"
-                             ) from None
+        mask = np.asarray(observation_entry(observation, "mask"))
         if mask.ndim != 1:
             raise ValueError(f"{type(self).__name__} plays one week (an observation of one environment)")
         return mask

@@ -859,7 +859,7 @@ def test_linucb_values_up_to_the_bound_keep_the_ridge_state_finite():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (20, 12)) * MAX_MAGNITUDE
     b = LinUCB(alpha=MAX_MAGNITUDE, cost_weight=MAX_MAGNITUDE)
-    b.fit(X[:10], rng.integers(0, 12, 10), np.full(10, MAX_MAGNITUDE), np.full(10, -MAX_MAGNITUDE))
+    b.fit(X[:10], rng.integers(0, 12, 10), np.full(10, -MAX_MAGNITUDE), np.full(10, MAX_MAGNITUDE))  # cost >= 0
     for x in X[10:]:
         b.update(x, b.select(x), -MAX_MAGNITUDE, MAX_MAGNITUDE)
     assert all(np.isfinite(a).all() for a in (b.A_inv_, b.b_, b.theta_, b.decision_function(X)))

@@ -197,7 +197,7 @@ def test_state_space_and_pettingzoo_state_test():
         state_test(shared_budget.env(n_agents=3), shared_budget.parallel_env(n_agents=3))
 
 
-def test_text_render_and_unsupported_mode_warns():
+def test_text_render_and_unsupported_mode_is_refused():
     env = shared_budget.parallel_env(n_agents=2, render_mode="ansi")
     assert env.render() == "shared budget: call reset() first"
     with pytest.raises(RuntimeError, match=r"call reset\(\) before step"):
@@ -205,7 +205,7 @@ def test_text_render_and_unsupported_mode_warns():
     env.reset(seed=6000)
     text = env.render()
     assert "agent_0" in text and "agent_1" in text and "step 0/80" in text
-    with pytest.warns(UserWarning, match="depth_array"):
+    with pytest.raises(ValueError, match=r"^render_mode must be None or one of .*'depth_array'"):
         shared_budget.parallel_env(render_mode="depth_array")
 
 

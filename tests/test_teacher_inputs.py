@@ -52,9 +52,11 @@ def test_online_planner_refuses_a_negative_seed_when_fitted_and_a_non_observatio
     env = AgentView(PMWeekEnv(budget="B10"))
     planner = HindsightPlanner(env=env, n_samples=2).fit()
     env.reset(seed=0)
-    for bad in (None, {"resources": np.zeros((11, 27))}, 3):
-        with pytest.raises(ValueError, match=r"observation must be a mapping with a 'mask' array"):
+    for bad in (None, 3):
+        with pytest.raises(TypeError, match=r"observation must be a dict observation .* got"):
             planner.predict(bad)
+    with pytest.raises(ValueError, match=r"observation lacks the 'mask' key"):
+        planner.predict({"resources": np.zeros((11, 27))})
 
 
 def test_posterior_sampler_refuses_an_observation_of_another_type():

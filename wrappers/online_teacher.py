@@ -19,6 +19,7 @@ import numpy as np
 from membudget.envs.conversation import ConversationPMEnv
 from membudget.envs.pm import PMWeekEnv
 from membudget.envs.pm.env import scores_of
+from membudget.envs.validation import check_bool, check_int
 from membudget.teachers import conversation_online
 from membudget.teachers.observed import AgentView
 from membudget.teachers.online import DEFAULT_SAMPLES, HindsightPlanner
@@ -34,13 +35,19 @@ class OnlineTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
     DEFAULT_SAMPLES` on a conversation); ``n_particles``: its weighted draws;
     ``seed``: its random stream (the labels of a run repeat), restarted at every seeded reset, so that
     ``reset(seed=s)`` repeats the week's labels (and oracle features); unseeded resets continue it.
-    ``teacher_calls`` counts the planner's decisions so far."""
+    ``teacher_calls`` counts the planner's decisions so far. The arguments are checked here, each error naming
+    it: ``samples`` an int in [1, 100000] or None, ``n_particles`` an int in [1, 1000000] or None, ``seed`` a
+    non-negative int, ``oracle_feature`` a bool."""
 
     def __init__(self, env: gym.Env, *, samples: int | None = None, n_particles=None, seed: int = 0,
                  oracle_feature: bool = False):
         gym.utils.RecordConstructorArgs.__init__(self, samples=samples, n_particles=n_particles, seed=seed,
                                                  oracle_feature=oracle_feature)
-        e = env.unwrapped
+        samples = check_int("samples", samples, 1, 100_000, none_ok=True)
+        n_particles = check_int("n_particles", n_particles, 1, 10**6, none_ok=True)
+        seed = check_int("seed", seed, 0)
+        oracle_feature = check_bool("oracle_feature", oracle_feature)
+        e = getattr(env, "unwrapped", env)
         if isinstance(e, ConversationPMEnv):
             view = env
             self.planner = conversation_online.ConversationPlanner(

@@ -30,7 +30,7 @@ from membudget.envs.pm import PMWeekEnv, PMWeekVectorEnv
 from membudget.envs.proactive import ProactiveStreamEnv
 from membudget.envs.replay import ReplayStreamEnv
 from membudget.envs.tiers import TierRoutingEnv
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_bool, check_int
 from membudget.teachers.hindsight_dp import solve_problem
 from membudget.teachers.problem import problem_from_env
 from membudget.teachers.tier_oracle import HindsightTierOracle
@@ -92,20 +92,22 @@ class HindsightTeacher(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ``mode`` (PMWeek-v0): ``"continuation"`` (default; the optimum from the visited state) or ``"plan"`` (the DP's
     plan fixed at reset, whatever the agent does); ``exact_cost`` (PMWeek-v0): the optimum among schedules whose
     week costs exactly that much (BudgetPM's exact-cost teacher; no proposal where none is left). ``expected``
-    (TierRouting-v0): the expected-quality oracle instead of the hindsight one. ``teacher_solves`` counts the DP
-    solves so far (PMWeek-v0)."""
+    (TierRouting-v0, a bool): the expected-quality oracle instead of the hindsight one. ``teacher_solves`` counts
+    the DP solves so far (PMWeek-v0)."""
 
     def __init__(self, env: gym.Env, *, mode: str = "continuation", expected: bool = False, exact_cost=None):
         gym.utils.RecordConstructorArgs.__init__(self, mode=mode, expected=expected, exact_cost=exact_cost)
         gym.Wrapper.__init__(self, env)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.mode, self.expected = mode, bool(expected)
+        self.mode, self.expected = mode, check_bool("expected", expected)
         base = env.unwrapped
         if exact_cost is not None:
             check_int("exact_cost", exact_cost, 0)
             if not isinstance(base, PMWeekEnv):
                 raise ValueError("exact_cost applies to PMWeek-v0 only")
+        if self.expected and not isinstance(base, TierRoutingEnv):
+            raise ValueError("expected=True applies to TierRouting-v0 only")
         if isinstance(base, PMWeekEnv):
             self._kind = "pm"
             self._pm = _PMPlan(base, 0, mode, exact_cost)

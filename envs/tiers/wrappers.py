@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from ..validation import check_int, check_number
+from .env import TierRoutingEnv
 
 
 MIN_EPS = 1e-12
@@ -70,9 +71,15 @@ class BudgetMemReward(gym.Wrapper):
     """Replace ``TierRouting-v0``'s static reward by BudgetMem's §5.5 reward (see the module docstring). λ is the
     environment's (``info["lam"]``, so the λ-conditioned variant works unchanged). The normaliser's history lives
     in the wrapper and persists across episodes (it is the point of a sliding window); ``info["episode_metrics"]``
-    at the end of a query gains ``normalized`` = ``{"r_cost", "beta", "q5", "q95"}``."""
+    at the end of a query gains ``normalized`` = ``{"r_cost", "beta", "q5", "q95"}``. It wraps ``TierRouting-v0``
+    environments only (a :class:`~membudget.envs.tiers.TierRoutingEnv`, wrapped or not): any other raises
+    ``TypeError`` here, as it lacks the ``r_task`` / ``cost`` metrics and the ``lam`` the reward is built from."""
 
     def __init__(self, env, window: int = 256, use_beta: bool = True, eps: float = 1e-6, min_history: int = 2):
+        base = getattr(env, "unwrapped", env)
+        if not isinstance(base, TierRoutingEnv):
+            raise TypeError(f"BudgetMemReward wraps TierRouting-v0 environments only (a TierRoutingEnv, wrapped or "
+                            f"not: its reward reads their r_task, cost and lam), got env={type(base).__name__}")
         super().__init__(env)
         self.normalizer = CostNormalizer(window=window, use_beta=use_beta, eps=eps, min_history=min_history)
 
