@@ -304,7 +304,8 @@ class TemporalGate(StaticGate):
 
     def fit(self, dataset, levels: dict | None = None):
         """Fit on ``dataset``'s rows with this gate's teacher labels at ``budget``; select the threshold by
-        out-of-fold complete-week Set F1 in the environment."""
+        out-of-fold complete-week Set F1 in the environment. ``levels`` (checked, not used) keeps the gates' common
+        ``fit(dataset, levels)``: this gate fits its one ``budget``."""
         self.validate_params()
         self.check_fit_data(dataset, levels)
         j = dataset.budget_index(self.budget)
