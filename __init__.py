@@ -5,6 +5,6 @@ Importing the package registers every environment id (``membudget/PMWeek-v0``, .
 
 from membudget.envs.registration import register_envs
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 register_envs()

@@ -129,8 +129,9 @@ class raw_env(Render, ParallelEnv):
 
     - v0: initial version. Since 0.2.0 the skipped proposals are flat info keys (``skipped_budget``, ...; they were
       the nested dict ``info["skipped"]``), and an agent's info has ``PMWeek-v0``'s other step-info keys too
-      (``step``, ``late_execution``, ``late_miss``, ``expired_negative``); dynamics, observation and reward are
-      unchanged.
+      (``step``, ``late_execution``, ``late_miss``, ``expired_negative``); the episode metrics' breakdown per
+      trigger type is flat keys (``time_due``, ...; it was the dict of dicts ``per_trigger_type``); dynamics,
+      observation and reward are unchanged.
     """
 
     metadata = {"name": "membudget_shared_budget_v0", "render_modes": list(RENDER_MODES), "render_fps": 8,

@@ -98,6 +98,24 @@ def test_documented_spaces_are_the_real_ones(env_id):
         assert _documented(_section(doc, "Observation Space"), n_res) == _render(obs_space)
 
 
+def test_the_flat_variants_documented_spaces_are_the_real_ones():
+    import re
+
+    from membudget.envs.pm.env import PMWeekEnv
+    from membudget.envs.pm.flat import FlatObservation, MultiDiscreteProposals
+
+    env = gym.make("membudget/PMWeekFlat-v0")
+    base = env.unwrapped.observation_space
+    R, F, n_budget = base["resources"].shape + base["budget"].shape
+    size = n_budget + (F + 1) * R
+    assert env.observation_space.shape == (size,) and env.observation_space.dtype == np.float32
+    assert env.action_space == gym.spaces.MultiDiscrete([2] * R)
+    for doc in (FlatObservation.__doc__, PMWeekEnv.__doc__):
+        assert re.search(rf"``Box\({n_budget} \+ {F + 1} R,\)`` float32,? \(?{size}", doc), doc
+    assert "``MultiDiscrete([2] * R)``" in MultiDiscreteProposals.__doc__
+    assert "``MultiDiscrete([2] * R)``" in _section(PMWeekEnv.__doc__, "Action Space")
+
+
 @pytest.mark.parametrize("env_id", sorted(PAGES))
 def test_each_page_renders_its_class_docstring(env_id):
     with open(os.path.join(ROOT, "docs", "envs", PAGES[env_id])) as f:

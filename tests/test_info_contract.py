@@ -38,8 +38,25 @@ def test_reset_and_step_infos_have_one_signature(env_id):
         sigs.add(tuple(sorted(_signature(info).items())))
     assert len(sigs) == 1, sigs
     _signature(metrics)  # the end-of-episode summary is numeric too
+    assert not [k for k, v in metrics.items() if isinstance(v, dict)]  # and flat: batched info readers take it
     if env_id == "membudget/PMWeek-v0":
         assert metrics["exhaustion_step"] == -1 and metrics["spend_per_quarter"].shape == (4,)
+
+
+def test_the_breakdown_per_trigger_type_is_flat_and_its_recall_is_hit_over_due():
+    from membudget.envs.pm.env import TRIGGER_TYPES
+
+    env = gym.make("membudget/PMWeek-v0")
+    obs, _ = env.reset(seed=2000)
+    done = False
+    while not done:
+        obs, _, done, _, info = env.step(obs["mask"].astype(np.int8))  # every candidate
+    m = info["episode_metrics"]
+    for t in TRIGGER_TYPES:
+        due, hit, recall = m[f"{t}_due"], m[f"{t}_hit"], m[f"{t}_recall"]
+        assert isinstance(due, (int, np.integer)) and isinstance(hit, (int, np.integer)) and 0 <= hit <= due
+        assert recall == hit / due if due else np.isnan(recall)
+    assert sum(m[f"{t}_hit"] for t in ("time", "channel", "visible")) == m["tp"]  # types that partition the TPs
 
 
 def test_shared_budget_infos_have_one_signature():

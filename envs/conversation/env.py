@@ -165,8 +165,8 @@ class ConversationPMEnv(OneWeekEnv):
       query-history features neutralised to 0, ``NEUTRALISED``; the hint is the pair's token similarity)
       followed by BudgetPM's 7 GoodAI features:
       semantic-resource identity, semantic-trigger fraction, token and fuzzy similarity, memory age, repeat
-      fraction, active-memory count. Names in ``FEATURE_NAMES``. The base response is not observed: the features
-      are built before the agent replies.
+      fraction, active-memory count. Names in ``membudget.envs.conversation.env.FEATURE_NAMES``. The base
+      response is not observed: the features are built before the agent replies.
     - ``"budget"``: ``Box(9,)`` float32, PMWeek-v0's nine budget features.
     - ``"mask"``: ``MultiBinary(R)``, the candidate mask (live memory, similarity >= gate).
 

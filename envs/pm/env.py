@@ -26,7 +26,8 @@ EVENT_KEYS = ("tp", "fp", "fn", "late_execution", "late_miss", "expired_negative
 STEP_INFO_KEYS = ("step", "queried", "cost", "remaining_budget", *SKIPPED_KEYS, *EVENT_KEYS)
 """The keys of ``info`` at every step and at reset, single and vector env alike."""
 TRIGGER_TYPES = ("time", "channel", "cross_day", "update_sensitive", "visible")
-"""Keys of ``episode_metrics["per_trigger_type"]``."""
+"""The trigger types of ``episode_metrics``' breakdown: ``{type}_due``, ``{type}_hit`` (due and on-time counts) and
+``{type}_recall`` (NaN where nothing was due)."""
 INT_METRICS = ("tp", "fp", "fn", "realized_cost", "queries", "exhaustion_step", "on_time_hit", "late_execution", "miss",
                "false_alarm", "update_violation")
 """``episode_metrics`` entries that are counts (int); the others are floats."""
@@ -108,24 +109,26 @@ def episode_metrics_batch(metrics: np.ndarray, visible: np.ndarray) -> dict:
     """The ``info["episode_metrics"]`` of several weeks as arrays over the weeks (without masks), from their rows of
     the core's metric vectors ``metrics`` (``(n, len(METRIC_NAMES))``) and visible counts ``visible`` (``(n, 2)``,
     the core's ``vis_counts``): Set F1 and the other totals (:data:`INT_METRICS` as int64, the rest float64;
-    ``exhaustion_step`` -1: never exhausted), ``spend_per_quarter`` ``(n, 4)`` and ``per_trigger_type`` (due /
-    on-time counts and recall per type of :data:`TRIGGER_TYPES`; recall NaN where nothing was due)."""
+    ``exhaustion_step`` -1: never exhausted), ``spend_per_quarter`` ``(n, 4)`` and, per type of
+    :data:`TRIGGER_TYPES`, flat keys ``{type}_due``, ``{type}_hit`` (int64) and ``{type}_recall`` (NaN where
+    nothing was due)."""
     skip = {f"{t}_{k}" for t in TRIGGER_TYPES[:4] for k in ("due", "hit")} | {f"spend_q{q}" for q in range(1, 5)}
     out = {name: metrics[:, i].astype(np.int64) if name in INT_METRICS else metrics[:, i].copy()
            for i, name in enumerate(METRIC_NAMES) if name not in skip}
     out["spend_per_quarter"] = metrics[:, [M[f"spend_q{q}"] for q in range(1, 5)]]
     counts = {t: (metrics[:, M[f"{t}_due"]].astype(np.int64), metrics[:, M[f"{t}_hit"]].astype(np.int64))
               for t in TRIGGER_TYPES[:4]}
-    counts["visible"] = (visible[:, VIS_DUE].copy(), visible[:, VIS_HIT].copy())
+    counts["visible"] = (visible[:, VIS_DUE].astype(np.int64), visible[:, VIS_HIT].astype(np.int64))
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["per_trigger_type"] = {t: {"due": due, "hit": hit, "recall": np.where(due > 0, hit / due, np.nan)}
-                                   for t, (due, hit) in counts.items()}
+        for t, (due, hit) in counts.items():
+            out[f"{t}_due"], out[f"{t}_hit"] = due, hit
+            out[f"{t}_recall"] = np.where(due > 0, hit / due, np.nan)
     return out
 
 
 def episode_summary(metrics: np.ndarray, visible: np.ndarray) -> dict:
     """The end-of-episode ``info["episode_metrics"]`` dict of one week (numbers, ``spend_per_quarter`` an array of 4,
-    ``per_trigger_type`` a dict of dicts), from its metric vector and visible counts: one row of
+    the breakdown per trigger type in flat keys), from its metric vector and visible counts: one row of
     :func:`episode_metrics_batch`, so the single and vector envs report the same fields."""
     return info_row(episode_metrics_batch(metrics[None], np.asarray(visible)[None]), 0)
 
@@ -320,6 +323,7 @@ class PMWeekEnv(OneWeekEnv):
     proposals by score (score / cost when prices differ; ties to lower cost, then lower index), skips a proposal
     that is not a candidate or that the remaining episode budget ``B``, the per-step count cap ``N_max`` or the
     per-step cost cap ``L`` cannot afford, and keeps scanning. Actions of the wrong shape, dtype or range raise.
+    ``membudget/PMWeekFlat-v0`` (:mod:`membudget.envs.pm.flat`) takes ``MultiDiscrete([2] * R)`` instead.
 
     ## Observation Space
 
@@ -340,6 +344,9 @@ class PMWeekEnv(OneWeekEnv):
       episode's running TP, FP and FN so far (visible outcomes included), each divided by the week's number of
       intentions: the reward depends on them.
 
+    ``membudget/PMWeekFlat-v0`` observes this ``Dict`` flattened (``gymnasium.spaces.flatten``: ``budget``,
+    ``mask``, ``resources``): ``Box(9 + 28 R,)`` float32, 317 values for the default 11 resources.
+
     ## Rewards
 
     The change of the episode's running Set F1 = 2TP / (2TP + FP + FN), so the rewards of an episode sum to its
@@ -354,7 +361,8 @@ class PMWeekEnv(OneWeekEnv):
 
     Terminates after step ``T``; never truncates. The final ``info["episode_metrics"]`` holds Set F1, on-time recall,
     realized cost, queries, exhaustion step (-1: never exhausted), spend per quarter (an array of 4), the PM-Bench
-    diagnostic counters and a breakdown per trigger type — numbers only.
+    diagnostic counters and a breakdown per trigger type in flat keys (``time_due``, ``time_hit``,
+    ``time_recall``, ... for the types of :data:`TRIGGER_TYPES`) — numbers only, no nested dict.
 
     ``info`` at every step (and at reset, with nothing queried) has the same flat keys, fixed shapes and numeric
     dtypes (so vector environments batch it): ``step``; ``queried`` (a ``(R,)`` bool array of the resources
@@ -389,8 +397,9 @@ class PMWeekEnv(OneWeekEnv):
     - v0: initial version. Before 0.1.0 ``info["queried"]`` was an index array of varying length, ``remaining_budget``
       and ``exhaustion_step`` could be None and ``info["events"]`` held the step's events (now ``last_events``).
       Since 0.2.0 the skipped proposals are flat keys (``skipped_budget``, ...; they were the nested dict
-      ``info["skipped"]``, which TorchRL's batched info reader cannot read); dynamics, observation and reward are
-      unchanged.
+      ``info["skipped"]``, which TorchRL's batched info reader cannot read), and so is the breakdown per trigger
+      type (``time_due``, ...; it was the dict of dicts ``episode_metrics["per_trigger_type"]``); dynamics,
+      observation and reward are unchanged.
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 8}

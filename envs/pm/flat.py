@@ -18,7 +18,13 @@ from .env import PMWeekEnv
 
 class FlatObservation(gym.ObservationWrapper):
     """The observation flattened by ``gymnasium.spaces.flatten`` (Gymnasium's ``FlattenObservation`` holds a
-    lambda and does not pickle)."""
+    lambda and does not pickle).
+
+    ## Observation Space
+
+    ``Box(9 + 28 R,)`` float32 (317 for the default 11 resources): PMWeek-v0's ``budget`` (9), ``mask`` (R) and
+    ``resources`` (R × 27) in that order, each part with its own bounds (``gymnasium.spaces.flatten_space``).
+    """
 
     def __init__(self, env):
         super().__init__(env)
@@ -29,7 +35,13 @@ class FlatObservation(gym.ObservationWrapper):
 
 
 class MultiDiscreteProposals(gym.ActionWrapper):
-    """``MultiDiscrete([2] * R)`` actions for PMWeek-v0's binary proposal set."""
+    """``MultiDiscrete([2] * R)`` actions for PMWeek-v0's binary proposal set.
+
+    ## Action Space
+
+    ``MultiDiscrete([2] * R)``: 1 proposes resource ``r``, 0 does not (sb3-contrib's per-dimension masks come from
+    ``env.unwrapped.action_masks()``); anything else raises ``ValueError``.
+    """
 
     def __init__(self, env):
         super().__init__(env)

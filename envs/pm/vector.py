@@ -35,7 +35,7 @@ class PMWeekVectorEnv(VectorEnv):
     ``infos`` (of ``reset`` and ``step``) are exactly the single environment's infos batched the way Gymnasium's
     ``SyncVectorEnv`` batches them: every key of :data:`~membudget.envs.pm.env.STEP_INFO_KEYS` as an array over the
     weeks with its mask ``_key``; for weeks that terminated on this step, ``episode_metrics`` with the same fields
-    as the single environment's (``set_f1``, ..., ``spend_per_quarter`` ``(num_envs, 4)``, ``per_trigger_type``),
+    as the single environment's (``set_f1``, ..., ``spend_per_quarter`` ``(num_envs, 4)``, ``time_due``, ...),
     each with its mask, and ``_episode_metrics`` (``RecordEpisodeStatistics``, which owns ``episode``, can wrap the
     environment); a week autoreset on this step reports its reset info; with ``SAME_STEP``, ``final_obs`` (an object
     array of the ended weeks' last observations) and ``final_info`` (their step infos, ``episode_metrics``
