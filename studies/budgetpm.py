@@ -30,8 +30,8 @@ from membudget.envs.pm.world import MAX_LOAD
 from membudget.envs.validation import check_int
 from membudget.studies.cli import Progress, evaluate_command, make_folder, plain, user_input
 from membudget.studies.execution import BACKENDS, chunks, make_executor
-from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, cost_to_match, evaluate_policy,
-                                        parse_budget, provenance, save_figure, study_subplots)
+from membudget.studies.protocol import (available, bootstrap_ci, cap_sweeps, check_model_settings, cost_to_match,
+                                        evaluate_policy, parse_budget, provenance, save_figure, study_subplots)
 from membudget.studies.runs import flag_help
 from membudget.studies.suite import POLICIES, fit_suite
 
@@ -184,6 +184,7 @@ def check(cfg: EvalConfig) -> EvalConfig:
     for name in cfg.policies:  # checked before the gates are fitted (about a minute), not after
         if name.startswith("model:"):
             model_file(name[len("model:"):])  # a wrong path is refused before the heavy imports of a model check
+            check_model_settings(name[len("model:"):])
             from membudget.agents.rl import load_policy
 
             load_policy(name[len("model:"):], trust_remote_code=cfg.trust_model)

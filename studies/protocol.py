@@ -51,6 +51,39 @@ def seed_ranges(seeds) -> str:
     return ", ".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in runs)
 
 
+EVAL_SETTINGS = {"per_step_cap": 2, "cost_profile": "unit", "late_policy": "expire"}
+"""The environment settings every policy of the evaluation plays (its tables' header: unit prices, N_max 2, late
+policy expire); the budget and the load are the evaluation's own arguments."""
+
+
+def check_model_settings(path: str) -> None:
+    """Refuse a trained model whose run directory (``path`` itself, or the folder of a model file) records in its
+    ``config.json`` other environment settings than :data:`EVAL_SETTINGS`: scored in the evaluation's settings, it
+    would be compared with the gates in a setting it was not trained for, with nothing to say so. A model without
+    such a record (a file outside a run directory, a run without ``config.json``) is not checked."""
+    import json
+
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    record = os.path.join(folder, "config.json")
+    if not os.path.isfile(record) or os.path.getsize(record) > 1 << 20:  # run records are a few kB
+        return
+    try:
+        with open(record, encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return
+    trained = meta.get("config") if isinstance(meta, dict) and "subcommand" in meta else None
+    if not isinstance(trained, dict):
+        return
+    differ = {k: trained[k] for k, v in EVAL_SETTINGS.items() if k in trained and trained[k] != v}
+    if differ:
+        got = ", ".join(f"{k} {v!r}" for k, v in differ.items())
+        want = ", ".join(f"{k} {EVAL_SETTINGS[k]!r}" for k in differ)
+        raise ValueError(f"model {path!r} was trained with {got} ({record}); the evaluation plays every policy with "
+                         f"{want}, so its figures would not be comparable: the run's own figures, in its settings, "
+                         f"are in its metrics.csv")
+
+
 def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3, trust_model=False):
     """Per-week metrics of one policy at one budget (stochastic policies averaged over ``repetitions``).
     ``trust_model``: load a ``model:PATH`` with ``trust_remote_code`` (it may run code from the file)."""
@@ -62,7 +95,7 @@ def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3, trust_mod
             policy, kw = load_policy(name[len("model:"):], trust_remote_code=trust_model)
         else:
             policy, kw = suite.policy(name, budget, seed=r)
-        env_kw = {"budget": budget, "per_step_cap": 2, "load": load, **kw}
+        env_kw = {"budget": budget, "per_step_cap": EVAL_SETTINGS["per_step_cap"], "load": load, **kw}
         reps.append(rollout(policy, seeds, **env_kw))
     return {k: np.mean([rep[k] for rep in reps], axis=0) for k in reps[0]}
 

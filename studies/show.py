@@ -26,7 +26,7 @@ from membudget.envs.pm import PMWeekEnv, budget_levels
 from membudget.envs.pm.env import spent_so_far, week_title, week_view
 from membudget.envs.rendering import DPI, new_figure, timeline_legend
 from membudget.studies.cli import plain
-from membudget.studies.protocol import parse_budget
+from membudget.studies.protocol import check_model_settings, parse_budget
 from membudget.studies.suite import DEV_SEEDS, POLICIES, TEMPORAL_BUDGETS, Suite
 
 SHOW_SIZE = (960, 1000)
@@ -90,6 +90,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         from membudget.agents.rl import load_policy
 
         try:
+            check_model_settings(args.model)
             args.loaded = load_policy(args.model, trust_remote_code=args.trust_model)
         except (OSError, ValueError) as e:
             parser.error(f"argument --model: {e}")

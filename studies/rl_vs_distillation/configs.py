@@ -22,9 +22,12 @@ class RunOutput:
 
     eval_first_seed: int = 4010
     """First episode of the final evaluation (never trained on). On PMWeek-v0, weeks 4010-4029 lie in the
-    validation range of docs/protocol.md (the held-out weeks 8000-8029 / 9000-9029 are for a study's final
-    figures); on ConversationPM-v1 conversations 4000-4029 are BudgetPM's held-out analysis conversations (its
-    validation conversations are 3000-3009). The run's summary line says which kind it evaluated on."""
+    validation range of docs/protocol.md, which PPO's best-checkpoint selection (``eval_episodes`` weeks from 4000)
+    and the students' threshold calibration (4000-4029) also read: an in-selection figure, optimistic. The
+    held-out weeks 8000-8029 / 9000-9029 are kept for final figures: ``--eval-first-seed 8000 --eval-weeks 30``,
+    or ``python -m membudget.evaluate --model RUN --first-seed 8000 --n-weeks 30`` later. On ConversationPM-v1
+    conversations 4000-4029 are BudgetPM's held-out analysis conversations (its validation conversations are
+    3000-3009). The run's summary line says which kind it evaluated on."""
     eval_weeks: int = 20
     """Number of weeks of the final evaluation (at every budget)."""
     out: str = "runs"
