@@ -24,16 +24,20 @@ Renamed before the first release (the old names still work until it, with a warn
 
 Configuration: flags, and optionally ``--config FILE`` (JSON, or YAML when the name ends in .yaml/.yml) whose keys
 are the flag names (dashes or underscores); flags given on the command line override the file; unknown keys
-are an error. Files are parsed as data only (json / yaml.safe_load), never evaluated.
+are an error, and so is a file with no settings (empty). A run directory's ``config.json`` is a config file of the
+same subcommand (its ``config`` entry is read). A boolean (YAML reads on / off as true / false) is read as on / off
+for a setting whose choices are on / off (``progress_bar: off``). Files are parsed as data only (json /
+yaml.safe_load), never evaluated.
 
 Several seeds: ``--seeds 0,1,2`` trains one run per seed (one task each, with ``-seed<k>`` run names), in this
 process or on Ray with ``--backend ray [--address ADDR] [--num-cpus N]`` (docs/ray.md); each seed's run is the
 same on either backend.
 
 Each run writes ``<out>/<name>/`` with the model, ``config.json`` (resolved config, command, seed, package
-versions, training totals) and ``metrics.csv`` (held-out metrics); PMWeek learners also write
-``learning_curve.csv`` / ``learning_curve.png``. ``python -m membudget.evaluate --model DIR`` evaluates a PMWeek
-model like any other policy.
+versions, training totals) and ``metrics.csv`` (the final evaluation's metrics: on PMWeek-v0 weeks 4010-4029 by
+default, inside the validation range the learners select on; ``--eval-first-seed 8000`` for held-out ones); PMWeek
+learners also write ``learning_curve.csv`` / ``learning_curve.png``. ``python -m membudget.evaluate --model DIR``
+evaluates a PMWeek model like any other policy (a run trained in other settings than the evaluation's is refused).
 """
 
 from __future__ import annotations
@@ -105,7 +109,7 @@ def main(argv=None):
         check_extras(cmd.requires)
     with user_input(prog):  # every mistake in the flags or the config file is one line, before any work
         seed_list = None if seeds is None else [check_int("--seeds", s, 0, MAX_SEED) for s in parse_seeds(seeds)]
-        file_values = load_config_file(config_path) if config_path else {}
+        file_values = load_config_file(config_path, name) if config_path else {}
         cfg = resolve_config(cmd.config, args, file_values, cmd.defaults, source=config_path or "config")
         cmd.check_inputs(cfg)
         check_run_config(cfg)  # last: it makes the output folder

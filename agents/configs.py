@@ -36,6 +36,19 @@ def task_levels(name: str) -> dict:
         from membudget.envs.pm.levels import LEVELS
     return LEVELS
 
+
+def task_horizon(name: str) -> int:
+    """Steps per episode of the task ``name`` (:data:`TASK_NAMES`; its world's default horizon, which every episode a
+    learner trains on has: 80 steps a PMWeek-v0 week, 66 messages a ConversationPM-v1 conversation), read without
+    importing the learners' code."""
+    if name == "conversation":
+        from membudget.envs.conversation.world import WORLD_V1 as world
+    else:
+        from membudget.envs.pm.world import WorldConfig
+
+        world = WorldConfig()
+    return world.horizon
+
 MAX_WIDTH = 4096
 """Widest hidden layer a per-resource network may have."""
 
@@ -191,6 +204,19 @@ class PPOConfig(Resolvable):
         object.__setattr__(self, "hidden", check_widths("hidden", self.hidden))
         object.__setattr__(self, "critic_arch", check_widths("critic_arch", self.critic_arch))
 
+    def check_rollout(self, task: str = "pmweek") -> None:
+        """``n_minibatches`` against a rollout on the task ``task`` (:data:`TASK_NAMES`): a rollout is ``n_envs``
+        whole episodes, ``n_envs`` × the task's horizon samples (:func:`task_horizon`), and every minibatch needs at
+        least one of them; more minibatches than samples raise ``ValueError`` naming the settings (nothing is
+        shrunk to fit). :func:`~membudget.agents.ppo.train_ppo` checks the task it trains on, before any work; a
+        command's config, which names its task, when it is made."""
+        horizon = task_horizon(task)
+        samples = self.n_envs * horizon
+        if self.n_minibatches > samples:
+            raise ValueError(f"n_minibatches must be at most the {samples} samples of a rollout (n_envs {self.n_envs} "
+                             f"x {horizon} steps per {task} episode): a minibatch needs at least one sample, got "
+                             f"{self.n_minibatches}")
+
 
 def check_environment_settings(config) -> None:
     """A PMWeek learner's environment settings (``per_step_cap``, ``cost_profile``, ``late_policy``), checked by
@@ -255,12 +281,33 @@ class SB3PPOSettings(Resolvable):
         rollout = self.n_steps * getattr(self, "n_envs", 1)
         if rollout < 2:
             raise ValueError(f"n_steps x n_envs must be at least 2 (PPO's advantages need two steps), got {rollout}")
+        envs = self.rollout_envs()
+        if envs is not None:
+            self.check_rollout(*envs)
         check_int("torch_threads", self.torch_threads, 0)
         check_number("learning_rate", self.learning_rate, 0, low_open=True)
         check_number("gamma", self.gamma, 0, 1)
         check_number("gae_lambda", self.gae_lambda, 0, 1)
         check_number("ent_coef", self.ent_coef, 0)
         object.__setattr__(self, "net_arch", check_widths("net_arch", self.net_arch))
+
+    def rollout_envs(self) -> tuple | None:
+        """``(environments stepped together, how the config sets that number)``: its ``n_envs`` field, else one
+        environment (the tier router, the ReplayStream PPO); None where the config alone does not say (the
+        conditioned PPO: ``envs_per_budget`` × the budgets of the run, checked once they are known)."""
+        return (self.n_envs, f"n_envs {self.n_envs}") if hasattr(self, "n_envs") else (1, "one environment")
+
+    def check_rollout(self, n_envs: int, envs: str) -> None:
+        """``batch_size`` against the rollout of ``n_envs`` environments (``envs``: how the config sets that number,
+        for the message): a minibatch larger than the rollout's ``n_steps`` × ``n_envs`` samples cannot be drawn
+        (SB3 would silently train on the whole rollout instead), so it raises ``ValueError`` naming the settings. A
+        rollout that ``batch_size`` does not divide is accepted: SB3 warns and trains a smaller last minibatch."""
+        rollout = self.n_steps * n_envs
+        if self.batch_size > rollout:
+            raise ValueError(f"batch_size must be at most the {rollout} samples of a rollout (n_steps {self.n_steps} "
+                             f"x {envs}): a minibatch cannot be larger than the rollout it is drawn from, got "
+                             f"{self.batch_size} (a batch_size that does not divide the rollout is accepted: the "
+                             "last minibatch is then smaller)")
 
     @classmethod
     def of(cls, config):
@@ -363,6 +410,16 @@ class ConditionedPPOAllocatorConfig(_PMWeekPPOSettings):
     def __post_init__(self):
         super().__post_init__()
         check_int("envs_per_budget", self.envs_per_budget, 1)
+
+    def rollout_envs(self):
+        """None: the run's budgets, which this config does not hold, multiply ``envs_per_budget``
+        (:func:`~membudget.agents.rl.train_conditioned_ppo` checks the rollout once it has them)."""
+        return None
+
+    def check_budgets(self, n_budgets: int) -> None:
+        """``batch_size`` against a rollout across ``n_budgets`` budgets (:meth:`check_rollout`)."""
+        self.check_rollout(self.envs_per_budget * n_budgets,
+                           f"envs_per_budget {self.envs_per_budget} x {n_budgets} budgets")
 
 
 @dataclass(frozen=True)

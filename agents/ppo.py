@@ -198,6 +198,8 @@ class AutogradEngine:
     def _learn(self, batch, with_actor: bool):
         cfg, actor = self.cfg, self.actor
         n = batch["adv"].numel()
+        if n < cfg.n_minibatches:  # (a task of TASKS is checked before training: PPOConfig.check_rollout)
+            raise ValueError(f"n_minibatches must be at most the {n} samples of a rollout, got {cfg.n_minibatches}")
         mb = max(1, n // cfg.n_minibatches)
         for _ in range(cfg.n_epochs):
             order = torch.as_tensor(self.rng.permutation(n))
@@ -380,6 +382,9 @@ def train_ppo(budget="B10", config: PPOConfig | None = None, *, seed: int = 0, t
         if task not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)} (or a task object), got {task!r}")
         task = TASKS[task]
+    for name, known in TASKS.items():  # n_minibatches against the task's rollout, before any work
+        if known is task:
+            cfg.check_rollout(name)
     if cfg.torch_threads:
         torch.set_num_threads(int(cfg.torch_threads))
     with seeded_torch(seed):

@@ -219,6 +219,10 @@ def observation_entry(observation, key: str):
     return observation[key]
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest config file read: a ``--config`` file, or a run directory's ``config.json`` record (a few kB)."""
+
+
 _INTEGER_SCALARS = frozenset({int, *(np.dtype(code).type for code in np.typecodes["AllInteger"]
                                      if np.can_cast(code, np.int64))})
 """Python's int and the NumPy integer scalar types that cast safely to int64 (not uint64, not bool)."""
@@ -272,6 +276,6 @@ def constructor_repr(obj) -> str:
     return f"{type(obj).__name__}({args})"
 
 
-__all__ = ["EXTRAS", "MAX_REWARD_WEIGHT", "check_bool", "check_discrete_action", "check_extras", "check_int",
+__all__ = ["EXTRAS", "MAX_CONFIG_BYTES", "MAX_REWARD_WEIGHT", "check_bool", "check_discrete_action", "check_extras", "check_int",
            "check_number", "check_options", "constructor_repr", "int_flag", "make_file_folder", "make_folder",
            "missing_extra", "number_flag", "observation_entry", "read_npz", "reading_artefact"]

@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -30,6 +31,7 @@ from typing import Callable
 import numpy as np
 
 from membudget.agents.configs import TASK_NAMES
+from membudget.envs.validation import MAX_CONFIG_BYTES
 from membudget.agents.proactive_ppo import WARM_STARTS
 from membudget.studies.cli import plain
 from membudget.studies.protocol import machine, parse_budget, provenance
@@ -240,9 +242,20 @@ CHOICES = {"progress_bar": ("on", "off", "auto"), "learning_curve": ("on", "off"
            "env": ("pmweek-flat", "replay", "tiers", "shared-budget"), "task": TASK_NAMES}
 
 
+def _constants(text: str, module) -> str:
+    """``text`` with each name of an int constant of ``module`` (an upper-case name such as ``AUTO_COMPILED_STEPS``)
+    replaced by its value (``1,000,000``): a docstring names the constant, its reader sees the number."""
+    def value(match):
+        v = getattr(module, match.group(0), None)
+        return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else match.group(0)
+
+    return re.sub(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", value, text)
+
+
 @functools.cache
 def field_docs(cls) -> dict:
-    """``{field: its docstring}`` of a config dataclass and its bases (the string literal under each field)."""
+    """``{field: its docstring}`` of a config dataclass and its bases (the string literal under each field; an int
+    constant of the class's module it names is shown as its value, :func:`_constants`)."""
     docs = {}
     for klass in reversed(cls.__mro__[:-1]):
         try:
@@ -252,7 +265,7 @@ def field_docs(cls) -> dict:
         for a, b in itertools.pairwise(body):
             if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr) \
                     and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
-                docs[a.target.id] = " ".join(b.value.value.split())
+                docs[a.target.id] = _constants(" ".join(b.value.value.split()), sys.modules.get(klass.__module__))
     return docs
 
 
@@ -305,8 +318,6 @@ def add_fields(parser, cls, suppress=False, defaults=None):
                             help="JSON or YAML file of flag values (flags on the command line override it)")
 
 
-MAX_CONFIG_BYTES = 1 << 20
-"""Largest ``--config`` file read (a config is a few hundred bytes)."""
 MAX_CONFIG_DEPTH = 4
 """Deepest nesting of a ``--config`` file (the top-level mapping is depth 1; a list value is depth 2)."""
 
@@ -348,10 +359,13 @@ def _depth(value) -> int:
     return deepest
 
 
-def load_config_file(path: str) -> dict:
+def load_config_file(path: str, subcommand: str | None = None) -> dict:
     """Flag values from a JSON or YAML file (data only: json.loads / yaml.safe_load); keys may use dashes. Before
     any field is read, a file over :data:`MAX_CONFIG_BYTES`, nested deeper than :data:`MAX_CONFIG_DEPTH`, with
-    YAML anchors or aliases, or that is not UTF-8 JSON / YAML is refused with a ``ValueError`` naming it."""
+    YAML anchors or aliases, that is not UTF-8 JSON / YAML, or that holds no mapping (an empty file, ``null``, a
+    list) is refused with a ``ValueError`` naming it. A run directory's ``config.json`` (:func:`start_run`: the keys
+    ``subcommand`` and ``config``) gives its ``config`` entry, when its subcommand is ``subcommand`` (a run of
+    another subcommand is refused naming both; ``subcommand`` None: any run's)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such config file")
     size = os.path.getsize(path)
@@ -374,10 +388,18 @@ def load_config_file(path: str) -> dict:
         if _depth(data) > MAX_CONFIG_DEPTH:
             raise ValueError(f"{path}: nested deeper than {MAX_CONFIG_DEPTH} levels; a config maps flag names to "
                              "values or lists of values")
-    if data is None:
-        data = {}
+    if data is None:  # an empty YAML file, one of comments only, or null
+        raise ValueError(f"{path}: holds no settings (empty, or null); the config must be a mapping of flag names "
+                         "to values")
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the config must be a mapping of flag names to values")
+    if "subcommand" in data and "config" in data:  # a run directory's config.json: its settings are its config entry
+        if subcommand is not None and data["subcommand"] != subcommand:
+            raise ValueError(f"{path}: the config.json of a {data['subcommand']!r} run; its settings are "
+                             f"{data['subcommand']}'s, not {subcommand}'s")
+        data = data["config"]
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: the run's config entry must be a mapping of flag names to values")
     return {str(k).replace("-", "_"): v for k, v in data.items()}
 
 
@@ -393,6 +415,8 @@ def resolve_config(cls, given: dict, file_values: dict, defaults=None, source="c
         t = types[k]
         if t is bool and v in ("on", "off"):
             v = v == "on"
+        if t is str and isinstance(v, bool) and {"on", "off"} <= set(CHOICES.get(k, ())):
+            v = "on" if v else "off"  # YAML reads on / off as booleans: progress_bar: off
         if t is tuple:
             try:
                 v = net_arch(",".join(map(str, v)) if isinstance(v, list) else v)

@@ -13,7 +13,8 @@ from membudget.envs.pm import PMWeekVectorEnv
 
 TINY_PPO = ["--total-timesteps", "256", "--n-envs", "4", "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1",
             "--eval-every", "128", "--eval-weeks", "2", "--progress-bar", "off"]
-TINY_IMIT = ["--train-weeks", "2", "--epochs", "2", "--iterations", "1", "--eval-weeks", "2", "--progress-bar", "off"]
+TINY_IMIT = ["--train-weeks", "2", "--epochs", "2", "--eval-weeks", "2", "--progress-bar", "off"]
+TINY_DAGGER = [*TINY_IMIT, "--iterations", "1"]  # (bc has no iterations)
 
 
 def _check_run(run_dir, subcommand, model_file, budgets=("B10",)):
@@ -56,7 +57,7 @@ TINY_NATIVE = ["--total-timesteps", "640", "--n-envs", "4", "--n-minibatches", "
 
 
 def test_ppo_native_and_distil_then_rl(tmp_path):
-    student_dir = train.main(["dagger", *TINY_IMIT, "--hidden", "16", "--out", str(tmp_path)])
+    student_dir = train.main(["dagger", *TINY_DAGGER, "--hidden", "16", "--out", str(tmp_path)])
     run_dir = train.main(["ppo", *TINY_NATIVE, "--hidden", "16,16", "--init-from", student_dir,
                           "--bc-coef", "0.5", "--bc-weeks", "2", "--out", str(tmp_path)])
     meta = _check_run(run_dir, "ppo", "model.npz")
@@ -168,7 +169,7 @@ def dataclasses_asdict(cfg):
 
 @pytest.mark.parametrize("sub", ["bc", "dagger"])
 def test_imitation_subcommands(tmp_path, sub):
-    run_dir = train.main([sub, *TINY_IMIT, "--out", str(tmp_path)])
+    run_dir = train.main([sub, *(TINY_DAGGER if sub == "dagger" else TINY_IMIT), "--out", str(tmp_path)])
     _check_run(run_dir, sub, "model.npz")
 
 
@@ -309,7 +310,7 @@ def test_training_subcommands_on_conversations(tmp_path, capsys, sub):
     from membudget.envs.conversation import ConversationPMEnv
 
     args = (["--total-timesteps", str(2 * 4 * 66), "--n-envs", "4", "--n-minibatches", "2", "--eval-every", "0"]
-            if sub == "ppo" else ["--train-weeks", "2", "--epochs", "2", "--iterations", "1"])
+            if sub == "ppo" else ["--train-weeks", "2", "--epochs", "2", *(["--iterations", "1"] * (sub == "dagger"))])
     run_dir = train.main([sub, *args, "--task", "conversation", "--budget", "B60", "--eval-weeks", "2",
                           "--progress-bar", "off", "--out", str(tmp_path)])
     assert os.path.basename(run_dir) == f"{sub}-conversation-B60-seed0"  # not a PMWeek run's folder

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from membudget.agents.configs import (CONDITIONED_BUDGETS, DEFAULTS as IMITATION, MAX_WIDTH, TRAIN_RANGES,
-                                      ConditionedPPOAllocatorConfig, PPOAllocatorConfig, PPOConfig)
+from membudget.agents.configs import (CONDITIONED_BUDGETS, DEFAULTS as IMITATION, MAX_WIDTH, TASK_NAMES,
+                                      TRAIN_RANGES, ConditionedPPOAllocatorConfig, PPOAllocatorConfig, PPOConfig)
 from membudget.envs.validation import check_int
 from membudget.studies.runs import TrainCommand
 
@@ -62,12 +62,18 @@ class ConditionedPPOConfig(RunOutput, ConditionedPPOAllocatorConfig):
     seed: int = 0
     """Seeds the policy, the order of the training weeks (development seeds 2000-3999) and everything else."""
 
+    def __post_init__(self):
+        super().__post_init__()
+        n_budgets = len([b for b in str(self.budgets).split(",") if b.strip()])
+        if n_budgets:  # (none: the run refuses its --budgets)
+            self.check_budgets(n_budgets)
+
 
 @dataclass(frozen=True)
-class ImitationConfig(RunOutput):
-    """Behaviour cloning / DAgger from the hindsight DP (membudget.agents.imitation; every field is a flag). The
-    defaults are :data:`membudget.agents.imitation.DEFAULTS`, the settings chosen on validation weeks; the learning
-    rate, minibatch and input standardisation are always theirs."""
+class BCConfig(RunOutput):
+    """Behaviour cloning from the hindsight DP (membudget.agents.imitation; every field is a flag); DAgger's config,
+    :class:`DAggerConfig`, adds its iterations. The defaults are :data:`membudget.agents.imitation.DEFAULTS`, the
+    settings chosen on validation weeks; the learning rate, minibatch and input standardisation are always theirs."""
 
     budget: str = "B10"
     """Budget level (B5...B80)."""
@@ -83,8 +89,6 @@ class ImitationConfig(RunOutput):
     """Width of both hidden layers of the per-resource network."""
     context: str = "on" if IMITATION.context else "off"
     """on: the resources see the candidates' mean first-layer activation (off: independent resources)."""
-    iterations: int = IMITATION.iterations
-    """DAgger iterations (dagger only)."""
     task: str = "pmweek"
     """Environment: pmweek (PMWeek-v0; training weeks in 2000-3999) or conversation (ConversationPM-v1, from its
     exact hindsight optimum; training conversations in 2000-2999, budget levels B10...B80)."""
@@ -96,7 +100,6 @@ class ImitationConfig(RunOutput):
         check_int("epochs", self.epochs, 1)
         check_int("torch_threads", self.torch_threads, 0)
         check_int("hidden", self.hidden, 1, MAX_WIDTH)
-        check_int("iterations", self.iterations, 0)
         check_int("train_weeks", self.train_weeks, 1)
         first, end = TRAIN_RANGES.get(self.task, TRAIN_RANGES["pmweek"])
         if not (isinstance(self.train_first_seed, int) and first <= self.train_first_seed
@@ -104,6 +107,23 @@ class ImitationConfig(RunOutput):
             raise ValueError(f"train_first_seed and train_weeks must keep the training episodes in {self.task}'s "
                              f"development range {first}-{end - 1}, got {self.train_first_seed} and "
                              f"{self.train_weeks}")
+
+
+@dataclass(frozen=True)
+class DAggerConfig(BCConfig):
+    """DAgger from the hindsight DP (membudget.agents.imitation; every field is a flag): :class:`BCConfig`'s fields
+    and the DAgger iterations after the BC fit."""
+
+    iterations: int = IMITATION.iterations
+    """DAgger iterations after the BC fit (at least 1)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_int("iterations", self.iterations, 1)
+
+
+ImitationConfig = DAggerConfig
+"""The name both commands' config had before ``bc`` got its own, :class:`BCConfig` (without ``iterations``)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +145,11 @@ class NativePPOConfig(RunOutput, PPOConfig):
     """Environment: pmweek (PMWeek-v0) or conversation (ConversationPM-v1: the 12 development conversations,
     validation conversations from 3000, budget levels B10...B80; unit costs, no counts for the critic; engine
     autograd)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.task in TASK_NAMES:  # (another: refused by its flag's choices and by the run)
+            self.check_rollout(self.task)
 
 
 
@@ -160,8 +185,8 @@ TRAIN_COMMANDS = {
                                                    "budget", _RUNS + "train_sb3_maskable", {"total_timesteps": 20_000}),
     "sb3-ppo-conditioned": TrainCommand(ConditionedPPOConfig, "one budget-conditioned SB3 PPO across B5-B20",
                                         _RUNS + "train_conditioned", {"total_timesteps": 40_000}),
-    "bc": TrainCommand(ImitationConfig, "behaviour cloning of the hindsight DP", _RUNS + "train_bc", {"iterations": 0}),
-    "dagger": TrainCommand(ImitationConfig, "DAgger from the hindsight DP", _RUNS + "train_dagger"),
+    "bc": TrainCommand(BCConfig, "behaviour cloning of the hindsight DP", _RUNS + "train_bc"),
+    "dagger": TrainCommand(DAggerConfig, "DAgger from the hindsight DP", _RUNS + "train_dagger"),
 }
 """The PMWeek learners' ``python -m membudget.train`` subcommands. The SB3 ones train a short run unless
 ``--total-timesteps`` says otherwise (the library's defaults, :class:`~membudget.agents.rl.PPOAllocatorConfig`'s

@@ -17,7 +17,6 @@ from membudget.agents.rl import (ConditionedPPOAllocatorConfig, PPOAllocatorConf
 from membudget.agents.tasks import TASKS
 from membudget.studies.rl_vs_distillation.configs import (ConditionedPPOConfig, ImitationConfig, NativePPOConfig,
                                                           SB3PPOConfig, initial_student)
-from membudget.envs.validation import check_int
 from membudget.studies.runs import finish_run, parse_budget, show_bar, start_run
 
 
@@ -86,8 +85,8 @@ def train_imitation(cfg: ImitationConfig, command: str = "", method: str = "bc")
     directory."""
     if method not in ("bc", "dagger"):
         raise ValueError(f"method must be 'bc' or 'dagger', got {method!r}")
-    if method == "dagger":
-        check_int("iterations", cfg.iterations, 1)
+    if method == "dagger" and not isinstance(cfg, ImitationConfig):  # its iterations (>= 1) checked when made
+        raise TypeError(f"dagger takes a DAggerConfig (with iterations), got {type(cfg).__name__}")
     task = TASKS[cfg.task]  # the config checked its settings and training range
     run_dir = start_run(method, cfg, command, task_run_name(method, cfg))
     seeds = list(range(cfg.train_first_seed, cfg.train_first_seed + cfg.train_weeks))
