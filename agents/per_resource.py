@@ -354,9 +354,12 @@ class StudentPolicy:
             if set(state) != set(expected):
                 raise ValueError(f"parameters {sorted(state)} do not match the network's {sorted(expected)}")
             for k, v in state.items():
-                if v.shape != expected[k].shape or not torch.isfinite(v).all():
-                    raise ValueError(f"parameter {k!r} must be a finite array of shape "
-                                     f"{tuple(expected[k].shape)}, got shape {tuple(v.shape)}")
+                if v.shape != expected[k].shape:
+                    raise ValueError(f"parameter {k!r} must be an array of shape {tuple(expected[k].shape)}, got "
+                                     f"shape {tuple(v.shape)}")
+                if not torch.isfinite(v).all():
+                    raise ValueError(f"parameter {k!r} has {int((~torch.isfinite(v)).sum())} non-finite value(s) "
+                                     f"(NaN or infinity) among its {v.numel()}; a student's parameters are finite")
             net.load_state_dict(state)
             threshold = float(z["threshold"])
             if not 0.0 < threshold < 1.0:

@@ -34,7 +34,7 @@ from membudget.agents.configs import (CONDITIONED_BUDGETS, POLICIES, TRAIN_SEEDS
 from membudget.agents.sb3_files import model_file
 from membudget.agents.sb3_vec import NativeVecEnv, PMWeekSB3VecEnv
 from membudget.envs.pm.rollout import rollout
-from membudget.envs.validation import check_int
+from membudget.envs.validation import MAX_CONFIG_BYTES, check_int
 
 
 
@@ -257,11 +257,86 @@ def train_conditioned_ppo(budgets=CONDITIONED_BUDGETS, config: ConditionedPPOAll
     :class:`ConditionedPPOAllocatorConfig` (default its defaults); ``overrides``: fields of it to replace."""
     cfg = ConditionedPPOAllocatorConfig.resolve(config, **overrides)
     check_int("seed", seed, 0)
+    budgets = tuple(budgets)
+    if budgets:  # (none: ConcatBudgetVecEnv refuses it)
+        cfg.check_budgets(len(budgets))
     venv = ConcatBudgetVecEnv(budgets, cfg.envs_per_budget, seed=seed, **cfg.env_kwargs())
     cb = LearningCurveCallback(budgets, cfg.eval_every, env_kwargs=cfg.env_kwargs())
     model = _learn("ppo", venv, cfg, seed, cb, progress_bar)
     venv.close()
     return model, cb.history
+
+
+PMWEEK_LEARNERS = ("ppo", "sb3-ppo", "sb3-maskable-ppo", "sb3-ppo-conditioned", "bc", "dagger")
+"""The ``python -m membudget.train`` subcommands whose runs are PMWeek-v0 models (:func:`load_policy` takes them;
+a test ties this to the command registry)."""
+OTHER_RUNS = ("tiers", "replay-ppo", "proactive-ppo", "rllib-ppo", "sweep")
+"""The other subcommands: their runs are refused by their record, naming what they trained."""
+
+
+def run_record(path: str):
+    """``(subcommand, config)`` recorded in the ``config.json`` of the run directory ``path`` (or of the folder of
+    its ``model.zip`` / ``model.npz``), or None where there is no such record or it cannot be read. The record is
+    read as data (``json``, at most :data:`~membudget.envs.validation.MAX_CONFIG_BYTES`, as config files are); it
+    only words a refusal or a check of settings: the model itself is checked as any other file."""
+    import json
+    import os
+
+    if os.path.isdir(path):
+        folder = path
+    elif os.path.basename(path) in ("model.zip", "model.npz"):
+        folder = os.path.dirname(path) or "."
+    else:
+        return None
+    record = os.path.join(folder, "config.json")
+    try:
+        if not os.path.isfile(record) or os.path.getsize(record) > MAX_CONFIG_BYTES:
+            return None
+        with open(record, encoding="utf-8") as f:
+            meta = json.loads(f.read())
+    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8, not JSON, nested too deeply
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("subcommand"), str):
+        return None
+    cfg = meta.get("config")
+    return meta["subcommand"], cfg if isinstance(cfg, dict) else {}
+
+
+def _other_environment(sub: str, cfg: dict) -> str:
+    """What a run of ``python -m membudget.train <sub>`` (one of :data:`OTHER_RUNS`) trained, as a refusal names
+    it."""
+    from membudget.agents.proactive_ppo import ENV_IDS as PROACTIVE_IDS
+    from membudget.agents.replay_ppo import LATEST_VERSION as REPLAY_LATEST, VERSIONS as REPLAY_VERSIONS
+    from membudget.agents.rllib import RLLIB_ENVS
+    from membudget.agents.tier_router import ENV_ID as TIERS_ID
+
+    def short(env_id):
+        return f"a {env_id.rpartition('/')[2]} model"
+
+    version = cfg.get("version")
+    if sub == "tiers":
+        return short(TIERS_ID)
+    if sub == "replay-ppo":
+        return short(f"ReplayStream-v{version if version in REPLAY_VERSIONS else REPLAY_LATEST}")
+    if sub == "proactive-ppo":
+        return short(PROACTIVE_IDS.get(version, PROACTIVE_IDS[max(PROACTIVE_IDS)]))
+    if sub == "rllib-ppo" and isinstance(cfg.get("env"), str) and cfg["env"] in RLLIB_ENVS:
+        return f"an RLlib {RLLIB_ENVS[cfg['env']].rpartition('/')[2]} model"
+    if sub == "sweep":
+        return "a hyperparameter search"
+    return "not a PMWeek-v0 model"
+
+
+def _check_run_environment(path: str) -> None:
+    """Refuse a run of one of :data:`OTHER_RUNS` by its record, naming what it trained. A record naming a PMWeek
+    learner, or a subcommand of no other version, is left to the model's own checks."""
+    record = run_record(path)
+    if record is None or record[0] not in OTHER_RUNS:
+        return
+    sub, cfg = record
+    raise ValueError(f"{path} is {_other_environment(sub, cfg)} (python -m membudget.train {sub})"
+                     f"{', not a model' if sub == 'sweep' else ''}; --model takes PMWeek-v0 models (runs of "
+                     f"python -m membudget.train {', '.join(PMWEEK_LEARNERS)})")
 
 
 def load_policy(path: str, *, trust_remote_code: bool = False):
@@ -273,7 +348,9 @@ def load_policy(path: str, *, trust_remote_code: bool = False):
     A ``.zip`` is loaded without running any code from it (:func:`membudget.agents.sb3_files.load_sb3_model`:
     only the weights and plain data are read, everything pickled is rebuilt from membudget's own code);
     ``trust_remote_code=True`` unpickles the whole archive as SB3 does, which runs whatever code it holds. A file
-    that is not such a model raises ``ValueError`` naming it."""
+    that is not such a model raises ``ValueError`` naming it; a run directory (or its ``model.zip`` /
+    ``model.npz``) whose ``config.json`` records a run of another environment is refused as such first."""
+    _check_run_environment(path)
     path = model_file(path)
     if path.endswith(".npz"):
         from membudget.agents.per_resource import StudentPolicy

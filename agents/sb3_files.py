@@ -284,9 +284,7 @@ def load_sb3_model(path, *, trust_remote_code: bool = False):
         try:
             model = algo.load(io.BytesIO(raw), device="cpu", custom_objects=custom)
         except pickle.UnpicklingError as e:
-            reason = str(e).partition("WeightsUnpickler error:")[2].split("Check the documentation")[0]
-            raise ValueError(f"a .pth entry is not plain tensors (torch.load with weights_only=True refuses it: "
-                             f"{' '.join(reason.split())[:300]})") from None
+            raise ValueError(_not_plain_tensors(_refused_weights(raw) or ("a .pth entry", e))) from None
         except (RuntimeError, ValueError, KeyError, AssertionError) as e:
             raise ValueError(f"the weights do not fit a {algo.__name__} {policy.__name__} on PMWeek-v0's spaces: "
                              f"{type(e).__name__}: {str(e)[:500]}") from None
@@ -303,9 +301,45 @@ def _check_no_torch_variables(raw, names, algo) -> None:
     import torch
 
     with zipfile.ZipFile(io.BytesIO(raw)) as z, z.open("pytorch_variables.pth") as f:
-        variables = torch.load(f, map_location="cpu", weights_only=True)
+        try:
+            variables = torch.load(f, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as e:
+            raise ValueError(_not_plain_tensors(("entry 'pytorch_variables.pth'", e))) from None
     if variables not in (None, {}):
         raise ValueError(f"entry 'pytorch_variables.pth' holds {sorted(variables)[:10]}; {algo.__name__} saves none")
+
+
+def _refused_weights(raw):
+    """``("entry 'NAME'", error)`` for the first ``.pth`` entry of the archive ``raw`` (in the order SB3 loads them)
+    that ``torch.load(weights_only=True)`` refuses as not plain tensors, or None."""
+    import torch
+
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        for name in z.namelist():
+            if os.path.splitext(name)[1] == ".pth":
+                try:
+                    torch.load(io.BytesIO(z.read(name)), map_location="cpu", weights_only=True)
+                except pickle.UnpicklingError as e:
+                    return f"entry {name!r}", e
+                except Exception:  # another fault: not the entry SB3 refused as not plain tensors
+                    continue
+    return None
+
+
+def _not_plain_tensors(refused) -> str:
+    """The refusal of a ``.pth`` entry (``(its name, torch's UnpicklingError)``) with torch's reason: its message
+    without the generic advice around it (weights_only's history, how to allowlist a global, where the documentation
+    is), or the exception's type name when that leaves nothing."""
+    what, error = refused
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))  # torch's message has terminal escapes for bold
+    if "WeightsUnpickler error:" in text:
+        text = text.partition("WeightsUnpickler error:")[2]
+    text = re.split(r"Check the documentation|Please use `torch\.serialization", text)[0]
+    generic = ("Weights only load failed", "(1)", "(2)", "Please file an issue")
+    reason = " ".join(" ".join(line for line in text.splitlines() if not line.strip().startswith(generic)).split())
+    reason = reason or " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(error)).split())
+    detail = f"{type(error).__name__}: {reason[:300]}" if reason else type(error).__name__
+    return f"{what} is not plain tensors (torch.load with weights_only=True refuses it: {detail})"
 
 
 def _rebuilt(algo, policy, data) -> dict:

@@ -57,31 +57,21 @@ policy expire); the budget and the load are the evaluation's own arguments."""
 
 
 def check_model_settings(path: str) -> None:
-    """Refuse a trained model whose run directory (``path`` itself, or the folder of a model file) records in its
-    ``config.json`` other environment settings than :data:`EVAL_SETTINGS`: scored in the evaluation's settings, it
-    would be compared with the gates in a setting it was not trained for, with nothing to say so. A model without
-    such a record (a file outside a run directory, a run without ``config.json``) is not checked."""
-    import json
+    """Refuse a trained model whose run directory (``path`` itself, or the folder of its ``model.zip`` /
+    ``model.npz``) records in its ``config.json`` other environment settings than :data:`EVAL_SETTINGS`: scored in
+    the evaluation's settings, it would be compared with the gates in a setting it was not trained for, with
+    nothing to say so. A model without such a record (:func:`membudget.agents.rl.run_record`) is not checked."""
+    from membudget.agents.rl import run_record
 
-    folder = path if os.path.isdir(path) else os.path.dirname(path)
-    record = os.path.join(folder, "config.json")
-    if not os.path.isfile(record) or os.path.getsize(record) > 1 << 20:  # run records are a few kB
-        return
-    try:
-        with open(record, encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
-        return
-    trained = meta.get("config") if isinstance(meta, dict) and "subcommand" in meta else None
-    if not isinstance(trained, dict):
-        return
+    record = run_record(path)
+    trained = {} if record is None else record[1]
     differ = {k: trained[k] for k, v in EVAL_SETTINGS.items() if k in trained and trained[k] != v}
     if differ:
         got = ", ".join(f"{k} {v!r}" for k, v in differ.items())
         want = ", ".join(f"{k} {EVAL_SETTINGS[k]!r}" for k in differ)
-        raise ValueError(f"model {path!r} was trained with {got} ({record}); the evaluation plays every policy with "
-                         f"{want}, so its figures would not be comparable: the run's own figures, in its settings, "
-                         f"are in its metrics.csv")
+        raise ValueError(f"model {path!r} was trained with {got} (its run's config.json); the evaluation plays every "
+                         f"policy with {want}, so its figures would not be comparable: the run's own figures, in its "
+                         f"settings, are in its metrics.csv")
 
 
 def evaluate_policy(suite, name, budget, seeds, load=0, repetitions=3, trust_model=False):

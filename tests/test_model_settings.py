@@ -51,3 +51,13 @@ def test_the_command_lines_refuse_it_in_one_line_before_any_work(tmp_path, capsy
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "per_step_cap 4" in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def test_the_model_loaders_tables_of_subcommands_are_the_command_registrys():
+    import membudget.train as train
+    from membudget.agents.rl import OTHER_RUNS, PMWEEK_LEARNERS
+    from membudget.studies.rl_vs_distillation.configs import TRAIN_COMMANDS
+
+    assert set(PMWEEK_LEARNERS) == set(TRAIN_COMMANDS)
+    assert set(PMWEEK_LEARNERS).isdisjoint(OTHER_RUNS)
+    assert set(PMWEEK_LEARNERS) | set(OTHER_RUNS) == set(train.SUBCOMMANDS)

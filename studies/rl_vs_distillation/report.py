@@ -248,7 +248,10 @@ def benchmark_main(argv=None) -> Results:
                                                              "rl_vs_distillation.md")
     if out:
         folder = write_page(out, text)
-        plot_curves(res, os.path.join(folder, "rl_vs_distillation_curves.png"))
+        beside = [os.path.join(folder, "rl_vs_distillation_curves.png")]
+        plot_curves(res, beside[0])
         if not args.render:
-            res.save(os.path.join(folder, "rl_vs_distillation.json"))
+            beside.append(os.path.join(folder, "rl_vs_distillation.json"))
+            res.save(beside[-1])
+        print(f"wrote {out} ({' and '.join(os.path.basename(p) for p in beside)} beside it)", flush=True)
     return res
