@@ -49,6 +49,7 @@ def task_horizon(name: str) -> int:
         world = WorldConfig()
     return world.horizon
 
+
 MAX_WIDTH = 4096
 """Widest hidden layer a per-resource network may have."""
 
