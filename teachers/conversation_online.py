@@ -52,7 +52,7 @@ from membudget.envs.conversation.env import FALSE_FIRE_PENALTY, ConversationPMEn
 from membudget.envs.conversation.world import (ACTIVATION_FRACTIONS, ACTIVATIONS, _kernel_arguments, _probabilities,
                                                kernel_ranges, reply_similarity, trigger_token_similarity)
 from membudget.envs.jit import njit_leaf
-from membudget.envs.validation import check_int
+from membudget.envs.validation import check_int, constructor_repr
 
 from .conversation import (MAX_INFORMED_CANDIDATES, MAX_INFORMED_TESTS, ConversationSchedule, _informed_tables,
                            _option, _Teacher, score_weights)
@@ -539,7 +539,8 @@ class ConversationParticles:
 
 
 class ConversationPosterior:
-    """Posterior sampler of a ``ConversationPM`` world (module docstring), scikit-learn style.
+    """Posterior sampler of a ``ConversationPM`` world (module docstring): keyword arguments stored as given and
+    checked by :meth:`fit` (scikit-learn's convention; no ``get_params``).
 
     Parameters
     ----------
@@ -552,6 +553,9 @@ class ConversationPosterior:
     def __init__(self, *, world=None, n_particles=64):
         self.world = world
         self.n_particles = n_particles
+
+    def __repr__(self):
+        return constructor_repr(self)
 
     def fit(self, X=None, y=None):
         """Check the settings (``X``, ``y`` ignored)."""
@@ -568,7 +572,7 @@ class ConversationPosterior:
 
     def _check_view(self, view):
         if not hasattr(self, "world_"):
-            raise RuntimeError("call fit() first")
+            raise RuntimeError("this ConversationPosterior is not fitted yet; call fit() first")
         if not isinstance(view, ConversationView):
             raise TypeError(f"view must be a ConversationView, got {type(view).__name__}")
         R = self.world_.n_prospective + self.world_.n_trigger
@@ -670,7 +674,7 @@ class ConversationPlanner(_Teacher):
         """The planner's binary action at ``env``'s current message (``env``: a ConversationPM environment with the
         planner's budget, per-step cap and false-fire penalty, possibly wrapped)."""
         if not hasattr(self, "sampler_"):
-            raise RuntimeError("call fit() first")
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit() first")
         e = getattr(env, "unwrapped", env)
         if not isinstance(e, ConversationPMEnv):
             raise TypeError(f"env must be a ConversationPM environment, got {type(e).__name__}")

@@ -367,11 +367,10 @@ class BayesFeatureGate(HindsightPlanner):
     def fit(self, X=None, y=None):
         """Check the settings (the threshold, the scores action mode) and build the posterior sampler."""
         check_number("threshold", self.threshold, 0, 1, low_open=True)
-        super().fit()
-        if self.env.unwrapped.action_mode != "scores":
-            raise ValueError("BayesFeatureGate plays action_mode='scores' environments, got "
-                             f"{self.env.unwrapped.action_mode!r}")
-        return self
+        if isinstance(self.env, AgentView) and self.env.unwrapped.action_mode != "scores":  # before anything is built
+            raise ValueError("env must be an action_mode='scores' environment (BayesFeatureGate's scores are ranked by "
+                             f"the executor), got action_mode {self.env.unwrapped.action_mode!r}")
+        return super().fit()
 
     def predict(self, observation, state=None, episode_start=None, deterministic=True):
         """Scores for the environment's current step (``observation`` must be its latest one)."""

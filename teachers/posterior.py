@@ -50,7 +50,7 @@ from membudget.envs.jit import njit_kernel, njit_leaf
 from membudget.envs.pm.world import (COST_PROFILES, KIND_CHANNEL, KIND_TIME, KIND_VISIBLE, LURE, NEVER, OUTCOME, POS,
                                      STALE, UPDATE_KINDS, Episode, WorldConfig, _numbered, _world_constants, calendar,
                                      named_indices, resource_costs)
-from membudget.envs.validation import check_int, check_known
+from membudget.envs.validation import check_int, check_known, constructor_repr
 
 from .hindsight_dp import _cap, _rest_solve, kernel_budgets, variant_f1
 from .observed import EVENT_ON_TIME, EVENT_POSITIVE, Observed
@@ -1662,6 +1662,9 @@ class PosteriorSampler:
         e = env.unwrapped
         return cls(world=e.world, cost_profile=e.cost_profile, late_policy=e.late_policy, load=e.load, **kwargs)
 
+    def __repr__(self):
+        return constructor_repr(self)
+
     def fit(self, X=None, y=None):
         """Check the settings and tabulate the generator's distributions for the world (``X``, ``y`` ignored)."""
         world = WorldConfig() if self.world is None else self.world
@@ -1751,7 +1754,7 @@ class PosteriorSampler:
         (those with a seen hidden miss still first) instead of the default one — any order leaves the draws exact;
         another one can succeed where the default's proposals miss the observations."""
         if not hasattr(self, "world_"):
-            raise RuntimeError("call fit() first")
+            raise RuntimeError("this PosteriorSampler is not fitted yet; call fit() first")
         rng = np.random.default_rng(rng)
         M = self.n_particles if n_particles is None else check_int("n_particles", n_particles, 1, 10**7)
         call = self._call(observed, M)

@@ -89,3 +89,26 @@ def test_the_online_teachers_are_named_in_the_teachers_package():
     assert {"HindsightPlanner", "InformationRelaxationBound"} <= set(teachers.__all__) & set(dir(teachers))
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchTeacher'"):
         teachers.NoSuchTeacher  # noqa: B018
+
+
+def test_a_bayes_feature_gate_on_a_binary_environment_is_refused_before_anything_is_built():
+    from membudget.teachers.online import BayesFeatureGate
+
+    gate = BayesFeatureGate(env=AgentView(PMWeekEnv(budget="B10")), n_samples=2)
+    with pytest.raises(ValueError, match=r"env must be an action_mode='scores' environment.*got action_mode 'binary'"):
+        gate.fit()
+    assert not [k for k in vars(gate) if k.endswith("_")]  # a failed fit leaves it unfitted
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        gate.predict({"mask": np.ones(11)})
+
+
+def test_the_posterior_samplers_show_their_arguments_and_name_themselves_when_unfitted():
+    from membudget.teachers.conversation_online import ConversationPosterior
+
+    for obj, name in ((PosteriorSampler(n_particles=32), "PosteriorSampler"),
+                      (ConversationPosterior(n_particles=32), "ConversationPosterior")):
+        assert repr(obj).startswith(f"{name}(") and "n_particles=32" in repr(obj)
+    with pytest.raises(RuntimeError, match=r"this PosteriorSampler is not fitted yet; call fit\(\) first"):
+        PosteriorSampler().sample(None, 2)
+    with pytest.raises(RuntimeError, match=r"this ConversationPosterior is not fitted yet"):
+        ConversationPosterior().sample(None, 2)
