@@ -24,7 +24,9 @@ scikit-learn conventions: the keyword-only ``__init__`` only stores its argument
 learned attributes end in ``_``. Both follow the policy protocol ``predict(observation, state=None,
 episode_start=None, deterministic=True) -> (action, state)`` for one observation ``(d,)`` or a batch ``(n, d)``;
 ``predict`` never learns — call ``update`` / ``partial_fit`` with the outcome (see
-:func:`membudget.studies.limbo.run_bandit` for the online loop).
+:func:`membudget.studies.limbo.run_bandit` for the online loop). Unlike a scikit-learn estimator, an unfitted
+bandit predicts: its first ``select`` / ``predict`` sets up the prior state (``A_inv_ = I / l2_lambda``, ``θ = 0``)
+for that observation's width, as a bandit's cold start needs; later data of another width are refused.
 
 Inputs are checked where they enter, each error naming the argument: observations (``X`` / ``x`` /
 ``observation``) and targets (``correct``, ``cost``, ``rewards``) must be numeric (never strings or ``None``),
