@@ -200,7 +200,7 @@ class AutogradEngine:
         n = batch["adv"].numel()
         if n < cfg.n_minibatches:  # (a task of TASKS is checked before training: PPOConfig.check_rollout)
             raise ValueError(f"n_minibatches must be at most the {n} samples of a rollout, got {cfg.n_minibatches}")
-        mb = max(1, n // cfg.n_minibatches)
+        mb = n // cfg.n_minibatches
         for _ in range(cfg.n_epochs):
             order = torch.as_tensor(self.rng.permutation(n))
             for start in range(0, n, mb):

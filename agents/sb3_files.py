@@ -331,13 +331,12 @@ def _not_plain_tensors(refused) -> str:
     without the generic advice around it (weights_only's history, how to allowlist a global, where the documentation
     is), or the exception's type name when that leaves nothing."""
     what, error = refused
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))  # torch's message has terminal escapes for bold
-    if "WeightsUnpickler error:" in text:
-        text = text.partition("WeightsUnpickler error:")[2]
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", str(error))  # torch's message has terminal escapes for bold
+    text = plain.partition("WeightsUnpickler error:")[2] if "WeightsUnpickler error:" in plain else plain
     text = re.split(r"Check the documentation|Please use `torch\.serialization", text)[0]
     generic = ("Weights only load failed", "(1)", "(2)", "Please file an issue")
     reason = " ".join(" ".join(line for line in text.splitlines() if not line.strip().startswith(generic)).split())
-    reason = reason or " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(error)).split())
+    reason = reason or " ".join(plain.split())
     detail = f"{type(error).__name__}: {reason[:300]}" if reason else type(error).__name__
     return f"{what} is not plain tensors (torch.load with weights_only=True refuses it: {detail})"
 

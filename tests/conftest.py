@@ -56,3 +56,19 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+@pytest.fixture
+def tiny_labels():
+    """A valid three-row ``LabelDataset`` at one budget (B5 = 10 queries), every array zero: for checks of arguments
+    and of array shapes."""
+    import numpy as np
+
+    from membudget.teachers import LabelDataset
+
+    return LabelDataset(features=np.zeros((3, 27), np.float32), week=np.zeros(3, np.int64),
+                        step=np.zeros(3, np.int64), resource=np.zeros(3, np.int64), outcome=np.zeros(3, np.int8),
+                        due=np.zeros(3, np.int8), budgets=np.array([10]), budget_names=np.array(["B5"]),
+                        myopic=np.zeros((1, 3), np.int8), sequential=np.zeros((1, 3), np.int8),
+                        budget_features_myopic=np.zeros((1, 3, 9), np.float32),
+                        budget_features_sequential=np.zeros((1, 3, 9), np.float32), meta={})

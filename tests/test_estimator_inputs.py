@@ -137,15 +137,10 @@ def test_gates_fit_names_what_the_dataset_must_be(gate, dataset):
         cls().fit(dataset)
 
 
-def test_gates_fit_names_what_levels_must_be():
+def test_gates_fit_names_what_levels_must_be(tiny_labels):
     from membudget.agents.gates import StaticGate
-    from membudget.teachers import LabelDataset
 
-    ds = LabelDataset(features=np.zeros((3, 27), np.float32), week=np.zeros(3, np.int64), step=np.zeros(3, np.int64),
-                      resource=np.zeros(3, np.int64), outcome=np.zeros(3, np.int8), due=np.zeros(3, np.int8),
-                      budgets=np.array([10]), budget_names=np.array(["B5"]), myopic=np.zeros((1, 3), np.int8),
-                      sequential=np.zeros((1, 3), np.int8), budget_features_myopic=np.zeros((1, 3, 9), np.float32),
-                      budget_features_sequential=np.zeros((1, 3, 9), np.float32), meta={})
+    ds = tiny_labels
     with pytest.raises(TypeError, match=r"^levels must be a dict .*got list"):
         StaticGate().fit(ds, ["B20"])
     with pytest.raises(ValueError, match=r"^levels\['B20'\] must be a finite number >= 0, got 'x'"):

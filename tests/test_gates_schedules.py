@@ -289,16 +289,10 @@ def labels_rows(labels, keep):
     return dataclasses.replace(labels, **cut, **{f: getattr(labels, f)[:, keep] for f in per_budget})
 
 
-def test_label_datasets_with_mismatched_arrays_are_refused_when_built():
+def test_label_datasets_with_mismatched_arrays_are_refused_when_built(tiny_labels):
     import dataclasses
 
-    from membudget.teachers import LabelDataset
-
-    ds = LabelDataset(features=np.zeros((3, 27), np.float32), week=np.zeros(3, np.int64), step=np.zeros(3, np.int64),
-                      resource=np.zeros(3, np.int64), outcome=np.zeros(3, np.int8), due=np.zeros(3, np.int8),
-                      budgets=np.array([10]), budget_names=np.array(["B5"]), myopic=np.zeros((1, 3), np.int8),
-                      sequential=np.zeros((1, 3), np.int8), budget_features_myopic=np.zeros((1, 3, 9), np.float32),
-                      budget_features_sequential=np.zeros((1, 3, 9), np.float32), meta={})
+    ds = tiny_labels
     for change, match in ((dict(outcome=np.zeros(2, np.int8)), r"outcome must have shape \(3,\)"),
                           (dict(features=np.zeros(3)), "features must be a 2-D"),
                           (dict(sequential=np.zeros((2, 3), np.int8)), r"sequential must have shape \(1, 3\)"),

@@ -64,9 +64,12 @@ class ConditionedPPOConfig(RunOutput, ConditionedPPOAllocatorConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        n_budgets = len([b for b in str(self.budgets).split(",") if b.strip()])
-        if n_budgets:  # (none: the run refuses its --budgets)
-            self.check_budgets(n_budgets)
+        if self.budget_names():  # (none: the run refuses its --budgets)
+            self.check_budgets(len(self.budget_names()))
+
+    def budget_names(self) -> list:
+        """The budget levels of ``budgets``, in order (blank entries dropped)."""
+        return [b.strip() for b in str(self.budgets).split(",") if b.strip()]
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def train_sb3_ppo(cfg: SB3PPOConfig, command: str = "", algo: str = "ppo") -> st
 
 def train_conditioned(cfg: ConditionedPPOConfig, command: str = "") -> str:
     """Train one budget-conditioned PPO across ``cfg.budgets``, evaluate at each budget and save."""
-    budgets = [parse_budget(b.strip()) for b in cfg.budgets.split(",") if b.strip()]
+    budgets = [parse_budget(b) for b in cfg.budget_names()]
     if not budgets:
         raise ValueError("--budgets must name at least one budget level")
     run_dir = start_run("sb3-ppo-conditioned", cfg, command, f"sb3-ppo-conditioned-seed{cfg.seed}")
